@@ -1,0 +1,77 @@
+import type { Hex } from "viem";
+import { RpcResponseError } from "./rpcErrors.js";
+import { parseRpcLog, type RpcLog } from "./rpcLog.js";
+import type { RpcClient } from "./rpcClient.js";
+
+/** Inclusive block range. */
+export type BlockRange = { from: number; to: number };
+
+export type LogFilter = BlockRange & {
+  /** Lower-case token addresses. */
+  addresses: readonly Hex[];
+  /** Accepted topic0 values (lower-case). */
+  topic0: readonly Hex[];
+};
+
+export type OutOfFilterReason = "outside_range" | "unrequested_address" | "unrequested_topic" | "removed_flag";
+
+export type GetLogsResult = {
+  logs: RpcLog[];
+  /** Logs the provider sent that the filter excludes: counted and logged by the caller, never stored. */
+  outOfFilter: Array<{ log: RpcLog; reason: OutOfFilterReason }>;
+};
+
+const toHex = (n: number): Hex => `0x${n.toString(16)}`;
+
+/**
+ * eth_getLogs for one window of canonical blocks, with every answer checked: a malformed answer or
+ * one that mixes two hashes for one block is retried (RpcResponseError); logs outside the filter are set apart.
+ */
+export async function getLogs(client: RpcClient, filter: LogFilter): Promise<GetLogsResult> {
+  const params = [
+    {
+      fromBlock: toHex(filter.from),
+      toBlock: toHex(filter.to),
+      address: filter.addresses,
+      topics: [filter.topic0],
+    },
+  ];
+  return client.request("eth_getLogs", params, (result) => checkAnswer(result, filter));
+}
+
+function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
+  if (!Array.isArray(result)) throw new RpcResponseError("eth_getLogs answered with a non-array result");
+  const addresses = new Set(filter.addresses);
+  const topics = new Set(filter.topic0);
+  const blockHashes = new Map<number, Hex>();
+  const logs: RpcLog[] = [];
+  const outOfFilter: GetLogsResult["outOfFilter"] = [];
+  for (let i = 0; i < result.length; i++) {
+    const log = parseRpcLog(result[i], `eth_getLogs result[${i}]`);
+    const reason = outOfFilterReason(log, filter, addresses, topics);
+    if (reason !== undefined) {
+      outOfFilter.push({ log, reason });
+      continue;
+    }
+    const known = blockHashes.get(log.blockNumber);
+    if (known === undefined) blockHashes.set(log.blockNumber, log.blockHash);
+    else if (known !== log.blockHash)
+      throw new RpcResponseError(`eth_getLogs answer holds two hashes for block ${log.blockNumber} (a reorg mid-answer)`);
+    logs.push(log);
+  }
+  return { logs, outOfFilter };
+}
+
+function outOfFilterReason(
+  log: RpcLog,
+  filter: BlockRange,
+  addresses: ReadonlySet<Hex>,
+  topics: ReadonlySet<Hex>,
+): OutOfFilterReason | undefined {
+  if (log.blockNumber < filter.from || log.blockNumber > filter.to) return "outside_range";
+  if (!addresses.has(log.address)) return "unrequested_address";
+  const topic0 = log.topics[0];
+  if (topic0 === undefined || !topics.has(topic0)) return "unrequested_topic";
+  if (log.removed) return "removed_flag";
+  return undefined;
+}

@@ -1,0 +1,70 @@
+import { redactText, redactUrl } from "../ops/redact.js";
+import { RangeLimitError, RpcTransportError } from "./rpcErrors.js";
+
+/** Sends one JSON body to one endpoint and returns the body of the answer. */
+export type HttpTransport = (url: string, body: string, signal: AbortSignal) => Promise<string>;
+
+/**
+ * fetch-based transport with a per-request timeout and a cap on the answer's size: an answer over
+ * `maxResponseBytes` is cut off while streaming (memory stays bounded) and reported as a range
+ * limit so the caller splits the window.
+ */
+export function createHttpTransport(options: { timeoutMs: number; maxResponseBytes: number }): HttpTransport {
+  return async (url, body, signal) => {
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const combined = AbortSignal.any([signal, timeout]);
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body,
+        signal: combined,
+      });
+    } catch (error) {
+      throw transportFailure(url, error, timeout, signal);
+    }
+    if (response.status === 413)
+      throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
+    }
+    try {
+      return await readCapped(response, options.maxResponseBytes, url);
+    } catch (error) {
+      if (error instanceof RangeLimitError) throw error;
+      throw transportFailure(url, error, timeout, signal);
+    }
+  };
+}
+
+async function readCapped(response: Response, maxBytes: number, url: string): Promise<string> {
+  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new RangeLimitError(`${redactUrl(url)} answer of ${declared} bytes exceeds rpc.maxResponseBytes`, { kind: "tooLarge" });
+  }
+  if (response.body === null) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new RangeLimitError(`${redactUrl(url)} answer exceeds rpc.maxResponseBytes (${maxBytes})`, { kind: "tooLarge" });
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, size).toString("utf8");
+}
+
+function transportFailure(url: string, error: unknown, timeout: AbortSignal, signal: AbortSignal): Error {
+  if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error("aborted");
+  if (timeout.aborted) return new RpcTransportError(`${redactUrl(url)} timed out`);
+  const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+  return new RpcTransportError(`${redactUrl(url)} unreachable: ${redactText(cause)}`);
+}

@@ -1,0 +1,217 @@
+import PQueue from "p-queue";
+import type { Config } from "../config/types.js";
+import { RetryableError, ShutdownError } from "../errors.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import { redactUrl } from "../ops/redact.js";
+import { sleep, type Shutdown } from "../ops/shutdown.js";
+import { createHttpTransport, type HttpTransport } from "./httpTransport.js";
+import { parseRangeError } from "./rangeErrors.js";
+import {
+  RangeLimitError,
+  RpcRequestError,
+  RpcResponseError,
+  WrongChainError,
+  isRetryableRpcError,
+} from "./rpcErrors.js";
+
+export type RpcCall = { method: string; params: readonly unknown[] };
+export type BatchResult = { ok: true; result: unknown } | { ok: false; error: RpcRequestError };
+
+export type RpcClient = {
+  /**
+   * One call with retries, failover and the rate limit; throws RangeLimitError, RetryableError or a fatal error.
+   * `parse` checks the result inside the retry loop, so a garbage answer is retried like a failed request.
+   */
+  request: <T = unknown>(method: string, params: readonly unknown[], parse?: (result: unknown) => T) => Promise<T>;
+  /** Several calls in one JSON-RPC batch (one HTTP request); per-call errors come back as values. */
+  batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
+  /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
+  verifyEndpoints: () => Promise<void>;
+};
+
+export type RpcClientDeps = {
+  config: Pick<Config, "chainId" | "rpc">;
+  logger: Logger;
+  metrics: Metrics;
+  shutdown: Shutdown;
+};
+
+/** An endpoint that failed is skipped for this long while another is healthy. */
+const ENDPOINT_COOLDOWN_MS = 30_000;
+
+/**
+ * JSON-RPC over HTTP. Every request passes the requests-per-second limit, is retried with
+ * exponential backoff and full jitter on transient failures, and moves to the next endpoint when one fails.
+ * Before an endpoint's first use its chain id is checked: a failover must never switch chains.
+ */
+export function createRpcClient(deps: RpcClientDeps, options: { transport?: HttpTransport } = {}): RpcClient {
+  const { config, metrics, shutdown } = deps;
+  const logger = deps.logger.child({ component: "rpc" });
+  const transport =
+    options.transport ??
+    createHttpTransport({ timeoutMs: config.rpc.timeoutMs, maxResponseBytes: config.rpc.maxResponseBytes });
+  const rateLimit = new PQueue({ intervalCap: config.rpc.requestsPerSecond, interval: 1_000 });
+  const endpoints = config.rpc.http.map((url) => ({
+    url,
+    label: redactUrl(url),
+    failedAt: 0,
+    verified: undefined as Promise<void> | undefined,
+  }));
+  type Endpoint = (typeof endpoints)[number];
+  let nextId = 1;
+
+  function pickEndpoint(attempt: number): Endpoint {
+    const now = Date.now();
+    const healthy = endpoints.filter((e) => now - e.failedAt > ENDPOINT_COOLDOWN_MS);
+    const pool = healthy.length > 0 ? healthy : endpoints;
+    // Prefer the first healthy endpoint; on retries rotate so one bad endpoint cannot exhaust every attempt.
+    return pool[attempt % pool.length]!;
+  }
+
+  async function post(endpoint: Endpoint, body: string): Promise<unknown> {
+    const text = await rateLimit.add(() => transport(endpoint.url, body, shutdown.signal));
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new RpcResponseError(`${endpoint.label} answered with invalid JSON`);
+    }
+  }
+
+  async function callOnce(endpoint: Endpoint, method: string, params: readonly unknown[]): Promise<unknown> {
+    const id = nextId++;
+    const answer = await post(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+    return unwrap(answer, method, id, endpoint.label);
+  }
+
+  function ensureVerified(endpoint: Endpoint): Promise<void> {
+    endpoint.verified ??= (async () => {
+      const answer = await callOnce(endpoint, "eth_chainId", []);
+      if (typeof answer !== "string" || !/^0x[0-9a-fA-F]+$/.test(answer))
+        throw new RpcResponseError(`${endpoint.label} answered eth_chainId with ${JSON.stringify(answer)}`);
+      const chainId = Number.parseInt(answer, 16);
+      if (chainId !== config.chainId)
+        throw new WrongChainError(`${endpoint.label} serves chain ${chainId}, but the config says chainId ${config.chainId}`);
+    })().catch((error: unknown) => {
+      // Forget a failed check so the next use checks again; a wrong chain stays fatal anyway.
+      endpoint.verified = undefined;
+      throw error;
+    });
+    return endpoint.verified;
+  }
+
+  /** Runs `attempt` against endpoints until it succeeds, the error is not retryable, or attempts run out. */
+  async function withRetries<T>(method: string, run: (endpoint: Endpoint) => Promise<T>): Promise<T> {
+    const { maxAttempts, initialDelayMs, maxDelayMs } = config.rpc.retry;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < maxAttempts; attempt++) {
+      shutdown.throwIfKilled();
+      const endpoint = pickEndpoint(attempt);
+      const started = performance.now();
+      try {
+        await ensureVerified(endpoint);
+        const result = await run(endpoint);
+        metrics.rpcRequests.inc({ method, outcome: "ok" });
+        return result;
+      } catch (error) {
+        const classified = classify(method, error);
+        metrics.rpcRequests.inc({ method, outcome: outcomeOf(classified) });
+        if (!(classified instanceof RetryableError) || shutdown.isKilled()) throw classified;
+        endpoint.failedAt = Date.now();
+        lastError = classified;
+        const delay = Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** attempt);
+        logger.warn({
+          msg: "Retrying RPC request",
+          method,
+          endpoint: endpoint.label,
+          attempt: attempt + 1,
+          max_attempts: maxAttempts,
+          delay_ms: Math.round(delay),
+          error: classified.shortMessage,
+        });
+        if (attempt + 1 < maxAttempts) await sleep(delay, shutdown.signal);
+      } finally {
+        metrics.rpcDuration.observe({ method }, (performance.now() - started) / 1_000);
+      }
+    }
+    const last = lastError instanceof RetryableError ? lastError.shortMessage : String(lastError);
+    throw new RetryableError(`${method} failed after ${maxAttempts} attempts: ${last}`, { cause: lastError });
+  }
+
+  return {
+    request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T) =>
+      withRetries(method, async (endpoint) => {
+        const result = await callOnce(endpoint, method, params);
+        return parse === undefined ? (result as T) : parse(result);
+      }),
+
+    batch: (calls) =>
+      withRetries(calls[0]?.method ?? "batch", async (endpoint) => {
+        if (calls.length === 0) return [];
+        const firstId = nextId;
+        nextId += calls.length;
+        const body = calls.map((call, i) => ({ jsonrpc: "2.0", id: firstId + i, method: call.method, params: call.params }));
+        const answer = await post(endpoint, JSON.stringify(body));
+        if (!Array.isArray(answer)) {
+          // Some nodes answer a whole batch with one error object (batch too large, not supported).
+          unwrap(answer, "batch", undefined, endpoint.label);
+          throw new RpcResponseError(`${endpoint.label} answered a batch with a non-array`);
+        }
+        const byId = new Map<unknown, unknown>(answer.map((item) => [(item as { id?: unknown } | null)?.id, item]));
+        return calls.map((call, i): BatchResult => {
+          const item = byId.get(firstId + i);
+          if (item === undefined) throw new RpcResponseError(`${endpoint.label} left call ${i} (${call.method}) of a batch unanswered`);
+          try {
+            return { ok: true, result: unwrap(item, call.method, firstId + i, endpoint.label) };
+          } catch (error) {
+            if (error instanceof RpcRequestError && !isRetryableRpcError(error)) return { ok: false, error };
+            throw error;
+          }
+        });
+      }),
+
+    verifyEndpoints: async () => {
+      for (const endpoint of endpoints) {
+        try {
+          await ensureVerified(endpoint);
+        } catch (error) {
+          if (error instanceof WrongChainError || error instanceof ShutdownError) throw error;
+          logger.warn({ msg: "Could not verify RPC endpoint", endpoint: endpoint.label, error: (error as Error).message });
+        }
+      }
+    },
+  };
+}
+
+/** The `result` of a JSON-RPC response, or the node's error as RpcRequestError. */
+function unwrap(answer: unknown, method: string, id: number | undefined, label: string): unknown {
+  if (typeof answer !== "object" || answer === null) throw new RpcResponseError(`${label} answered ${method} with a non-object`);
+  const response = answer as { id?: unknown; result?: unknown; error?: unknown };
+  if (response.error !== undefined && response.error !== null) {
+    const error = response.error as { code?: unknown; message?: unknown; data?: unknown };
+    const code = typeof error.code === "number" ? error.code : -32603;
+    const message = typeof error.message === "string" ? error.message : JSON.stringify(response.error);
+    throw new RpcRequestError(method, { code, message, data: error.data });
+  }
+  if (id !== undefined && response.id !== id) throw new RpcResponseError(`${label} answered ${method} with id ${String(response.id)}, expected ${id}`);
+  if (!("result" in response)) throw new RpcResponseError(`${label} answered ${method} without a result`);
+  return response.result;
+}
+
+/** Maps a node's error to our vocabulary: range limits first, then retryable or fatal by code. */
+function classify(method: string, error: unknown): Error & { shortMessage?: string } {
+  if (error instanceof RpcRequestError) {
+    const hint = parseRangeError({ code: error.code, message: error.shortMessage, data: error.data });
+    if (hint !== undefined) return new RangeLimitError(error.shortMessage, hint, { cause: error });
+    if (isRetryableRpcError(error)) return new RetryableError(error.shortMessage, { cause: error });
+    return error;
+  }
+  if (error instanceof Error) return error;
+  return new RetryableError(`${method} failed: ${String(error)}`);
+}
+
+function outcomeOf(error: Error): string {
+  if (error instanceof RangeLimitError) return "range_error";
+  if (error instanceof RetryableError) return "retryable";
+  return "fatal";
+}

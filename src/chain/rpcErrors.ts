@@ -1,0 +1,52 @@
+import { BaseError, FatalError, RetryableError, type BaseErrorOptions } from "../errors.js";
+import type { RangeErrorHint } from "./rangeErrors.js";
+
+/** The answer was not what JSON-RPC or the method promises (bad JSON, bad hex, wrong shape). Retryable: another try or another endpoint may answer well. */
+export class RpcResponseError extends RetryableError {
+  override name = "RpcResponseError";
+}
+
+/** A transport failure: timeout, connection reset, HTTP 429 or 5xx. */
+export class RpcTransportError extends RetryableError {
+  override name = "RpcTransportError";
+}
+
+/** A JSON-RPC error object the node sent back. Whether to retry depends on its code and text. */
+export class RpcRequestError extends BaseError {
+  override name = "RpcRequestError";
+  readonly code: number;
+  readonly data: unknown;
+  constructor(method: string, error: { code: number; message: string; data?: unknown }, options: BaseErrorOptions = {}) {
+    super(`${method} failed: ${error.message} (code ${error.code})`, options);
+    this.code = error.code;
+    this.data = error.data;
+  }
+}
+
+/** The provider refused the block range or the size of the answer; the caller must split the window. */
+export class RangeLimitError extends BaseError {
+  override name = "RangeLimitError";
+  readonly hint: RangeErrorHint;
+  constructor(message: string, hint: RangeErrorHint, options: BaseErrorOptions = {}) {
+    super(message, options);
+    this.hint = hint;
+  }
+}
+
+/** The endpoint serves another chain than the config names. */
+export class WrongChainError extends FatalError {
+  override name = "WrongChainError";
+}
+
+// JSON-RPC 2.0 and EIP-1474 codes that no retry can fix.
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+const INVALID_REQUEST = -32600;
+const METHOD_NOT_SUPPORTED = -32004;
+
+/** Whether a node's JSON-RPC error is worth another try (rate limits, overloaded or lagging nodes). */
+export function isRetryableRpcError(error: RpcRequestError): boolean {
+  if ([METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_SUPPORTED].includes(error.code)) return false;
+  // -32000 "header not found", -32005 limit exceeded, -32603 internal error, 429-like texts: transient.
+  return true;
+}

@@ -1,0 +1,69 @@
+import type { Hex } from "viem";
+import { RpcResponseError } from "./rpcErrors.js";
+
+/** A log as an RPC returned it, shape-checked and normalised (lower-case hex, numbers). */
+export type RpcLog = {
+  address: Hex;
+  topics: Hex[];
+  data: Hex;
+  blockNumber: number;
+  blockHash: Hex;
+  /** Unix seconds; Base nodes send it, some nodes omit it. */
+  blockTimestamp: number | undefined;
+  transactionHash: Hex;
+  transactionIndex: number;
+  logIndex: number;
+  removed: boolean;
+};
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const WORD = /^0x[0-9a-fA-F]{64}$/;
+const BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
+const QUANTITY = /^0x[0-9a-fA-F]{1,13}$/;
+
+/**
+ * Checks one log object of an RPC answer field by field; throws RpcResponseError naming the field.
+ * A provider can answer garbage: nothing reaches the store without passing here.
+ */
+export function parseRpcLog(value: unknown, where: string): RpcLog {
+  if (typeof value !== "object" || value === null) throw new RpcResponseError(`${where} is not an object`);
+  const log = value as Record<string, unknown>;
+  const topics = log.topics;
+  if (!Array.isArray(topics) || topics.length > 4) throw new RpcResponseError(`${where}.topics is not an array of 0 to 4 topics`);
+  return {
+    address: hexField(log, "address", ADDRESS, where),
+    topics: topics.map((topic, i) => hexString(topic, WORD, `${where}.topics[${i}]`)),
+    data: hexField(log, "data", BYTES, where),
+    blockNumber: quantity(log.blockNumber, `${where}.blockNumber`),
+    blockHash: hexField(log, "blockHash", WORD, where),
+    blockTimestamp:
+      log.blockTimestamp === undefined || log.blockTimestamp === null
+        ? undefined
+        : quantity(log.blockTimestamp, `${where}.blockTimestamp`),
+    transactionHash: hexField(log, "transactionHash", WORD, where),
+    transactionIndex: quantity(log.transactionIndex, `${where}.transactionIndex`),
+    logIndex: quantity(log.logIndex, `${where}.logIndex`),
+    removed: booleanField(log.removed, `${where}.removed`),
+  };
+}
+
+function hexField(log: Record<string, unknown>, key: string, pattern: RegExp, where: string): Hex {
+  return hexString(log[key], pattern, `${where}.${key}`);
+}
+
+function hexString(value: unknown, pattern: RegExp, path: string): Hex {
+  if (typeof value !== "string" || !pattern.test(value)) throw new RpcResponseError(`${path} is malformed hex`);
+  return value.toLowerCase() as Hex;
+}
+
+/** A hex quantity that fits a JS number exactly (block numbers, indexes, timestamps). */
+export function quantity(value: unknown, path: string): number {
+  if (typeof value !== "string" || !QUANTITY.test(value)) throw new RpcResponseError(`${path} is not a hex quantity`);
+  return Number.parseInt(value.slice(2), 16);
+}
+
+function booleanField(value: unknown, path: string): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value !== "boolean") throw new RpcResponseError(`${path} is not a boolean`);
+  return value;
+}

@@ -1,0 +1,49 @@
+import { getChainTips } from "../../chain/finality.js";
+import { UsageError } from "../../errors.js";
+import type { Shutdown } from "../../ops/shutdown.js";
+import { openDatabase } from "../../store/openDatabase.js";
+import { backfill } from "../../sync/backfill.js";
+import { parseBlockNumber, parseCommandArgs } from "../args.js";
+import { checkStartBlocks, createContext, verifyChain } from "../context.js";
+
+export const BACKFILL_HELP = `Usage: flashindex backfill [--from N] [--to M] [options]
+
+Indexes blocks N..M once and exits. Blocks already indexed are skipped, so the command is safe
+to repeat and to interrupt (Ctrl-C finishes the window being written and exits 0).
+
+Options:
+  --from N            first block (default: each token's startBlock)
+  --to M              last block (default: the last block the configured finality calls final)
+  -c, --config PATH   config file (default: indexer.config.json)
+  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
+  -h, --help          show this help
+
+Exit codes: 0 done, 2 bad usage or config, 1 fatal error, 75 temporary failure (retry later).`;
+
+export async function backfillCommand(args: string[], shutdown: Shutdown): Promise<void> {
+  const { values } = parseCommandArgs("backfill", args, { from: { type: "string" }, to: { type: "string" } });
+  if (values.help) return void console.log(BACKFILL_HELP);
+  const from = parseBlockNumber("--from", values.from);
+  const requestedTo = parseBlockNumber("--to", values.to);
+  if (from !== undefined && requestedTo !== undefined && requestedTo < from)
+    throw new UsageError(`--to: ${requestedTo} is below --from ${from}`);
+
+  const context = createContext(values, shutdown);
+  await verifyChain(context);
+  const tips = await getChainTips(context.client, context.config.finality);
+  checkStartBlocks(context.config, tips.head);
+  if (requestedTo !== undefined && requestedTo > tips.head)
+    throw new UsageError(`--to: ${requestedTo} is above the chain head ${tips.head}`);
+  const to = requestedTo ?? tips.finalized;
+  if (to > tips.finalized)
+    context.logger.warn({ msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged", finalized_block: tips.finalized, to_block: to });
+
+  const db = openDatabase(context.config.database.path, context.config.chainId);
+  try {
+    const summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized });
+    console.error(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,71 @@
+import { getChainTips } from "../../chain/finality.js";
+import { RetryableError, ShutdownError } from "../../errors.js";
+import { createHealth } from "../../ops/health.js";
+import { startOpsServer } from "../../ops/httpServer.js";
+import { sleep, type Shutdown } from "../../ops/shutdown.js";
+import { openDatabase } from "../../store/openDatabase.js";
+import { backfill } from "../../sync/backfill.js";
+import { parseCommandArgs } from "../args.js";
+import { checkStartBlocks, createContext, verifyChain, type Context } from "../context.js";
+
+/** How often the daemon looks for newly final blocks (Base makes one every 2 s). */
+export const FOLLOW_POLL_INTERVAL_MS = 2_000;
+/** Pause after a temporary failure (retries exhausted) before the daemon tries again. */
+export const FAILURE_BACKOFF_MS = 30_000;
+
+export const START_HELP = `Usage: flashindex start [options]
+
+Runs the daemon: backfills every configured token from its start block to the configured
+finality, then keeps up with the chain. Serves /metrics, /healthz and /readyz.
+SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
+
+Options:
+  -c, --config PATH   config file (default: indexer.config.json)
+  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
+  -h, --help          show this help`;
+
+export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
+  const { values } = parseCommandArgs("start", args, {});
+  if (values.help) return void console.log(START_HELP);
+  const context = createContext(values, shutdown);
+  await verifyChain(context);
+  const tips = await getChainTips(context.client, context.config.finality);
+  checkStartBlocks(context.config, tips.head);
+
+  const db = openDatabase(context.config.database.path, context.config.chainId);
+  const health = createHealth();
+  const { metrics: metricsConfig } = context.config;
+  const server = metricsConfig.enabled ? await startOpsServer({ ...context, health }, metricsConfig) : undefined;
+  context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });
+  try {
+    await follow(context, db, health);
+  } catch (error) {
+    if (!(error instanceof ShutdownError)) throw error;
+  } finally {
+    db.close();
+    await server?.close();
+    context.logger.info({ msg: "Stopped flashindex" });
+  }
+}
+
+/** Backfills to the final block, then again whenever the final block moves, until shutdown. */
+async function follow(context: Context, db: ReturnType<typeof openDatabase>, health: ReturnType<typeof createHealth>): Promise<void> {
+  const { logger, metrics, shutdown } = context;
+  for (;;) {
+    shutdown.throwIfKilled();
+    try {
+      const tips = await getChainTips(context.client, context.config.finality);
+      metrics.chainHeadBlock.set(tips.head);
+      health.markHeadSeen();
+      await backfill({ ...context, db }, { to: tips.finalized, finalized: tips.finalized });
+      health.markBackfillCaughtUp(true);
+      await sleep(FOLLOW_POLL_INTERVAL_MS, shutdown.signal);
+    } catch (error) {
+      if (!(error instanceof RetryableError)) throw error;
+      // The daemon outlives a flaky provider: committed windows stay, the next round resumes.
+      logger.error({ msg: "Failed to keep up, retrying later", error: error.shortMessage, retry_in_ms: FAILURE_BACKOFF_MS });
+      await sleep(FAILURE_BACKOFF_MS, shutdown.signal);
+    }
+  }
+}

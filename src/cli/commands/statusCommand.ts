@@ -1,0 +1,64 @@
+import type { Hex } from "viem";
+import { getChainTips, type ChainTips } from "../../chain/finality.js";
+import { BaseError } from "../../errors.js";
+import type { Shutdown } from "../../ops/shutdown.js";
+import { openDatabase } from "../../store/openDatabase.js";
+import { countRowsByStatus } from "../../store/statusQueries.js";
+import { createSyncedRanges } from "../../store/syncedRanges.js";
+import { contiguousEnd } from "../../sync/blockRanges.js";
+import { parseCommandArgs } from "../args.js";
+import { createContext } from "../context.js";
+
+export const STATUS_HELP = `Usage: flashindex status [--json] [options]
+
+Prints, per configured token: the checkpoint (last block indexed without gaps from its start
+block), the chain head and finalized block from the RPC, the lag, and row counts by status.
+Reads the database without locking out a running daemon.
+
+Options:
+  --json              print one JSON object instead of text
+  -c, --config PATH   config file (default: indexer.config.json)
+  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  -h, --help          show this help`;
+
+export async function statusCommand(args: string[], shutdown: Shutdown): Promise<void> {
+  const { values } = parseCommandArgs("status", args, { json: { type: "boolean" } });
+  if (values.help) return void console.log(STATUS_HELP);
+  const { config, client } = createContext({ ...values, "log-level": values["log-level"] ?? "warn" }, shutdown);
+
+  let tips: ChainTips | undefined;
+  let rpcError: string | undefined;
+  try {
+    tips = await getChainTips(client, config.finality);
+  } catch (error) {
+    rpcError = error instanceof BaseError ? error.shortMessage : String(error);
+  }
+  const db = openDatabase(config.database.path, config.chainId);
+  try {
+    const ranges = createSyncedRanges(db, config.chainId);
+    const tokens = config.tokens.map((token) => {
+      const key = token.address.toLowerCase() as Hex;
+      const checkpoint = contiguousEnd(ranges.list(key), token.startBlock);
+      return {
+        token: token.address,
+        label: token.label ?? null,
+        startBlock: token.startBlock,
+        checkpoint: checkpoint < token.startBlock ? null : checkpoint,
+        lagBlocks: tips === undefined ? null : Math.max(0, tips.head - Math.max(checkpoint, token.startBlock - 1)),
+        syncedRanges: ranges.list(key),
+        rows: countRowsByStatus(db, config.chainId, key),
+      };
+    });
+    const report = { chainId: config.chainId, database: config.database.path, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, tokens };
+    if (values.json) return void console.log(JSON.stringify(report, null, 2));
+    console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${config.database.path}`);
+    for (const t of tokens) {
+      console.log(`\n${t.label ?? "token"} ${t.token}  start ${t.startBlock}  checkpoint ${t.checkpoint ?? "none"}  lag ${t.lagBlocks ?? "?"} blocks`);
+      if (t.syncedRanges.length > 1) console.log(`  indexed ranges: ${t.syncedRanges.map((r) => `${r.from}-${r.to}`).join(", ")}`);
+      for (const r of t.rows) console.log(`  ${r.status.padEnd(12)} transfers ${String(r.transfers).padStart(10)}  authorizations ${String(r.authorizations).padStart(8)}`);
+      if (t.rows.length === 0) console.log("  no rows yet");
+    }
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,47 @@
+import { createRpcClient, type RpcClient } from "../chain/rpcClient.js";
+import { WrongChainError } from "../chain/rpcErrors.js";
+import { loadConfig, DEFAULT_CONFIG_PATH } from "../config/loadConfig.js";
+import type { Config } from "../config/types.js";
+import { ConfigError } from "../errors.js";
+import { createLogger, type Logger } from "../ops/logger.js";
+import { createMetrics, type Metrics } from "../ops/metrics.js";
+import type { Shutdown } from "../ops/shutdown.js";
+
+/** The dependency bag every long-running part takes as its first argument. */
+export type Context = {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  shutdown: Shutdown;
+  client: RpcClient;
+};
+
+export type CommonFlags = { config?: string | undefined; db?: string | undefined; "log-level"?: string | undefined };
+
+/** Reads and validates the config, then builds the logger, metrics and RPC client from it. */
+export function createContext(flags: CommonFlags, shutdown: Shutdown): Context {
+  const config = loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
+  const logger = createLogger(config.logLevel);
+  shutdown.add(() => logger.flush());
+  const metrics = createMetrics();
+  const client = createRpcClient({ config, logger, metrics, shutdown });
+  return { config, logger, metrics, shutdown, client };
+}
+
+/** Checks every RPC endpoint's chain id before anything is written: a mismatch is a config error (exit 2). */
+export async function verifyChain(context: Context): Promise<void> {
+  try {
+    await context.client.verifyEndpoints();
+  } catch (error) {
+    if (error instanceof WrongChainError) throw new ConfigError("rpc.http", error.shortMessage);
+    throw error;
+  }
+}
+
+/** A token whose start block lies above the head is a config mistake (a typo, or the wrong network). */
+export function checkStartBlocks(config: Config, head: number): void {
+  config.tokens.forEach((token, i) => {
+    if (token.startBlock > head)
+      throw new ConfigError(`tokens[${i}].startBlock`, `${token.startBlock} is above the chain head ${head}`);
+  });
+}

@@ -1,0 +1,153 @@
+import { ConfigError } from "../errors.js";
+import {
+  join,
+  optional,
+  readAddress,
+  readBoolean,
+  readEnum,
+  readInteger,
+  readObject,
+  readString,
+  readUrl,
+  type JsonObject,
+} from "./fields.js";
+import {
+  DEFAULTS,
+  LOG_LEVELS,
+  MAX_WINDOW_BLOCKS,
+  type Config,
+  type Finality,
+  type RpcConfig,
+  type TokenConfig,
+} from "./types.js";
+
+const HTTP = ["http:", "https:"] as const;
+const WS = ["ws:", "wss:"] as const;
+
+/** Validates a parsed config file into a frozen Config; throws ConfigError naming the first bad field. */
+export function parseConfig(raw: unknown, source: string): Config {
+  const root = readObject("", raw, [
+    "$schema",
+    "chainId",
+    "rpc",
+    "tokens",
+    "backfill",
+    "finality",
+    "database",
+    "metrics",
+    "logLevel",
+  ]);
+  if (root.chainId === undefined) throw new ConfigError("chainId", "is required");
+  const chainId = readInteger("chainId", root.chainId, { min: 1, max: 2 ** 53 - 1 });
+  const config: Config = {
+    chainId,
+    rpc: parseRpc(root.rpc),
+    tokens: parseTokens(root.tokens),
+    backfill: parseBackfill(root.backfill),
+    finality: parseFinality(root.finality),
+    database: parseDatabase(root.database),
+    metrics: parseMetrics(root.metrics),
+    logLevel: optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
+    source,
+  };
+  return deepFreeze(config);
+}
+
+function parseRpc(value: unknown): RpcConfig {
+  if (value === undefined) throw new ConfigError("rpc", "is required (at least rpc.http)");
+  const rpc = readObject("rpc", value, [
+    "http",
+    "ws",
+    "preconfWs",
+    "timeoutMs",
+    "requestsPerSecond",
+    "maxResponseBytes",
+    "retry",
+  ]);
+  const httpList = typeof rpc.http === "string" ? [rpc.http] : rpc.http;
+  if (!Array.isArray(httpList) || httpList.length === 0)
+    throw new ConfigError("rpc.http", "expected a URL or a non-empty array of URLs");
+  const retry = rpc.retry === undefined ? {} : readObject("rpc.retry", rpc.retry, ["maxAttempts", "initialDelayMs", "maxDelayMs"]);
+  const d = DEFAULTS.rpc;
+  const initialDelayMs = int(retry, "rpc.retry", "initialDelayMs", { min: 0, max: 600_000 }) ?? d.retry.initialDelayMs;
+  const maxDelayMs = int(retry, "rpc.retry", "maxDelayMs", { min: 0, max: 3_600_000 }) ?? d.retry.maxDelayMs;
+  if (maxDelayMs < initialDelayMs)
+    throw new ConfigError("rpc.retry.maxDelayMs", `must be at least rpc.retry.initialDelayMs (${initialDelayMs})`);
+  return {
+    http: httpList.map((url, i) => readUrl(join("rpc.http", i), url, HTTP)),
+    ws: optional(rpc.ws, (v) => readUrl("rpc.ws", v, WS)),
+    preconfWs: optional(rpc.preconfWs, (v) => readUrl("rpc.preconfWs", v, WS)),
+    timeoutMs: int(rpc, "rpc", "timeoutMs", { min: 100, max: 600_000 }) ?? d.timeoutMs,
+    requestsPerSecond: int(rpc, "rpc", "requestsPerSecond", { min: 1, max: 100_000 }) ?? d.requestsPerSecond,
+    maxResponseBytes: int(rpc, "rpc", "maxResponseBytes", { min: 1024, max: 2 ** 31 }) ?? d.maxResponseBytes,
+    retry: {
+      maxAttempts: int(retry, "rpc.retry", "maxAttempts", { min: 1, max: 100 }) ?? d.retry.maxAttempts,
+      initialDelayMs,
+      maxDelayMs,
+    },
+  };
+}
+
+function parseTokens(value: unknown): TokenConfig[] {
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ConfigError("tokens", "expected a non-empty array of { address, startBlock, label? }");
+  const seen = new Set<string>();
+  return value.map((entry, i) => {
+    const path = join("tokens", i);
+    const token = readObject(path, entry, ["address", "startBlock", "label"]);
+    const address = readAddress(join(path, "address"), token.address);
+    if (seen.has(address.toLowerCase())) throw new ConfigError(join(path, "address"), `${address} is listed twice`);
+    seen.add(address.toLowerCase());
+    if (token.startBlock === undefined) throw new ConfigError(join(path, "startBlock"), "is required");
+    return {
+      address,
+      startBlock: readInteger(join(path, "startBlock"), token.startBlock, { min: 0 }),
+      label: optional(token.label, (v) => readString(join(path, "label"), v)),
+    };
+  });
+}
+
+function parseBackfill(value: unknown): Config["backfill"] {
+  const backfill = value === undefined ? {} : readObject("backfill", value, ["windowBlocks", "concurrency"]);
+  return {
+    windowBlocks:
+      int(backfill, "backfill", "windowBlocks", { min: 1, max: MAX_WINDOW_BLOCKS }) ?? DEFAULTS.backfill.windowBlocks,
+    concurrency: int(backfill, "backfill", "concurrency", { min: 1, max: 64 }) ?? DEFAULTS.backfill.concurrency,
+  };
+}
+
+/** `"finalized"`, `"safe"`, or a depth in blocks below the head (`{ "depth": 64 }` or just `64`). */
+function parseFinality(value: unknown): Finality {
+  if (value === undefined) return DEFAULTS.finality;
+  if (typeof value === "string") return { tag: readEnum("finality", value, ["finalized", "safe"] as const) };
+  if (typeof value === "number") return { depth: readInteger("finality", value, { min: 0, max: 100_000 }) };
+  const finality = readObject("finality", value, ["depth"]);
+  if (finality.depth === undefined) throw new ConfigError("finality.depth", "is required");
+  return { depth: readInteger("finality.depth", finality.depth, { min: 0, max: 100_000 }) };
+}
+
+function parseDatabase(value: unknown): Config["database"] {
+  const database = value === undefined ? {} : readObject("database", value, ["path"]);
+  return { path: optional(database.path, (v) => readString("database.path", v)) ?? DEFAULTS.database.path };
+}
+
+function parseMetrics(value: unknown): Config["metrics"] {
+  const metrics = value === undefined ? {} : readObject("metrics", value, ["enabled", "host", "port"]);
+  return {
+    enabled: optional(metrics.enabled, (v) => readBoolean("metrics.enabled", v)) ?? DEFAULTS.metrics.enabled,
+    host: optional(metrics.host, (v) => readString("metrics.host", v)) ?? DEFAULTS.metrics.host,
+    port: int(metrics, "metrics", "port", { min: 0, max: 65_535 }) ?? DEFAULTS.metrics.port,
+  };
+}
+
+function int(object: JsonObject, path: string, key: string, bounds: { min: number; max?: number }): number | undefined {
+  return optional(object[key], (v) => readInteger(join(path, key), v, bounds));
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,71 @@
+import type { Address } from "viem";
+
+/** How far behind the head a block must be before we call it final. */
+export type Finality = { tag: "finalized" | "safe" } | { depth: number };
+
+export type TokenConfig = {
+  /** Checksummed, as given (or lower case when given in lower case). */
+  readonly address: Address;
+  readonly startBlock: number;
+  readonly label: string | undefined;
+};
+
+export type RetryConfig = {
+  /** Attempts per request, the first one included. */
+  readonly maxAttempts: number;
+  readonly initialDelayMs: number;
+  readonly maxDelayMs: number;
+};
+
+export type RpcConfig = {
+  /** HTTP JSON-RPC endpoints, in order of preference (failover). */
+  readonly http: readonly string[];
+  /** WebSocket endpoint for newHeads/logs subscriptions; undefined means poll. */
+  readonly ws: string | undefined;
+  /** Flashblocks WebSocket endpoint for pendingLogs; undefined means no subscription. */
+  readonly preconfWs: string | undefined;
+  readonly timeoutMs: number;
+  readonly requestsPerSecond: number;
+  /** Answers larger than this are refused (and the window split) rather than parsed. */
+  readonly maxResponseBytes: number;
+  readonly retry: RetryConfig;
+};
+
+export type BackfillConfig = {
+  /** Blocks per eth_getLogs window, at most MAX_WINDOW_BLOCKS. */
+  readonly windowBlocks: number;
+  readonly concurrency: number;
+};
+
+export type Config = {
+  readonly chainId: number;
+  readonly rpc: RpcConfig;
+  readonly tokens: readonly TokenConfig[];
+  readonly backfill: BackfillConfig;
+  readonly finality: Finality;
+  readonly database: { readonly path: string };
+  readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
+  readonly logLevel: LogLevel;
+  /** Where the config came from, for messages. */
+  readonly source: string;
+};
+
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Providers recommend windows under 2,000 blocks; 1,999 is our hard ceiling. */
+export const MAX_WINDOW_BLOCKS = 1_999;
+
+export const DEFAULTS = {
+  rpc: {
+    timeoutMs: 30_000,
+    requestsPerSecond: 50,
+    maxResponseBytes: 128 * 1024 * 1024,
+    retry: { maxAttempts: 8, initialDelayMs: 250, maxDelayMs: 15_000 },
+  },
+  backfill: { windowBlocks: 1_000, concurrency: 4 },
+  finality: { tag: "finalized" } as Finality,
+  database: { path: "data/flashindex.db" },
+  metrics: { enabled: true, host: "127.0.0.1", port: 9464 },
+  logLevel: "info" as LogLevel,
+} as const;

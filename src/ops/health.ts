@@ -1,0 +1,24 @@
+/** A head older than this makes the daemon not ready (Base makes a block every 2 s). */
+export const HEAD_STALE_AFTER_MS = 60_000;
+
+/** What /readyz reports on: set by the sync loops, read by the HTTP server. */
+export function createHealth(now: () => number = Date.now) {
+  let backfillCaughtUp = false;
+  let lastHeadAt = 0;
+  return {
+    markBackfillCaughtUp: (caughtUp: boolean) => {
+      backfillCaughtUp = caughtUp;
+    },
+    markHeadSeen: () => {
+      lastHeadAt = now();
+    },
+    /** undefined when ready, else the reason it is not. */
+    notReadyReason(): string | undefined {
+      if (!backfillCaughtUp) return "backfill has not caught up with the finalized block";
+      if (now() - lastHeadAt > HEAD_STALE_AFTER_MS) return `no new head for over ${HEAD_STALE_AFTER_MS / 1_000} s`;
+      return undefined;
+    },
+  };
+}
+
+export type Health = ReturnType<typeof createHealth>;

@@ -1,0 +1,55 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "./logger.js";
+import type { Metrics } from "./metrics.js";
+import type { Health } from "./health.js";
+
+/** Serves /metrics (Prometheus text), /healthz (alive) and /readyz (503 with the reason when not ready). */
+export async function startOpsServer(
+  deps: { logger: Logger; metrics: Metrics; health: Health },
+  options: { host: string; port: number },
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const logger = deps.logger.child({ component: "ops_server" });
+  const server: Server = createServer((request, response) => {
+    const path = (request.url ?? "/").split("?")[0];
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      response.writeHead(405, { allow: "GET, HEAD" }).end();
+      return;
+    }
+    if (path === "/metrics") {
+      deps.metrics.registry
+        .metrics()
+        .then((body) => response.writeHead(200, { "content-type": deps.metrics.registry.contentType }).end(body))
+        .catch((error: unknown) => {
+          logger.error({ msg: "Failed to render metrics", error: String(error) });
+          response.writeHead(500).end();
+        });
+      return;
+    }
+    if (path === "/healthz") {
+      response.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      return;
+    }
+    if (path === "/readyz") {
+      const reason = deps.health.notReadyReason();
+      response.writeHead(reason === undefined ? 200 : 503, { "content-type": "text/plain" }).end(`${reason ?? "ready"}\n`);
+      return;
+    }
+    response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
+  logger.info({ msg: "Started metrics and health server", url });
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

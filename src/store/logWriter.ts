@@ -1,0 +1,74 @@
+import type { Database } from "better-sqlite3";
+import { eventName, type EventName } from "../decode/paymentEvents.js";
+import type { LogRow, LogStatus } from "../decode/logRow.js";
+
+export type InsertCounts = { inserted: number; duplicates: number; byEvent: Map<`${EventName}:${LogStatus}`, number> };
+
+/**
+ * Inserts decoded rows into `logs` and their decoded table. Idempotent: a log already stored
+ * (same block hash, block number, transaction and log index) is skipped, never doubled.
+ * Call inside a transaction; it opens none of its own.
+ */
+export function createLogWriter(db: Database) {
+  const insertLog = db.prepare(`
+    INSERT INTO logs (chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash,
+      block_timestamp, tx_hash, tx_index, log_index, tx_log_position, status, source, first_seen_at,
+      preconfirmed_at, confirmed_at, finalized_at)
+    VALUES (@chainId, @address, @topic0, @topic1, @topic2, @topic3, @data, @blockNumber, @blockHash,
+      @blockTimestamp, @txHash, @txIndex, @logIndex, @txLogPosition, @status, @source, @now,
+      @preconfirmedAt, @confirmedAt, @finalizedAt)
+    ON CONFLICT DO NOTHING`);
+  const insertTransfer = db.prepare(`
+    INSERT INTO transfers (log_id, chain_id, token, from_address, to_address, value, block_number, block_hash,
+      block_timestamp, tx_hash, tx_index, log_index, status)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const insertAuthorization = db.prepare(`
+    INSERT INTO authorization_events (log_id, chain_id, token, authorizer, nonce, kind, block_number, block_hash,
+      block_timestamp, tx_hash, tx_index, log_index, status)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+
+  return {
+    insertRows(rows: readonly LogRow[], now: number): InsertCounts {
+      const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: new Map() };
+      for (const row of rows) {
+        const result = insertLog.run({
+          chainId: row.chainId,
+          address: row.address,
+          topic0: row.topics[0] ?? null,
+          topic1: row.topics[1] ?? null,
+          topic2: row.topics[2] ?? null,
+          topic3: row.topics[3] ?? null,
+          data: row.data,
+          blockNumber: row.blockNumber,
+          blockHash: row.blockHash,
+          blockTimestamp: row.blockTimestamp,
+          txHash: row.transactionHash,
+          txIndex: row.transactionIndex,
+          logIndex: row.logIndex,
+          txLogPosition: row.txLogPosition,
+          status: row.status,
+          source: row.source,
+          now,
+          preconfirmedAt: row.status === "preconfirmed" ? now : null,
+          confirmedAt: row.status === "confirmed" || row.status === "finalized" ? now : null,
+          finalizedAt: row.status === "finalized" ? now : null,
+        });
+        if (result.changes === 0) {
+          counts.duplicates++;
+          continue;
+        }
+        const id = result.lastInsertRowid;
+        const carried = [row.blockNumber, row.blockHash, row.blockTimestamp, row.transactionHash, row.transactionIndex, row.logIndex, row.status];
+        const event = row.event;
+        if (event.kind === "transfer") insertTransfer.run(id, row.chainId, row.address, event.from, event.to, event.value, ...carried);
+        else insertAuthorization.run(id, row.chainId, row.address, event.authorizer, event.nonce, event.used ? "used" : "canceled", ...carried);
+        counts.inserted++;
+        const key = `${eventName(event)}:${row.status}` as const;
+        counts.byEvent.set(key, (counts.byEvent.get(key) ?? 0) + 1);
+      }
+      return counts;
+    },
+  };
+}
+
+export type LogWriter = ReturnType<typeof createLogWriter>;

@@ -1,0 +1,149 @@
+import PQueue from "p-queue";
+import type { Hex } from "viem";
+import { getBlockTimestamps } from "../chain/blockHeaders.js";
+import { getLogs, type BlockRange } from "../chain/getLogs.js";
+import { splitAfterRangeError } from "../chain/rangeErrors.js";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { RangeLimitError } from "../chain/rpcErrors.js";
+import type { Config } from "../config/types.js";
+import { toLogRows, type LogRow, type LogStatus } from "../decode/logRow.js";
+import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { FatalError } from "../errors.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import type { Shutdown } from "../ops/shutdown.js";
+import { splitRange, type Segment } from "./blockRanges.js";
+import { createWindowSize } from "./windowSize.js";
+
+/** One fetched window: the rows to store and the tokens whose range it completes. */
+export type Window = BlockRange & { tokens: readonly Hex[] };
+export type WindowResult = Window & { rows: LogRow[] };
+
+export type HistoricalDeps = {
+  config: Pick<Config, "chainId" | "backfill">;
+  logger: Logger;
+  metrics: Metrics;
+  shutdown: Shutdown;
+  client: RpcClient;
+};
+
+/**
+ * Fetches the segments window by window, `backfill.concurrency` at a time, and yields each finished
+ * window (in completion order) for the caller to commit. At most `concurrency` windows are in flight
+ * or waiting to be consumed, so memory stays flat however long the range.
+ */
+export async function* syncHistorical(
+  deps: HistoricalDeps,
+  plan: { segments: readonly Segment<Hex>[]; statusOf: (blockNumber: number) => LogStatus },
+): AsyncGenerator<WindowResult> {
+  const { config, metrics, shutdown, client } = deps;
+  const logger = deps.logger.child({ component: "historical" });
+  const concurrency = config.backfill.concurrency;
+  const windowSize = createWindowSize(config.backfill.windowBlocks);
+  metrics.backfillWindowBlocks.set(windowSize.current());
+
+  const retries: Window[] = [];
+  const segments = plan.segments.map((s) => ({ ...s }));
+  /** Next window: split pieces first (they are older work), then the current segment at the current size. */
+  function nextWindow(): Window | undefined {
+    const retry = retries.shift();
+    if (retry !== undefined) return retry;
+    const segment = segments[0];
+    if (segment === undefined) return undefined;
+    const [window] = splitRange(segment, windowSize.current());
+    segment.from = window!.to + 1;
+    if (segment.from > segment.to) segments.shift();
+    return { ...window!, tokens: segment.members };
+  }
+
+  async function fetchWindow(window: Window): Promise<WindowResult> {
+    const started = performance.now();
+    const { logs, outOfFilter } = await getLogs(client, { ...window, addresses: window.tokens, topic0: PAYMENT_TOPICS });
+    for (const { log, reason } of outOfFilter) {
+      metrics.rpcRejectedLogs.inc({ reason });
+      logger.warn({ msg: "Rejected log outside the filter", reason, block_number: log.blockNumber, tx_hash: log.transactionHash, address: log.address });
+    }
+    const untimed = new Map(logs.filter((l) => l.blockTimestamp === undefined).map((l) => [l.blockNumber, l.blockHash]));
+    const timestamps = untimed.size === 0 ? new Map<number, number>() : await getBlockTimestamps(client, untimed);
+    const { rows, rejected } = toLogRows(logs, {
+      chainId: config.chainId,
+      statusOf: plan.statusOf,
+      source: "backfill",
+      timestampOf: (n) => timestamps.get(n)!,
+    });
+    for (const { log, reason } of rejected) {
+      metrics.rpcRejectedLogs.inc({ reason });
+      logger.warn({ msg: "Rejected undecodable log", reason, block_number: log.blockNumber, tx_hash: log.transactionHash, log_index: log.logIndex });
+    }
+    logger.debug({
+      msg: "Fetched window",
+      from_block: window.from,
+      to_block: window.to,
+      tokens: window.tokens.length,
+      logs: rows.length,
+      duration_ms: Math.round(performance.now() - started),
+    });
+    return { ...window, rows };
+  }
+
+  const queue = new PQueue({ concurrency });
+  const finished: WindowResult[] = [];
+  let failure: unknown;
+  let wake = (): void => undefined;
+
+  async function run(window: Window): Promise<void> {
+    try {
+      finished.push(await fetchWindow(window));
+      windowSize.recordSuccess();
+    } catch (error) {
+      if (!(error instanceof RangeLimitError)) {
+        failure ??= error;
+        return;
+      }
+      const pieces = splitAfterRangeError(BigInt(window.from), BigInt(window.to), error.hint);
+      if (pieces === undefined) {
+        failure ??= new FatalError(
+          `Block ${window.from} alone holds more logs than the provider returns in one answer`,
+          { details: error.shortMessage, cause: error },
+        );
+        return;
+      }
+      const first = pieces[0]!;
+      windowSize.shrinkTo(Number(first.to - first.from) + 1);
+      logger.info({
+        msg: "Split window after a provider range limit",
+        from_block: window.from,
+        to_block: window.to,
+        window_blocks: windowSize.current(),
+        error: error.shortMessage,
+      });
+      retries.unshift(...pieces.map((p) => ({ from: Number(p.from), to: Number(p.to), tokens: window.tokens })));
+    } finally {
+      metrics.backfillWindowBlocks.set(windowSize.current());
+      wake();
+    }
+  }
+
+  try {
+    for (;;) {
+      while (failure === undefined && !shutdown.isKilled() && queue.size + queue.pending + finished.length < concurrency) {
+        const window = nextWindow();
+        if (window === undefined) break;
+        void queue.add(() => run(window));
+      }
+      const result = finished.shift();
+      if (result !== undefined) {
+        yield result;
+        continue;
+      }
+      if (queue.size + queue.pending === 0) break;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+    }
+    if (failure !== undefined) throw failure;
+    shutdown.throwIfKilled();
+  } finally {
+    queue.clear();
+  }
+}

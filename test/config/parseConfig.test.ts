@@ -1,0 +1,117 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { loadConfig } from "../../src/config/loadConfig.js";
+import { parseConfig } from "../../src/config/parseConfig.js";
+import { ConfigError } from "../../src/errors.js";
+
+const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+const valid = () => ({
+  chainId: 8453,
+  rpc: { http: "https://mainnet.base.org" },
+  tokens: [{ address: USDC, startBlock: 100, label: "USDC" }],
+});
+
+/** The ConfigError thrown by parseConfig, asserted to be one line naming the field. */
+function configError(raw: unknown): ConfigError {
+  try {
+    parseConfig(raw, "test.json");
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).shortMessage).not.toContain("\n");
+    return error as ConfigError;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("parseConfig()", () => {
+  test("fills defaults and freezes the result", () => {
+    const config = parseConfig(valid(), "test.json");
+    expect(config.backfill).toEqual({ windowBlocks: 1_000, concurrency: 4 });
+    expect(config.finality).toEqual({ tag: "finalized" });
+    expect(config.rpc.http).toEqual(["https://mainnet.base.org"]);
+    expect(config.tokens[0]).toEqual({ address: USDC, startBlock: 100, label: "USDC" });
+    expect(Object.isFrozen(config.rpc.retry)).toBe(true);
+  });
+
+  test("accepts a depth or a tag as finality", () => {
+    expect(parseConfig({ ...valid(), finality: { depth: 10 } }, "t").finality).toEqual({ depth: 10 });
+    expect(parseConfig({ ...valid(), finality: 5 }, "t").finality).toEqual({ depth: 5 });
+    expect(parseConfig({ ...valid(), finality: "safe" }, "t").finality).toEqual({ tag: "safe" });
+  });
+
+  test.each([
+    ["an unknown top-level key", { ...valid(), chainID: 1 }, "chainID", "unknown key"],
+    ["an unknown nested key", { ...valid(), backfill: { window: 5 } }, "backfill.window", "unknown key"],
+    ["a missing chain id", { rpc: valid().rpc, tokens: valid().tokens }, "chainId", "required"],
+    ["a chain id of the wrong type", { ...valid(), chainId: "8453" }, "chainId", "whole number"],
+    ["a window over 1,999 blocks", { ...valid(), backfill: { windowBlocks: 2_000 } }, "backfill.windowBlocks", "at most 1999"],
+    ["a zero window", { ...valid(), backfill: { windowBlocks: 0 } }, "backfill.windowBlocks", "at least 1"],
+    ["a fractional concurrency", { ...valid(), backfill: { concurrency: 1.5 } }, "backfill.concurrency", "whole number"],
+    ["a malformed address", { ...valid(), tokens: [{ address: "0x1234", startBlock: 0 }] }, "tokens[0].address", "40 hex"],
+    ["a bad checksum", { ...valid(), tokens: [{ address: USDC.replace("fCD", "fcD"), startBlock: 0 }] }, "tokens[0].address", "checksum"],
+    ["a duplicate token", { ...valid(), tokens: [{ address: USDC, startBlock: 0 }, { address: USDC.toLowerCase(), startBlock: 1 }] }, "tokens[1].address", "twice"],
+    ["no tokens", { ...valid(), tokens: [] }, "tokens", "non-empty"],
+    ["a negative start block", { ...valid(), tokens: [{ address: USDC, startBlock: -1 }] }, "tokens[0].startBlock", "at least 0"],
+    ["a missing start block", { ...valid(), tokens: [{ address: USDC }] }, "tokens[0].startBlock", "required"],
+    ["an RPC URL that is not http", { ...valid(), rpc: { http: ["wss://x.example"] } }, "rpc.http[0]", "http"],
+    ["an RPC URL that does not parse", { ...valid(), rpc: { http: "not a url" } }, "rpc.http[0]", "not a valid URL"],
+    ["a WebSocket URL that is http", { ...valid(), rpc: { http: "http://a", ws: "http://b" } }, "rpc.ws", "ws"],
+    ["an empty RPC list", { ...valid(), rpc: { http: [] } }, "rpc.http", "non-empty"],
+    ["an unknown finality tag", { ...valid(), finality: "latest" }, "finality", "finalized, safe"],
+    ["an unknown log level", { ...valid(), logLevel: "verbose" }, "logLevel", "one of"],
+    ["a metrics port out of range", { ...valid(), metrics: { port: 70_000 } }, "metrics.port", "at most 65535"],
+    ["retry delays in the wrong order", { ...valid(), rpc: { http: "http://a", retry: { initialDelayMs: 10, maxDelayMs: 5 } } }, "rpc.retry.maxDelayMs", "at least"],
+    ["a config that is not an object", [1, 2], "", "object"],
+  ])("rejects %s with exit code 2 naming the field", (_name, raw, field, problem) => {
+    const error = configError(raw);
+    expect(error.field).toBe(field);
+    expect(error.shortMessage).toContain(problem);
+  });
+
+  test("never echoes an RPC URL, which may hold an API key", () => {
+    const error = configError({ ...valid(), rpc: { http: "ftp://user:secret@host/key123" } });
+    expect(error.shortMessage).not.toContain("secret");
+    expect(error.shortMessage).not.toContain("key123");
+  });
+});
+
+describe("loadConfig()", () => {
+  const dir = mkdtempSync(join(tmpdir(), "flashindex-config-"));
+  const write = (content: string) => {
+    const path = join(dir, `${Math.random()}.json`);
+    writeFileSync(path, content);
+    return path;
+  };
+
+  test("lets the environment override the file and the command line override both", () => {
+    const path = write(JSON.stringify({ ...valid(), database: { path: "file.db" }, logLevel: "info" }));
+    const env = {
+      FLASHINDEX_RPC_URL: "https://a.example/key1, https://b.example/key2",
+      FLASHINDEX_WS_URL: "wss://c.example",
+      FLASHINDEX_DB_PATH: "env.db",
+      FLASHINDEX_LOG_LEVEL: "debug",
+    };
+    const fromEnv = loadConfig(path, {}, env);
+    expect(fromEnv.rpc.http).toEqual(["https://a.example/key1", "https://b.example/key2"]);
+    expect(fromEnv.rpc.ws).toBe("wss://c.example");
+    expect(fromEnv.database.path).toBe("env.db");
+    expect(fromEnv.logLevel).toBe("debug");
+    const fromCli = loadConfig(path, { databasePath: "cli.db", logLevel: "warn" }, env);
+    expect(fromCli.database.path).toBe("cli.db");
+    expect(fromCli.logLevel).toBe("warn");
+  });
+
+  test("names the environment variable when its value is bad", () => {
+    const path = write(JSON.stringify(valid()));
+    expect(() => loadConfig(path, {}, { FLASHINDEX_RPC_URL: "localhost:8545" })).toThrow(/FLASHINDEX_RPC_URL/);
+    expect(() => loadConfig(path, {}, { FLASHINDEX_LOG_LEVEL: "loud" })).toThrow(/FLASHINDEX_LOG_LEVEL/);
+  });
+
+  test("reports a missing file and invalid JSON as config errors", () => {
+    expect(() => loadConfig(join(dir, "absent.json"), {}, {})).toThrow(ConfigError);
+    expect(() => loadConfig(write("{ nope"), {}, {})).toThrow(/not valid JSON/);
+  });
+});
