@@ -1,0 +1,81 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+
+/**
+ * `npm run bench`: measures backfill throughput and peak RSS, each run in a fresh process.
+ * (a) against a synthetic JSON-RPC server in its own process, so the RPC is not the bottleneck;
+ * (b) end to end against anvil with the test token.
+ * Prints one table; copy it into the README with the machine it ran on.
+ */
+const HERE = import.meta.dirname;
+const TOKEN = "0x00000000000000000000000000000000000f1a54";
+const SYNTHETIC_LOGS = Number(process.env.BENCH_SYNTHETIC_LOGS ?? 1_000_000);
+const LOGS_PER_BLOCK = 20;
+
+type Figures = { logs: number; blocks: number; durationMs: number; peakRssMb: number };
+type Row = { name: string; figures: Figures };
+
+function runNode(script: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${script} exited ${code}`))));
+  });
+}
+
+/** Starts the synthetic server as a separate process and resolves with its URL and a stop function. */
+function startSyntheticServer(blocks: number): Promise<{ url: string; stop: () => void }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(HERE, "syntheticRpcServer.js"), String(blocks), String(LOGS_PER_BLOCK), TOKEN], { stdio: ["ignore", "pipe", "inherit"] });
+    child.stdout.once("data", (chunk: Buffer) => resolve({ url: chunk.toString().trim(), stop: () => child.kill() }));
+    child.on("error", reject);
+  });
+}
+
+function benchConfig(url: string, token: string, dbPath: string, startBlock = 0) {
+  return JSON.stringify({
+    chainId: 8453,
+    rpc: { http: [url], requestsPerSecond: 10_000, timeoutMs: 120_000 },
+    tokens: [{ address: token, startBlock }],
+    backfill: { windowBlocks: 1_000, concurrency: 4 },
+    finality: { depth: 0 },
+    database: { path: dbPath },
+    metrics: { enabled: false },
+    logLevel: "warn",
+  });
+}
+
+async function synthetic(logs: number): Promise<Row> {
+  const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
+  const server = await startSyntheticServer(Math.ceil(logs / LOGS_PER_BLOCK));
+  try {
+    const out = await runNode("runBackfill.js", [benchConfig(server.url, TOKEN, join(dir, "bench.db"))]);
+    return { name: `synthetic RPC, ${logs.toLocaleString("en-US")} Transfer logs`, figures: JSON.parse(out) as Figures };
+  } finally {
+    server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function endToEnd(): Promise<Row> {
+  const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
+  const out = await runNode("anvilBackfill.js", [dir]);
+  rmSync(dir, { recursive: true, force: true });
+  return JSON.parse(out) as Row;
+}
+
+const rows: Row[] = [];
+for (const logs of [SYNTHETIC_LOGS / 10, SYNTHETIC_LOGS]) rows.push(await synthetic(logs));
+rows.push(await endToEnd());
+
+const cpu = cpus()[0]?.model ?? "unknown cpu";
+console.log(`\nflashindex benchmark — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB\n`);
+console.log("| run | logs | blocks | seconds | logs/s | peak RSS MB |");
+console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
+for (const { name, figures } of rows) {
+  const seconds = figures.durationMs / 1_000;
+  console.log(`| ${name} | ${figures.logs} | ${figures.blocks} | ${seconds.toFixed(2)} | ${Math.round(figures.logs / seconds)} | ${figures.peakRssMb} |`);
+}

@@ -1,0 +1,115 @@
+import { afterEach, describe, expect, test } from "vitest";
+import { createRpcClient } from "../../src/chain/rpcClient.js";
+import { RangeLimitError, WrongChainError } from "../../src/chain/rpcErrors.js";
+import { RetryableError } from "../../src/errors.js";
+import { startScriptedRpcServer, type Reply, type RpcRequest } from "../helpers/scriptedRpcServer.js";
+import { testConfig, testDeps } from "../helpers/context.js";
+
+const servers: Array<{ close: () => Promise<void> }> = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function server(answer: (request: RpcRequest) => Reply | Promise<Reply>) {
+  const s = await startScriptedRpcServer((request) => (request.method === "eth_chainId" ? { result: "0x2105" } : answer(request)));
+  servers.push(s);
+  return s;
+}
+
+function client(urls: string[], rpc: Record<string, unknown> = {}) {
+  const deps = testDeps(testConfig({ rpc: { http: urls, ...rpc } }));
+  return { ...deps, client: createRpcClient(deps) };
+}
+
+describe("createRpcClient()", () => {
+  test("retries HTTP 503 and malformed JSON, then returns the result", async () => {
+    let calls = 0;
+    const s = await server(() => {
+      calls++;
+      if (calls === 1) return { http: 503 };
+      if (calls === 2) return { http: 200, body: "{not json" };
+      return { result: "0x10" };
+    });
+    const { client: rpc, metrics } = client([s.url]);
+    await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x10");
+    expect(calls).toBe(3);
+    const counts = await metrics.rpcRequests.get();
+    expect(counts.values.find((v) => v.labels.outcome === "retryable")?.value).toBe(2);
+  });
+
+  test("fails over to the next endpoint when the first is down", async () => {
+    const down = await server(() => ({ http: 502 }));
+    const up = await server(() => ({ result: "0x20" }));
+    const { client: rpc } = client([down.url, up.url]);
+    await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x20");
+  });
+
+  test("gives up with a temporary failure (exit 75) once attempts run out", async () => {
+    const s = await server(() => ({ http: 429 }));
+    const { client: rpc } = client([s.url]);
+    const error = await rpc.request("eth_blockNumber", []).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    expect((error as RetryableError).exitCode).toBe(75);
+    expect(s.requests.filter((r) => r.method === "eth_blockNumber")).toHaveLength(4);
+  });
+
+  test("does not retry a permanent error such as method not found", async () => {
+    const s = await server(() => ({ error: { code: -32601, message: "the method eth_foo does not exist" } }));
+    const { client: rpc } = client([s.url]);
+    await expect(rpc.request("eth_foo", [])).rejects.toThrow(/does not exist/);
+    expect(s.requests.filter((r) => r.method === "eth_foo")).toHaveLength(1);
+  });
+
+  test("turns a provider's range rejection into a RangeLimitError without retrying", async () => {
+    const s = await server(() => ({ error: { code: -32005, message: "query returned more than 10000 results. Try with this block range [0x1, 0x5]." } }));
+    const { client: rpc } = client([s.url]);
+    const error = await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RangeLimitError);
+    expect(s.requests.filter((r) => r.method === "eth_getLogs")).toHaveLength(1);
+  });
+
+  test("refuses an answer larger than rpc.maxResponseBytes as a range limit", async () => {
+    const s = await server(() => ({ result: "x".repeat(5_000) }));
+    const { client: rpc } = client([s.url], { maxResponseBytes: 2_048 });
+    await expect(rpc.request("eth_getLogs", [{}])).rejects.toBeInstanceOf(RangeLimitError);
+  });
+
+  test("refuses an endpoint that serves another chain, before using it", async () => {
+    const other = await startScriptedRpcServer(() => ({ result: "0x1" }));
+    servers.push(other);
+    const { client: rpc } = client([other.url]);
+    await expect(rpc.verifyEndpoints()).rejects.toBeInstanceOf(WrongChainError);
+    await expect(rpc.request("eth_blockNumber", [])).rejects.toBeInstanceOf(WrongChainError);
+    expect(other.requests.map((r) => r.method)).not.toContain("eth_blockNumber");
+  });
+
+  test("retries an answer its parser rejects", async () => {
+    let calls = 0;
+    const s = await server(() => ({ result: ++calls === 1 ? "garbage" : "0x5" }));
+    const { client: rpc } = client([s.url]);
+    const parse = (value: unknown) => {
+      if (value !== "0x5") throw new RetryableError("bad answer");
+      return 5;
+    };
+    await expect(rpc.request("eth_blockNumber", [], parse)).resolves.toBe(5);
+  });
+
+  test("never puts an API key from the URL in an error or a log line", async () => {
+    const s = await server(() => ({ http: 500 }));
+    const { client: rpc, lines } = client([`${s.url}/v2/SECRETKEY123`]);
+    const error = (await rpc.request("eth_blockNumber", []).catch((e: unknown) => e)) as Error;
+    expect(error.message).not.toContain("SECRETKEY123");
+    expect(JSON.stringify(lines)).not.toContain("SECRETKEY123");
+    expect(JSON.stringify(lines)).toContain("/***");
+  });
+
+  test("batch() sends one HTTP request and returns results in call order", async () => {
+    const s = await server((request) => ({ result: `r-${String(request.params[0])}` }));
+    const { client: rpc } = client([s.url]);
+    const results = await rpc.batch([
+      { method: "eth_getBlockByNumber", params: ["0x2", false] },
+      { method: "eth_getBlockByNumber", params: ["0x1", false] },
+    ]);
+    expect(results).toEqual([{ ok: true, result: "r-0x2" }, { ok: true, result: "r-0x1" }]);
+  });
+});

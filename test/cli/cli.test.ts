@@ -1,0 +1,82 @@
+import { mkdtempSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import { runCli, writeConfig } from "../helpers/cli.js";
+
+const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+let anvil: Awaited<ReturnType<typeof startAnvil>>;
+let dir: string;
+
+beforeAll(async () => {
+  anvil = await startAnvil({ chainId: 8453 });
+  dir = mkdtempSync(join(tmpdir(), "flashindex-cli-"));
+});
+afterAll(() => anvil?.stop());
+
+const config = (overrides: Record<string, unknown> = {}) => ({
+  chainId: 8453,
+  rpc: { http: [anvil.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
+  tokens: [{ address: USDC, startBlock: 0 }],
+  finality: { depth: 0 },
+  database: { path: join(dir, `${Math.random()}.db`) },
+  metrics: { enabled: false },
+  ...overrides,
+});
+
+describe("flashindex CLI", () => {
+  test("--help prints usage and exits 0; an unknown command exits 2", async () => {
+    const help = await runCli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Usage: flashindex <command>");
+    const backfillHelp = await runCli(["backfill", "--help"]);
+    expect(backfillHelp.stdout).toContain("--from N");
+    const unknown = await runCli(["frobnicate"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown command 'frobnicate'");
+  });
+
+  test.each([
+    ["an unknown key", { windowSize: 10 }, "windowSize: unknown key"],
+    ["a window over 1,999", { backfill: { windowBlocks: 5_000 } }, "backfill.windowBlocks: must be at most 1999"],
+    ["a bad checksum", { tokens: [{ address: USDC.replace("fCD", "fcD"), startBlock: 0 }] }, "tokens[0].address: bad EIP-55 checksum"],
+    ["a chain id the RPC does not serve", { chainId: 84532 }, "serves chain 8453, but the config says chainId 84532"],
+    ["a start block above the head", { tokens: [{ address: USDC, startBlock: 99_999_999 }] }, "tokens[0].startBlock: 99999999 is above the chain head"],
+  ])("exits 2 with one line naming the field for %s, before writing anything", async (_name, overrides, message) => {
+    const cfg = config(overrides);
+    const path = writeConfig(dir, cfg, `${Math.random()}.json`);
+    const result = await runCli(["backfill", "--config", path]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).not.toMatch(/\bat .*\.ts:\d+/);
+    expect(existsSync(cfg.database.path)).toBe(false);
+  });
+
+  test("bad flags are usage errors (exit 2)", async () => {
+    const path = writeConfig(dir, config(), "flags.json");
+    expect((await runCli(["backfill", "--config", path, "--from", "-5"])).code).toBe(2);
+    expect((await runCli(["backfill", "--config", path, "--from", "10", "--to", "5"])).code).toBe(2);
+    expect((await runCli(["backfill", "--config", path, "--bogus"])).code).toBe(2);
+    expect((await runCli(["backfill", "--config", join(dir, "missing.json")])).stderr).toContain("does not exist");
+  });
+
+  test("an unreachable RPC is a temporary failure (exit 75) and the URL's key is not printed", async () => {
+    const path = writeConfig(dir, config({ rpc: { http: ["http://127.0.0.1:9/v2/SECRETKEY"], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } } }), "down.json");
+    const result = await runCli(["backfill", "--config", path]);
+    expect(result.code).toBe(75);
+    expect(result.stderr + result.stdout).not.toContain("SECRETKEY");
+  });
+
+  test("status reports the checkpoint and head after a backfill", async () => {
+    const path = writeConfig(dir, config(), "status.json");
+    const backfill = await runCli(["backfill", "--config", path]);
+    expect(backfill.code).toBe(0);
+    const status = await runCli(["status", "--config", path, "--json"]);
+    expect(status.code).toBe(0);
+    const report = JSON.parse(status.stdout) as { head: number; tokens: Array<{ checkpoint: number; lagBlocks: number }> };
+    expect(report.tokens[0]!.checkpoint).toBeGreaterThanOrEqual(0);
+    expect(report.tokens[0]!.lagBlocks).toBe(report.head - report.tokens[0]!.checkpoint);
+  });
+});
