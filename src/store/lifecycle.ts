@@ -1,0 +1,143 @@
+import type { Database } from "better-sqlite3";
+import type { Hex } from "viem";
+import type { LogRow } from "../decode/logRow.js";
+import { createLogWriter } from "./logWriter.js";
+
+/** A pre-confirmed log carries this block hash (32 zero bytes), as Base's Flashblocks nodes send it. */
+export const ZERO_HASH: Hex = `0x${"0".repeat(64)}`;
+
+export type BlockApplied = { inserted: number; promoted: number; dropped: number; duplicates: number };
+
+/**
+ * The lifecycle transitions of stored logs. Each method is meant to run inside ONE transaction of
+ * the caller, so a reader never sees half a transition:
+ *   preconfirmed -> confirmed (twin found in a canonical block) -> finalized;
+ *   preconfirmed -> dropped (its block became canonical without it; the node never retracts);
+ *   confirmed -> removed (its block was reorged out). Nothing is ever deleted except a
+ *   pre-confirmed twin merged into the confirmed row that already stood for the same log.
+ */
+export function createLifecycle(db: Database) {
+  const writer = createLogWriter(db);
+  // A pre-confirmed log is the same log as a confirmed one when the transaction and its position
+  // among the token's logs in that transaction match; block hash and logIndex change at confirmation.
+  // The content must match too. A position computed from a pendingLogs stream that skipped a
+  // notification can be off; then the same content at the nearest position pairs up (identical logs
+  // of one transaction are interchangeable).
+  const findTwin = db.prepare(`
+    SELECT id, preconfirmed_at FROM logs
+    WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
+      AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped')
+    ORDER BY tx_log_position = @position DESC, log_index LIMIT 1`);
+  const findConfirmed = db.prepare(`
+    SELECT id FROM logs WHERE chain_id = ? AND block_hash = ? AND block_number = ? AND tx_hash = ? AND log_index = ?`);
+  const promote = db.prepare(`
+    UPDATE logs SET status = @status, block_hash = @blockHash, block_number = @blockNumber, block_timestamp = @blockTimestamp,
+      tx_index = @txIndex, log_index = @logIndex, confirmed_at = @now, removed_at = NULL,
+      finalized_at = CASE WHEN @status = 'finalized' THEN @now ELSE NULL END
+    WHERE id = @id`);
+  const keepPreconfirmedAt = db.prepare("UPDATE logs SET preconfirmed_at = COALESCE(preconfirmed_at, ?) WHERE id = ?");
+  const deleteTransfer = db.prepare("DELETE FROM transfers WHERE log_id = ?");
+  const deleteAuthorization = db.prepare("DELETE FROM authorization_events WHERE log_id = ?");
+  const deleteLog = db.prepare("DELETE FROM logs WHERE id = ?");
+  const alreadyConfirmed = db.prepare(`
+    SELECT 1 FROM logs
+    WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
+      AND topic3 IS @topic3 AND data = @data AND tx_log_position = @position AND status IN ('confirmed', 'finalized')
+    LIMIT 1`);
+  const dropUnlanded = db.prepare(`
+    UPDATE logs SET status = 'dropped', removed_at = ? WHERE status = 'preconfirmed' AND block_number <= ?`);
+  const removeBlock = db.prepare(`
+    UPDATE logs SET status = 'removed', removed_at = ? WHERE block_hash = ? AND status IN ('confirmed', 'finalized')`);
+  const removeOne = db.prepare(`
+    UPDATE logs SET status = 'removed', removed_at = ? WHERE block_hash = ? AND log_index = ? AND status IN ('confirmed', 'finalized')`);
+  const finalize = db.prepare(`
+    UPDATE logs SET status = 'finalized', finalized_at = ? WHERE status = 'confirmed' AND block_number <= ?`);
+  const unsettledBlocks = db.prepare(`
+    SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs WHERE status = 'confirmed' ORDER BY block_number`);
+
+  return {
+    /** Stores pre-confirmed rows; a log already confirmed or already pre-confirmed changes nothing. */
+    insertPreconfirmed(rows: readonly LogRow[], now: number): number {
+      const fresh = rows.filter((row) => alreadyConfirmed.get(contentOf(row)) === undefined);
+      return writer.insertRows(fresh, now).inserted;
+    },
+
+    /**
+     * Applies one canonical block's logs: promotes pre-confirmed twins, inserts the rest, and marks
+     * as dropped every pre-confirmation of this or an earlier block that did not land.
+     */
+    applyCanonicalBlock(blockNumber: number, rows: readonly LogRow[], now: number): BlockApplied {
+      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0 };
+      const fresh: LogRow[] = [];
+      for (const row of rows) {
+        const twin = findTwin.get(contentOf(row)) as { id: number; preconfirmed_at: number | null } | undefined;
+        if (twin === undefined) {
+          fresh.push(row);
+          continue;
+        }
+        const existing = findConfirmed.get(row.chainId, row.blockHash, row.blockNumber, row.transactionHash, row.logIndex) as { id: number } | undefined;
+        if (existing !== undefined) {
+          // The confirmed row is already there (e.g. from a backfill): fold the twin's history into it.
+          keepPreconfirmedAt.run(twin.preconfirmed_at, existing.id);
+          deleteTransfer.run(twin.id);
+          deleteAuthorization.run(twin.id);
+          deleteLog.run(twin.id);
+          result.duplicates++;
+          continue;
+        }
+        promote.run({
+          id: twin.id,
+          status: row.status,
+          blockHash: row.blockHash,
+          blockNumber: row.blockNumber,
+          blockTimestamp: row.blockTimestamp,
+          txIndex: row.transactionIndex,
+          logIndex: row.logIndex,
+          now,
+        });
+        result.promoted++;
+      }
+      const counts = writer.insertRows(fresh, now);
+      result.inserted = counts.inserted;
+      result.duplicates += counts.duplicates;
+      result.dropped = dropUnlanded.run(now, blockNumber).changes;
+      return result;
+    },
+
+    /** Flags every log of an orphaned block as removed (kept, with when). */
+    removeBlock(blockHash: Hex, now: number): number {
+      return removeBlock.run(now, blockHash).changes;
+    },
+
+    /** Honours one `removed: true` log from a `logs` subscription. */
+    removeLog(blockHash: Hex, logIndex: number, now: number): number {
+      return removeOne.run(now, blockHash, logIndex).changes;
+    },
+
+    /** Confirmed rows at or below `blockNumber` become finalized. */
+    finalizeThrough(blockNumber: number, now: number): number {
+      return finalize.run(now, blockNumber).changes;
+    },
+
+    /** Blocks holding confirmed (not yet final) rows: after a restart they must be checked against the chain. */
+    unsettledBlocks(): Array<{ number: number; hash: Hex }> {
+      return unsettledBlocks.all() as Array<{ number: number; hash: Hex }>;
+    },
+  };
+}
+
+export type Lifecycle = ReturnType<typeof createLifecycle>;
+
+/** The columns that identify a log across its lifecycle (block hash and logIndex change at confirmation). */
+function contentOf(row: LogRow) {
+  return {
+    txHash: row.transactionHash,
+    address: row.address,
+    topic0: row.topics[0] ?? null,
+    topic1: row.topics[1] ?? null,
+    topic2: row.topics[2] ?? null,
+    topic3: row.topics[3] ?? null,
+    data: row.data,
+    position: row.txLogPosition,
+  };
+}
