@@ -6,12 +6,18 @@ import type { RpcClient } from "./rpcClient.js";
 /** Inclusive block range. */
 export type BlockRange = { from: number; to: number };
 
-export type LogFilter = BlockRange & {
+/** Which logs: a range of canonical blocks, one block by hash, or the pre-confirmed ("pending") view. */
+export type LogScope = BlockRange | { blockHash: Hex; blockNumber: number } | { pending: true };
+
+export type LogFilter = LogScope & {
   /** Lower-case token addresses. */
   addresses: readonly Hex[];
   /** Accepted topic0 values (lower-case). */
   topic0: readonly Hex[];
 };
+
+/** Pre-confirmed logs carry a zero block hash (Base Flashblocks). */
+const ZERO_HASH = `0x${"0".repeat(64)}`;
 
 export type OutOfFilterReason = "outside_range" | "unrequested_address" | "unrequested_topic" | "removed_flag";
 
@@ -24,18 +30,17 @@ export type GetLogsResult = {
 const toHex = (n: number): Hex => `0x${n.toString(16)}`;
 
 /**
- * eth_getLogs for one window of canonical blocks, with every answer checked: a malformed answer or
- * one that mixes two hashes for one block is retried (RpcResponseError); logs outside the filter are set apart.
+ * eth_getLogs with every answer checked: a malformed answer or one that mixes two hashes for one
+ * block is retried (RpcResponseError); logs outside the filter are set apart.
  */
 export async function getLogs(client: RpcClient, filter: LogFilter): Promise<GetLogsResult> {
-  const params = [
-    {
-      fromBlock: toHex(filter.from),
-      toBlock: toHex(filter.to),
-      address: filter.addresses,
-      topics: [filter.topic0],
-    },
-  ];
+  const scope =
+    "pending" in filter
+      ? { fromBlock: "pending", toBlock: "pending" }
+      : "blockHash" in filter
+        ? { blockHash: filter.blockHash }
+        : { fromBlock: toHex(filter.from), toBlock: toHex(filter.to) };
+  const params = [{ ...scope, address: filter.addresses, topics: [filter.topic0] }];
   return client.request("eth_getLogs", params, (result) => checkAnswer(result, filter));
 }
 
@@ -64,14 +69,20 @@ function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
 
 function outOfFilterReason(
   log: RpcLog,
-  filter: BlockRange,
+  filter: LogScope,
   addresses: ReadonlySet<Hex>,
   topics: ReadonlySet<Hex>,
 ): OutOfFilterReason | undefined {
-  if (log.blockNumber < filter.from || log.blockNumber > filter.to) return "outside_range";
+  if (!inScope(log, filter)) return "outside_range";
   if (!addresses.has(log.address)) return "unrequested_address";
   const topic0 = log.topics[0];
   if (topic0 === undefined || !topics.has(topic0)) return "unrequested_topic";
   if (log.removed) return "removed_flag";
   return undefined;
+}
+
+function inScope(log: RpcLog, scope: LogScope): boolean {
+  if ("pending" in scope) return log.blockHash === ZERO_HASH;
+  if ("blockHash" in scope) return log.blockHash === scope.blockHash && log.blockNumber === scope.blockNumber;
+  return log.blockNumber >= scope.from && log.blockNumber <= scope.to;
 }

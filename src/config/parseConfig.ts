@@ -33,6 +33,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     "tokens",
     "backfill",
     "finality",
+    "realtime",
     "database",
     "metrics",
     "logLevel",
@@ -45,6 +46,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     tokens: parseTokens(root.tokens),
     backfill: parseBackfill(root.backfill),
     finality: parseFinality(root.finality),
+    realtime: parseRealtime(root.realtime),
     database: parseDatabase(root.database),
     metrics: parseMetrics(root.metrics),
     logLevel: optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
@@ -124,6 +126,23 @@ function parseFinality(value: unknown): Finality {
   const finality = readObject("finality", value, ["depth"]);
   if (finality.depth === undefined) throw new ConfigError("finality.depth", "is required");
   return { depth: readInteger("finality.depth", finality.depth, { min: 0, max: 100_000 }) };
+}
+
+function parseRealtime(value: unknown): Config["realtime"] {
+  const keys = ["enabled", "headPollIntervalMs", "pendingPollIntervalMs", "reconnectInitialDelayMs", "reconnectMaxDelayMs"] as const;
+  const realtime = value === undefined ? {} : readObject("realtime", value, keys);
+  const d = DEFAULTS.realtime;
+  const reconnectInitialDelayMs = int(realtime, "realtime", "reconnectInitialDelayMs", { min: 1, max: 600_000 }) ?? d.reconnectInitialDelayMs;
+  const reconnectMaxDelayMs = int(realtime, "realtime", "reconnectMaxDelayMs", { min: 1, max: 3_600_000 }) ?? d.reconnectMaxDelayMs;
+  if (reconnectMaxDelayMs < reconnectInitialDelayMs)
+    throw new ConfigError("realtime.reconnectMaxDelayMs", `must be at least realtime.reconnectInitialDelayMs (${reconnectInitialDelayMs})`);
+  return {
+    enabled: optional(realtime.enabled, (v) => readBoolean("realtime.enabled", v)) ?? d.enabled,
+    headPollIntervalMs: int(realtime, "realtime", "headPollIntervalMs", { min: 50, max: 600_000 }) ?? d.headPollIntervalMs,
+    pendingPollIntervalMs: int(realtime, "realtime", "pendingPollIntervalMs", { min: 0, max: 600_000 }) ?? d.pendingPollIntervalMs,
+    reconnectInitialDelayMs,
+    reconnectMaxDelayMs,
+  };
 }
 
 function parseDatabase(value: unknown): Config["database"] {

@@ -37,12 +37,25 @@ export type BackfillConfig = {
   readonly concurrency: number;
 };
 
+export type RealtimeConfig = {
+  /** Follow the chain after the backfill (false: `start` only backfills to finality, repeatedly). */
+  readonly enabled: boolean;
+  /** How often to poll for a new head when no WebSocket is configured or it is down. */
+  readonly headPollIntervalMs: number;
+  /** How often to read the pre-confirmed ("pending") view; 0 turns it off (a node without Flashblocks). */
+  readonly pendingPollIntervalMs: number;
+  /** WebSocket reconnect backoff, with full jitter. */
+  readonly reconnectInitialDelayMs: number;
+  readonly reconnectMaxDelayMs: number;
+};
+
 export type Config = {
   readonly chainId: number;
   readonly rpc: RpcConfig;
   readonly tokens: readonly TokenConfig[];
   readonly backfill: BackfillConfig;
   readonly finality: Finality;
+  readonly realtime: RealtimeConfig;
   readonly database: { readonly path: string };
   readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
   readonly logLevel: LogLevel;
@@ -65,6 +78,13 @@ export const DEFAULTS = {
   },
   backfill: { windowBlocks: 1_000, concurrency: 4 },
   finality: { tag: "finalized" } as Finality,
+  realtime: {
+    enabled: true,
+    headPollIntervalMs: 1_000,
+    pendingPollIntervalMs: 200,
+    reconnectInitialDelayMs: 250,
+    reconnectMaxDelayMs: 30_000,
+  },
   database: { path: "data/flashindex.db" },
   metrics: { enabled: true, host: "127.0.0.1", port: 9464 },
   logLevel: "info" as LogLevel,

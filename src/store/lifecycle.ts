@@ -42,7 +42,7 @@ export function createLifecycle(db: Database) {
   const alreadyConfirmed = db.prepare(`
     SELECT 1 FROM logs
     WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
-      AND topic3 IS @topic3 AND data = @data AND tx_log_position = @position AND status IN ('confirmed', 'finalized')
+      AND topic3 IS @topic3 AND data = @data AND status IN ('confirmed', 'finalized')
     LIMIT 1`);
   const dropUnlanded = db.prepare(`
     UPDATE logs SET status = 'dropped', removed_at = ? WHERE status = 'preconfirmed' AND block_number <= ?`);
@@ -58,7 +58,10 @@ export function createLifecycle(db: Database) {
   return {
     /** Stores pre-confirmed rows; a log already confirmed or already pre-confirmed changes nothing. */
     insertPreconfirmed(rows: readonly LogRow[], now: number): number {
-      const fresh = rows.filter((row) => alreadyConfirmed.get(contentOf(row)) === undefined);
+      const fresh = rows.filter((row) => {
+        const { position: _position, ...content } = contentOf(row);
+        return alreadyConfirmed.get(content) === undefined;
+      });
       return writer.insertRows(fresh, now).inserted;
     },
 

@@ -5,6 +5,8 @@ import { startOpsServer } from "../../ops/httpServer.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { openDatabase } from "../../store/openDatabase.js";
 import { backfill } from "../../sync/backfill.js";
+import { createPendingIndexer } from "../../sync/pending.js";
+import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { parseCommandArgs } from "../args.js";
 import { checkStartBlocks, createContext, verifyChain, type Context } from "../context.js";
 
@@ -15,8 +17,9 @@ export const FAILURE_BACKOFF_MS = 30_000;
 
 export const START_HELP = `Usage: flashindex start [options]
 
-Runs the daemon: backfills every configured token from its start block to the configured
-finality, then keeps up with the chain. Serves /metrics, /healthz and /readyz.
+Runs the daemon: backfills every configured token from its start block, then follows the chain:
+new blocks (newHeads over realtime.ws, or polling), reorgs (parent hashes, the logs subscription's
+removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription). Serves /metrics, /healthz and /readyz.
 SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
 
 Options:
@@ -39,7 +42,8 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
   const server = metricsConfig.enabled ? await startOpsServer({ ...context, health }, metricsConfig) : undefined;
   context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });
   try {
-    await follow(context, db, health);
+    if (context.config.realtime.enabled) await followRealtime({ ...context, db, health });
+    else await followFinality(context, db, health);
   } catch (error) {
     if (!(error instanceof ShutdownError)) throw error;
   } finally {
@@ -49,8 +53,19 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
   }
 }
 
-/** Backfills to the final block, then again whenever the final block moves, until shutdown. */
-async function follow(context: Context, db: ReturnType<typeof openDatabase>, health: ReturnType<typeof createHealth>): Promise<void> {
+/** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
+async function followRealtime(deps: RealtimeDeps): Promise<void> {
+  const follower = createHeadFollower(deps);
+  const pending = createPendingIndexer({ ...deps, lastCanonicalBlock: follower.lastAppliedBlock });
+  const { realtime, rpc } = deps.config;
+  const running: Array<Promise<void>> = [follower.run()];
+  if (realtime.pendingPollIntervalMs > 0) running.push(pending.pollForever());
+  if (rpc.preconfWs !== undefined) pending.subscribe(rpc.preconfWs);
+  await Promise.race(running);
+}
+
+/** With realtime off: backfills to the final block, then again whenever it moves, until shutdown. */
+async function followFinality(context: Context, db: ReturnType<typeof openDatabase>, health: ReturnType<typeof createHealth>): Promise<void> {
   const { logger, metrics, shutdown } = context;
   for (;;) {
     shutdown.throwIfKilled();

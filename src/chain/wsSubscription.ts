@@ -1,0 +1,104 @@
+import WebSocket from "ws";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import { redactText, redactUrl } from "../ops/redact.js";
+import type { Shutdown } from "../ops/shutdown.js";
+
+export type SubscriptionOptions = {
+  url: string;
+  /** `eth_subscribe` params, e.g. `["newHeads"]` or `["pendingLogs", { address, topics }]`. */
+  params: readonly unknown[];
+  /** Low-cardinality name for logs and metrics. */
+  name: string;
+  /** Each notification's `result`, unparsed: the caller validates it. */
+  onNotification: (result: unknown, receivedAt: number) => void;
+  /** Called after every (re)subscription, so the caller can fill what it missed while away. */
+  onSubscribed?: (reconnect: boolean) => void;
+  initialDelayMs: number;
+  maxDelayMs: number;
+};
+
+/** Longest a subscribe request may wait for its answer before the socket is recycled. */
+const SUBSCRIBE_TIMEOUT_MS = 10_000;
+
+/**
+ * A JSON-RPC `eth_subscribe` over WebSocket that reconnects forever with exponential backoff and
+ * full jitter until shutdown. Malformed messages are counted and skipped, never fatal.
+ */
+export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; shutdown: Shutdown }, options: SubscriptionOptions) {
+  const logger = deps.logger.child({ component: "ws", subscription: options.name });
+  const label = redactUrl(options.url);
+  let socket: WebSocket | undefined;
+  let attempt = 0;
+  let connectedOnce = false;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  function scheduleReconnect(): void {
+    if (closed || deps.shutdown.isKilled()) return;
+    const delay = Math.random() * Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** attempt);
+    attempt++;
+    deps.metrics.wsReconnects.inc({ subscription: options.name });
+    logger.warn({ msg: "Reconnecting WebSocket", endpoint: label, attempt, delay_ms: Math.round(delay) });
+    timer = setTimeout(connect, delay);
+  }
+
+  function connect(): void {
+    if (closed || deps.shutdown.isKilled()) return;
+    const ws = new WebSocket(options.url, { handshakeTimeout: SUBSCRIBE_TIMEOUT_MS, maxPayload: 64 * 1024 * 1024 });
+    socket = ws;
+    let subscriptionId: string | undefined;
+    const subscribeTimer = setTimeout(() => ws.terminate(), SUBSCRIBE_TIMEOUT_MS);
+    ws.on("open", () => {
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: options.params }));
+    });
+    ws.on("message", (data: WebSocket.RawData) => {
+      const receivedAt = performance.now();
+      let message: { id?: unknown; result?: unknown; error?: { message?: unknown }; method?: unknown; params?: { subscription?: unknown; result?: unknown } };
+      try {
+        message = JSON.parse(data.toString()) as typeof message;
+      } catch {
+        deps.metrics.wsMessagesRejected.inc({ subscription: options.name });
+        logger.warn({ msg: "Rejected WebSocket message that is not JSON", endpoint: label });
+        return;
+      }
+      if (message.id === 1 && subscriptionId === undefined) {
+        clearTimeout(subscribeTimer);
+        if (typeof message.result !== "string") {
+          logger.error({ msg: "Failed to subscribe", endpoint: label, error: redactText(String(message.error?.message ?? JSON.stringify(message))) });
+          ws.terminate();
+          return;
+        }
+        subscriptionId = message.result;
+        const reconnect = connectedOnce;
+        connectedOnce = true;
+        attempt = 0;
+        logger.info({ msg: "Subscribed", endpoint: label, reconnect });
+        options.onSubscribed?.(reconnect);
+        return;
+      }
+      if (message.method === "eth_subscription" && message.params?.subscription === subscriptionId && subscriptionId !== undefined) {
+        options.onNotification(message.params?.result, receivedAt);
+        return;
+      }
+      deps.metrics.wsMessagesRejected.inc({ subscription: options.name });
+    });
+    ws.on("error", (error: Error) => {
+      logger.warn({ msg: "WebSocket failed", endpoint: label, error: redactText(error.message) });
+    });
+    ws.on("close", () => {
+      clearTimeout(subscribeTimer);
+      if (socket === ws) socket = undefined;
+      scheduleReconnect();
+    });
+  }
+
+  connect();
+  const close = () => {
+    closed = true;
+    clearTimeout(timer);
+    socket?.terminate();
+  };
+  deps.shutdown.add(close);
+  return { close };
+}

@@ -1,0 +1,147 @@
+import type { Hex } from "viem";
+import { getLogs } from "../chain/getLogs.js";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { parseRpcLog, type RpcLog } from "../chain/rpcLog.js";
+import { createWsSubscription } from "../chain/wsSubscription.js";
+import type { Config } from "../config/types.js";
+import { toLogRows, type LogRow, type LogSource } from "../decode/logRow.js";
+import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { RetryableError, ShutdownError } from "../errors.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import { sleep, type Shutdown } from "../ops/shutdown.js";
+import { createLifecycle } from "../store/lifecycle.js";
+import type { Database } from "../store/openDatabase.js";
+
+export type PendingDeps = {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  shutdown: Shutdown;
+  client: RpcClient;
+  db: Database;
+  /** The last canonical block applied: pre-confirmations at or below it are stale. */
+  lastCanonicalBlock: () => number;
+};
+
+/** Zero-hash pre-confirmed log: the pending view's marker. */
+const ZERO_HASH = `0x${"0".repeat(64)}`;
+
+/**
+ * Indexes pre-confirmed logs from two sources into one set of rows: the pending view polled about
+ * every 200 ms, and the Flashblocks `pendingLogs` subscription. Both are de-duplicated by the store's
+ * key; neither alone is a complete record, the canonical blocks settle what really landed.
+ */
+export function createPendingIndexer(deps: PendingDeps) {
+  const { config, metrics, shutdown, client, db } = deps;
+  const logger = deps.logger.child({ component: "pending" });
+  const lifecycle = createLifecycle(db);
+  const addresses = config.tokens.map((t) => t.address.toLowerCase() as Hex);
+  const addressSet = new Set(addresses);
+  const topicSet = new Set<string>(PAYMENT_TOPICS);
+  const positions = createStreamPositions();
+
+  /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
+  function store(rows: LogRow[], source: LogSource, receivedAt: number): number {
+    const fresh = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
+    if (fresh.length === 0) return 0;
+    const inserted = db.transaction(() => lifecycle.insertPreconfirmed(fresh, Date.now())).immediate();
+    const seconds = (performance.now() - receivedAt) / 1_000;
+    metrics.preconfirmationLatency.observe({ source }, seconds);
+    if (inserted > 0) {
+      metrics.preconfirmedLogs.inc({ source }, inserted);
+      metrics.indexedBlock.set({ source: "pending" }, Math.max(...fresh.map((r) => r.blockNumber)));
+    }
+    return inserted;
+  }
+
+  function rowsOf(logs: RpcLog[], source: LogSource): LogRow[] {
+    const { rows, rejected } = toLogRows(logs, {
+      chainId: config.chainId,
+      statusOf: () => "preconfirmed",
+      source,
+      timestampOf: () => Math.floor(Date.now() / 1_000),
+    });
+    for (const { reason } of rejected) metrics.rpcRejectedLogs.inc({ reason });
+    return rows;
+  }
+
+  /** Reads the whole pending view once (also after each pendingLogs reconnect, to fill what was missed). */
+  async function pollOnce(): Promise<number> {
+    const receivedAt = performance.now();
+    const { logs, outOfFilter } = await getLogs(client, { pending: true, addresses, topic0: PAYMENT_TOPICS });
+    for (const { reason } of outOfFilter) metrics.rpcRejectedLogs.inc({ reason });
+    return store(rowsOf(logs, "pending"), "pending", receivedAt);
+  }
+
+  async function pollForever(): Promise<void> {
+    for (;;) {
+      await sleep(config.realtime.pendingPollIntervalMs, shutdown.signal);
+      try {
+        await pollOnce();
+      } catch (error) {
+        if (error instanceof ShutdownError || !(error instanceof RetryableError)) {
+          if (error instanceof ShutdownError) throw error;
+          logger.error({ msg: "Stopped polling the pending view", error: (error as Error).message });
+          return;
+        }
+        logger.warn({ msg: "Failed to poll the pending view", error: error.shortMessage });
+      }
+    }
+  }
+
+  /** One `pendingLogs` notification: a single log (current nodes) or an array of all logs so far (v0.3.0/v0.4.0). */
+  function onNotification(result: unknown, receivedAt: number): void {
+    try {
+      const array = Array.isArray(result);
+      const logs = (array ? result : [result]).map((item, i) => parseRpcLog(item, `pendingLogs result[${i}]`));
+      const wanted = logs.filter((log) => log.blockHash === ZERO_HASH && addressSet.has(log.address) && topicSet.has(log.topics[0] ?? ""));
+      if (wanted.length < logs.length) metrics.rpcRejectedLogs.inc({ reason: "unrequested_address" }, logs.length - wanted.length);
+      const rows = rowsOf(wanted, "pending_ws");
+      // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
+      if (!array) for (const row of rows) row.txLogPosition = positions.place(row);
+      store(rows, "pending_ws", receivedAt);
+    } catch (error) {
+      metrics.wsMessagesRejected.inc({ subscription: "pendingLogs" });
+      logger.warn({ msg: "Rejected pendingLogs notification", error: (error as Error).message });
+    }
+  }
+
+  function subscribe(url: string): void {
+    createWsSubscription(deps, {
+      url,
+      name: "pendingLogs",
+      params: ["pendingLogs", { address: addresses, topics: [[...PAYMENT_TOPICS]] }],
+      initialDelayMs: config.realtime.reconnectInitialDelayMs,
+      maxDelayMs: config.realtime.reconnectMaxDelayMs,
+      onNotification,
+      onSubscribed: (reconnect) => {
+        if (!reconnect || config.realtime.pendingPollIntervalMs === 0) return;
+        pollOnce().catch((error: unknown) => logger.warn({ msg: "Failed to refill the pending view after reconnect", error: (error as Error).message }));
+      },
+    });
+  }
+
+  return { pollOnce, pollForever, subscribe, onNotification };
+}
+
+/** Positions of streamed logs within their transaction, per token, by logIndex order. */
+function createStreamPositions() {
+  const seen = new Map<string, number[]>();
+  let newestBlock = -1;
+  return {
+    place(row: LogRow): number {
+      if (row.blockNumber > newestBlock) {
+        newestBlock = row.blockNumber;
+        // Older pending blocks are settled by their canonical block: forget them.
+        for (const key of seen.keys()) if (Number(key.split(":")[0]) < newestBlock) seen.delete(key);
+      }
+      const key = `${row.blockNumber}:${row.transactionHash}:${row.address}`;
+      const indexes = seen.get(key) ?? [];
+      if (!indexes.includes(row.logIndex)) indexes.push(row.logIndex);
+      indexes.sort((a, b) => a - b);
+      seen.set(key, indexes);
+      return indexes.indexOf(row.logIndex);
+    },
+  };
+}

@@ -1,0 +1,252 @@
+import PQueue from "p-queue";
+import type { Hex } from "viem";
+import { getBlockHeader, parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
+import { getChainTips } from "../chain/finality.js";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { RpcResponseError } from "../chain/rpcErrors.js";
+import { parseRpcLog } from "../chain/rpcLog.js";
+import { createWsSubscription } from "../chain/wsSubscription.js";
+import type { Config } from "../config/types.js";
+import type { LogRow, LogStatus } from "../decode/logRow.js";
+import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { FatalError, RetryableError, ShutdownError } from "../errors.js";
+import type { Health } from "../ops/health.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import { sleep, type Shutdown } from "../ops/shutdown.js";
+import { createLifecycle } from "../store/lifecycle.js";
+import type { Database } from "../store/openDatabase.js";
+import { createSyncedRanges } from "../store/syncedRanges.js";
+import { backfill } from "./backfill.js";
+import { createBlockTracker } from "./blockTracker.js";
+import { getBlockRows, getHeaders } from "./canonicalBlocks.js";
+
+/** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
+export const MAX_HEAD_GAP_BLOCKS = 50;
+
+export type RealtimeDeps = {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  shutdown: Shutdown;
+  client: RpcClient;
+  db: Database;
+  health: Health;
+};
+
+/**
+ * Follows the confirmed chain for as long as the daemon runs: every new block's logs are indexed
+ * (promoting their pre-confirmed twins), a parent-hash mismatch rolls back to the common ancestor
+ * in one transaction, and blocks past the finality setting become finalized and are no longer tracked.
+ * Returns a function that hands a head to the follower (used by subscriptions) and runs until shutdown.
+ */
+export function createHeadFollower(deps: RealtimeDeps) {
+  const { config, metrics, shutdown, client, db, health } = deps;
+  const logger = deps.logger.child({ component: "realtime" });
+  const lifecycle = createLifecycle(db);
+  const synced = createSyncedRanges(db, config.chainId);
+  const tracker = createBlockTracker();
+  const tokens = config.tokens.map((t) => ({ key: t.address.toLowerCase() as Hex, startBlock: t.startBlock }));
+  const blockDeps = { ...deps, chainId: config.chainId };
+  // Blocks are applied strictly one head at a time, in arrival order.
+  const serial = new PQueue({ concurrency: 1 });
+  let finalized = -1;
+
+  const tokensAt = (block: number) => tokens.filter((t) => t.startBlock <= block).map((t) => t.key);
+  const statusAt = (block: number): LogStatus => (block <= finalized ? "finalized" : "confirmed");
+
+  /** Backfills to the head, loads the unfinalized headers, and settles rows stored before a restart. */
+  async function catchUp(): Promise<void> {
+    const tips = await getChainTips(client, config.finality);
+    finalized = tips.finalized;
+    await backfill(deps, { to: tips.head, finalized });
+    const headers = await getHeaders(client, Math.max(0, Math.min(finalized + 1, tips.head)), tips.head);
+    for (let i = 1; i < headers.length; i++) {
+      if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);
+    }
+    tracker.reset(headers);
+    await settleStoredBlocks();
+    metrics.chainHeadBlock.set(tips.head);
+    metrics.indexedBlock.set({ source: "head" }, tips.head);
+    health.markHeadSeen();
+    health.markBackfillCaughtUp(true);
+    logger.info({ msg: "Caught up with the head", head_block: tips.head, finalized_block: finalized, tracked_blocks: tracker.size() });
+  }
+
+  /**
+   * Rows stored as confirmed may belong to blocks that were reorged out while we were away, or
+   * between the backfill and loading the headers: compare each with the canonical hash.
+   */
+  async function settleStoredBlocks(): Promise<void> {
+    const stale: Array<{ number: number; hash: Hex }> = [];
+    for (const block of lifecycle.unsettledBlocks()) {
+      const canonical = tracker.hashAt(block.number) ?? (await getBlockHeader(client, block.number))?.hash;
+      if (canonical !== block.hash) stale.push(block);
+    }
+    if (stale.length === 0) return;
+    const replacements = new Map<number, LogRow[]>();
+    for (const number of new Set(stale.map((b) => b.number))) {
+      const header = await getBlockHeader(client, number);
+      if (header !== undefined) replacements.set(number, await getBlockRows({ ...blockDeps, tokens: tokensAt(number) }, header, statusAt(number)));
+    }
+    const now = Date.now();
+    db.transaction(() => {
+      for (const block of stale) metrics.removedLogs.inc({ via: "restart_check" }, lifecycle.removeBlock(block.hash, now));
+      for (const [number, rows] of replacements) lifecycle.applyCanonicalBlock(number, rows, now);
+    }).immediate();
+    logger.warn({ msg: "Settled rows of blocks reorged out while away", blocks: stale.map((b) => b.number) });
+  }
+
+  /** Walks back from `head` to a block whose parent the tracker holds; throws when deeper than tracked. */
+  async function branchTo(head: BlockHeader): Promise<BlockHeader[]> {
+    const branch = [head];
+    for (;;) {
+      const first = branch[0]!;
+      const known = tracker.hashAt(first.number - 1);
+      if (known === first.parentHash) return branch;
+      const oldest = tracker.oldest();
+      if (oldest === undefined || first.number - 1 < oldest.number)
+        throw new FatalError(
+          `Reorg deeper than the ${tracker.size()} tracked blocks at block ${first.number}: refusing to diverge from the chain`,
+          { details: `the canonical parent ${first.parentHash} of block ${first.number} is not among the tracked unfinalized blocks; check the finality setting` },
+        );
+      const parent = await getBlockHeader(client, first.number - 1);
+      if (parent === undefined || parent.hash !== first.parentHash)
+        throw new RpcResponseError(`the chain moved while walking back from block ${head.number}`);
+      branch.unshift(parent);
+    }
+  }
+
+  async function applyHead(head: BlockHeader): Promise<void> {
+    if (tracker.hashAt(head.number) === head.hash) return;
+    const tip = tracker.head();
+    if (tip === undefined || head.number > tip.number + MAX_HEAD_GAP_BLOCKS) return catchUp();
+    // A late notification for a block that is already final is old news.
+    if (head.number < (tracker.oldest()?.number ?? 0)) return;
+    // Fill a short gap of missed heads, then check the link.
+    const gap = head.number > tip.number + 1 ? await getHeaders(client, tip.number + 1, head.number - 1) : [];
+    const candidate = [...gap, head];
+    for (let i = 1; i < candidate.length; i++) {
+      if (candidate[i]!.parentHash !== candidate[i - 1]!.hash) throw new RpcResponseError(`the chain moved while fetching blocks ${tip.number + 1}..${head.number}`);
+    }
+    const branch = [...(await branchTo(candidate[0]!)), ...candidate.slice(1)];
+    const ancestor = branch[0]!.number - 1;
+    const rows = new Map<string, LogRow[]>();
+    for (const block of branch) rows.set(block.hash, await getBlockRows({ ...blockDeps, tokens: tokensAt(block.number) }, block, statusAt(block.number)));
+
+    const now = Date.now();
+    const orphaned = tracker.blocksAbove(ancestor);
+    let removed = 0;
+    const applied = { promoted: 0, inserted: 0, dropped: 0 };
+    db.transaction(() => {
+      for (const block of orphaned) removed += lifecycle.removeBlock(block.hash, now);
+      for (const block of branch) {
+        const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now);
+        applied.promoted += result.promoted;
+        applied.inserted += result.inserted;
+        applied.dropped += result.dropped;
+        for (const token of tokensAt(block.number)) synced.add(token, { from: block.number, to: block.number });
+      }
+    }).immediate();
+    // Only after the commit does memory follow the database.
+    tracker.rewindTo(ancestor);
+    for (const block of branch) tracker.push(block);
+    if (orphaned.length > 0) {
+      metrics.reorgs.inc();
+      metrics.reorgDepth.observe(orphaned.length);
+      metrics.removedLogs.inc({ via: "parent_hash" }, removed);
+      logger.warn({ msg: "Detected reorg", depth: orphaned.length, common_ancestor: ancestor, new_head: head.number, removed_logs: removed });
+    }
+    metrics.droppedPreconfirmed.inc(applied.dropped);
+    if (applied.dropped > 0) logger.warn({ msg: "Marked pre-confirmed logs dropped", block_number: head.number, dropped: applied.dropped });
+    metrics.chainHeadBlock.set(head.number);
+    metrics.indexedBlock.set({ source: "head" }, head.number);
+    health.markHeadSeen();
+    logger.debug({ msg: "Indexed block", block_number: head.number, block_hash: head.hash, inserted: applied.inserted, promoted: applied.promoted });
+    await advanceFinality();
+  }
+
+  async function advanceFinality(): Promise<void> {
+    const tips = await getChainTips(client, config.finality);
+    if (tips.finalized <= finalized) return;
+    finalized = tips.finalized;
+    const changed = db.transaction(() => lifecycle.finalizeThrough(finalized, Date.now())).immediate();
+    tracker.forgetThrough(finalized);
+    if (changed > 0) logger.debug({ msg: "Finalized logs", finalized_block: finalized, logs: changed });
+  }
+
+  /** Queues a head for processing; failures that are temporary are logged and the next head retries. */
+  function submitHead(head: BlockHeader): Promise<void> {
+    return serial.add(async () => {
+      try {
+        await applyHead(head);
+      } catch (error) {
+        if (!(error instanceof RetryableError) || error instanceof ShutdownError) throw error;
+        logger.warn({ msg: "Failed to apply head, retrying with the next one", block_number: head.number, error: error.shortMessage });
+      }
+    });
+  }
+
+  /** Honours `removed: true` from a `logs` subscription: a real node re-sends reorged-out logs so. */
+  function onLogNotification(result: unknown): void {
+    const items = Array.isArray(result) ? result : [result];
+    for (const item of items) {
+      try {
+        const log = parseRpcLog(item, "logs notification");
+        if (!log.removed) continue;
+        const changed = db.transaction(() => lifecycle.removeLog(log.blockHash, log.logIndex, Date.now())).immediate();
+        metrics.removedLogs.inc({ via: "removed_flag" }, changed);
+        if (changed > 0) logger.warn({ msg: "Flagged log removed by the node", block_hash: log.blockHash, log_index: log.logIndex });
+      } catch (error) {
+        metrics.wsMessagesRejected.inc({ subscription: "logs" });
+        logger.warn({ msg: "Rejected logs notification", error: (error as Error).message });
+      }
+    }
+  }
+
+  /** Runs until shutdown: catch up, then apply heads from newHeads (WebSocket) or polling. */
+  async function run(): Promise<void> {
+    await catchUp();
+    let lastWsHeadAt = 0;
+    let failure: unknown;
+    const fail = (error: unknown) => {
+      failure ??= error;
+    };
+    if (config.rpc.ws !== undefined) {
+      const ws = { url: config.rpc.ws, initialDelayMs: config.realtime.reconnectInitialDelayMs, maxDelayMs: config.realtime.reconnectMaxDelayMs };
+      createWsSubscription(deps, {
+        ...ws,
+        name: "newHeads",
+        params: ["newHeads"],
+        onNotification: (result) => {
+          lastWsHeadAt = Date.now();
+          try {
+            submitHead(parseBlockHeader(result, "newHeads notification")).catch(fail);
+          } catch (error) {
+            metrics.wsMessagesRejected.inc({ subscription: "newHeads" });
+            logger.warn({ msg: "Rejected newHeads notification", error: (error as Error).message });
+          }
+        },
+      });
+      const filter = { address: tokens.map((t) => t.key), topics: [[...PAYMENT_TOPICS]] };
+      createWsSubscription(deps, { ...ws, name: "logs", params: ["logs", filter], onNotification: onLogNotification });
+    }
+    // Polling runs always but only acts when the WebSocket has been quiet: it is the fallback.
+    while (failure === undefined) {
+      await sleep(config.realtime.headPollIntervalMs, shutdown.signal);
+      if (Date.now() - lastWsHeadAt < 3 * config.realtime.headPollIntervalMs + 2_000) continue;
+      try {
+        const head = await getBlockHeader(client, "latest");
+        if (head !== undefined && serial.size === 0) await submitHead(head);
+      } catch (error) {
+        if (!(error instanceof RetryableError) || error instanceof ShutdownError) throw error;
+        logger.warn({ msg: "Failed to poll the head", error: error.shortMessage });
+      }
+    }
+    throw failure;
+  }
+
+  return { run, submitHead, lastAppliedBlock: () => tracker.head()?.number ?? -1 };
+}
+
+export type HeadFollower = ReturnType<typeof createHeadFollower>;
