@@ -1,0 +1,58 @@
+import type { RpcLogObject } from "./rpcLogObject.js";
+
+/** Provider behaviour the devnet can imitate, set with `devnet_setFaults`. */
+export type Faults = {
+  /** Share of HTTP requests (0..1) answered 429 or 503 like an overloaded or rate-limited provider. */
+  errorRate: number;
+  /** Added to every HTTP answer. */
+  latencyMs: number;
+  /** eth_getLogs over more blocks than this is refused with reth's message. */
+  maxBlockRange: number | undefined;
+  /** eth_getLogs returning more logs than this is refused with reth's message and a range that fits. */
+  maxResults: number | undefined;
+};
+
+export const NO_FAULTS: Faults = { errorRate: 0, latencyMs: 0, maxBlockRange: undefined, maxResults: undefined };
+
+/** Checks a devnet_setFaults argument; unknown keys and bad values are refused, not ignored. */
+export function parseFaults(value: unknown): Faults {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("expected an object");
+  const input = value as Record<string, unknown>;
+  for (const key of Object.keys(input))
+    if (!["errorRate", "latencyMs", "maxBlockRange", "maxResults"].includes(key)) throw new Error(`unknown fault ${key}`);
+  const number = (key: string, min: number, max: number): number | undefined => {
+    const v = input[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "number" || !(v >= min && v <= max)) throw new Error(`${key} must be a number from ${min} to ${max}`);
+    return v;
+  };
+  return {
+    errorRate: number("errorRate", 0, 1) ?? 0,
+    latencyMs: number("latencyMs", 0, 60_000) ?? 0,
+    maxBlockRange: number("maxBlockRange", 1, 1e9),
+    maxResults: number("maxResults", 1, 1e9),
+  };
+}
+
+/** A transient failure to answer instead of the real one, or undefined. */
+export function injectedHttpFailure(faults: Faults): { status: number; body: string } | undefined {
+  if (faults.errorRate === 0 || Math.random() >= faults.errorRate) return undefined;
+  return Math.random() < 0.5
+    ? { status: 429, body: '{"jsonrpc":"2.0","id":null,"error":{"code":429,"message":"Too Many Requests"}}' }
+    : { status: 503, body: "Service Unavailable" };
+}
+
+/** Note: reth (Base's node) words it "query exceeds max block range {n}". */
+export function blockRangeError(faults: Faults, from: number, to: number): { code: number; message: string } | undefined {
+  if (faults.maxBlockRange === undefined || to - from + 1 <= faults.maxBlockRange) return undefined;
+  return { code: -32602, message: `query exceeds max block range ${faults.maxBlockRange}` };
+}
+
+/** Note: reth words it "query exceeds max results {n}, retry with the range {from}-{to}". */
+export function resultLimitError(faults: Faults, from: number, logs: readonly RpcLogObject[]): { code: number; message: string } | undefined {
+  if (faults.maxResults === undefined || logs.length <= faults.maxResults) return undefined;
+  // The largest range from `from` whose logs fit; at least one block.
+  const cutoff = Number(logs[faults.maxResults]!.blockNumber);
+  const to = Math.max(from, cutoff - 1);
+  return { code: -32602, message: `query exceeds max results ${faults.maxResults}, retry with the range ${from}-${to}` };
+}

@@ -1,0 +1,251 @@
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer, type WebSocket } from "ws";
+import { createCanonicalWatcher } from "./canonicalWatcher.js";
+import { blockRangeError, injectedHttpFailure, NO_FAULTS, parseFaults, resultLimitError, type Faults } from "./faults.js";
+import { matchesFilter, toQuantity, type LogFilterObject, type RpcLogObject } from "./rpcLogObject.js";
+import { createSequencer } from "./sequencer.js";
+import { createSubscriptions, type PendingLogsMode } from "./subscriptions.js";
+import { createUpstream, UpstreamError } from "./upstream.js";
+
+export type FrontOptions = {
+  /** The anvil behind the front (started with --no-mining --order fifo). */
+  anvilUrl: string;
+  host?: string;
+  port?: number;
+  /** Flashblock cadence; 0 means only on `devnet_flashblock`. */
+  flashblockIntervalMs: number;
+  /** Block cadence; 0 means only on `devnet_mine`. */
+  blockTimeMs: number;
+  pendingLogs?: PendingLogsMode;
+  onError?: (error: unknown) => void;
+};
+
+type Request = { jsonrpc?: string; id?: unknown; method?: unknown; params?: unknown };
+type Answer = { jsonrpc: "2.0"; id: unknown; result?: unknown; error?: { code: number; message: string; data?: unknown } };
+
+/** How often the front looks for head changes it did not cause (someone mining through anvil directly). */
+const HEAD_WATCH_INTERVAL_MS = 100;
+
+/**
+ * A JSON-RPC server (HTTP and WebSocket on one port) that makes a local anvil look like a Base node
+ * with Flashblocks: the "pending" view, pendingLogs, a pre-confirmation-aware pending nonce,
+ * `removed: true` re-sends after reorgs, and injectable faults. Everything else goes to anvil as is.
+ */
+export async function startFlashblocksFront(options: FrontOptions) {
+  const upstream = createUpstream(options.anvilUrl);
+  const subscriptions = createSubscriptions();
+  if (options.pendingLogs !== undefined) subscriptions.setMode(options.pendingLogs);
+  const sequencer = createSequencer(upstream, (flashblock) => subscriptions.onFlashblock(flashblock));
+  const watcher = createCanonicalWatcher(upstream, {
+    onBlock: (header, logs) => subscriptions.onBlock(header, logs),
+    onRemoved: (logs) => subscriptions.onRemoved(logs),
+  });
+  let faults: Faults = NO_FAULTS;
+  const sockets = new Set<WebSocket>();
+  const reportError = options.onError ?? (() => undefined);
+
+  const admin: Record<string, (params: unknown[]) => Promise<unknown>> = {
+    devnet_flashblock: async () => {
+      const flashblock = await sequencer.flashblock();
+      return { blockNumber: flashblock.blockNumber, index: flashblock.index, newLogs: flashblock.newLogs.length };
+    },
+    devnet_mine: async () => {
+      await sequencer.mine();
+      await watcher.sync();
+      return true;
+    },
+    devnet_reorg: async (params) => {
+      const [depth, transactions] = params as [unknown, unknown];
+      if (typeof depth !== "number" || !Number.isInteger(depth) || depth < 1) throw new RpcError(-32602, "depth must be a positive integer");
+      // Note: anvil_reorg takes positional params only; give each replacement tx explicit gas and nonce.
+      await upstream.call("anvil_reorg", [depth, Array.isArray(transactions) ? transactions : []]);
+      await watcher.sync();
+      return true;
+    },
+    devnet_dropPreconfirmed: async (params) => {
+      const [hash] = params;
+      if (typeof hash !== "string") throw new RpcError(-32602, "expected a transaction hash");
+      return sequencer.drop(hash);
+    },
+    devnet_disconnectWebSockets: async () => {
+      const count = sockets.size;
+      for (const socket of sockets) socket.terminate();
+      return count;
+    },
+    devnet_setFaults: async (params) => {
+      try {
+        faults = parseFaults(params[0] ?? {});
+      } catch (error) {
+        throw new RpcError(-32602, `devnet_setFaults: ${(error as Error).message}`);
+      }
+      return faults;
+    },
+    devnet_setPendingLogsMode: async (params) => {
+      const mode = params[0] as Partial<PendingLogsMode> | undefined;
+      if (mode?.shape !== "single" && mode?.shape !== "array") throw new RpcError(-32602, 'shape must be "single" or "array"');
+      subscriptions.setMode({ shape: mode.shape, repeat: mode.repeat === true });
+      return subscriptions.mode();
+    },
+  };
+
+  async function getLogs(request: Request, params: unknown[], withFaults: boolean): Promise<Answer> {
+    const filter = (params[0] ?? {}) as LogFilterObject & { fromBlock?: string; toBlock?: string; blockHash?: string };
+    const pending = sequencer.pendingLogs().filter((log) => matchesFilter(log, filter));
+    // Note: only toBlock "pending" switches to the pre-confirmed path (Base's flashblocks rpc/eth.rs).
+    if (filter.blockHash === undefined && filter.toBlock === "pending") {
+      if (filter.fromBlock === "pending") return ok(request, pending);
+      const canonical = (await upstream.forward({ ...request, params: [{ ...filter, toBlock: "latest" }] })) as Answer;
+      if (canonical.error !== undefined) return canonical;
+      const seen = new Set((canonical.result as RpcLogObject[]).map((l) => `${l.blockNumber}:${l.logIndex}`));
+      return ok(request, [...(canonical.result as RpcLogObject[]), ...pending.filter((l) => !seen.has(`${l.blockNumber}:${l.logIndex}`))]);
+    }
+    if (withFaults && filter.blockHash === undefined && faults.maxBlockRange !== undefined) {
+      const head = Number(await upstream.call<string>("eth_blockNumber"));
+      const from = blockTag(filter.fromBlock, head);
+      const to = blockTag(filter.toBlock, head);
+      const error = blockRangeError(faults, from, to);
+      if (error !== undefined) return { jsonrpc: "2.0", id: request.id, error };
+    }
+    const answer = (await upstream.forward(request)) as Answer;
+    if (withFaults && Array.isArray(answer.result) && filter.blockHash === undefined) {
+      const head = Number(await upstream.call<string>("eth_blockNumber"));
+      const error = resultLimitError(faults, blockTag(filter.fromBlock, head), answer.result as RpcLogObject[]);
+      if (error !== undefined) return { jsonrpc: "2.0", id: request.id, error };
+    }
+    return answer;
+  }
+
+  async function handle(request: Request, socket: WebSocket | undefined): Promise<Answer> {
+    const params = Array.isArray(request.params) ? request.params : [];
+    try {
+      if (typeof request.method !== "string") throw new RpcError(-32600, "invalid request");
+      const method = request.method;
+      if (method in admin) return ok(request, await admin[method]!(params));
+      if (method === "eth_getLogs") return await getLogs(request, params, socket === undefined);
+      if (method === "eth_getTransactionCount" && params[1] === "pending") {
+        // Note: on Base, "pending" is the canonical count plus the sender's pre-confirmed transactions; no mempool.
+        const latest = Number(await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]));
+        return ok(request, toQuantity(latest + sequencer.preconfirmedCount(String(params[0]))));
+      }
+      if (method === "eth_subscribe") {
+        if (socket === undefined) throw new RpcError(-32601, "eth_subscribe needs a WebSocket");
+        try {
+          return ok(request, subscriptions.subscribe(socket, params));
+        } catch (error) {
+          throw new RpcError(-32602, (error as Error).message);
+        }
+      }
+      if (method === "eth_unsubscribe") {
+        if (socket === undefined) throw new RpcError(-32601, "eth_unsubscribe needs a WebSocket");
+        return ok(request, subscriptions.unsubscribe(socket, params[0]));
+      }
+      const answer = (await upstream.forward(request)) as Answer;
+      if (method === "evm_mine" || method === "anvil_mine" || method.startsWith("anvil_reorg") || method === "anvil_rollback" || method === "evm_revert")
+        void watcher.sync().catch(reportError);
+      return answer;
+    } catch (error) {
+      if (error instanceof RpcError || error instanceof UpstreamError) return { jsonrpc: "2.0", id: request.id ?? null, error: { code: error.code, message: error.message } };
+      reportError(error);
+      return { jsonrpc: "2.0", id: request.id ?? null, error: { code: -32603, message: (error as Error).message } };
+    }
+  }
+
+  async function handleBody(body: string, socket: WebSocket | undefined): Promise<string> {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } });
+    }
+    if (Array.isArray(parsed)) return JSON.stringify(await Promise.all(parsed.map((r) => handle(r as Request, socket))));
+    return JSON.stringify(await handle(parsed as Request, socket));
+  }
+
+  const server = createServer((req: IncomingMessage, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", async () => {
+      const isAdmin = body.includes('"devnet_');
+      if (!isAdmin && faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
+      const failure = isAdmin ? undefined : injectedHttpFailure(faults);
+      if (failure !== undefined) return void res.writeHead(failure.status, { "content-type": "application/json" }).end(failure.body);
+      res.writeHead(200, { "content-type": "application/json" }).end(await handleBody(body, undefined));
+    });
+  });
+  const wss = new WebSocketServer({ server });
+  wss.on("connection", (socket: WebSocket) => {
+    sockets.add(socket);
+    socket.on("message", async (data: Buffer) => {
+      const answer = await handleBody(data.toString(), socket);
+      if (socket.readyState === 1) socket.send(answer);
+    });
+    socket.on("close", () => {
+      sockets.delete(socket);
+      subscriptions.dropSocket(socket);
+    });
+    socket.on("error", () => socket.terminate());
+  });
+
+  await watcher.sync();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? "127.0.0.1";
+
+  const timers: NodeJS.Timeout[] = [];
+  const every = (ms: number, work: () => Promise<unknown>) => {
+    if (ms <= 0) return;
+    let busy = false;
+    timers.push(
+      setInterval(() => {
+        if (busy) return;
+        busy = true;
+        work()
+          .catch(reportError)
+          .finally(() => (busy = false));
+      }, ms),
+    );
+  };
+  every(options.flashblockIntervalMs, () => sequencer.flashblock());
+  every(options.blockTimeMs, async () => {
+    await sequencer.mine();
+    await watcher.sync();
+  });
+  every(HEAD_WATCH_INTERVAL_MS, () => watcher.sync());
+
+  return {
+    httpUrl: `http://${host}:${port}`,
+    wsUrl: `ws://${host}:${port}`,
+    sequencer,
+    close: async () => {
+      for (const timer of timers) clearInterval(timer);
+      for (const socket of sockets) socket.terminate();
+      wss.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type FlashblocksFront = Awaited<ReturnType<typeof startFlashblocksFront>>;
+
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function ok(request: Request, result: unknown): Answer {
+  return { jsonrpc: "2.0", id: request.id ?? null, result };
+}
+
+function blockTag(tag: string | undefined, head: number): number {
+  if (tag === undefined || tag === "latest" || tag === "pending" || tag === "safe" || tag === "finalized") return head;
+  if (tag === "earliest") return 0;
+  return Number(tag);
+}
