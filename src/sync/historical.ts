@@ -89,6 +89,8 @@ export async function* syncHistorical(
   const queue = new PQueue({ concurrency });
   const finished: WindowResult[] = [];
   let failure: unknown;
+  // Our own count: p-queue still counts a task as pending while its last lines run, after it woke us.
+  let inFlight = 0;
   let wake = (): void => undefined;
 
   async function run(window: Window): Promise<void> {
@@ -120,15 +122,17 @@ export async function* syncHistorical(
       retries.unshift(...pieces.map((p) => ({ from: Number(p.from), to: Number(p.to), tokens: window.tokens })));
     } finally {
       metrics.backfillWindowBlocks.set(windowSize.current());
+      inFlight--;
       wake();
     }
   }
 
   try {
     for (;;) {
-      while (failure === undefined && !shutdown.isKilled() && queue.size + queue.pending + finished.length < concurrency) {
+      while (failure === undefined && !shutdown.isKilled() && inFlight + finished.length < concurrency) {
         const window = nextWindow();
         if (window === undefined) break;
+        inFlight++;
         void queue.add(() => run(window));
       }
       const result = finished.shift();
@@ -136,7 +140,7 @@ export async function* syncHistorical(
         yield result;
         continue;
       }
-      if (queue.size + queue.pending === 0) break;
+      if (inFlight === 0) break;
       await new Promise<void>((resolve) => {
         wake = resolve;
       });

@@ -17,7 +17,7 @@ let head: number;
 beforeAll(async () => {
   chain = await startPaymentChain();
   await chain.addTraffic(6);
-  head = Number(await chain.publicClient.getBlockNumber());
+  head = Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
 }, 60_000);
 afterAll(() => chain?.stop());
 

@@ -14,7 +14,7 @@ let dir: string;
 beforeAll(async () => {
   chain = await startPaymentChain();
   await chain.addTraffic(8);
-  head = Number(await chain.publicClient.getBlockNumber());
+  head = Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
   dir = mkdtempSync(join(tmpdir(), "flashindex-resume-"));
 }, 60_000);
 afterAll(() => chain?.stop());

@@ -1,0 +1,57 @@
+import { parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
+
+/** EIP-712 types of FiatToken v2.2's authorizations (protocol-notes §4). */
+export const AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+  ReceiveWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+  CancelAuthorization: [
+    { name: "authorizer", type: "address" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
+
+export type TokenDomain = { name: string; version: string; chainId: number; verifyingContract: Address };
+export type TransferAuthorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
+export type SignedParts = { signature: Hex; v: number; r: Hex; s: Hex };
+
+/** The token's EIP-712 domain, read from the contract (never hard-coded: USDC's name differs per chain). */
+export async function readTokenDomain(client: PublicClient, token: Address): Promise<TokenDomain> {
+  const [name, version, chainId] = await Promise.all([
+    client.readContract({ address: token, abi: flashTestTokenAbi, functionName: "name" }),
+    client.readContract({ address: token, abi: flashTestTokenAbi, functionName: "version" }),
+    client.getChainId(),
+  ]);
+  return { name, version, chainId, verifyingContract: token };
+}
+
+function split(signature: Hex): SignedParts {
+  const { r, s, v, yParity } = parseSignature(signature);
+  return { signature, r, s, v: Number(v ?? BigInt(27 + (yParity ?? 0))) };
+}
+
+export async function signTransferAuthorization(account: LocalAccount, domain: TokenDomain, message: TransferAuthorization): Promise<SignedParts> {
+  return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "TransferWithAuthorization", message }));
+}
+
+export async function signReceiveAuthorization(account: LocalAccount, domain: TokenDomain, message: TransferAuthorization): Promise<SignedParts> {
+  return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "ReceiveWithAuthorization", message }));
+}
+
+export async function signCancelAuthorization(account: LocalAccount, domain: TokenDomain, message: { authorizer: Address; nonce: Hex }): Promise<SignedParts> {
+  return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "CancelAuthorization", message }));
+}
