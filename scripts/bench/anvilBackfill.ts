@@ -39,7 +39,7 @@ try {
     logLevel: "warn",
   });
   const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn(process.execPath, [join(import.meta.dirname, "runBackfill.js"), config], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [...process.execArgv, join(import.meta.dirname, "runBackfill.js"), config], { stdio: ["ignore", "pipe", "inherit"] });
     let text = "";
     child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
     child.on("exit", (code) => (code === 0 ? resolve(text.trim()) : reject(new Error(`runBackfill exited ${code}`))));

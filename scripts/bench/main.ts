@@ -13,13 +13,15 @@ const HERE = import.meta.dirname;
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const SYNTHETIC_LOGS = Number(process.env.BENCH_SYNTHETIC_LOGS ?? 1_000_000);
 const LOGS_PER_BLOCK = 20;
+/** The V8 heap cap the Docker image also sets: without one, V8 grows its heap lazily and RSS says little about what is live. */
+export const BENCH_NODE_OPTIONS = ["--max-old-space-size=256"];
 
 type Figures = { logs: number; blocks: number; durationMs: number; peakRssMb: number };
 type Row = { name: string; figures: Figures };
 
 function runNode(script: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [...BENCH_NODE_OPTIONS, join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${script} exited ${code}`))));
@@ -72,7 +74,7 @@ for (const logs of [SYNTHETIC_LOGS / 10, SYNTHETIC_LOGS]) rows.push(await synthe
 rows.push(await endToEnd());
 
 const cpu = cpus()[0]?.model ?? "unknown cpu";
-console.log(`\nflashindex benchmark — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB\n`);
+console.log(`\nflashindex benchmark (node ${BENCH_NODE_OPTIONS.join(" ")}) — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB\n`);
 console.log("| run | logs | blocks | seconds | logs/s | peak RSS MB |");
 console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
 for (const { name, figures } of rows) {

@@ -40,11 +40,17 @@ export function toLogRows(
       rejected.push({ log, reason: event });
       continue;
     }
-    const { removed: _removed, blockTimestamp, ...fields } = log;
     rows.push({
-      ...fields,
+      address: log.address,
+      topics: log.topics,
+      data: log.data,
+      blockNumber: log.blockNumber,
+      blockHash: log.blockHash,
+      transactionHash: log.transactionHash,
+      transactionIndex: log.transactionIndex,
+      logIndex: log.logIndex,
       chainId: context.chainId,
-      blockTimestamp: blockTimestamp ?? context.timestampOf(log.blockNumber),
+      blockTimestamp: log.blockTimestamp ?? context.timestampOf(log.blockNumber),
       txLogPosition: 0,
       event,
       status: context.statusOf(log.blockNumber),
@@ -58,11 +64,17 @@ export function toLogRows(
 /** Numbers each transaction's logs per token in logIndex order: the identity that survives pre-confirmation. */
 function assignTxLogPositions(rows: LogRow[]): void {
   const next = new Map<string, number>();
-  const ordered = rows.length < 2 ? rows : [...rows].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+  // Nodes answer in (block, logIndex) order; sort only when one did not.
+  const inOrder = rows.every((row, i) => i === 0 || before(rows[i - 1]!, row));
+  const ordered = inOrder ? rows : [...rows].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
   for (const row of ordered) {
     const key: `${Hex}${Hex}` = `${row.transactionHash}${row.address}`;
     const position = next.get(key) ?? 0;
     row.txLogPosition = position;
     next.set(key, position + 1);
   }
+}
+
+function before(a: LogRow, b: LogRow): boolean {
+  return a.blockNumber < b.blockNumber || (a.blockNumber === b.blockNumber && a.logIndex < b.logIndex);
 }

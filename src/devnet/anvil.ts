@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import type { Hex } from "viem";
+import { FatalError } from "../errors.js";
 
 export type AnvilOptions = {
+  /** Default 8453 (Base mainnet), so presets and typed-data domains look like production. */
   chainId?: number;
   /** Seconds between blocks (fractions allowed); omitted: mine on every transaction. */
   blockTime?: number;
@@ -19,11 +22,12 @@ export type Anvil = {
   port: number;
   chainId: number;
   process: ChildProcess;
+  /** SIGTERM, SIGKILL after a grace period; resolves once the process is gone. Idempotent. */
   stop: () => Promise<void>;
 };
 
-/** The well-known keys of anvil's default mnemonic (test only; never hold value). */
-export const ANVIL_PRIVATE_KEYS: readonly Hex[] = [
+/** The first 10 keys of anvil's default mnemonic ("test test … junk"); public, never hold value. */
+export const ANVIL_PRIVATE_KEYS = [
   "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
   "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
   "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
@@ -34,26 +38,127 @@ export const ANVIL_PRIVATE_KEYS: readonly Hex[] = [
   "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
   "0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97",
   "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6",
-];
+] as const satisfies readonly Hex[];
 
-/** How long anvil may take to answer its first request. */
+const DEFAULT_CHAIN_ID = 8453;
+/** How long anvil may take to answer its first eth_chainId (it usually needs ~100 ms). */
 const STARTUP_TIMEOUT_MS = 15_000;
+const STARTUP_POLL_INTERVAL_MS = 25;
 /** After SIGTERM, how long before SIGKILL. */
 const STOP_GRACE_MS = 2_000;
+/** Port races are rare (another process binding our just-freed port); a few tries suffice. */
+const PORT_ATTEMPTS = 5;
+/** Anvil exits with this code at once when its port is taken. */
+const EXIT_CODE_PORT_TAKEN = 1;
+const STDERR_KEEP_CHARS = 4_000;
 
-const running = new Set<ChildProcess>();
+/** Anvils started by this process that have not exited yet, with their watchdogs. */
+const running = new Map<ChildProcess, ChildProcess | undefined>();
 let exitHookInstalled = false;
 
-/** The anvil binary shipped inside the npm package for this platform (no download, no PATH lookup). */
+/** Path of the anvil binary inside the npm package for this platform (no PATH lookup, no download). */
 export function anvilBinaryPath(): string {
-  const require = createRequire(import.meta.url);
-  const platform = { linux: "linux", darwin: "darwin", win32: "win32" }[process.platform as string];
-  const arch = { x64: "amd64", arm64: "arm64" }[process.arch as string];
-  const packageJson = require.resolve(`@foundry-rs/anvil-${platform}-${arch}/package.json`);
-  return join(dirname(packageJson), "bin", process.platform === "win32" ? "anvil.exe" : "anvil");
+  const binary = process.platform === "win32" ? "anvil.exe" : "anvil";
+  const arch = process.arch === "x64" ? "amd64" : process.arch;
+  // The platform package is an optional dependency of @foundry-rs/anvil: resolve it from there,
+  // so a nested install (node_modules/@foundry-rs/anvil/node_modules/…) is found too.
+  const anvilPackage = createRequire(import.meta.url).resolve("@foundry-rs/anvil/package.json");
+  const fromAnvil = createRequire(anvilPackage);
+  const candidates: string[] = [];
+  try {
+    const platformPackage = fromAnvil.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`);
+    candidates.push(join(dirname(platformPackage), "bin", binary));
+  } catch {
+    // Not installed for this platform; the package's postinstall may have put a binary in dist/.
+  }
+  candidates.push(join(dirname(anvilPackage), "..", "dist", binary));
+  const found = candidates.find((path) => existsSync(path));
+  if (found === undefined) throw new FatalError("No anvil binary in node_modules", { details: `looked at ${candidates.join(", ")}` });
+  return found;
 }
 
-async function freePort(): Promise<number> {
+/**
+ * Starts anvil on a free 127.0.0.1 port and resolves once it answers eth_chainId.
+ * The child dies with this process, even when this process is killed by a signal.
+ */
+export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
+  const chainId = options.chainId ?? DEFAULT_CHAIN_ID;
+  for (let attempt = 1; ; attempt++) {
+    const port = await findFreePort();
+    try {
+      return await launch(port, chainId, options);
+    } catch (error) {
+      // Between closing our probe socket and anvil binding, someone else may take the port.
+      if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) throw error;
+    }
+  }
+}
+
+class PortTakenError extends FatalError {
+  override name = "PortTakenError";
+}
+
+async function launch(port: number, chainId: number, options: AnvilOptions): Promise<Anvil> {
+  const args = ["--port", String(port), "--host", "127.0.0.1", "--chain-id", String(chainId), "--silent"];
+  if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
+  if (options.noMining === true) args.push("--no-mining");
+  args.push(...(options.extraArgs ?? []));
+
+  const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "ignore", "pipe"], detached: false });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_KEEP_CHARS)));
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
+  if (child.pid !== undefined) {
+    const watchdog = startOrphanWatchdog(child.pid);
+    running.set(child, watchdog);
+    installExitHook();
+    void exited.then(() => {
+      running.delete(child);
+      watchdog?.kill("SIGKILL");
+    });
+  }
+
+  const httpUrl = `http://127.0.0.1:${port}`;
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return exited;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const outcome = await Promise.race([
+    waitUntilAnswering(httpUrl).then(() => "ready" as const),
+    exited.then(() => "exited" as const),
+    spawnError,
+  ]);
+  if (outcome === "ready") return { httpUrl, wsUrl: `ws://127.0.0.1:${port}`, port, chainId, process: child, stop };
+  await stop();
+  if (outcome instanceof Error) throw new FatalError("Could not start anvil", { cause: outcome });
+  if (outcome === "exited" && child.exitCode === EXIT_CODE_PORT_TAKEN) {
+    throw new PortTakenError(`Anvil could not bind port ${port}`, { details: stderr.trim() });
+  }
+  throw new FatalError(`Anvil exited during start-up (code ${child.exitCode}, signal ${child.signalCode})`, { details: stderr.trim() });
+}
+
+async function waitUntilAnswering(httpUrl: string): Promise<void> {
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, STARTUP_POLL_INTERVAL_MS));
+  }
+  throw new FatalError(`Anvil did not answer within ${STARTUP_TIMEOUT_MS} ms`);
+}
+
+/** A port the OS just handed out for 127.0.0.1; free now, not promised to stay free. */
+async function findFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -64,68 +169,35 @@ async function freePort(): Promise<number> {
   });
 }
 
-/**
- * Starts anvil on a free port (retrying if another process takes the port first) and waits until
- * it answers. The child is killed when this process exits, so no anvil outlives its owner.
- */
-export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
-  const chainId = options.chainId ?? 8453;
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort();
-    try {
-      return await launch(port, chainId, options);
-    } catch (error) {
-      lastError = error;
-    }
-  }
-  throw new Error(`anvil did not start: ${(lastError as Error).message}`);
-}
-
-async function launch(port: number, chainId: number, options: AnvilOptions): Promise<Anvil> {
-  const args = ["--port", String(port), "--host", "127.0.0.1", "--chain-id", String(chainId), "--silent"];
-  if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
-  if (options.noMining) args.push("--no-mining");
-  args.push(...(options.extraArgs ?? []));
-  const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "ignore", "pipe"], detached: false });
-  running.add(child);
-  installExitHook();
-  let stderr = "";
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => {
-    running.delete(child);
-    resolve(code);
-  }));
-  const httpUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`anvil exited with code ${child.exitCode}: ${stderr.trim()}`);
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error("anvil did not answer in time");
-    }
-    try {
-      const response = await fetch(httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
-      if (response.ok) break;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
-    await exited;
-    clearTimeout(timer);
-  };
-  return { httpUrl, wsUrl: `ws://127.0.0.1:${port}`, port, chainId, process: child, stop };
-}
-
+/** Kills the anvils that are still running when this process exits normally (process.exit, end of loop). */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on("exit", () => {
-    for (const child of running) child.kill("SIGKILL");
+    for (const [child, watchdog] of running) {
+      watchdog?.kill("SIGKILL");
+      child.kill("SIGKILL");
+    }
   });
+}
+
+/**
+ * A tiny `sh` holding the read end of a pipe from us. Death by signal (vitest stops its workers
+ * with SIGTERM, then SIGKILL) skips "exit" handlers, but the kernel still closes the pipe:
+ * `read` sees EOF and the watchdog kills anvil. Killed by us as soon as anvil exits, so it
+ * never signals a reused pid.
+ */
+function startOrphanWatchdog(pid: number): ChildProcess | undefined {
+  if (process.platform === "win32") return undefined;
+  const watchdog = spawn("sh", ["-c", 'read _ ; kill -KILL "$0" 2>/dev/null', String(pid)], {
+    stdio: ["pipe", "ignore", "ignore"],
+    detached: false,
+  });
+  watchdog.on("error", () => {
+    // No sh: fall back to the exit hook alone.
+  });
+  // The watchdog must not keep this process alive on its own; anvil's own handle does that.
+  watchdog.unref();
+  (watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return watchdog;
 }

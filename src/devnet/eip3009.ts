@@ -1,6 +1,9 @@
 import { parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
 
+// The decoder owns the topic0 values (protocol-notes §4); re-exported so tests of the token need one import.
+export { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../decode/paymentEvents.js";
+
 /** EIP-712 types of FiatToken v2.2's authorizations (protocol-notes §4). */
 export const AUTHORIZATION_TYPES = {
   TransferWithAuthorization: [
@@ -26,7 +29,10 @@ export const AUTHORIZATION_TYPES = {
 } as const;
 
 export type TokenDomain = { name: string; version: string; chainId: number; verifyingContract: Address };
+/** The message of TransferWithAuthorization and ReceiveWithAuthorization; times in unix seconds. */
 export type TransferAuthorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
+export type CancelAuthorizationMessage = { authorizer: Address; nonce: Hex };
+/** A 65-byte signature (r ‖ s ‖ v) and its parts, for the `bytes signature` and the v,r,s overloads. */
 export type SignedParts = { signature: Hex; v: number; r: Hex; s: Hex };
 
 /** The token's EIP-712 domain, read from the contract (never hard-coded: USDC's name differs per chain). */
@@ -41,17 +47,21 @@ export async function readTokenDomain(client: PublicClient, token: Address): Pro
 
 function split(signature: Hex): SignedParts {
   const { r, s, v, yParity } = parseSignature(signature);
+  // FiatToken accepts only v = 27 or 28 (ECRecover.sol); a yParity-only signature maps onto those.
   return { signature, r, s, v: Number(v ?? BigInt(27 + (yParity ?? 0))) };
 }
 
+/** Signs a TransferWithAuthorization: anyone holding the signature may submit it. */
 export async function signTransferAuthorization(account: LocalAccount, domain: TokenDomain, message: TransferAuthorization): Promise<SignedParts> {
   return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "TransferWithAuthorization", message }));
 }
 
+/** Signs a ReceiveWithAuthorization: only `message.to` may submit it (no front-running). */
 export async function signReceiveAuthorization(account: LocalAccount, domain: TokenDomain, message: TransferAuthorization): Promise<SignedParts> {
   return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "ReceiveWithAuthorization", message }));
 }
 
-export async function signCancelAuthorization(account: LocalAccount, domain: TokenDomain, message: { authorizer: Address; nonce: Hex }): Promise<SignedParts> {
+/** Signs a CancelAuthorization, which burns `message.nonce` so no authorization with it can be captured. */
+export async function signCancelAuthorization(account: LocalAccount, domain: TokenDomain, message: CancelAuthorizationMessage): Promise<SignedParts> {
   return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "CancelAuthorization", message }));
 }

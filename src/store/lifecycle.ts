@@ -29,7 +29,7 @@ export function createLifecycle(db: Database) {
       AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped')
     ORDER BY tx_log_position = @position DESC, log_index LIMIT 1`);
   const findConfirmed = db.prepare(`
-    SELECT id FROM logs WHERE chain_id = ? AND block_hash = ? AND block_number = ? AND tx_hash = ? AND log_index = ?`);
+    SELECT id FROM logs WHERE block_hash = ? AND log_index = ? AND block_number = ? AND tx_hash = ?`);
   const promote = db.prepare(`
     UPDATE logs SET status = @status, block_hash = @blockHash, block_number = @blockNumber, block_timestamp = @blockTimestamp,
       tx_index = @txIndex, log_index = @logIndex, confirmed_at = @now, removed_at = NULL,
@@ -78,7 +78,7 @@ export function createLifecycle(db: Database) {
           fresh.push(row);
           continue;
         }
-        const existing = findConfirmed.get(row.chainId, row.blockHash, row.blockNumber, row.transactionHash, row.logIndex) as { id: number } | undefined;
+        const existing = findConfirmed.get(row.blockHash, row.logIndex, row.blockNumber, row.transactionHash) as { id: number } | undefined;
         if (existing !== undefined) {
           // The confirmed row is already there (e.g. from a backfill): fold the twin's history into it.
           keepPreconfirmedAt.run(twin.preconfirmed_at, existing.id);

@@ -14,9 +14,7 @@ export function createLogWriter(db: Database) {
     INSERT INTO logs (chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash,
       block_timestamp, tx_hash, tx_index, log_index, tx_log_position, status, source, first_seen_at,
       preconfirmed_at, confirmed_at, finalized_at)
-    VALUES (@chainId, @address, @topic0, @topic1, @topic2, @topic3, @data, @blockNumber, @blockHash,
-      @blockTimestamp, @txHash, @txIndex, @logIndex, @txLogPosition, @status, @source, @now,
-      @preconfirmedAt, @confirmedAt, @finalizedAt)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT DO NOTHING`);
   const insertTransfer = db.prepare(`
     INSERT INTO transfers (log_id, chain_id, token, from_address, to_address, value, block_number, block_hash,
@@ -31,28 +29,30 @@ export function createLogWriter(db: Database) {
     insertRows(rows: readonly LogRow[], now: number): InsertCounts {
       const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: new Map() };
       for (const row of rows) {
-        const result = insertLog.run({
-          chainId: row.chainId,
-          address: row.address,
-          topic0: row.topics[0] ?? null,
-          topic1: row.topics[1] ?? null,
-          topic2: row.topics[2] ?? null,
-          topic3: row.topics[3] ?? null,
-          data: row.data,
-          blockNumber: row.blockNumber,
-          blockHash: row.blockHash,
-          blockTimestamp: row.blockTimestamp,
-          txHash: row.transactionHash,
-          txIndex: row.transactionIndex,
-          logIndex: row.logIndex,
-          txLogPosition: row.txLogPosition,
-          status: row.status,
-          source: row.source,
+        // Positional parameters: measurably faster than named ones on this hot path.
+        const status = row.status;
+        const result = insertLog.run(
+          row.chainId,
+          row.address,
+          row.topics[0] ?? null,
+          row.topics[1] ?? null,
+          row.topics[2] ?? null,
+          row.topics[3] ?? null,
+          row.data,
+          row.blockNumber,
+          row.blockHash,
+          row.blockTimestamp,
+          row.transactionHash,
+          row.transactionIndex,
+          row.logIndex,
+          row.txLogPosition,
+          status,
+          row.source,
           now,
-          preconfirmedAt: row.status === "preconfirmed" ? now : null,
-          confirmedAt: row.status === "confirmed" || row.status === "finalized" ? now : null,
-          finalizedAt: row.status === "finalized" ? now : null,
-        });
+          status === "preconfirmed" ? now : null,
+          status === "confirmed" || status === "finalized" ? now : null,
+          status === "finalized" ? now : null,
+        );
         if (result.changes === 0) {
           counts.duplicates++;
           continue;

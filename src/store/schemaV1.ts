@@ -38,9 +38,9 @@ CREATE TABLE logs (
   removed_at       INTEGER,
   -- A confirmed log is (block_hash, log_index); a pre-confirmed one has a zero block hash, so the
   -- pending block number and transaction join the key. The same log can never be stored twice.
-  UNIQUE (chain_id, block_hash, block_number, tx_hash, log_index)
+  -- (One file holds one chain: see meta.chain_id.)
+  UNIQUE (block_hash, log_index, block_number, tx_hash)
 ) STRICT;
-CREATE INDEX logs_by_block ON logs (chain_id, block_number);
 CREATE INDEX logs_by_tx ON logs (tx_hash);
 CREATE INDEX logs_unsettled ON logs (status, block_number) WHERE status IN ('preconfirmed', 'confirmed');
 
@@ -62,7 +62,6 @@ CREATE TABLE transfers (
 CREATE INDEX transfers_by_token_block ON transfers (token, block_number);
 CREATE INDEX transfers_by_from ON transfers (from_address, block_number);
 CREATE INDEX transfers_by_to ON transfers (to_address, block_number);
-CREATE INDEX transfers_by_tx ON transfers (tx_hash);
 
 CREATE TABLE authorization_events (
   log_id           INTEGER PRIMARY KEY REFERENCES logs (id),
@@ -110,7 +109,8 @@ CREATE VIEW live_authorization_events AS
 SELECT * FROM authorization_events WHERE status IN ('preconfirmed', 'confirmed', 'finalized');
 
 -- One row per (token, authorizer, nonce) that has a live event: captured or canceled, with the
--- capture's Transfer (the log right after AuthorizationUsed in the same transaction, as FiatToken emits).
+-- capture's Transfer (the log right after AuthorizationUsed in the same transaction, as FiatToken emits),
+-- found through the unique key of logs.
 -- A nonce without a row has not been seen.
 CREATE VIEW authorization_states AS
 WITH ranked AS (
@@ -126,8 +126,9 @@ SELECT
   r.status, r.block_number, r.block_timestamp, r.tx_hash, r.log_index,
   t.from_address AS captured_from, t.to_address AS captured_to, t.value AS captured_value
 FROM ranked r
-LEFT JOIN transfers t
-  ON r.kind = 'used' AND t.tx_hash = r.tx_hash AND t.block_hash = r.block_hash
-  AND t.log_index = r.log_index + 1 AND t.token = r.token
+LEFT JOIN logs next_log
+  ON r.kind = 'used' AND next_log.block_hash = r.block_hash AND next_log.log_index = r.log_index + 1
+  AND next_log.block_number = r.block_number AND next_log.tx_hash = r.tx_hash
+LEFT JOIN transfers t ON t.log_id = next_log.id AND t.token = r.token
 WHERE r.rank = 1;
 `;

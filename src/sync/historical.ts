@@ -95,8 +95,9 @@ export async function* syncHistorical(
 
   async function run(window: Window): Promise<void> {
     try {
-      finished.push(await fetchWindow(window));
-      windowSize.recordSuccess();
+      const result = await fetchWindow(window);
+      finished.push(result);
+      windowSize.recordSuccess(window.to - window.from + 1, result.rows.length);
     } catch (error) {
       if (!(error instanceof RangeLimitError)) {
         failure ??= error;
