@@ -3,6 +3,7 @@ import { BaseError, EXIT_USAGE, ShutdownError, UsageError, exitCodeOf } from "..
 import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
 import { backfillCommand, BACKFILL_HELP } from "./commands/backfillCommand.js";
+import { devnetCommand, DEVNET_HELP } from "./commands/devnetCommand.js";
 import { startCommand, START_HELP } from "./commands/startCommand.js";
 import { statusCommand, STATUS_HELP } from "./commands/statusCommand.js";
 
@@ -15,6 +16,7 @@ const COMMANDS: Record<string, Command> = {
   start: { run: startCommand, summary: "run the daemon: backfill, then keep up with the chain", help: START_HELP },
   backfill: { run: backfillCommand, summary: "index a block range once and exit", help: BACKFILL_HELP },
   status: { run: statusCommand, summary: "show checkpoints, head, lag and row counts", help: STATUS_HELP },
+  devnet: { run: devnetCommand, summary: "run the bundled local Base stand-in (anvil + Flashblocks front)", help: DEVNET_HELP },
 };
 
 const USAGE = `Usage: flashindex <command> [options]

@@ -22,6 +22,8 @@ import {
 } from "./types.js";
 
 const HTTP = ["http:", "https:"] as const;
+/** Stands in rpc.http until the devnet has started and given its real URL. */
+export const DEVNET_PLACEHOLDER_URL = "http://devnet.invalid";
 const WS = ["ws:", "wss:"] as const;
 
 /** Validates a parsed config file into a frozen Config; throws ConfigError naming the first bad field. */
@@ -37,12 +39,15 @@ export function parseConfig(raw: unknown, source: string): Config {
     "database",
     "metrics",
     "logLevel",
+    "devnet",
   ]);
   if (root.chainId === undefined) throw new ConfigError("chainId", "is required");
   const chainId = readInteger("chainId", root.chainId, { min: 1, max: 2 ** 53 - 1 });
+  const devnet = parseDevnet(root.devnet);
   const config: Config = {
     chainId,
-    rpc: parseRpc(root.rpc),
+    // The devnet supplies its own URLs at start; a config that runs it needs no rpc section.
+    rpc: parseRpc(root.rpc === undefined && devnet?.enabled ? { http: [DEVNET_PLACEHOLDER_URL] } : root.rpc),
     tokens: parseTokens(root.tokens),
     backfill: parseBackfill(root.backfill),
     finality: parseFinality(root.finality),
@@ -50,6 +55,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     database: parseDatabase(root.database),
     metrics: parseMetrics(root.metrics),
     logLevel: optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
+    devnet,
     source,
   };
   return deepFreeze(config);
@@ -142,6 +148,21 @@ function parseRealtime(value: unknown): Config["realtime"] {
     pendingPollIntervalMs: int(realtime, "realtime", "pendingPollIntervalMs", { min: 0, max: 600_000 }) ?? d.pendingPollIntervalMs,
     reconnectInitialDelayMs,
     reconnectMaxDelayMs,
+  };
+}
+
+function parseDevnet(value: unknown): Config["devnet"] {
+  if (value === undefined) return undefined;
+  const keys = ["enabled", "blockTimeMs", "flashblockIntervalMs", "paymentsPerSecond", "reorgEverySeconds", "dropEverySeconds", "port"] as const;
+  const devnet = readObject("devnet", value, keys);
+  return {
+    enabled: optional(devnet.enabled, (v) => readBoolean("devnet.enabled", v)) ?? true,
+    blockTimeMs: int(devnet, "devnet", "blockTimeMs", { min: 0, max: 600_000 }) ?? 2_000,
+    flashblockIntervalMs: int(devnet, "devnet", "flashblockIntervalMs", { min: 0, max: 60_000 }) ?? 200,
+    paymentsPerSecond: int(devnet, "devnet", "paymentsPerSecond", { min: 0, max: 1_000 }) ?? 2,
+    reorgEverySeconds: int(devnet, "devnet", "reorgEverySeconds", { min: 0, max: 86_400 }) ?? 60,
+    dropEverySeconds: int(devnet, "devnet", "dropEverySeconds", { min: 0, max: 86_400 }) ?? 45,
+    port: int(devnet, "devnet", "port", { min: 0, max: 65_535 }) ?? 8545,
   };
 }
 

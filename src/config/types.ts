@@ -49,6 +49,19 @@ export type RealtimeConfig = {
   readonly reconnectMaxDelayMs: number;
 };
 
+/** The bundled local devnet (anvil behind a Flashblocks front) that `start` runs when enabled. */
+export type DevnetConfig = {
+  readonly enabled: boolean;
+  readonly blockTimeMs: number;
+  readonly flashblockIntervalMs: number;
+  /** Demo payments per second; 0 for none. */
+  readonly paymentsPerSecond: number;
+  readonly reorgEverySeconds: number;
+  readonly dropEverySeconds: number;
+  /** Port of the front's JSON-RPC server (HTTP and WebSocket); 0 picks a free one. */
+  readonly port: number;
+};
+
 export type Config = {
   readonly chainId: number;
   readonly rpc: RpcConfig;
@@ -59,6 +72,8 @@ export type Config = {
   readonly database: { readonly path: string };
   readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
   readonly logLevel: LogLevel;
+  /** When set and enabled, the RPC URLs are the devnet's, filled in at start. */
+  readonly devnet: DevnetConfig | undefined;
   /** Where the config came from, for messages. */
   readonly source: string;
 };

@@ -9,6 +9,8 @@ import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { parseCommandArgs } from "../args.js";
 import { checkStartBlocks, createContext, verifyChain, type Context } from "../context.js";
+import { startConfiguredDevnet } from "../devnetLauncher.js";
+import { createRpcClient } from "../../chain/rpcClient.js";
 
 /** How often the daemon looks for newly final blocks (Base makes one every 2 s). */
 export const FOLLOW_POLL_INTERVAL_MS = 2_000;
@@ -31,7 +33,9 @@ Options:
 export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("start", args, {});
   if (values.help) return void console.log(START_HELP);
-  const context = createContext(values, shutdown);
+  const loaded = createContext(values, shutdown);
+  const context = { ...loaded, config: await startConfiguredDevnet(loaded.config, loaded.logger, shutdown) };
+  if (context.config !== loaded.config) context.client = createRpcClient(context);
   await verifyChain(context);
   const tips = await getChainTips(context.client, context.config.finality);
   checkStartBlocks(context.config, tips.head);

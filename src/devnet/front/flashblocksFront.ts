@@ -58,10 +58,13 @@ export async function startFlashblocksFront(options: FrontOptions) {
     devnet_reorg: async (params) => {
       const [depth, transactions] = params as [unknown, unknown];
       if (typeof depth !== "number" || !Number.isInteger(depth) || depth < 1) throw new RpcError(-32602, "depth must be a positive integer");
-      // Note: anvil_reorg takes positional params only; give each replacement tx explicit gas and nonce.
-      await upstream.call("anvil_reorg", [depth, Array.isArray(transactions) ? transactions : []]);
+      // By default the new branch re-includes the orphaned transactions (new block hashes, same
+      // payments), as a real reorg mostly does; anvil alone would drop them and strand their nonces.
+      const replacements = Array.isArray(transactions) ? transactions : await orphanedTransactions(depth);
+      // Note: anvil_reorg takes positional params only.
+      await upstream.call("anvil_reorg", [depth, replacements]);
       await watcher.sync();
-      return true;
+      return { depth, reincluded: replacements.length };
     },
     devnet_dropPreconfirmed: async (params) => {
       const [hash] = params;
@@ -88,6 +91,17 @@ export async function startFlashblocksFront(options: FrontOptions) {
       return subscriptions.mode();
     },
   };
+
+  /** The raw transactions of the last `depth` blocks, paired with their block offset for anvil_reorg. */
+  async function orphanedTransactions(depth: number): Promise<Array<[string, number]>> {
+    const head = Number(await upstream.call<string>("eth_blockNumber"));
+    const pairs: Array<[string, number]> = [];
+    for (let offset = 0; offset < depth; offset++) {
+      const block = await upstream.call<{ transactions: string[] } | null>("eth_getBlockByNumber", [toQuantity(head - depth + 1 + offset), false]);
+      for (const hash of block?.transactions ?? []) pairs.push([await upstream.call<string>("eth_getRawTransactionByHash", [hash]), offset]);
+    }
+    return pairs;
+  }
 
   async function getLogs(request: Request, params: unknown[], withFaults: boolean): Promise<Answer> {
     const filter = (params[0] ?? {}) as LogFilterObject & { fromBlock?: string; toBlock?: string; blockHash?: string };

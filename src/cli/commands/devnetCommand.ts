@@ -1,0 +1,71 @@
+import { privateKeyToAccount } from "viem/accounts";
+import type { Shutdown } from "../../ops/shutdown.js";
+import { parseArgs } from "node:util";
+import { UsageError } from "../../errors.js";
+
+export const DEVNET_HELP = `Usage: flashindex devnet [options]
+
+Runs the bundled local Base stand-in on its own: anvil (chain id 8453) behind a Flashblocks-compatible
+JSON-RPC front (HTTP and WebSocket on one port) with the EIP-3009 test token deployed and funded.
+Prints its URLs, the token address and the funded keys, then runs until Ctrl-C.
+
+Options:
+  --port N              port of the front (default 8545; 0 picks a free one)
+  --block-time-ms N     canonical block every N ms (default 2000; 0: only on devnet_mine)
+  --flashblock-ms N     flashblock every N ms (default 200; 0: only on devnet_flashblock)
+  --payments N          demo payments per second (default 0: none)
+  --pending-logs SHAPE  "single" (one log per notification, default) or "array" (v0.3.0/v0.4.0 nodes)
+  -h, --help            show this help
+
+Admin methods: devnet_mine, devnet_flashblock, devnet_reorg(depth), devnet_dropPreconfirmed(txHash),
+devnet_disconnectWebSockets(), devnet_setFaults({ errorRate, latencyMs, maxBlockRange, maxResults }),
+devnet_setPendingLogsMode({ shape, repeat }).`;
+
+function intFlag(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value)) throw new UsageError(`${name}: expected a whole number, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+export async function devnetCommand(args: string[], shutdown: Shutdown): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      strict: true,
+      options: {
+        port: { type: "string" },
+        "block-time-ms": { type: "string" },
+        "flashblock-ms": { type: "string" },
+        payments: { type: "string" },
+        "pending-logs": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError(`devnet: ${(error as Error).message} (see flashindex devnet --help)`);
+  }
+  if (values.help) return void console.log(DEVNET_HELP);
+  const shape = values["pending-logs"] ?? "single";
+  if (shape !== "single" && shape !== "array") throw new UsageError(`--pending-logs: expected single or array, got ${JSON.stringify(shape)}`);
+  const { startDevnet } = await import("../../devnet/startDevnet.js");
+  const { startDemoTraffic } = await import("../../devnet/demoTraffic.js");
+  const devnet = await startDevnet({
+    port: intFlag("--port", values.port, 8545),
+    blockTimeMs: intFlag("--block-time-ms", values["block-time-ms"], 2_000),
+    flashblockIntervalMs: intFlag("--flashblock-ms", values["flashblock-ms"], 200),
+    pendingLogs: { shape, repeat: false },
+    onError: (error) => console.error(`devnet: ${(error as Error).message}`),
+  });
+  const traffic = startDemoTraffic(devnet, { paymentsPerSecond: intFlag("--payments", values.payments, 0) });
+  console.log(`flashindex devnet (a local stand-in for Base with Flashblocks; not Base)
+  HTTP JSON-RPC  ${devnet.httpUrl}
+  WebSocket      ${devnet.wsUrl}
+  chain id       ${devnet.chainId}
+  test token     ${devnet.token} (EIP-3009, 6 decimals, deployed in block ${devnet.tokenDeployBlock})
+  funded keys (anvil's public test mnemonic; never use them elsewhere):`);
+  devnet.privateKeys.forEach((key, i) => console.log(`    ${i}  ${privateKeyToAccount(key).address}  ${key}`));
+  await new Promise<void>((resolve) => shutdown.signal.addEventListener("abort", () => resolve(), { once: true }));
+  traffic.stop();
+  await devnet.stop();
+}

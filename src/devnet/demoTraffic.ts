@@ -1,0 +1,121 @@
+import { createPublicClient, createWalletClient, http, toHex, type Address, type Hex, type LocalAccount } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { schema0Suffix, schema2Suffix } from "./attributionSuffix.js";
+import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
+import { readTokenDomain, signCancelAuthorization, signReceiveAuthorization, signTransferAuthorization, type TokenDomain } from "./eip3009.js";
+import type { Devnet } from "./startDevnet.js";
+
+export type TrafficOptions = {
+  /** Payments started per second across all buyers. */
+  paymentsPerSecond: number;
+  /** Roughly one reorg (depth 1 or 2) every this many seconds; 0 for none. */
+  reorgEverySeconds?: number;
+  /** Roughly one dropped pre-confirmation every this many seconds; 0 for none. */
+  dropEverySeconds?: number;
+  onError?: (error: unknown) => void;
+};
+
+/** Builder codes the demo agents attribute their payments to (schema 0 `bc_…` codes, schema 2 app/wallet codes). */
+const BUILDER_CODES = ["bc_b8nos5a8", "bc_k2x9q7m1", "bc_demo0001"];
+const APP_CODES = ["baseapp", "morpho"];
+
+/**
+ * Realistic EIP-3009 payment traffic on the devnet's test token: buyers sign transfer and receive
+ * authorizations, relayers submit them with ERC-8021 suffixes (schema 0, schema 2 or none), some
+ * authorizations are canceled, some transfers are plain, and now and then a block is reorged or a
+ * pre-confirmation dropped.
+ */
+export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
+  const transport = http(devnet.httpUrl);
+  const publicClient = createPublicClient({ transport });
+  const buyers = devnet.privateKeys.slice(1, 6).map((key) => privateKeyToAccount(key));
+  const relayers = devnet.privateKeys.slice(6, 9).map((key) => privateKeyToAccount(key));
+  const flaky = privateKeyToAccount(devnet.privateKeys[9]!);
+  const nonces = new Map<Address, number>();
+  let domain: TokenDomain | undefined;
+  let stopped = false;
+  let sequence = 0;
+  const report = options.onError ?? (() => undefined);
+
+  async function nextNonce(account: LocalAccount): Promise<number> {
+    let nonce = nonces.get(account.address);
+    if (nonce === undefined) nonce = await publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+    nonces.set(account.address, nonce + 1);
+    return nonce;
+  }
+
+  async function send(account: LocalAccount, functionName: string, args: readonly unknown[], dataSuffix?: Hex): Promise<Hex> {
+    const wallet = createWalletClient({ account, transport });
+    try {
+      return await wallet.writeContract({
+        address: devnet.token,
+        abi: flashTestTokenAbi,
+        functionName,
+        args,
+        chain: null,
+        gas: 200_000n,
+        nonce: await nextNonce(account),
+        ...(dataSuffix === undefined ? {} : { dataSuffix }),
+      } as never);
+    } catch (error) {
+      nonces.delete(account.address); // resync from the node next time
+      throw error;
+    }
+  }
+
+  function suffix(n: number): Hex | undefined {
+    const pick = n % 3;
+    if (pick === 0) return schema0Suffix([BUILDER_CODES[n % BUILDER_CODES.length]!]);
+    if (pick === 1) return schema2Suffix({ app: APP_CODES[n % APP_CODES.length]!, wallet: BUILDER_CODES[(n + 1) % BUILDER_CODES.length]! });
+    return undefined;
+  }
+
+  async function onePayment(): Promise<void> {
+    domain ??= await readTokenDomain(publicClient, devnet.token);
+    const n = sequence++;
+    const buyer = buyers[n % buyers.length]!;
+    const relayer = relayers[n % relayers.length]!;
+    const now = BigInt(Math.floor(Date.now() / 1_000));
+    const nonce = toHex(crypto.getRandomValues(new Uint8Array(32)));
+    const value = BigInt(1 + Math.floor(Math.random() * 250_000_000));
+    const kind = n % 10;
+    if (kind <= 4) {
+      const message = { from: buyer.address, to: relayer.address, value, validAfter: 0n, validBefore: now + 600n, nonce };
+      const signed = await signTransferAuthorization(buyer, domain, message);
+      await send(relayer, "transferWithAuthorization", [message.from, message.to, value, 0n, message.validBefore, nonce, signed.v, signed.r, signed.s], suffix(n));
+    } else if (kind <= 6) {
+      const message = { from: buyer.address, to: relayer.address, value, validAfter: 0n, validBefore: now + 600n, nonce };
+      const signed = await signReceiveAuthorization(buyer, domain, message);
+      await send(relayer, "receiveWithAuthorization", [message.from, message.to, value, 0n, message.validBefore, nonce, signed.signature], suffix(n));
+    } else if (kind === 7) {
+      const signed = await signCancelAuthorization(buyer, domain, { authorizer: buyer.address, nonce });
+      await send(relayer, "cancelAuthorization", [buyer.address, nonce, signed.v, signed.r, signed.s], suffix(n));
+    } else {
+      await send(buyer, "transfer", [relayers[(n + 1) % relayers.length]!.address, value], suffix(n));
+    }
+  }
+
+  /** A payment whose pre-confirmation the sequencer then drops: it never lands, and nothing retracts it. */
+  async function droppedPayment(): Promise<void> {
+    const hash = await send(flaky, "transfer", [buyers[0]!.address, 0n]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await publicClient.request({ method: "devnet_dropPreconfirmed", params: [hash] } as never);
+    nonces.delete(flaky.address);
+  }
+
+  const timers: NodeJS.Timeout[] = [];
+  const every = (ms: number, work: () => Promise<void>) => {
+    timers.push(setInterval(() => void (stopped ? undefined : work().catch(report)), ms));
+  };
+  if (options.paymentsPerSecond > 0) every(1_000 / options.paymentsPerSecond, onePayment);
+  if ((options.reorgEverySeconds ?? 0) > 0)
+    every(options.reorgEverySeconds! * 1_000, () => publicClient.request({ method: "devnet_reorg", params: [1 + (sequence % 2)] } as never).then(() => undefined));
+  if ((options.dropEverySeconds ?? 0) > 0) every(options.dropEverySeconds! * 1_000, droppedPayment);
+
+  return {
+    stop(): void {
+      stopped = true;
+      for (const timer of timers) clearInterval(timer);
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import { createPublicClient, http, parseUnits, type Address, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { ANVIL_PRIVATE_KEYS, startAnvil } from "./anvil.js";
+import { deployTestToken } from "./deployToken.js";
+import { startFlashblocksFront, type FlashblocksFront } from "./front/flashblocksFront.js";
+import type { PendingLogsMode } from "./front/subscriptions.js";
+
+export type DevnetOptions = {
+  chainId?: number;
+  /** Canonical block cadence (Base: 2,000 ms); 0 mines only on devnet_mine. */
+  blockTimeMs?: number;
+  /** Flashblock cadence (Base: about 200 ms); 0 only on devnet_flashblock. */
+  flashblockIntervalMs?: number;
+  host?: string;
+  port?: number;
+  pendingLogs?: PendingLogsMode;
+  onError?: (error: unknown) => void;
+};
+
+export type Devnet = {
+  httpUrl: string;
+  wsUrl: string;
+  /** The anvil behind the front, for tests that need to bypass it. */
+  anvilUrl: string;
+  chainId: number;
+  token: Address;
+  tokenDeployBlock: number;
+  /** Funded keys (anvil's default mnemonic): [deployer, buyers..., relayers...]. Test only. */
+  privateKeys: readonly Hex[];
+  front: FlashblocksFront;
+  stop: () => Promise<void>;
+};
+
+/** Accounts 1..5 get test USDC; they play buyers in the demo traffic and the tests. */
+const FUNDED_ACCOUNTS = 5;
+
+/**
+ * Starts a local Base stand-in: anvil (Base's chain id, FIFO ordering, no automine) with the EIP-3009
+ * test token deployed and funded, behind the Flashblocks front that sequences blocks and pre-confirmations.
+ * The token is the first contract of anvil's first key, so its address is the same on every run.
+ */
+export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
+  const chainId = options.chainId ?? 8453;
+  const anvil = await startAnvil({ chainId, extraArgs: ["--order", "fifo"] });
+  try {
+    const buyers = ANVIL_PRIVATE_KEYS.slice(1, 1 + FUNDED_ACCOUNTS).map((key) => privateKeyToAccount(key).address);
+    const { address: token, blockNumber } = await deployTestToken({
+      rpcUrl: anvil.httpUrl,
+      privateKey: ANVIL_PRIVATE_KEYS[0]!,
+      mint: buyers.map((to) => ({ to, amount: parseUnits("1000000000", 6) })),
+    });
+    // From here on the front's sequencer decides when blocks are made.
+    await createPublicClient({ transport: http(anvil.httpUrl) }).request({ method: "evm_setAutomine", params: [false] } as never);
+    const front = await startFlashblocksFront({
+      anvilUrl: anvil.httpUrl,
+      flashblockIntervalMs: options.flashblockIntervalMs ?? 200,
+      blockTimeMs: options.blockTimeMs ?? 2_000,
+      ...(options.host === undefined ? {} : { host: options.host }),
+      ...(options.port === undefined ? {} : { port: options.port }),
+      ...(options.pendingLogs === undefined ? {} : { pendingLogs: options.pendingLogs }),
+      ...(options.onError === undefined ? {} : { onError: options.onError }),
+    });
+    return {
+      httpUrl: front.httpUrl,
+      wsUrl: front.wsUrl,
+      anvilUrl: anvil.httpUrl,
+      chainId,
+      token,
+      tokenDeployBlock: blockNumber,
+      privateKeys: ANVIL_PRIVATE_KEYS,
+      front,
+      stop: async () => {
+        await front.close();
+        await anvil.stop();
+      },
+    };
+  } catch (error) {
+    await anvil.stop();
+    throw error;
+  }
+}
