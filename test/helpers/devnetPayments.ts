@@ -1,0 +1,48 @@
+import { createPublicClient, createWalletClient, http, type Address, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
+
+/** Sends test-token transfers through the devnet front with explicit nonces (automine is off there). */
+export function createPayer(devnet: Devnet, keyIndex = 1) {
+  const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
+  const transport = http(devnet.httpUrl);
+  const publicClient = createPublicClient({ transport });
+  const wallet = createWalletClient({ account, transport });
+  let nonce: number | undefined;
+  const rpc = <T>(method: string, params: unknown[] = []) => publicClient.request({ method, params } as never) as Promise<T>;
+  return {
+    address: account.address,
+    rpc,
+    publicClient,
+    /** Sends `count` transfers in one call (one transaction, `count` Transfer logs). */
+    async pay(to: Address, count = 1): Promise<Hex> {
+      nonce ??= await publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+      const recipients = Array.from({ length: count }, () => to);
+      return wallet.writeContract({
+        address: devnet.token,
+        abi: flashTestTokenAbi,
+        functionName: "emitTransfers",
+        args: [recipients, recipients.map((_, i) => BigInt(i + 1))],
+        chain: null,
+        gas: 1_000_000n,
+        nonce: nonce++,
+      });
+    },
+    /** Forgets the local nonce (after a drop or a reorg). */
+    resync(): void {
+      nonce = undefined;
+    },
+  };
+}
+
+/** Polls until `check` returns a value that is not undefined/false, or throws after `timeoutMs`. */
+export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -1,0 +1,203 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, test } from "vitest";
+import { createRpcClient } from "../../src/chain/rpcClient.js";
+import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { FatalError, ShutdownError } from "../../src/errors.js";
+import { createHealth } from "../../src/ops/health.js";
+import { openDatabase, type Database } from "../../src/store/openDatabase.js";
+import { createPendingIndexer } from "../../src/sync/pending.js";
+import { createHeadFollower } from "../../src/sync/realtime.js";
+import { testConfig, testDeps } from "../helpers/context.js";
+import { createPayer, waitFor } from "../helpers/devnetPayments.js";
+
+const ZERO = `0x${"0".repeat(64)}`;
+const SHOP = "0x000000000000000000000000000000000000c0de";
+const open: Array<{ stop: () => Promise<void> }> = [];
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.stop();
+});
+
+type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
+
+async function setUp(options: { finalityDepth?: number; pendingPoll?: number; ws?: boolean; dbPath?: string; devnet?: Devnet } = {}) {
+  const devnet = options.devnet ?? (await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
+  if (options.devnet === undefined) open.push(devnet);
+  const config = testConfig({
+    rpc: { http: [devnet.httpUrl], ...(options.ws === false ? {} : { ws: devnet.wsUrl, preconfWs: devnet.wsUrl }) },
+    tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
+    finality: { depth: options.finalityDepth ?? 8 },
+    realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: options.pendingPoll ?? 50, reconnectInitialDelayMs: 20, reconnectMaxDelayMs: 200 },
+    database: { path: options.dbPath ?? join(mkdtempSync(join(tmpdir(), "flashindex-realtime-")), "index.db") },
+  });
+  const deps = testDeps(config);
+  const client = createRpcClient(deps);
+  const db = openDatabase(config.database.path, config.chainId);
+  const health = createHealth();
+  const follower = createHeadFollower({ ...deps, client, db, health });
+  const pending = createPendingIndexer({ ...deps, client, db, lastCanonicalBlock: follower.lastAppliedBlock });
+  const running = follower.run();
+  if (config.realtime.pendingPollIntervalMs > 0) void pending.pollForever().catch(() => undefined);
+  if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);
+  const outcome = running.then(() => undefined, (error: unknown) => error);
+  const stop = async () => {
+    await deps.shutdown.kill();
+    await outcome;
+    db.close();
+  };
+  open.push({ stop });
+  const payer = createPayer(devnet);
+  await waitFor(() => health.notReadyReason() === undefined, 10_000, "catch-up");
+  return { devnet, db, deps, payer, outcome, stop, config };
+}
+
+const rowsOf = (db: Database, tx: string) => db.prepare("SELECT * FROM logs WHERE tx_hash = ? ORDER BY id").all(tx.toLowerCase()) as Row[];
+const head = async (payer: ReturnType<typeof createPayer>) => Number(await payer.rpc<string>("eth_blockNumber"));
+
+/** The chain's own logs of the token over all blocks, for row-by-row comparison with the live rows. */
+async function canonicalLogs(devnet: Devnet, payer: ReturnType<typeof createPayer>): Promise<string[]> {
+  const logs = await payer.rpc<Array<{ blockHash: string; logIndex: string }>>("eth_getLogs", [{ fromBlock: "0x0", toBlock: "latest", address: devnet.token, topics: [[...PAYMENT_TOPICS]] }]);
+  return logs.map((l) => `${l.blockHash}:${Number(l.logIndex)}`).sort();
+}
+function liveLogs(db: Database): string[] {
+  return (db.prepare("SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')").all() as Row[]).map((r) => `${r.block_hash}:${r.log_index}`).sort();
+}
+
+describe("realtime", () => {
+  test("a pre-confirmed log is stored before its block is mined, then promoted with the real block hash", async () => {
+    const { db, payer } = await setUp();
+    const before = await head(payer);
+    const tx = await payer.pay(SHOP, 2);
+    await payer.rpc("devnet_flashblock");
+    const pre = await waitFor(() => rowsOf(db, tx).length === 2 && rowsOf(db, tx), 5_000, "pre-confirmed rows");
+    expect(await head(payer)).toBe(before);
+    expect(pre.map((r) => [r.status, r.block_hash, r.block_number])).toEqual([["preconfirmed", ZERO, before + 1], ["preconfirmed", ZERO, before + 1]]);
+    expect(db.prepare("SELECT COUNT(*) AS n FROM live_transfers WHERE tx_hash = ?").get(tx)).toEqual({ n: 2 });
+
+    await payer.rpc("devnet_mine");
+    const receipt = await payer.publicClient.getTransactionReceipt({ hash: tx });
+    const confirmed = await waitFor(() => rowsOf(db, tx).every((r) => r.status === "confirmed") && rowsOf(db, tx), 5_000, "promotion");
+    expect(confirmed).toHaveLength(2);
+    expect(confirmed.map((r) => r.block_hash)).toEqual([receipt.blockHash, receipt.blockHash]);
+    expect(confirmed.map((r) => r.log_index)).toEqual(receipt.logs.map((l) => l.logIndex));
+    for (const row of confirmed) expect(row.confirmed_at).toBeGreaterThanOrEqual(row.preconfirmed_at!);
+    expect(db.prepare("SELECT status FROM transfers WHERE tx_hash = ?").all(tx)).toEqual([{ status: "confirmed" }, { status: "confirmed" }]);
+  });
+
+  test("a pre-confirmation that never lands is kept and marked dropped", async () => {
+    const { db, payer } = await setUp();
+    const tx = await payer.pay(SHOP);
+    await payer.rpc("devnet_flashblock");
+    await waitFor(() => rowsOf(db, tx)[0]?.status === "preconfirmed", 5_000, "pre-confirmed row");
+    await payer.rpc("devnet_dropPreconfirmed", [tx]);
+    await payer.rpc("devnet_mine");
+    const [row] = await waitFor(() => rowsOf(db, tx)[0]?.status === "dropped" && rowsOf(db, tx), 5_000, "dropped row");
+    expect(row!.removed_at).not.toBeNull();
+    expect(db.prepare("SELECT COUNT(*) AS n FROM live_transfers WHERE tx_hash = ?").get(tx)).toEqual({ n: 0 });
+  });
+
+  test.each([1, 5])("a reorg of depth %i flags the orphaned rows removed and indexes the new branch", async (depth) => {
+    const { db, devnet, payer } = await setUp({ finalityDepth: 20 });
+    const txs = [];
+    for (let i = 0; i < depth; i++) {
+      txs.push(await payer.pay(SHOP, 1 + i));
+      await payer.rpc("devnet_mine");
+    }
+    const tip = await head(payer);
+    await waitFor(async () => liveLogs(db).join() === (await canonicalLogs(devnet, payer)).join(), 5_000, "blocks indexed");
+    const orphanedHashes = new Set(txs.flatMap((tx) => rowsOf(db, tx).map((r) => r.block_hash)));
+
+    await payer.rpc("devnet_reorg", [depth]);
+    await payer.rpc("devnet_mine");
+    await waitFor(async () => liveLogs(db).join() === (await canonicalLogs(devnet, payer)).join(), 10_000, "new branch indexed");
+    expect(await head(payer)).toBe(tip + 1);
+    for (const tx of txs) {
+      const rows = rowsOf(db, tx);
+      const removed = rows.filter((r) => r.status === "removed");
+      const live = rows.filter((r) => r.status === "confirmed");
+      expect(removed.length).toBeGreaterThan(0);
+      expect(removed.every((r) => orphanedHashes.has(r.block_hash) && r.removed_at !== null)).toBe(true);
+      expect(live.length).toBe(removed.length);
+      expect(live.every((r) => !orphanedHashes.has(r.block_hash))).toBe(true);
+    }
+  });
+
+  test("a reorg deeper than the tracked blocks stops the follower with a fatal error", async () => {
+    const { payer, outcome } = await setUp({ finalityDepth: 2, pendingPoll: 0 });
+    for (let i = 0; i < 4; i++) await payer.rpc("devnet_mine");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await payer.rpc("devnet_reorg", [4]);
+    await payer.rpc("devnet_mine");
+    const error = await outcome;
+    expect(error).toBeInstanceOf(FatalError);
+    expect((error as FatalError).shortMessage).toMatch(/Reorg deeper than/);
+  });
+
+  test.each(["single", "array"] as const)("indexes pendingLogs notifications of the %s shape, and repeated flashblocks change nothing", async (shape) => {
+    const { db, payer } = await setUp({ pendingPoll: 0 });
+    await payer.rpc("devnet_setPendingLogsMode", [{ shape, repeat: true }]);
+    const tx = await payer.pay(SHOP, 3);
+    await payer.rpc("devnet_flashblock");
+    const tx2 = await payer.pay(SHOP, 2);
+    await payer.rpc("devnet_flashblock");
+    await waitFor(() => rowsOf(db, tx).length === 3 && rowsOf(db, tx2).length === 2, 5_000, "pre-confirmed rows");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(rowsOf(db, tx).map((r) => [r.source, r.status])).toEqual(Array(3).fill(["pending_ws", "preconfirmed"]));
+    expect(rowsOf(db, tx2)).toHaveLength(2);
+    await payer.rpc("devnet_mine");
+    await waitFor(() => [...rowsOf(db, tx), ...rowsOf(db, tx2)].every((r) => r.status === "confirmed"), 5_000, "promotion");
+    expect(rowsOf(db, tx)).toHaveLength(3);
+  });
+
+  test("survives a WebSocket disconnect without losing a log", async () => {
+    const { db, devnet, payer } = await setUp({ pendingPoll: 0 });
+    for (let i = 0; i < 3; i++) {
+      await payer.pay(SHOP, 2);
+      await payer.rpc("devnet_flashblock");
+      if (i === 1) await payer.rpc("devnet_disconnectWebSockets");
+    }
+    await payer.rpc("devnet_mine");
+    await payer.pay(SHOP, 1);
+    await payer.rpc("devnet_mine");
+    await waitFor(async () => liveLogs(db).join() === (await canonicalLogs(devnet, payer)).join(), 10_000, "all logs confirmed");
+  });
+
+  test("a restart in the middle of realtime settles rows of blocks reorged out while it was down", async () => {
+    const first = await setUp({ finalityDepth: 20 });
+    const tx = await first.payer.pay(SHOP, 2);
+    await first.payer.rpc("devnet_mine");
+    await waitFor(() => rowsOf(first.db, tx).length === 2 && rowsOf(first.db, tx).every((r) => r.status === "confirmed"), 5_000, "confirmed");
+    const oldHash = rowsOf(first.db, tx)[0]!.block_hash;
+    await first.stop();
+
+    await first.payer.rpc("devnet_reorg", [1]);
+    await first.payer.rpc("devnet_mine");
+    const second = await setUp({ finalityDepth: 20, devnet: first.devnet, dbPath: first.config.database.path });
+    await waitFor(async () => liveLogs(second.db).join() === (await canonicalLogs(second.devnet, second.payer)).join(), 10_000, "settled");
+    const rows = rowsOf(second.db, tx);
+    expect(rows.filter((r) => r.status === "removed").map((r) => r.block_hash)).toEqual([oldHash, oldHash]);
+    expect(rows.filter((r) => r.status === "confirmed")).toHaveLength(2);
+  });
+
+  test("polls heads and the pending view when no WebSocket is configured", async () => {
+    const { db, devnet, payer } = await setUp({ ws: false });
+    const tx = await payer.pay(SHOP);
+    await payer.rpc("devnet_flashblock");
+    await waitFor(() => rowsOf(db, tx)[0]?.source === "pending", 5_000, "pending poll");
+    await payer.rpc("devnet_mine");
+    await waitFor(async () => liveLogs(db).join() === (await canonicalLogs(devnet, payer)).join(), 5_000, "head poll");
+  });
+
+  test("rows past the finality depth become finalized", async () => {
+    const { db, payer } = await setUp({ finalityDepth: 2 });
+    const tx = await payer.pay(SHOP);
+    await payer.rpc("devnet_mine");
+    await waitFor(() => rowsOf(db, tx)[0]?.status === "confirmed", 5_000, "confirmed");
+    for (let i = 0; i < 3; i++) await payer.rpc("devnet_mine");
+    await waitFor(() => rowsOf(db, tx)[0]?.status === "finalized", 5_000, "finalized");
+  });
+});
+
+void ShutdownError;
