@@ -12,6 +12,7 @@ import { createPendingIndexer } from "../../src/sync/pending.js";
 import { createHeadFollower } from "../../src/sync/realtime.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
+import { startScriptedWsServer } from "../helpers/scriptedWsServer.js";
 
 const ZERO = `0x${"0".repeat(64)}`;
 const SHOP = "0x000000000000000000000000000000000000c0de";
@@ -22,11 +23,11 @@ afterEach(async () => {
 
 type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
 
-async function setUp(options: { finalityDepth?: number; pendingPoll?: number; ws?: boolean; dbPath?: string; devnet?: Devnet } = {}) {
+async function setUp(options: { finalityDepth?: number; pendingPoll?: number; ws?: boolean; wsUrl?: string; dbPath?: string; devnet?: Devnet } = {}) {
   const devnet = options.devnet ?? (await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
   if (options.devnet === undefined) open.push(devnet);
   const config = testConfig({
-    rpc: { http: [devnet.httpUrl], ...(options.ws === false ? {} : { ws: devnet.wsUrl, preconfWs: devnet.wsUrl }) },
+    rpc: { http: [devnet.httpUrl], ...(options.ws === false ? {} : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: devnet.wsUrl }) },
     tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
     finality: { depth: options.finalityDepth ?? 8 },
     realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: options.pendingPoll ?? 50, reconnectInitialDelayMs: 20, reconnectMaxDelayMs: 200 },
@@ -179,6 +180,29 @@ describe("realtime", () => {
     const rows = rowsOf(second.db, tx);
     expect(rows.filter((r) => r.status === "removed").map((r) => r.block_hash)).toEqual([oldHash, oldHash]);
     expect(rows.filter((r) => r.status === "confirmed")).toHaveLength(2);
+  });
+
+  test("honours removed: true from the logs subscription, and shrugs off garbage messages", async () => {
+    const ws = await startScriptedWsServer();
+    open.push(ws);
+    const { db, payer, deps } = await setUp({ wsUrl: ws.url, pendingPoll: 0 });
+    const tx = await payer.pay(SHOP, 2);
+    await payer.rpc("devnet_mine");
+    const rows = await waitFor(() => rowsOf(db, tx).length === 2 && rowsOf(db, tx).every((r) => r.status === "confirmed") && rowsOf(db, tx), 5_000, "confirmed");
+    await waitFor(() => ws.subscribed("logs"), 5_000, "logs subscription");
+    ws.sendRaw("not json");
+    ws.notify("logs", { garbage: true });
+    const receipt = await payer.publicClient.getTransactionReceipt({ hash: tx });
+    const log = receipt.logs[1]!;
+    ws.notify("logs", {
+      address: log.address, topics: log.topics, data: log.data, blockNumber: `0x${log.blockNumber.toString(16)}`, blockHash: log.blockHash,
+      transactionHash: log.transactionHash, transactionIndex: `0x${log.transactionIndex.toString(16)}`, logIndex: `0x${log.logIndex.toString(16)}`, removed: true,
+    });
+    await waitFor(() => rowsOf(db, tx)[1]?.status === "removed", 5_000, "removed flag honoured");
+    expect(rowsOf(db, tx)[0]!.status).toBe("confirmed");
+    expect(rows[1]!.log_index).toBe(log.logIndex);
+    const rejected = (await deps.metrics.wsMessagesRejected.get()).values.reduce((n, v) => n + v.value, 0);
+    expect(rejected).toBeGreaterThanOrEqual(2);
   });
 
   test("polls heads and the pending view when no WebSocket is configured", async () => {
