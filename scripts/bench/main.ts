@@ -72,6 +72,8 @@ async function endToEnd(): Promise<Row> {
 const rows: Row[] = [];
 for (const logs of [SYNTHETIC_LOGS / 10, SYNTHETIC_LOGS]) rows.push(await synthetic(logs));
 rows.push(await endToEnd());
+const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ rate: number; samples: number; p50Ms: number; p99Ms: number; maxMs: number }>;
+const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
 
 const cpu = cpus()[0]?.model ?? "unknown cpu";
 console.log(`\nflashindex benchmark (node ${BENCH_NODE_OPTIONS.join(" ")}) — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB\n`);
@@ -81,3 +83,7 @@ for (const { name, figures } of rows) {
   const seconds = figures.durationMs / 1_000;
   console.log(`| ${name} | ${figures.logs} | ${figures.blocks} | ${seconds.toFixed(2)} | ${Math.round(figures.logs / seconds)} | ${figures.peakRssMb} |`);
 }
+console.log("\n| pre-confirmation: pendingLogs notification → committed row | samples | p50 ms | p99 ms | max ms |");
+console.log("| --- | ---: | ---: | ---: | ---: |");
+for (const l of latency) console.log(`| ${l.rate} logs/s (bursts every 200 ms flashblock) | ${l.samples} | ${l.p50Ms.toFixed(1)} | ${l.p99Ms.toFixed(1)} | ${l.maxMs.toFixed(1)} |`);
+console.log(`\n| reorg rollback | ms |\n| --- | ---: |\n| ${reorg.blocks} blocks, ${reorg.logs.toLocaleString("en-US")} logs flagged removed + new branch applied, over ${reorg.backgroundLogs.toLocaleString("en-US")} stored logs, one transaction | ${reorg.rollbackMs.toFixed(0)} |`);

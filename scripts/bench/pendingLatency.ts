@@ -1,0 +1,103 @@
+import { fork } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { WebSocketServer } from "ws";
+import { createRpcClient } from "../../src/chain/rpcClient.js";
+import { createWsSubscription } from "../../src/chain/wsSubscription.js";
+import { parseConfig } from "../../src/config/parseConfig.js";
+import { createLogger } from "../../src/ops/logger.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { createShutdown } from "../../src/ops/shutdown.js";
+import { openDatabase } from "../../src/store/openDatabase.js";
+import { createPendingIndexer } from "../../src/sync/pending.js";
+
+/**
+ * Pre-confirmation latency: a Flashblocks-like emitter in a child process sends `pendingLogs`
+ * notifications (one log each, in a burst every 200 ms flashblock) stamped with the send time; the
+ * indexer's pending path commits each one, and we take commit time minus send time.
+ */
+const TOKEN = "0x00000000000000000000000000000000000f1a54";
+const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+const FLASHBLOCK_MS = 200;
+const DURATION_MS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10) * 1_000;
+const now = () => performance.timeOrigin + performance.now();
+
+if (process.argv[2] === "emit") {
+  // Child: the emitter. Args: emit <logsPerSecond>; prints its URL, then streams once a client subscribes.
+  const rate = Number(process.argv[3]);
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  wss.on("listening", () => process.send?.({ port: (wss.address() as { port: number }).port }));
+  wss.on("connection", (socket) => {
+    socket.on("message", (data: Buffer) => {
+      const request = JSON.parse(data.toString()) as { id: number };
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: "0x1" }));
+      let block = 1_000;
+      let n = 0;
+      const perFlashblock = Math.round((rate * FLASHBLOCK_MS) / 1_000);
+      const timer = setInterval(() => {
+        block += n % 10 === 9 ? 1 : 0;
+        for (let i = 0; i < perFlashblock; i++, n++) {
+          const log = {
+            address: TOKEN,
+            topics: [TRANSFER, `0x${"0".repeat(24)}${"a".repeat(40)}`, `0x${"0".repeat(24)}${"b".repeat(40)}`],
+            data: `0x${(n + 1).toString(16).padStart(64, "0")}`,
+            blockNumber: `0x${block.toString(16)}`,
+            blockHash: `0x${"0".repeat(64)}`,
+            blockTimestamp: "0x6553f100",
+            transactionHash: `0x${n.toString(16).padStart(64, "0")}`,
+            transactionIndex: `0x${(i + 1).toString(16)}`,
+            logIndex: `0x${n.toString(16)}`,
+            removed: false,
+            x_sent_at: now(),
+          };
+          socket.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription: "0x1", result: log } }));
+        }
+      }, FLASHBLOCK_MS);
+      socket.on("close", () => clearInterval(timer));
+    });
+  });
+} else {
+  const rates = [100, 1_000];
+  const results = [];
+  for (const rate of rates) results.push(await measure(rate));
+  console.log(JSON.stringify(results));
+}
+
+async function measure(rate: number) {
+  const child = fork(import.meta.filename, ["emit", String(rate)], { execArgv: [] });
+  const port = await new Promise<number>((resolve) => child.once("message", (m: { port: number }) => resolve(m.port)));
+  const dir = mkdtempSync(join(tmpdir(), "flashindex-latency-"));
+  const config = parseConfig(
+    { chainId: 8453, rpc: { http: ["http://127.0.0.1:9"] }, tokens: [{ address: TOKEN, startBlock: 0 }], database: { path: join(dir, "p.db") }, logLevel: "warn" },
+    "bench",
+  );
+  const shutdown = createShutdown();
+  const logger = createLogger("warn");
+  const metrics = createMetrics({ defaultMetrics: false });
+  const db = openDatabase(config.database.path, config.chainId);
+  const deps = { config, logger, metrics, shutdown, db, client: createRpcClient({ config, logger, metrics, shutdown }) };
+  const pending = createPendingIndexer({ ...deps, lastCanonicalBlock: () => 0 });
+  const latencies: number[] = [];
+  createWsSubscription(deps, {
+    url: `ws://127.0.0.1:${port}`,
+    name: "pendingLogs",
+    params: ["pendingLogs", {}],
+    initialDelayMs: 50,
+    maxDelayMs: 500,
+    onNotification: (result, receivedAt) => {
+      pending.onNotification(result, receivedAt);
+      // onNotification commits synchronously: now the row is in the database.
+      latencies.push(now() - (result as { x_sent_at: number }).x_sent_at);
+    },
+  });
+  await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
+  await shutdown.kill();
+  child.kill();
+  const stored = (db.prepare("SELECT COUNT(*) AS n FROM logs").get() as { n: number }).n;
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
+  return { rate, samples: latencies.length, stored, p50Ms: pct(50), p99Ms: pct(99), maxMs: latencies.at(-1) ?? Number.NaN };
+}
