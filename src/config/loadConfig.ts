@@ -69,6 +69,9 @@ function applyEnvironment(raw: JsonObject, env: NodeJS.ProcessEnv): void {
   const dbPath = nonEmpty(env.FLASHINDEX_DB_PATH);
   if (dbPath !== undefined && (raw.database === undefined || isObject(raw.database)))
     raw.database = { ...asObject(raw.database), path: dbPath };
+  const metricsHost = nonEmpty(env.FLASHINDEX_METRICS_HOST);
+  if (metricsHost !== undefined && (raw.metrics === undefined || isObject(raw.metrics)))
+    raw.metrics = { ...asObject(raw.metrics), host: metricsHost };
   const logLevel = nonEmpty(env.FLASHINDEX_LOG_LEVEL);
   if (logLevel !== undefined) raw.logLevel = readEnum("FLASHINDEX_LOG_LEVEL", logLevel, LOG_LEVELS);
 }
