@@ -24,7 +24,8 @@ function runNode(script: string, args: string[]): Promise<string> {
     const child = spawn(process.execPath, [...BENCH_NODE_OPTIONS, join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    child.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${script} exited ${code}`))));
+    // The figures are the last line; anything before it is diagnostics.
+    child.on("exit", (code) => (code === 0 ? resolve(out.trim().split("\n").at(-1) ?? "") : reject(new Error(`${script} exited ${code}`))));
   });
 }
 

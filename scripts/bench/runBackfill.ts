@@ -1,3 +1,4 @@
+import { pino } from "pino";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { getChainTips } from "../../src/chain/finality.js";
 import { parseConfig } from "../../src/config/parseConfig.js";
@@ -13,7 +14,8 @@ import { backfill } from "../../src/sync/backfill.js";
  */
 const config = parseConfig(JSON.parse(process.argv[2]!), "bench");
 const shutdown = createShutdown();
-const logger = createLogger(config.logLevel);
+// Logs go to stderr: stdout carries only the one JSON line of figures.
+const logger = createLogger(config.logLevel, pino.destination(2));
 const metrics = createMetrics({ defaultMetrics: false });
 const client = createRpcClient({ config, logger, metrics, shutdown });
 const tips = await getChainTips(client, config.finality);

@@ -4,24 +4,20 @@ import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
 // The decoder owns the topic0 values (protocol-notes §4); re-exported so tests of the token need one import.
 export { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../decode/paymentEvents.js";
 
+/** Fields shared by TransferWithAuthorization and ReceiveWithAuthorization. */
+const TRANSFER_AUTHORIZATION_FIELDS = [
+  { name: "from", type: "address" },
+  { name: "to", type: "address" },
+  { name: "value", type: "uint256" },
+  { name: "validAfter", type: "uint256" },
+  { name: "validBefore", type: "uint256" },
+  { name: "nonce", type: "bytes32" },
+] as const;
+
 /** EIP-712 types of FiatToken v2.2's authorizations (protocol-notes §4). */
 export const AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-  ReceiveWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
+  TransferWithAuthorization: TRANSFER_AUTHORIZATION_FIELDS,
+  ReceiveWithAuthorization: TRANSFER_AUTHORIZATION_FIELDS,
   CancelAuthorization: [
     { name: "authorizer", type: "address" },
     { name: "nonce", type: "bytes32" },

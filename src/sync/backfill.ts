@@ -1,10 +1,5 @@
+import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import type { RpcClient } from "../chain/rpcClient.js";
-import type { Config } from "../config/types.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import type { Shutdown } from "../ops/shutdown.js";
-import type { Database } from "../store/openDatabase.js";
 import { createLogWriter } from "../store/logWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
 import { contiguousEnd, missingRanges, planSegments } from "./blockRanges.js";
@@ -13,14 +8,7 @@ import { syncHistorical, type WindowResult } from "./historical.js";
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;
 
-export type BackfillDeps = {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  shutdown: Shutdown;
-  client: RpcClient;
-  db: Database;
-};
+export type BackfillDeps = SyncDeps;
 
 export type BackfillRange = {
   /** Last block to index (inclusive). */

@@ -1,25 +1,15 @@
+import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
 import { getLogs } from "../chain/getLogs.js";
-import type { RpcClient } from "../chain/rpcClient.js";
 import { parseRpcLog, type RpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
-import type { Config } from "../config/types.js";
 import { toLogRows, type LogRow, type LogSource } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
-import type { Database } from "../store/openDatabase.js";
 
-export type PendingDeps = {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  shutdown: Shutdown;
-  client: RpcClient;
-  db: Database;
+export type PendingDeps = SyncDeps & {
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
   lastCanonicalBlock: () => number;
 };

@@ -1,21 +1,17 @@
+import type { SyncDeps } from "./syncDeps.js";
 import PQueue from "p-queue";
 import type { Hex } from "viem";
 import { getBlockHeader, parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
 import { getChainTips } from "../chain/finality.js";
-import type { RpcClient } from "../chain/rpcClient.js";
 import { RpcResponseError } from "../chain/rpcErrors.js";
 import { parseRpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
-import type { Config } from "../config/types.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError, RetryableError, ShutdownError } from "../errors.js";
 import type { Health } from "../ops/health.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
-import type { Database } from "../store/openDatabase.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
@@ -24,15 +20,7 @@ import { getBlockRows, getHeaders } from "./canonicalBlocks.js";
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
 
-export type RealtimeDeps = {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  shutdown: Shutdown;
-  client: RpcClient;
-  db: Database;
-  health: Health;
-};
+export type RealtimeDeps = SyncDeps & { health: Health };
 
 /**
  * Follows the confirmed chain for as long as the daemon runs: every new block's logs are indexed

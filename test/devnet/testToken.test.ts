@@ -38,7 +38,6 @@ import {
 } from "../../src/devnet/eip3009.js";
 
 const abi = flashTestTokenAbi;
-const deployer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[0]);
 const payer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[1]);
 const payee = privateKeyToAccount(ANVIL_PRIVATE_KEYS[2]);
 const relayer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[3]);
