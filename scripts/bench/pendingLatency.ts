@@ -77,8 +77,16 @@ async function measure(rate: number) {
   const metrics = createMetrics({ defaultMetrics: false });
   const db = openDatabase(config.database.path, config.chainId);
   const deps = { config, logger, metrics, shutdown, db, client: createRpcClient({ config, logger, metrics, shutdown }) };
-  const pending = createPendingIndexer({ ...deps, lastCanonicalBlock: () => 0 });
   const latencies: number[] = [];
+  const sentAt = new Map<string, number>();
+  const pending = createPendingIndexer({
+    ...deps,
+    lastCanonicalBlock: () => 0,
+    onStored: (rows) => {
+      const committed = now();
+      for (const row of rows) latencies.push(committed - sentAt.get(row.transactionHash)!);
+    },
+  });
   createWsSubscription(deps, {
     url: `ws://127.0.0.1:${port}`,
     name: "pendingLogs",
@@ -86,9 +94,9 @@ async function measure(rate: number) {
     initialDelayMs: 50,
     maxDelayMs: 500,
     onNotification: (result, receivedAt) => {
+      const log = result as { transactionHash: string; x_sent_at: number };
+      sentAt.set(log.transactionHash, log.x_sent_at);
       pending.onNotification(result, receivedAt);
-      // onNotification commits synchronously: now the row is in the database.
-      latencies.push(now() - (result as { x_sent_at: number }).x_sent_at);
     },
   });
   await new Promise((resolve) => setTimeout(resolve, DURATION_MS));

@@ -6,7 +6,14 @@ import { createLogWriter } from "./logWriter.js";
 /** A pre-confirmed log carries this block hash (32 zero bytes), as Base's Flashblocks nodes send it. */
 export const ZERO_HASH: Hex = `0x${"0".repeat(64)}`;
 
-export type BlockApplied = { inserted: number; promoted: number; dropped: number; duplicates: number };
+export type BlockApplied = {
+  inserted: number;
+  promoted: number;
+  dropped: number;
+  duplicates: number;
+  /** For each promoted log, how long (ms) it was visible pre-confirmed before this block. */
+  leadTimesMs: number[];
+};
 
 /**
  * The lifecycle transitions of stored logs. Each method is meant to run inside ONE transaction of
@@ -70,7 +77,7 @@ export function createLifecycle(db: Database) {
      * as dropped every pre-confirmation of this or an earlier block that did not land.
      */
     applyCanonicalBlock(blockNumber: number, rows: readonly LogRow[], now: number): BlockApplied {
-      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0 };
+      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [] };
       const fresh: LogRow[] = [];
       for (const row of rows) {
         const twin = findTwin.get(contentOf(row)) as { id: number; preconfirmed_at: number | null } | undefined;
@@ -99,6 +106,7 @@ export function createLifecycle(db: Database) {
           now,
         });
         result.promoted++;
+        if (twin.preconfirmed_at !== null) result.leadTimesMs.push(now - twin.preconfirmed_at);
       }
       const counts = writer.insertRows(fresh, now);
       result.inserted = counts.inserted;

@@ -12,6 +12,8 @@ import { createLifecycle } from "../store/lifecycle.js";
 export type PendingDeps = SyncDeps & {
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
   lastCanonicalBlock: () => number;
+  /** Observer called after each commit with the rows it stored (benchmarks, tests). */
+  onStored?: ((rows: readonly LogRow[]) => void) | undefined;
 };
 
 /** Zero-hash pre-confirmed log: the pending view's marker. */
@@ -32,17 +34,36 @@ export function createPendingIndexer(deps: PendingDeps) {
   const positions = createStreamPositions();
 
   /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
-  function store(rows: LogRow[], source: LogSource, receivedAt: number): number {
+  function store(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): number {
     const fresh = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
     if (fresh.length === 0) return 0;
     const inserted = db.transaction(() => lifecycle.insertPreconfirmed(fresh, Date.now())).immediate();
-    const seconds = (performance.now() - receivedAt) / 1_000;
-    metrics.preconfirmationLatency.observe({ source }, seconds);
+    const committedAt = performance.now();
+    for (const at of receivedAt) metrics.preconfirmationLatency.observe({ source }, (committedAt - at) / 1_000);
     if (inserted > 0) {
       metrics.preconfirmedLogs.inc({ source }, inserted);
       metrics.indexedBlock.set({ source: "pending" }, Math.max(...fresh.map((r) => r.blockNumber)));
     }
+    deps.onStored?.(fresh);
     return inserted;
+  }
+
+  // A flashblock arrives as a burst of notifications: rows that arrive in the same turn of the event
+  // loop are committed in one transaction, so the last of a burst does not wait for one commit per log.
+  let streamed: LogRow[] = [];
+  let streamedAt: number[] = [];
+  let flushScheduled = false;
+  function flushStreamed(): void {
+    flushScheduled = false;
+    const rows = streamed;
+    const receivedAt = streamedAt;
+    streamed = [];
+    streamedAt = [];
+    try {
+      store(rows, "pending_ws", receivedAt);
+    } catch (error) {
+      logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs: rows.length });
+    }
   }
 
   function rowsOf(logs: RpcLog[], source: LogSource): LogRow[] {
@@ -61,7 +82,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     const receivedAt = performance.now();
     const { logs, outOfFilter } = await getLogs(client, { pending: true, addresses, topic0: PAYMENT_TOPICS });
     for (const { reason } of outOfFilter) metrics.rpcRejectedLogs.inc({ reason });
-    return store(rowsOf(logs, "pending"), "pending", receivedAt);
+    return store(rowsOf(logs, "pending"), "pending", [receivedAt]);
   }
 
   async function pollForever(): Promise<void> {
@@ -90,7 +111,12 @@ export function createPendingIndexer(deps: PendingDeps) {
       const rows = rowsOf(wanted, "pending_ws");
       // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
       if (!array) for (const row of rows) row.txLogPosition = positions.place(row);
-      store(rows, "pending_ws", receivedAt);
+      streamed.push(...rows);
+      streamedAt.push(receivedAt);
+      if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flushStreamed);
+      }
     } catch (error) {
       metrics.wsMessagesRejected.inc({ subscription: "pendingLogs" });
       logger.warn({ msg: "Rejected pendingLogs notification", error: (error as Error).message });

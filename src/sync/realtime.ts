@@ -133,6 +133,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
         applied.promoted += result.promoted;
         applied.inserted += result.inserted;
         applied.dropped += result.dropped;
+        for (const ms of result.leadTimesMs) metrics.preconfirmationLeadTime.observe(ms / 1_000);
         for (const token of tokensAt(block.number)) synced.add(token, { from: block.number, to: block.number });
       }
     }).immediate();

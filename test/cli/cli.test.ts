@@ -80,3 +80,22 @@ describe("flashindex CLI", () => {
     expect(report.tokens[0]!.lagBlocks).toBe(report.head - report.tokens[0]!.checkpoint);
   });
 });
+
+describe("flashindex devnet", () => {
+  test("prints its URLs and test token, serves JSON-RPC, and leaves no anvil behind on SIGINT", async () => {
+    const { spawnCli } = await import("../helpers/cli.js");
+    const child = spawnCli(["devnet", "--port", "0", "--block-time-ms", "0", "--flashblock-ms", "0"]);
+    const deadline = Date.now() + 20_000;
+    while (!child.output().stdout.includes("funded keys") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const out = child.output().stdout;
+    expect(out).toContain("0x5FbDB2315678afecb367f032d93F642f64180aa3");
+    const url = /HTTP JSON-RPC\s+(\S+)/.exec(out)?.[1];
+    expect(url).toBeDefined();
+    const answer = await fetch(url!, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
+    expect(((await answer.json()) as { result: string }).result).toBe("0x2105");
+    child.kill("SIGINT");
+    const code = await new Promise((resolve) => child.on("exit", resolve));
+    expect(code).toBe(0);
+    await expect(fetch(url!, { method: "POST", body: "{}" })).rejects.toThrow();
+  });
+});

@@ -223,13 +223,14 @@ describe("eth_getLogs ranges that end at pending", () => {
     for (const filter of [
       { fromBlock: "0x0", toBlock: "latest" },
       { fromBlock: numberToHex(head), toBlock: numberToHex(head) },
+      // The pending block's own number is still a plain range.
+      { fromBlock: "0x0", toBlock: numberToHex(head + 1) },
       { fromBlock: "0x0" },
       { fromBlock: "pending", toBlock: "latest" },
     ]) {
-      const logs = await h.getLogs(filter).catch((error: unknown) => error);
-      if (logs instanceof RpcAnswerError) continue; // anvil may refuse a from after to; it still shows nothing pending
-      expect(logs, JSON.stringify(filter)).toBeInstanceOf(Array);
-      expect((logs as RpcLogObject[]).filter((l) => l.transactionHash === hash || l.blockHash === ZERO_BLOCK_HASH)).toEqual([]);
+      const logs = await h.getLogs(filter);
+      if (filter.fromBlock === "0x0") expect(logs.length, JSON.stringify(filter)).toBeGreaterThan(0); // the mints, at least
+      expect(logs.filter((l) => l.transactionHash === hash || l.blockHash === ZERO_BLOCK_HASH)).toEqual([]);
     }
   });
 

@@ -78,6 +78,8 @@ export async function connectWsRpc(url: string) {
   function request<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
     const id = ++nextId;
     return new Promise<T>((resolve, reject) => {
+      // ws drops a send on a closed socket silently; a test waiting for its answer would hang.
+      if (socket.readyState !== WebSocket.OPEN) return reject(new Error(`socket not open (state ${socket.readyState})`));
       waiting.set(id, { resolve: resolve as (result: unknown) => void, reject });
       socket.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
     });

@@ -68,7 +68,7 @@ function liveLogs(db: Database): string[] {
 
 describe("realtime", () => {
   test("a pre-confirmed log is stored before its block is mined, then promoted with the real block hash", async () => {
-    const { db, payer } = await setUp();
+    const { db, payer, deps } = await setUp();
     const before = await head(payer);
     const tx = await payer.pay(SHOP, 2);
     await payer.rpc("devnet_flashblock");
@@ -85,6 +85,8 @@ describe("realtime", () => {
     expect(confirmed.map((r) => r.log_index)).toEqual(receipt.logs.map((l) => l.logIndex));
     for (const row of confirmed) expect(row.confirmed_at).toBeGreaterThanOrEqual(row.preconfirmed_at!);
     expect(db.prepare("SELECT status FROM transfers WHERE tx_hash = ?").all(tx)).toEqual([{ status: "confirmed" }, { status: "confirmed" }]);
+    const leadTimes = (await deps.metrics.preconfirmationLeadTime.get()).values.find((v) => v.metricName?.endsWith("_count"));
+    expect(leadTimes?.value).toBe(2);
   });
 
   test("a pre-confirmation that never lands is kept and marked dropped", async () => {

@@ -104,7 +104,11 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
         await flashblock();
         await upstream.call("evm_setNextBlockTimestamp", [toQuantity(timestamp)]).catch(() => undefined);
         await upstream.call("evm_mine", []);
+        // The pending block is canonical now: its pre-confirmations leave the pending view and the
+        // pending nonce (else both count them twice until the next flashblock).
         blockNumber = -1;
+        preconfirmed = [];
+        logs = [];
         dropped.clear();
       }),
     /** Removes a pre-confirmed transaction from the pool so it never lands; its logs are not retracted. */
