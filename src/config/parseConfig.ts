@@ -40,6 +40,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     "metrics",
     "logLevel",
     "devnet",
+    "registration",
   ]);
   if (root.chainId === undefined) throw new ConfigError("chainId", "is required");
   const chainId = readInteger("chainId", root.chainId, { min: 1, max: 2 ** 53 - 1 });
@@ -55,6 +56,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     database: parseDatabase(root.database),
     metrics: parseMetrics(root.metrics),
     logLevel: optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
+    registration: parseRegistration(root.registration),
     devnet,
     source,
   };
@@ -148,6 +150,18 @@ function parseRealtime(value: unknown): Config["realtime"] {
     pendingPollIntervalMs: int(realtime, "realtime", "pendingPollIntervalMs", { min: 0, max: 600_000 }) ?? d.pendingPollIntervalMs,
     reconnectInitialDelayMs,
     reconnectMaxDelayMs,
+  };
+}
+
+function parseRegistration(value: unknown): Config["registration"] {
+  const registration = value === undefined ? {} : readObject("registration", value, ["baseUrl", "wallets", "timeoutMs"]);
+  const wallets = registration.wallets ?? [];
+  if (!Array.isArray(wallets)) throw new ConfigError("registration.wallets", "expected an array of addresses");
+  const baseUrl = optional(registration.baseUrl, (v) => readUrl("registration.baseUrl", v, HTTP)) ?? DEFAULTS.registration.baseUrl;
+  return {
+    baseUrl: baseUrl.replace(/\/+$/, ""),
+    wallets: wallets.map((wallet, i) => readAddress(join("registration.wallets", i), wallet)),
+    timeoutMs: int(registration, "registration", "timeoutMs", { min: 100, max: 600_000 }) ?? DEFAULTS.registration.timeoutMs,
   };
 }
 

@@ -49,6 +49,15 @@ export type RealtimeConfig = {
   readonly reconnectMaxDelayMs: number;
 };
 
+/** Builder-code registration (ERC-8021 attribution codes for agent wallets). */
+export type RegistrationConfig = {
+  /** Base URL of the registration API; the path is `/v1/agents/builder-codes`. */
+  readonly baseUrl: string;
+  /** Agent wallets the daemon registers at start (idempotent, in the background). */
+  readonly wallets: readonly Address[];
+  readonly timeoutMs: number;
+};
+
 /** The bundled local devnet (anvil behind a Flashblocks front) that `start` runs when enabled. */
 export type DevnetConfig = {
   readonly enabled: boolean;
@@ -72,6 +81,7 @@ export type Config = {
   readonly database: { readonly path: string };
   readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
   readonly logLevel: LogLevel;
+  readonly registration: RegistrationConfig;
   /** When set and enabled, the RPC URLs are the devnet's, filled in at start. */
   readonly devnet: DevnetConfig | undefined;
   /** Where the config came from, for messages. */
@@ -103,4 +113,5 @@ export const DEFAULTS = {
   database: { path: "data/flashindex.db" },
   metrics: { enabled: true, host: "127.0.0.1", port: 9464 },
   logLevel: "info" as LogLevel,
+  registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
 } as const;
