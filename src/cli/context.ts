@@ -23,7 +23,7 @@ export function createContext(flags: CommonFlags, shutdown: Shutdown): Context {
   const config = loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
   const logger = createLogger(config.logLevel);
   shutdown.add(() => logger.flush());
-  const metrics = createMetrics();
+  const metrics = createMetrics({ databasePath: config.database.path });
   const client = createRpcClient({ config, logger, metrics, shutdown });
   return { config, logger, metrics, shutdown, client };
 }

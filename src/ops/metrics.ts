@@ -1,4 +1,8 @@
+import { statSync } from "node:fs";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** Reported by the build-info gauge; bump with package.json. */
+export const FLASHINDEX_VERSION = "0.1.0";
 
 /**
  * Every metric flashindex exports, on its own registry (never the global one).
@@ -6,12 +10,47 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
  */
 export type Metrics = ReturnType<typeof createMetrics>;
 
-export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+export function createMetrics(options: { defaultMetrics?: boolean; databasePath?: string } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: "flashindex_process_" });
   const registers = [registry];
+  const databasePath = options.databasePath;
+  const buildInfo = new Gauge({
+    name: "flashindex_build_info",
+    help: "Always 1; labels say which flashindex and Node.js are running.",
+    labelNames: ["version", "node_version"] as const,
+    registers,
+  });
+  buildInfo.set({ version: FLASHINDEX_VERSION, node_version: process.version }, 1);
   return {
     registry,
+    databaseSize: new Gauge({
+      name: "flashindex_db_size_bytes",
+      help: "Size of the SQLite file plus its WAL, read at scrape time.",
+      registers,
+      collect() {
+        if (databasePath === undefined || databasePath === ":memory:") return;
+        let size = 0;
+        for (const file of [databasePath, `${databasePath}-wal`]) {
+          try {
+            size += statSync(file).size;
+          } catch {
+            // Not created yet.
+          }
+        }
+        this.set(size);
+      },
+    }),
+    lagBlocks: new Gauge({
+      name: "flashindex_sync_lag_blocks",
+      help: "Chain head minus the highest block indexed by the head follower (or the backfill before it).",
+      registers,
+    }),
+    lagSeconds: new Gauge({
+      name: "flashindex_sync_lag_seconds",
+      help: "Now minus the timestamp of the newest indexed block.",
+      registers,
+    }),
     rpcRequests: new Counter({
       name: "flashindex_rpc_requests_total",
       help: "JSON-RPC requests by method and outcome (ok, retryable, fatal, range_error).",

@@ -55,7 +55,10 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
   });
   const updateCheckpoint = () => {
     const ends = tokens.map((t) => contiguousEnd(synced.list(t.key), t.startBlock));
-    metrics.backfillCheckpointBlock.set(Math.min(...ends));
+    const checkpoint = Math.min(...ends);
+    metrics.backfillCheckpointBlock.set(checkpoint);
+    metrics.indexedBlock.set({ source: "backfill" }, checkpoint);
+    metrics.lagBlocks.set(Math.max(0, range.to - checkpoint));
   };
 
   let lastProgress = Date.now();

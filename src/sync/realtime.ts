@@ -56,6 +56,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     await settleStoredBlocks();
     metrics.chainHeadBlock.set(tips.head);
     metrics.indexedBlock.set({ source: "head" }, tips.head);
+    metrics.lagBlocks.set(0);
     health.markHeadSeen();
     health.markBackfillCaughtUp(true);
     logger.info({ msg: "Caught up with the head", head_block: tips.head, finalized_block: finalized, tracked_blocks: tracker.size() });
@@ -150,6 +151,8 @@ export function createHeadFollower(deps: RealtimeDeps) {
     if (applied.dropped > 0) logger.warn({ msg: "Marked pre-confirmed logs dropped", block_number: head.number, dropped: applied.dropped });
     metrics.chainHeadBlock.set(head.number);
     metrics.indexedBlock.set({ source: "head" }, head.number);
+    metrics.lagBlocks.set(0);
+    metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - head.timestamp));
     health.markHeadSeen();
     logger.debug({ msg: "Indexed block", block_number: head.number, block_hash: head.hash, inserted: applied.inserted, promoted: applied.promoted });
     await advanceFinality();

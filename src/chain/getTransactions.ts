@@ -1,0 +1,50 @@
+import type { Hex } from "viem";
+import { RpcResponseError } from "./rpcErrors.js";
+import type { RpcClient } from "./rpcClient.js";
+
+/** What attribution needs of a transaction. */
+export type TransactionInput = { hash: Hex; from: Hex; to: Hex | null; input: Hex };
+
+/** Transactions per JSON-RPC batch: one HTTP request carries a whole window's worth. */
+const BATCH_SIZE = 500;
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const WORD = /^0x[0-9a-fA-F]{64}$/;
+const BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
+
+/**
+ * The calldata of the given transactions, by hash, in JSON-RPC batches (one HTTP request per
+ * BATCH_SIZE transactions, so never more than one request per block). A transaction the node
+ * does not know (a dropped pre-confirmation) is left out.
+ */
+export async function getTransactions(client: RpcClient, hashes: readonly Hex[]): Promise<Map<Hex, TransactionInput>> {
+  const found = new Map<Hex, TransactionInput>();
+  for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
+    const chunk = hashes.slice(start, start + BATCH_SIZE);
+    const answers = await client.batch(chunk.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] })));
+    answers.forEach((answer, i) => {
+      if (!answer.ok) throw answer.error;
+      if (answer.result === null) return;
+      const tx = parseTransaction(answer.result, `eth_getTransactionByHash(${chunk[i]})`);
+      if (tx.hash !== chunk[i]) throw new RpcResponseError(`eth_getTransactionByHash(${chunk[i]}) answered transaction ${tx.hash}`);
+      found.set(tx.hash, tx);
+    });
+  }
+  return found;
+}
+
+function parseTransaction(value: unknown, where: string): TransactionInput {
+  if (typeof value !== "object" || value === null) throw new RpcResponseError(`${where} is not a transaction object`);
+  const tx = value as Record<string, unknown>;
+  const field = (key: string, pattern: RegExp): Hex => {
+    const v = tx[key];
+    if (typeof v !== "string" || !pattern.test(v)) throw new RpcResponseError(`${where}.${key} is malformed`);
+    return v.toLowerCase() as Hex;
+  };
+  return {
+    hash: field("hash", WORD),
+    from: field("from", ADDRESS),
+    to: tx.to === null || tx.to === undefined ? null : field("to", ADDRESS),
+    input: field("input", BYTES),
+  };
+}
