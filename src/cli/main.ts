@@ -4,6 +4,7 @@ import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
 import { backfillCommand, BACKFILL_HELP } from "./commands/backfillCommand.js";
 import { devnetCommand, DEVNET_HELP } from "./commands/devnetCommand.js";
+import { registerCommand, REGISTER_HELP } from "./commands/registerCommand.js";
 import { startCommand, START_HELP } from "./commands/startCommand.js";
 import { statusCommand, STATUS_HELP } from "./commands/statusCommand.js";
 
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, Command> = {
   backfill: { run: backfillCommand, summary: "index a block range once and exit", help: BACKFILL_HELP },
   status: { run: statusCommand, summary: "show checkpoints, head, lag and row counts", help: STATUS_HELP },
   devnet: { run: devnetCommand, summary: "run the bundled local Base stand-in (anvil + Flashblocks front)", help: DEVNET_HELP },
+  register: { run: registerCommand, summary: "register an agent wallet for a builder code and store it", help: REGISTER_HELP },
 };
 
 const USAGE = `Usage: flashindex <command> [options]

@@ -162,5 +162,11 @@ export function createMetrics(options: { defaultMetrics?: boolean; databasePath?
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     }),
+    registrationRequests: new Counter({
+      name: "flashindex_registration_requests_total",
+      help: "Builder-code registration requests by outcome (ok, retryable, rejected).",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
   };
 }

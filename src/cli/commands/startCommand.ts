@@ -1,3 +1,5 @@
+import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
+import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
 import { RetryableError, ShutdownError } from "../../errors.js";
 import { createHealth } from "../../ops/health.js";
@@ -41,6 +43,7 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
   checkStartBlocks(context.config, tips.head);
 
   const db = openDatabase(context.config.database.path, context.config.chainId);
+  registerConfiguredWallets({ ...context, db }, createRegistrationClient(context.config.registration));
   const health = createHealth();
   const { metrics: metricsConfig } = context.config;
   const server = metricsConfig.enabled ? await startOpsServer({ ...context, health }, metricsConfig) : undefined;

@@ -1,0 +1,93 @@
+import type { Address } from "viem";
+import type { Config } from "../config/types.js";
+import { BaseError, RetryableError, ShutdownError } from "../errors.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import { sleep, type Shutdown } from "../ops/shutdown.js";
+import type { Database } from "../store/openDatabase.js";
+import { saveRegistration } from "../store/registrations.js";
+import type { RegistrationClient } from "./registrationClient.js";
+
+/** First retry delay after a temporary registration failure; doubles per attempt, with full jitter. */
+export const REGISTRATION_RETRY_INITIAL_DELAY_MS = 1_000;
+/** Ceiling of the retry delay: a service that stays down is asked about every few minutes at most. */
+export const REGISTRATION_RETRY_MAX_DELAY_MS = 5 * 60_000;
+
+export type RegistrationDeps = {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  shutdown: Shutdown;
+  db: Database;
+};
+
+export type RegistrationOptions = {
+  initialDelayMs?: number;
+  maxDelayMs?: number;
+  /** Clock for the stored times, unix ms. */
+  now?: () => number;
+};
+
+/**
+ * Registers every `config.registration.wallets` entry in the background and returns at once: indexing
+ * never waits for the registration API. Temporary failures are retried with exponential backoff until
+ * success or shutdown; a refusal (4xx) is logged and that wallet left alone. `done` settles when every
+ * wallet is registered, given up or shutdown started; it never rejects.
+ */
+export function registerConfiguredWallets(
+  deps: RegistrationDeps,
+  client: RegistrationClient,
+  options: RegistrationOptions = {},
+): { done: Promise<void> } {
+  const { config, metrics, shutdown, db } = deps;
+  const logger = deps.logger.child({ component: "registration" });
+  const initialDelayMs = options.initialDelayMs ?? REGISTRATION_RETRY_INITIAL_DELAY_MS;
+  const maxDelayMs = options.maxDelayMs ?? REGISTRATION_RETRY_MAX_DELAY_MS;
+  const now = options.now ?? Date.now;
+
+  async function registerOne(wallet: Address): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      let builderCode: string;
+      try {
+        builderCode = (await client.register(wallet, { signal: shutdown.signal })).builderCode;
+      } catch (error) {
+        if (error instanceof ShutdownError || shutdown.isKilled()) return;
+        const message = error instanceof BaseError ? error.shortMessage : String(error);
+        if (!(error instanceof RetryableError)) {
+          metrics.registrationRequests.inc({ outcome: "rejected" });
+          logger.error({ msg: "Failed to register wallet, giving up", wallet, attempt, error: message });
+          return;
+        }
+        metrics.registrationRequests.inc({ outcome: "retryable" });
+        const delay = Math.round(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
+        logger.warn({ msg: "Failed to register wallet, retrying", wallet, attempt, retry_in_ms: delay, error: message });
+        await sleep(delay, shutdown.signal);
+        continue;
+      }
+      metrics.registrationRequests.inc({ outcome: "ok" });
+      // The daemon may have closed the database while the answer was on its way.
+      if (!db.open) return;
+      const saved = saveRegistration(db, wallet, builderCode, now());
+      if (saved.status === "changed") {
+        // Codes are meant to be stable per wallet: transactions already attributed carry the old one.
+        logger.error({ msg: "Detected a changed builder code for a registered wallet", wallet, builder_code: builderCode, previous_code: saved.previousCode });
+      } else {
+        logger.info({ msg: "Registered wallet", wallet, builder_code: builderCode, status: saved.status, attempts: attempt });
+      }
+      return;
+    }
+  }
+
+  // A wallet listed twice (say in two cases) is registered once.
+  const wallets = [...new Map(config.registration.wallets.map((wallet) => [wallet.toLowerCase(), wallet])).values()];
+  const done = Promise.all(
+    wallets.map((wallet) =>
+      registerOne(wallet).catch((error: unknown) => {
+        if (error instanceof ShutdownError) return;
+        // A bug or a storage failure of ours: registration is best effort and must not take the daemon down.
+        logger.error({ msg: "Failed to register wallet, giving up", wallet, error: error instanceof Error ? error.message : String(error) });
+      }),
+    ),
+  ).then(() => undefined);
+  return { done };
+}
