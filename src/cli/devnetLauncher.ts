@@ -11,6 +11,7 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
   if (options === undefined || !options.enabled) return config;
   const { startDevnet } = await import("../devnet/startDevnet.js");
   const { startDemoTraffic } = await import("../devnet/demoTraffic.js");
+  const { startRegistrationStandIn } = await import("../devnet/registrationStandIn.js");
   const log = logger.child({ component: "devnet" });
   const onError = (error: unknown) => log.warn({ msg: "Devnet hiccup", error: (error as Error).message });
   const devnet = await startDevnet({
@@ -26,6 +27,9 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
     dropEverySeconds: options.dropEverySeconds,
     onError,
   });
+  // The builder-code API cannot be reached from a devnet: its stand-in answers instead.
+  const registration = await startRegistrationStandIn({});
+  shutdown.add(() => registration.close());
   shutdown.add(() => devnet.stop());
   shutdown.add(() => traffic.stop());
   const configured = config.tokens.some((t) => t.address.toLowerCase() === devnet.token.toLowerCase());
@@ -36,10 +40,12 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
     token: devnet.token,
     token_configured: configured,
     payments_per_second: options.paymentsPerSecond,
+    registration_url: registration.url,
   });
   if (!configured) log.warn({ msg: "The devnet's test token is not among the configured tokens", token: devnet.token });
   return Object.freeze({
     ...config,
     rpc: Object.freeze({ ...config.rpc, http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl }),
+    registration: Object.freeze({ ...config.registration, baseUrl: registration.url }),
   });
 }

@@ -50,6 +50,7 @@ export async function devnetCommand(args: string[], shutdown: Shutdown): Promise
   if (shape !== "single" && shape !== "array") throw new UsageError(`--pending-logs: expected single or array, got ${JSON.stringify(shape)}`);
   const { startDevnet } = await import("../../devnet/startDevnet.js");
   const { startDemoTraffic } = await import("../../devnet/demoTraffic.js");
+  const { startRegistrationStandIn } = await import("../../devnet/registrationStandIn.js");
   const devnet = await startDevnet({
     port: intFlag("--port", values.port, 8545),
     blockTimeMs: intFlag("--block-time-ms", values["block-time-ms"], 2_000),
@@ -58,14 +59,17 @@ export async function devnetCommand(args: string[], shutdown: Shutdown): Promise
     onError: (error) => console.error(`devnet: ${(error as Error).message}`),
   });
   const traffic = startDemoTraffic(devnet, { paymentsPerSecond: intFlag("--payments", values.payments, 0) });
+  const registration = await startRegistrationStandIn({});
   console.log(`flashindex devnet (a local stand-in for Base with Flashblocks; not Base)
   HTTP JSON-RPC  ${devnet.httpUrl}
   WebSocket      ${devnet.wsUrl}
   chain id       ${devnet.chainId}
+  builder codes  ${registration.url}/v1/agents/builder-codes (stand-in for api.base.dev)
   test token     ${devnet.token} (EIP-3009, 6 decimals, deployed in block ${devnet.tokenDeployBlock})
   funded keys (anvil's public test mnemonic; never use them elsewhere):`);
   devnet.privateKeys.forEach((key, i) => console.log(`    ${i}  ${privateKeyToAccount(key).address}  ${key}`));
   await new Promise<void>((resolve) => shutdown.signal.addEventListener("abort", () => resolve(), { once: true }));
   traffic.stop();
+  await registration.close();
   await devnet.stop();
 }
