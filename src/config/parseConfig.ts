@@ -41,6 +41,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     "logLevel",
     "devnet",
     "registration",
+    "attribution",
   ]);
   if (root.chainId === undefined) throw new ConfigError("chainId", "is required");
   const chainId = readInteger("chainId", root.chainId, { min: 1, max: 2 ** 53 - 1 });
@@ -57,6 +58,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     metrics: parseMetrics(root.metrics),
     logLevel: optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
     registration: parseRegistration(root.registration),
+    attribution: parseAttribution(root.attribution),
     devnet,
     source,
   };
@@ -151,6 +153,11 @@ function parseRealtime(value: unknown): Config["realtime"] {
     reconnectInitialDelayMs,
     reconnectMaxDelayMs,
   };
+}
+
+function parseAttribution(value: unknown): Config["attribution"] {
+  const attribution = value === undefined ? {} : readObject("attribution", value, ["enabled"]);
+  return { enabled: optional(attribution.enabled, (v) => readBoolean("attribution.enabled", v)) ?? true };
 }
 
 function parseRegistration(value: unknown): Config["registration"] {

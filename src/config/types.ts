@@ -82,6 +82,8 @@ export type Config = {
   readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
   readonly logLevel: LogLevel;
   readonly registration: RegistrationConfig;
+  /** Decode the ERC-8021 suffix of every transaction that emitted an indexed log. */
+  readonly attribution: { readonly enabled: boolean };
   /** When set and enabled, the RPC URLs are the devnet's, filled in at start. */
   readonly devnet: DevnetConfig | undefined;
   /** Where the config came from, for messages. */

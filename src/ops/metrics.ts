@@ -155,6 +155,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; databasePath?
       labelNames: ["subscription"] as const,
       registers,
     }),
+    attributions: new Counter({
+      name: "flashindex_attribution_transactions_total",
+      help: "Transactions whose calldata was decoded for ERC-8021, by result (none, codes, malformed, unknown_schema) and schema id.",
+      labelNames: ["result", "schema"] as const,
+      registers,
+    }),
     dbWriteDuration: new Histogram({
       name: "flashindex_db_write_duration_seconds",
       help: "Duration of one SQLite write transaction, by kind.",

@@ -2,6 +2,8 @@ import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
 import { createLogWriter } from "../store/logWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
+import { createAttributionWriter } from "../store/attributionWriter.js";
+import { createAttributor } from "../attribution/attributeLogs.js";
 import { contiguousEnd, missingRanges, planSegments } from "./blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 
@@ -48,8 +50,13 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
   }
   logger.info({ msg: "Started backfill", from_block: segments[0]!.from, to_block: range.to, blocks: totalBlocks, tokens: tokens.length });
 
+  const attributionWriter = createAttributionWriter(db);
+  const attributor = config.attribution.enabled
+    ? createAttributor({ client: deps.client, metrics, chainId: config.chainId, writer: attributionWriter })
+    : undefined;
   const commit = db.transaction((window: WindowResult, now: number) => {
     const counts = writer.insertRows(window.rows, now);
+    attributionWriter.insert(window.transactions, now);
     for (const token of window.tokens) synced.add(token, window);
     return counts;
   });
@@ -65,10 +72,12 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
   const windows = syncHistorical(deps, {
     segments,
     statusOf: (blockNumber) => (blockNumber <= range.finalized ? "finalized" : "confirmed"),
+    attributor,
   });
   for await (const window of windows) {
     const writeStarted = performance.now();
     const counts = commit.immediate(window, Date.now());
+    attributor?.remember(window.transactions);
     metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);
     for (const [key, n] of counts.byEvent) {
       const [event, status] = key.split(":") as [string, string];

@@ -14,10 +14,12 @@ import type { Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import { splitRange, type Segment } from "./blockRanges.js";
 import { createWindowSize } from "./windowSize.js";
+import type { AttributedTransaction } from "../store/attributionWriter.js";
+import type { Attributor } from "../attribution/attributeLogs.js";
 
 /** One fetched window: the rows to store and the tokens whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };
-export type WindowResult = Window & { rows: LogRow[] };
+export type WindowResult = Window & { rows: LogRow[]; transactions: AttributedTransaction[] };
 
 export type HistoricalDeps = {
   config: Pick<Config, "chainId" | "backfill">;
@@ -34,7 +36,7 @@ export type HistoricalDeps = {
  */
 export async function* syncHistorical(
   deps: HistoricalDeps,
-  plan: { segments: readonly Segment<Hex>[]; statusOf: (blockNumber: number) => LogStatus },
+  plan: { segments: readonly Segment<Hex>[]; statusOf: (blockNumber: number) => LogStatus; attributor?: Attributor | undefined },
 ): AsyncGenerator<WindowResult> {
   const { config, metrics, shutdown, client } = deps;
   const logger = deps.logger.child({ component: "historical" });
@@ -83,7 +85,9 @@ export async function* syncHistorical(
       logs: rows.length,
       duration_ms: Math.round(performance.now() - started),
     });
-    return { ...window, rows };
+    // One batch for the window's transactions: never more than one request per block.
+    const transactions = plan.attributor === undefined ? [] : await plan.attributor.attribute(rows.map((r) => r.transactionHash));
+    return { ...window, rows, transactions };
   }
 
   const queue = new PQueue({ concurrency });

@@ -8,6 +8,8 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors.js";
 import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
+import { createAttributionWriter } from "../store/attributionWriter.js";
+import { createAttributor } from "../attribution/attributeLogs.js";
 
 export type PendingDeps = SyncDeps & {
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
@@ -32,6 +34,21 @@ export function createPendingIndexer(deps: PendingDeps) {
   const addressSet = new Set(addresses);
   const topicSet = new Set<string>(PAYMENT_TOPICS);
   const positions = createStreamPositions();
+  const attributionWriter = createAttributionWriter(db);
+  const attributor = config.attribution.enabled ? createAttributor({ client, metrics, chainId: config.chainId, writer: attributionWriter }) : undefined;
+
+  /** Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency. */
+  function attributeLater(rows: readonly LogRow[]): void {
+    if (attributor === undefined || rows.length === 0) return;
+    attributor
+      .attribute(rows.map((r) => r.transactionHash))
+      .then((transactions) => {
+        if (transactions.length === 0 || shutdown.isKilled()) return;
+        db.transaction(() => attributionWriter.insert(transactions, Date.now())).immediate();
+        attributor.remember(transactions);
+      })
+      .catch((error: unknown) => logger.warn({ msg: "Failed to attribute pre-confirmed transactions", error: (error as Error).message }));
+  }
 
   /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
   function store(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): number {
@@ -45,6 +62,7 @@ export function createPendingIndexer(deps: PendingDeps) {
       metrics.indexedBlock.set({ source: "pending" }, Math.max(...fresh.map((r) => r.blockNumber)));
     }
     deps.onStored?.(fresh);
+    if (inserted > 0) attributeLater(fresh);
     return inserted;
   }
 

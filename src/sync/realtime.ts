@@ -16,6 +16,8 @@ import { createSyncedRanges } from "../store/syncedRanges.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows, getHeaders } from "./canonicalBlocks.js";
+import { createAttributor } from "../attribution/attributeLogs.js";
+import { createAttributionWriter } from "../store/attributionWriter.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
@@ -34,6 +36,8 @@ export function createHeadFollower(deps: RealtimeDeps) {
   const lifecycle = createLifecycle(db);
   const synced = createSyncedRanges(db, config.chainId);
   const tracker = createBlockTracker();
+  const attributionWriter = createAttributionWriter(db);
+  const attributor = config.attribution.enabled ? createAttributor({ client, metrics, chainId: config.chainId, writer: attributionWriter }) : undefined;
   const tokens = config.tokens.map((t) => ({ key: t.address.toLowerCase() as Hex, startBlock: t.startBlock }));
   const blockDeps = { ...deps, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
@@ -122,12 +126,14 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const ancestor = branch[0]!.number - 1;
     const rows = new Map<string, LogRow[]>();
     for (const block of branch) rows.set(block.hash, await getBlockRows({ ...blockDeps, tokens: tokensAt(block.number) }, block, statusAt(block.number)));
+    const transactions = attributor === undefined ? [] : await attributor.attribute([...rows.values()].flat().map((r) => r.transactionHash));
 
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);
     let removed = 0;
     const applied = { promoted: 0, inserted: 0, dropped: 0 };
     db.transaction(() => {
+      attributionWriter.insert(transactions, now);
       for (const block of orphaned) removed += lifecycle.removeBlock(block.hash, now);
       for (const block of branch) {
         const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now);
@@ -139,6 +145,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       }
     }).immediate();
     // Only after the commit does memory follow the database.
+    attributor?.remember(transactions);
     tracker.rewindTo(ancestor);
     for (const block of branch) tracker.push(block);
     if (orphaned.length > 0) {

@@ -1,0 +1,501 @@
+import { Cbor } from "ox";
+import { Attribution as OxAttribution } from "ox/erc8021";
+import { encodeFunctionData, getAddress, parseAbi, type Hex } from "viem";
+import { describe, expect, test } from "vitest";
+import { decodeAttribution, ERC8021_MARKER, type Attribution, type AttributionCode } from "../../src/decode/erc8021.js";
+
+const M = ERC8021_MARKER.slice(2);
+const DD = "dddddddd";
+const hex = (...parts: string[]): Hex => `0x${parts.join("")}`;
+const byteHex = (value: number, size = 1) => value.toString(16).padStart(size * 2, "0");
+const ascii = (text: string) => Buffer.from(text, "latin1").toString("hex");
+const codes = (...list: string[]): AttributionCode[] => list.map((code) => ({ code, role: "code" }));
+/** `prefix ‖ cbor ‖ cborLength (2) ‖ 0x02 ‖ marker`. */
+const schema2 = (cbor: string, prefix = DD): Hex => hex(prefix, cbor, byteHex(cbor.length / 2, 2), "02", M);
+/** `prefix ‖ codes ‖ codesLength (1) ‖ 0x00 ‖ marker` with the real length. */
+const schema0 = (codesHex: string, prefix = DD): Hex => hex(prefix, codesHex, byteHex(codesHex.length / 2), "00", M);
+const sizeOf = (data: Hex) => (data.length - 2) / 2;
+
+/** ox's answer, or the error it throws. */
+function oxFromData(data: Hex): ReturnType<typeof OxAttribution.fromData> | "threw" {
+  try {
+    return OxAttribution.fromData(data);
+  } catch {
+    return "threw";
+  }
+}
+
+function expectMalformed(result: Attribution, schemaId: number | undefined, reason?: RegExp) {
+  expect(result.kind).toBe("malformed");
+  if (result.kind !== "malformed") return;
+  expect(result.schemaId).toBe(schemaId);
+  if (reason !== undefined) expect(result.reason).toMatch(reason);
+}
+
+describe("decodeAttribution() on the protocol-notes §3 vectors", () => {
+  test("empty calldata has no attribution", () => {
+    expect(decodeAttribution("0x")).toEqual({ kind: "none" });
+    expect(oxFromData("0x")).toBeUndefined();
+  });
+
+  test("the marker alone has no attribution", () => {
+    expect(decodeAttribution(hex(M))).toEqual({ kind: "none" });
+    expect(oxFromData(hex(M))).toBeUndefined();
+  });
+
+  test("schema 0 with one code yields baseapp", () => {
+    const data = hex(DD, "62617365617070", "07", "00", M);
+    expect(decodeAttribution(data)).toEqual({ kind: "codes", schemaId: 0, codes: codes("baseapp"), suffixLength: 25 });
+    expect(oxFromData(data)).toEqual({ codes: ["baseapp"], id: 0 });
+  });
+
+  test("schema 0 with two codes yields baseapp and morpho in order", () => {
+    const data = hex(DD, "626173656170702c6d6f7270686f", "0e", "00", M);
+    expect(decodeAttribution(data)).toEqual({ kind: "codes", schemaId: 0, codes: codes("baseapp", "morpho"), suffixLength: 32 });
+    expect(oxFromData(data)).toEqual({ codes: ["baseapp", "morpho"], id: 0 });
+  });
+
+  test("a codes length larger than the calldata is malformed", () => {
+    const data = hex(DD, "62617365617070", "20", "00", M);
+    expectMalformed(decodeAttribution(data), 0, /overruns/);
+    expect(oxFromData(data)).toBeUndefined();
+  });
+
+  test("an unknown schema id gives no attribution", () => {
+    const data = hex(DD, "ff", M);
+    expect(decodeAttribution(data)).toEqual({ kind: "unknown_schema", schemaId: 0xff });
+    expect(oxFromData(data)).toBeUndefined();
+  });
+
+  test("the length-byte-first sample from Base's FAQ is malformed", () => {
+    // Read backwards, the length byte is the last "p" (0x70 = 112), far more than the 8 bytes before it.
+    const data = hex("0762617365617070", "00", M);
+    expectMalformed(decodeAttribution(data), 0, /overruns/);
+    expect(oxFromData(data)).toBeUndefined();
+  });
+
+  test("schema 2 with an app code yields baseapp", () => {
+    const data = hex(DD, "a161616762617365617070", "000b", "02", M);
+    expect(decodeAttribution(data)).toEqual({
+      kind: "codes",
+      schemaId: 2,
+      codes: [{ code: "baseapp", role: "app" }],
+      suffixLength: 30,
+    });
+    expect(oxFromData(data)).toEqual({ appCode: "baseapp", id: 2 });
+  });
+
+  test("schema 2 with bad CBOR is malformed, without throwing", () => {
+    const data = hex(DD, "ff", "0001", "02", M);
+    expectMalformed(decodeAttribution(data), 2);
+    // Note: ox throws Cbor.InvalidAdditionalInfoError here; ours never throws.
+    expect(oxFromData(data)).toBe("threw");
+  });
+});
+
+describe("decodeAttribution() on schemas 0 and 1", () => {
+  test("a generated builder code is read with its prefix", () => {
+    const data = hex(DD, "62635f62386e6f73356138", "0b", "00", M);
+    expect(decodeAttribution(data)).toEqual({ kind: "codes", schemaId: 0, codes: codes("bc_b8nos5a8"), suffixLength: 29 });
+  });
+
+  test("schema 1 yields the codes and the registry address and chain id", () => {
+    // ox's documented sample, upper-case hex digits included.
+    const data: Hex =
+      "0xddddddddcccccccccccccccccccccccccccccccccccccccc210502626173656170702C6D6F7270686F0E0180218021802180218021802180218021";
+    expect(decodeAttribution(data)).toEqual({
+      kind: "codes",
+      schemaId: 1,
+      codes: codes("baseapp", "morpho"),
+      registry: { address: "0xcccccccccccccccccccccccccccccccccccccccc", chainId: 8453n },
+      suffixLength: sizeOf(data) - 4,
+    });
+    expect(oxFromData(data)).toEqual({
+      codes: ["baseapp", "morpho"],
+      codeRegistry: { address: "0xcccccccccccccccccccccccccccccccccccccccc", chainId: 8453 },
+      id: 1,
+    });
+  });
+
+  test("schema 1 lower-cases a checksummed registry address and reads a chain id wider than 53 bits", () => {
+    const address = getAddress("0xd8da6bf26964af9d7eed9e03e53415d37aa96045");
+    const data = hex(address.slice(2), "0100000000000000ff", "09", ascii("x"), "01", "01", M);
+    expect(decodeAttribution(data)).toEqual({
+      kind: "codes",
+      schemaId: 1,
+      codes: codes("x"),
+      registry: { address: address.toLowerCase(), chainId: 0x0100000000000000ffn },
+      suffixLength: sizeOf(data),
+    });
+  });
+
+  test("schema 1 with a zero chain id length is malformed", () => {
+    const data = hex("cc".repeat(20), "00", ascii("baseapp"), "07", "01", M);
+    expectMalformed(decodeAttribution(data), 1, /zero/);
+    expect(oxFromData(data)).toBeUndefined();
+  });
+
+  test("schema 1 whose registry runs past the start of the calldata is malformed", () => {
+    const data = hex("cc".repeat(19), "2105", "02", ascii("baseapp"), "07", "01", M);
+    expectMalformed(decodeAttribution(data), 1, /overruns/);
+    expect(oxFromData(data)).toBeUndefined();
+  });
+
+  test("schema 1 with a chain id longer than 32 bytes is malformed", () => {
+    const data = hex("cc".repeat(20), "01".repeat(33), "21", ascii("baseapp"), "07", "01", M);
+    expectMalformed(decodeAttribution(data), 1, /32 bytes/);
+  });
+
+  test("schema 1 with nothing before the codes is malformed", () => {
+    expectMalformed(decodeAttribution(hex(ascii("baseapp"), "07", "01", M)), 1, /registry missing/);
+  });
+
+  test("schema 0 without a length byte is malformed", () => {
+    expectMalformed(decodeAttribution(hex("00", M)), 0, /missing/);
+  });
+
+  test("a too-large length that still fits reads into ABI words and is caught by the character check", () => {
+    const call = encodeFunctionData({
+      abi: parseAbi(["function transfer(address to, uint256 value)"]),
+      args: ["0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045", 1_000_000n],
+    });
+    const data = hex(call.slice(2), ascii("baseapp"), byteHex(7 + 40), "00", M);
+    expectMalformed(decodeAttribution(data), 0, /printable ASCII/);
+    // Note: ox returns the ABI bytes as a "code" here; ours is malformed and invents nothing.
+    const ox = oxFromData(data);
+    expect(ox !== "threw" && ox?.codes?.[0]).toMatch(/\u0000/);
+  });
+
+  test.each([
+    ["a control byte", "bas\u0001app"],
+    ["a tab", "base\tapp"],
+    ["DEL (0x7f)", "base\u007fapp"],
+    ["a byte above 0x7e", "base\u0080app"],
+    ["a Latin-1 byte", "caf\u00e9"],
+  ])("a code holding %s is malformed", (_, text) => {
+    const data = schema0(ascii(text));
+    expectMalformed(decodeAttribution(data), 0, /printable ASCII/);
+  });
+
+  test("UTF-8 bytes in a code are malformed", () => {
+    expectMalformed(decodeAttribution(schema0(Buffer.from("café").toString("hex"))), 0, /printable ASCII/);
+  });
+
+  test.each([
+    ["between two commas", "a,,b"],
+    ["before a leading comma", ",a"],
+    ["after a trailing comma", "a,"],
+    ["that is a lone comma", ","],
+  ])("an empty code %s is malformed", (_, text) => {
+    expectMalformed(decodeAttribution(schema0(ascii(text))), 0, /empty code/);
+  });
+
+  test("a zero codes length is malformed", () => {
+    const data = hex(DD, "00", "00", M);
+    expectMalformed(decodeAttribution(data), 0, /empty code/);
+    // Note: ox answers { codes: [] } here; an empty codes field attributes nothing, so ours calls it malformed.
+    expect(oxFromData(data)).toEqual({ codes: [], id: 0 });
+  });
+
+  test("spaces and every other printable character are accepted in codes", () => {
+    const text = "a b~!_{}";
+    expect(decodeAttribution(schema0(ascii(text)))).toMatchObject({ kind: "codes", codes: codes(text) });
+  });
+
+  test("non-hex characters in the suffix are malformed, not thrown", () => {
+    expectMalformed(decodeAttribution(hex("zz", "01", "00", M)), 0, /not hex/);
+    expectMalformed(decodeAttribution(hex(DD, "zz", M)), undefined, /not hex/);
+    expectMalformed(decodeAttribution(`0x0${M}` as Hex), undefined, /whole bytes/);
+    expectMalformed(decodeAttribution(`00${M}` as Hex), undefined, /0x-prefixed/);
+  });
+
+  test("inputs that are not strings give no attribution", () => {
+    for (const input of [undefined, null, 42, new Uint8Array(4), {}]) {
+      expect(decodeAttribution(input as unknown as Hex)).toEqual({ kind: "none" });
+    }
+  });
+
+  test("a future schema with a 2-byte length gives no attribution", () => {
+    expect(decodeAttribution(hex(DD, "aabb", "0002", "03", M))).toEqual({ kind: "unknown_schema", schemaId: 3 });
+  });
+});
+
+describe("decodeAttribution() on schema 2", () => {
+  const registryAddress = getAddress("0xd8da6bf26964af9d7eed9e03e53415d37aa96045");
+
+  test("reads a, w, s, r and m as ox writes them", () => {
+    const metadata = { source: "webapp", n: -5, f: 1.5, ok: true, none: null, list: [1, "two"] };
+    const suffix = OxAttribution.toDataSuffix({
+      appCode: "baseapp",
+      walletCode: "privy",
+      serviceCodes: ["relay", "solver 1"],
+      registries: {
+        app: { address: registryAddress, chainId: 8453 },
+        wallet: { address: registryAddress, chainId: 1 },
+      },
+      metadata,
+    });
+    const data = hex(DD, suffix.slice(2));
+    expect(decodeAttribution(data)).toEqual({
+      kind: "codes",
+      schemaId: 2,
+      codes: [
+        { code: "baseapp", role: "app" },
+        { code: "privy", role: "wallet" },
+        { code: "relay", role: "service" },
+        { code: "solver 1", role: "service" },
+      ],
+      registries: {
+        app: { address: registryAddress.toLowerCase(), chainId: 8453n },
+        wallet: { address: registryAddress.toLowerCase(), chainId: 1n },
+      },
+      metadata: Cbor.encode(metadata),
+      suffixLength: sizeOf(suffix),
+    });
+  });
+
+  test("codes come out app, wallet, services whatever the map order", () => {
+    // {s: ["x"], w: "w1", a: "a1"}
+    const cbor = `a3${"6173"}81${"6178"}${"6177"}62${ascii("w1")}${"6161"}62${ascii("a1")}`;
+    expect(decodeAttribution(schema2(cbor))).toMatchObject({
+      codes: [
+        { code: "a1", role: "app" },
+        { code: "w1", role: "wallet" },
+        { code: "x", role: "service" },
+      ],
+    });
+  });
+
+  test("registries given as byte strings are accepted", () => {
+    // {r: {a: {c: h'2105', a: h'cc…cc'}}}
+    const cbor = `a16172a16161a2616342210561615414${"cc".repeat(20)}`;
+    expect(decodeAttribution(schema2(cbor))).toMatchObject({
+      codes: [],
+      registries: { app: { address: `0x${"cc".repeat(20)}`, chainId: 8453n } },
+    });
+  });
+
+  test("an empty map and unknown keys are well-formed with no codes", () => {
+    expect(decodeAttribution(schema2("a0"))).toEqual({ kind: "codes", schemaId: 2, codes: [], suffixLength: 20 });
+    // {x: 1, a: "q"}
+    expect(decodeAttribution(schema2("a2617801616161" + "71"))).toMatchObject({ kind: "malformed" });
+    expect(decodeAttribution(schema2("a26178016161" + "6171"))).toMatchObject({ codes: [{ code: "q", role: "app" }] });
+  });
+
+  test("metadata alone is kept as raw CBOR", () => {
+    // {m: {k: [1, -1, 1.5f16]}}
+    const cbor = "a1616da1616b830120f93e00";
+    expect(decodeAttribution(schema2(cbor))).toMatchObject({ codes: [], metadata: "0xa1616b830120f93e00" });
+  });
+
+  test.each([
+    ["truncated text", "a16161676261736561707"],
+    ["truncated map", "a2616161"],
+    ["a string length beyond the buffer", "a161617affffffff"],
+    ["an array count beyond the buffer", "a161739bffffffffffffffff"],
+    ["an indefinite-length map", "bf6161616bff"],
+    ["an indefinite-length text", "a161617f6162ff"],
+    ["an indefinite-length array", "a161739f6161ff"],
+    ["a stray break", "a16161ff"],
+    ["trailing bytes", "a000"],
+    ["a second top-level item", "a0a0"],
+    ["a tag", "a16161c06161"],
+    ["reserved additional info", "a161611c"],
+    ["a malformed two-byte simple value", "a1616df801"],
+    ["a top-level array", "8161616"],
+    ["a top-level text string", "6161"],
+    ["invalid UTF-8 text", "a16161 62c328".replace(" ", "")],
+  ])("CBOR with %s is malformed", (_, cbor) => {
+    const even = cbor.length % 2 === 0 ? cbor : `${cbor}0`;
+    const data = schema2(even);
+    expectMalformed(decodeAttribution(data), 2);
+  });
+
+  test("nesting deeper than the limit is malformed, and just within it is accepted", () => {
+    expectMalformed(decodeAttribution(schema2(`a1616d${"81".repeat(8)}01`)), 2, /deeply/);
+    expect(decodeAttribution(schema2(`a1616d${"81".repeat(6)}01`))).toMatchObject({ kind: "codes" });
+  });
+
+  test.each([
+    ["an integer app code", "a1616105"],
+    ["a byte-string wallet code", "a1617743626173"],
+    ["a service list that is a string", "a161736162"],
+    ["a number in the service list", "a161738201"],
+    ["an empty app code", "a1616160"],
+    ["an app code with a control byte", "a161616261" + "01"],
+    ["an app code above 0x7e", "a16161626ac3a9".slice(0, 12) + "7f"],
+    ["a service code with a comma", "a16173816361" + "2c62"],
+    ["an integer map key", "a1016161"],
+    ["a byte-string map key", "a1416161616"],
+    ["duplicate keys", "a2616161786161617"],
+    ["a registry that is not a map", "a1617201"],
+    ["a registry entry without its chain id", "a16172a16161a16161" + "54" + "cc".repeat(20)],
+    ["a registry address of 19 bytes", "a16172a16161a26163622105616153" + "cc".repeat(19)],
+    ["a registry chain id that is not hex", "a16172a16161a261636278796161" + "54" + "cc".repeat(20)],
+    ["an integer registry key", "a16172a101a0"],
+  ])("schema 2 with %s is malformed", (_, cbor) => {
+    const even = cbor.length % 2 === 0 ? cbor : `${cbor}0`;
+    expectMalformed(decodeAttribution(schema2(even)), 2);
+  });
+
+  test("an integer app code, which ox silently drops, is malformed in ours", () => {
+    const data = schema2("a1616105");
+    // Note: ox answers { id: 2 } (ignoring the bad field); ours refuses to half-read a suffix.
+    expect(oxFromData(data)).toEqual({ id: 2 });
+    expectMalformed(decodeAttribution(data), 2, /not a text string/);
+  });
+
+  test("indefinite lengths and trailing bytes, which ox accepts, are malformed in ours", () => {
+    // Note: ox's CBOR decoder reads indefinite-length maps and ignores trailing bytes.
+    expect(oxFromData(schema2("bf6161616bff"))).toEqual({ id: 2, appCode: "k" });
+    expect(oxFromData(schema2("a000"))).toEqual({ id: 2 });
+    expectMalformed(decodeAttribution(schema2("bf6161616bff")), 2, /indefinite/);
+    expectMalformed(decodeAttribution(schema2("a000")), 2, /trailing/);
+  });
+
+  test("a CBOR length larger than the calldata, or zero, is malformed", () => {
+    expectMalformed(decodeAttribution(hex(DD, "a0", "0010", "02", M)), 2, /overruns/);
+    expectMalformed(decodeAttribution(hex(DD, "0000", "02", M)), 2, /empty/);
+    expectMalformed(decodeAttribution(hex("00", "02", M)), 2, /missing/);
+  });
+});
+
+/** mulberry32: a seeded generator, so a failing fuzz case can be replayed. */
+function createRandom(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1));
+  const bytes = (length: number) => Array.from({ length }, () => byteHex(int(0, 255))).join("");
+  const pick = <T>(items: readonly T[]): T => items[int(0, items.length - 1)] as T;
+  return { next, int, bytes, pick };
+}
+
+const PRINTABLE_NO_COMMA = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).filter((c) => c !== ",");
+const CODE_PATTERN = /^[\x20-\x2b\x2d-\x7e]+$/;
+
+describe("decodeAttribution() under fuzzing", () => {
+  test("2,000 random inputs never throw and never yield codes outside printable ASCII", () => {
+    const random = createRandom(8021);
+    let withCodes = 0;
+    for (let i = 0; i < 2000; i++) {
+      // Half the bodies are printable text with commas, so the code paths are reached, not only rejected.
+      const body =
+        random.next() < 0.5
+          ? random.bytes(random.int(0, 80))
+          : ascii(Array.from({ length: random.int(0, 30) }, () => random.pick([...PRINTABLE_NO_COMMA, ",", ","])).join(""));
+      const bodySize = body.length / 2;
+      const variant = i % 4;
+      const data =
+        variant === 0
+          ? hex(body)
+          : variant === 1
+            ? hex(body, M)
+            : variant === 2
+              ? hex(body, byteHex(random.pick([0, 1, 2, random.int(0, 255)])), M)
+              : hex(body, byteHex(random.int(0, bodySize + 4)), byteHex(random.pick([0, 0, 1])), M);
+      let result: Attribution | undefined;
+      expect(() => {
+        result = decodeAttribution(data);
+      }, data).not.toThrow();
+      if (result === undefined) throw new Error("unreachable");
+      if (variant === 0 && !data.endsWith(M)) expect(result).toEqual({ kind: "none" });
+      if (result.kind !== "codes") continue;
+      withCodes++;
+      for (const { code } of result.codes) expect(code, data).toMatch(CODE_PATTERN);
+      expect(result.suffixLength).toBeGreaterThanOrEqual(18);
+      expect(result.suffixLength).toBeLessThanOrEqual(sizeOf(data));
+      // Wherever ours finds codes, ox (which checks less) finds the same ones.
+      const ox = oxFromData(data);
+      if (ox !== "threw" && ox?.codes !== undefined) expect(result.codes.map((c) => c.code)).toEqual(ox.codes);
+    }
+    // The generator must actually reach the accepting paths for this test to mean anything.
+    expect(withCodes).toBeGreaterThan(50);
+  });
+
+  test("1,000 random suffixes built by ox round-trip exactly after random calldata", () => {
+    const random = createRandom(4337);
+    const code = () => Array.from({ length: random.int(1, 10) }, () => random.pick(PRINTABLE_NO_COMMA)).join("");
+    const codeList = (min: number, max: number) => Array.from({ length: random.int(min, max) }, code);
+    const address = () => getAddress(`0x${random.bytes(20)}`);
+    const chainId = () => random.pick([1, 10, 8453, 84532, random.int(1, 2 ** 48)]);
+    const metadataValue = (): unknown =>
+      random.pick([
+        () => code(),
+        () => "café ☕",
+        () => random.int(-100_000, 4_000_000_000),
+        () => 0.1 + random.int(0, 99),
+        () => random.next() < 0.5,
+        () => null,
+        () => [random.int(0, 30), code()],
+        () => ({ nested: code() }),
+      ])();
+
+    for (let i = 0; i < 1000; i++) {
+      const prefix = random.bytes(random.pick([0, 4, random.int(0, 200)]));
+      const schema = random.int(0, 2);
+      let suffix: Hex;
+      let expected: Attribution;
+      if (schema === 0) {
+        const list = codeList(1, 6);
+        suffix = OxAttribution.toDataSuffix({ codes: list });
+        expected = { kind: "codes", schemaId: 0, codes: codes(...list), suffixLength: sizeOf(suffix) };
+      } else if (schema === 1) {
+        const list = codeList(1, 6);
+        const registry = { address: address(), chainId: chainId() };
+        suffix = OxAttribution.toDataSuffix({ codes: list, codeRegistry: registry });
+        expected = {
+          kind: "codes",
+          schemaId: 1,
+          codes: codes(...list),
+          registry: { address: registry.address.toLowerCase() as Hex, chainId: BigInt(registry.chainId) },
+          suffixLength: sizeOf(suffix),
+        };
+      } else {
+        const appCode = random.next() < 0.7 ? code() : undefined;
+        const walletCode = random.next() < 0.5 ? code() : undefined;
+        const serviceCodes = random.next() < 0.5 ? codeList(0, 4) : undefined;
+        const app = random.next() < 0.3 ? { address: address(), chainId: chainId() } : undefined;
+        const wallet = random.next() < 0.3 ? { address: address(), chainId: chainId() } : undefined;
+        const metadata =
+          random.next() < 0.4
+            ? Object.fromEntries(Array.from({ length: random.int(0, 3) }, (_, k) => [`k${k}`, metadataValue()]))
+            : undefined;
+        suffix = OxAttribution.toDataSuffix({
+          appCode,
+          walletCode,
+          serviceCodes,
+          registries: { app, wallet },
+          metadata,
+        });
+        const expectedCodes: AttributionCode[] = [
+          ...(appCode === undefined ? [] : [{ code: appCode, role: "app" as const }]),
+          ...(walletCode === undefined ? [] : [{ code: walletCode, role: "wallet" as const }]),
+          ...(serviceCodes ?? []).map((service) => ({ code: service, role: "service" as const })),
+        ];
+        const lower = (registry: { address: Hex; chainId: number }) => ({
+          address: registry.address.toLowerCase() as Hex,
+          chainId: BigInt(registry.chainId),
+        });
+        expected = {
+          kind: "codes",
+          schemaId: 2,
+          codes: expectedCodes,
+          ...(app === undefined && wallet === undefined
+            ? {}
+            : { registries: { ...(app && { app: lower(app) }), ...(wallet && { wallet: lower(wallet) }) } }),
+          // ox leaves out empty metadata.
+          ...(metadata === undefined || Object.keys(metadata).length === 0 ? {} : { metadata: Cbor.encode(metadata) }),
+          suffixLength: sizeOf(suffix),
+        };
+      }
+      const data = hex(prefix, suffix.slice(2));
+      expect(decodeAttribution(data), data).toEqual(expected);
+    }
+  });
+});
