@@ -1,17 +1,10 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
-import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { FatalError, ShutdownError } from "../../src/errors.js";
-import { createHealth } from "../../src/ops/health.js";
-import { openDatabase, type Database } from "../../src/store/openDatabase.js";
-import { createPendingIndexer } from "../../src/sync/pending.js";
-import { createHeadFollower } from "../../src/sync/realtime.js";
-import { testConfig, testDeps } from "../helpers/context.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
+import type { Database } from "../../src/store/openDatabase.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
+import { startFollower, type FollowerOptions, type Row } from "../helpers/followerHarness.js";
 import { startScriptedWsServer } from "../helpers/scriptedWsServer.js";
 
 const ZERO = `0x${"0".repeat(64)}`;
@@ -20,39 +13,7 @@ const open: Array<{ stop: () => Promise<void> }> = [];
 afterEach(async () => {
   for (const item of open.splice(0).reverse()) await item.stop();
 });
-
-type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
-
-async function setUp(options: { finalityDepth?: number; pendingPoll?: number; ws?: boolean; wsUrl?: string; dbPath?: string; devnet?: Devnet } = {}) {
-  const devnet = options.devnet ?? (await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
-  if (options.devnet === undefined) open.push(devnet);
-  const config = testConfig({
-    rpc: { http: [devnet.httpUrl], ...(options.ws === false ? {} : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: devnet.wsUrl }) },
-    tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
-    finality: { depth: options.finalityDepth ?? 8 },
-    realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: options.pendingPoll ?? 50, reconnectInitialDelayMs: 20, reconnectMaxDelayMs: 200 },
-    database: { path: options.dbPath ?? join(mkdtempSync(join(tmpdir(), "flashindex-realtime-")), "index.db") },
-  });
-  const deps = testDeps(config);
-  const client = createRpcClient(deps);
-  const db = openDatabase(config.database.path, config.chainId);
-  const health = createHealth();
-  const follower = createHeadFollower({ ...deps, client, db, health });
-  const pending = createPendingIndexer({ ...deps, client, db, lastCanonicalBlock: follower.lastAppliedBlock });
-  const running = follower.run();
-  if (config.realtime.pendingPollIntervalMs > 0) void pending.pollForever().catch(() => undefined);
-  if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);
-  const outcome = running.then(() => undefined, (error: unknown) => error);
-  const stop = async () => {
-    await deps.shutdown.kill();
-    await outcome;
-    db.close();
-  };
-  open.push({ stop });
-  const payer = createPayer(devnet);
-  await waitFor(() => health.notReadyReason() === undefined, 10_000, "catch-up");
-  return { devnet, db, deps, payer, outcome, stop, config };
-}
+const setUp = (options: FollowerOptions = {}) => startFollower(options, open);
 
 const rowsOf = (db: Database, tx: string) => db.prepare("SELECT * FROM logs WHERE tx_hash = ? ORDER BY id").all(tx.toLowerCase()) as Row[];
 const head = async (payer: ReturnType<typeof createPayer>) => Number(await payer.rpc<string>("eth_blockNumber"));

@@ -56,21 +56,24 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     const newLogs: RpcLogObject[] = [];
     if (fresh.length > 0) {
       const all = [...preconfirmed, ...fresh];
+      // Note: anvil's eth_simulateV1 refuses contract creations ("missing keys: to"), so a creation is
+      // pre-confirmed without logs; its logs appear with its block. Our contracts log nothing on creation.
+      const calls = all.map((t, i) => ({ t, i })).filter(({ t }) => t.to !== null);
       const [simulated] = await upstream.call<Array<{ calls: SimulatedCall[] }>>("eth_simulateV1", [
         {
           blockStateCalls: [
             {
               blockOverrides: { number: toQuantity(blockNumber), time: toQuantity(timestamp) },
-              calls: all.map((t) => ({ from: t.from, to: t.to, input: t.input, value: t.value, gas: t.gas })),
+              calls: calls.map(({ t }) => ({ from: t.from, to: t.to, input: t.input, value: t.value, gas: t.gas })),
             },
           ],
         },
         "latest",
       ]);
-      const calls = simulated?.calls ?? [];
+      const logsByTx = new Map(calls.map(({ i }, k) => [i, simulated?.calls[k]?.logs ?? []]));
       for (let i = preconfirmed.length; i < all.length; i++) {
         const tx = all[i]!;
-        for (const log of calls[i]?.logs ?? []) {
+        for (const log of logsByTx.get(i) ?? []) {
           newLogs.push({
             address: log.address.toLowerCase(),
             topics: log.topics,

@@ -1,0 +1,116 @@
+import { createWalletClient, encodeFunctionData, http, toHex, type Address, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterEach, describe, expect, test } from "vitest";
+import { schema0Suffix, schema2Suffix } from "../../src/devnet/attributionSuffix.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { miniAccountAbi, miniAccountBytecode } from "../../src/devnet/contracts/miniAccount.js";
+import { miniEntryPointAbi, miniEntryPointBytecode } from "../../src/devnet/contracts/miniEntryPoint.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
+import { waitFor } from "../helpers/devnetPayments.js";
+import { startFollower } from "../helpers/followerHarness.js";
+
+const open: Array<{ stop: () => Promise<void> }> = [];
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.stop();
+});
+
+const SHOP: Address = "0x000000000000000000000000000000000000c0de";
+const MARKER = "80218021802180218021802180218021";
+
+/** A sender on the devnet with a local nonce (automine is off there). */
+function sender(devnet: Devnet, keyIndex: number) {
+  const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
+  const wallet = createWalletClient({ account, transport: http(devnet.httpUrl) });
+  let nonce = 0;
+  const rpc = <T>(method: string, params: unknown[] = []) => wallet.request({ method, params } as never) as Promise<T>;
+  return {
+    address: account.address,
+    rpc,
+    async init() {
+      nonce = Number(await rpc<string>("eth_getTransactionCount", [account.address, "pending"]));
+    },
+    transfer: (to: Address, value: bigint, dataSuffix?: Hex) =>
+      wallet.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "transfer", args: [to, value], chain: null, gas: 200_000n, nonce: nonce++, ...(dataSuffix ? { dataSuffix } : {}) }),
+    deploy: (abi: readonly unknown[], bytecode: Hex) => wallet.deployContract({ abi, bytecode, chain: null, gas: 2_000_000n, nonce: nonce++ } as never),
+    send: (to: Address, data: Hex) => wallet.sendTransaction({ to, data, chain: null, gas: 1_000_000n, nonce: nonce++ }),
+  };
+}
+
+describe("attribution", () => {
+  test("records each payment's ERC-8021 codes (schema 0, schema 2, none, malformed) and the views answer per code", async () => {
+    const { db, devnet } = await startFollower({ pendingPoll: 0 }, open);
+    const buyer = sender(devnet, 1);
+    await buyer.init();
+    const schema0 = await buyer.transfer(SHOP, 10n, schema0Suffix(["bc_b8nos5a8"]));
+    const schema2 = await buyer.transfer(SHOP, 20n, schema2Suffix({ app: "baseapp", wallet: "bc_k2x9q7m1" }));
+    const plain = await buyer.transfer(SHOP, 30n);
+    const malformed = await buyer.transfer(SHOP, 40n, `0xdddddddd62617365617070200${"0"}${MARKER}` as Hex);
+    await buyer.rpc("devnet_flashblock");
+    // Pre-confirmed logs get their attribution too, before any block exists.
+    const attributed = () => db.prepare("SELECT COUNT(*) FROM transactions WHERE tx_hash IN (?, ?, ?, ?)").pluck().get(schema0, schema2, plain, malformed);
+    await waitFor(() => attributed() === 4, 5_000, "pre-confirmed attribution");
+    expect(db.prepare("SELECT DISTINCT status FROM logs WHERE tx_hash = ?").pluck().all(schema0)).toEqual(["preconfirmed"]);
+    await buyer.rpc("devnet_mine");
+    await waitFor(() => db.prepare("SELECT COUNT(*) FROM live_transfers WHERE status = 'confirmed' AND to_address = ?").pluck().get(SHOP) === 4, 5_000, "confirmed");
+
+    const tx = (hash: Hex) => db.prepare("SELECT attribution, schema_id, selector, from_address FROM transactions WHERE tx_hash = ?").get(hash);
+    expect(tx(schema0)).toEqual({ attribution: "codes", schema_id: 0, selector: "0xa9059cbb", from_address: buyer.address.toLowerCase() });
+    expect(tx(schema2)).toMatchObject({ attribution: "codes", schema_id: 2 });
+    expect(tx(plain)).toMatchObject({ attribution: "none", schema_id: null });
+    expect(tx(malformed)).toMatchObject({ attribution: "malformed" });
+    const codes = (hash: Hex) => db.prepare("SELECT code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY position").all(hash);
+    expect(codes(schema0)).toEqual([{ code: "bc_b8nos5a8", role: "code" }]);
+    expect(codes(schema2)).toEqual([{ code: "baseapp", role: "app" }, { code: "bc_k2x9q7m1", role: "wallet" }]);
+    expect(codes(malformed)).toEqual([]);
+
+    expect(db.prepare("SELECT code, payments, volume FROM builder_code_volume ORDER BY code").all()).toEqual([
+      { code: "baseapp", payments: 1, volume: 20 },
+      { code: "bc_b8nos5a8", payments: 1, volume: 10 },
+      { code: "bc_k2x9q7m1", payments: 1, volume: 20 },
+    ]);
+    expect(db.prepare("SELECT value FROM unattributed_transfers WHERE to_address = ? ORDER BY value").pluck().all(SHOP)).toEqual(["30", "40"]);
+    expect(db.prepare("SELECT code FROM wallet_codes WHERE wallet = ? ORDER BY code").pluck().all(buyer.address.toLowerCase())).toEqual(["baseapp", "bc_b8nos5a8", "bc_k2x9q7m1"]);
+  });
+
+  test("decodes each user operation of an ERC-4337 handleOps bundle with its sender", async () => {
+    const { db, devnet } = await startFollower({ pendingPoll: 0 }, open);
+    const bundler = sender(devnet, 9);
+    await bundler.init();
+    const entryPointTx = await bundler.deploy(miniEntryPointAbi, miniEntryPointBytecode);
+    const accountTx = await bundler.deploy(miniAccountAbi, miniAccountBytecode);
+    await bundler.rpc("devnet_mine");
+    const receipt = async (hash: Hex) => bundler.rpc<{ contractAddress: Address }>("eth_getTransactionReceipt", [hash]);
+    const entryPoint = (await receipt(entryPointTx)).contractAddress;
+    const account = (await receipt(accountTx)).contractAddress;
+    const funder = sender(devnet, 1);
+    await funder.init();
+    await funder.transfer(account, 1_000n);
+    await funder.rpc("devnet_mine");
+
+    const op = (value: bigint, suffix: Hex | undefined) => ({
+      sender: account,
+      nonce: 0n,
+      initCode: "0x" as Hex,
+      callData: `${encodeFunctionData({ abi: miniAccountAbi, functionName: "execute", args: [devnet.token, 0n, encodeFunctionData({ abi: flashTestTokenAbi, functionName: "transfer", args: [SHOP, value] })] })}${suffix?.slice(2) ?? ""}` as Hex,
+      accountGasLimits: toHex(0n, { size: 32 }),
+      preVerificationGas: 0n,
+      gasFees: toHex(0n, { size: 32 }),
+      paymasterAndData: "0x" as Hex,
+      signature: "0x" as Hex,
+    });
+    const bundle = await bundler.send(entryPoint, encodeFunctionData({ abi: miniEntryPointAbi, functionName: "handleOps", args: [[op(5n, schema0Suffix(["bc_demo0001"])), op(6n, undefined), op(7n, schema2Suffix({ app: "morpho" }))], bundler.address] }));
+    await bundler.rpc("devnet_mine");
+    await waitFor(() => db.prepare("SELECT user_operations FROM transactions WHERE tx_hash = ?").pluck().get(bundle) === 3, 5_000, "bundle attributed");
+
+    expect(db.prepare("SELECT op_index, sender, attribution, schema_id FROM user_operations WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+      { op_index: 0, sender: account.toLowerCase(), attribution: "codes", schema_id: 0 },
+      { op_index: 1, sender: account.toLowerCase(), attribution: "none", schema_id: null },
+      { op_index: 2, sender: account.toLowerCase(), attribution: "codes", schema_id: 2 },
+    ]);
+    expect(db.prepare("SELECT op_index, code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+      { op_index: 0, code: "bc_demo0001", role: "code" },
+      { op_index: 2, code: "morpho", role: "app" },
+    ]);
+    expect(db.prepare("SELECT code FROM wallet_codes WHERE wallet = ? ORDER BY code").pluck().all(account.toLowerCase())).toEqual(["bc_demo0001", "morpho"]);
+  });
+});

@@ -1,0 +1,52 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRpcClient } from "../../src/chain/rpcClient.js";
+import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { createHealth } from "../../src/ops/health.js";
+import { openDatabase } from "../../src/store/openDatabase.js";
+import { createPendingIndexer } from "../../src/sync/pending.js";
+import { createHeadFollower } from "../../src/sync/realtime.js";
+import { testConfig, testDeps } from "./context.js";
+import { createPayer, waitFor } from "./devnetPayments.js";
+
+export type FollowerOptions = { finalityDepth?: number; pendingPoll?: number; ws?: boolean; wsUrl?: string; dbPath?: string; devnet?: Devnet };
+
+export type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
+
+/**
+ * The daemon's realtime half, in-process, on a manual-mode devnet (time moves with devnet_flashblock
+ * and devnet_mine): head follower plus pending indexer over a fresh SQLite file. Everything it opens
+ * is pushed on `open` for the test's afterEach to stop.
+ */
+export async function startFollower(options: FollowerOptions, open: Array<{ stop: () => Promise<void> }>) {
+  const devnet = options.devnet ?? (await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
+  if (options.devnet === undefined) open.push(devnet);
+  const config = testConfig({
+    rpc: { http: [devnet.httpUrl], ...(options.ws === false ? {} : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: devnet.wsUrl }) },
+    tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
+    finality: { depth: options.finalityDepth ?? 8 },
+    realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: options.pendingPoll ?? 50, reconnectInitialDelayMs: 20, reconnectMaxDelayMs: 200 },
+    database: { path: options.dbPath ?? join(mkdtempSync(join(tmpdir(), "flashindex-realtime-")), "index.db") },
+  });
+  const deps = testDeps(config);
+  const client = createRpcClient(deps);
+  const db = openDatabase(config.database.path, config.chainId);
+  const health = createHealth();
+  const follower = createHeadFollower({ ...deps, client, db, health });
+  const pending = createPendingIndexer({ ...deps, client, db, lastCanonicalBlock: follower.lastAppliedBlock });
+  const running = follower.run();
+  if (config.realtime.pendingPollIntervalMs > 0) void pending.pollForever().catch(() => undefined);
+  if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);
+  const outcome = running.then(() => undefined, (error: unknown) => error);
+  const stop = async () => {
+    await deps.shutdown.kill();
+    await outcome;
+    db.close();
+  };
+  open.push({ stop });
+  const payer = createPayer(devnet);
+  await waitFor(() => health.notReadyReason() === undefined, 10_000, "catch-up");
+  return { devnet, db, deps, payer, outcome, stop, config };
+}
+
