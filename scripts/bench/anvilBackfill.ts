@@ -30,6 +30,7 @@ try {
   if (last !== undefined) await publicClient.waitForTransactionReceipt({ hash: last });
   const config = JSON.stringify({
     chainId: 8453,
+    attribution: { enabled: false },
     rpc: { http: [anvil.httpUrl], requestsPerSecond: 10_000, timeoutMs: 120_000 },
     tokens: [{ address: token, startBlock: deployBlock }],
     backfill: { windowBlocks: 1_000, concurrency: 4 },

@@ -38,11 +38,12 @@ function startSyntheticServer(blocks: number): Promise<{ url: string; stop: () =
   });
 }
 
-function benchConfig(url: string, token: string, dbPath: string, startBlock = 0) {
+function benchConfig(url: string, token: string, dbPath: string, attribution: boolean) {
   return JSON.stringify({
     chainId: 8453,
+    attribution: { enabled: attribution },
     rpc: { http: [url], requestsPerSecond: 10_000, timeoutMs: 120_000 },
-    tokens: [{ address: token, startBlock }],
+    tokens: [{ address: token, startBlock: 0 }],
     backfill: { windowBlocks: 1_000, concurrency: 4 },
     finality: { depth: 0 },
     database: { path: dbPath },
@@ -51,12 +52,13 @@ function benchConfig(url: string, token: string, dbPath: string, startBlock = 0)
   });
 }
 
-async function synthetic(logs: number): Promise<Row> {
+async function synthetic(logs: number, attribution: boolean): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   const server = await startSyntheticServer(Math.ceil(logs / LOGS_PER_BLOCK));
   try {
-    const out = await runNode("runBackfill.js", [benchConfig(server.url, TOKEN, join(dir, "bench.db"))]);
-    return { name: `synthetic RPC, ${logs.toLocaleString("en-US")} Transfer logs`, figures: JSON.parse(out) as Figures };
+    const out = await runNode("runBackfill.js", [benchConfig(server.url, TOKEN, join(dir, "bench.db"), attribution)]);
+    const name = `synthetic RPC, ${logs.toLocaleString("en-US")} Transfer logs, attribution ${attribution ? "on (one suffix per tx)" : "off"}`;
+    return { name, figures: JSON.parse(out) as Figures };
   } finally {
     server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -71,7 +73,8 @@ async function endToEnd(): Promise<Row> {
 }
 
 const rows: Row[] = [];
-for (const logs of [SYNTHETIC_LOGS / 10, SYNTHETIC_LOGS]) rows.push(await synthetic(logs));
+for (const logs of [SYNTHETIC_LOGS / 10, SYNTHETIC_LOGS]) rows.push(await synthetic(logs, false));
+rows.push(await synthetic(SYNTHETIC_LOGS / 10, true));
 rows.push(await endToEnd());
 const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ rate: number; samples: number; p50Ms: number; p99Ms: number; maxMs: number }>;
 const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };

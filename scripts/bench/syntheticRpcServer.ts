@@ -12,6 +12,8 @@ const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523
 const hex64 = (n: number, salt: string) => `0x${salt}${n.toString(16).padStart(64 - salt.length, "0")}`;
 const quantity = (n: number) => `0x${n.toString(16)}`;
 const GENESIS_TIME = 1_700_000_000;
+/** Schema 0, code "bc_b8nos5a8" (protocol-notes §3). */
+const ATTRIBUTION_SUFFIX = "62635f62386e6f733561380b0080218021802180218021802180218021";
 
 function blockHash(n: number): string {
   return hex64(n, "b1");
@@ -47,6 +49,13 @@ function answer(chain: SyntheticChain, method: string, params: unknown[]): strin
       const tag = params[0] as string;
       const n = tag.startsWith("0x") ? Number(tag) : head;
       return n > head ? "null" : header(n);
+    }
+    case "eth_getTransactionByHash": {
+      // Every synthetic transaction is a token transfer carrying one ERC-8021 schema 0 suffix.
+      const hash = params[0] as string;
+      const n = Number.parseInt(hash.slice(4), 16);
+      const to = (n % 9_973).toString(16).padStart(64, "0");
+      return `{"hash":"${hash}","from":"0x${(n % 65_521).toString(16).padStart(40, "0")}","to":"${chain.token}","input":"0xa9059cbb${to}${hex64(n, "").slice(2)}${ATTRIBUTION_SUFFIX}","nonce":"0x0","value":"0x0","gas":"0x186a0"}`;
     }
     case "eth_getLogs": {
       const filter = params[0] as { fromBlock: string; toBlock: string };
