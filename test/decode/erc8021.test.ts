@@ -268,7 +268,7 @@ describe("decodeAttribution() on schema 2", () => {
 
   test("registries given as byte strings are accepted", () => {
     // {r: {a: {c: h'2105', a: h'cc…cc'}}}
-    const cbor = `a16172a16161a2616342210561615414${"cc".repeat(20)}`;
+    const cbor = `a16172a16161a26163422105616154${"cc".repeat(20)}`;
     expect(decodeAttribution(schema2(cbor))).toMatchObject({
       codes: [],
       registries: { app: { address: `0x${"cc".repeat(20)}`, chainId: 8453n } },
@@ -278,7 +278,6 @@ describe("decodeAttribution() on schema 2", () => {
   test("an empty map and unknown keys are well-formed with no codes", () => {
     expect(decodeAttribution(schema2("a0"))).toEqual({ kind: "codes", schemaId: 2, codes: [], suffixLength: 20 });
     // {x: 1, a: "q"}
-    expect(decodeAttribution(schema2("a2617801616161" + "71"))).toMatchObject({ kind: "malformed" });
     expect(decodeAttribution(schema2("a26178016161" + "6171"))).toMatchObject({ codes: [{ code: "q", role: "app" }] });
   });
 
@@ -289,7 +288,7 @@ describe("decodeAttribution() on schema 2", () => {
   });
 
   test.each([
-    ["truncated text", "a16161676261736561707"],
+    ["truncated text", "a1616167626173656170"],
     ["truncated map", "a2616161"],
     ["a string length beyond the buffer", "a161617affffffff"],
     ["an array count beyond the buffer", "a161739bffffffffffffffff"],
@@ -302,7 +301,7 @@ describe("decodeAttribution() on schema 2", () => {
     ["a tag", "a16161c06161"],
     ["reserved additional info", "a161611c"],
     ["a malformed two-byte simple value", "a1616df801"],
-    ["a top-level array", "8161616"],
+    ["a top-level array", "816161"],
     ["a top-level text string", "6161"],
     ["invalid UTF-8 text", "a16161 62c328".replace(" ", "")],
   ])("CBOR with %s is malformed", (_, cbor) => {
@@ -320,17 +319,18 @@ describe("decodeAttribution() on schema 2", () => {
     ["an integer app code", "a1616105"],
     ["a byte-string wallet code", "a1617743626173"],
     ["a service list that is a string", "a161736162"],
-    ["a number in the service list", "a161738201"],
+    ["a number in the service list", "a161738101"],
     ["an empty app code", "a1616160"],
     ["an app code with a control byte", "a161616261" + "01"],
-    ["an app code above 0x7e", "a16161626ac3a9".slice(0, 12) + "7f"],
+    ["an app code holding DEL (0x7f)", "a16161617f"],
+    ["an app code holding é", "a1616162c3a9"],
     ["a service code with a comma", "a16173816361" + "2c62"],
     ["an integer map key", "a1016161"],
-    ["a byte-string map key", "a1416161616"],
-    ["duplicate keys", "a2616161786161617"],
+    ["a byte-string map key", "a141616161"],
+    ["duplicate keys", "a26161617861616170"],
     ["a registry that is not a map", "a1617201"],
     ["a registry entry without its chain id", "a16172a16161a16161" + "54" + "cc".repeat(20)],
-    ["a registry address of 19 bytes", "a16172a16161a26163622105616153" + "cc".repeat(19)],
+    ["a registry address of 19 bytes", "a16172a16161a2616342210561615" + "3" + "cc".repeat(19)],
     ["a registry chain id that is not hex", "a16172a16161a261636278796161" + "54" + "cc".repeat(20)],
     ["an integer registry key", "a16172a101a0"],
   ])("schema 2 with %s is malformed", (_, cbor) => {
