@@ -12,7 +12,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics(options: { defaultMetrics?: boolean; databasePath?: string } = {}) {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: "flashindex_process_" });
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: "flashindex_" });
   const registers = [registry];
   const databasePath = options.databasePath;
   const buildInfo = new Gauge({

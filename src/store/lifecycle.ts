@@ -1,7 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import type { LogRow } from "../decode/logRow.js";
-import { createLogWriter } from "./logWriter.js";
+import { createLogWriter, type InsertCounts } from "./logWriter.js";
 
 /** A pre-confirmed log carries this block hash (32 zero bytes), as Base's Flashblocks nodes send it. */
 export const ZERO_HASH: Hex = `0x${"0".repeat(64)}`;
@@ -13,6 +13,8 @@ export type BlockApplied = {
   duplicates: number;
   /** For each promoted log, how long (ms) it was visible pre-confirmed before this block. */
   leadTimesMs: number[];
+  /** Newly inserted rows by event and status. */
+  byEvent: InsertCounts["byEvent"];
 };
 
 /**
@@ -64,12 +66,12 @@ export function createLifecycle(db: Database) {
 
   return {
     /** Stores pre-confirmed rows; a log already confirmed or already pre-confirmed changes nothing. */
-    insertPreconfirmed(rows: readonly LogRow[], now: number): number {
+    insertPreconfirmed(rows: readonly LogRow[], now: number): InsertCounts {
       const fresh = rows.filter((row) => {
         const { position: _position, ...content } = contentOf(row);
         return alreadyConfirmed.get(content) === undefined;
       });
-      return writer.insertRows(fresh, now).inserted;
+      return writer.insertRows(fresh, now);
     },
 
     /**
@@ -77,7 +79,7 @@ export function createLifecycle(db: Database) {
      * as dropped every pre-confirmation of this or an earlier block that did not land.
      */
     applyCanonicalBlock(blockNumber: number, rows: readonly LogRow[], now: number): BlockApplied {
-      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [] };
+      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: new Map() };
       const fresh: LogRow[] = [];
       for (const row of rows) {
         const twin = findTwin.get(contentOf(row)) as { id: number; preconfirmed_at: number | null } | undefined;
@@ -110,6 +112,7 @@ export function createLifecycle(db: Database) {
       }
       const counts = writer.insertRows(fresh, now);
       result.inserted = counts.inserted;
+      result.byEvent = counts.byEvent;
       result.duplicates += counts.duplicates;
       result.dropped = dropUnlanded.run(now, blockNumber).changes;
       return result;

@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import { eventName, type EventName } from "../decode/paymentEvents.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
+import type { Metrics } from "../ops/metrics.js";
 
 export type InsertCounts = { inserted: number; duplicates: number; byEvent: Map<`${EventName}:${LogStatus}`, number> };
 
@@ -72,3 +73,11 @@ export function createLogWriter(db: Database) {
 }
 
 export type LogWriter = ReturnType<typeof createLogWriter>;
+
+/** Adds stored rows to `flashindex_logs_indexed_total{event,status}`. */
+export function countIndexed(metrics: Pick<Metrics, "logsIndexed">, byEvent: InsertCounts["byEvent"]): void {
+  for (const [key, n] of byEvent) {
+    const [event, status] = key.split(":") as [string, string];
+    metrics.logsIndexed.inc({ event, status }, n);
+  }
+}

@@ -1,6 +1,6 @@
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { createLogWriter } from "../store/logWriter.js";
+import { countIndexed, createLogWriter } from "../store/logWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
@@ -79,10 +79,7 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
     const counts = commit.immediate(window, Date.now());
     attributor?.remember(window.transactions);
     metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);
-    for (const [key, n] of counts.byEvent) {
-      const [event, status] = key.split(":") as [string, string];
-      metrics.logsIndexed.inc({ event, status }, n);
-    }
+    countIndexed(metrics, counts.byEvent);
     summary.windows++;
     summary.logs += counts.inserted;
     summary.blocks += window.to - window.from + 1;

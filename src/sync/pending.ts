@@ -8,6 +8,7 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors.js";
 import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
+import { countIndexed } from "../store/logWriter.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 
@@ -54,7 +55,9 @@ export function createPendingIndexer(deps: PendingDeps) {
   function store(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): number {
     const fresh = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
     if (fresh.length === 0) return 0;
-    const inserted = db.transaction(() => lifecycle.insertPreconfirmed(fresh, Date.now())).immediate();
+    const counts = db.transaction(() => lifecycle.insertPreconfirmed(fresh, Date.now())).immediate();
+    const inserted = counts.inserted;
+    countIndexed(metrics, counts.byEvent);
     const committedAt = performance.now();
     for (const at of receivedAt) metrics.preconfirmationLatency.observe({ source }, (committedAt - at) / 1_000);
     if (inserted > 0) {

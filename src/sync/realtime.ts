@@ -12,6 +12,7 @@ import { FatalError, RetryableError, ShutdownError } from "../errors.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
+import { countIndexed } from "../store/logWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
@@ -141,6 +142,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
         applied.inserted += result.inserted;
         applied.dropped += result.dropped;
         for (const ms of result.leadTimesMs) metrics.preconfirmationLeadTime.observe(ms / 1_000);
+        countIndexed(metrics, result.byEvent);
         for (const token of tokensAt(block.number)) synced.add(token, { from: block.number, to: block.number });
       }
     }).immediate();
