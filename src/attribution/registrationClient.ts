@@ -1,4 +1,5 @@
 import { getAddress, type Address } from "viem";
+import { readCappedBody } from "../ops/readCappedBody.js";
 import { readAddress } from "../config/fields.js";
 import { ConfigError, FatalError, RetryableError, UsageError } from "../errors.js";
 import { redactText, redactUrl } from "../ops/redact.js";
@@ -87,7 +88,7 @@ export function createRegistrationClient(options: {
           body: JSON.stringify({ walletAddress }),
           signal: combined,
         });
-        body = await readCapped(response, MAX_REGISTRATION_RESPONSE_BYTES);
+        body = await readCappedBody(response, MAX_REGISTRATION_RESPONSE_BYTES);
       } catch (error) {
         throw failure(error);
       }
@@ -141,30 +142,6 @@ function parseAnswer(text: string, requested: Address, prefix: string): Registra
       throw new RegistrationRejectedError(`${prefix} with the code of another wallet (${quote(echoed)}, asked for ${requested})`);
   }
   return { walletAddress: getAddress(requested), builderCode: code };
-}
-
-/** Reads at most `maxBytes` of the body; the rest is dropped unread (memory stays bounded). */
-async function readCapped(response: Response, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
-  if (response.body === null) return { text: "", truncated: false };
-  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-  if (declared > maxBytes) {
-    await response.body.cancel().catch(() => undefined);
-    return { text: "", truncated: true };
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      return { text: "", truncated: true };
-    }
-    chunks.push(value);
-  }
-  return { text: Buffer.concat(chunks, size).toString("utf8"), truncated: false };
 }
 
 /** The `message` or `error` of a JSON error body (`error` may be an object with a `message`), quoted safely. */

@@ -1,3 +1,4 @@
+import { readCappedBody } from "../ops/readCappedBody.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { RangeLimitError, RpcTransportError } from "./rpcErrors.js";
 
@@ -40,26 +41,9 @@ export function createHttpTransport(options: { timeoutMs: number; maxResponseByt
 }
 
 async function readCapped(response: Response, maxBytes: number, url: string): Promise<string> {
-  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-  if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new RangeLimitError(`${redactUrl(url)} answer of ${declared} bytes exceeds rpc.maxResponseBytes`, { kind: "tooLarge" });
-  }
-  if (response.body === null) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new RangeLimitError(`${redactUrl(url)} answer exceeds rpc.maxResponseBytes (${maxBytes})`, { kind: "tooLarge" });
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks, size).toString("utf8");
+  const { text, truncated } = await readCappedBody(response, maxBytes);
+  if (truncated) throw new RangeLimitError(`${redactUrl(url)} answer exceeds rpc.maxResponseBytes (${maxBytes})`, { kind: "tooLarge" });
+  return text;
 }
 
 function transportFailure(url: string, error: unknown, timeout: AbortSignal, signal: AbortSignal): Error {

@@ -42,6 +42,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     "devnet",
     "registration",
     "attribution",
+    "cancel",
   ]);
   if (root.chainId === undefined) throw new ConfigError("chainId", "is required");
   const chainId = readInteger("chainId", root.chainId, { min: 1, max: 2 ** 53 - 1 });
@@ -59,6 +60,7 @@ export function parseConfig(raw: unknown, source: string): Config {
     logLevel: optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
     registration: parseRegistration(root.registration),
     attribution: parseAttribution(root.attribution),
+    cancel: parseCancel(root.cancel),
     devnet,
     source,
   };
@@ -158,6 +160,14 @@ function parseRealtime(value: unknown): Config["realtime"] {
 function parseAttribution(value: unknown): Config["attribution"] {
   const attribution = value === undefined ? {} : readObject("attribution", value, ["enabled"]);
   return { enabled: optional(attribution.enabled, (v) => readBoolean("attribution.enabled", v)) ?? true };
+}
+
+function parseCancel(value: unknown): Config["cancel"] {
+  const cancel = value === undefined ? {} : readObject("cancel", value, ["confirmations", "receiptTimeoutMs"]);
+  return {
+    confirmations: int(cancel, "cancel", "confirmations", { min: 1, max: 1_000 }) ?? DEFAULTS.cancel.confirmations,
+    receiptTimeoutMs: int(cancel, "cancel", "receiptTimeoutMs", { min: 100, max: 3_600_000 }) ?? DEFAULTS.cancel.receiptTimeoutMs,
+  };
 }
 
 function parseRegistration(value: unknown): Config["registration"] {

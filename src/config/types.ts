@@ -71,6 +71,14 @@ export type DevnetConfig = {
   readonly port: number;
 };
 
+/** The cancelAuthorization relay (`flashindex cancel`). Keys never live here: environment or key files only. */
+export type CancelConfig = {
+  /** Blocks the relay waits for, the receipt's own block included (1 = mined). */
+  readonly confirmations: number;
+  /** How long the relay waits for the receipt and its confirmations before giving up (exit 75). */
+  readonly receiptTimeoutMs: number;
+};
+
 export type Config = {
   readonly chainId: number;
   readonly rpc: RpcConfig;
@@ -84,6 +92,7 @@ export type Config = {
   readonly registration: RegistrationConfig;
   /** Decode the ERC-8021 suffix of every transaction that emitted an indexed log. */
   readonly attribution: { readonly enabled: boolean };
+  readonly cancel: CancelConfig;
   /** When set and enabled, the RPC URLs are the devnet's, filled in at start. */
   readonly devnet: DevnetConfig | undefined;
   /** Where the config came from, for messages. */
@@ -116,4 +125,5 @@ export const DEFAULTS = {
   metrics: { enabled: true, host: "127.0.0.1", port: 9464 },
   logLevel: "info" as LogLevel,
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
+  cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
 } as const;

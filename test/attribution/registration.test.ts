@@ -354,7 +354,7 @@ describe("flashindex register", () => {
   });
 
   test("a refusal exits 1 with its message; a 5xx and a timeout exit 75; nothing is stored", async () => {
-    const { path, database } = configFile({ timeoutMs: 300 });
+    const { path, database } = configFile({ timeoutMs: 2_000 });
     standIn.failNext(422, 1, JSON.stringify({ error: "wallet not eligible" }));
     const refused = await runCli(["register", randomWallet(), "--config", path]);
     expect(refused.code).toBe(1);
@@ -365,12 +365,12 @@ describe("flashindex register", () => {
     expect(down.code).toBe(75);
     expect(down.stderr).toContain("answered HTTP 502");
 
-    standIn.setLatencyMs(3_000);
+    standIn.setLatencyMs(6_000);
     const slow = await runCli(["register", randomWallet(), "--config", path]);
     expect(slow.code).toBe(75);
-    expect(slow.stderr).toContain("timed out after 300 ms");
+    expect(slow.stderr).toContain("timed out after 2000 ms");
     expect(rowsOf(database)).toEqual([]);
-  });
+  }, 60_000);
 
   test("--help describes the command; a missing wallet is a usage error", async () => {
     const help = await runCli(["register", "--help"]);

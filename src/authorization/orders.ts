@@ -1,0 +1,309 @@
+import type { Database } from "better-sqlite3";
+import type { Address, Hex } from "viem";
+import { BaseError } from "../errors.js";
+
+/**
+ * Merchant orders: signed transfer authorizations held off chain, and their state.
+ *
+ * States: authorized (signature stored, nonce unused), voided_offchain (the merchant will never
+ * submit it), captured / canceled (a live AuthorizationUsed / AuthorizationCanceled event; its
+ * lifecycle status is `eventStatus`), expired (validBefore passed with no live event).
+ *
+ * Off-chain transitions are made here, each in one `BEGIN IMMEDIATE` transaction that reads the
+ * current state under the write lock, so two writers (a void and the daemon storing a capture)
+ * are serialised and the loser sees the winner's state. On-chain transitions are made by the
+ * triggers of schema V3 inside the transaction that stores the event. SQLite itself refuses a state
+ * change outside ORDER_TRANSITIONS (trigger `orders_refuse_illegal_transition`).
+ */
+export const ORDER_STATES = ["authorized", "voided_offchain", "captured", "canceled", "expired"] as const;
+export type OrderState = (typeof ORDER_STATES)[number];
+export type OrderKind = "transfer" | "receive";
+export type EventStatus = "preconfirmed" | "confirmed" | "finalized";
+
+/** Who makes a transition: the merchant (CLI), the daemon's clock, or an indexed event. */
+export type TransitionActor = "merchant" | "expiry" | "chain";
+
+/** Every allowed state change; anything else is refused. Same rows as table `order_state_transitions`. */
+export const ORDER_TRANSITIONS: ReadonlyArray<{ from: OrderState; to: OrderState; by: TransitionActor; when: string }> = [
+  { from: "authorized", to: "voided_offchain", by: "merchant", when: "order void: the merchant will never submit the signature" },
+  { from: "authorized", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
+  { from: "voided_offchain", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
+  { from: "authorized", to: "captured", by: "chain", when: "a live AuthorizationUsed for the nonce" },
+  { from: "voided_offchain", to: "captured", by: "chain", when: "a live AuthorizationUsed after a void: flagged voided_then_captured, logged at error level" },
+  { from: "expired", to: "captured", by: "chain", when: "a live AuthorizationUsed in a block older than our clock's expiry" },
+  { from: "authorized", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce" },
+  { from: "voided_offchain", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce" },
+  { from: "expired", to: "canceled", by: "chain", when: "a live AuthorizationCanceled (cancel works after expiry too)" },
+  { from: "captured", to: "canceled", by: "chain", when: "a reorg replaced the capture by a cancel" },
+  { from: "canceled", to: "captured", by: "chain", when: "a reorg replaced the cancel by a capture" },
+  { from: "captured", to: "authorized", by: "chain", when: "the event was removed/dropped, no other live event, merchant had not voided" },
+  { from: "captured", to: "voided_offchain", by: "chain", when: "the event was removed/dropped, no other live event, merchant had voided" },
+  { from: "canceled", to: "authorized", by: "chain", when: "the event was removed/dropped, no other live event, merchant had not voided" },
+  { from: "canceled", to: "voided_offchain", by: "chain", when: "the event was removed/dropped, no other live event, merchant had voided" },
+];
+
+export type NewOrder = {
+  chainId: number;
+  token: Address;
+  authorizer: Address;
+  payee: Address;
+  /** Token base units. */
+  value: bigint;
+  /** Unix seconds. */
+  validAfter: number;
+  /** Unix seconds. */
+  validBefore: number;
+  nonce: Hex;
+  kind: OrderKind;
+  /** 65-byte r || s || v. */
+  signature: Hex;
+};
+
+export type Order = Omit<NewOrder, "value"> & {
+  id: number;
+  /** Decimal string of token base units. */
+  value: string;
+  state: OrderState;
+  offchainState: "authorized" | "voided_offchain";
+  eventStatus: EventStatus | null;
+  eventTxHash: Hex | null;
+  voidedThenCaptured: boolean;
+  /** Unix ms. */
+  createdAt: number;
+  updatedAt: number;
+};
+
+export type OrderTransition = {
+  id: number;
+  orderId: number;
+  fromState: OrderState | null;
+  toState: OrderState;
+  eventStatus: EventStatus | null;
+  /** added, voided, expired, captured, canceled, captured_after_void, event_<status>, event_removed */
+  cause: string;
+  txHash: Hex | null;
+  /** Unix ms. */
+  at: number;
+};
+
+/** An order in a state the requested transition does not start from (exit 1). */
+export class OrderStateError extends BaseError {
+  override name = "OrderStateError";
+}
+
+/** No order with that id, or one already stored for the same (token, authorizer, nonce) (exit 1). */
+export class OrderNotFoundError extends BaseError {
+  override name = "OrderNotFoundError";
+}
+export class OrderExistsError extends BaseError {
+  override name = "OrderExistsError";
+}
+
+/** Throws OrderStateError unless `from -> to` is in ORDER_TRANSITIONS. */
+export function assertTransition(from: OrderState, to: OrderState, id?: number): void {
+  if (ORDER_TRANSITIONS.some((t) => t.from === from && t.to === to)) return;
+  const allowed = ORDER_TRANSITIONS.filter((t) => t.to === to).map((t) => t.from);
+  throw new OrderStateError(
+    `order${id === undefined ? "" : ` ${id}`} is ${from}: it cannot become ${to} (only from ${[...new Set(allowed)].join(" or ") || "nowhere"})`,
+  );
+}
+
+type OrderRow = {
+  id: number;
+  chain_id: number;
+  token: Address;
+  authorizer: Address;
+  payee: Address;
+  value: string;
+  valid_after: number;
+  valid_before: number;
+  nonce: Hex;
+  kind: OrderKind;
+  signature: Hex;
+  state: OrderState;
+  offchain_state: "authorized" | "voided_offchain";
+  event_status: EventStatus | null;
+  event_tx_hash: Hex | null;
+  voided_then_captured: number;
+  created_at: number;
+  updated_at: number;
+};
+
+function toOrder(row: OrderRow): Order {
+  return {
+    id: row.id,
+    chainId: row.chain_id,
+    token: row.token,
+    authorizer: row.authorizer,
+    payee: row.payee,
+    value: row.value,
+    validAfter: row.valid_after,
+    validBefore: row.valid_before,
+    nonce: row.nonce,
+    kind: row.kind,
+    signature: row.signature,
+    state: row.state,
+    offchainState: row.offchain_state,
+    eventStatus: row.event_status,
+    eventTxHash: row.event_tx_hash,
+    voidedThenCaptured: row.voided_then_captured === 1,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+const SELECT_ORDER = "SELECT * FROM orders";
+
+/** Stores a verified authorization as an authorized order (or as what already indexed events say). */
+export function addOrder(db: Database, order: NewOrder, now: number): Order {
+  return db
+    .transaction(() => {
+      const existing = db
+        .prepare("SELECT id FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?")
+        .pluck()
+        .get(order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)) as number | undefined;
+      if (existing !== undefined)
+        throw new OrderExistsError(`order ${existing} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
+      const { lastInsertRowid } = db
+        .prepare(
+          `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'authorized', ?, ?)`,
+        )
+        .run(
+          order.chainId,
+          lower(order.token),
+          lower(order.authorizer),
+          lower(order.payee),
+          order.value.toString(),
+          order.validAfter,
+          order.validBefore,
+          lower(order.nonce),
+          order.kind,
+          lower(order.signature),
+          now,
+          now,
+        );
+      return mustGet(db, Number(lastInsertRowid));
+    })
+    .immediate();
+}
+
+/**
+ * Marks an authorized order voided off chain: the merchant will never submit it. Refused (OrderStateError)
+ * from any other state, in particular once a capture is indexed, even pre-confirmed.
+ */
+export function voidOrder(db: Database, id: number, now: number): Order {
+  return db
+    .transaction(() => {
+      const order = mustGet(db, id);
+      assertTransition(order.state, "voided_offchain", id);
+      db.prepare("UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = ? WHERE id = ?").run(now, id);
+      recordTransition(db, id, order.state, "voided_offchain", "voided", now);
+      return mustGet(db, id);
+    })
+    .immediate();
+}
+
+/**
+ * Expires authorized and voided orders whose validBefore (unix s) is at or before `now` (unix ms)
+ * and that have no live event. Returns the ids expired.
+ */
+export function expireOrders(db: Database, now: number): number[] {
+  const nowSeconds = Math.floor(now / 1000);
+  return db
+    .transaction(() => {
+      const ids = db
+        .prepare(
+          `SELECT o.id FROM orders o
+           WHERE o.state IN ('authorized', 'voided_offchain') AND o.valid_before <= ?
+             AND NOT EXISTS (SELECT 1 FROM authorization_events e
+               WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
+                 AND e.status IN ('preconfirmed', 'confirmed', 'finalized'))
+           ORDER BY o.id`,
+        )
+        .pluck()
+        .all(nowSeconds) as number[];
+      const expire = db.prepare("UPDATE orders SET state = 'expired', updated_at = ? WHERE id = ?");
+      for (const id of ids) {
+        const from = mustGet(db, id).state;
+        expire.run(now, id);
+        recordTransition(db, id, from, "expired", "expired", now);
+      }
+      return ids;
+    })
+    .immediate();
+}
+
+export function getOrder(db: Database, id: number): Order | undefined {
+  const row = db.prepare(`${SELECT_ORDER} WHERE id = ?`).get(id) as OrderRow | undefined;
+  return row === undefined ? undefined : toOrder(row);
+}
+
+/** Orders by id, optionally in one state. */
+export function listOrders(db: Database, filter: { state?: OrderState | undefined } = {}): Order[] {
+  const rows = (
+    filter.state === undefined
+      ? db.prepare(`${SELECT_ORDER} ORDER BY id`).all()
+      : db.prepare(`${SELECT_ORDER} WHERE state = ? ORDER BY id`).all(filter.state)
+  ) as OrderRow[];
+  return rows.map(toOrder);
+}
+
+/** The audit trail of one order, oldest first. */
+export function listTransitions(db: Database, orderId: number): OrderTransition[] {
+  return (db.prepare("SELECT * FROM order_transitions WHERE order_id = ? ORDER BY id").all(orderId) as TransitionRow[]).map(toTransition);
+}
+
+/** Captures of voided orders recorded after transition `afterId` (the daemon alerts on these). */
+export function voidedThenCapturedSince(db: Database, afterId: number): OrderTransition[] {
+  return (
+    db.prepare("SELECT * FROM order_transitions WHERE cause = 'captured_after_void' AND id > ? ORDER BY id").all(afterId) as TransitionRow[]
+  ).map(toTransition);
+}
+
+/** The id of the newest audit row (0 when none): where an alert cursor starts. */
+export function lastTransitionId(db: Database): number {
+  return (db.prepare("SELECT COALESCE(MAX(id), 0) FROM order_transitions").pluck().get() as number) ?? 0;
+}
+
+type TransitionRow = {
+  id: number;
+  order_id: number;
+  from_state: OrderState | null;
+  to_state: OrderState;
+  event_status: EventStatus | null;
+  cause: string;
+  tx_hash: Hex | null;
+  at: number;
+};
+
+function toTransition(row: TransitionRow): OrderTransition {
+  return {
+    id: row.id,
+    orderId: row.order_id,
+    fromState: row.from_state,
+    toState: row.to_state,
+    eventStatus: row.event_status,
+    cause: row.cause,
+    txHash: row.tx_hash,
+    at: row.at,
+  };
+}
+
+function recordTransition(db: Database, orderId: number, from: OrderState, to: OrderState, cause: string, now: number): void {
+  db.prepare("INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES (?, ?, ?, NULL, ?, NULL, ?)").run(
+    orderId,
+    from,
+    to,
+    cause,
+    now,
+  );
+}
+
+function mustGet(db: Database, id: number): Order {
+  const order = getOrder(db, id);
+  if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
+  return order;
+}
+
+const lower = <T extends string>(value: T): T => value.toLowerCase() as T;
