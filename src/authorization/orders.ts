@@ -99,12 +99,13 @@ export class OrderExistsError extends BaseError {
   override name = "OrderExistsError";
 }
 
-/** Throws OrderStateError unless `from -> to` is in ORDER_TRANSITIONS. */
-export function assertTransition(from: OrderState, to: OrderState, id?: number): void {
-  if (ORDER_TRANSITIONS.some((t) => t.from === from && t.to === to)) return;
-  const allowed = ORDER_TRANSITIONS.filter((t) => t.to === to).map((t) => t.from);
+/** Throws OrderStateError unless `from -> to` is in ORDER_TRANSITIONS for this actor. */
+export function assertTransition(from: OrderState, to: OrderState, by: TransitionActor, id?: number): void {
+  const mine = ORDER_TRANSITIONS.filter((t) => t.by === by && t.to === to);
+  if (mine.some((t) => t.from === from)) return;
+  const allowed = [...new Set(mine.map((t) => t.from))];
   throw new OrderStateError(
-    `order${id === undefined ? "" : ` ${id}`} is ${from}: it cannot become ${to} (only from ${[...new Set(allowed)].join(" or ") || "nowhere"})`,
+    `order${id === undefined ? "" : ` ${id}`} is ${from}: it cannot become ${to} (only from ${allowed.join(" or ") || "nowhere"}, by ${by})`,
   );
 }
 
@@ -196,7 +197,7 @@ export function voidOrder(db: Database, id: number, now: number): Order {
   return db
     .transaction(() => {
       const order = mustGet(db, id);
-      assertTransition(order.state, "voided_offchain", id);
+      assertTransition(order.state, "voided_offchain", "merchant", id);
       db.prepare("UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = ? WHERE id = ?").run(now, id);
       recordTransition(db, id, order.state, "voided_offchain", "voided", now);
       return mustGet(db, id);
@@ -226,6 +227,7 @@ export function expireOrders(db: Database, now: number): number[] {
       const expire = db.prepare("UPDATE orders SET state = 'expired', updated_at = ? WHERE id = ?");
       for (const id of ids) {
         const from = mustGet(db, id).state;
+        assertTransition(from, "expired", "expiry", id);
         expire.run(now, id);
         recordTransition(db, id, from, "expired", "expired", now);
       }

@@ -54,6 +54,8 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
   } catch (error) {
     if (!(error instanceof ShutdownError)) throw error;
   } finally {
+    // Stop every source first (subscriptions, devnet, timers), so nothing writes after the close.
+    await shutdown.kill();
     db.close();
     await server?.close();
     context.logger.info({ msg: "Stopped flashindex" });
