@@ -6,7 +6,8 @@ export default defineConfig({
     // Tests start real anvil processes and SQLite files; two cores are all we have.
     fileParallelism: true,
     maxWorkers: 2,
-    testTimeout: 30_000,
+    // CLI tests spawn the real CLI many times; on a loaded 2-core machine that takes a while.
+    testTimeout: 60_000,
     hookTimeout: 30_000,
   },
 });

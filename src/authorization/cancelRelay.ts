@@ -62,6 +62,8 @@ export type CancelRelayDeps = {
   pollingIntervalMs?: number;
   /** Tells captured from canceled when the nonce is already used; the chain alone cannot. */
   lookupIndexedState?: IndexedStateLookup;
+  /** Called once the transaction is accepted by the node, before the wait for confirmations. */
+  onSent?: (sent: { txHash: Hex; relayerNonce: number }) => void;
 };
 
 /** A cancellation that passed steps 1–3 and the simulation: nothing has been sent yet. */
@@ -164,6 +166,7 @@ export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCance
 
   const serialized = await relayer.signTransaction({ ...transaction, chainId: transaction.chainId ?? (await client.getChainId()) } as Parameters<LocalAccount["signTransaction"]>[0]);
   const txHash = await rpc("sending cancelAuthorization", () => client.sendRawTransaction({ serializedTransaction: serialized }));
+  deps.onSent?.({ txHash, relayerNonce });
 
   const receipt = await client
     .waitForTransactionReceipt({

@@ -263,11 +263,6 @@ export function voidedThenCapturedSince(db: Database, afterId: number): OrderTra
   ).map(toTransition);
 }
 
-/** The id of the newest audit row (0 when none): where an alert cursor starts. */
-export function lastTransitionId(db: Database): number {
-  return (db.prepare("SELECT COALESCE(MAX(id), 0) FROM order_transitions").pluck().get() as number) ?? 0;
-}
-
 type TransitionRow = {
   id: number;
   order_id: number;

@@ -2,8 +2,11 @@
 import { BaseError, EXIT_USAGE, ShutdownError, UsageError, exitCodeOf } from "../errors.js";
 import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
+import { authCommand, AUTH_HELP } from "./commands/authCommand.js";
 import { backfillCommand, BACKFILL_HELP } from "./commands/backfillCommand.js";
+import { cancelCommand, CANCEL_HELP } from "./commands/cancelCommand.js";
 import { devnetCommand, DEVNET_HELP } from "./commands/devnetCommand.js";
+import { orderCommand, ORDER_HELP } from "./commands/orderCommand.js";
 import { registerCommand, REGISTER_HELP } from "./commands/registerCommand.js";
 import { startCommand, START_HELP } from "./commands/startCommand.js";
 import { statusCommand, STATUS_HELP } from "./commands/statusCommand.js";
@@ -19,6 +22,9 @@ const COMMANDS: Record<string, Command> = {
   status: { run: statusCommand, summary: "show checkpoints, head, lag and row counts", help: STATUS_HELP },
   devnet: { run: devnetCommand, summary: "run the bundled local Base stand-in (anvil + Flashblocks front)", help: DEVNET_HELP },
   register: { run: registerCommand, summary: "register an agent wallet for a builder code and store it", help: REGISTER_HELP },
+  auth: { run: authCommand, summary: "show an authorization's indexed state against the contract's", help: AUTH_HELP },
+  order: { run: orderCommand, summary: "add, void, show and list merchant orders (signed authorizations)", help: ORDER_HELP },
+  cancel: { run: cancelCommand, summary: "relay a buyer's cancelAuthorization on chain (or --dry-run: compare voiding costs)", help: CANCEL_HELP },
 };
 
 const USAGE = `Usage: flashindex <command> [options]

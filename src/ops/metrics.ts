@@ -168,6 +168,16 @@ export function createMetrics(options: { defaultMetrics?: boolean; databasePath?
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     }),
+    ordersVoidedThenCaptured: new Counter({
+      name: "flashindex_orders_voided_then_captured_total",
+      help: "Orders voided off chain that were captured on chain anyway (the signature was submitted).",
+      registers,
+    }),
+    ordersExpired: new Counter({
+      name: "flashindex_orders_expired_total",
+      help: "Orders moved to expired: validBefore passed with no live event.",
+      registers,
+    }),
     registrationRequests: new Counter({
       name: "flashindex_registration_requests_total",
       help: "Builder-code registration requests by outcome (ok, retryable, rejected).",

@@ -34,6 +34,11 @@ describe("parseConfig()", () => {
     expect(config.rpc.http).toEqual(["https://mainnet.base.org"]);
     expect(config.tokens[0]).toEqual({ address: USDC, startBlock: 100, label: "USDC" });
     expect(Object.isFrozen(config.rpc.retry)).toBe(true);
+    expect(config.cancel).toEqual({ confirmations: 2, receiptTimeoutMs: 120_000 });
+  });
+
+  test("reads the cancel relay's confirmations and receipt timeout", () => {
+    expect(parseConfig({ ...valid(), cancel: { confirmations: 5, receiptTimeoutMs: 3_000 } }, "t").cancel).toEqual({ confirmations: 5, receiptTimeoutMs: 3_000 });
   });
 
   test("accepts a depth or a tag as finality", () => {
@@ -65,6 +70,8 @@ describe("parseConfig()", () => {
     ["a metrics port out of range", { ...valid(), metrics: { port: 70_000 } }, "metrics.port", "at most 65535"],
     ["retry delays in the wrong order", { ...valid(), rpc: { http: "http://a", retry: { initialDelayMs: 10, maxDelayMs: 5 } } }, "rpc.retry.maxDelayMs", "at least"],
     ["a config that is not an object", [1, 2], "", "object"],
+    ["an unknown cancel key (keys never live in the config)", { ...valid(), cancel: { relayerKey: "0x00" } }, "cancel.relayerKey", "unknown key"],
+    ["zero cancel confirmations", { ...valid(), cancel: { confirmations: 0 } }, "cancel.confirmations", "at least 1"],
   ])("rejects %s with exit code 2 naming the field", (_name, raw, field, problem) => {
     const error = configError(raw);
     expect(error.field).toBe(field);

@@ -1,3 +1,4 @@
+import { createOrderUpkeep, ORDER_UPKEEP_INTERVAL_MS } from "../../authorization/orderUpkeep.js";
 import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
 import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
@@ -47,6 +48,15 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
   const health = createHealth();
   const { metrics: metricsConfig } = context.config;
   const server = metricsConfig.enabled ? await startOpsServer({ ...context, health }, metricsConfig) : undefined;
+  const orderUpkeep = createOrderUpkeep({ ...context, db });
+  const orderTimer = setInterval(() => {
+    try {
+      orderUpkeep.tick(Date.now());
+    } catch (error) {
+      context.logger.error({ msg: "Failed order upkeep", error: error instanceof Error ? error.message : String(error) });
+    }
+  }, ORDER_UPKEEP_INTERVAL_MS);
+  shutdown.add(() => clearInterval(orderTimer));
   context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });
   try {
     if (context.config.realtime.enabled) await followRealtime({ ...context, db, health });

@@ -1,0 +1,41 @@
+import { readFileSync } from "node:fs";
+import type { Hex } from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { ConfigError } from "../errors.js";
+
+export const RELAYER_KEY_ENV = "FLASHINDEX_RELAYER_KEY";
+export const BUYER_KEY_ENV = "FLASHINDEX_BUYER_KEY";
+
+/**
+ * Loads a private key from a file (the flag wins) or an environment variable, never from an argument.
+ * Undefined when neither is set. Messages name the source, never the key or any part of it.
+ */
+export function readKeyAccount(
+  source: { envName: string; fileFlag: string; filePath: string | undefined },
+  env: NodeJS.ProcessEnv = process.env,
+): PrivateKeyAccount | undefined {
+  let text: string;
+  let origin: string;
+  if (source.filePath !== undefined) {
+    origin = `${source.fileFlag} ${source.filePath}`;
+    try {
+      text = readFileSync(source.filePath, "utf8");
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new ConfigError(source.fileFlag, code === "ENOENT" ? `file ${source.filePath} does not exist` : `cannot read ${source.filePath} (${code})`);
+    }
+  } else {
+    const value = env[source.envName];
+    if (value === undefined || value.trim() === "") return undefined;
+    origin = source.envName;
+    text = value;
+  }
+  const trimmed = text.trim();
+  const hex = (trimmed.startsWith("0x") || trimmed.startsWith("0X") ? `0x${trimmed.slice(2)}` : `0x${trimmed}`) as Hex;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError(origin, "expected a private key of 32 bytes in hex (the value is not shown)");
+  try {
+    return privateKeyToAccount(hex);
+  } catch {
+    throw new ConfigError(origin, "not a valid secp256k1 private key (the value is not shown)");
+  }
+}

@@ -1,0 +1,37 @@
+import { decodeFunctionResult, encodeFunctionData, getAddress, type Address, type Hex } from "viem";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { RetryableError } from "../errors.js";
+import { flashTestTokenAbi } from "../devnet/contracts/flashTestToken.js";
+import type { TokenDomain } from "../devnet/eip3009.js";
+
+/** The FiatToken functions read here (the test token has the same signatures, protocol-notes §4). */
+const abi = flashTestTokenAbi;
+
+function parseHex(result: unknown): Hex {
+  // Note: a node may answer "0x" for a call to an address without code; that is garbage for us.
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]+$/.test(result) || result === "0x")
+    throw new RetryableError(`eth_call returned ${JSON.stringify(result)} instead of ABI data`);
+  return result as Hex;
+}
+
+async function call(client: RpcClient, token: Address, data: Hex, blockTag: string): Promise<Hex> {
+  return client.request("eth_call", [{ to: token, data }, blockTag], parseHex);
+}
+
+/**
+ * The token's EIP-712 domain: `name()` and `version()` read from the contract (never hard-coded),
+ * the configured (and verified) chain id, the token as verifying contract.
+ */
+export async function readTokenDomainOverRpc(client: RpcClient, token: Address, chainId: number): Promise<TokenDomain> {
+  const [name, version] = await Promise.all([
+    call(client, token, encodeFunctionData({ abi, functionName: "name" }), "latest").then((data) => decodeFunctionResult({ abi, functionName: "name", data })),
+    call(client, token, encodeFunctionData({ abi, functionName: "version" }), "latest").then((data) => decodeFunctionResult({ abi, functionName: "version", data })),
+  ]);
+  return { name, version, chainId, verifyingContract: getAddress(token) };
+}
+
+/** `authorizationState(authorizer, nonce)`: true once the nonce is used or canceled. `blockTag` as in eth_call. */
+export async function readAuthorizationState(client: RpcClient, token: Address, authorizer: Address, nonce: Hex, blockTag = "latest"): Promise<boolean> {
+  const data = await call(client, token, encodeFunctionData({ abi, functionName: "authorizationState", args: [authorizer, nonce] }), blockTag);
+  return decodeFunctionResult({ abi, functionName: "authorizationState", data });
+}

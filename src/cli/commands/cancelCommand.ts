@@ -1,0 +1,223 @@
+import { createPublicClient, formatEther, formatGwei, http, type Address, type Hex } from "viem";
+import { CANCEL_EXIT_CODES_HELP } from "../../authorization/cancelErrors.js";
+import {
+  estimateCancelCost,
+  prepareCancel,
+  relayCancel,
+  type CancelAuthority,
+  type CancelCost,
+  type CancelRelayDeps,
+  type PreparedCancel,
+} from "../../authorization/cancelRelay.js";
+import { createIndexedStateLookup } from "../../authorization/indexedAuthorizationState.js";
+import { BUYER_KEY_ENV, readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
+import { readAddress } from "../../config/fields.js";
+import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
+import { ConfigError, UsageError } from "../../errors.js";
+import { redactUrl } from "../../ops/redact.js";
+import type { Shutdown } from "../../ops/shutdown.js";
+import { parseCommandArgs } from "../args.js";
+
+export const CANCEL_HELP = `Usage: flashindex cancel --authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]
+
+Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the token's
+cancelAuthorization from the relayer account, waits for the confirmations, and checks that
+authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's domain,
+refuses a signer other than the authorizer, refuses a nonce already used, and simulates the call.
+
+The buyer's CancelAuthorization comes from --signature (65 bytes r ‖ s ‖ v), from --v/--r/--s, or is
+signed here with the buyer's key. Keys are never taken from the command line and never printed:
+  buyer key     ${BUYER_KEY_ENV} or --buyer-key-file PATH
+  relayer key   ${RELAYER_KEY_ENV} or --relayer-key-file PATH (not needed with --dry-run)
+
+Options:
+  --token ADDRESS          token contract (default: the only token of the config)
+  --authorizer ADDRESS     the authorization's from (the buyer)
+  --nonce 0x…              the authorization's nonce (32 bytes)
+  --signature 0x…          a ready CancelAuthorization signature, 65 bytes
+  --v N --r 0x… --s 0x…    the same signature in parts
+  --buyer-key-file PATH    file holding the buyer's private key (hex)
+  --relayer-key-file PATH  file holding the relayer's private key (hex)
+  --confirmations N        blocks to wait for, the receipt's included (overrides cancel.confirmations; default 2)
+  --dry-run                check, simulate and estimate only; send nothing; print the cost of both voiding paths
+  --json                   print one JSON object
+  -c, --config PATH        config file (default: indexer.config.json)
+  --db PATH                SQLite file, read to tell captured from canceled (overrides database.path)
+  -h, --help               show this help
+
+${CANCEL_EXIT_CODES_HELP}`;
+
+const OPTIONS = {
+  token: { type: "string" },
+  authorizer: { type: "string" },
+  nonce: { type: "string" },
+  signature: { type: "string" },
+  v: { type: "string" },
+  r: { type: "string" },
+  s: { type: "string" },
+  "buyer-key-file": { type: "string" },
+  "relayer-key-file": { type: "string" },
+  confirmations: { type: "string" },
+  "dry-run": { type: "boolean" },
+  json: { type: "boolean" },
+} as const;
+
+export async function cancelCommand(args: string[], _shutdown: Shutdown): Promise<void> {
+  const { values } = parseArgsHidingKeys(args);
+  if (values.help) return void console.log(CANCEL_HELP);
+  const config = loadConfig(values.config ?? DEFAULT_CONFIG_PATH, { databasePath: values.db, logLevel: values["log-level"] });
+
+  const authorizer = required("--authorizer", values.authorizer, (v) => readAddress("--authorizer", v));
+  const nonce = required("--nonce", values.nonce, (v) => hex32("--nonce", v));
+  const token = values.token === undefined ? onlyToken(config.tokens.map((t) => t.address)) : readAddress("--token", values.token);
+  const confirmations = values.confirmations === undefined ? config.cancel.confirmations : positiveInteger("--confirmations", values.confirmations);
+  const authority = authorityOf(values);
+  const dryRun = values["dry-run"] === true;
+  const relayer = readKeyAccount({ envName: RELAYER_KEY_ENV, fileFlag: "--relayer-key-file", filePath: values["relayer-key-file"] });
+  if (relayer === undefined && !dryRun)
+    throw new UsageError(`cancel: no relayer key: set ${RELAYER_KEY_ENV} or pass --relayer-key-file (or use --dry-run)`);
+
+  const url = config.rpc.http[0]!;
+  const client = createPublicClient({ transport: http(url, { timeout: config.rpc.timeoutMs, retryCount: config.rpc.retry.maxAttempts - 1 }) });
+  const deps: CancelRelayDeps = {
+    client,
+    relayer,
+    confirmations,
+    receiptTimeoutMs: config.cancel.receiptTimeoutMs,
+    lookupIndexedState: createIndexedStateLookup(config.database.path),
+    onSent: ({ txHash, relayerNonce }) =>
+      console.error(`flashindex: sent ${txHash} (relayer nonce ${relayerNonce}), waiting for ${confirmations} confirmation(s)`),
+  };
+  const chainId = await client.getChainId().catch(() => undefined);
+  if (chainId !== undefined && chainId !== config.chainId)
+    throw new ConfigError("rpc.http", `${redactUrl(url)} serves chain ${chainId}, the config says ${config.chainId}`);
+
+  const prepared = await prepareCancel(deps, { token, authorizer, nonce, authority });
+  if (dryRun) return printDryRun(prepared, await estimateCancelCost(deps, prepared), relayer?.address, values.json === true);
+
+  const result = await relayCancel(deps, prepared);
+  if (values.json)
+    return void console.log(
+      JSON.stringify(
+        {
+          token,
+          authorizer,
+          nonce,
+          txHash: result.txHash,
+          blockNumber: Number(result.blockNumber),
+          confirmations: result.confirmations,
+          relayer: relayer?.address,
+          relayerNonce: result.relayerNonce,
+          gasUsed: result.gasUsed.toString(),
+          authorizationState: result.authorizationState,
+        },
+        null,
+        2,
+      ),
+    );
+  console.log(
+    [
+      `canceled   ${authorizer} nonce ${nonce} on ${token}`,
+      `tx         ${result.txHash} (relayer ${relayer?.address}, nonce ${result.relayerNonce}, gas used ${result.gasUsed})`,
+      `block      ${result.blockNumber}`,
+      `confirmations ${result.confirmations}`,
+      `authorizationState ${result.authorizationState}`,
+    ].join("\n"),
+  );
+}
+
+/** The one line that compares the two voiding paths (interface spec, cost comparison). */
+export function costLine(cost: CancelCost): string {
+  return (
+    `cost: off chain (mark void, let validBefore pass): no transaction, 0 gas, 0 ETH | ` +
+    `on chain (cancelAuthorization): 1 transaction, ${cost.gas} gas × ${formatGwei(cost.gasPriceWei)} gwei = ${formatEther(cost.costWei)} ETH`
+  );
+}
+
+function printDryRun(prepared: PreparedCancel, cost: CancelCost, relayer: Address | undefined, json: boolean): void {
+  const { domain } = prepared;
+  if (json)
+    return void console.log(
+      JSON.stringify(
+        {
+          dryRun: true,
+          sent: false,
+          token: prepared.token,
+          domain,
+          authorizer: prepared.authorizer,
+          nonce: prepared.nonce,
+          authorizationState: false,
+          simulatedFrom: prepared.simulatedFrom,
+          relayer: relayer ?? null,
+          cost: {
+            offChain: { transactions: 0, gas: "0", costWei: "0" },
+            onChain: { transactions: 1, gas: cost.gas.toString(), gasPriceWei: cost.gasPriceWei.toString(), costWei: cost.costWei.toString(), costEth: formatEther(cost.costWei) },
+          },
+        },
+        null,
+        2,
+      ),
+    );
+  console.log(
+    [
+      `dry run: nothing was sent`,
+      `token      ${prepared.token} (name ${JSON.stringify(domain.name)}, version ${JSON.stringify(domain.version)}, chain ${domain.chainId})`,
+      `authorizer ${prepared.authorizer} (the signer)`,
+      `nonce      ${prepared.nonce} (authorizationState false: unused)`,
+      `simulation cancelAuthorization succeeds from ${prepared.simulatedFrom}`,
+      costLine(cost),
+    ].join("\n"),
+  );
+}
+
+type Values = ReturnType<typeof parseArgsHidingKeys>["values"];
+
+function parseArgsHidingKeys(args: string[]) {
+  try {
+    return parseCommandArgs("cancel", args, OPTIONS);
+  } catch (error) {
+    // A key pasted as an argument must not come back in the message: hide every 32-byte hex run.
+    if (error instanceof UsageError) throw new UsageError(error.shortMessage.replace(/(?:0x)?[0-9a-fA-F]{64}/g, "<hidden>"));
+    throw error;
+  }
+}
+
+function authorityOf(values: Values): CancelAuthority {
+  const parts = [values.v, values.r, values.s];
+  const givenParts = parts.filter((p) => p !== undefined).length;
+  const sources = (values.signature === undefined ? 0 : 1) + (givenParts > 0 ? 1 : 0) + (values["buyer-key-file"] === undefined ? 0 : 1);
+  if (sources > 1) throw new UsageError("cancel: give one of --signature, --v/--r/--s or --buyer-key-file");
+  if (values.signature !== undefined) {
+    if (!/^0x[0-9a-fA-F]{130}$/.test(values.signature)) throw new UsageError("--signature: expected 65 bytes of hex (0x + 130 digits: r ‖ s ‖ v)");
+    return { kind: "signature", signature: values.signature as Hex };
+  }
+  if (givenParts > 0) {
+    if (givenParts < 3) throw new UsageError("cancel: --v, --r and --s go together");
+    if (!/^(?:0|[1-9][0-9]{0,2})$/.test(values.v!) || Number(values.v) > 255) throw new UsageError(`--v: expected 27 or 28 (or 0/1), got ${JSON.stringify(values.v)}`);
+    return { kind: "vrs", v: Number(values.v), r: hex32("--r", values.r!), s: hex32("--s", values.s!) };
+  }
+  const buyer = readKeyAccount({ envName: BUYER_KEY_ENV, fileFlag: "--buyer-key-file", filePath: values["buyer-key-file"] });
+  if (buyer === undefined)
+    throw new UsageError(`cancel: no CancelAuthorization: pass --signature or --v/--r/--s, or give the buyer key (${BUYER_KEY_ENV} or --buyer-key-file)`);
+  return { kind: "key", account: buyer };
+}
+
+function required<T>(flag: string, value: string | undefined, read: (value: string) => T): T {
+  if (value === undefined) throw new UsageError(`cancel: ${flag} is required (see flashindex cancel --help)`);
+  return read(value);
+}
+
+function hex32(flag: string, value: string): Hex {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(value)) throw new UsageError(`${flag}: expected 32 bytes of hex (0x + 64 digits)`);
+  return value.toLowerCase() as Hex;
+}
+
+function positiveInteger(flag: string, value: string): number {
+  if (!/^[1-9][0-9]{0,3}$/.test(value)) throw new UsageError(`${flag}: expected a whole number from 1 to 9999, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+function onlyToken(tokens: Address[]): Address {
+  if (tokens.length !== 1) throw new UsageError(`cancel: --token is required when the config lists ${tokens.length} tokens`);
+  return tokens[0]!;
+}

@@ -1,0 +1,166 @@
+import { getAddress } from "viem";
+import { addOrder, getOrder, listOrders, listTransitions, ORDER_STATES, voidOrder, OrderNotFoundError, type Order } from "../../authorization/orders.js";
+import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
+import { verifyTransferAuthorization } from "../../authorization/verifyAuthorization.js";
+import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
+import type { Config } from "../../config/types.js";
+import { UsageError } from "../../errors.js";
+import type { Shutdown } from "../../ops/shutdown.js";
+import { openDatabase, type Database } from "../../store/openDatabase.js";
+import {
+  parseAddressFlag,
+  parseBytes32Flag,
+  parseChoiceFlag,
+  parseIdFlag,
+  parseSignatureFlag,
+  parseUint256Flag,
+  parseUnixSecondsFlag,
+} from "../authorizationFlags.js";
+import { parseCommandArgs } from "../args.js";
+import { createContext, verifyChain, type CommonFlags } from "../context.js";
+
+export const ORDER_HELP = `Usage: flashindex order <add|void|show|list> [options]
+
+Merchant orders: signed EIP-3009 transfer authorizations kept off chain in the database, with their
+state (authorized, voided_offchain, captured, canceled, expired). The daemon moves orders to
+captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired when
+validBefore passes unused.
+
+  order add --token T --from A --to B --value V --valid-after N --valid-before N --nonce 0x.. --signature 0x.. [--kind transfer|receive]
+      Verifies the EIP-712 signature against the token's domain (name() and version() read over
+      the configured RPC) and stores the order. Exit 1 when the signer is not --from.
+  order void <id>      marks an authorized order voided off chain (the signature will never be submitted)
+  order show <id>      prints the order and its transitions
+  order list [--state S]
+
+Exit 0 on success, 2 for a bad flag (the message names it), 1 for a bad signature, an unknown order
+or a transition its state does not allow.
+
+Options:
+  --json              print JSON instead of text (add, void, show, list)
+  -c, --config PATH   config file (default: indexer.config.json)
+  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  -h, --help          show this help`;
+
+const OPTIONS = {
+  token: { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  value: { type: "string" },
+  "valid-after": { type: "string" },
+  "valid-before": { type: "string" },
+  nonce: { type: "string" },
+  signature: { type: "string" },
+  kind: { type: "string" },
+  state: { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+export async function orderCommand(args: string[], shutdown: Shutdown): Promise<void> {
+  const { values, positionals } = parseCommandArgs("order", args, OPTIONS, true);
+  if (values.help) return void console.log(ORDER_HELP);
+  const [sub, ...rest] = positionals;
+  const json = values.json === true;
+  const common: CommonFlags = { config: values.config, db: values.db, "log-level": values["log-level"] ?? "warn" };
+  switch (sub) {
+    case "add": {
+      noPositionals("order add", rest);
+      // Every flag is checked before the config is read or the RPC contacted.
+      const token = parseAddressFlag("--token", values.token);
+      const message = {
+        from: parseAddressFlag("--from", values.from),
+        to: parseAddressFlag("--to", values.to),
+        value: parseUint256Flag("--value", values.value),
+        validAfter: parseUnixSecondsFlag("--valid-after", values["valid-after"]),
+        validBefore: parseUnixSecondsFlag("--valid-before", values["valid-before"]),
+        nonce: parseBytes32Flag("--nonce", values.nonce),
+      };
+      const signature = parseSignatureFlag("--signature", values.signature);
+      const kind = values.kind === undefined ? "transfer" : parseChoiceFlag("--kind", values.kind, ["transfer", "receive"] as const);
+      if (message.validBefore <= message.validAfter)
+        throw new UsageError(`--valid-before: ${message.validBefore} must be after --valid-after ${message.validAfter}`);
+
+      const context = createContext(common, shutdown);
+      checkConfiguredToken(context.config, token);
+      await verifyChain(context);
+      const domain = await readTokenDomainOverRpc(context.client, token, context.config.chainId);
+      await verifyTransferAuthorization(
+        domain,
+        kind,
+        { ...message, from: getAddress(message.from), to: getAddress(message.to), validAfter: BigInt(message.validAfter), validBefore: BigInt(message.validBefore) },
+        signature,
+      );
+      const db = openDb(context.config, shutdown);
+      const order = addOrder(db, { chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature }, Date.now());
+      return print(json, order, `order ${order.id} ${describe(order)}`);
+    }
+    case "void": {
+      const id = parseIdFlag("<id>", single("order void", rest));
+      const db = openDb(readConfig(common), shutdown);
+      const order = voidOrder(db, id, Date.now());
+      return print(json, order, `order ${order.id} ${describe(order)}`);
+    }
+    case "show": {
+      const id = parseIdFlag("<id>", single("order show", rest));
+      const db = openDb(readConfig(common), shutdown);
+      const order = getOrder(db, id);
+      if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
+      const transitions = listTransitions(db, id);
+      if (json) return void console.log(JSON.stringify({ ...order, transitions }, null, 2));
+      console.log(`order ${order.id} ${describe(order)}`);
+      console.log(`  token ${order.token}  ${order.kind}WithAuthorization  from ${order.authorizer}  to ${order.payee}  value ${order.value}`);
+      console.log(`  valid after ${order.validAfter}  before ${order.validBefore} (unix s)  nonce ${order.nonce}`);
+      if (order.eventTxHash !== null) console.log(`  event tx ${order.eventTxHash}`);
+      for (const t of transitions)
+        console.log(`  ${new Date(t.at).toISOString()}  ${t.fromState ?? "-"} -> ${t.toState}${t.eventStatus ? ` (${t.eventStatus})` : ""}  ${t.cause}${t.txHash ? `  ${t.txHash}` : ""}`);
+      return;
+    }
+    case "list": {
+      noPositionals("order list", rest);
+      const state = values.state === undefined ? undefined : parseChoiceFlag("--state", values.state, ORDER_STATES);
+      const db = openDb(readConfig(common), shutdown);
+      const orders = listOrders(db, { state });
+      if (json) return void console.log(JSON.stringify(orders, null, 2));
+      if (orders.length === 0) return void console.log("no orders");
+      for (const o of orders) console.log(`${String(o.id).padStart(6)}  ${describe(o).padEnd(40)}  ${o.authorizer}  ${o.value}  before ${o.validBefore}`);
+      return;
+    }
+    default:
+      throw new UsageError(`order: expected a subcommand add, void, show or list${sub === undefined ? "" : `, got ${JSON.stringify(sub)}`} (see flashindex order --help)`);
+  }
+}
+
+/** State, the status of the event behind it, and the voided-then-captured flag. */
+function describe(order: Order): string {
+  const status = order.eventStatus === null ? "" : ` (${order.eventStatus})`;
+  return `${order.state}${status}${order.voidedThenCaptured ? " VOIDED THEN CAPTURED" : ""}`;
+}
+
+function print(json: boolean, order: Order, text: string): void {
+  console.log(json ? JSON.stringify(order, null, 2) : text);
+}
+
+function readConfig(flags: CommonFlags): Config {
+  return loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
+}
+
+function openDb(config: Config, shutdown: Shutdown): Database {
+  const db = openDatabase(config.database.path, config.chainId);
+  shutdown.add(() => db.close());
+  return db;
+}
+
+/** An order for a token the daemon does not index would never be captured, canceled or expired by it. */
+function checkConfiguredToken(config: Config, token: string): void {
+  if (!config.tokens.some((t) => t.address.toLowerCase() === token))
+    throw new UsageError(`--token: ${token} is not one of the configured tokens (tokens[].address)`);
+}
+
+function single(command: string, rest: string[]): string | undefined {
+  if (rest.length > 1) throw new UsageError(`${command}: expected one order id, got ${rest.length} arguments`);
+  return rest[0];
+}
+
+function noPositionals(command: string, rest: string[]): void {
+  if (rest.length > 0) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(rest[0])}`);
+}
