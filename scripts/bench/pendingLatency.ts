@@ -2,6 +2,7 @@ import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pino } from "pino";
 import { WebSocketServer } from "ws";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { createWsSubscription } from "../../src/chain/wsSubscription.js";
@@ -69,11 +70,12 @@ async function measure(rate: number) {
   const port = await new Promise<number>((resolve) => child.once("message", (m: { port: number }) => resolve(m.port)));
   const dir = mkdtempSync(join(tmpdir(), "flashindex-latency-"));
   const config = parseConfig(
-    { chainId: 8453, rpc: { http: ["http://127.0.0.1:9"] }, tokens: [{ address: TOKEN, startBlock: 0 }], database: { path: join(dir, "p.db") }, logLevel: "warn" },
+    // Attribution runs after the commit and needs a node; this measures the pending path alone.
+    { chainId: 8453, rpc: { http: ["http://127.0.0.1:9"] }, attribution: { enabled: false }, tokens: [{ address: TOKEN, startBlock: 0 }], database: { path: join(dir, "p.db") }, logLevel: "warn" },
     "bench",
   );
   const shutdown = createShutdown();
-  const logger = createLogger("warn");
+  const logger = createLogger("warn", pino.destination(2));
   const metrics = createMetrics({ defaultMetrics: false });
   const db = openDatabase(config.database.path, config.chainId);
   const deps = { config, logger, metrics, shutdown, db, client: createRpcClient({ config, logger, metrics, shutdown }) };

@@ -12,30 +12,44 @@ export type HttpTransport = (url: string, body: string, signal: AbortSignal) => 
  */
 export function createHttpTransport(options: { timeoutMs: number; maxResponseBytes: number }): HttpTransport {
   return async (url, body, signal) => {
-    const timeout = AbortSignal.timeout(options.timeoutMs);
-    const combined = AbortSignal.any([signal, timeout]);
-    let response: Response;
+    // One controller per request, fed by the timeout and the shutdown signal; the listener on the
+    // long-lived shutdown signal is removed when the request ends, so none pile up.
+    const controller = new AbortController();
+    const timeout = { fired: false };
+    const timer = setTimeout(() => {
+      timeout.fired = true;
+      controller.abort();
+    }, options.timeoutMs);
+    const onShutdown = () => controller.abort(signal.reason);
+    if (signal.aborted) onShutdown();
+    else signal.addEventListener("abort", onShutdown, { once: true });
     try {
-      response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body,
-        signal: combined,
-      });
-    } catch (error) {
-      throw transportFailure(url, error, timeout, signal);
-    }
-    if (response.status === 413)
-      throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
-    if (!response.ok) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
-    }
-    try {
-      return await readCapped(response, options.maxResponseBytes, url);
-    } catch (error) {
-      if (error instanceof RangeLimitError) throw error;
-      throw transportFailure(url, error, timeout, signal);
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json" },
+          body,
+          signal: controller.signal,
+        });
+      } catch (error) {
+        throw transportFailure(url, error, timeout.fired, signal);
+      }
+      if (response.status === 413)
+        throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
+      if (!response.ok) {
+        await response.body?.cancel().catch(() => undefined);
+        throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
+      }
+      try {
+        return await readCapped(response, options.maxResponseBytes, url);
+      } catch (error) {
+        if (error instanceof RangeLimitError) throw error;
+        throw transportFailure(url, error, timeout.fired, signal);
+      }
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onShutdown);
     }
   };
 }
@@ -46,9 +60,9 @@ async function readCapped(response: Response, maxBytes: number, url: string): Pr
   return text;
 }
 
-function transportFailure(url: string, error: unknown, timeout: AbortSignal, signal: AbortSignal): Error {
+function transportFailure(url: string, error: unknown, timedOut: boolean, signal: AbortSignal): Error {
   if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error("aborted");
-  if (timeout.aborted) return new RpcTransportError(`${redactUrl(url)} timed out`);
+  if (timedOut) return new RpcTransportError(`${redactUrl(url)} timed out`);
   const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
   return new RpcTransportError(`${redactUrl(url)} unreachable: ${redactText(cause)}`);
 }
