@@ -15,8 +15,8 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
-import { flashTestTokenAbi } from "../devnet/contracts/flashTestToken.js";
-import { AUTHORIZATION_TYPES, readTokenDomain, signCancelAuthorization, type TokenDomain } from "../devnet/eip3009.js";
+import { EIP3009_ABI } from "./eip3009Abi.js";
+import { AUTHORIZATION_TYPES, readTokenDomain, signCancelAuthorization, type TokenDomain } from "./eip3009.js";
 import { BaseError, FatalError } from "../errors.js";
 import {
   AlreadyCanceledError,
@@ -34,7 +34,7 @@ import {
 import type { IndexedStateLookup } from "./indexedAuthorizationState.js";
 
 // The test token carries FiatToken v2.2's EIP-3009 ABI (protocol-notes §4), so its ABI serves any such token.
-const abi = flashTestTokenAbi;
+const abi = EIP3009_ABI;
 
 /** Half the secp256k1 order: FiatToken's ECRecover refuses a higher s (EIP-2 malleability). */
 const SECP256K1_HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;

@@ -1,11 +1,11 @@
 import { decodeFunctionResult, encodeFunctionData, getAddress, type Address, type Hex } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { RetryableError } from "../errors.js";
-import { flashTestTokenAbi } from "../devnet/contracts/flashTestToken.js";
-import type { TokenDomain } from "../devnet/eip3009.js";
+import { EIP3009_ABI } from "./eip3009Abi.js";
+import type { TokenDomain } from "./eip3009.js";
 
 /** The FiatToken functions read here (the test token has the same signatures, protocol-notes §4). */
-const abi = flashTestTokenAbi;
+const abi = EIP3009_ABI;
 
 function parseHex(result: unknown): Hex {
   // Note: a node may answer "0x" for a call to an address without code; that is garbage for us.

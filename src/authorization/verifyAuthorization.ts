@@ -1,5 +1,5 @@
 import { isAddressEqual, recoverTypedDataAddress, serializeSignature, type Address, type Hex } from "viem";
-import { AUTHORIZATION_TYPES, type TokenDomain, type TransferAuthorization } from "../devnet/eip3009.js";
+import { AUTHORIZATION_TYPES, type TokenDomain, type TransferAuthorization } from "./eip3009.js";
 import { BaseError } from "../errors.js";
 
 export type AuthorizationKind = "transfer" | "receive";

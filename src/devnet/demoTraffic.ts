@@ -2,7 +2,7 @@ import { createPublicClient, createWalletClient, http, toHex, type Address, type
 import { privateKeyToAccount } from "viem/accounts";
 import { schema0Suffix, schema2Suffix } from "./attributionSuffix.js";
 import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
-import { readTokenDomain, signCancelAuthorization, signReceiveAuthorization, signTransferAuthorization, type TokenDomain } from "./eip3009.js";
+import { readTokenDomain, signCancelAuthorization, signReceiveAuthorization, signTransferAuthorization, type TokenDomain } from "../authorization/eip3009.js";
 import type { Devnet } from "./startDevnet.js";
 
 export type TrafficOptions = {

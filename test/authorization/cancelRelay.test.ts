@@ -19,7 +19,7 @@ import {
 import { estimateCancelCost, prepareCancel, relayCancel, type CancelAuthority, type CancelRelayDeps } from "../../src/authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../src/authorization/indexedAuthorizationState.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
-import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/devnet/eip3009.js";
+import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createOrderUpkeep } from "../../src/authorization/orderUpkeep.js";
 import { addOrder, getOrder, listTransitions, voidOrder } from "../../src/authorization/orders.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
-import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/devnet/eip3009.js";
+import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { AUTHORIZATION_USED_TOPIC } from "../../src/decode/paymentEvents.js";

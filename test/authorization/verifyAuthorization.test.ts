@@ -5,7 +5,7 @@ import { compareAuthorization } from "../../src/cli/commands/authCommand.js";
 import { assertTransition, ORDER_STATES, ORDER_TRANSITIONS, OrderStateError, type TransitionActor } from "../../src/authorization/orders.js";
 import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../src/authorization/verifyAuthorization.js";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
-import { signReceiveAuthorization, signTransferAuthorization, type TokenDomain, type TransferAuthorization } from "../../src/devnet/eip3009.js";
+import { signReceiveAuthorization, signTransferAuthorization, type TokenDomain, type TransferAuthorization } from "../../src/authorization/eip3009.js";
 
 const buyer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[1]);
 const other = privateKeyToAccount(ANVIL_PRIVATE_KEYS[4]);

@@ -3,7 +3,7 @@ import { createWalletClient, http, numberToHex, pad, type Address, type Hex } fr
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
-import { TRANSFER_TOPIC } from "../../src/devnet/eip3009.js";
+import { TRANSFER_TOPIC } from "../../src/authorization/eip3009.js";
 import type { RpcLogObject } from "../../src/devnet/front/rpcLogObject.js";
 import { startDevnet, type Devnet, type DevnetOptions } from "../../src/devnet/startDevnet.js";
 import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpcClient.js";

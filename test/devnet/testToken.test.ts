@@ -35,7 +35,7 @@ import {
   TRANSFER_TOPIC,
   type TokenDomain,
   type TransferAuthorization,
-} from "../../src/devnet/eip3009.js";
+} from "../../src/authorization/eip3009.js";
 
 const abi = flashTestTokenAbi;
 const payer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[1]);

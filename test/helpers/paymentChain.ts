@@ -3,7 +3,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_PRIVATE_KEYS, startAnvil } from "../../src/devnet/anvil.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
-import { readTokenDomain, signCancelAuthorization, signTransferAuthorization } from "../../src/devnet/eip3009.js";
+import { readTokenDomain, signCancelAuthorization, signTransferAuthorization } from "../../src/authorization/eip3009.js";
 
 /**
  * A real anvil chain (chain id 8453) with our EIP-3009 test token and a little payment history:

@@ -1,5 +1,5 @@
 import { parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
-import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
+import { EIP3009_ABI } from "./eip3009Abi.js";
 
 // The decoder owns the topic0 values (protocol-notes §4); re-exported so tests of the token need one import.
 export { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../decode/paymentEvents.js";
@@ -34,8 +34,8 @@ export type SignedParts = { signature: Hex; v: number; r: Hex; s: Hex };
 /** The token's EIP-712 domain, read from the contract (never hard-coded: USDC's name differs per chain). */
 export async function readTokenDomain(client: PublicClient, token: Address): Promise<TokenDomain> {
   const [name, version, chainId] = await Promise.all([
-    client.readContract({ address: token, abi: flashTestTokenAbi, functionName: "name" }),
-    client.readContract({ address: token, abi: flashTestTokenAbi, functionName: "version" }),
+    client.readContract({ address: token, abi: EIP3009_ABI, functionName: "name" }),
+    client.readContract({ address: token, abi: EIP3009_ABI, functionName: "version" }),
     client.getChainId(),
   ]);
   return { name, version, chainId, verifyingContract: token };

@@ -1,0 +1,10 @@
+import { parseAbi } from "viem";
+
+/** The parts of an EIP-3009 token (Circle's FiatToken v2.2) flashindex calls; nothing test-only. */
+export const EIP3009_ABI = parseAbi([
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
+  "function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)",
+]);
