@@ -1,5 +1,5 @@
 import type { RpcLogObject } from "./rpcLogObject.js";
-import type { Upstream } from "./upstream.js";
+import { UpstreamError, type Upstream } from "./upstream.js";
 
 type RawBlock = { number: string; hash: string; parentHash: string; timestamp: string } & Record<string, unknown>;
 type TrackedBlock = { number: number; hash: string; header: RawBlock; logs: RpcLogObject[] };
@@ -71,9 +71,16 @@ export function createCanonicalWatcher(upstream: Upstream, events: CanonicalEven
       }
       running = (async () => {
         try {
+          let raced = 0;
           do {
             again = false;
-            await syncOnce();
+            try {
+              await syncOnce();
+            } catch (error) {
+              // A reorg between reading a header and its logs: anvil no longer knows the block. Look again.
+              if (!(error instanceof UpstreamError) || !/unknown block/i.test(error.message) || ++raced > 3) throw error;
+              again = true;
+            }
           } while (again);
         } finally {
           running = undefined;

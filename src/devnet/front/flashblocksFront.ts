@@ -210,6 +210,8 @@ export async function startFlashblocksFront(options: FrontOptions) {
   const host = options.host ?? "127.0.0.1";
 
   const timers: NodeJS.Timeout[] = [];
+  /** Timer work in flight, so close() can wait for it instead of pulling anvil out from under it. */
+  const inFlight = new Set<Promise<unknown>>();
   const every = (ms: number, work: () => Promise<unknown>) => {
     if (ms <= 0) return;
     let busy = false;
@@ -217,9 +219,13 @@ export async function startFlashblocksFront(options: FrontOptions) {
       setInterval(() => {
         if (busy) return;
         busy = true;
-        work()
+        const running = work()
           .catch(reportError)
-          .finally(() => (busy = false));
+          .finally(() => {
+            busy = false;
+            inFlight.delete(running);
+          });
+        inFlight.add(running);
       }, ms),
     );
   };
@@ -236,6 +242,7 @@ export async function startFlashblocksFront(options: FrontOptions) {
     sequencer,
     close: async () => {
       for (const timer of timers) clearInterval(timer);
+      await Promise.allSettled([...inFlight]);
       for (const socket of sockets) socket.terminate();
       wss.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
