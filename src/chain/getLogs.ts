@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { RpcResponseError } from "./rpcErrors.js";
-import { parseRpcLog, type RpcLog } from "./rpcLog.js";
+import { parseRpcLog, PRECONFIRMED_BLOCK_HASH, type RpcLog } from "./rpcLog.js";
 import type { RpcClient } from "./rpcClient.js";
 
 /** Inclusive block range. */
@@ -16,8 +16,6 @@ export type LogFilter = LogScope & {
   topic0: readonly Hex[];
 };
 
-/** Pre-confirmed logs carry a zero block hash (Base Flashblocks). */
-const ZERO_HASH = `0x${"0".repeat(64)}`;
 
 export type OutOfFilterReason = "outside_range" | "unrequested_address" | "unrequested_topic" | "removed_flag";
 
@@ -46,23 +44,28 @@ export async function getLogs(client: RpcClient, filter: LogFilter): Promise<Get
 
 function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
   if (!Array.isArray(result)) throw new RpcResponseError("eth_getLogs answered with a non-array result");
-  const addresses = new Set(filter.addresses);
-  const topics = new Set(filter.topic0);
+  const parsed = result.map((item, i) => parseRpcLog(item, `eth_getLogs result[${i}]`));
+  const { logs, outOfFilter } = partitionByFilter(parsed, filter);
   const blockHashes = new Map<number, Hex>();
-  const logs: RpcLog[] = [];
-  const outOfFilter: GetLogsResult["outOfFilter"] = [];
-  for (let i = 0; i < result.length; i++) {
-    const log = parseRpcLog(result[i], `eth_getLogs result[${i}]`);
-    const reason = outOfFilterReason(log, filter, addresses, topics);
-    if (reason !== undefined) {
-      outOfFilter.push({ log, reason });
-      continue;
-    }
+  for (const log of logs) {
     const known = blockHashes.get(log.blockNumber);
     if (known === undefined) blockHashes.set(log.blockNumber, log.blockHash);
     else if (known !== log.blockHash)
       throw new RpcResponseError(`eth_getLogs answer holds two hashes for block ${log.blockNumber} (a reorg mid-answer)`);
-    logs.push(log);
+  }
+  return { logs, outOfFilter };
+}
+
+/** Sets apart the logs a filter excludes (a provider, or a subscription, may send them anyway), with the reason. */
+export function partitionByFilter(parsed: readonly RpcLog[], filter: LogFilter): GetLogsResult {
+  const addresses = new Set(filter.addresses);
+  const topics = new Set(filter.topic0);
+  const logs: RpcLog[] = [];
+  const outOfFilter: GetLogsResult["outOfFilter"] = [];
+  for (const log of parsed) {
+    const reason = outOfFilterReason(log, filter, addresses, topics);
+    if (reason === undefined) logs.push(log);
+    else outOfFilter.push({ log, reason });
   }
   return { logs, outOfFilter };
 }
@@ -82,7 +85,7 @@ function outOfFilterReason(
 }
 
 function inScope(log: RpcLog, scope: LogScope): boolean {
-  if ("pending" in scope) return log.blockHash === ZERO_HASH;
+  if ("pending" in scope) return log.blockHash === PRECONFIRMED_BLOCK_HASH;
   if ("blockHash" in scope) return log.blockHash === scope.blockHash && log.blockNumber === scope.blockNumber;
   return log.blockNumber >= scope.from && log.blockNumber <= scope.to;
 }

@@ -16,6 +16,9 @@ export type RpcLog = {
   removed: boolean;
 };
 
+/** The block hash of a pre-confirmed log (32 zero bytes), as Base's Flashblocks nodes send it. */
+export const PRECONFIRMED_BLOCK_HASH: Hex = `0x${"0".repeat(64)}`;
+
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const WORD = /^0x[0-9a-fA-F]{64}$/;
 const BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;

@@ -3,9 +3,6 @@ import type { Hex } from "viem";
 import type { LogRow } from "../decode/logRow.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 
-/** A pre-confirmed log carries this block hash (32 zero bytes), as Base's Flashblocks nodes send it. */
-export const ZERO_HASH: Hex = `0x${"0".repeat(64)}`;
-
 export type BlockApplied = {
   inserted: number;
   promoted: number;

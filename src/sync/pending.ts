@@ -1,6 +1,6 @@
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { getLogs } from "../chain/getLogs.js";
+import { getLogs, partitionByFilter } from "../chain/getLogs.js";
 import { parseRpcLog, type RpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
 import { toLogRows, type LogRow, type LogSource } from "../decode/logRow.js";
@@ -19,8 +19,6 @@ export type PendingDeps = SyncDeps & {
   onStored?: ((rows: readonly LogRow[]) => void) | undefined;
 };
 
-/** Zero-hash pre-confirmed log: the pending view's marker. */
-const ZERO_HASH = `0x${"0".repeat(64)}`;
 
 /**
  * Indexes pre-confirmed logs from two sources into one set of rows: the pending view polled about
@@ -32,8 +30,7 @@ export function createPendingIndexer(deps: PendingDeps) {
   const logger = deps.logger.child({ component: "pending" });
   const lifecycle = createLifecycle(db);
   const addresses = config.tokens.map((t) => t.address.toLowerCase() as Hex);
-  const addressSet = new Set(addresses);
-  const topicSet = new Set<string>(PAYMENT_TOPICS);
+  const pendingFilter = { pending: true, addresses, topic0: PAYMENT_TOPICS } as const;
   const positions = createStreamPositions();
   const attributionWriter = createAttributionWriter(db);
   const attributor = config.attribution.enabled ? createAttributor({ client, metrics, chainId: config.chainId, writer: attributionWriter }) : undefined;
@@ -101,7 +98,7 @@ export function createPendingIndexer(deps: PendingDeps) {
   /** Reads the whole pending view once (also after each pendingLogs reconnect, to fill what was missed). */
   async function pollOnce(): Promise<number> {
     const receivedAt = performance.now();
-    const { logs, outOfFilter } = await getLogs(client, { pending: true, addresses, topic0: PAYMENT_TOPICS });
+    const { logs, outOfFilter } = await getLogs(client, pendingFilter);
     for (const { reason } of outOfFilter) metrics.rpcRejectedLogs.inc({ reason });
     return store(rowsOf(logs, "pending"), "pending", [receivedAt]);
   }
@@ -112,8 +109,8 @@ export function createPendingIndexer(deps: PendingDeps) {
       try {
         await pollOnce();
       } catch (error) {
-        if (error instanceof ShutdownError || !(error instanceof RetryableError)) {
-          if (error instanceof ShutdownError) throw error;
+        if (error instanceof ShutdownError) throw error;
+        if (!(error instanceof RetryableError)) {
           logger.error({ msg: "Stopped polling the pending view", error: (error as Error).message });
           return;
         }
@@ -127,8 +124,8 @@ export function createPendingIndexer(deps: PendingDeps) {
     try {
       const array = Array.isArray(result);
       const logs = (array ? result : [result]).map((item, i) => parseRpcLog(item, `pendingLogs result[${i}]`));
-      const wanted = logs.filter((log) => log.blockHash === ZERO_HASH && addressSet.has(log.address) && topicSet.has(log.topics[0] ?? ""));
-      if (wanted.length < logs.length) metrics.rpcRejectedLogs.inc({ reason: "unrequested_address" }, logs.length - wanted.length);
+      const { logs: wanted, outOfFilter } = partitionByFilter(logs, pendingFilter);
+      for (const { reason } of outOfFilter) metrics.rpcRejectedLogs.inc({ reason });
       const rows = rowsOf(wanted, "pending_ws");
       // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
       if (!array) for (const row of rows) row.txLogPosition = positions.place(row);

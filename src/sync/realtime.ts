@@ -8,7 +8,7 @@ import { parseRpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
-import { FatalError, RetryableError, ShutdownError } from "../errors.js";
+import { FatalError, RetryableError } from "../errors.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
@@ -182,7 +182,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       try {
         await applyHead(head);
       } catch (error) {
-        if (!(error instanceof RetryableError) || error instanceof ShutdownError) throw error;
+        if (!(error instanceof RetryableError)) throw error;
         logger.warn({ msg: "Failed to apply head, retrying with the next one", block_number: head.number, error: error.shortMessage });
       }
     });
@@ -240,7 +240,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
         const head = await getBlockHeader(client, "latest");
         if (head !== undefined && serial.size === 0) await submitHead(head);
       } catch (error) {
-        if (!(error instanceof RetryableError) || error instanceof ShutdownError) throw error;
+        if (!(error instanceof RetryableError)) throw error;
         logger.warn({ msg: "Failed to poll the head", error: error.shortMessage });
       }
     }

@@ -20,7 +20,8 @@ import {
   voidedThenCapturedSince,
   type NewOrder,
 } from "../../src/authorization/orders.js";
-import { createLifecycle, ZERO_HASH } from "../../src/store/lifecycle.js";
+import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/chain/rpcLog.js";
+import { createLifecycle } from "../../src/store/lifecycle.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";
 
 const TOKEN: Address = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
