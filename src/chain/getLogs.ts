@@ -16,7 +16,6 @@ export type LogFilter = LogScope & {
   topic0: readonly Hex[];
 };
 
-
 export type OutOfFilterReason = "outside_range" | "unrequested_address" | "unrequested_topic" | "removed_flag";
 
 export type GetLogsResult = {
@@ -29,9 +28,15 @@ const toHex = (n: number): Hex => `0x${n.toString(16)}`;
 
 /**
  * eth_getLogs with every answer checked: a malformed answer or one that mixes two hashes for one
- * block is retried (RpcResponseError); logs outside the filter are set apart.
+ * block is retried (RpcResponseError); logs outside the filter are set apart. `accept` runs on the
+ * checked answer inside the retry loop: whatever it throws as RpcResponseError (a damaged answer)
+ * is retried on the next endpoint like a failed request.
  */
-export async function getLogs(client: RpcClient, filter: LogFilter): Promise<GetLogsResult> {
+export async function getLogs<T = GetLogsResult>(
+  client: RpcClient,
+  filter: LogFilter,
+  accept: (answer: GetLogsResult) => T = (answer) => answer as T,
+): Promise<T> {
   const scope =
     "pending" in filter
       ? { fromBlock: "pending", toBlock: "pending" }
@@ -39,7 +44,7 @@ export async function getLogs(client: RpcClient, filter: LogFilter): Promise<Get
         ? { blockHash: filter.blockHash }
         : { fromBlock: toHex(filter.from), toBlock: toHex(filter.to) };
   const params = [{ ...scope, address: filter.addresses, topics: [filter.topic0] }];
-  return client.request("eth_getLogs", params, (result) => checkAnswer(result, filter));
+  return client.request("eth_getLogs", params, (result) => accept(checkAnswer(result, filter)));
 }
 
 function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {

@@ -2,8 +2,11 @@ import { readCappedBody } from "../ops/readCappedBody.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { RangeLimitError, RpcTransportError } from "./rpcErrors.js";
 
-/** Sends one JSON body to one endpoint and returns the body of the answer. */
-export type HttpTransport = (url: string, body: string, signal: AbortSignal) => Promise<string>;
+/**
+ * Sends one JSON body to one endpoint and returns the body of the answer. `timeoutMs`, when given,
+ * replaces the transport's default timeout for this request (the realtime path wants a short one).
+ */
+export type HttpTransport = (url: string, body: string, signal: AbortSignal, timeoutMs?: number) => Promise<string>;
 
 /**
  * fetch-based transport with a per-request timeout and a cap on the answer's size: an answer over
@@ -11,7 +14,7 @@ export type HttpTransport = (url: string, body: string, signal: AbortSignal) => 
  * limit so the caller splits the window.
  */
 export function createHttpTransport(options: { timeoutMs: number; maxResponseBytes: number }): HttpTransport {
-  return async (url, body, signal) => {
+  return async (url, body, signal, timeoutMs = options.timeoutMs) => {
     // One controller per request, fed by the timeout and the shutdown signal; the listener on the
     // long-lived shutdown signal is removed when the request ends, so none pile up.
     const controller = new AbortController();
@@ -19,7 +22,7 @@ export function createHttpTransport(options: { timeoutMs: number; maxResponseByt
     const timer = setTimeout(() => {
       timeout.fired = true;
       controller.abort();
-    }, options.timeoutMs);
+    }, timeoutMs);
     const onShutdown = () => controller.abort(signal.reason);
     if (signal.aborted) onShutdown();
     else signal.addEventListener("abort", onShutdown, { once: true });
@@ -37,21 +40,40 @@ export function createHttpTransport(options: { timeoutMs: number; maxResponseByt
       }
       if (response.status === 413)
         throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
-      if (!response.ok) {
-        await response.body?.cancel().catch(() => undefined);
-        throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
-      }
+      let text: string;
       try {
-        return await readCapped(response, options.maxResponseBytes, url);
+        text = await readCapped(response, response.ok ? options.maxResponseBytes : MAX_ERROR_BODY_BYTES, url);
       } catch (error) {
-        if (error instanceof RangeLimitError) throw error;
-        throw transportFailure(url, error, timeout.fired, signal);
+        if (error instanceof RangeLimitError && response.ok) throw error;
+        throw transportFailure(url, error, timeout.fired, signal, response.ok ? undefined : response.status);
       }
+      if (response.ok || isJsonRpcError(text)) return text;
+      throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
     } finally {
       clearTimeout(timer);
       signal.removeEventListener("abort", onShutdown);
     }
   };
+}
+
+/** Error bodies are short; one longer than this is not a JSON-RPC error worth reading. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * Whether a non-2xx body is a JSON-RPC error (or a batch of answers) that the client should classify.
+ * Note: Optimism's proxyd, in front of Base's public endpoint, sends JSON-RPC errors with HTTP 400
+ * (-32602 "block range greater than N max"), 500 (-32020 "backend response too large") and 503
+ * ("no backend is currently healthy to serve traffic"); throwing the body away hides range errors.
+ */
+function isJsonRpcError(text: string): boolean {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  const answers = Array.isArray(parsed) ? parsed : [parsed];
+  return answers.length > 0 && answers.every((a) => typeof a === "object" && a !== null && "error" in a && !("result" in a));
 }
 
 async function readCapped(response: Response, maxBytes: number, url: string): Promise<string> {
@@ -60,9 +82,10 @@ async function readCapped(response: Response, maxBytes: number, url: string): Pr
   return text;
 }
 
-function transportFailure(url: string, error: unknown, timedOut: boolean, signal: AbortSignal): Error {
+function transportFailure(url: string, error: unknown, timedOut: boolean, signal: AbortSignal, status?: number): Error {
   if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error("aborted");
   if (timedOut) return new RpcTransportError(`${redactUrl(url)} timed out`);
+  if (status !== undefined) return new RpcTransportError(`${redactUrl(url)} answered HTTP ${status}`);
   const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
   return new RpcTransportError(`${redactUrl(url)} unreachable: ${redactText(cause)}`);
 }

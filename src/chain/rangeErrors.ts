@@ -74,6 +74,17 @@ const MAX_RANGE_PATTERNS: readonly RegExp[] = [
   rx(String.raw`too wide \(maximum ${COUNT}\)`),
   // Note: thirdweb, "Maximum allowed number of requested blocks is 3500".
   rx(String.raw`number of requested blocks is ${COUNT}`),
+  // Note: Optimism's proxyd in front of mainnet.base.org (HTTP 400, -32602), "block range greater than 10000 max".
+  rx(String.raw`block range greater than ${COUNT} max`),
+  // Note: seen from other providers (listed with ponder's getLogsRetryHelper), "block range exceeds 5000".
+  rx(String.raw`block range exceeds (?:the )?(?:limit (?:of )?)?${COUNT}${NOT_A_RATE}`),
+  // Note: a provider that phrases its block-range cap as a size (listed with ponder's getLogsRetryHelper), "query must be smaller than size 5000"; read as blocks
+  // (a cap at or above the refused window is halved instead, so a result-count reading cannot loop).
+  rx(String.raw`query must be smaller than size ${COUNT}${NOT_A_RATE}`),
+  // Note: a provider that states the distance between from and to, "maximum [from, to] blocks distance: 2000".
+  rx(String.raw`maximum \[from, ?to\] blocks distance:?\s*${COUNT}`),
+  // Note: Merkle, "eth_getLogs range is too large, max is 10k blocks".
+  rx(String.raw`max is ${COUNT} blocks?`),
 ];
 
 /** Stated result-count limits; named groups from COUNT. */
@@ -103,6 +114,10 @@ const TOO_LARGE_PATTERNS: readonly RegExp[] = [
   /response size should not (?:be )?greater than/i,
   // Note: Optimism's proxyd in front of mainnet.base.org (-32020), "backend response too large".
   /backend response too large/i,
+  // Note: providers without a number, "allowed block range threshold exceeded" and "range threshold exceeded".
+  /range threshold exceeded/i,
+  // Note: a provider without a number, "exceeded max allowed (block range)"; a rate cap ("exceeded max allowed requests") is not one.
+  /exceeded max allowed(?!\s*(?:requests?|calls?|rate|rps|compute|credits?))/i,
   // Note: reth/op-reth and Avalanche variants without a number: "query exceeds max results", "requested too many blocks".
   /exceeds max results/i,
   /requested too many blocks/i,

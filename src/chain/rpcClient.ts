@@ -8,6 +8,8 @@ import { sleep, type Shutdown } from "../ops/shutdown.js";
 import { createHttpTransport, type HttpTransport } from "./httpTransport.js";
 import { parseRangeError } from "./rangeErrors.js";
 import {
+  PRUNED_HISTORY_CODE,
+  PrunedHistoryError,
   RangeLimitError,
   RpcRequestError,
   RpcResponseError,
@@ -28,6 +30,11 @@ export type RpcClient = {
   batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
+  /**
+   * The same client (endpoints, health, rate limit) with another per-request timeout, in ms: the
+   * realtime path uses a short one so a hung request moves to the next endpoint within a block or two.
+   */
+  withTimeout: (timeoutMs: number) => RpcClient;
 };
 
 export type RpcClientDeps = {
@@ -69,8 +76,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     return pool[attempt % pool.length]!;
   }
 
-  async function post(endpoint: Endpoint, body: string): Promise<unknown> {
-    const text = await rateLimit.add(() => transport(endpoint.url, body, shutdown.signal));
+  async function post(endpoint: Endpoint, body: string, timeoutMs: number): Promise<unknown> {
+    const text = await rateLimit.add(() => transport(endpoint.url, body, shutdown.signal, timeoutMs));
     try {
       return JSON.parse(text);
     } catch {
@@ -78,15 +85,15 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     }
   }
 
-  async function callOnce(endpoint: Endpoint, method: string, params: readonly unknown[]): Promise<unknown> {
+  async function callOnce(endpoint: Endpoint, method: string, params: readonly unknown[], timeoutMs: number): Promise<unknown> {
     const id = nextId++;
-    const answer = await post(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+    const answer = await post(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }), timeoutMs);
     return unwrap(answer, method, id, endpoint.label);
   }
 
   function ensureVerified(endpoint: Endpoint): Promise<void> {
     endpoint.verified ??= (async () => {
-      const answer = await callOnce(endpoint, "eth_chainId", []);
+      const answer = await callOnce(endpoint, "eth_chainId", [], config.rpc.timeoutMs);
       if (typeof answer !== "string" || !/^0x[0-9a-fA-F]+$/.test(answer))
         throw new RpcResponseError(`${endpoint.label} answered eth_chainId with ${JSON.stringify(answer)}`);
       const chainId = Number.parseInt(answer, 16);
@@ -104,6 +111,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   async function withRetries<T>(method: string, run: (endpoint: Endpoint) => Promise<T>): Promise<T> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = config.rpc.retry;
     let lastError: unknown;
+    let lastEndpoint = "";
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
       shutdown.throwIfKilled();
       const endpoint = pickEndpoint(attempt);
@@ -119,29 +127,31 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         if (!(classified instanceof RetryableError) || shutdown.isKilled()) throw classified;
         endpoint.failedAt = Date.now();
         lastError = classified;
-        const delay = Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** attempt);
+        lastEndpoint = endpoint.label;
+        const last = attempt + 1 >= maxAttempts;
+        const delay = last ? 0 : Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** attempt);
         logger.warn({
-          msg: "Retrying RPC request",
+          msg: last ? "Gave up on RPC request" : "Retrying RPC request",
           method,
           endpoint: endpoint.label,
           attempt: attempt + 1,
           max_attempts: maxAttempts,
-          delay_ms: Math.round(delay),
+          ...(last ? {} : { delay_ms: Math.round(delay) }),
           error: classified.shortMessage,
         });
-        if (attempt + 1 < maxAttempts) await sleep(delay, shutdown.signal);
+        if (!last) await sleep(delay, shutdown.signal);
       } finally {
         metrics.rpcDuration.observe({ method }, (performance.now() - started) / 1_000);
       }
     }
     const last = lastError instanceof RetryableError ? lastError.shortMessage : String(lastError);
-    throw new RetryableError(`${method} failed after ${maxAttempts} attempts: ${last}`, { cause: lastError });
+    throw new RetryableError(`${method} failed after ${maxAttempts} attempts (last from ${lastEndpoint}): ${last}`, { cause: lastError });
   }
 
-  return {
+  const view = (timeoutMs: number): RpcClient => ({
     request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T) =>
       withRetries(method, async (endpoint) => {
-        const result = await callOnce(endpoint, method, params);
+        const result = await callOnce(endpoint, method, params, timeoutMs);
         return parse === undefined ? (result as T) : parse(result);
       }),
 
@@ -151,7 +161,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         const firstId = nextId;
         nextId += calls.length;
         const body = calls.map((call, i) => ({ jsonrpc: "2.0", id: firstId + i, method: call.method, params: call.params }));
-        const answer = await post(endpoint, JSON.stringify(body));
+        const answer = await post(endpoint, JSON.stringify(body), timeoutMs);
         if (!Array.isArray(answer)) {
           // Some nodes answer a whole batch with one error object (batch too large, not supported).
           unwrap(answer, "batch", undefined, endpoint.label);
@@ -180,7 +190,10 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         }
       }
     },
-  };
+
+    withTimeout: view,
+  });
+  return view(config.rpc.timeoutMs);
 }
 
 /** The `result` of a JSON-RPC response, or the node's error as RpcRequestError. */
@@ -203,6 +216,8 @@ function classify(method: string, error: unknown): Error & { shortMessage?: stri
   if (error instanceof RpcRequestError) {
     const hint = parseRangeError({ code: error.code, message: error.shortMessage, data: error.data });
     if (hint !== undefined) return new RangeLimitError(error.shortMessage, hint, { cause: error });
+    if (error.code === PRUNED_HISTORY_CODE)
+      return new PrunedHistoryError(`${error.shortMessage}: the node pruned this history; put an archive endpoint in rpc.http`, { cause: error });
     if (isRetryableRpcError(error)) return new RetryableError(error.shortMessage, { cause: error });
     return error;
   }

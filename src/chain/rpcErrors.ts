@@ -38,6 +38,22 @@ export class WrongChainError extends FatalError {
   override name = "WrongChainError";
 }
 
+/** The node pruned the history asked for (EIP-4444): no retry helps; only an archive endpoint does. */
+export class PrunedHistoryError extends FatalError {
+  override name = "PrunedHistoryError";
+}
+
+/** EIP-4444: the node no longer serves this history. */
+export const PRUNED_HISTORY_CODE = 4444;
+
+/**
+ * An answer that parsed but failed validation (a log outside the filter or undecodable): the whole
+ * answer is untrustworthy, so it is retried (next endpoint first), never partly stored.
+ */
+export class DamagedAnswerError extends RpcResponseError {
+  override name = "DamagedAnswerError";
+}
+
 // JSON-RPC 2.0 and EIP-1474 codes that no retry can fix.
 const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
@@ -46,7 +62,8 @@ const METHOD_NOT_SUPPORTED = -32004;
 
 /** Whether a node's JSON-RPC error is worth another try (rate limits, overloaded or lagging nodes). */
 export function isRetryableRpcError(error: RpcRequestError): boolean {
-  if ([METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_SUPPORTED].includes(error.code)) return false;
-  // -32000 "header not found", -32005 limit exceeded, -32603 internal error, 429-like texts: transient.
+  if ([METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_SUPPORTED, PRUNED_HISTORY_CODE].includes(error.code)) return false;
+  // -32000 "header not found", -32005 limit exceeded, -32603 internal error, 429-like texts, and proxyd's
+  // -32011 "no backend is currently healthy to serve traffic" (HTTP 503): transient.
   return true;
 }

@@ -70,6 +70,18 @@ export function createMetrics(options: { defaultMetrics?: boolean; databasePath?
       labelNames: ["reason"] as const,
       registers,
     }),
+    rpcDamagedAnswers: new Counter({
+      name: "flashindex_rpc_damaged_answers_total",
+      help: "eth_getLogs answers for canonical blocks refused whole because a log failed validation (fetched again), by scope (window, block).",
+      labelNames: ["scope"] as const,
+      registers,
+    }),
+    syncHalts: new Counter({
+      name: "flashindex_sync_halts_total",
+      help: "Times the daemon stopped syncing because a range could not be fetched intact or another failure it cannot work around, by reason.",
+      labelNames: ["reason"] as const,
+      registers,
+    }),
     logsIndexed: new Counter({
       name: "flashindex_logs_indexed_total",
       help: "Logs newly stored, by event and status at insert.",

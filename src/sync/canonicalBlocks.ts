@@ -1,8 +1,8 @@
 import type { Hex } from "viem";
 import { parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
-import { getLogs } from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { toLogRows, type LogRow, type LogStatus } from "../decode/logRow.js";
+import type { LogRow, LogStatus } from "../decode/logRow.js";
+import { fetchLogRows } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
@@ -26,25 +26,20 @@ export async function getHeaders(client: RpcClient, from: number, to: number): P
   return headers;
 }
 
-/** The decoded logs of one canonical block, fetched by its hash so they cannot belong to a sibling. */
+/**
+ * The decoded logs of one canonical block, fetched by its hash so they cannot belong to a sibling.
+ * Strict: rows come only from an answer in which every log passed, so a damaged answer can neither
+ * lose a real log nor make its pre-confirmed twin look dropped.
+ */
 export async function getBlockRows(
   deps: { client: RpcClient; logger: Logger; metrics: Metrics; chainId: number; tokens: readonly Hex[] },
   block: BlockHeader,
   status: LogStatus,
 ): Promise<LogRow[]> {
-  const tokens = deps.tokens;
-  if (tokens.length === 0) return [];
-  const { logs, outOfFilter } = await getLogs(deps.client, { blockHash: block.hash, blockNumber: block.number, addresses: tokens, topic0: PAYMENT_TOPICS });
-  for (const { reason } of outOfFilter) deps.metrics.rpcRejectedLogs.inc({ reason });
-  const { rows, rejected } = toLogRows(logs, {
-    chainId: deps.chainId,
-    statusOf: () => status,
-    source: "head",
-    timestampOf: () => block.timestamp,
-  });
-  for (const { log, reason } of rejected) {
-    deps.metrics.rpcRejectedLogs.inc({ reason });
-    deps.logger.warn({ msg: "Rejected undecodable log", reason, block_number: log.blockNumber, tx_hash: log.transactionHash });
-  }
-  return rows;
+  if (deps.tokens.length === 0) return [];
+  return fetchLogRows(
+    deps,
+    { blockHash: block.hash, blockNumber: block.number, addresses: deps.tokens, topic0: PAYMENT_TOPICS },
+    { statusOf: () => status, source: "head", blockTimestamp: block.timestamp, strict: true },
+  );
 }

@@ -1,12 +1,11 @@
 import PQueue from "p-queue";
 import type { Hex } from "viem";
-import { getBlockTimestamps } from "../chain/blockHeaders.js";
-import { getLogs, type BlockRange } from "../chain/getLogs.js";
+import type { BlockRange } from "../chain/getLogs.js";
 import { splitAfterRangeError } from "../chain/rangeErrors.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { RangeLimitError } from "../chain/rpcErrors.js";
 import type { Config } from "../config/types.js";
-import { toLogRows, type LogRow, type LogStatus } from "../decode/logRow.js";
+import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError } from "../errors.js";
 import type { Logger } from "../ops/logger.js";
@@ -14,6 +13,7 @@ import type { Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import { splitRange, type Segment } from "./blockRanges.js";
 import { createWindowSize } from "./windowSize.js";
+import { fetchLogRows } from "./fetchLogRows.js";
 import type { AttributedTransaction } from "../store/attributionWriter.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
 
@@ -60,23 +60,12 @@ export async function* syncHistorical(
 
   async function fetchWindow(window: Window): Promise<WindowResult> {
     const started = performance.now();
-    const { logs, outOfFilter } = await getLogs(client, { ...window, addresses: window.tokens, topic0: PAYMENT_TOPICS });
-    for (const { log, reason } of outOfFilter) {
-      metrics.rpcRejectedLogs.inc({ reason });
-      logger.warn({ msg: "Rejected log outside the filter", reason, block_number: log.blockNumber, tx_hash: log.transactionHash, address: log.address });
-    }
-    const untimed = new Map(logs.filter((l) => l.blockTimestamp === undefined).map((l) => [l.blockNumber, l.blockHash]));
-    const timestamps = untimed.size === 0 ? new Map<number, number>() : await getBlockTimestamps(client, untimed);
-    const { rows, rejected } = toLogRows(logs, {
-      chainId: config.chainId,
-      statusOf: plan.statusOf,
-      source: "backfill",
-      timestampOf: (n) => timestamps.get(n)!,
-    });
-    for (const { log, reason } of rejected) {
-      metrics.rpcRejectedLogs.inc({ reason });
-      logger.warn({ msg: "Rejected undecodable log", reason, block_number: log.blockNumber, tx_hash: log.transactionHash, log_index: log.logIndex });
-    }
+    // Strict: a window is stored only from an answer in which every log passed validation.
+    const rows = await fetchLogRows(
+      { client, logger, metrics, chainId: config.chainId },
+      { ...window, addresses: window.tokens, topic0: PAYMENT_TOPICS },
+      { statusOf: plan.statusOf, source: "backfill", strict: true },
+    );
     logger.debug({
       msg: "Fetched window",
       from_block: window.from,

@@ -1,9 +1,9 @@
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { getLogs, partitionByFilter } from "../chain/getLogs.js";
-import { parseRpcLog, type RpcLog } from "../chain/rpcLog.js";
+import { parseRpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
-import { toLogRows, type LogRow, type LogSource } from "../decode/logRow.js";
+import type { LogRow, LogSource } from "../decode/logRow.js";
+import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors.js";
 import { sleep } from "../ops/shutdown.js";
@@ -84,23 +84,15 @@ export function createPendingIndexer(deps: PendingDeps) {
     }
   }
 
-  function rowsOf(logs: RpcLog[], source: LogSource): LogRow[] {
-    const { rows, rejected } = toLogRows(logs, {
-      chainId: config.chainId,
-      statusOf: () => "preconfirmed",
-      source,
-      timestampOf: () => Math.floor(Date.now() / 1_000),
-    });
-    for (const { reason } of rejected) metrics.rpcRejectedLogs.inc({ reason });
-    return rows;
-  }
+  const rowsDeps = { client, logger, metrics, chainId: config.chainId };
+  const preconfirmed = { statusOf: () => "preconfirmed" as const };
 
   /** Reads the whole pending view once (also after each pendingLogs reconnect, to fill what was missed). */
   async function pollOnce(): Promise<number> {
     const receivedAt = performance.now();
-    const { logs, outOfFilter } = await getLogs(client, pendingFilter);
-    for (const { reason } of outOfFilter) metrics.rpcRejectedLogs.inc({ reason });
-    return store(rowsOf(logs, "pending"), "pending", [receivedAt]);
+    // Lenient: a bad pre-confirmed log is dropped and counted; its canonical block settles it later.
+    const rows = await fetchLogRows(rowsDeps, pendingFilter, { ...preconfirmed, source: "pending", blockTimestamp: nowSeconds(), strict: false });
+    return store(rows, "pending", [receivedAt]);
   }
 
   async function pollForever(): Promise<void> {
@@ -124,9 +116,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     try {
       const array = Array.isArray(result);
       const logs = (array ? result : [result]).map((item, i) => parseRpcLog(item, `pendingLogs result[${i}]`));
-      const { logs: wanted, outOfFilter } = partitionByFilter(logs, pendingFilter);
-      for (const { reason } of outOfFilter) metrics.rpcRejectedLogs.inc({ reason });
-      const rows = rowsOf(wanted, "pending_ws");
+      const rows = rowsOfNotification(rowsDeps, pendingFilter, logs, { ...preconfirmed, source: "pending_ws", blockTimestamp: nowSeconds() });
       // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
       if (!array) for (const row of rows) row.txLogPosition = positions.place(row);
       streamed.push(...rows);
@@ -178,4 +168,8 @@ function createStreamPositions() {
       return indexes.indexOf(row.logIndex);
     },
   };
+}
+
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1_000);
 }

@@ -243,6 +243,36 @@ describe("parseRangeError() on errors that are not range refusals", () => {
   });
 });
 
+describe("parseRangeError() on the messages of Base's public endpoint and other providers (protocol-notes §7)", () => {
+  const cases: Array<[string, { code?: number; message: string }, RangeErrorHint]> = [
+    ["proxyd's block-range limit (HTTP 400, -32602)", { code: -32602, message: "block range greater than 10000 max" }, { kind: "maxRange", blocks: 10000n }],
+    ["a bare block-range limit", { message: "block range exceeds 5000" }, { kind: "maxRange", blocks: 5000n }],
+    ["a limit phrased as a size", { message: "query must be smaller than size 2000" }, { kind: "maxRange", blocks: 2000n }],
+    ["a from/to distance", { message: "maximum [from, to] blocks distance: 1024" }, { kind: "maxRange", blocks: 1024n }],
+    ["Merkle's 10k blocks", { message: "eth_getLogs range is too large, max is 10k blocks" }, { kind: "maxRange", blocks: 10000n }],
+    ["an allowed threshold", { message: "allowed block range threshold exceeded" }, { kind: "tooLarge" }],
+    ["a bare threshold", { message: "range threshold exceeded" }, { kind: "tooLarge" }],
+    ["exceeded max allowed", { message: "exceeded max allowed" }, { kind: "tooLarge" }],
+    ["proxyd's response too large (HTTP 500, -32020)", { code: -32020, message: "backend response too large" }, { kind: "tooLarge" }],
+  ];
+
+  test.each(cases)("%s is a range error", (_name, error, hint) => {
+    expect(parseRangeError(error)).toEqual(hint);
+    expect(parseRangeError({ ...error, message: wrapped(error.message, error.code ?? -32000) })).toEqual(hint);
+  });
+
+  test("a rate cap worded like 'exceeded max allowed' is not a range error", () => {
+    expect(parseRangeError({ message: "exceeded max allowed requests per second" })).toBeUndefined();
+  });
+
+  test("the stated limit is used instead of halving", () => {
+    expect(splitAfterRangeError(0n, 19_999n, { kind: "maxRange", blocks: 10_000n })).toEqual([
+      { from: 0n, to: 9_999n },
+      { from: 10_000n, to: 19_999n },
+    ]);
+  });
+});
+
 describe("splitAfterRangeError()", () => {
   const halve: RangeErrorHint = { kind: "tooLarge" };
 

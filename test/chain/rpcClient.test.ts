@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { RangeLimitError, WrongChainError } from "../../src/chain/rpcErrors.js";
+import { PrunedHistoryError, RangeLimitError, WrongChainError } from "../../src/chain/rpcErrors.js";
 import { RetryableError } from "../../src/errors.js";
 import { startScriptedRpcServer, type Reply, type RpcRequest } from "../helpers/scriptedRpcServer.js";
 import { testConfig, testDeps } from "../helpers/context.js";
@@ -111,5 +111,78 @@ describe("createRpcClient()", () => {
       { method: "eth_getBlockByNumber", params: ["0x1", false] },
     ]);
     expect(results).toEqual([{ ok: true, result: "r-0x2" }, { ok: true, result: "r-0x1" }]);
+  });
+
+  test("reads a JSON-RPC error behind HTTP 400 (Base's public endpoint): a block-range limit splits, with the stated limit", async () => {
+    const s = await server(() => ({
+      http: 400,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32602, message: "block range greater than 10000 max" } }),
+    }));
+    const { client: rpc } = client([s.url]);
+    const error = await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RangeLimitError);
+    expect((error as RangeLimitError).hint).toEqual({ kind: "maxRange", blocks: 10000n });
+    expect(s.requests.filter((r) => r.method === "eth_getLogs")).toHaveLength(1);
+  });
+
+  test("reads a JSON-RPC error behind HTTP 500: -32020 backend response too large splits", async () => {
+    const s = await server(() => ({
+      http: 500,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32020, message: "backend response too large" } }),
+    }));
+    const { client: rpc } = client([s.url]);
+    const error = await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RangeLimitError);
+    expect((error as RangeLimitError).hint).toEqual({ kind: "tooLarge" });
+  });
+
+  test("retries HTTP 503 'no backend is currently healthy' as transient, then returns the result", async () => {
+    let calls = 0;
+    const s = await server(() =>
+      ++calls <= 2
+        ? { http: 503, body: JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32011, message: "no backend is currently healthy to serve traffic" } }) }
+        : { result: "0x7" },
+    );
+    const { client: rpc, metrics } = client([s.url]);
+    await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x7");
+    const counts = await metrics.rpcRequests.get();
+    expect(counts.values.find((v) => v.labels.outcome === "retryable")?.value).toBe(2);
+  });
+
+  test("a non-2xx answer without a JSON-RPC error body is a transport failure by its status", async () => {
+    const s = await server(() => ({ http: 502, body: "<html>Bad Gateway</html>" }));
+    const { client: rpc } = client([s.url], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
+    const error = (await rpc.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    expect(error).toBeInstanceOf(RetryableError);
+    expect(error.shortMessage).toMatch(/answered HTTP 502/);
+    expect(error.shortMessage).toContain(s.url);
+  });
+
+  test("error 4444 (history pruned) is fatal at once and tells the user to use an archive endpoint", async () => {
+    const s = await server(() => ({ error: { code: 4444, message: "pruned history unavailable" } }));
+    const { client: rpc } = client([s.url]);
+    const error = (await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e)) as PrunedHistoryError;
+    expect(error).toBeInstanceOf(PrunedHistoryError);
+    expect(error.exitCode).toBe(1);
+    expect(error.shortMessage).toMatch(/archive endpoint/);
+    expect(s.requests.filter((r) => r.method === "eth_getLogs")).toHaveLength(1);
+  });
+
+  test("withTimeout() gives up on a hung request within its own timeout and moves to the next endpoint", async () => {
+    const hung = await server(() => new Promise<Reply>((resolve) => setTimeout(() => resolve({ result: "0x1" }), 5_000)));
+    const up = await server(() => ({ result: "0x2" }));
+    const { client: rpc } = client([hung.url, up.url], { timeoutMs: 30_000 });
+    const started = Date.now();
+    await expect(rpc.withTimeout(200).request("eth_blockNumber", [])).resolves.toBe("0x2");
+    expect(Date.now() - started).toBeLessThan(4_000);
+  });
+
+  test("the final error after the last attempt names the endpoint and the log says it gave up", async () => {
+    const s = await server(() => ({ http: 503 }));
+    const { client: rpc, lines } = client([s.url]);
+    const error = (await rpc.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    expect(error.shortMessage).toContain(`last from ${s.url}`);
+    expect(lines.filter((l) => l.msg === "Retrying RPC request")).toHaveLength(3);
+    expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(1);
   });
 });

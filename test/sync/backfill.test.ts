@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { RpcTransportError } from "../../src/chain/rpcErrors.js";
+import { RetryableError } from "../../src/errors.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";
 import { backfill } from "../../src/sync/backfill.js";
@@ -153,6 +154,72 @@ describe("backfill()", () => {
     const rejected = (await metrics.rpcRejectedLogs.get()).values;
     const reasons = new Set(rejected.map((v) => v.labels.reason));
     expect(reasons).toEqual(new Set(["unrequested_address", "outside_range", "wrong_topic_count"]));
+    db.close();
+  });
+
+  test("an answer with one damaged log is fetched again, never partly stored: the result equals a clean run row for row", async () => {
+    const damages = [
+      (log: Record<string, unknown>, range: { to: number }) => ({ ...log, blockNumber: `0x${(range.to + 50).toString(16)}` }),
+      (log: Record<string, unknown>) => ({ ...log, topics: (log.topics as string[]).slice(0, 2) }),
+      (log: Record<string, unknown>) => ({ ...log, topics: [`0x${"ab".repeat(32)}`, ...(log.topics as string[]).slice(1)] }),
+    ];
+    let n = 0;
+    let damaged = 0;
+    const answered = new Set<string>();
+    const { db, run, metrics } = setUp({
+      wrap: (inner) => async (url, body, signal) => {
+        const range = getLogsRange(body);
+        if (range === undefined) return inner(url, body, signal);
+        if (++n % 5 === 0) throw new RpcTransportError("connection reset (injected)");
+        const answer = JSON.parse(await inner(url, body, signal)) as { result: Array<Record<string, unknown>> };
+        const key = `${range.from}-${range.to}`;
+        if (answer.result.length > 0 && !answered.has(key)) {
+          // The first answer for each window has one REAL log damaged: committing the rest would lose it for good.
+          answered.add(key);
+          const at = answered.size % answer.result.length;
+          answer.result[at] = damages[answered.size % damages.length]!(answer.result[at]!, range);
+          damaged++;
+        }
+        return JSON.stringify(answer);
+      },
+    });
+    await run();
+    expect(damaged).toBeGreaterThanOrEqual(5);
+    expect(storedLogs(db)).toEqual(await directLogs());
+    const states = db.prepare("SELECT state, COUNT(*) AS n FROM authorization_states GROUP BY state ORDER BY state").all();
+    expect(states).toEqual([{ state: "canceled", n: 6 }, { state: "captured", n: 6 }]);
+    expect((await metrics.rpcDamagedAnswers.get()).values[0]?.value).toBe(damaged);
+    db.close();
+  });
+
+  test("a window whose answer stays damaged stops the backfill (exit 75) naming the window, endpoint and reason, and stays unsynced", async () => {
+    const poisoned = chain.deployBlock + 5;
+    const { db, run, metrics } = setUp({
+      window: 4,
+      concurrency: 1,
+      wrap: (inner) => async (url, body, signal) => {
+        const range = getLogsRange(body);
+        const text = await inner(url, body, signal);
+        if (range === undefined || poisoned < range.from || poisoned > range.to) return text;
+        const answer = JSON.parse(text) as { result: Array<Record<string, unknown>> };
+        answer.result.push({ ...answer.result[0]!, blockNumber: `0x${(range.to + 1).toString(16)}` });
+        return JSON.stringify(answer);
+      },
+    });
+    const error = (await run().catch((e: unknown) => e)) as RetryableError;
+    expect(error).toBeInstanceOf(RetryableError);
+    expect(error.exitCode).toBe(75);
+    const window = `${poisoned - ((poisoned - chain.deployBlock) % 4)}..${poisoned - ((poisoned - chain.deployBlock) % 4) + 3}`;
+    expect(error.shortMessage).toContain(`blocks ${window}`);
+    expect(error.shortMessage).toContain("outside_range");
+    expect(error.shortMessage).toContain(chain.anvil.httpUrl);
+    const covering = db.prepare("SELECT COUNT(*) AS n FROM synced_ranges WHERE from_block <= ? AND to_block >= ?").get(poisoned, poisoned) as { n: number };
+    expect(covering.n).toBe(0);
+    const stored = db.prepare("SELECT COUNT(*) AS n FROM logs WHERE block_number BETWEEN ? AND ?").get(poisoned - 3, poisoned + 3) as { n: number };
+    const earlier = db.prepare("SELECT MAX(to_block) AS top FROM synced_ranges").get() as { top: number | null };
+    expect(earlier.top).toBeLessThan(poisoned);
+    expect(stored.n).toBe(db.prepare("SELECT COUNT(*) AS n FROM logs WHERE block_number BETWEEN ? AND ?").pluck().get(poisoned - 3, earlier.top ?? 0));
+    expect((await metrics.rpcDamagedAnswers.get()).values[0]?.value).toBe(10);
     db.close();
   });
 });

@@ -2,7 +2,8 @@ import { createOrderUpkeep, ORDER_UPKEEP_INTERVAL_MS } from "../../authorization
 import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
 import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
-import { RetryableError, ShutdownError } from "../../errors.js";
+import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors.js";
+import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js";
 import { createHealth } from "../../ops/health.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
@@ -62,7 +63,9 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
     if (context.config.realtime.enabled) await followRealtime({ ...context, db, health });
     else await followFinality(context, db, health);
   } catch (error) {
-    if (!(error instanceof ShutdownError)) throw error;
+    if (error instanceof ShutdownError) return;
+    recordHalt(context, error, "fatal", "Stopped syncing");
+    throw error;
   } finally {
     // Stop every source first (subscriptions, devnet, timers), so nothing writes after the close.
     await shutdown.kill();
@@ -98,8 +101,29 @@ async function followFinality(context: Context, db: ReturnType<typeof openDataba
     } catch (error) {
       if (!(error instanceof RetryableError)) throw error;
       // The daemon outlives a flaky provider: committed windows stay, the next round resumes.
-      logger.error({ msg: "Failed to keep up, retrying later", error: error.shortMessage, retry_in_ms: FAILURE_BACKOFF_MS });
+      recordHalt(context, error, "error", "Failed to keep up, retrying later", { retry_in_ms: FAILURE_BACKOFF_MS });
       await sleep(FAILURE_BACKOFF_MS, shutdown.signal);
     }
   }
+}
+
+/**
+ * Logs why syncing stopped (fatal when the daemon exits, error when it retries later) and counts it
+ * in flashindex_sync_halts_total: an operator's alert must not depend on reading the last log line.
+ */
+function recordHalt(context: Context, error: unknown, level: "fatal" | "error", msg: string, extra: Record<string, unknown> = {}): void {
+  const reason = haltReason(error);
+  context.metrics.syncHalts.inc({ reason });
+  context.logger[level]({ msg, reason, error: error instanceof BaseError ? error.shortMessage : String(error), ...extra });
+}
+
+/** A low-cardinality label for the metric: the innermost known cause. */
+function haltReason(error: unknown): string {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof DamagedAnswerError) return "damaged_answer";
+    if (e instanceof PrunedHistoryError) return "pruned_history";
+  }
+  if (error instanceof FatalError) return "fatal";
+  if (error instanceof RetryableError) return "rpc_unavailable";
+  return "unexpected";
 }

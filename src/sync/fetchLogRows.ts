@@ -1,0 +1,106 @@
+import type { Hex } from "viem";
+import { getBlockTimestamps } from "../chain/blockHeaders.js";
+import { getLogs, partitionByFilter, type GetLogsResult, type LogFilter, type OutOfFilterReason } from "../chain/getLogs.js";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { DamagedAnswerError } from "../chain/rpcErrors.js";
+import type { RpcLog } from "../chain/rpcLog.js";
+import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
+import type { UndecodableReason } from "../decode/paymentEvents.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+
+export type FetchRowsDeps = { client: RpcClient; logger: Logger; metrics: Metrics; chainId: number };
+
+export type RowsRequest = {
+  statusOf: (blockNumber: number) => LogStatus;
+  source: LogSource;
+  /**
+   * Unix seconds for logs that carry no `blockTimestamp`: known for a block fetched by hash (its
+   * header) and for the pending view (now). Left out, the timestamps are fetched by block number.
+   */
+  blockTimestamp?: number | undefined;
+  /**
+   * Canonical data is strict: one log that fails validation makes the whole answer damaged, and it is
+   * fetched again (next endpoint first); a range is stored only from an answer in which every log passed.
+   * The pending view is lenient: a bad log is dropped and counted, the canonical block settles it later.
+   */
+  strict: boolean;
+};
+
+export type RejectedLog = { log: RpcLog; reason: OutOfFilterReason | UndecodableReason };
+
+/** Placeholder until the block's timestamp is fetched; never stored. */
+const UNKNOWN_TIMESTAMP = -1;
+
+/**
+ * The one way logs become rows: eth_getLogs, the filter check, decoding, and the report of every
+ * rejected log (a metric by reason and a warning), all inside the RPC client's retry loop.
+ */
+export async function fetchLogRows(deps: FetchRowsDeps, filter: LogFilter, request: RowsRequest): Promise<LogRow[]> {
+  const untimed = new Set<number>();
+  const rows = await getLogs(deps.client, filter, (answer) => {
+    untimed.clear();
+    return decodeAnswer(deps, filter, answer, request, untimed);
+  });
+  if (untimed.size === 0) return rows;
+  const hashes = new Map<number, Hex>(rows.filter((r) => untimed.has(r.blockNumber)).map((r) => [r.blockNumber, r.blockHash]));
+  const timestamps = await getBlockTimestamps(deps.client, hashes);
+  for (const row of rows) if (row.blockTimestamp === UNKNOWN_TIMESTAMP) row.blockTimestamp = timestamps.get(row.blockNumber)!;
+  return rows;
+}
+
+/** The same check, decoding and report for logs that arrived by subscription (always lenient, timestamp known). */
+export function rowsOfNotification(
+  deps: FetchRowsDeps,
+  filter: LogFilter,
+  logs: readonly RpcLog[],
+  request: Omit<RowsRequest, "strict" | "blockTimestamp"> & { blockTimestamp: number },
+): LogRow[] {
+  return decodeAnswer(deps, filter, partitionByFilter(logs, filter), { ...request, strict: false }, new Set());
+}
+
+/** Decodes a checked answer; blocks whose logs lack a timestamp (and none was given) are added to `untimed`. */
+function decodeAnswer(deps: FetchRowsDeps, filter: LogFilter, answer: GetLogsResult, request: RowsRequest, untimed: Set<number>): LogRow[] {
+  const decoded = toLogRows(answer.logs, {
+    chainId: deps.chainId,
+    statusOf: request.statusOf,
+    source: request.source,
+    timestampOf: (blockNumber) => {
+      if (request.blockTimestamp !== undefined) return request.blockTimestamp;
+      untimed.add(blockNumber);
+      return UNKNOWN_TIMESTAMP;
+    },
+  });
+  const rejected: RejectedLog[] = [...answer.outOfFilter, ...decoded.rejected];
+  if (rejected.length > 0) reportRejected(deps, filter, rejected, request.strict);
+  return decoded.rows;
+}
+
+/** Counts and logs rejected logs; in strict mode refuses the whole answer as damaged (retried by the client). */
+function reportRejected(deps: FetchRowsDeps, filter: LogFilter, rejected: readonly RejectedLog[], strict: boolean): void {
+  for (const { log, reason } of rejected) {
+    deps.metrics.rpcRejectedLogs.inc({ reason });
+    deps.logger.warn({
+      msg: strict ? "Refused an answer holding a log that failed validation" : "Rejected a pre-confirmed log that failed validation",
+      reason,
+      scope: describeScope(filter),
+      block_number: log.blockNumber,
+      tx_hash: log.transactionHash,
+      log_index: log.logIndex,
+      address: log.address,
+    });
+  }
+  if (!strict) return;
+  const first = rejected[0]!;
+  deps.metrics.rpcDamagedAnswers.inc({ scope: "blockHash" in filter ? "block" : "window" });
+  throw new DamagedAnswerError(
+    `eth_getLogs for ${describeScope(filter)} answered ${rejected.length} log(s) that failed validation (${first.reason}: block ${first.log.blockNumber}, tx ${first.log.transactionHash}, logIndex ${first.log.logIndex})`,
+  );
+}
+
+/** "blocks 100..199", "block 120 (0xabc…)" or "the pending view", for messages. */
+export function describeScope(filter: LogFilter): string {
+  if ("pending" in filter) return "the pending view";
+  if ("blockHash" in filter) return `block ${filter.blockNumber} (${filter.blockHash})`;
+  return `blocks ${filter.from}..${filter.to}`;
+}
