@@ -563,6 +563,31 @@ describe("injected faults", () => {
     expect((await post("eth_blockNumber")).status).toBe(200);
   });
 
+  test("proxyErrors answers range and size limits as Base's public endpoint does: an HTTP error status with a JSON-RPC body", async () => {
+    const alice = h.sender(1);
+    for (let i = 0; i < 3; i++) {
+      await alice.emitTransfers([R1, R2], [1n, 2n]);
+      await h.mine();
+    }
+    const head = await h.blockNumber();
+    await h.call("devnet_setFaults", [{ maxBlockRange: 2, proxyErrors: true }]);
+    const wide = await post("eth_getLogs", [{ fromBlock: numberToHex(head - 2), toBlock: numberToHex(head) }]);
+    expect(wide.status).toBe(400);
+    expect(JSON.parse(wide.body)).toMatchObject({ id: 7, error: { code: -32602, message: "block range greater than 2 max" } });
+    expect((await post("eth_getLogs", [{ fromBlock: numberToHex(head - 1), toBlock: numberToHex(head) }])).status).toBe(200);
+
+    await h.call("devnet_setFaults", [{ maxResults: 1, proxyErrors: true }]);
+    const large = await post("eth_getLogs", [{ fromBlock: numberToHex(head), toBlock: numberToHex(head), address: h.devnet.token }]);
+    expect(large.status).toBe(500);
+    expect(JSON.parse(large.body)).toMatchObject({ error: { code: -32020, message: "backend response too large" } });
+
+    await h.call("devnet_setFaults", [{ errorRate: 1, proxyErrors: true }]);
+    const outage = await post("eth_blockNumber");
+    expect([429, 503]).toContain(outage.status);
+    expect(JSON.parse(outage.body).error.message).toMatch(/no backend is currently healthy to serve traffic|over rate limit/);
+    await expect(h.call("devnet_setFaults", [{ proxyErrors: "yes" }])).rejects.toMatchObject({ code: -32602 });
+  });
+
   test("latencyMs delays every HTTP answer by at least that long", async () => {
     await h.call("devnet_setFaults", [{ latencyMs: 250 }]);
     const started = performance.now();

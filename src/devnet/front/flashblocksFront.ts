@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import { createCanonicalWatcher } from "./canonicalWatcher.js";
-import { blockRangeError, injectedHttpFailure, NO_FAULTS, parseFaults, resultLimitError, type Faults } from "./faults.js";
+import { blockRangeError, injectedHttpFailure, NO_FAULTS, parseFaults, resultLimitError, type FaultAnswer, type Faults } from "./faults.js";
 import { matchesFilter, toQuantity, type LogFilterObject, type RpcLogObject } from "./rpcLogObject.js";
 import { createSequencer } from "./sequencer.js";
 import { createSubscriptions, type PendingLogsMode } from "./subscriptions.js";
@@ -23,6 +23,8 @@ export type FrontOptions = {
 
 type Request = { jsonrpc?: string; id?: unknown; method?: unknown; params?: unknown };
 type Answer = { jsonrpc: "2.0"; id: unknown; result?: unknown; error?: { code: number; message: string; data?: unknown } };
+/** An answer and its HTTP status; only a lone (non-batch) HTTP request travels with a status other than 200. */
+type Answered = { answer: Answer; httpStatus: number };
 
 /** How often the front looks for head changes it did not cause (someone mining through anvil directly). */
 const HEAD_WATCH_INTERVAL_MS = 100;
@@ -103,7 +105,13 @@ export async function startFlashblocksFront(options: FrontOptions) {
     return pairs;
   }
 
-  async function getLogs(request: Request, params: unknown[], withFaults: boolean): Promise<Answer> {
+  /** A fault as the JSON-RPC error it is answered with, with its HTTP status. */
+  const faultAnswer = (request: Request, fault: FaultAnswer): Answered => ({
+    answer: { jsonrpc: "2.0", id: request.id ?? null, error: { code: fault.code, message: fault.message } },
+    httpStatus: fault.httpStatus,
+  });
+
+  async function getLogs(request: Request, params: unknown[], withFaults: boolean): Promise<Answer | Answered> {
     const filter = (params[0] ?? {}) as LogFilterObject & { fromBlock?: string; toBlock?: string; blockHash?: string };
     const pending = sequencer.pendingLogs().filter((log) => matchesFilter(log, filter));
     // Note: only toBlock "pending" switches to the pre-confirmed path (Base's flashblocks rpc/eth.rs).
@@ -119,18 +127,23 @@ export async function startFlashblocksFront(options: FrontOptions) {
       const from = blockTag(filter.fromBlock, head);
       const to = blockTag(filter.toBlock, head);
       const error = blockRangeError(faults, from, to);
-      if (error !== undefined) return { jsonrpc: "2.0", id: request.id, error };
+      if (error !== undefined) return faultAnswer(request, error);
     }
     const answer = (await upstream.forward(request)) as Answer;
     if (withFaults && Array.isArray(answer.result) && filter.blockHash === undefined) {
       const head = Number(await upstream.call<string>("eth_blockNumber"));
       const error = resultLimitError(faults, blockTag(filter.fromBlock, head), answer.result as RpcLogObject[]);
-      if (error !== undefined) return { jsonrpc: "2.0", id: request.id, error };
+      if (error !== undefined) return faultAnswer(request, error);
     }
     return answer;
   }
 
-  async function handle(request: Request, socket: WebSocket | undefined): Promise<Answer> {
+  async function handle(request: Request, socket: WebSocket | undefined): Promise<Answered> {
+    const answered = await route(request, socket);
+    return "httpStatus" in answered ? answered : { answer: answered, httpStatus: 200 };
+  }
+
+  async function route(request: Request, socket: WebSocket | undefined): Promise<Answer | Answered> {
     const params = Array.isArray(request.params) ? request.params : [];
     try {
       if (typeof request.method !== "string") throw new RpcError(-32600, "invalid request");
@@ -165,15 +178,19 @@ export async function startFlashblocksFront(options: FrontOptions) {
     }
   }
 
-  async function handleBody(body: string, socket: WebSocket | undefined): Promise<string> {
+  async function handleBody(body: string, socket: WebSocket | undefined): Promise<{ text: string; httpStatus: number }> {
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
     } catch {
-      return JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } });
+      return { text: JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } }), httpStatus: 200 };
     }
-    if (Array.isArray(parsed)) return JSON.stringify(await Promise.all(parsed.map((r) => handle(r as Request, socket))));
-    return JSON.stringify(await handle(parsed as Request, socket));
+    if (Array.isArray(parsed)) {
+      const answers = await Promise.all(parsed.map((r) => handle(r as Request, socket)));
+      return { text: JSON.stringify(answers.map((a) => a.answer)), httpStatus: 200 };
+    }
+    const { answer, httpStatus } = await handle(parsed as Request, socket);
+    return { text: JSON.stringify(answer), httpStatus: socket === undefined ? httpStatus : 200 };
   }
 
   const server = createServer((req: IncomingMessage, res) => {
@@ -184,15 +201,16 @@ export async function startFlashblocksFront(options: FrontOptions) {
       if (!isAdmin && faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
       const failure = isAdmin ? undefined : injectedHttpFailure(faults);
       if (failure !== undefined) return void res.writeHead(failure.status, { "content-type": "application/json" }).end(failure.body);
-      res.writeHead(200, { "content-type": "application/json" }).end(await handleBody(body, undefined));
+      const { text, httpStatus } = await handleBody(body, undefined);
+      res.writeHead(httpStatus, { "content-type": "application/json" }).end(text);
     });
   });
   const wss = new WebSocketServer({ server });
   wss.on("connection", (socket: WebSocket) => {
     sockets.add(socket);
     socket.on("message", async (data: Buffer) => {
-      const answer = await handleBody(data.toString(), socket);
-      if (socket.readyState === 1) socket.send(answer);
+      const { text } = await handleBody(data.toString(), socket);
+      if (socket.readyState === 1) socket.send(text);
     });
     socket.on("close", () => {
       sockets.delete(socket);
