@@ -141,7 +141,7 @@ function parseFinality(value: unknown): Finality {
 }
 
 function parseRealtime(value: unknown): Config["realtime"] {
-  const keys = ["enabled", "headPollIntervalMs", "pendingPollIntervalMs", "reconnectInitialDelayMs", "reconnectMaxDelayMs"] as const;
+  const keys = ["enabled", "headPollIntervalMs", "pendingPollIntervalMs", "requestTimeoutMs", "reconnectInitialDelayMs", "reconnectMaxDelayMs"] as const;
   const realtime = value === undefined ? {} : readObject("realtime", value, keys);
   const d = DEFAULTS.realtime;
   const reconnectInitialDelayMs = int(realtime, "realtime", "reconnectInitialDelayMs", { min: 1, max: 600_000 }) ?? d.reconnectInitialDelayMs;
@@ -152,6 +152,7 @@ function parseRealtime(value: unknown): Config["realtime"] {
     enabled: optional(realtime.enabled, (v) => readBoolean("realtime.enabled", v)) ?? d.enabled,
     headPollIntervalMs: int(realtime, "realtime", "headPollIntervalMs", { min: 50, max: 600_000 }) ?? d.headPollIntervalMs,
     pendingPollIntervalMs: int(realtime, "realtime", "pendingPollIntervalMs", { min: 0, max: 600_000 }) ?? d.pendingPollIntervalMs,
+    requestTimeoutMs: int(realtime, "realtime", "requestTimeoutMs", { min: 100, max: 600_000 }) ?? d.requestTimeoutMs,
     reconnectInitialDelayMs,
     reconnectMaxDelayMs,
   };

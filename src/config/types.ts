@@ -44,6 +44,11 @@ export type RealtimeConfig = {
   readonly headPollIntervalMs: number;
   /** How often to read the pre-confirmed ("pending") view; 0 turns it off (a node without Flashblocks). */
   readonly pendingPollIntervalMs: number;
+  /**
+   * Per-request timeout on the realtime path (head blocks, pending view), in ms: a hung request moves to
+   * the next endpoint within a block or two instead of holding the follower for `rpc.timeoutMs`.
+   */
+  readonly requestTimeoutMs: number;
   /** WebSocket reconnect backoff, with full jitter. */
   readonly reconnectInitialDelayMs: number;
   readonly reconnectMaxDelayMs: number;
@@ -118,6 +123,8 @@ export const DEFAULTS = {
     enabled: true,
     headPollIntervalMs: 1_000,
     pendingPollIntervalMs: 200,
+    // Two Base blocks: a hung request gives way before the head falls more than a block or two behind.
+    requestTimeoutMs: 4_000,
     reconnectInitialDelayMs: 250,
     reconnectMaxDelayMs: 30_000,
   },

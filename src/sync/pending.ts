@@ -11,6 +11,7 @@ import { createLifecycle } from "../store/lifecycle.js";
 import { countIndexed } from "../store/logWriter.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
+import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 
 export type PendingDeps = SyncDeps & {
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
@@ -26,7 +27,9 @@ export type PendingDeps = SyncDeps & {
  * key; neither alone is a complete record, the canonical blocks settle what really landed.
  */
 export function createPendingIndexer(deps: PendingDeps) {
-  const { config, metrics, shutdown, client, db } = deps;
+  const { config, metrics, shutdown, db } = deps;
+  // The pending view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
+  const client = deps.client.withTimeout(config.realtime.requestTimeoutMs);
   const logger = deps.logger.child({ component: "pending" });
   const lifecycle = createLifecycle(db);
   const addresses = config.tokens.map((t) => t.address.toLowerCase() as Hex);
@@ -35,18 +38,8 @@ export function createPendingIndexer(deps: PendingDeps) {
   const attributionWriter = createAttributionWriter(db);
   const attributor = config.attribution.enabled ? createAttributor({ client, metrics, chainId: config.chainId, writer: attributionWriter }) : undefined;
 
-  /** Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency. */
-  function attributeLater(rows: readonly LogRow[]): void {
-    if (attributor === undefined || rows.length === 0) return;
-    attributor
-      .attribute(rows.map((r) => r.transactionHash))
-      .then((transactions) => {
-        if (transactions.length === 0 || shutdown.isKilled()) return;
-        db.transaction(() => attributionWriter.insert(transactions, Date.now())).immediate();
-        attributor.remember(transactions);
-      })
-      .catch((error: unknown) => logger.warn({ msg: "Failed to attribute pre-confirmed transactions", error: (error as Error).message }));
-  }
+  // Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency.
+  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, shutdown });
 
   /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
   function store(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): number {
@@ -62,7 +55,7 @@ export function createPendingIndexer(deps: PendingDeps) {
       metrics.indexedBlock.set({ source: "pending" }, Math.max(...fresh.map((r) => r.blockNumber)));
     }
     deps.onStored?.(fresh);
-    if (inserted > 0) attributeLater(fresh);
+    if (inserted > 0) attributeLater(fresh.map((r) => r.transactionHash), "pre-confirmed");
     return inserted;
   }
 

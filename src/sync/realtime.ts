@@ -19,6 +19,7 @@ import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows, getHeaders } from "./canonicalBlocks.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
+import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
@@ -38,9 +39,15 @@ export function createHeadFollower(deps: RealtimeDeps) {
   const synced = createSyncedRanges(db, config.chainId);
   const tracker = createBlockTracker();
   const attributionWriter = createAttributionWriter(db);
-  const attributor = config.attribution.enabled ? createAttributor({ client, metrics, chainId: config.chainId, writer: attributionWriter }) : undefined;
+  // Requests on the head path give way after realtime.requestTimeoutMs and move to the next endpoint.
+  const headClient = client.withTimeout(config.realtime.requestTimeoutMs);
+  const attributor = config.attribution.enabled
+    ? createAttributor({ client: headClient, metrics, chainId: config.chainId, writer: attributionWriter })
+    : undefined;
+  // A block's confirmation never waits for its calldata: attribution follows the commit.
+  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, shutdown });
   const tokens = config.tokens.map((t) => ({ key: t.address.toLowerCase() as Hex, startBlock: t.startBlock }));
-  const blockDeps = { ...deps, chainId: config.chainId };
+  const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
   const serial = new PQueue({ concurrency: 1 });
   let finalized = -1;
@@ -74,13 +81,13 @@ export function createHeadFollower(deps: RealtimeDeps) {
   async function settleStoredBlocks(): Promise<void> {
     const stale: Array<{ number: number; hash: Hex }> = [];
     for (const block of lifecycle.unsettledBlocks()) {
-      const canonical = tracker.hashAt(block.number) ?? (await getBlockHeader(client, block.number))?.hash;
+      const canonical = tracker.hashAt(block.number) ?? (await getBlockHeader(headClient, block.number))?.hash;
       if (canonical !== block.hash) stale.push(block);
     }
     if (stale.length === 0) return;
     const replacements = new Map<number, LogRow[]>();
     for (const number of new Set(stale.map((b) => b.number))) {
-      const header = await getBlockHeader(client, number);
+      const header = await getBlockHeader(headClient, number);
       if (header !== undefined) replacements.set(number, await getBlockRows({ ...blockDeps, tokens: tokensAt(number) }, header, statusAt(number)));
     }
     const now = Date.now();
@@ -104,7 +111,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
           `Reorg deeper than the ${tracker.size()} tracked blocks at block ${first.number}: refusing to diverge from the chain`,
           { details: `the canonical parent ${first.parentHash} of block ${first.number} is not among the tracked unfinalized blocks; check the finality setting` },
         );
-      const parent = await getBlockHeader(client, first.number - 1);
+      const parent = await getBlockHeader(headClient, first.number - 1);
       if (parent === undefined || parent.hash !== first.parentHash)
         throw new RpcResponseError(`the chain moved while walking back from block ${head.number}`);
       branch.unshift(parent);
@@ -118,7 +125,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     // A late notification for a block that is already final is old news.
     if (head.number < (tracker.oldest()?.number ?? 0)) return;
     // Fill a short gap of missed heads, then check the link.
-    const gap = head.number > tip.number + 1 ? await getHeaders(client, tip.number + 1, head.number - 1) : [];
+    const gap = head.number > tip.number + 1 ? await getHeaders(headClient, tip.number + 1, head.number - 1) : [];
     const candidate = [...gap, head];
     for (let i = 1; i < candidate.length; i++) {
       if (candidate[i]!.parentHash !== candidate[i - 1]!.hash) throw new RpcResponseError(`the chain moved while fetching blocks ${tip.number + 1}..${head.number}`);
@@ -127,14 +134,12 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const ancestor = branch[0]!.number - 1;
     const rows = new Map<string, LogRow[]>();
     for (const block of branch) rows.set(block.hash, await getBlockRows({ ...blockDeps, tokens: tokensAt(block.number) }, block, statusAt(block.number)));
-    const transactions = attributor === undefined ? [] : await attributor.attribute([...rows.values()].flat().map((r) => r.transactionHash));
 
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);
     let removed = 0;
     const applied = { promoted: 0, inserted: 0, dropped: 0 };
     db.transaction(() => {
-      attributionWriter.insert(transactions, now);
       for (const block of orphaned) removed += lifecycle.removeBlock(block.hash, now);
       for (const block of branch) {
         const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now);
@@ -147,7 +152,6 @@ export function createHeadFollower(deps: RealtimeDeps) {
       }
     }).immediate();
     // Only after the commit does memory follow the database.
-    attributor?.remember(transactions);
     tracker.rewindTo(ancestor);
     for (const block of branch) tracker.push(block);
     if (orphaned.length > 0) {
@@ -156,6 +160,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       metrics.removedLogs.inc({ via: "parent_hash" }, removed);
       logger.warn({ msg: "Detected reorg", depth: orphaned.length, common_ancestor: ancestor, new_head: head.number, removed_logs: removed });
     }
+    attributeLater([...rows.values()].flat().map((r) => r.transactionHash), "confirmed");
     metrics.droppedPreconfirmed.inc(applied.dropped);
     if (applied.dropped > 0) logger.warn({ msg: "Marked pre-confirmed logs dropped", block_number: head.number, dropped: applied.dropped });
     metrics.chainHeadBlock.set(head.number);
@@ -168,7 +173,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
   }
 
   async function advanceFinality(): Promise<void> {
-    const tips = await getChainTips(client, config.finality);
+    const tips = await getChainTips(headClient, config.finality);
     if (tips.finalized <= finalized) return;
     finalized = tips.finalized;
     const changed = db.transaction(() => lifecycle.finalizeThrough(finalized, Date.now())).immediate();
@@ -237,7 +242,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       await sleep(config.realtime.headPollIntervalMs, shutdown.signal);
       if (Date.now() - lastWsHeadAt < 3 * config.realtime.headPollIntervalMs + 2_000) continue;
       try {
-        const head = await getBlockHeader(client, "latest");
+        const head = await getBlockHeader(headClient, "latest");
         if (head !== undefined && serial.size === 0) await submitHead(head);
       } catch (error) {
         if (!(error instanceof RetryableError)) throw error;

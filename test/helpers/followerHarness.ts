@@ -10,7 +10,19 @@ import { createHeadFollower } from "../../src/sync/realtime.js";
 import { testConfig, testDeps } from "./context.js";
 import { createPayer, waitFor } from "./devnetPayments.js";
 
-export type FollowerOptions = { finalityDepth?: number; pendingPoll?: number; ws?: boolean; wsUrl?: string; dbPath?: string; devnet?: Devnet };
+export type FollowerOptions = {
+  finalityDepth?: number;
+  pendingPoll?: number;
+  ws?: boolean;
+  wsUrl?: string;
+  preconfWsUrl?: string;
+  /** HTTP endpoint to follow through (default: the devnet's own). */
+  httpUrl?: string;
+  /** realtime.requestTimeoutMs (default: the config default). */
+  requestTimeoutMs?: number;
+  dbPath?: string;
+  devnet?: Devnet;
+};
 
 export type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
 
@@ -23,10 +35,19 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const devnet = options.devnet ?? (await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
   if (options.devnet === undefined) open.push(devnet);
   const config = testConfig({
-    rpc: { http: [devnet.httpUrl], ...(options.ws === false ? {} : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: devnet.wsUrl }) },
+    rpc: {
+      http: [options.httpUrl ?? devnet.httpUrl],
+      ...(options.ws === false ? {} : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: options.preconfWsUrl ?? devnet.wsUrl }),
+    },
     tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
     finality: { depth: options.finalityDepth ?? 8 },
-    realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: options.pendingPoll ?? 50, reconnectInitialDelayMs: 20, reconnectMaxDelayMs: 200 },
+    realtime: {
+      headPollIntervalMs: 100,
+      pendingPollIntervalMs: options.pendingPoll ?? 50,
+      reconnectInitialDelayMs: 20,
+      reconnectMaxDelayMs: 200,
+      ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
+    },
     database: { path: options.dbPath ?? join(mkdtempSync(join(tmpdir(), "flashindex-realtime-")), "index.db") },
   });
   const deps = testDeps(config);
