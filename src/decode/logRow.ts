@@ -1,6 +1,7 @@
 import type { Hex } from "viem";
 import type { RpcLog } from "../chain/rpcLog.js";
 import { decodePaymentEvent, type PaymentEvent, type UndecodableReason } from "./paymentEvents.js";
+import { assignTxLogPositions } from "./preconfirmedTwins.js";
 
 export type LogStatus = "preconfirmed" | "confirmed" | "finalized" | "removed" | "dropped";
 export type LogSource = "backfill" | "head" | "pending" | "pending_ws";
@@ -59,22 +60,4 @@ export function toLogRows(
   }
   assignTxLogPositions(rows);
   return { rows, rejected };
-}
-
-/** Numbers each transaction's logs per token in logIndex order: the identity that survives pre-confirmation. */
-function assignTxLogPositions(rows: LogRow[]): void {
-  const next = new Map<string, number>();
-  // Nodes answer in (block, logIndex) order; sort only when one did not.
-  const inOrder = rows.every((row, i) => i === 0 || before(rows[i - 1]!, row));
-  const ordered = inOrder ? rows : [...rows].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
-  for (const row of ordered) {
-    const key: `${Hex}${Hex}` = `${row.transactionHash}${row.address}`;
-    const position = next.get(key) ?? 0;
-    row.txLogPosition = position;
-    next.set(key, position + 1);
-  }
-}
-
-function before(a: LogRow, b: LogRow): boolean {
-  return a.blockNumber < b.blockNumber || (a.blockNumber === b.blockNumber && a.logIndex < b.logIndex);
 }

@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import type { LogRow } from "../decode/logRow.js";
+import { pickTwin, twinContent, type TwinCandidate } from "../decode/preconfirmedTwins.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 
 export type BlockApplied = {
@@ -24,16 +25,11 @@ export type BlockApplied = {
  */
 export function createLifecycle(db: Database) {
   const writer = createLogWriter(db);
-  // A pre-confirmed log is the same log as a confirmed one when the transaction and its position
-  // among the token's logs in that transaction match; block hash and logIndex change at confirmation.
-  // The content must match too. A position computed from a pendingLogs stream that skipped a
-  // notification can be off; then the same content at the nearest position pairs up (identical logs
-  // of one transaction are interchangeable).
-  const findTwin = db.prepare(`
-    SELECT id, preconfirmed_at FROM logs
+  // Twins are matched in decode/preconfirmedTwins.ts; here the candidates are found by content.
+  const findTwins = db.prepare(`
+    SELECT id, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt FROM logs
     WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
-      AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped')
-    ORDER BY tx_log_position = @position DESC, log_index LIMIT 1`);
+      AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped')`);
   const findConfirmed = db.prepare(`
     SELECT id FROM logs WHERE block_hash = ? AND log_index = ? AND block_number = ? AND tx_hash = ?`);
   const promote = db.prepare(`
@@ -64,10 +60,7 @@ export function createLifecycle(db: Database) {
   return {
     /** Stores pre-confirmed rows; a log already confirmed or already pre-confirmed changes nothing. */
     insertPreconfirmed(rows: readonly LogRow[], now: number): InsertCounts {
-      const fresh = rows.filter((row) => {
-        const { position: _position, ...content } = contentOf(row);
-        return alreadyConfirmed.get(content) === undefined;
-      });
+      const fresh = rows.filter((row) => alreadyConfirmed.get(twinContent(row)) === undefined);
       return writer.insertRows(fresh, now);
     },
 
@@ -79,7 +72,7 @@ export function createLifecycle(db: Database) {
       const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: new Map() };
       const fresh: LogRow[] = [];
       for (const row of rows) {
-        const twin = findTwin.get(contentOf(row)) as { id: number; preconfirmed_at: number | null } | undefined;
+        const twin = pickTwin(row, findTwins.all(twinContent(row)) as TwinCandidate[]);
         if (twin === undefined) {
           fresh.push(row);
           continue;
@@ -87,7 +80,7 @@ export function createLifecycle(db: Database) {
         const existing = findConfirmed.get(row.blockHash, row.logIndex, row.blockNumber, row.transactionHash) as { id: number } | undefined;
         if (existing !== undefined) {
           // The confirmed row is already there (e.g. from a backfill): fold the twin's history into it.
-          keepPreconfirmedAt.run(twin.preconfirmed_at, existing.id);
+          keepPreconfirmedAt.run(twin.preconfirmedAt, existing.id);
           deleteTransfer.run(twin.id);
           deleteAuthorization.run(twin.id);
           deleteLog.run(twin.id);
@@ -105,7 +98,7 @@ export function createLifecycle(db: Database) {
           now,
         });
         result.promoted++;
-        if (twin.preconfirmed_at !== null) result.leadTimesMs.push(now - twin.preconfirmed_at);
+        if (twin.preconfirmedAt !== null) result.leadTimesMs.push(now - twin.preconfirmedAt);
       }
       const counts = writer.insertRows(fresh, now);
       result.inserted = counts.inserted;
@@ -138,17 +131,3 @@ export function createLifecycle(db: Database) {
 }
 
 export type Lifecycle = ReturnType<typeof createLifecycle>;
-
-/** The columns that identify a log across its lifecycle (block hash and logIndex change at confirmation). */
-function contentOf(row: LogRow) {
-  return {
-    txHash: row.transactionHash,
-    address: row.address,
-    topic0: row.topics[0] ?? null,
-    topic1: row.topics[1] ?? null,
-    topic2: row.topics[2] ?? null,
-    topic3: row.topics[3] ?? null,
-    data: row.data,
-    position: row.txLogPosition,
-  };
-}

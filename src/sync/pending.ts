@@ -12,6 +12,7 @@ import { countIndexed } from "../store/logWriter.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
+import { createStreamPositions } from "../decode/preconfirmedTwins.js";
 
 export type PendingDeps = SyncDeps & {
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
@@ -140,27 +141,6 @@ export function createPendingIndexer(deps: PendingDeps) {
   }
 
   return { pollOnce, pollForever, subscribe, onNotification };
-}
-
-/** Positions of streamed logs within their transaction, per token, by logIndex order. */
-function createStreamPositions() {
-  const seen = new Map<string, number[]>();
-  let newestBlock = -1;
-  return {
-    place(row: LogRow): number {
-      if (row.blockNumber > newestBlock) {
-        newestBlock = row.blockNumber;
-        // Older pending blocks are settled by their canonical block: forget them.
-        for (const key of seen.keys()) if (Number(key.split(":")[0]) < newestBlock) seen.delete(key);
-      }
-      const key = `${row.blockNumber}:${row.transactionHash}:${row.address}`;
-      const indexes = seen.get(key) ?? [];
-      if (!indexes.includes(row.logIndex)) indexes.push(row.logIndex);
-      indexes.sort((a, b) => a - b);
-      seen.set(key, indexes);
-      return indexes.indexOf(row.logIndex);
-    },
-  };
 }
 
 function nowSeconds(): number {
