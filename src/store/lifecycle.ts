@@ -50,6 +50,8 @@ export function createLifecycle(db: Database) {
     UPDATE logs SET status = 'dropped', removed_at = ? WHERE status = 'preconfirmed' AND block_number <= ?`);
   const removeBlock = db.prepare(`
     UPDATE logs SET status = 'removed', removed_at = ? WHERE block_hash = ? AND status IN ('confirmed', 'finalized')`);
+  const removeOtherBranches = db.prepare(`
+    UPDATE logs SET status = 'removed', removed_at = ? WHERE block_number = ? AND block_hash != ? AND status IN ('confirmed', 'finalized')`);
   const removeOne = db.prepare(`
     UPDATE logs SET status = 'removed', removed_at = ? WHERE block_hash = ? AND log_index = ? AND status IN ('confirmed', 'finalized')`);
   const finalize = db.prepare(`
@@ -111,6 +113,11 @@ export function createLifecycle(db: Database) {
     /** Flags every log of an orphaned block as removed (kept, with when). */
     removeBlock(blockHash: Hex, now: number): number {
       return removeBlock.run(now, blockHash).changes;
+    },
+
+    /** Flags removed every live row at `blockNumber` whose block is not `canonicalHash` (another branch). */
+    removeOtherBranches(blockNumber: number, canonicalHash: Hex, now: number): number {
+      return removeOtherBranches.run(now, blockNumber, canonicalHash).changes;
     },
 
     /** Honours one `removed: true` log from a `logs` subscription. */

@@ -40,6 +40,6 @@ export async function getBlockRows(
   return fetchLogRows(
     deps,
     { blockHash: block.hash, blockNumber: block.number, addresses: deps.tokens, topic0: PAYMENT_TOPICS },
-    { statusOf: () => status, source: "head", blockTimestamp: block.timestamp, strict: true },
+    { statusOf: () => status, source: "head", timestampOf: () => block.timestamp, strict: true },
   );
 }

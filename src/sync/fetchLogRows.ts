@@ -15,10 +15,10 @@ export type RowsRequest = {
   statusOf: (blockNumber: number) => LogStatus;
   source: LogSource;
   /**
-   * Unix seconds for logs that carry no `blockTimestamp`: known for a block fetched by hash (its
-   * header) and for the pending view (now). Left out, the timestamps are fetched by block number.
+   * Unix seconds for logs that carry no `blockTimestamp`, where the caller knows it: a block's
+   * header, or now for the pending view. Blocks it leaves undefined have their timestamps fetched.
    */
-  blockTimestamp?: number | undefined;
+  timestampOf?: ((blockNumber: number) => number | undefined) | undefined;
   /**
    * Canonical data is strict: one log that fails validation makes the whole answer damaged, and it is
    * fetched again (next endpoint first); a range is stored only from an answer in which every log passed.
@@ -54,7 +54,7 @@ export function rowsOfNotification(
   deps: FetchRowsDeps,
   filter: LogFilter,
   logs: readonly RpcLog[],
-  request: Omit<RowsRequest, "strict" | "blockTimestamp"> & { blockTimestamp: number },
+  request: Omit<RowsRequest, "strict" | "timestampOf"> & { timestampOf: (blockNumber: number) => number },
 ): LogRow[] {
   return decodeAnswer(deps, filter, partitionByFilter(logs, filter), { ...request, strict: false }, new Set());
 }
@@ -66,7 +66,8 @@ function decodeAnswer(deps: FetchRowsDeps, filter: LogFilter, answer: GetLogsRes
     statusOf: request.statusOf,
     source: request.source,
     timestampOf: (blockNumber) => {
-      if (request.blockTimestamp !== undefined) return request.blockTimestamp;
+      const known = request.timestampOf?.(blockNumber);
+      if (known !== undefined) return known;
       untimed.add(blockNumber);
       return UNKNOWN_TIMESTAMP;
     },

@@ -85,7 +85,7 @@ export function createPendingIndexer(deps: PendingDeps) {
   async function pollOnce(): Promise<number> {
     const receivedAt = performance.now();
     // Lenient: a bad pre-confirmed log is dropped and counted; its canonical block settles it later.
-    const rows = await fetchLogRows(rowsDeps, pendingFilter, { ...preconfirmed, source: "pending", blockTimestamp: nowSeconds(), strict: false });
+    const rows = await fetchLogRows(rowsDeps, pendingFilter, { ...preconfirmed, source: "pending", timestampOf: nowSeconds, strict: false });
     return store(rows, "pending", [receivedAt]);
   }
 
@@ -110,7 +110,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     try {
       const array = Array.isArray(result);
       const logs = (array ? result : [result]).map((item, i) => parseRpcLog(item, `pendingLogs result[${i}]`));
-      const rows = rowsOfNotification(rowsDeps, pendingFilter, logs, { ...preconfirmed, source: "pending_ws", blockTimestamp: nowSeconds() });
+      const rows = rowsOfNotification(rowsDeps, pendingFilter, logs, { ...preconfirmed, source: "pending_ws", timestampOf: nowSeconds });
       // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
       if (!array) for (const row of rows) row.txLogPosition = positions.place(row);
       streamed.push(...rows);

@@ -17,12 +17,16 @@ import { createSyncedRanges } from "../store/syncedRanges.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows, getHeaders } from "./canonicalBlocks.js";
+import { settleAfterRestart } from "./settleAfterRestart.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
+/** Catch-up attempts before a temporary failure stops the daemon (exit 75), and the pause between them (times the attempt). */
+const CATCH_UP_ATTEMPTS = 4;
+const CATCH_UP_RETRY_DELAY_MS = 1_000;
 
 export type RealtimeDeps = SyncDeps & { health: Health };
 
@@ -64,8 +68,11 @@ export function createHeadFollower(deps: RealtimeDeps) {
     for (let i = 1; i < headers.length; i++) {
       if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);
     }
+    await settleAfterRestart(
+      { ...blockDeps, db, lifecycle, synced, tokens, statusAt, windowBlocks: config.backfill.windowBlocks },
+      headers,
+    );
     tracker.reset(headers);
-    await settleStoredBlocks();
     metrics.chainHeadBlock.set(tips.head);
     metrics.indexedBlock.set({ source: "head" }, tips.head);
     metrics.lagBlocks.set(0);
@@ -74,28 +81,17 @@ export function createHeadFollower(deps: RealtimeDeps) {
     logger.info({ msg: "Caught up with the head", head_block: tips.head, finalized_block: finalized, tracked_blocks: tracker.size() });
   }
 
-  /**
-   * Rows stored as confirmed may belong to blocks that were reorged out while we were away, or
-   * between the backfill and loading the headers: compare each with the canonical hash.
-   */
-  async function settleStoredBlocks(): Promise<void> {
-    const stale: Array<{ number: number; hash: Hex }> = [];
-    for (const block of lifecycle.unsettledBlocks()) {
-      const canonical = tracker.hashAt(block.number) ?? (await getBlockHeader(headClient, block.number))?.hash;
-      if (canonical !== block.hash) stale.push(block);
+  /** Catch-up races a live chain (a reorg while headers load): a temporary failure is tried again a few times. */
+  async function catchUpWithRetries(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await catchUp();
+      } catch (error) {
+        if (!(error instanceof RetryableError) || attempt >= CATCH_UP_ATTEMPTS) throw error;
+        logger.warn({ msg: "Failed to catch up, retrying", attempt, max_attempts: CATCH_UP_ATTEMPTS, error: error.shortMessage });
+        await sleep(CATCH_UP_RETRY_DELAY_MS * attempt, shutdown.signal);
+      }
     }
-    if (stale.length === 0) return;
-    const replacements = new Map<number, LogRow[]>();
-    for (const number of new Set(stale.map((b) => b.number))) {
-      const header = await getBlockHeader(headClient, number);
-      if (header !== undefined) replacements.set(number, await getBlockRows({ ...blockDeps, tokens: tokensAt(number) }, header, statusAt(number)));
-    }
-    const now = Date.now();
-    db.transaction(() => {
-      for (const block of stale) metrics.removedLogs.inc({ via: "restart_check" }, lifecycle.removeBlock(block.hash, now));
-      for (const [number, rows] of replacements) lifecycle.applyCanonicalBlock(number, rows, now);
-    }).immediate();
-    logger.warn({ msg: "Settled rows of blocks reorged out while away", blocks: stale.map((b) => b.number) });
   }
 
   /** Walks back from `head` to a block whose parent the tracker holds; throws when deeper than tracked. */
@@ -121,7 +117,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
   async function applyHead(head: BlockHeader): Promise<void> {
     if (tracker.hashAt(head.number) === head.hash) return;
     const tip = tracker.head();
-    if (tip === undefined || head.number > tip.number + MAX_HEAD_GAP_BLOCKS) return catchUp();
+    if (tip === undefined || head.number > tip.number + MAX_HEAD_GAP_BLOCKS) return catchUpWithRetries();
     // A late notification for a block that is already final is old news.
     if (head.number < (tracker.oldest()?.number ?? 0)) return;
     // Fill a short gap of missed heads, then check the link.
@@ -212,7 +208,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
 
   /** Runs until shutdown: catch up, then apply heads from newHeads (WebSocket) or polling. */
   async function run(): Promise<void> {
-    await catchUp();
+    await catchUpWithRetries();
     let lastWsHeadAt = 0;
     let failure: unknown;
     const fail = (error: unknown) => {

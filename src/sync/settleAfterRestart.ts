@@ -1,0 +1,101 @@
+import type { Hex } from "viem";
+import { getBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
+import { RpcResponseError } from "../chain/rpcErrors.js";
+import type { RpcClient } from "../chain/rpcClient.js";
+import type { LogRow, LogStatus } from "../decode/logRow.js";
+import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import type { Lifecycle } from "../store/lifecycle.js";
+import type { Database } from "../store/openDatabase.js";
+import type { SyncedRanges } from "../store/syncedRanges.js";
+import { splitRange } from "./blockRanges.js";
+import { getBlockRows } from "./canonicalBlocks.js";
+import { fetchLogRows } from "./fetchLogRows.js";
+
+export type SettleDeps = {
+  client: RpcClient;
+  logger: Logger;
+  metrics: Metrics;
+  db: Database;
+  chainId: number;
+  lifecycle: Lifecycle;
+  synced: SyncedRanges;
+  tokens: ReadonlyArray<{ key: Hex; startBlock: number }>;
+  statusAt: (blockNumber: number) => LogStatus;
+  /** Blocks per eth_getLogs when re-reading the unfinalized range. */
+  windowBlocks: number;
+};
+
+/**
+ * After a (re)start or a long gap, brings what is stored in line with the canonical chain before the
+ * follower takes over: whatever happened while we were away (or killed mid-write) is settled here.
+ *  1. Every unfinalized block (the tracked `headers`) is read again, whole: a reorg while we were
+ *     away may have replaced a block that held none of our logs by one that holds some, and the
+ *     synced ranges alone would never look at it again. Rows of other branches at those heights are
+ *     flagged removed, missing rows inserted, pre-confirmed twins promoted, unlanded ones dropped.
+ *  2. Rows stored as confirmed below the unfinalized range are compared with their block's
+ *     canonical hash (they became final while we were away, or were reorged out first).
+ */
+export async function settleAfterRestart(deps: SettleDeps, headers: readonly BlockHeader[]): Promise<void> {
+  const tracked = new Map(headers.map((h) => [h.number, h]));
+  const canonical = await readUnfinalized(deps, tracked);
+  const stale = await staleBelow(deps, tracked);
+  const now = Date.now();
+  let removed = 0;
+  deps.db
+    .transaction(() => {
+      for (const block of stale.blocks) removed += deps.lifecycle.removeBlock(block.hash, now);
+      for (const [number, rows] of [...stale.replacements, ...canonical]) {
+        const header = tracked.get(number);
+        if (header !== undefined) removed += deps.lifecycle.removeOtherBranches(number, header.hash, now);
+        deps.lifecycle.applyCanonicalBlock(number, rows, now);
+      }
+      for (const header of headers)
+        for (const token of deps.tokens) if (token.startBlock <= header.number) deps.synced.add(token.key, { from: header.number, to: header.number });
+    })
+    .immediate();
+  deps.metrics.removedLogs.inc({ via: "restart_check" }, removed);
+  if (removed > 0 || stale.blocks.length > 0)
+    deps.logger.warn({ msg: "Settled rows of blocks reorged out while away", removed_logs: removed, blocks: stale.blocks.map((b) => b.number) });
+}
+
+/** The canonical rows of every tracked block, by number, read by range and checked against the tracked hashes. */
+async function readUnfinalized(deps: SettleDeps, tracked: ReadonlyMap<number, BlockHeader>): Promise<Map<number, LogRow[]>> {
+  const rows = new Map<number, LogRow[]>([...tracked.keys()].map((n) => [n, []]));
+  const numbers = [...tracked.keys()];
+  if (numbers.length === 0) return rows;
+  for (const piece of splitRange({ from: Math.min(...numbers), to: Math.max(...numbers) }, deps.windowBlocks)) {
+    const addresses = deps.tokens.filter((t) => t.startBlock <= piece.to).map((t) => t.key);
+    if (addresses.length === 0) continue;
+    const fetched = await fetchLogRows(
+      deps,
+      { ...piece, addresses, topic0: PAYMENT_TOPICS },
+      { statusOf: deps.statusAt, source: "head", timestampOf: (n) => tracked.get(n)?.timestamp, strict: true },
+    );
+    for (const row of fetched) {
+      if (tracked.get(row.blockNumber)?.hash !== row.blockHash)
+        throw new RpcResponseError(`the chain moved while re-reading unfinalized blocks (block ${row.blockNumber})`);
+      const start = deps.tokens.find((t) => t.key === row.address)?.startBlock ?? 0;
+      if (row.blockNumber >= start) rows.get(row.blockNumber)!.push(row);
+    }
+  }
+  return rows;
+}
+
+/** Blocks below the tracked range whose stored confirmed rows carry a hash the chain no longer has, with their canonical rows. */
+async function staleBelow(deps: SettleDeps, tracked: ReadonlyMap<number, BlockHeader>) {
+  const blocks: Array<{ number: number; hash: Hex }> = [];
+  for (const block of deps.lifecycle.unsettledBlocks()) {
+    if (tracked.has(block.number)) continue;
+    const canonical = (await getBlockHeader(deps.client, block.number))?.hash;
+    if (canonical !== block.hash) blocks.push(block);
+  }
+  const replacements = new Map<number, LogRow[]>();
+  for (const number of new Set(blocks.map((b) => b.number))) {
+    const header = await getBlockHeader(deps.client, number);
+    const tokens = deps.tokens.filter((t) => t.startBlock <= number).map((t) => t.key);
+    if (header !== undefined) replacements.set(number, await getBlockRows({ ...deps, tokens }, header, deps.statusAt(number)));
+  }
+  return { blocks, replacements };
+}
