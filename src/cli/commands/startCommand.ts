@@ -38,7 +38,7 @@ Options:
   -h, --help          show this help
 
 Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
-from another chain), 1 fatal error.`;
+from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`;
 
 export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("start", args, {});
