@@ -1,11 +1,13 @@
+import { getBlockHeader } from "../chain/blockHeaders.js";
 import { createRpcClient, type RpcClient } from "../chain/rpcClient.js";
 import { WrongChainError } from "../chain/rpcErrors.js";
 import { loadConfig, DEFAULT_CONFIG_PATH } from "../config/loadConfig.js";
 import type { Config } from "../config/types.js";
-import { ConfigError } from "../errors.js";
+import { ConfigError, FatalError } from "../errors.js";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { createMetrics, type Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
+import type { ChainIdentity } from "../store/openDatabase.js";
 
 /** The dependency bag every long-running part takes as its first argument. */
 export type Context = {
@@ -36,6 +38,13 @@ export async function verifyChain(context: Context): Promise<void> {
     if (error instanceof WrongChainError) throw new ConfigError("rpc.http", error.shortMessage);
     throw error;
   }
+}
+
+/** The genesis block hash the RPC serves: what a database is pinned to besides the chain id. */
+export async function getChainIdentity(context: Context): Promise<ChainIdentity> {
+  const genesis = await getBlockHeader(context.client, 0);
+  if (genesis === undefined) throw new FatalError("The RPC serves no genesis block (eth_getBlockByNumber(0x0) returned null)");
+  return { genesisHash: genesis.hash };
 }
 
 /** A token whose start block lies above the head is a config mistake (a typo, or the wrong network). */

@@ -1,6 +1,11 @@
+import { existsSync, statSync } from "node:fs";
+import DatabaseConstructor from "better-sqlite3";
+import { createPublicClient, http, type Hex } from "viem";
 import type { Config } from "../config/types.js";
+import type { Devnet, DevnetOptions } from "../devnet/startDevnet.js";
 import type { Logger } from "../ops/logger.js";
 import type { Shutdown } from "../ops/shutdown.js";
+import { backupSuffix, moveDatabaseAside } from "../store/moveDatabaseAside.js";
 
 /**
  * Starts the bundled devnet when the config asks for it and returns the config pointed at it.
@@ -9,12 +14,11 @@ import type { Shutdown } from "../ops/shutdown.js";
 export async function startConfiguredDevnet(config: Config, logger: Logger, shutdown: Shutdown): Promise<Config> {
   const options = config.devnet;
   if (options === undefined || !options.enabled) return config;
-  const { startDevnet } = await import("../devnet/startDevnet.js");
   const { startDemoTraffic } = await import("../devnet/demoTraffic.js");
   const { startRegistrationStandIn } = await import("../devnet/registrationStandIn.js");
   const log = logger.child({ component: "devnet" });
   const onError = (error: unknown) => log.warn({ msg: "Devnet hiccup", error: (error as Error).message });
-  const devnet = await startDevnet({
+  const devnet = await startDevnetForDatabase(config, log, {
     chainId: config.chainId,
     blockTimeMs: options.blockTimeMs,
     flashblockIntervalMs: options.flashblockIntervalMs,
@@ -48,4 +52,76 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
     rpc: Object.freeze({ ...config.rpc, http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl }),
     registration: Object.freeze({ ...config.registration, baseUrl: registration.url }),
   });
+}
+
+/**
+ * Starts the devnet with its chain kept beside the database, so a restart resumes on the same
+ * chain. When the saved chain cannot be restored, or does not hold what the database indexed, the
+ * old database (and the old chain state) are moved aside, never deleted, and both start afresh.
+ * The caller holds the database's writer lock.
+ */
+async function startDevnetForDatabase(config: Config, log: Logger, options: DevnetOptions): Promise<Devnet> {
+  const { startDevnet } = await import("../devnet/startDevnet.js");
+  const { DEVNET_STATE_INTERVAL_S, devnetStatePaths, moveDevnetStateAside, readDevnetInfo, writeDevnetInfo } = await import("../devnet/devnetState.js");
+  const databasePath = config.database.path;
+  if (databasePath === ":memory:") return startDevnet(options);
+  const paths = devnetStatePaths(databasePath);
+  const info = readDevnetInfo(paths.info);
+  let reason = "no saved devnet chain";
+  if (info !== undefined && info.chainId === config.chainId && existsSync(paths.anvilState)) {
+    try {
+      const state = { path: paths.anvilState, intervalSeconds: DEVNET_STATE_INTERVAL_S, genesisTimestamp: info.genesisTimestamp, restore: info };
+      const devnet = await startDevnet({ ...options, state });
+      const mismatch = await compareWithDatabase(databasePath, devnet.anvilUrl).catch((error: unknown) => `the saved chain could not be checked: ${(error as Error).message}`);
+      if (mismatch === undefined) {
+        log.info({ msg: "Restored the devnet chain", state_file: paths.anvilState, database: databasePath });
+        return devnet;
+      }
+      await devnet.stop();
+      reason = mismatch;
+    } catch (error) {
+      reason = `the saved chain could not be loaded: ${(error as Error).message}`;
+    }
+  }
+  const suffix = backupSuffix(new Date());
+  if (existsSync(databasePath) && statSync(databasePath).size > 0) {
+    const movedTo = moveDatabaseAside(databasePath, suffix);
+    log.warn({ msg: "Moved the old database aside and started a fresh devnet chain", database: databasePath, moved_to: movedTo, reason });
+  }
+  moveDevnetStateAside(paths, suffix);
+  const genesisTimestamp = Math.floor(Date.now() / 1_000);
+  const devnet = await startDevnet({ ...options, state: { path: paths.anvilState, intervalSeconds: DEVNET_STATE_INTERVAL_S, genesisTimestamp } });
+  writeDevnetInfo(paths.info, { chainId: devnet.chainId, genesisTimestamp, token: devnet.token, tokenDeployBlock: devnet.tokenDeployBlock });
+  return devnet;
+}
+
+/**
+ * Why the restored chain cannot carry on the database, or undefined when it can: same genesis, and
+ * a head at or above every block the database indexed (blocks above the head would differ).
+ */
+async function compareWithDatabase(databasePath: string, anvilUrl: string): Promise<string | undefined> {
+  if (!existsSync(databasePath)) return undefined;
+  const db = new DatabaseConstructor(databasePath, { readonly: true, fileMustExist: true });
+  let stored: { genesis: Hex | undefined; highest: number };
+  try {
+    const genesis = db.prepare("SELECT value FROM meta WHERE key = 'genesis_hash'").get() as { value: Hex } | undefined;
+    const highest = db
+      .prepare(
+        `SELECT MAX(COALESCE((SELECT MAX(to_block) FROM synced_ranges), -1),
+                    COALESCE((SELECT MAX(block_number) FROM logs WHERE status IN ('confirmed', 'finalized')), -1)) AS n`,
+      )
+      .get() as { n: number };
+    stored = { genesis: genesis?.value, highest: highest.n };
+  } catch {
+    // No tables yet: nothing indexed that the chain could contradict.
+    return undefined;
+  } finally {
+    db.close();
+  }
+  const client = createPublicClient({ transport: http(anvilUrl) });
+  const [genesis, head] = await Promise.all([client.getBlock({ blockNumber: 0n }), client.getBlockNumber({ cacheTime: 0 })]);
+  if (stored.genesis !== undefined && genesis.hash !== stored.genesis)
+    return `the saved chain's genesis ${genesis.hash} is not the database's ${stored.genesis}`;
+  if (Number(head) < stored.highest) return `the saved chain ends at block ${head}, below block ${stored.highest} that the database indexed`;
+  return undefined;
 }

@@ -184,12 +184,15 @@ function installExitHook(): void {
 /**
  * A tiny `sh` holding the read end of a pipe from us. Death by signal (vitest stops its workers
  * with SIGTERM, then SIGKILL) skips "exit" handlers, but the kernel still closes the pipe:
- * `read` sees EOF and the watchdog kills anvil. Killed by us as soon as anvil exits, so it
- * never signals a reused pid.
+ * `read` sees EOF and the watchdog stops anvil. Killed by us as soon as anvil exits, so it
+ * never signals a reused pid (only a pid freed within STOP_GRACE_MS of our death could be hit).
  */
 function startOrphanWatchdog(pid: number): ChildProcess | undefined {
   if (process.platform === "win32") return undefined;
-  const watchdog = spawn("sh", ["-c", 'read _ ; kill -KILL "$0" 2>/dev/null', String(pid)], {
+  // SIGTERM first: an anvil started with --state dumps its chain on SIGTERM, so a devnet survives
+  // a kill -9 of the daemon; SIGKILL after STOP_GRACE_MS if it lingers.
+  const script = `read _ ; kill -TERM "$0" 2>/dev/null; sleep ${STOP_GRACE_MS / 1_000}; kill -KILL "$0" 2>/dev/null`;
+  const watchdog = spawn("sh", ["-c", script, String(pid)], {
     stdio: ["pipe", "ignore", "ignore"],
     detached: false,
   });

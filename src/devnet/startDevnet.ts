@@ -1,5 +1,6 @@
 import { createPublicClient, http, parseUnits, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { FatalError } from "../errors.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil } from "./anvil.js";
 import { deployTestToken } from "./deployToken.js";
 import { startFlashblocksFront, type FlashblocksFront } from "./front/flashblocksFront.js";
@@ -15,6 +16,17 @@ export type DevnetOptions = {
   port?: number;
   pendingLogs?: PendingLogsMode;
   onError?: (error: unknown) => void;
+  /** Keep the chain on disk (anvil `--state`): dumped every `intervalSeconds` and on SIGTERM, loaded at start. */
+  state?: DevnetStateOptions;
+};
+
+export type DevnetStateOptions = {
+  path: string;
+  intervalSeconds: number;
+  /** Unix seconds; the same on every start of one chain, so its genesis hash stays the same. */
+  genesisTimestamp: number;
+  /** Where the restored chain's token already lives: then nothing is deployed. */
+  restore?: { token: Address; tokenDeployBlock: number };
 };
 
 export type Devnet = {
@@ -28,6 +40,8 @@ export type Devnet = {
   /** Funded keys (anvil's default mnemonic): [deployer, buyers..., relayers...]. Test only. */
   privateKeys: readonly Hex[];
   front: FlashblocksFront;
+  /** The anvil process, for tests that kill it. */
+  anvilPid: number | undefined;
   stop: () => Promise<void>;
 };
 
@@ -41,16 +55,16 @@ const FUNDED_ACCOUNTS = 5;
  */
 export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
   const chainId = options.chainId ?? 8453;
-  const anvil = await startAnvil({ chainId, extraArgs: ["--order", "fifo"] });
+  const { state } = options;
+  const stateArgs = state === undefined ? [] : ["--state", state.path, "--state-interval", String(state.intervalSeconds), "--timestamp", String(state.genesisTimestamp)];
+  const anvil = await startAnvil({ chainId, extraArgs: ["--order", "fifo", ...stateArgs] });
   try {
-    const buyers = ANVIL_PRIVATE_KEYS.slice(1, 1 + FUNDED_ACCOUNTS).map((key) => privateKeyToAccount(key).address);
-    const { address: token, blockNumber } = await deployTestToken({
-      rpcUrl: anvil.httpUrl,
-      privateKey: ANVIL_PRIVATE_KEYS[0]!,
-      mint: buyers.map((to) => ({ to, amount: parseUnits("1000000000", 6) })),
-    });
-    // From here on the front's sequencer decides when blocks are made.
-    await createPublicClient({ transport: http(anvil.httpUrl) }).request({ method: "evm_setAutomine", params: [false] } as never);
+    const publicClient = createPublicClient({ transport: http(anvil.httpUrl) });
+    const { token, blockNumber } = state?.restore === undefined ? await deployFundedToken(anvil.httpUrl) : { token: state.restore.token, blockNumber: state.restore.tokenDeployBlock };
+    if (state?.restore !== undefined && ((await publicClient.getCode({ address: token })) ?? "0x") === "0x")
+      throw new FatalError(`The restored devnet chain has no token at ${token}`, { details: `state file ${state.path}` });
+    // From here on the front's sequencer decides when blocks are made (a restored anvil automines again).
+    await publicClient.request({ method: "evm_setAutomine", params: [false] } as never);
     const front = await startFlashblocksFront({
       anvilUrl: anvil.httpUrl,
       flashblockIntervalMs: options.flashblockIntervalMs ?? 200,
@@ -67,6 +81,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       chainId,
       token,
       tokenDeployBlock: blockNumber,
+      anvilPid: anvil.process.pid,
       privateKeys: ANVIL_PRIVATE_KEYS,
       front,
       stop: async () => {
@@ -78,4 +93,15 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     await anvil.stop();
     throw error;
   }
+}
+
+/** Deploys the test token from anvil's first key (nonce 0: always the same address) and funds the buyers. */
+async function deployFundedToken(rpcUrl: string): Promise<{ token: Address; blockNumber: number }> {
+  const buyers = ANVIL_PRIVATE_KEYS.slice(1, 1 + FUNDED_ACCOUNTS).map((key) => privateKeyToAccount(key).address);
+  const { address, blockNumber } = await deployTestToken({
+    rpcUrl,
+    privateKey: ANVIL_PRIVATE_KEYS[0]!,
+    mint: buyers.map((to) => ({ to, amount: parseUnits("1000000000", 6) })),
+  });
+  return { token: address, blockNumber };
 }

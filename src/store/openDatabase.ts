@@ -1,8 +1,9 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
+import type { Hex } from "viem";
 import { ConfigError } from "../errors.js";
-import { migrate } from "./migrations.js";
+import { migrate, SCHEMA_VERSION } from "./migrations.js";
 
 export type { Database };
 
@@ -15,15 +16,26 @@ export const WAL_AUTOCHECKPOINT_PAGES = 1_000;
 /** The WAL file is truncated to this after a checkpoint. */
 export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
+/** What a database is pinned to besides its chain id: the chain's genesis block hash (lower-case hex). */
+export type ChainIdentity = { genesisHash: Hex };
+
 /**
  * Opens (creating when absent) the SQLite file in WAL mode, runs the migrations, and pins the file
- * to one chain: a database filled from one chain is never silently mixed with another.
+ * to one chain: a database filled from one chain is never silently mixed with another. With an
+ * identity, the genesis hash is checked (and recorded the first time) too. A file that is not a
+ * flashindex database is refused before anything is written to it.
  */
-export function openDatabase(path: string, chainId: number): Database {
+export function openDatabase(path: string, chainId: number, identity?: ChainIdentity): Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const existing = path !== ":memory:" && existsSync(path) && statSync(path).size > 0;
   const db = new DatabaseConstructor(path);
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    if (existing) {
+      checkIsFlashindexFile(db, path);
+      // Checked before migrating: a database of another chain is left exactly as it was.
+      checkPins(db, path, chainId, identity);
+    }
     db.pragma("journal_mode = WAL");
     // WAL + NORMAL: a process crash never loses a committed transaction; only power loss may.
     db.pragma("synchronous = NORMAL");
@@ -35,22 +47,99 @@ export function openDatabase(path: string, chainId: number): Database {
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     migrate(db);
-    pinChainId(db, chainId, path);
+    checkPins(db, path, chainId, identity);
+    db.transaction(() => {
+      const insert = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING");
+      insert.run("chain_id", String(chainId));
+      if (identity !== undefined) insert.run("genesis_hash", identity.genesisHash);
+    }).immediate();
     return db;
   } catch (error) {
     db.close();
-    throw error;
+    throw asConfigError(error, path);
   }
 }
 
-function pinChainId(db: Database, chainId: number, path: string): void {
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'chain_id'").get() as { value: string } | undefined;
-  if (row === undefined) {
-    db.prepare("INSERT INTO meta (key, value) VALUES ('chain_id', ?)").run(String(chainId));
-  } else if (row.value !== String(chainId)) {
-    throw new ConfigError(
-      "chainId",
-      `config says ${chainId} but database ${path} holds chain ${row.value}; use another database.path`,
-    );
+/**
+ * Opens an existing flashindex database for reading only: never creates, migrates or changes
+ * anything, and reads beside a running daemon (WAL). A missing file or a foreign one is a
+ * ConfigError (exit 2) naming the path.
+ */
+export function openDatabaseReadOnly(path: string, chainId: number): Database {
+  if (path !== ":memory:" && !existsSync(path))
+    throw new ConfigError("database.path", `${path} does not exist (point --db or database.path at the daemon's database)`);
+  let db: Database | undefined;
+  try {
+    db = new DatabaseConstructor(path, { readonly: true, fileMustExist: true });
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    checkIsFlashindexFile(db, path);
+    const version = db.pragma("user_version", { simple: true }) as number;
+    if (version < SCHEMA_VERSION)
+      throw new ConfigError("database.path", `${path} has schema version ${version}, older than ${SCHEMA_VERSION}: run 'flashindex start' or 'backfill' on it once to upgrade it`);
+    checkPins(db, path, chainId, undefined);
+    return db;
+  } catch (error) {
+    db?.close();
+    throw asConfigError(error, path);
   }
+}
+
+/**
+ * Refuses (ConfigError, exit 2) an existing file that is not a flashindex database, reading only:
+ * writers call it before they put anything (their lock file included) next to it.
+ */
+export function refuseForeignFile(path: string): void {
+  if (path === ":memory:" || !existsSync(path) || statSync(path).size === 0) return;
+  let db: Database | undefined;
+  try {
+    db = new DatabaseConstructor(path, { readonly: true, fileMustExist: true });
+    checkIsFlashindexFile(db, path);
+  } catch (error) {
+    throw asConfigError(error, path);
+  } finally {
+    db?.close();
+  }
+}
+
+/** The genesis hash a database is pinned to; undefined for a database that never recorded one. */
+export function storedGenesisHash(db: Database): Hex | undefined {
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'genesis_hash'").get() as { value: string } | undefined;
+  return row?.value as Hex | undefined;
+}
+
+/**
+ * A file with tables but no schema version is some other program's database: flashindex must not
+ * add its tables to it. An empty database (no tables) is fine.
+ */
+function checkIsFlashindexFile(db: Database, path: string): void {
+  const version = db.pragma("user_version", { simple: true }) as number;
+  if (version > 0) return;
+  const tables = db.prepare("SELECT COUNT(*) AS n FROM sqlite_master").get() as { n: number };
+  if (tables.n > 0)
+    throw new ConfigError("database.path", `${path} is a SQLite database but not a flashindex one; refusing to touch it (use another database.path)`);
+}
+
+function checkPins(db: Database, path: string, chainId: number, identity: ChainIdentity | undefined): void {
+  const version = db.pragma("user_version", { simple: true }) as number;
+  if (version === 0) return;
+  const stored = new Map(
+    (db.prepare("SELECT key, value FROM meta WHERE key IN ('chain_id', 'genesis_hash')").all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]),
+  );
+  const storedChainId = stored.get("chain_id");
+  if (storedChainId !== undefined && storedChainId !== String(chainId))
+    throw new ConfigError("chainId", `config says ${chainId} but database ${path} holds chain ${storedChainId}; use another database.path`);
+  const storedGenesis = stored.get("genesis_hash");
+  if (identity !== undefined && storedGenesis !== undefined && storedGenesis !== identity.genesisHash)
+    throw new ConfigError(
+      "database.path",
+      `database ${path} belongs to chain ${chainId} with genesis ${storedGenesis}, but the RPC serves genesis ${identity.genesisHash}; use another database.path`,
+    );
+}
+
+/** SQLite's own refusals of a path are the user's to fix: one line, exit 2. */
+function asConfigError(error: unknown, path: string): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (code === "SQLITE_NOTADB") return new ConfigError("database.path", `${path} is not a SQLite database; refusing to touch it (use another database.path)`);
+  if (code === "SQLITE_CANTOPEN") return new ConfigError("database.path", `${path} cannot be opened (${(error as Error).message})`);
+  return error;
 }

@@ -2,7 +2,7 @@ import type { Address, Hex } from "viem";
 import { readAuthorizationState } from "../../authorization/tokenReads.js";
 import { FatalError, UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase } from "../../store/openDatabase.js";
+import { openDatabaseReadOnly } from "../../store/openDatabase.js";
 import { parseAddressFlag, parseBytes32Flag } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext, verifyChain } from "../context.js";
@@ -58,7 +58,7 @@ export async function authCommand(args: string[], shutdown: Shutdown): Promise<v
   const nonce = parseBytes32Flag("<nonce>", positionals[2]);
 
   const context = createContext({ ...values, "log-level": values["log-level"] ?? "warn" }, shutdown);
-  const db = openDatabase(context.config.database.path, context.config.chainId);
+  const db = openDatabaseReadOnly(context.config.database.path, context.config.chainId);
   shutdown.add(() => db.close());
   const indexed = db
     .prepare(

@@ -1,15 +1,18 @@
 import { getChainTips } from "../../chain/finality.js";
 import { UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase } from "../../store/openDatabase.js";
+import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
+import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { parseBlockNumber, parseCommandArgs } from "../args.js";
-import { checkStartBlocks, createContext, verifyChain } from "../context.js";
+import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
 
 export const BACKFILL_HELP = `Usage: flashindex backfill [--from N] [--to M] [options]
 
 Indexes blocks N..M once and exits. Blocks already indexed are skipped, so the command is safe
-to repeat and to interrupt (Ctrl-C finishes the window being written and exits 0).
+to repeat and to interrupt (Ctrl-C finishes the window being written and exits 0). Refused (exit 2)
+while another start or backfill writes the same database, and for a database that is not
+flashindex's or that was filled from another chain.
 
 Options:
   --from N            first block (default: each token's startBlock)
@@ -19,7 +22,7 @@ Options:
   --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
   -h, --help          show this help
 
-Exit codes: 0 done, 2 bad usage or config, 1 fatal error, 75 temporary failure (retry later).`;
+Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).`;
 
 export async function backfillCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("backfill", args, { from: { type: "string" }, to: { type: "string" } });
@@ -30,7 +33,19 @@ export async function backfillCommand(args: string[], shutdown: Shutdown): Promi
     throw new UsageError(`--to: ${requestedTo} is below --from ${from}`);
 
   const context = createContext(values, shutdown);
+  refuseForeignFile(context.config.database.path);
+  const lock = acquireWriterLock(context.config.database.path, "backfill");
+  try {
+    await runBackfill(context, lock, from, requestedTo);
+  } finally {
+    lock.release();
+  }
+}
+
+/** Everything `backfill` does while it holds the database's writer lock. */
+async function runBackfill(context: Context, lock: WriterLock, from: number | undefined, requestedTo: number | undefined): Promise<void> {
   await verifyChain(context);
+  const identity = await getChainIdentity(context);
   const tips = await getChainTips(context.client, context.config.finality);
   checkStartBlocks(context.config, tips.head);
   if (requestedTo !== undefined && requestedTo > tips.head)
@@ -39,8 +54,9 @@ export async function backfillCommand(args: string[], shutdown: Shutdown): Promi
   if (to > tips.finalized)
     context.logger.warn({ msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged", finalized_block: tips.finalized, to_block: to });
 
-  const db = openDatabase(context.config.database.path, context.config.chainId);
+  const db = openDatabase(context.config.database.path, context.config.chainId, identity);
   try {
+    recordWriter(db, lock.holder);
     const summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized });
     console.error(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
   } finally {

@@ -6,7 +6,7 @@ import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
 import type { Config } from "../../config/types.js";
 import { UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase, type Database } from "../../store/openDatabase.js";
+import { openDatabase, openDatabaseReadOnly, type Database } from "../../store/openDatabase.js";
 import {
   parseAddressFlag,
   parseBytes32Flag,
@@ -102,7 +102,7 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
     }
     case "show": {
       const id = parseIdFlag("<id>", single("order show", rest));
-      const db = openDb(readConfig(common), shutdown);
+      const db = openDb(readConfig(common), shutdown, "read");
       const order = getOrder(db, id);
       if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
       const transitions = listTransitions(db, id);
@@ -118,7 +118,7 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
     case "list": {
       noPositionals("order list", rest);
       const state = values.state === undefined ? undefined : parseChoiceFlag("--state", values.state, ORDER_STATES);
-      const db = openDb(readConfig(common), shutdown);
+      const db = openDb(readConfig(common), shutdown, "read");
       const orders = listOrders(db, { state });
       if (json) return void console.log(JSON.stringify(orders, null, 2));
       if (orders.length === 0) return void console.log("no orders");
@@ -144,8 +144,9 @@ function readConfig(flags: CommonFlags): Config {
   return loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
 }
 
-function openDb(config: Config, shutdown: Shutdown): Database {
-  const db = openDatabase(config.database.path, config.chainId);
+/** show and list only read: they never create or change a database; add and void write beside a running daemon. */
+function openDb(config: Config, shutdown: Shutdown, mode: "read" | "write" = "write"): Database {
+  const db = mode === "read" ? openDatabaseReadOnly(config.database.path, config.chainId) : openDatabase(config.database.path, config.chainId);
   shutdown.add(() => db.close());
   return db;
 }

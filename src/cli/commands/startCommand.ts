@@ -7,12 +7,13 @@ import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js
 import { createHealth } from "../../ops/health.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
-import { openDatabase } from "../../store/openDatabase.js";
+import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
+import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { parseCommandArgs } from "../args.js";
-import { checkStartBlocks, createContext, verifyChain, type Context } from "../context.js";
+import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { createRpcClient } from "../../chain/rpcClient.js";
 
@@ -27,24 +28,44 @@ Runs the daemon: backfills every configured token from its start block, then fol
 new blocks (newHeads over realtime.ws, or polling), reorgs (parent hashes, the logs subscription's
 removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription). Serves /metrics, /healthz and /readyz.
 SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
+One writer per database: while another start or backfill writes the same file, start exits 2 at
+once, naming the other process. A database filled from another chain (another chain id or genesis
+block) is refused with exit 2 before anything is written.
 
 Options:
   -c, --config PATH   config file (default: indexer.config.json)
   --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
   --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
-  -h, --help          show this help`;
+  -h, --help          show this help
+
+Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
+from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`;
 
 export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("start", args, {});
   if (values.help) return void console.log(START_HELP);
   const loaded = createContext(values, shutdown);
+  // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
+  refuseForeignFile(loaded.config.database.path);
+  const lock = acquireWriterLock(loaded.config.database.path, "start");
+  try {
+    await runDaemon(loaded, lock, shutdown);
+  } finally {
+    lock.release();
+  }
+}
+
+/** Everything `start` does while it holds the database's writer lock. */
+async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown): Promise<void> {
   const context = { ...loaded, config: await startConfiguredDevnet(loaded.config, loaded.logger, shutdown) };
   if (context.config !== loaded.config) context.client = createRpcClient(context);
   await verifyChain(context);
+  const identity = await getChainIdentity(context);
   const tips = await getChainTips(context.client, context.config.finality);
   checkStartBlocks(context.config, tips.head);
 
-  const db = openDatabase(context.config.database.path, context.config.chainId);
+  const db = openDatabase(context.config.database.path, context.config.chainId, identity);
+  recordWriter(db, lock.holder);
   registerConfiguredWallets({ ...context, db }, createRegistrationClient(context.config.registration));
   const health = createHealth();
   const { metrics: metricsConfig } = context.config;

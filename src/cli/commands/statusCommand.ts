@@ -2,7 +2,7 @@ import type { Hex } from "viem";
 import { getChainTips, type ChainTips } from "../../chain/finality.js";
 import { BaseError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase } from "../../store/openDatabase.js";
+import { openDatabaseReadOnly } from "../../store/openDatabase.js";
 import { countRowsByStatus } from "../../store/statusQueries.js";
 import { createSyncedRanges } from "../../store/syncedRanges.js";
 import { contiguousEnd } from "../../sync/blockRanges.js";
@@ -13,7 +13,8 @@ export const STATUS_HELP = `Usage: flashindex status [--json] [options]
 
 Prints, per configured token: the checkpoint (last block indexed without gaps from its start
 block), the chain head and finalized block from the RPC, the lag, and row counts by status.
-Reads the database without locking out a running daemon.
+Reads the database beside a running daemon, and never creates or changes it: a missing
+file, or one that is not a flashindex database, exits 2.
 
 Options:
   --json              print one JSON object instead of text
@@ -33,7 +34,7 @@ export async function statusCommand(args: string[], shutdown: Shutdown): Promise
   } catch (error) {
     rpcError = error instanceof BaseError ? error.shortMessage : String(error);
   }
-  const db = openDatabase(config.database.path, config.chainId);
+  const db = openDatabaseReadOnly(config.database.path, config.chainId);
   try {
     const ranges = createSyncedRanges(db, config.chainId);
     const tokens = config.tokens.map((token) => {
