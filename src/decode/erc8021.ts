@@ -18,8 +18,12 @@ import type { Hex } from "viem";
 const MARKER_HEX = "80218021802180218021802180218021";
 export const ERC8021_MARKER: Hex = `0x${MARKER_HEX}`;
 const MARKER_SIZE_BYTES = 16;
-/** Deepest CBOR nesting accepted; schema 2 itself needs 3 (map → r → a|w), metadata gets the rest. */
-const MAX_CBOR_DEPTH = 8;
+/**
+ * Deepest CBOR nesting read (the top-level map is depth 1). Schema 2 itself needs 4
+ * (map → r → a|w → c|a); deeper items are checked and skipped, so metadata nested past it is
+ * ignored while the codes are kept.
+ */
+const MAX_CBOR_DEPTH = 64;
 /** A chain id is at most a uint256. */
 const MAX_CHAIN_ID_BYTES = 32;
 
@@ -48,6 +52,8 @@ export type AttributionCodes = AttributionSchema0 | AttributionSchema1 | Attribu
 export type Attribution =
   /** No marker at the end. */
   | { kind: "none" }
+  /** A well-formed schema 2 suffix that names no code (an empty map, or only `r`/`m`): no attribution. */
+  | { kind: "none"; schemaId: 2 }
   /** Marker present but the suffix does not parse; no codes are ever taken from it. */
   | { kind: "malformed"; schemaId: number | undefined; reason: string }
   /** Marker present with a schema id this decoder does not know: no attribution. */
@@ -55,6 +61,7 @@ export type Attribution =
   | AttributionCodes;
 
 const NONE: Attribution = Object.freeze({ kind: "none" });
+const NO_CODES_SCHEMA_2: Attribution = Object.freeze({ kind: "none", schemaId: 2 });
 
 type Result<T> = { ok: true; value: T } | { ok: false; reason: string };
 
@@ -171,18 +178,23 @@ function decodeSchema2(hex: string, schemaIndex: number): Attribution {
   if (cborLength === 0) return malformed(2, "CBOR is empty");
   const bytes = bytesAt(hex, start, lengthIndex);
   if (bytes === undefined) return malformed(2, "CBOR is not hex");
-  const item = readCbor(bytes);
-  if (!item.ok) return malformed(2, item.reason);
-  const fields = readSchema2Map(item.value, bytes);
+  const document = readCbor(bytes);
+  if (!document.ok) return malformed(2, document.reason);
+  const fields = readSchema2Map(document.value, bytes);
   if (!fields.ok) return malformed(2, fields.reason);
+  // An empty map, or one with only registries or metadata, attributes nothing.
+  if (fields.value.codes.length === 0) return NO_CODES_SCHEMA_2;
   const size = (hex.length - 2) / 2;
   return { kind: "codes", schemaId: 2, ...fields.value, suffixLength: size - start };
 }
 
 type Schema2Fields = { codes: AttributionCode[]; registries?: AttributionRegistries; metadata?: Hex };
 
-/** Interprets the top-level map. Unknown text keys are skipped (room for later ERC revisions). */
-function readSchema2Map(item: CborItem, bytes: Uint8Array): Result<Schema2Fields> {
+/**
+ * Interprets the top-level map. Unknown text keys are skipped (room for later ERC revisions);
+ * metadata holding an item nested past MAX_CBOR_DEPTH is left out.
+ */
+function readSchema2Map({ item, deepStarts }: CborDocument, bytes: Uint8Array): Result<Schema2Fields> {
   if (item.type !== "map") return fail("CBOR is not a map");
   const entries = textKeyedEntries(item);
   if (!entries.ok) return entries;
@@ -214,7 +226,9 @@ function readSchema2Map(item: CborItem, bytes: Uint8Array): Result<Schema2Fields
     }
   }
   const metadata = keys.get("m");
-  if (metadata !== undefined) fields.metadata = bytesToHex(bytes, metadata.start, metadata.end);
+  if (metadata !== undefined && !deepStarts.some((at) => at >= metadata.start && at < metadata.end)) {
+    fields.metadata = bytesToHex(bytes, metadata.start, metadata.end);
+  }
   return { ok: true, value: fields };
 }
 
@@ -278,7 +292,7 @@ function textKeyedEntries(item: CborItem): Result<Map<string, CborItem>> {
   return { ok: true, value: entries };
 }
 
-// ---- A small CBOR reader (RFC 8949), definite lengths only ----
+// ---- A small CBOR reader (RFC 8949): definite and indefinite lengths, tags, bounded depth ----
 
 /** `start`/`end` are byte offsets of the whole item (head included) in the CBOR buffer. */
 type CborItem = { start: number; end: number } & (
@@ -287,13 +301,24 @@ type CborItem = { start: number; end: number } & (
   | { type: "text"; value: string }
   | { type: "array"; items: CborItem[] }
   | { type: "map"; entries: Array<[CborItem, CborItem]> }
+  | { type: "tag"; item: CborItem }
+  /** Nested deeper than MAX_CBOR_DEPTH: checked to be well-formed and skipped, its content not kept. */
+  | { type: "deep" }
 );
 
+/** One parsed CBOR buffer; `deepStarts` are the start offsets of the items cut off as `deep`. */
+type CborDocument = { item: CborItem; deepStarts: number[] };
+
+/** A head's major type and argument; `argument` is undefined for additional info 31 (indefinite length or break). */
+type CborHead = { major: number; info: number; argument: number | undefined };
+
+const BREAK = 0xff;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** Reads exactly one item spanning all of `bytes`; rejects anything not well-formed. */
-function readCbor(bytes: Uint8Array): Result<CborItem> {
+function readCbor(bytes: Uint8Array): Result<CborDocument> {
   let position = 0;
+  const deepStarts: number[] = [];
   const reject = (reason: string): never => {
     throw new CborError(reason);
   };
@@ -307,79 +332,157 @@ function readCbor(bytes: Uint8Array): Result<CborItem> {
     for (let i = 0; i < count; i++) value = value * 256 + (bytes[position++] ?? 0);
     return value;
   };
-  const readArgument = (info: number): number => {
-    if (info < 24) return info;
-    if (info === 24) return readUint(1);
-    if (info === 25) return readUint(2);
-    if (info === 26) return readUint(4);
-    if (info === 27) return readUint(8);
-    if (info === 31) return reject("indefinite-length CBOR is not accepted");
-    return reject(`reserved CBOR additional info ${info}`);
-  };
-  const readItem = (depth: number): CborItem => {
-    if (depth > MAX_CBOR_DEPTH) reject("CBOR nested too deeply");
-    const start = position;
+  const readHead = (): CborHead => {
     need(1);
     const head = bytes[position++] ?? 0;
     const major = head >> 5;
     const info = head & 0x1f;
-    switch (major) {
+    if (info < 24) return { major, info, argument: info };
+    if (info <= 27) return { major, info, argument: readUint(2 ** (info - 24)) };
+    if (info === 31) {
+      if (major === 0 || major === 1 || major === 6) reject(`reserved CBOR additional info ${info}`);
+      return { major, info, argument: undefined };
+    }
+    return reject(`reserved CBOR additional info ${info}`);
+  };
+  const atBreak = (): boolean => {
+    need(1);
+    return bytes[position] === BREAK;
+  };
+  /** A definite string's bytes, or the concatenated chunks of an indefinite one (each a definite string of the same major type). */
+  const readStringBytes = (major: number, argument: number | undefined): Uint8Array => {
+    if (argument !== undefined) {
+      need(argument);
+      const raw = bytes.subarray(position, position + argument);
+      position += argument;
+      if (major === 3) decodeText(raw);
+      return raw;
+    }
+    const chunks: Uint8Array[] = [];
+    while (!atBreak()) {
+      const chunk = readHead();
+      if (chunk.major !== major || chunk.argument === undefined) reject("CBOR string chunk is not a definite string of the same type");
+      chunks.push(readStringBytes(major, chunk.argument));
+    }
+    position++;
+    return concatBytes(chunks);
+  };
+  const decodeText = (raw: Uint8Array): string => {
+    try {
+      return utf8.decode(raw);
+    } catch {
+      return reject("CBOR text is not UTF-8");
+    }
+  };
+  /** Major type 7: simple values and floats; the break code is never an item. */
+  const checkSimple = (head: CborHead): "simple" | "float" => {
+    if (head.info < 24) return "simple";
+    if (head.info === 24) {
+      if ((head.argument ?? 0) < 32) reject("CBOR simple value not well-formed");
+      return "simple";
+    }
+    if (head.info <= 27) return "float";
+    return reject("unexpected CBOR break");
+  };
+  /** Skips one item of any depth without recursion, checking it as strictly as readItem does. */
+  const skipItem = (): void => {
+    // Open containers, innermost last: items still to read (Infinity until a break), and for an
+    // indefinite map, how many were read (a break must close it after a whole number of pairs).
+    const open: Array<{ remaining: number; indefiniteMap: boolean; read: number }> = [{ remaining: 1, indefiniteMap: false, read: 0 }];
+    while (open.length > 0) {
+      const top = open[open.length - 1];
+      if (top === undefined) break;
+      if (top.remaining === 0) {
+        open.pop();
+        continue;
+      }
+      if (top.remaining === Infinity && atBreak()) {
+        if (top.indefiniteMap && top.read % 2 !== 0) reject("CBOR map ends between a key and its value");
+        position++;
+        open.pop();
+        continue;
+      }
+      top.remaining--;
+      top.read++;
+      const head = readHead();
+      switch (head.major) {
+        case 2:
+        case 3:
+          readStringBytes(head.major, head.argument);
+          break;
+        case 4:
+          if (head.argument !== undefined) need(head.argument);
+          open.push({ remaining: head.argument ?? Infinity, indefiniteMap: false, read: 0 });
+          break;
+        case 5:
+          if (head.argument !== undefined) need(head.argument * 2);
+          open.push({ remaining: head.argument === undefined ? Infinity : head.argument * 2, indefiniteMap: head.argument === undefined, read: 0 });
+          break;
+        case 6:
+          open.push({ remaining: 1, indefiniteMap: false, read: 0 });
+          break;
+        case 7:
+          checkSimple(head);
+          break;
+        default:
+          break; // Major 0 and 1: the head is the whole item.
+      }
+    }
+  };
+  const readItem = (depth: number): CborItem => {
+    const start = position;
+    if (depth > MAX_CBOR_DEPTH) {
+      skipItem();
+      deepStarts.push(start);
+      return { type: "deep", start, end: position };
+    }
+    const head = readHead();
+    switch (head.major) {
       case 0:
       case 1:
-        readArgument(info);
-        return { type: major === 0 ? "uint" : "negint", start, end: position };
+        return { type: head.major === 0 ? "uint" : "negint", start, end: position };
       case 2:
       case 3: {
-        const length = readArgument(info);
-        need(length);
-        const raw = bytes.subarray(position, position + length);
-        position += length;
-        if (major === 2) return { type: "bytes", value: raw, start, end: position };
-        let value: string;
-        try {
-          value = utf8.decode(raw);
-        } catch {
-          return reject("CBOR text is not UTF-8");
-        }
-        return { type: "text", value, start, end: position };
+        const raw = readStringBytes(head.major, head.argument);
+        if (head.major === 2) return { type: "bytes", value: raw, start, end: position };
+        return { type: "text", value: decodeText(raw), start, end: position };
       }
       case 4: {
-        const count = readArgument(info);
-        need(count); // every item takes at least one byte
         const items: CborItem[] = [];
-        for (let i = 0; i < count; i++) items.push(readItem(depth + 1));
+        if (head.argument === undefined) {
+          while (!atBreak()) items.push(readItem(depth + 1));
+          position++;
+        } else {
+          need(head.argument); // every item takes at least one byte
+          for (let i = 0; i < head.argument; i++) items.push(readItem(depth + 1));
+        }
         return { type: "array", items, start, end: position };
       }
       case 5: {
-        const count = readArgument(info);
-        need(count * 2);
         const entries: Array<[CborItem, CborItem]> = [];
-        for (let i = 0; i < count; i++) entries.push([readItem(depth + 1), readItem(depth + 1)]);
+        if (head.argument === undefined) {
+          while (!atBreak()) {
+            const key = readItem(depth + 1);
+            if (atBreak()) reject("CBOR map ends between a key and its value");
+            entries.push([key, readItem(depth + 1)]);
+          }
+          position++;
+        } else {
+          need(head.argument * 2);
+          for (let i = 0; i < head.argument; i++) entries.push([readItem(depth + 1), readItem(depth + 1)]);
+        }
         return { type: "map", entries, start, end: position };
       }
       case 6:
-        return reject("CBOR tags are not accepted");
-      default: {
-        // Major 7: false, true, null, undefined and other simple values; half, single, double floats.
-        if (info < 24) return { type: "simple", start, end: position };
-        if (info === 24) {
-          if (readUint(1) < 32) reject("CBOR simple value not well-formed");
-          return { type: "simple", start, end: position };
-        }
-        if (info >= 25 && info <= 27) {
-          const size = 2 ** (info - 24);
-          need(size);
-          position += size;
-          return { type: "float", start, end: position };
-        }
-        return reject(info === 31 ? "indefinite-length CBOR is not accepted" : `reserved CBOR additional info ${info}`);
-      }
+        return { type: "tag", item: readItem(depth + 1), start, end: position };
+      default:
+        return { type: checkSimple(head), start, end: position };
     }
   };
   try {
     const item = readItem(1);
     if (position !== bytes.length) return { ok: false, reason: "trailing bytes after the CBOR item" };
-    return { ok: true, value: item };
+    return { ok: true, value: { item, deepStarts } };
   } catch (error) {
     if (error instanceof CborError) return { ok: false, reason: error.message };
     throw error;
@@ -388,6 +491,16 @@ function readCbor(bytes: Uint8Array): Result<CborItem> {
 
 /** Private control flow of the CBOR reader; never leaves this module. */
 class CborError extends Error {}
+
+function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((size, part) => size + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
 
 // ---- Hex helpers working in place on the `0x…` string (byte index i sits at chars 2+2i, 3+2i) ----
 
