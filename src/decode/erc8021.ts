@@ -38,13 +38,21 @@ export type AttributionRegistries = { app?: AttributionRegistry; wallet?: Attrib
 type CodesBase = { kind: "codes"; codes: AttributionCode[]; suffixLength: number };
 export type AttributionSchema0 = CodesBase & { schemaId: 0 };
 export type AttributionSchema1 = CodesBase & { schemaId: 1; registry: AttributionRegistry };
+/** Roles whose custom registry `r` names; service codes always use the canonical registry. */
+export type RegistryRole = "app" | "wallet";
+/** A malformed `r` (or entry of it): which roles' registries are unknown, and why. */
+export type AttributionRegistryError = { roles: RegistryRole[]; reason: string };
+
 /**
  * Codes come in a fixed order: app, wallet, then services in array order. `registries` is present
- * when `r` named at least one registry; `metadata` is the raw CBOR of `m`'s value when present.
+ * when `r` named at least one well-formed registry; `registryError` when `r`, or an entry of it,
+ * did not parse (the codes are kept, but a code of a listed role has no known registry);
+ * `metadata` is the raw CBOR of `m`'s value when present and nested no deeper than MAX_CBOR_DEPTH.
  */
 export type AttributionSchema2 = CodesBase & {
   schemaId: 2;
   registries?: AttributionRegistries;
+  registryError?: AttributionRegistryError;
   metadata?: Hex;
 };
 export type AttributionCodes = AttributionSchema0 | AttributionSchema1 | AttributionSchema2;
@@ -76,6 +84,24 @@ export function decodeAttribution(calldata: Hex): Attribution {
     // Only reachable through a bug: the decoder bounds-checks every read.
     return malformed(undefined, `decoder failed: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** Where a code is registered: the chain's canonical registry, a custom one, or a custom one whose `r` entry did not parse. */
+export type CodeRegistry =
+  | { kind: "canonical" }
+  | { kind: "custom"; registry: AttributionRegistry }
+  | { kind: "malformed" };
+
+const CANONICAL: CodeRegistry = Object.freeze({ kind: "canonical" });
+
+/** The registry `code` (one of `attribution.codes`) belongs to, by schema and role. */
+export function registryOfCode(attribution: AttributionCodes, code: AttributionCode): CodeRegistry {
+  if (attribution.schemaId === 0) return CANONICAL;
+  if (attribution.schemaId === 1) return { kind: "custom", registry: attribution.registry };
+  if (code.role !== "app" && code.role !== "wallet") return CANONICAL;
+  if (attribution.registryError?.roles.includes(code.role)) return { kind: "malformed" };
+  const registry = attribution.registries?.[code.role];
+  return registry === undefined ? CANONICAL : { kind: "custom", registry };
 }
 
 function decode(calldata: string): Attribution {
@@ -188,7 +214,12 @@ function decodeSchema2(hex: string, schemaIndex: number): Attribution {
   return { kind: "codes", schemaId: 2, ...fields.value, suffixLength: size - start };
 }
 
-type Schema2Fields = { codes: AttributionCode[]; registries?: AttributionRegistries; metadata?: Hex };
+type Schema2Fields = {
+  codes: AttributionCode[];
+  registries?: AttributionRegistries;
+  registryError?: AttributionRegistryError;
+  metadata?: Hex;
+};
 
 /**
  * Interprets the top-level map. Unknown text keys are skipped (room for later ERC revisions);
@@ -219,11 +250,11 @@ function readSchema2Map({ item, deepStarts }: CborDocument, bytes: Uint8Array): 
   const fields: Schema2Fields = { codes };
   const registriesItem = keys.get("r");
   if (registriesItem !== undefined) {
-    const registries = readRegistries(registriesItem);
-    if (!registries.ok) return fail(`"r": ${registries.reason}`);
-    if (registries.value.app !== undefined || registries.value.wallet !== undefined) {
-      fields.registries = registries.value;
-    }
+    // Note: ox drops a registry entry it cannot read and keeps the code, which then reads as a
+    // canonical-registry code; here the code is kept and its registry flagged as malformed.
+    const { registries, error } = readRegistries(registriesItem);
+    if (registries.app !== undefined || registries.wallet !== undefined) fields.registries = registries;
+    if (error !== undefined) fields.registryError = error;
   }
   const metadata = keys.get("m");
   if (metadata !== undefined && !deepStarts.some((at) => at >= metadata.start && at < metadata.end)) {
@@ -244,17 +275,25 @@ function readCode(item: CborItem): Result<string> {
   return { ok: true, value: item.value };
 }
 
-function readRegistries(item: CborItem): Result<AttributionRegistries> {
-  const entries = textKeyedEntries(item);
-  if (!entries.ok) return entries;
+/** Reads `r`; a malformed entry flags its role, a malformed `r` itself flags both. Never fails the suffix. */
+function readRegistries(item: CborItem): { registries: AttributionRegistries; error?: AttributionRegistryError } {
   const registries: AttributionRegistries = {};
+  const entries = textKeyedEntries(item);
+  if (!entries.ok) return { registries, error: { roles: ["app", "wallet"], reason: `"r": ${entries.reason}` } };
+  const roles: RegistryRole[] = [];
+  const reasons: string[] = [];
   for (const [key, value] of entries.value) {
     if (key !== "a" && key !== "w") continue;
+    const role = key === "a" ? "app" : "wallet";
     const registry = readRegistry(value);
-    if (!registry.ok) return fail(`"${key}": ${registry.reason}`);
-    registries[key === "a" ? "app" : "wallet"] = registry.value;
+    if (registry.ok) {
+      registries[role] = registry.value;
+    } else {
+      roles.push(role);
+      reasons.push(`"r"."${key}": ${registry.reason}`);
+    }
   }
-  return { ok: true, value: registries };
+  return roles.length === 0 ? { registries } : { registries, error: { roles: roles.sort(), reason: reasons.join("; ") } };
 }
 
 /** `{ c: chainId, a: address }`, each as `0x…` text (what ox writes) or as a byte string. */

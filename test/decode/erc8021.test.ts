@@ -2,7 +2,13 @@ import { Cbor } from "ox";
 import { Attribution as OxAttribution } from "ox/erc8021";
 import { encodeFunctionData, getAddress, parseAbi, type Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { decodeAttribution, ERC8021_MARKER, type Attribution, type AttributionCode } from "../../src/decode/erc8021.js";
+import {
+  decodeAttribution,
+  ERC8021_MARKER,
+  registryOfCode,
+  type Attribution,
+  type AttributionCode,
+} from "../../src/decode/erc8021.js";
 
 const M = ERC8021_MARKER.slice(2);
 const DD = "dddddddd";
@@ -382,14 +388,90 @@ describe("decodeAttribution() on schema 2", () => {
     ["an integer map key", "a1016161", /key is not a text/],
     ["a byte-string map key", "a141616161", /key is not a text/],
     ["duplicate keys", "a26161617861616170", /duplicate/],
-    ["a registry that is not a map", "a1617201", /not a map/],
-    ["a registry entry without its chain id", "a16172a16161a16161" + "54" + "cc".repeat(20), /lacks c or a/],
-    ["a registry address of 19 bytes", "a16172a16161a26163422105616153" + "cc".repeat(19), /20 bytes/],
-    ["a registry chain id that is not hex", "a16172a16161a261636278796161" + "54" + "cc".repeat(20), /chain id/],
-    ["an integer registry key", "a16172a101a0", /key is not a text/],
   ])("schema 2 with %s is malformed", (_, cbor, reason) => {
     expect(cbor.length % 2).toBe(0);
     expectMalformed(decodeAttribution(schema2(cbor)), 2, reason);
+  });
+
+  // {a: "q", w: "v", s: ["z"], r: <r>}
+  const withRegistries = (r: string) => `a46161617161776176617381617a6172${r}`;
+  const CC = "cc".repeat(20);
+
+  test.each([
+    ["r that is not a map", "01", ["app", "wallet"], /not a map/],
+    ["r with an integer key", "a101a0", ["app", "wallet"], /key is not a text/],
+    ["r with a duplicate key", `a2616101616101`, ["app", "wallet"], /duplicate/],
+    ["an app registry that is not a map", "a1616101", ["app"], /not a map/],
+    ["an app registry without its chain id", `a16161a1616154${CC}`, ["app"], /lacks c or a/],
+    ["a wallet registry address of 19 bytes", `a16177a26163422105616153${"cc".repeat(19)}`, ["wallet"], /20 bytes/],
+    ["a wallet registry chain id that is not hex", `a16177a261636278796161` + `54${CC}`, ["wallet"], /chain id/],
+    ["an app registry chain id longer than 32 bytes", `a16161a261635821${"01".repeat(33)}616154${CC}`, ["app"], /chain id/],
+    ["an app registry that is a deeply nested array", `a16161${"81".repeat(70)}01`, ["app"], /not a map/],
+  ])("%s keeps the codes and flags the registry as malformed", (_, r, roles, reason) => {
+    const result = decodeAttribution(schema2(withRegistries(r)));
+    expect(result).toMatchObject({
+      kind: "codes",
+      schemaId: 2,
+      codes: [
+        { code: "q", role: "app" },
+        { code: "v", role: "wallet" },
+        { code: "z", role: "service" },
+      ],
+      registryError: { roles, reason: expect.stringMatching(reason) },
+    });
+    if (result.kind !== "codes") return;
+    const registries = result.codes.map((code) => registryOfCode(result, code).kind);
+    expect(registries).toEqual([roles.includes("app") ? "malformed" : "canonical", roles.includes("wallet") ? "malformed" : "canonical", "canonical"]);
+  });
+
+  test("one malformed registry entry leaves the other role's custom registry in place", () => {
+    // r = {a: {c: "0x2105", a: "0xcc…cc"}, w: 5}
+    const cbor = withRegistries(
+      `a2` + `6161a2616366${ascii("0x2105")}6161782a${ascii(`0x${CC}`)}` + `617705`,
+    );
+    const result = decodeAttribution(schema2(cbor));
+    expect(result).toMatchObject({
+      registries: { app: { address: `0x${CC}`, chainId: 8453n } },
+      registryError: { roles: ["wallet"], reason: expect.stringMatching(/"r"."w": not a map/) },
+    });
+    if (result.kind !== "codes") throw new Error("expected codes");
+    expect(result.codes.map((code) => registryOfCode(result, code))).toEqual([
+      { kind: "custom", registry: { address: `0x${CC}`, chainId: 8453n } },
+      { kind: "malformed" },
+      { kind: "canonical" },
+    ]);
+  });
+
+  test("a malformed registry entry: ox drops the registry and keeps the codes, as ours does, but ours flags it", () => {
+    // {a: "q", r: {a: {a: h'cc…cc'}}}: the app registry lacks its chain id.
+    const data = schema2(`a261616171` + `6172a16161a1616154${CC}`);
+    // Note: ox answers as if the app code were in the canonical registry.
+    expect(oxFromData(data)).toEqual({ id: 2, appCode: "q" });
+    expect(decodeAttribution(data)).toMatchObject({ codes: [{ code: "q", role: "app" }], registryError: { roles: ["app"] } });
+  });
+
+  test("registryOfCode() places schema 0 codes in the canonical registry and schema 1 codes in theirs", () => {
+    const schema0Result = decodeAttribution(schema0(ascii("baseapp")));
+    const schema1Result = decodeAttribution(OxAttribution.toDataSuffix({ codes: ["baseapp"], codeRegistry: { address: `0x${CC}`, chainId: 1 } }));
+    if (schema0Result.kind !== "codes" || schema1Result.kind !== "codes") throw new Error("expected codes");
+    expect(registryOfCode(schema0Result, { code: "baseapp", role: "code" })).toEqual({ kind: "canonical" });
+    expect(registryOfCode(schema1Result, { code: "baseapp", role: "code" })).toEqual({ kind: "custom", registry: { address: `0x${CC}`, chainId: 1n } });
+  });
+
+  test("schema 2 codes use r's registry for app and wallet only; services stay canonical", () => {
+    const data = OxAttribution.toDataSuffix({
+      appCode: "baseapp",
+      walletCode: "privy",
+      serviceCodes: ["baseapp"],
+      registries: { app: { address: `0x${CC}`, chainId: 8453 } },
+    });
+    const result = decodeAttribution(data);
+    if (result.kind !== "codes") throw new Error("expected codes");
+    expect(result.codes.map((code) => [code.code, registryOfCode(result, code)])).toEqual([
+      ["baseapp", { kind: "custom", registry: { address: `0x${CC}`, chainId: 8453n } }],
+      ["privy", { kind: "canonical" }],
+      ["baseapp", { kind: "canonical" }],
+    ]);
   });
 
   test("an integer app code, which ox silently drops, is malformed in ours", () => {
