@@ -384,6 +384,9 @@ describe("decodeAttribution() on schema 2", () => {
     ["an app code with a control byte", "a16161626101", /printable ASCII/],
     ["an app code holding DEL (0x7f)", "a16161617f", /printable ASCII/],
     ["an app code holding é", "a1616162c3a9", /printable ASCII/],
+    ["an empty app code in text chunks", "a161617f6060ff", /empty code/],
+    ["an app code holding é in a text chunk", "a161617f616162c3a9ff", /printable ASCII/],
+    ["an empty service code in an indefinite array", "a161739f6161" + "60ff", /empty code/],
     ["a service code with a comma", "a161738163612c62", /comma/],
     ["an integer map key", "a1016161", /key is not a text/],
     ["a byte-string map key", "a141616161", /key is not a text/],
@@ -660,7 +663,22 @@ describe("decodeAttribution() under fuzzing", () => {
         };
       }
       const data = hex(prefix, suffix.slice(2));
-      expect(decodeAttribution(data), data).toEqual(expected);
+      const result = decodeAttribution(data);
+      expect(result, data).toEqual(expected);
+      // ox reads back the same codes and registries, and each code's registry follows its role.
+      const ox = OxAttribution.fromData(data);
+      if (result.kind === "codes" && result.schemaId === 2 && ox !== undefined) {
+        const byRole = { app: ox.registries?.app, wallet: ox.registries?.wallet };
+        for (const code of result.codes) {
+          const oxRegistry = code.role === "app" || code.role === "wallet" ? byRole[code.role] : undefined;
+          expect(registryOfCode(result, code), data).toEqual(
+            oxRegistry === undefined
+              ? { kind: "canonical" }
+              : { kind: "custom", registry: { address: oxRegistry.address.toLowerCase(), chainId: BigInt(oxRegistry.chainId) } },
+          );
+        }
+        expect(result.codes.filter((c) => c.role === "service").map((c) => c.code)).toEqual(ox.serviceCodes ?? []);
+      }
     }
   });
 });
