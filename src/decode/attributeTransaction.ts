@@ -2,12 +2,13 @@ import type { Hex } from "viem";
 import { decodeAttribution, type Attribution } from "./erc8021.js";
 import { decodeHandleOps } from "./erc4337.js";
 
-export type UserOperationAttribution = { userOpIndex: number; sender: Hex; attribution: Attribution };
+/** `userOpIndex` counts across the whole bundle (across aggregator groups too); `aggregator` only for handleAggregatedOps. */
+export type UserOperationAttribution = { userOpIndex: number; sender: Hex; aggregator?: Hex; attribution: Attribution };
 
 export type TransactionAttribution = {
   /** The suffix on the transaction's own input (for a bundle: the bundler's). */
   attribution: Attribution;
-  /** One entry per user operation when the input is an EntryPoint `handleOps` call, else undefined. */
+  /** One entry per user operation when the input is an EntryPoint `handleOps`/`handleAggregatedOps` call, else undefined. */
   userOperations: UserOperationAttribution[] | undefined;
 };
 
@@ -16,10 +17,13 @@ export type TransactionAttribution = {
  * each user operation's callData (where wallets put it). Pure; never throws.
  */
 export function attributeTransaction(tx: { input: Hex }): TransactionAttribution {
-  const userOperations = decodeHandleOps(tx.input)?.map((op) => ({
-    userOpIndex: op.index,
-    sender: op.sender,
-    attribution: decodeAttribution(op.callData),
-  }));
+  const userOperations = decodeHandleOps(tx.input)?.map(
+    (op): UserOperationAttribution => ({
+      userOpIndex: op.index,
+      sender: op.sender,
+      ...(op.aggregator === undefined ? {} : { aggregator: op.aggregator }),
+      attribution: decodeAttribution(op.callData),
+    }),
+  );
   return { attribution: decodeAttribution(tx.input), userOperations };
 }

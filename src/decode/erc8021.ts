@@ -1,4 +1,5 @@
 import type { Hex } from "viem";
+import { readCbor, type CborDocument, type CborItem } from "./cbor.js";
 
 /**
  * ERC-8021 attribution suffixes, read backwards from the end of calldata:
@@ -18,8 +19,12 @@ import type { Hex } from "viem";
 const MARKER_HEX = "80218021802180218021802180218021";
 export const ERC8021_MARKER: Hex = `0x${MARKER_HEX}`;
 const MARKER_SIZE_BYTES = 16;
-/** Deepest CBOR nesting accepted; schema 2 itself needs 3 (map → r → a|w), metadata gets the rest. */
-const MAX_CBOR_DEPTH = 8;
+/**
+ * Deepest CBOR nesting read (the top-level map is depth 1). Schema 2 itself needs 4
+ * (map → r → a|w → c|a); deeper items are checked and skipped, so metadata nested past it is
+ * ignored while the codes are kept.
+ */
+const MAX_CBOR_DEPTH = 64;
 /** A chain id is at most a uint256. */
 const MAX_CHAIN_ID_BYTES = 32;
 
@@ -34,13 +39,21 @@ export type AttributionRegistries = { app?: AttributionRegistry; wallet?: Attrib
 type CodesBase = { kind: "codes"; codes: AttributionCode[]; suffixLength: number };
 export type AttributionSchema0 = CodesBase & { schemaId: 0 };
 export type AttributionSchema1 = CodesBase & { schemaId: 1; registry: AttributionRegistry };
+/** Roles whose custom registry `r` names; service codes always use the canonical registry. */
+export type RegistryRole = "app" | "wallet";
+/** A malformed `r` (or entry of it): which roles' registries are unknown, and why. */
+export type AttributionRegistryError = { roles: RegistryRole[]; reason: string };
+
 /**
  * Codes come in a fixed order: app, wallet, then services in array order. `registries` is present
- * when `r` named at least one registry; `metadata` is the raw CBOR of `m`'s value when present.
+ * when `r` named at least one well-formed registry; `registryError` when `r`, or an entry of it,
+ * did not parse (the codes are kept, but a code of a listed role has no known registry);
+ * `metadata` is the raw CBOR of `m`'s value when present and nested no deeper than MAX_CBOR_DEPTH.
  */
 export type AttributionSchema2 = CodesBase & {
   schemaId: 2;
   registries?: AttributionRegistries;
+  registryError?: AttributionRegistryError;
   metadata?: Hex;
 };
 export type AttributionCodes = AttributionSchema0 | AttributionSchema1 | AttributionSchema2;
@@ -48,6 +61,8 @@ export type AttributionCodes = AttributionSchema0 | AttributionSchema1 | Attribu
 export type Attribution =
   /** No marker at the end. */
   | { kind: "none" }
+  /** A well-formed schema 2 suffix that names no code (an empty map, or only `r`/`m`): no attribution. */
+  | { kind: "none"; schemaId: 2 }
   /** Marker present but the suffix does not parse; no codes are ever taken from it. */
   | { kind: "malformed"; schemaId: number | undefined; reason: string }
   /** Marker present with a schema id this decoder does not know: no attribution. */
@@ -55,6 +70,7 @@ export type Attribution =
   | AttributionCodes;
 
 const NONE: Attribution = Object.freeze({ kind: "none" });
+const NO_CODES_SCHEMA_2: Attribution = Object.freeze({ kind: "none", schemaId: 2 });
 
 type Result<T> = { ok: true; value: T } | { ok: false; reason: string };
 
@@ -69,6 +85,24 @@ export function decodeAttribution(calldata: Hex): Attribution {
     // Only reachable through a bug: the decoder bounds-checks every read.
     return malformed(undefined, `decoder failed: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** Where a code is registered: the chain's canonical registry, a custom one, or a custom one whose `r` entry did not parse. */
+export type CodeRegistry =
+  | { kind: "canonical" }
+  | { kind: "custom"; registry: AttributionRegistry }
+  | { kind: "malformed" };
+
+const CANONICAL: CodeRegistry = Object.freeze({ kind: "canonical" });
+
+/** The registry `code` (one of `attribution.codes`) belongs to, by schema and role. */
+export function registryOfCode(attribution: AttributionCodes, code: AttributionCode): CodeRegistry {
+  if (attribution.schemaId === 0) return CANONICAL;
+  if (attribution.schemaId === 1) return { kind: "custom", registry: attribution.registry };
+  if (code.role !== "app" && code.role !== "wallet") return CANONICAL;
+  if (attribution.registryError?.roles.includes(code.role)) return { kind: "malformed" };
+  const registry = attribution.registries?.[code.role];
+  return registry === undefined ? CANONICAL : { kind: "custom", registry };
 }
 
 function decode(calldata: string): Attribution {
@@ -171,18 +205,28 @@ function decodeSchema2(hex: string, schemaIndex: number): Attribution {
   if (cborLength === 0) return malformed(2, "CBOR is empty");
   const bytes = bytesAt(hex, start, lengthIndex);
   if (bytes === undefined) return malformed(2, "CBOR is not hex");
-  const item = readCbor(bytes);
-  if (!item.ok) return malformed(2, item.reason);
-  const fields = readSchema2Map(item.value, bytes);
+  const document = readCbor(bytes, MAX_CBOR_DEPTH);
+  if (!document.ok) return malformed(2, document.reason);
+  const fields = readSchema2Map(document.value, bytes);
   if (!fields.ok) return malformed(2, fields.reason);
+  // An empty map, or one with only registries or metadata, attributes nothing.
+  if (fields.value.codes.length === 0) return NO_CODES_SCHEMA_2;
   const size = (hex.length - 2) / 2;
   return { kind: "codes", schemaId: 2, ...fields.value, suffixLength: size - start };
 }
 
-type Schema2Fields = { codes: AttributionCode[]; registries?: AttributionRegistries; metadata?: Hex };
+type Schema2Fields = {
+  codes: AttributionCode[];
+  registries?: AttributionRegistries;
+  registryError?: AttributionRegistryError;
+  metadata?: Hex;
+};
 
-/** Interprets the top-level map. Unknown text keys are skipped (room for later ERC revisions). */
-function readSchema2Map(item: CborItem, bytes: Uint8Array): Result<Schema2Fields> {
+/**
+ * Interprets the top-level map. Unknown text keys are skipped (room for later ERC revisions);
+ * metadata holding an item nested past MAX_CBOR_DEPTH is left out.
+ */
+function readSchema2Map({ item, deepStarts }: CborDocument, bytes: Uint8Array): Result<Schema2Fields> {
   if (item.type !== "map") return fail("CBOR is not a map");
   const entries = textKeyedEntries(item);
   if (!entries.ok) return entries;
@@ -207,14 +251,16 @@ function readSchema2Map(item: CborItem, bytes: Uint8Array): Result<Schema2Fields
   const fields: Schema2Fields = { codes };
   const registriesItem = keys.get("r");
   if (registriesItem !== undefined) {
-    const registries = readRegistries(registriesItem);
-    if (!registries.ok) return fail(`"r": ${registries.reason}`);
-    if (registries.value.app !== undefined || registries.value.wallet !== undefined) {
-      fields.registries = registries.value;
-    }
+    // Note: ox drops a registry entry it cannot read and keeps the code, which then reads as a
+    // canonical-registry code; here the code is kept and its registry flagged as malformed.
+    const { registries, error } = readRegistries(registriesItem);
+    if (registries.app !== undefined || registries.wallet !== undefined) fields.registries = registries;
+    if (error !== undefined) fields.registryError = error;
   }
   const metadata = keys.get("m");
-  if (metadata !== undefined) fields.metadata = bytesToHex(bytes, metadata.start, metadata.end);
+  if (metadata !== undefined && !deepStarts.some((at) => at >= metadata.start && at < metadata.end)) {
+    fields.metadata = bytesToHex(bytes, metadata.start, metadata.end);
+  }
   return { ok: true, value: fields };
 }
 
@@ -230,17 +276,25 @@ function readCode(item: CborItem): Result<string> {
   return { ok: true, value: item.value };
 }
 
-function readRegistries(item: CborItem): Result<AttributionRegistries> {
-  const entries = textKeyedEntries(item);
-  if (!entries.ok) return entries;
+/** Reads `r`; a malformed entry flags its role, a malformed `r` itself flags both. Never fails the suffix. */
+function readRegistries(item: CborItem): { registries: AttributionRegistries; error?: AttributionRegistryError } {
   const registries: AttributionRegistries = {};
+  const entries = textKeyedEntries(item);
+  if (!entries.ok) return { registries, error: { roles: ["app", "wallet"], reason: `"r": ${entries.reason}` } };
+  const roles: RegistryRole[] = [];
+  const reasons: string[] = [];
   for (const [key, value] of entries.value) {
     if (key !== "a" && key !== "w") continue;
+    const role = key === "a" ? "app" : "wallet";
     const registry = readRegistry(value);
-    if (!registry.ok) return fail(`"${key}": ${registry.reason}`);
-    registries[key === "a" ? "app" : "wallet"] = registry.value;
+    if (registry.ok) {
+      registries[role] = registry.value;
+    } else {
+      roles.push(role);
+      reasons.push(`"r"."${key}": ${registry.reason}`);
+    }
   }
-  return { ok: true, value: registries };
+  return roles.length === 0 ? { registries } : { registries, error: { roles: roles.sort(), reason: reasons.join("; ") } };
 }
 
 /** `{ c: chainId, a: address }`, each as `0x…` text (what ox writes) or as a byte string. */
@@ -277,117 +331,6 @@ function textKeyedEntries(item: CborItem): Result<Map<string, CborItem>> {
   }
   return { ok: true, value: entries };
 }
-
-// ---- A small CBOR reader (RFC 8949), definite lengths only ----
-
-/** `start`/`end` are byte offsets of the whole item (head included) in the CBOR buffer. */
-type CborItem = { start: number; end: number } & (
-  | { type: "uint" | "negint" | "simple" | "float" }
-  | { type: "bytes"; value: Uint8Array }
-  | { type: "text"; value: string }
-  | { type: "array"; items: CborItem[] }
-  | { type: "map"; entries: Array<[CborItem, CborItem]> }
-);
-
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** Reads exactly one item spanning all of `bytes`; rejects anything not well-formed. */
-function readCbor(bytes: Uint8Array): Result<CborItem> {
-  let position = 0;
-  const reject = (reason: string): never => {
-    throw new CborError(reason);
-  };
-  const need = (count: number): void => {
-    if (count > bytes.length - position) reject("CBOR length beyond the buffer");
-  };
-  const readUint = (count: number): number => {
-    need(count);
-    let value = 0;
-    // Past 2^53 the value is imprecise, but still larger than any buffer, which is all lengths need.
-    for (let i = 0; i < count; i++) value = value * 256 + (bytes[position++] ?? 0);
-    return value;
-  };
-  const readArgument = (info: number): number => {
-    if (info < 24) return info;
-    if (info === 24) return readUint(1);
-    if (info === 25) return readUint(2);
-    if (info === 26) return readUint(4);
-    if (info === 27) return readUint(8);
-    if (info === 31) return reject("indefinite-length CBOR is not accepted");
-    return reject(`reserved CBOR additional info ${info}`);
-  };
-  const readItem = (depth: number): CborItem => {
-    if (depth > MAX_CBOR_DEPTH) reject("CBOR nested too deeply");
-    const start = position;
-    need(1);
-    const head = bytes[position++] ?? 0;
-    const major = head >> 5;
-    const info = head & 0x1f;
-    switch (major) {
-      case 0:
-      case 1:
-        readArgument(info);
-        return { type: major === 0 ? "uint" : "negint", start, end: position };
-      case 2:
-      case 3: {
-        const length = readArgument(info);
-        need(length);
-        const raw = bytes.subarray(position, position + length);
-        position += length;
-        if (major === 2) return { type: "bytes", value: raw, start, end: position };
-        let value: string;
-        try {
-          value = utf8.decode(raw);
-        } catch {
-          return reject("CBOR text is not UTF-8");
-        }
-        return { type: "text", value, start, end: position };
-      }
-      case 4: {
-        const count = readArgument(info);
-        need(count); // every item takes at least one byte
-        const items: CborItem[] = [];
-        for (let i = 0; i < count; i++) items.push(readItem(depth + 1));
-        return { type: "array", items, start, end: position };
-      }
-      case 5: {
-        const count = readArgument(info);
-        need(count * 2);
-        const entries: Array<[CborItem, CborItem]> = [];
-        for (let i = 0; i < count; i++) entries.push([readItem(depth + 1), readItem(depth + 1)]);
-        return { type: "map", entries, start, end: position };
-      }
-      case 6:
-        return reject("CBOR tags are not accepted");
-      default: {
-        // Major 7: false, true, null, undefined and other simple values; half, single, double floats.
-        if (info < 24) return { type: "simple", start, end: position };
-        if (info === 24) {
-          if (readUint(1) < 32) reject("CBOR simple value not well-formed");
-          return { type: "simple", start, end: position };
-        }
-        if (info >= 25 && info <= 27) {
-          const size = 2 ** (info - 24);
-          need(size);
-          position += size;
-          return { type: "float", start, end: position };
-        }
-        return reject(info === 31 ? "indefinite-length CBOR is not accepted" : `reserved CBOR additional info ${info}`);
-      }
-    }
-  };
-  try {
-    const item = readItem(1);
-    if (position !== bytes.length) return { ok: false, reason: "trailing bytes after the CBOR item" };
-    return { ok: true, value: item };
-  } catch (error) {
-    if (error instanceof CborError) return { ok: false, reason: error.message };
-    throw error;
-  }
-}
-
-/** Private control flow of the CBOR reader; never leaves this module. */
-class CborError extends Error {}
 
 // ---- Hex helpers working in place on the `0x…` string (byte index i sits at chars 2+2i, 3+2i) ----
 

@@ -2,7 +2,7 @@ import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import type { TransactionInput } from "../chain/getTransactions.js";
 import type { TransactionAttribution } from "../decode/attributeTransaction.js";
-import type { Attribution } from "../decode/erc8021.js";
+import { registryOfCode, type Attribution } from "../decode/erc8021.js";
 
 /** One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. */
 export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution };
@@ -17,19 +17,24 @@ const OWN_CALLDATA = -1;
 export function createAttributionWriter(db: Database) {
   const insertTransaction = db.prepare(`
     INSERT INTO transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
-      schema_id, registry_address, registry_chain_id, malformed_reason, user_operations, fetched_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (tx_hash) DO NOTHING`);
   const insertUserOperation = db.prepare(`
-    INSERT INTO user_operations (tx_hash, op_index, sender, attribution, schema_id, malformed_reason)
-    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
+    INSERT INTO user_operations (tx_hash, op_index, sender, aggregator, attribution, schema_id, malformed_reason, registry_error)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
   const insertCode = db.prepare(`
-    INSERT INTO attribution_codes (tx_hash, op_index, position, code, role) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
+    INSERT INTO attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
   const exists = db.prepare("SELECT 1 FROM transactions WHERE tx_hash = ?").pluck();
 
   function insertCodes(hash: Hex, opIndex: number, attribution: Attribution): void {
     if (attribution.kind !== "codes") return;
-    attribution.codes.forEach((code, position) => insertCode.run(hash, opIndex, position, code.code, code.role));
+    attribution.codes.forEach((code, position) => {
+      const registry = registryOfCode(attribution, code);
+      const custom = registry.kind === "custom" ? registry.registry : undefined;
+      insertCode.run(hash, opIndex, position, code.code, code.role, registry.kind, custom?.chainId.toString() ?? null, custom?.address ?? null);
+    });
   }
 
   return {
@@ -52,6 +57,7 @@ export function createAttributionWriter(db: Database) {
           registry?.address ?? null,
           registry === undefined ? null : registry.chainId.toString(),
           own.kind === "malformed" ? own.reason : null,
+          registryErrorOf(own),
           attribution.userOperations?.length ?? 0,
           now,
         );
@@ -60,7 +66,16 @@ export function createAttributionWriter(db: Database) {
         insertCodes(tx.hash, OWN_CALLDATA, own);
         for (const op of attribution.userOperations ?? []) {
           const a = op.attribution;
-          insertUserOperation.run(tx.hash, op.userOpIndex, op.sender.toLowerCase(), a.kind, "schemaId" in a ? (a.schemaId ?? null) : null, a.kind === "malformed" ? a.reason : null);
+          insertUserOperation.run(
+            tx.hash,
+            op.userOpIndex,
+            op.sender.toLowerCase(),
+            op.aggregator?.toLowerCase() ?? null,
+            a.kind,
+            "schemaId" in a ? (a.schemaId ?? null) : null,
+            a.kind === "malformed" ? a.reason : null,
+            registryErrorOf(a),
+          );
           insertCodes(tx.hash, op.userOpIndex, a);
         }
       }
@@ -70,3 +85,8 @@ export function createAttributionWriter(db: Database) {
 }
 
 export type AttributionWriter = ReturnType<typeof createAttributionWriter>;
+
+/** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */
+function registryErrorOf(attribution: Attribution): string | null {
+  return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.registryError?.reason ?? null) : null;
+}

@@ -3,12 +3,14 @@ import { FatalError } from "../errors.js";
 import { SCHEMA_V1 } from "./schemaV1.js";
 import { SCHEMA_V2 } from "./schemaV2.js";
 import { SCHEMA_V3 } from "./schemaV3.js";
+import { SCHEMA_V4 } from "./schemaV4.js";
 
 /** Ordered schema steps; `PRAGMA user_version` holds the last applied. Never edit a shipped step: add one. */
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 1, sql: SCHEMA_V1 },
   { version: 2, sql: SCHEMA_V2 },
   { version: 3, sql: SCHEMA_V3 },
+  { version: 4, sql: SCHEMA_V4 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

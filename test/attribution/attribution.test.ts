@@ -1,3 +1,4 @@
+import { Attribution as OxAttribution } from "ox/erc8021";
 import { createWalletClient, encodeFunctionData, http, toHex, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, test } from "vitest";
@@ -112,5 +113,73 @@ describe("attribution", () => {
       { op_index: 2, code: "morpho", role: "app" },
     ]);
     expect(db.prepare("SELECT code FROM wallet_codes WHERE wallet = ? ORDER BY code").pluck().all(account.toLowerCase())).toEqual(["bc_demo0001", "morpho"]);
+  });
+
+  test("decodes a handleAggregatedOps bundle's user operations across groups, with each code's registry", async () => {
+    const { db, devnet } = await startFollower({ pendingPoll: 0 }, open);
+    const bundler = sender(devnet, 8);
+    await bundler.init();
+    const entryPointTx = await bundler.deploy(miniEntryPointAbi, miniEntryPointBytecode);
+    const accountTxs = [await bundler.deploy(miniAccountAbi, miniAccountBytecode), await bundler.deploy(miniAccountAbi, miniAccountBytecode)];
+    await bundler.rpc("devnet_mine");
+    const receipt = async (hash: Hex) => bundler.rpc<{ contractAddress: Address }>("eth_getTransactionReceipt", [hash]);
+    const entryPoint = (await receipt(entryPointTx)).contractAddress;
+    const [first, second] = [(await receipt(accountTxs[0]!)).contractAddress, (await receipt(accountTxs[1]!)).contractAddress];
+    const funder = sender(devnet, 2);
+    await funder.init();
+    await funder.transfer(first, 1_000n);
+    await funder.transfer(second, 1_000n);
+    await funder.rpc("devnet_mine");
+
+    const registry = "0x00000000000000000000000000000000000c0c0a";
+    const op = (account: Address, value: bigint, suffix: Hex | undefined) => ({
+      sender: account,
+      nonce: 0n,
+      initCode: "0x" as Hex,
+      callData: `${encodeFunctionData({ abi: miniAccountAbi, functionName: "execute", args: [devnet.token, 0n, encodeFunctionData({ abi: flashTestTokenAbi, functionName: "transfer", args: [SHOP, value] })] })}${suffix?.slice(2) ?? ""}` as Hex,
+      accountGasLimits: toHex(0n, { size: 32 }),
+      preVerificationGas: 0n,
+      gasFees: toHex(0n, { size: 32 }),
+      paymasterAndData: "0x" as Hex,
+      signature: "0x" as Hex,
+    });
+    // {a: "shopapp", r: {a: 7}}: a malformed app registry.
+    const malformedCbor = `a2616167${Buffer.from("shopapp").toString("hex")}6172a1616107`;
+    const malformedRegistry = `0x${malformedCbor}${toHex(malformedCbor.length / 2, { size: 2 }).slice(2)}02${MARKER}` as Hex;
+    const groups = [
+      { userOps: [op(first, 11n, schema0Suffix(["shopapp"]))], aggregator: "0x000000000000000000000000000000000000a991" as Address, signature: "0x" as Hex },
+      { userOps: [], aggregator: "0x000000000000000000000000000000000000a992" as Address, signature: "0x" as Hex },
+      {
+        userOps: [
+          op(second, 12n, OxAttribution.toDataSuffix({ appCode: "shopapp", registries: { app: { address: registry, chainId: 8453 } } })),
+          op(first, 13n, malformedRegistry),
+        ],
+        aggregator: "0x000000000000000000000000000000000000a993" as Address,
+        signature: "0x" as Hex,
+      },
+    ];
+    const bundle = await bundler.send(entryPoint, encodeFunctionData({ abi: miniEntryPointAbi, functionName: "handleAggregatedOps", args: [groups, bundler.address] }));
+    await bundler.rpc("devnet_mine");
+    await waitFor(() => db.prepare("SELECT user_operations FROM transactions WHERE tx_hash = ?").pluck().get(bundle) === 3, 5_000, "aggregated bundle attributed");
+    await waitFor(() => db.prepare("SELECT COUNT(*) FROM live_transfers WHERE tx_hash = ?").pluck().get(bundle) === 3, 5_000, "bundle transfers");
+
+    expect(db.prepare("SELECT op_index, sender, aggregator, attribution, schema_id, registry_error FROM user_operations WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+      { op_index: 0, sender: first.toLowerCase(), aggregator: "0x000000000000000000000000000000000000a991", attribution: "codes", schema_id: 0, registry_error: null },
+      { op_index: 1, sender: second.toLowerCase(), aggregator: "0x000000000000000000000000000000000000a993", attribution: "codes", schema_id: 2, registry_error: null },
+      { op_index: 2, sender: first.toLowerCase(), aggregator: "0x000000000000000000000000000000000000a993", attribution: "codes", schema_id: 2, registry_error: '"r"."a": not a map' },
+    ]);
+    expect(db.prepare("SELECT op_index, code, registry, registry_chain_id, registry_address FROM attribution_codes WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+      { op_index: 0, code: "shopapp", registry: "canonical", registry_chain_id: null, registry_address: null },
+      { op_index: 1, code: "shopapp", registry: "custom", registry_chain_id: "8453", registry_address: registry },
+      { op_index: 2, code: "shopapp", registry: "malformed", registry_chain_id: null, registry_address: null },
+    ]);
+    // The bundle's three payments all carry "shopapp", in three different registries: three rows, never merged.
+    // (The bundle transaction's logs are attributed to every code of its user operations.)
+    expect(db.prepare("SELECT registry, registry_chain_id, payments FROM builder_code_volume WHERE code = 'shopapp' ORDER BY registry").all()).toEqual([
+      { registry: "canonical", registry_chain_id: null, payments: 3 },
+      { registry: "custom", registry_chain_id: "8453", payments: 3 },
+      { registry: "malformed", registry_chain_id: null, payments: 3 },
+    ]);
+    expect(db.prepare("SELECT registry FROM wallet_codes WHERE wallet = ? AND code = 'shopapp' ORDER BY registry").pluck().all(first.toLowerCase())).toEqual(["canonical", "malformed"]);
   });
 });

@@ -1,10 +1,13 @@
 import { Attribution as OxAttribution } from "ox/erc8021";
-import { concat, encodeFunctionData, isAddress, pad, parseAbi, toFunctionSelector, type Hex } from "viem";
+import { concat, encodeFunctionData, getAbiItem, isAddress, pad, parseAbi, toFunctionSelector, type Hex } from "viem";
+import { entryPoint06Abi, entryPoint07Abi, entryPoint08Abi, entryPoint09Abi } from "viem/account-abstraction";
 import { describe, expect, test } from "vitest";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import {
   decodeHandleOps,
   ENTRY_POINT_ADDRESSES,
+  HANDLE_AGGREGATED_OPS_V06_SELECTOR,
+  HANDLE_AGGREGATED_OPS_V07_SELECTOR,
   HANDLE_OPS_V06_SELECTOR,
   HANDLE_OPS_V07_SELECTOR,
 } from "../../src/decode/erc4337.js";
@@ -42,6 +45,98 @@ const opCallData = [
   accountCall(OxAttribution.toDataSuffix({ codes: ["baseapp"] })),
   accountCall(),
   accountCall(OxAttribution.toDataSuffix({ appCode: "bc_b8nos5a8", walletCode: "privy" })),
+];
+
+/** A v0.6 UserOperation paying through `callData`; `i` picks the sender. */
+function userOpV06(callData: Hex, i: number, sender: Hex = SENDERS[i % SENDERS.length] as Hex) {
+  return {
+    sender,
+    nonce: BigInt(i),
+    initCode: EMPTY,
+    callData,
+    callGasLimit: 100_000n,
+    verificationGasLimit: 200_000n,
+    preVerificationGas: 50_000n,
+    maxFeePerGas: 1_000_000_000n,
+    maxPriorityFeePerGas: 1_000_000n,
+    paymasterAndData: EMPTY,
+    signature: SIGNATURE,
+  };
+}
+
+/** A v0.7 PackedUserOperation paying through `callData`; `i` picks the sender. */
+function userOpV07(callData: Hex, i: number, sender: Hex = SENDERS[i % SENDERS.length] as Hex) {
+  return {
+    sender,
+    nonce: BigInt(i) << 64n,
+    initCode: EMPTY,
+    callData,
+    accountGasLimits: pad("0x030d40000186a0"),
+    preVerificationGas: 50_000n,
+    gasFees: pad("0x0f424000000000003b9aca00"),
+    paymasterAndData: PAYMASTER_AND_DATA,
+    signature: SIGNATURE,
+  };
+}
+
+const AGGREGATORS = [
+  "0x000000000000000000000000000000000000a991",
+  "0x000000000000000000000000000000000000a992",
+  "0x000000000000000000000000000000000000A993",
+] as const;
+
+/** One aggregator group per entry of `groups`: that group's user operations as [callData, sender]. */
+type Groups = ReadonlyArray<ReadonlyArray<readonly [Hex, Hex]>>;
+
+/** handleAggregatedOps with viem's copy of the eth-infinitism v0.6 EntryPoint ABI. */
+function handleAggregatedOpsV06(groups: Groups): Hex {
+  return encodeFunctionData({
+    abi: entryPoint06Abi,
+    functionName: "handleAggregatedOps",
+    args: [
+      groups.map((ops, g) => ({
+        userOps: ops.map(([callData, sender], i) => userOpV06(callData, i, sender)),
+        aggregator: AGGREGATORS[g % AGGREGATORS.length] as Hex,
+        signature: `0x${"ee".repeat(96)}` as Hex,
+      })),
+      BENEFICIARY,
+    ],
+  });
+}
+
+/** handleAggregatedOps with viem's copy of an eth-infinitism v0.7+ EntryPoint ABI. */
+function handleAggregatedOpsV07(groups: Groups, abi: typeof entryPoint07Abi | typeof entryPoint08Abi | typeof entryPoint09Abi = entryPoint07Abi): Hex {
+  return encodeFunctionData({
+    abi: abi as typeof entryPoint07Abi,
+    functionName: "handleAggregatedOps",
+    args: [
+      groups.map((ops, g) => ({
+        userOps: ops.map(([callData, sender], i) => userOpV07(callData, i, sender)),
+        aggregator: AGGREGATORS[g % AGGREGATORS.length] as Hex,
+        signature: `0x${"ee".repeat(48)}` as Hex,
+      })),
+      BENEFICIARY,
+    ],
+  });
+}
+
+/** Three groups (the middle one empty, the last with two operations) over the four sample callDatas. */
+const GROUPS: Groups = [
+  [[opCallData[0] as Hex, SENDERS[0]]],
+  [],
+  [
+    [opCallData[1] as Hex, SENDERS[1]],
+    [opCallData[2] as Hex, SENDERS[2]],
+  ],
+  [[accountCall(OxAttribution.toDataSuffix({ codes: ["fourth"] })), SENDERS[0]]],
+];
+
+/** What decodeHandleOps() should return for GROUPS: indices run across groups, in calldata order. */
+const GROUPS_DECODED = [
+  { index: 0, sender: SENDERS[0], callData: opCallData[0], aggregator: AGGREGATORS[0] },
+  { index: 1, sender: SENDERS[1].toLowerCase(), callData: opCallData[1], aggregator: AGGREGATORS[2].toLowerCase() },
+  { index: 2, sender: SENDERS[2], callData: opCallData[2], aggregator: AGGREGATORS[2].toLowerCase() },
+  { index: 3, sender: SENDERS[0], callData: GROUPS[3]?.[0]?.[0], aggregator: AGGREGATORS[0] },
 ];
 
 function handleOpsV06(callDatas: readonly Hex[]): Hex {
@@ -100,6 +195,29 @@ describe("decodeHandleOps()", () => {
     expect(toFunctionSelector(entryPointV07Abi[0])).toBe(HANDLE_OPS_V07_SELECTOR);
   });
 
+  test("the hard-coded handleAggregatedOps selectors match their signatures and the real EntryPoint ABIs", () => {
+    expect(
+      toFunctionSelector(
+        "handleAggregatedOps(((address,uint256,bytes,bytes,uint256,uint256,uint256,uint256,uint256,bytes,bytes)[],address,bytes)[],address)",
+      ),
+    ).toBe(HANDLE_AGGREGATED_OPS_V06_SELECTOR);
+    expect(
+      toFunctionSelector(
+        "handleAggregatedOps(((address,uint256,bytes,bytes,bytes32,uint256,bytes32,bytes,bytes)[],address,bytes)[],address)",
+      ),
+    ).toBe(HANDLE_AGGREGATED_OPS_V07_SELECTOR);
+    expect(HANDLE_AGGREGATED_OPS_V06_SELECTOR).toBe("0x4b1d7cf5");
+    expect(HANDLE_AGGREGATED_OPS_V07_SELECTOR).toBe("0xdbed18e0");
+    const selector = (abi: typeof entryPoint06Abi | typeof entryPoint07Abi, name: "handleOps" | "handleAggregatedOps") =>
+      toFunctionSelector(getAbiItem({ abi: abi as typeof entryPoint07Abi, name }));
+    expect(selector(entryPoint06Abi, "handleOps")).toBe(HANDLE_OPS_V06_SELECTOR);
+    expect(selector(entryPoint06Abi, "handleAggregatedOps")).toBe(HANDLE_AGGREGATED_OPS_V06_SELECTOR);
+    for (const abi of [entryPoint07Abi, entryPoint08Abi, entryPoint09Abi]) {
+      expect(selector(abi as typeof entryPoint07Abi, "handleOps")).toBe(HANDLE_OPS_V07_SELECTOR);
+      expect(selector(abi as typeof entryPoint07Abi, "handleAggregatedOps")).toBe(HANDLE_AGGREGATED_OPS_V07_SELECTOR);
+    }
+  });
+
   test("the EntryPoint addresses are valid checksummed addresses", () => {
     for (const address of Object.values(ENTRY_POINT_ADDRESSES)) expect(isAddress(address, { strict: true })).toBe(true);
   });
@@ -111,6 +229,30 @@ describe("decodeHandleOps()", () => {
     expect(decodeHandleOps(encode(opCallData))).toEqual(
       opCallData.map((callData, index) => ({ index, sender: SENDERS[index]?.toLowerCase(), callData })),
     );
+  });
+
+  test.each([
+    ["v0.6", (groups: Groups) => handleAggregatedOpsV06(groups)],
+    ["v0.7", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint07Abi)],
+    ["v0.8", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint08Abi)],
+    ["v0.9", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint09Abi)],
+  ])("a %s handleAggregatedOps bundle numbers its user operations across aggregator groups, with sender and aggregator", (_, encode) => {
+    expect(decodeHandleOps(encode(GROUPS))).toEqual(GROUPS_DECODED);
+  });
+
+  test("handleAggregatedOps with no groups, or only empty groups, has no user operations", () => {
+    expect(decodeHandleOps(handleAggregatedOpsV06([]))).toEqual([]);
+    expect(decodeHandleOps(handleAggregatedOpsV07([[], []]))).toEqual([]);
+  });
+
+  test("a v0.6 aggregated bundle is not read with the v0.7 layout, nor the other way round", () => {
+    // Same groups, other version's selector: the tuple shapes differ, so decoding must fail or differ.
+    const v06 = handleAggregatedOpsV06(GROUPS);
+    const v07 = handleAggregatedOpsV07(GROUPS);
+    const swapped06 = `${HANDLE_AGGREGATED_OPS_V07_SELECTOR}${v06.slice(10)}` as Hex;
+    const swapped07 = `${HANDLE_AGGREGATED_OPS_V06_SELECTOR}${v07.slice(10)}` as Hex;
+    expect(decodeHandleOps(swapped06)).not.toEqual(GROUPS_DECODED);
+    expect(decodeHandleOps(swapped07)).not.toEqual(GROUPS_DECODED);
   });
 
   test("a bundle with upper-case hex and a bundle with no operations decode too", () => {
@@ -129,6 +271,8 @@ describe("decodeHandleOps()", () => {
   test.each([
     ["v0.6", handleOpsV06],
     ["v0.7/v0.8", handleOpsV07],
+    ["aggregated v0.6", () => handleAggregatedOpsV06(GROUPS)],
+    ["aggregated v0.7", () => handleAggregatedOpsV07(GROUPS)],
   ])("truncated %s bundles return undefined", (_, encode) => {
     const full = encode(opCallData);
     const size = (full.length - 2) / 2;
@@ -144,14 +288,53 @@ describe("decodeHandleOps()", () => {
       state = (state * 1103515245 + 12345) % 2 ** 31;
       return (state >> 16) & 0xff;
     };
-    for (let i = 0; i < 300; i++) {
-      const selector = i % 2 === 0 ? HANDLE_OPS_V06_SELECTOR : HANDLE_OPS_V07_SELECTOR;
+    const selectors = [HANDLE_OPS_V06_SELECTOR, HANDLE_OPS_V07_SELECTOR, HANDLE_AGGREGATED_OPS_V06_SELECTOR, HANDLE_AGGREGATED_OPS_V07_SELECTOR];
+    for (let i = 0; i < 600; i++) {
+      const selector = selectors[i % selectors.length] as Hex;
       const body = Array.from({ length: (i * 7) % 400 }, () => byte().toString(16).padStart(2, "0")).join("");
       expect(decodeHandleOps(`${selector}${body}`)).toBeUndefined();
     }
     expect(decodeHandleOps(`${HANDLE_OPS_V07_SELECTOR}zz${handleOpsV07(opCallData).slice(12)}` as Hex)).toBeUndefined();
     expect(decodeHandleOps(`${handleOpsV07(opCallData)}0` as Hex)).toBeUndefined();
     expect(decodeHandleOps(42 as unknown as Hex)).toBeUndefined();
+  });
+
+  test("garbage spliced into a real aggregated bundle returns undefined or well-typed operations, never throws", () => {
+    let state = 6;
+    const next = (max: number) => {
+      state = (state * 1103515245 + 12345) % 2 ** 31;
+      return (state >> 8) % max;
+    };
+    const bundles = [handleAggregatedOpsV06(GROUPS), handleAggregatedOpsV07(GROUPS)];
+    for (let i = 0; i < 400; i++) {
+      const bundle = bundles[i % 2] as Hex;
+      // Overwrite one 32-byte word (an offset, a length or a count) with a random value.
+      const wordIndex = next((bundle.length - 10) / 64);
+      const value = [0, 1, 0x20, 0xffffffff, next(4096), next(2 ** 30)][next(6)] as number;
+      const at = 10 + wordIndex * 64;
+      const mutated = `${bundle.slice(0, at)}${value.toString(16).padStart(64, "0")}${bundle.slice(at + 64)}` as Hex;
+      let result: ReturnType<typeof decodeHandleOps>;
+      expect(() => {
+        result = decodeHandleOps(mutated);
+      }).not.toThrow();
+      for (const [index, op] of (result ?? []).entries()) {
+        expect(op.index).toBe(index);
+        expect(op.sender).toMatch(/^0x[0-9a-f]{40}$/);
+        expect(op.aggregator).toMatch(/^0x[0-9a-f]{40}$/);
+      }
+    }
+  });
+
+  test("many group offsets pointing at one aggregator group (an ABI bomb) are refused", () => {
+    const word = (value: number) => value.toString(16).padStart(64, "0");
+    const full = handleAggregatedOpsV06([GROUPS[0] ?? []]);
+    // Layout after the selector: offset of groups (0x40), beneficiary, group count, one group offset, the group.
+    const group = full.slice(10 + 0x80 * 2);
+    const shared = (count: number) =>
+      `${HANDLE_AGGREGATED_OPS_V06_SELECTOR}${word(0x40)}${word(0)}${word(count)}${word(count * 32).repeat(count)}${group}` as Hex;
+    expect(decodeHandleOps(shared(3))).toHaveLength(3);
+    expect(decodeHandleOps(shared(3))?.map((op) => op.index)).toEqual([0, 1, 2]);
+    expect(decodeHandleOps(shared(3000))).toBeUndefined();
   });
 
   test("many offsets pointing at one user operation (an ABI bomb) are refused", () => {
@@ -186,6 +369,18 @@ describe("attributeTransaction()", () => {
         }),
       },
     ]);
+  });
+
+  test("an aggregated bundle yields one attribution per user operation, numbered across groups", () => {
+    const result = attributeTransaction({ input: handleAggregatedOpsV07(GROUPS) });
+    expect(result.attribution).toEqual({ kind: "none" });
+    expect(result.userOperations?.map((op) => [op.userOpIndex, op.sender, op.aggregator, op.attribution.kind])).toEqual([
+      [0, SENDERS[0], AGGREGATORS[0], "codes"],
+      [1, SENDERS[1].toLowerCase(), AGGREGATORS[2].toLowerCase(), "none"],
+      [2, SENDERS[2], AGGREGATORS[2].toLowerCase(), "codes"],
+      [3, SENDERS[0], AGGREGATORS[0], "codes"],
+    ]);
+    expect(result.userOperations?.[3]?.attribution).toMatchObject({ codes: [{ code: "fourth", role: "code" }] });
   });
 
   test("a plain transaction yields its own suffix and no user operations", () => {

@@ -2,7 +2,13 @@ import { Cbor } from "ox";
 import { Attribution as OxAttribution } from "ox/erc8021";
 import { encodeFunctionData, getAddress, parseAbi, type Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { decodeAttribution, ERC8021_MARKER, type Attribution, type AttributionCode } from "../../src/decode/erc8021.js";
+import {
+  decodeAttribution,
+  ERC8021_MARKER,
+  registryOfCode,
+  type Attribution,
+  type AttributionCode,
+} from "../../src/decode/erc8021.js";
 
 const M = ERC8021_MARKER.slice(2);
 const DD = "dddddddd";
@@ -267,24 +273,40 @@ describe("decodeAttribution() on schema 2", () => {
   });
 
   test("registries given as byte strings are accepted", () => {
-    // {r: {a: {c: h'2105', a: h'cc…cc'}}}
-    const cbor = `a16172a16161a26163422105616154${"cc".repeat(20)}`;
+    // {a: "q", r: {a: {c: h'2105', a: h'cc…cc'}}}
+    const cbor = `a261616171` + `6172a16161a26163422105616154${"cc".repeat(20)}`;
     expect(decodeAttribution(schema2(cbor))).toMatchObject({
-      codes: [],
+      codes: [{ code: "q", role: "app" }],
       registries: { app: { address: `0x${"cc".repeat(20)}`, chainId: 8453n } },
     });
   });
 
-  test("an empty map and unknown keys are well-formed with no codes", () => {
-    expect(decodeAttribution(schema2("a0"))).toEqual({ kind: "codes", schemaId: 2, codes: [], suffixLength: 20 });
+  test("an empty map is no attribution, as it is for ox, not codes with zero rows", () => {
+    expect(decodeAttribution(schema2("a0"))).toEqual({ kind: "none", schemaId: 2 });
+    expect(oxFromData(schema2("a0"))).toEqual({ id: 2 });
+  });
+
+  test("a map with only metadata, registries or unknown keys is no attribution", () => {
+    // {m: {k: [1, -1, 1.5f16]}}
+    expect(decodeAttribution(schema2("a1616da1616b830120f93e00"))).toEqual({ kind: "none", schemaId: 2 });
+    // {r: {a: {c: "0x2105", a: "0xcc…cc"}}}
+    const registryOnly = OxAttribution.toDataSuffix({ appCode: undefined, registries: { app: { address: `0x${"cc".repeat(20)}`, chainId: 8453 } } });
+    expect(decodeAttribution(registryOnly)).toEqual({ kind: "none", schemaId: 2 });
+    // {x: 1}
+    expect(decodeAttribution(schema2("a1617801"))).toEqual({ kind: "none", schemaId: 2 });
+    // {s: []}
+    expect(decodeAttribution(schema2("a1617380"))).toEqual({ kind: "none", schemaId: 2 });
+  });
+
+  test("unknown keys beside a code are skipped", () => {
     // {x: 1, a: "q"}
     expect(decodeAttribution(schema2("a26178016161" + "6171"))).toMatchObject({ codes: [{ code: "q", role: "app" }] });
   });
 
-  test("metadata alone is kept as raw CBOR", () => {
-    // {m: {k: [1, -1, 1.5f16]}}
-    const cbor = "a1616da1616b830120f93e00";
-    expect(decodeAttribution(schema2(cbor))).toMatchObject({ codes: [], metadata: "0xa1616b830120f93e00" });
+  test("metadata beside a code is kept as raw CBOR", () => {
+    // {a: "q", m: {k: [1, -1, 1.5f16]}}
+    const cbor = "a26161617161" + "6da1616b830120f93e00";
+    expect(decodeAttribution(schema2(cbor))).toMatchObject({ codes: [{ code: "q", role: "app" }], metadata: "0xa1616b830120f93e00" });
   });
 
   test.each([
@@ -292,13 +314,17 @@ describe("decodeAttribution() on schema 2", () => {
     ["truncated map", "a2616161", /beyond the buffer/],
     ["a string length beyond the buffer", "a161617affffffff", /beyond the buffer/],
     ["an array count beyond the buffer", "a161739bffffffffffffffff", /beyond the buffer/],
-    ["an indefinite-length map", "bf6161616bff", /indefinite/],
-    ["an indefinite-length text", "a161617f6162ff", /indefinite/],
-    ["an indefinite-length array", "a161739f6161ff", /indefinite/],
-    ["a stray break", "a16161ff", /indefinite/],
+    ["a stray break", "a16161ff", /break/],
+    ["a break inside a definite array", "a16173826161ff", /break/],
+    ["an indefinite-length map never closed", "bf6161616b", /beyond the buffer/],
+    ["an indefinite-length map ending after a key", "bf616161616161ff", /between a key and its value/],
+    ["an indefinite-length text whose chunk is a byte string", "a161617f4161ff", /chunk/],
+    ["an indefinite-length text nested in another", "a161617f7f6161ffff", /chunk/],
+    ["an indefinite-length text chunk that is not UTF-8", "a161617f61c3ff", /UTF-8/],
+    ["an indefinite-length integer", "a161611f", /reserved/],
+    ["an indefinite-length tag", "a16161df6161", /reserved/],
     ["trailing bytes", "a000", /trailing/],
     ["a second top-level item", "a0a0", /trailing/],
-    ["a tag", "a16161c06161", /tags/],
     ["reserved additional info", "a161611c", /reserved/],
     ["a malformed two-byte simple value", "a1616df801", /simple value/],
     ["a top-level array", "816161", /not a map/],
@@ -309,9 +335,44 @@ describe("decodeAttribution() on schema 2", () => {
     expectMalformed(decodeAttribution(schema2(cbor)), 2, reason);
   });
 
-  test("nesting deeper than the limit is malformed, and just within it is accepted", () => {
-    expectMalformed(decodeAttribution(schema2(`a1616d${"81".repeat(8)}01`)), 2, /deeply/);
-    expect(decodeAttribution(schema2(`a1616d${"81".repeat(6)}01`))).toMatchObject({ kind: "codes" });
+  // {a: "q", m: <metadata>}
+  const withMetadata = (metadata: string) => `a261616171616d${metadata}`;
+
+  test("metadata nested up to depth 64 is kept; one level deeper it is ignored and the codes are kept", () => {
+    // The top-level map is depth 1 and m's value depth 2: 62 arrays put the integer at depth 64.
+    const within = `${"81".repeat(62)}01`;
+    expect(decodeAttribution(schema2(withMetadata(within)))).toMatchObject({
+      kind: "codes",
+      codes: [{ code: "q", role: "app" }],
+      metadata: `0x${within}`,
+    });
+    const past = decodeAttribution(schema2(withMetadata(`${"81".repeat(63)}01`)));
+    expect(past).toMatchObject({ kind: "codes", codes: [{ code: "q", role: "app" }] });
+    expect(past).not.toHaveProperty("metadata");
+  });
+
+  test.each([
+    ["definite arrays", `${"81".repeat(20_000)}01`],
+    ["indefinite arrays", `${"9f".repeat(20_000)}${"ff".repeat(20_000)}`],
+    ["maps", `${"a16178".repeat(10_000)}01`],
+    ["tags", `${"c1".repeat(20_000)}01`],
+    ["indefinite maps and strings", `${"bf6178".repeat(5_000)}7f6161ff${"ff".repeat(5_000)}`],
+  ])("metadata of %s nested thousands deep is skipped without recursion, keeping the codes", (_, metadata) => {
+    const data = schema2(withMetadata(metadata));
+    expect(sizeOf(data)).toBeLessThan(65_535);
+    const result = decodeAttribution(data);
+    expect(result).toMatchObject({ kind: "codes", codes: [{ code: "q", role: "app" }] });
+    expect(result).not.toHaveProperty("metadata");
+  });
+
+  test.each([
+    ["never closed", `${"81".repeat(1_000)}`, /beyond the buffer/],
+    ["with a stray break", `${"81".repeat(1_000)}ff`, /break/],
+    ["with an odd indefinite map", `${"81".repeat(100)}bf01ff`, /between a key and its value/],
+    ["with bad UTF-8", `${"81".repeat(100)}61c3`, /UTF-8/],
+    ["with reserved additional info", `${"81".repeat(100)}1c`, /reserved/],
+  ])("deep metadata %s is malformed: its end cannot be found", (_, metadata, reason) => {
+    expectMalformed(decodeAttribution(schema2(withMetadata(metadata))), 2, reason);
   });
 
   test.each([
@@ -323,18 +384,97 @@ describe("decodeAttribution() on schema 2", () => {
     ["an app code with a control byte", "a16161626101", /printable ASCII/],
     ["an app code holding DEL (0x7f)", "a16161617f", /printable ASCII/],
     ["an app code holding é", "a1616162c3a9", /printable ASCII/],
+    ["an empty app code in text chunks", "a161617f6060ff", /empty code/],
+    ["an app code holding é in a text chunk", "a161617f616162c3a9ff", /printable ASCII/],
+    ["an empty service code in an indefinite array", "a161739f6161" + "60ff", /empty code/],
     ["a service code with a comma", "a161738163612c62", /comma/],
     ["an integer map key", "a1016161", /key is not a text/],
     ["a byte-string map key", "a141616161", /key is not a text/],
     ["duplicate keys", "a26161617861616170", /duplicate/],
-    ["a registry that is not a map", "a1617201", /not a map/],
-    ["a registry entry without its chain id", "a16172a16161a16161" + "54" + "cc".repeat(20), /lacks c or a/],
-    ["a registry address of 19 bytes", "a16172a16161a26163422105616153" + "cc".repeat(19), /20 bytes/],
-    ["a registry chain id that is not hex", "a16172a16161a261636278796161" + "54" + "cc".repeat(20), /chain id/],
-    ["an integer registry key", "a16172a101a0", /key is not a text/],
   ])("schema 2 with %s is malformed", (_, cbor, reason) => {
     expect(cbor.length % 2).toBe(0);
     expectMalformed(decodeAttribution(schema2(cbor)), 2, reason);
+  });
+
+  // {a: "q", w: "v", s: ["z"], r: <r>}
+  const withRegistries = (r: string) => `a46161617161776176617381617a6172${r}`;
+  const CC = "cc".repeat(20);
+
+  test.each([
+    ["r that is not a map", "01", ["app", "wallet"], /not a map/],
+    ["r with an integer key", "a101a0", ["app", "wallet"], /key is not a text/],
+    ["r with a duplicate key", `a2616101616101`, ["app", "wallet"], /duplicate/],
+    ["an app registry that is not a map", "a1616101", ["app"], /not a map/],
+    ["an app registry without its chain id", `a16161a1616154${CC}`, ["app"], /lacks c or a/],
+    ["a wallet registry address of 19 bytes", `a16177a26163422105616153${"cc".repeat(19)}`, ["wallet"], /20 bytes/],
+    ["a wallet registry chain id that is not hex", `a16177a261636278796161` + `54${CC}`, ["wallet"], /chain id/],
+    ["an app registry chain id longer than 32 bytes", `a16161a261635821${"01".repeat(33)}616154${CC}`, ["app"], /chain id/],
+    ["an app registry that is a deeply nested array", `a16161${"81".repeat(70)}01`, ["app"], /not a map/],
+  ])("%s keeps the codes and flags the registry as malformed", (_, r, roles, reason) => {
+    const result = decodeAttribution(schema2(withRegistries(r)));
+    expect(result).toMatchObject({
+      kind: "codes",
+      schemaId: 2,
+      codes: [
+        { code: "q", role: "app" },
+        { code: "v", role: "wallet" },
+        { code: "z", role: "service" },
+      ],
+      registryError: { roles, reason: expect.stringMatching(reason) },
+    });
+    if (result.kind !== "codes") return;
+    const registries = result.codes.map((code) => registryOfCode(result, code).kind);
+    expect(registries).toEqual([roles.includes("app") ? "malformed" : "canonical", roles.includes("wallet") ? "malformed" : "canonical", "canonical"]);
+  });
+
+  test("one malformed registry entry leaves the other role's custom registry in place", () => {
+    // r = {a: {c: "0x2105", a: "0xcc…cc"}, w: 5}
+    const cbor = withRegistries(
+      `a2` + `6161a2616366${ascii("0x2105")}6161782a${ascii(`0x${CC}`)}` + `617705`,
+    );
+    const result = decodeAttribution(schema2(cbor));
+    expect(result).toMatchObject({
+      registries: { app: { address: `0x${CC}`, chainId: 8453n } },
+      registryError: { roles: ["wallet"], reason: expect.stringMatching(/"r"."w": not a map/) },
+    });
+    if (result.kind !== "codes") throw new Error("expected codes");
+    expect(result.codes.map((code) => registryOfCode(result, code))).toEqual([
+      { kind: "custom", registry: { address: `0x${CC}`, chainId: 8453n } },
+      { kind: "malformed" },
+      { kind: "canonical" },
+    ]);
+  });
+
+  test("a malformed registry entry: ox drops the registry and keeps the codes, as ours does, but ours flags it", () => {
+    // {a: "q", r: {a: {a: h'cc…cc'}}}: the app registry lacks its chain id.
+    const data = schema2(`a261616171` + `6172a16161a1616154${CC}`);
+    // Note: ox answers as if the app code were in the canonical registry.
+    expect(oxFromData(data)).toEqual({ id: 2, appCode: "q" });
+    expect(decodeAttribution(data)).toMatchObject({ codes: [{ code: "q", role: "app" }], registryError: { roles: ["app"] } });
+  });
+
+  test("registryOfCode() places schema 0 codes in the canonical registry and schema 1 codes in theirs", () => {
+    const schema0Result = decodeAttribution(schema0(ascii("baseapp")));
+    const schema1Result = decodeAttribution(OxAttribution.toDataSuffix({ codes: ["baseapp"], codeRegistry: { address: `0x${CC}`, chainId: 1 } }));
+    if (schema0Result.kind !== "codes" || schema1Result.kind !== "codes") throw new Error("expected codes");
+    expect(registryOfCode(schema0Result, { code: "baseapp", role: "code" })).toEqual({ kind: "canonical" });
+    expect(registryOfCode(schema1Result, { code: "baseapp", role: "code" })).toEqual({ kind: "custom", registry: { address: `0x${CC}`, chainId: 1n } });
+  });
+
+  test("schema 2 codes use r's registry for app and wallet only; services stay canonical", () => {
+    const data = OxAttribution.toDataSuffix({
+      appCode: "baseapp",
+      walletCode: "privy",
+      serviceCodes: ["baseapp"],
+      registries: { app: { address: `0x${CC}`, chainId: 8453 } },
+    });
+    const result = decodeAttribution(data);
+    if (result.kind !== "codes") throw new Error("expected codes");
+    expect(result.codes.map((code) => [code.code, registryOfCode(result, code)])).toEqual([
+      ["baseapp", { kind: "custom", registry: { address: `0x${CC}`, chainId: 8453n } }],
+      ["privy", { kind: "canonical" }],
+      ["baseapp", { kind: "canonical" }],
+    ]);
   });
 
   test("an integer app code, which ox silently drops, is malformed in ours", () => {
@@ -344,11 +484,40 @@ describe("decodeAttribution() on schema 2", () => {
     expectMalformed(decodeAttribution(data), 2, /not a text string/);
   });
 
-  test("indefinite lengths and trailing bytes, which ox accepts, are malformed in ours", () => {
-    // Note: ox's CBOR decoder reads indefinite-length maps and ignores trailing bytes.
-    expect(oxFromData(schema2("bf6161616bff"))).toEqual({ id: 2, appCode: "k" });
+  test.each([
+    ["an indefinite-length map", "bf6161616bff", { appCode: "k" }, [["k", "app"]]],
+    ["an indefinite-length service array", "a161739f62733162733263733333ff", { serviceCodes: ["s1", "s2", "s33"] }, [["s1", "service"], ["s2", "service"], ["s33", "service"]]],
+    ["an app code in text chunks", "a161617f62626165736561707060ff", { appCode: "baseapp" }, [["baseapp", "app"]]],
+    ["an indefinite-length key", "a17f6161ff6171", { appCode: "q" }, [["q", "app"]]],
+    ["everything indefinite", "bf7f6161ff7f6171ff61739f7f6173ffffff", { appCode: "q", serviceCodes: ["s"] }, [["q", "app"], ["s", "service"]]],
+    ["text chunks for keys and codes", "bf7f6161ff7f617aff6177617aff", { appCode: "z", walletCode: "z" }, [["z", "app"], ["z", "wallet"]]],
+  ])("CBOR with %s decodes, as ox decodes it", (_, cbor, oxAnswer, expected) => {
+    const data = schema2(cbor);
+    expect(decodeAttribution(data)).toMatchObject({
+      kind: "codes",
+      schemaId: 2,
+      codes: expected.map(([code, role]) => ({ code, role })),
+    });
+    expect(oxFromData(data)).toEqual({ id: 2, ...oxAnswer });
+  });
+
+  test("indefinite-length metadata is kept as its raw CBOR", () => {
+    const metadata = "bf616b9f01f93e00ff617a5f4101420203ffff";
+    expect(decodeAttribution(schema2(withMetadata(metadata)))).toMatchObject({ metadata: `0x${metadata}` });
+  });
+
+  test("tagged metadata is kept, a tagged code is malformed", () => {
+    // {a: "q", m: 1(1700000000)} — Note: ox throws Cbor.UnsupportedTagError on any tag; tags are well-formed CBOR.
+    const data = schema2(withMetadata("c11a6553f100"));
+    expect(decodeAttribution(data)).toMatchObject({ codes: [{ code: "q", role: "app" }], metadata: "0xc11a6553f100" });
+    expect(oxFromData(data)).toBe("threw");
+    // {a: 0("a")}
+    expectMalformed(decodeAttribution(schema2("a16161c06161")), 2, /not a text string/);
+  });
+
+  test("trailing bytes, which ox ignores, are malformed in ours", () => {
+    // Note: ox's CBOR decoder stops after the first item.
     expect(oxFromData(schema2("a000"))).toEqual({ id: 2 });
-    expectMalformed(decodeAttribution(schema2("bf6161616bff")), 2, /indefinite/);
     expectMalformed(decodeAttribution(schema2("a000")), 2, /trailing/);
   });
 
@@ -481,7 +650,7 @@ describe("decodeAttribution() under fuzzing", () => {
           address: registry.address.toLowerCase() as Hex,
           chainId: BigInt(registry.chainId),
         });
-        expected = {
+        expected = expectedCodes.length === 0 ? { kind: "none", schemaId: 2 } : {
           kind: "codes",
           schemaId: 2,
           codes: expectedCodes,
@@ -494,7 +663,157 @@ describe("decodeAttribution() under fuzzing", () => {
         };
       }
       const data = hex(prefix, suffix.slice(2));
-      expect(decodeAttribution(data), data).toEqual(expected);
+      const result = decodeAttribution(data);
+      expect(result, data).toEqual(expected);
+      // ox reads back the same codes and registries, and each code's registry follows its role.
+      const ox = OxAttribution.fromData(data);
+      if (result.kind === "codes" && result.schemaId === 2 && ox !== undefined) {
+        const byRole = { app: ox.registries?.app, wallet: ox.registries?.wallet };
+        for (const code of result.codes) {
+          const oxRegistry = code.role === "app" || code.role === "wallet" ? byRole[code.role] : undefined;
+          expect(registryOfCode(result, code), data).toEqual(
+            oxRegistry === undefined
+              ? { kind: "canonical" }
+              : { kind: "custom", registry: { address: oxRegistry.address.toLowerCase(), chainId: BigInt(oxRegistry.chainId) } },
+          );
+        }
+        expect(result.codes.filter((c) => c.role === "service").map((c) => c.code)).toEqual(ox.serviceCodes ?? []);
+      }
     }
+  });
+});
+
+/** A CBOR value to encode, with the encoding choices left to the fuzzer. */
+type CborNode =
+  | { t: "text"; v: string }
+  | { t: "int"; v: number }
+  | { t: "bytes"; v: string }
+  | { t: "array"; v: CborNode[] }
+  | { t: "map"; v: Array<[CborNode, CborNode]> }
+  | { t: "tag"; v: CborNode };
+
+/** Encodes `node`, choosing definite or indefinite lengths (and text chunks) at random. */
+function encodeCbor(node: CborNode, random: ReturnType<typeof createRandom>): string {
+  const head = (major: number, n: number) =>
+    n < 24
+      ? byteHex(major * 32 + n)
+      : n < 256
+        ? byteHex(major * 32 + 24) + byteHex(n)
+        : n < 65536
+          ? byteHex(major * 32 + 25) + byteHex(n, 2)
+          : byteHex(major * 32 + 26) + byteHex(n, 4);
+  const indefinite = () => random.next() < 0.4;
+  switch (node.t) {
+    case "int":
+      return node.v >= 0 ? head(0, node.v) : head(1, -1 - node.v);
+    case "bytes":
+      return head(2, node.v.length / 2) + node.v;
+    case "text": {
+      const utf8Hex = Buffer.from(node.v, "utf8").toString("hex");
+      // Chunks must each be valid UTF-8: only ASCII text is split.
+      if (!/^[\x00-\x7f]*$/.test(node.v) || !indefinite()) return head(3, utf8Hex.length / 2) + utf8Hex;
+      let out = "7f";
+      for (let at = 0; at < node.v.length; ) {
+        if (random.next() < 0.1) out += "60"; // an empty chunk
+        const size = random.int(1, node.v.length - at);
+        out += head(3, size) + ascii(node.v.slice(at, at + size));
+        at += size;
+      }
+      return `${out}ff`;
+    }
+    case "array": {
+      const items = node.v.map((item) => encodeCbor(item, random)).join("");
+      return indefinite() ? `9f${items}ff` : head(4, node.v.length) + items;
+    }
+    case "map":
+      return encodeMap(
+        node.v.map(([k, v]) => encodeCbor(k, random) + encodeCbor(v, random)),
+        random,
+      );
+    case "tag":
+      return head(6, random.int(0, 300)) + encodeCbor(node.v, random);
+  }
+}
+
+/** A map of already-encoded entries (key and value hex), definite or indefinite at random. */
+function encodeMap(entries: readonly string[], random: ReturnType<typeof createRandom>): string {
+  const body = entries.join("");
+  if (random.next() < 0.4) return `bf${body}ff`;
+  return entries.length < 24 ? byteHex(0xa0 + entries.length) + body : `b8${byteHex(entries.length)}${body}`;
+}
+
+describe("decodeAttribution() fuzzing schema 2 CBOR encodings", () => {
+  test("3,000 random maps in random definite/indefinite encodings decode to their codes; mutated ones never throw", () => {
+    const random = createRandom(2049);
+    const code = () => Array.from({ length: random.int(1, 12) }, () => random.pick(PRINTABLE_NO_COMMA)).join("");
+    const text = (value: string): CborNode => ({ t: "text", v: value });
+    /** Metadata of CBOR depth exactly `depth` (1 = a leaf). */
+    const metadata = (depth: number): CborNode => {
+      if (depth <= 1) return random.pick<() => CborNode>([() => text(code()), () => text("café ☕"), () => ({ t: "int", v: random.int(-1000, 70_000) }), () => ({ t: "bytes", v: random.bytes(random.int(0, 8)) })])();
+      return random.pick<() => CborNode>([
+        () => ({ t: "array", v: [metadata(depth - 1), ...Array.from({ length: random.int(0, 2) }, () => metadata(1))] }),
+        () => ({ t: "map", v: [[text(`k${random.int(0, 9)}`), metadata(depth - 1)]] }),
+        () => ({ t: "tag", v: metadata(depth - 1) }),
+      ])();
+    };
+    let mutatedWithCodes = 0;
+    for (let i = 0; i < 3000; i++) {
+      const app = random.next() < 0.6 ? code() : undefined;
+      const wallet = random.next() < 0.4 ? code() : undefined;
+      const services = random.next() < 0.4 ? Array.from({ length: random.int(0, 3) }, code) : undefined;
+      // Depth of m's value counted from the top-level map (depth 1): within the limit up to 64.
+      const metadataDepth = random.next() < 0.5 ? random.pick([random.int(1, 10), random.int(60, 66), random.int(100, 300)]) : undefined;
+      const entries: Array<[CborNode, CborNode]> = [];
+      if (app !== undefined) entries.push([text("a"), text(app)]);
+      if (wallet !== undefined) entries.push([text("w"), text(wallet)]);
+      if (services !== undefined) entries.push([text("s"), { t: "array", v: services.map(text) }]);
+      if (random.next() < 0.2) entries.push([text("x"), metadata(random.int(1, 4))]);
+      const metadataNode = metadataDepth === undefined ? undefined : metadata(metadataDepth);
+      if (metadataNode !== undefined) entries.push([text("m"), metadataNode]);
+      entries.sort(() => random.next() - 0.5);
+      const metadataHex = metadataNode === undefined ? undefined : encodeCbor(metadataNode, random);
+      const cbor = encodeMap(
+        entries.map(([k, v]) => encodeCbor(k, random) + (v === metadataNode ? metadataHex : encodeCbor(v, random))),
+        random,
+      );
+      const data = schema2(cbor, random.bytes(random.int(0, 40)));
+      const result = decodeAttribution(data);
+      const expectedCodes = [
+        ...(app === undefined ? [] : [{ code: app, role: "app" }]),
+        ...(wallet === undefined ? [] : [{ code: wallet, role: "wallet" }]),
+        ...(services ?? []).map((service) => ({ code: service, role: "service" })),
+      ];
+      if (expectedCodes.length === 0) {
+        expect(result, cbor).toEqual({ kind: "none", schemaId: 2 });
+      } else {
+        expect(result, cbor).toMatchObject({ kind: "codes", schemaId: 2, codes: expectedCodes });
+        const kept = result.kind === "codes" && result.schemaId === 2 ? result.metadata : undefined;
+        if (metadataDepth === undefined || metadataDepth + 1 > 64) expect(kept, cbor).toBeUndefined();
+        else expect(kept, cbor).toBe(`0x${metadataHex}`);
+      }
+      // ox agrees wherever it has no tag to choke on.
+      const ox = oxFromData(data);
+      if (ox !== "threw" && expectedCodes.length > 0) {
+        expect(ox?.appCode, cbor).toBe(app);
+        expect(ox?.walletCode, cbor).toBe(wallet);
+      }
+
+      // Then a mutated copy: one byte changed, inserted or removed inside the CBOR.
+      const at = random.int(0, cbor.length / 2 - 1);
+      const mutatedCbor = random.pick([
+        () => cbor.slice(0, at * 2) + random.bytes(1) + cbor.slice(at * 2 + 2),
+        () => cbor.slice(0, at * 2) + random.pick(["ff", "9f", "bf", "7f", "5f", "c0", "1f", "f8", "18"]) + cbor.slice(at * 2),
+        () => cbor.slice(0, at * 2) + cbor.slice(at * 2 + 2),
+      ])();
+      let mutated: Attribution | undefined;
+      expect(() => {
+        mutated = decodeAttribution(schema2(mutatedCbor));
+      }, mutatedCbor).not.toThrow();
+      if (mutated?.kind === "codes") {
+        mutatedWithCodes++;
+        for (const { code: found } of mutated.codes) expect(found, mutatedCbor).toMatch(CODE_PATTERN);
+      }
+    }
+    expect(mutatedWithCodes).toBeGreaterThan(100);
   });
 });
