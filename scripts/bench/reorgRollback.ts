@@ -60,7 +60,7 @@ const started = performance.now();
 let removed = 0;
 let removedMs = 0;
 db.transaction(() => {
-  for (let b = tipStart; b < tipStart + BLOCKS; b++) removed += lifecycle.removeBlock(word(b, "c1"), 3);
+  for (let b = tipStart; b < tipStart + BLOCKS; b++) removed += lifecycle.removeBlock({ number: b, hash: word(b, "c1") }, 3);
   removedMs = performance.now() - started;
   for (let b = tipStart; b < tipStart + BLOCKS; b++) lifecycle.applyCanonicalBlock(b, replacement.filter((r) => r.blockNumber === b), 3);
 }).immediate();

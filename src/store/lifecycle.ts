@@ -31,7 +31,7 @@ export function createLifecycle(db: Database) {
     WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
       AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped')`);
   const findConfirmed = db.prepare(`
-    SELECT id FROM logs WHERE block_hash = ? AND log_index = ? AND block_number = ? AND tx_hash = ?`);
+    SELECT id FROM logs WHERE block_number = ? AND log_index = ? AND tx_hash = ? AND block_hash = ?`);
   const promote = db.prepare(`
     UPDATE logs SET status = @status, block_hash = @blockHash, block_number = @blockNumber, block_timestamp = @blockTimestamp,
       tx_index = @txIndex, log_index = @logIndex, confirmed_at = @now, removed_at = NULL,
@@ -49,11 +49,11 @@ export function createLifecycle(db: Database) {
   const dropUnlanded = db.prepare(`
     UPDATE logs SET status = 'dropped', removed_at = ? WHERE status = 'preconfirmed' AND block_number <= ?`);
   const removeBlock = db.prepare(`
-    UPDATE logs SET status = 'removed', removed_at = ? WHERE block_hash = ? AND status IN ('confirmed', 'finalized')`);
+    UPDATE logs SET status = 'removed', removed_at = ? WHERE block_number = ? AND block_hash = ? AND status IN ('confirmed', 'finalized')`);
   const removeOtherBranches = db.prepare(`
     UPDATE logs SET status = 'removed', removed_at = ? WHERE block_number = ? AND block_hash != ? AND status IN ('confirmed', 'finalized')`);
   const removeOne = db.prepare(`
-    UPDATE logs SET status = 'removed', removed_at = ? WHERE block_hash = ? AND log_index = ? AND status IN ('confirmed', 'finalized')`);
+    UPDATE logs SET status = 'removed', removed_at = ? WHERE block_number = ? AND log_index = ? AND block_hash = ? AND status IN ('confirmed', 'finalized')`);
   const finalize = db.prepare(`
     UPDATE logs SET status = 'finalized', finalized_at = ? WHERE status = 'confirmed' AND block_number <= ?`);
   const unsettledBlocks = db.prepare(`
@@ -79,7 +79,7 @@ export function createLifecycle(db: Database) {
           fresh.push(row);
           continue;
         }
-        const existing = findConfirmed.get(row.blockHash, row.logIndex, row.blockNumber, row.transactionHash) as { id: number } | undefined;
+        const existing = findConfirmed.get(row.blockNumber, row.logIndex, row.transactionHash, row.blockHash) as { id: number } | undefined;
         if (existing !== undefined) {
           // The confirmed row is already there (e.g. from a backfill): fold the twin's history into it.
           keepPreconfirmedAt.run(twin.preconfirmedAt, existing.id);
@@ -111,8 +111,8 @@ export function createLifecycle(db: Database) {
     },
 
     /** Flags every log of an orphaned block as removed (kept, with when). */
-    removeBlock(blockHash: Hex, now: number): number {
-      return removeBlock.run(now, blockHash).changes;
+    removeBlock(block: { number: number; hash: Hex }, now: number): number {
+      return removeBlock.run(now, block.number, block.hash).changes;
     },
 
     /** Flags removed every live row at `blockNumber` whose block is not `canonicalHash` (another branch). */
@@ -121,8 +121,8 @@ export function createLifecycle(db: Database) {
     },
 
     /** Honours one `removed: true` log from a `logs` subscription. */
-    removeLog(blockHash: Hex, logIndex: number, now: number): number {
-      return removeOne.run(now, blockHash, logIndex).changes;
+    removeLog(log: { blockNumber: number; blockHash: Hex; logIndex: number }, now: number): number {
+      return removeOne.run(now, log.blockNumber, log.logIndex, log.blockHash).changes;
     },
 
     /** Confirmed rows at or below `blockNumber` become finalized. */

@@ -136,7 +136,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     let removed = 0;
     const applied = { promoted: 0, inserted: 0, dropped: 0 };
     db.transaction(() => {
-      for (const block of orphaned) removed += lifecycle.removeBlock(block.hash, now);
+      for (const block of orphaned) removed += lifecycle.removeBlock(block, now);
       for (const block of branch) {
         const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now);
         applied.promoted += result.promoted;
@@ -196,7 +196,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       try {
         const log = parseRpcLog(item, "logs notification");
         if (!log.removed) continue;
-        const changed = db.transaction(() => lifecycle.removeLog(log.blockHash, log.logIndex, Date.now())).immediate();
+        const changed = db.transaction(() => lifecycle.removeLog(log, Date.now())).immediate();
         metrics.removedLogs.inc({ via: "removed_flag" }, changed);
         if (changed > 0) logger.warn({ msg: "Flagged log removed by the node", block_hash: log.blockHash, log_index: log.logIndex });
       } catch (error) {

@@ -45,7 +45,7 @@ export async function settleAfterRestart(deps: SettleDeps, headers: readonly Blo
   let removed = 0;
   deps.db
     .transaction(() => {
-      for (const block of stale.blocks) removed += deps.lifecycle.removeBlock(block.hash, now);
+      for (const block of stale.blocks) removed += deps.lifecycle.removeBlock(block, now);
       for (const [number, rows] of [...stale.replacements, ...canonical]) {
         const header = tracked.get(number);
         if (header !== undefined) removed += deps.lifecycle.removeOtherBranches(number, header.hash, now);

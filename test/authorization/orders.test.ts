@@ -79,7 +79,7 @@ function chain(db: Database) {
     preconfirm: (logs: RpcLog[]) => db.transaction(() => lifecycle.insertPreconfirmed(rowsOf(logs.map((l) => ({ ...l, blockHash: ZERO_HASH })), "preconfirmed"), NOW)).immediate(),
     confirm: (block: number, logs: RpcLog[]) => db.transaction(() => lifecycle.applyCanonicalBlock(block, rowsOf(logs, "confirmed"), NOW)).immediate(),
     finalize: (block: number) => db.transaction(() => lifecycle.finalizeThrough(block, NOW)).immediate(),
-    remove: (hash: Hex) => db.transaction(() => lifecycle.removeBlock(hash, NOW)).immediate(),
+    remove: (block: number, hash: Hex = word(`b${block}`)) => db.transaction(() => lifecycle.removeBlock({ number: block, hash }, NOW)).immediate(),
   };
 }
 
@@ -192,7 +192,7 @@ describe("orders", () => {
     voidOrder(db, v, NOW);
     c.confirm(12, [...eventLogs("capture", word("f1"), { block: 12, tx: word("cf1") }), ...eventLogs("cancel", word("f2"), { block: 12, tx: word("cf2") }).map((l) => ({ ...l, logIndex: 2, transactionIndex: 1 }))]);
     expect([getOrder(db, a)?.state, getOrder(db, v)?.state]).toEqual(["captured", "canceled"]);
-    c.remove(word("b12"));
+    c.remove(12);
     expect(getOrder(db, a)).toMatchObject({ state: "authorized", eventStatus: null, eventTxHash: null });
     expect(getOrder(db, v)).toMatchObject({ state: "voided_offchain", eventStatus: null });
     expect(states(db, a).at(-1)).toBe("captured>authorized:event_removed");
@@ -228,7 +228,7 @@ describe("orders", () => {
     c.confirm(16, eventLogs("capture", word("g1"), { block: 16, tx: word("cg1") }));
     expect(getOrder(db, due)?.state).toBe("captured");
     // Its removal sends it back to authorized; the next pass expires it again.
-    c.remove(word("b16"));
+    c.remove(16);
     expect(getOrder(db, due)?.state).toBe("authorized");
     expect(expireOrders(db, NOW)).toEqual([due]);
   });

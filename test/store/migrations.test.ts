@@ -1,0 +1,80 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import DatabaseConstructor from "better-sqlite3";
+import type { Hex } from "viem";
+import { describe, expect, test } from "vitest";
+import { addOrder } from "../../src/authorization/orders.js";
+import { toLogRows } from "../../src/decode/logRow.js";
+import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { createLogWriter } from "../../src/store/logWriter.js";
+import { migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { SCHEMA_V1 } from "../../src/store/schemaV1.js";
+import { SCHEMA_V2 } from "../../src/store/schemaV2.js";
+import { SCHEMA_V3 } from "../../src/store/schemaV3.js";
+import { SCHEMA_V4 } from "../../src/store/schemaV4.js";
+
+const TOKEN: Hex = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+const ALICE: Hex = "0x00000000000000000000000000000000000a11ce";
+const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
+
+/** A database at schema version 4 as shipped, holding a capture (AuthorizationUsed + Transfer) and an order for it. */
+function v4Database() {
+  const db = new DatabaseConstructor(join(mkdtempSync(join(tmpdir(), "flashindex-migrate-")), "index.db"));
+  db.pragma("journal_mode = WAL");
+  db.pragma("foreign_keys = ON");
+  for (const sql of [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4]) db.exec(sql);
+  db.pragma("user_version = 4");
+  const nonce = word("n1");
+  addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce, kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+  const base = { address: TOKEN, blockNumber: 7, blockHash: word("b7"), blockTimestamp: 1_700_000_000, transactionHash: word("t1"), transactionIndex: 0, removed: false };
+  const { rows } = toLogRows(
+    [
+      { ...base, topics: [AUTHORIZATION_USED_TOPIC, word(ALICE), nonce], data: "0x", logIndex: 0 },
+      { ...base, topics: [TRANSFER_TOPIC, word(ALICE), word("5409")], data: word("5"), logIndex: 1 },
+    ],
+    { chainId: 8453, statusOf: () => "confirmed", source: "head", timestampOf: () => 0 },
+  );
+  db.transaction(() => createLogWriter(db).insertRows(rows, 2))();
+  return db;
+}
+
+describe("migrate() to schema 5", () => {
+  test("rebuilds logs with a key that leads with the block number, keeping every row, view and trigger", async () => {
+    const db = v4Database();
+    const before = {
+      logs: db.prepare("SELECT * FROM logs ORDER BY id").all(),
+      states: db.prepare("SELECT * FROM authorization_states").all(),
+      orders: db.prepare("SELECT id, state, event_status FROM orders").all(),
+      objects: db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all(),
+    };
+    expect(before.orders).toEqual([{ id: 1, state: "captured", event_status: "confirmed" }]);
+
+    expect(migrate(db)).toEqual({ from: 4, to: SCHEMA_VERSION });
+    expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
+    expect(db.prepare("SELECT * FROM logs ORDER BY id").all()).toEqual(before.logs);
+    expect(db.prepare("SELECT * FROM authorization_states").all()).toEqual(before.states);
+    expect(db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all()).toEqual(before.objects);
+    const unique = (db.prepare("PRAGMA index_list(logs)").all() as Array<{ name: string; unique: number; origin: string }>).find((i) => i.origin === "u")!;
+    expect((db.prepare(`PRAGMA index_info("${unique.name}")`).all() as Array<{ name: string }>).map((c) => c.name)).toEqual(["block_number", "log_index", "tx_hash", "block_hash"]);
+    expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
+    expect(db.pragma("foreign_key_check")).toEqual([]);
+
+    // The triggers still work: a reorg flags the log removed, its transfer follows, the order rolls back.
+    db.prepare("UPDATE logs SET status = 'removed', removed_at = 3 WHERE block_number = 7 AND block_hash = ?").run(word("b7"));
+    expect(db.prepare("SELECT status FROM transfers").pluck().all()).toEqual(["removed"]);
+    expect(db.prepare("SELECT state FROM orders").pluck().all()).toEqual(["authorized"]);
+    // And the key still refuses the same log twice.
+    expect(() => db.prepare("INSERT INTO logs SELECT NULL, chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, tx_log_position, status, source, first_seen_at, preconfirmed_at, confirmed_at, finalized_at, removed_at FROM logs LIMIT 1").run()).toThrow(/UNIQUE/);
+    db.close();
+  });
+
+  test("is a no-op on a database already at the newest version", () => {
+    const db = v4Database();
+    migrate(db);
+    const schema = db.prepare("SELECT sql FROM sqlite_master ORDER BY name").pluck().all();
+    expect(migrate(db)).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
+    expect(db.prepare("SELECT sql FROM sqlite_master ORDER BY name").pluck().all()).toEqual(schema);
+    db.close();
+  });
+});
