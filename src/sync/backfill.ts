@@ -2,6 +2,7 @@ import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
 import { countIndexed, createLogWriter } from "../store/logWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
+import { createReaderIndexes } from "../store/readerIndexes.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 import { contiguousEnd, missingRanges, planSegments } from "./blockRanges.js";
@@ -9,6 +10,13 @@ import { syncHistorical, type WindowResult } from "./historical.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;
+/**
+ * A backfill that has stored this many logs, and at least BULK_SHARE_OF_STORED of what the table
+ * held before it, defers the reader indexes to its end (a bulk load); a short catch-up on a large
+ * table never does (rebuilding its indexes would cost more than it saves).
+ */
+export const BULK_MIN_LOGS = 50_000;
+export const BULK_SHARE_OF_STORED = 0.25;
 
 export type BackfillDeps = SyncDeps;
 
@@ -28,11 +36,13 @@ export type BackfillSummary = { windows: number; logs: number; blocks: number; d
  * committed in ONE transaction with its synced range: a crash leaves neither a gap nor a duplicate,
  * and a restart fetches only what is missing.
  */
-export async function backfill(deps: BackfillDeps, range: BackfillRange): Promise<BackfillSummary> {
+export async function backfill(deps: BackfillDeps, range: BackfillRange, options: { bulkMinLogs?: number } = {}): Promise<BackfillSummary> {
+  const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
   const { config, metrics, db } = deps;
   const logger = deps.logger.child({ component: "backfill" });
   const writer = createLogWriter(db);
   const synced = createSyncedRanges(db, config.chainId);
+  const readerIndexes = createReaderIndexes(db);
   const tokens = config.tokens.map((t) => ({ ...t, key: t.address.toLowerCase() as Hex }));
 
   const needs = tokens.map((token) => ({
@@ -46,8 +56,11 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
   metrics.backfillTargetBlock.set(range.to);
   if (segments.length === 0) {
     logger.debug({ msg: "Found nothing to backfill", to_block: range.to });
+    buildReaderIndexes();
     return summary;
   }
+  const storedBefore = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck().get() as number;
+  let bulk = false;
   logger.info({ msg: "Started backfill", from_block: segments[0]!.from, to_block: range.to, blocks: totalBlocks, tokens: tokens.length });
 
   const attributionWriter = createAttributionWriter(db);
@@ -60,6 +73,14 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
     for (const token of window.tokens) synced.add(token, window);
     return counts;
   });
+  /** Builds the reader indexes a bulk load (this one, or one killed before its end) left missing. */
+  function buildReaderIndexes(): void {
+    if (readerIndexes.missing().length === 0) return;
+    const started = performance.now();
+    const built = readerIndexes.build();
+    metrics.dbWriteDuration.observe({ kind: "index_build" }, (performance.now() - started) / 1_000);
+    logger.info({ msg: "Built reader indexes", indexes: built, duration_ms: Math.round(performance.now() - started) });
+  }
   const updateCheckpoint = () => {
     const ends = tokens.map((t) => contiguousEnd(synced.list(t.key), t.startBlock));
     const checkpoint = Math.min(...ends);
@@ -83,6 +104,11 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
     summary.windows++;
     summary.logs += counts.inserted;
     summary.blocks += window.to - window.from + 1;
+    if (!bulk && summary.logs >= Math.max(bulkMinLogs, storedBefore * BULK_SHARE_OF_STORED)) {
+      bulk = true;
+      readerIndexes.drop();
+      logger.info({ msg: "Deferred reader indexes to the end of the backfill", logs: summary.logs, stored_before: storedBefore });
+    }
     if (Date.now() - lastProgress >= PROGRESS_INTERVAL_MS) {
       lastProgress = Date.now();
       updateCheckpoint();
@@ -99,6 +125,7 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange): Promis
     }
   }
   updateCheckpoint();
+  buildReaderIndexes();
   summary.durationMs = Date.now() - started;
   logger.info({ msg: "Finished backfill", to_block: range.to, windows: summary.windows, logs: summary.logs, duration_ms: summary.durationMs });
   return summary;

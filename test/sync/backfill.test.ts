@@ -52,7 +52,7 @@ function setUp(options: { window?: number; concurrency?: number; path?: string; 
   const inner = createHttpTransport({ timeoutMs: 10_000, maxResponseBytes: 50_000_000 });
   const client = createRpcClient(deps, { transport: options.wrap?.(inner) ?? inner });
   const db = openDatabase(config.database.path, config.chainId);
-  return { ...deps, client, db, run: () => backfill({ ...deps, client, db }, { to: head, finalized: head }) };
+  return { ...deps, client, db, run: (bulkMinLogs?: number) => backfill({ ...deps, client, db }, { to: head, finalized: head }, bulkMinLogs === undefined ? {} : { bulkMinLogs }) };
 }
 
 /** The block range an eth_getLogs body asks for, or undefined for other methods. */
@@ -221,5 +221,35 @@ describe("backfill()", () => {
     expect(stored.n).toBe(db.prepare("SELECT COUNT(*) AS n FROM logs WHERE block_number BETWEEN ? AND ?").pluck().get(poisoned - 3, earlier.top ?? 0));
     expect((await metrics.rpcDamagedAnswers.get()).values[0]?.value).toBe(10);
     db.close();
+  });
+
+  test("a bulk load defers the reader indexes and builds them at its end; a run killed before that leaves them to the next run", async () => {
+    const indexes = (db: Database) => (db.prepare("SELECT name FROM sqlite_master WHERE name IN ('transfers_by_from', 'transfers_by_to', 'authorization_events_by_tx') ORDER BY name").pluck().all() as string[]).join();
+    const all = "authorization_events_by_tx,transfers_by_from,transfers_by_to";
+    let windows = 0;
+    const seenDuring: string[] = [];
+    const first = setUp({
+      window: 2,
+      concurrency: 1,
+      wrap: (inner) => async (url, body, signal) => {
+        if (getLogsRange(body) !== undefined && ++windows === 6) {
+          seenDuring.push(indexes(first.db));
+          throw new Error("provider vanished (injected, not retryable)");
+        }
+        return inner(url, body, signal);
+      },
+    });
+    await expect(first.run(1)).rejects.toThrow(/provider vanished/);
+    expect(seenDuring).toEqual([""]);
+    expect(indexes(first.db)).toBe("");
+    expect(first.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
+    first.db.close();
+
+    const second = setUp({ path: first.config.database.path });
+    await second.run();
+    expect(indexes(second.db)).toBe(all);
+    expect(second.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["transfers_by_from", "transfers_by_to", "authorization_events_by_tx"]);
+    expect(storedLogs(second.db)).toEqual(await directLogs());
+    second.db.close();
   });
 });

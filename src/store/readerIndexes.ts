@@ -1,0 +1,38 @@
+import type { Database } from "better-sqlite3";
+
+/**
+ * Indexes that serve readers (payments by payer or payee, authorization events by transaction) and
+ * that the writer itself never needs. Their keys are random (addresses, hashes), so maintaining them
+ * row by row is the dearest part of an insert; a long backfill drops them and builds each once, sorted,
+ * at its end. `CREATE INDEX IF NOT EXISTS` makes the build idempotent: a backfill killed before it
+ * leaves them missing, and the next backfill (every `start` runs one) builds them.
+ */
+export const READER_INDEXES: ReadonlyArray<{ name: string; sql: string }> = [
+  { name: "transfers_by_from", sql: "CREATE INDEX IF NOT EXISTS transfers_by_from ON transfers (from_address, block_number)" },
+  { name: "transfers_by_to", sql: "CREATE INDEX IF NOT EXISTS transfers_by_to ON transfers (to_address, block_number)" },
+  { name: "authorization_events_by_tx", sql: "CREATE INDEX IF NOT EXISTS authorization_events_by_tx ON authorization_events (tx_hash)" },
+];
+
+export function createReaderIndexes(db: Database) {
+  const present = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?").pluck();
+  return {
+    /** Names of the reader indexes that do not exist right now. */
+    missing: (): string[] => READER_INDEXES.filter((i) => present.get(i.name) === undefined).map((i) => i.name),
+    /** Drops them all in one transaction (a bulk load is about to start). */
+    drop(): void {
+      db.transaction(() => {
+        for (const index of READER_INDEXES) db.exec(`DROP INDEX IF EXISTS ${index.name}`);
+      }).immediate();
+    },
+    /** Builds the missing ones, each in its own transaction; returns their names. */
+    build(): string[] {
+      const built: string[] = [];
+      for (const index of READER_INDEXES) {
+        if (present.get(index.name) !== undefined) continue;
+        db.transaction(() => db.exec(index.sql)).immediate();
+        built.push(index.name);
+      }
+      return built;
+    },
+  };
+}
