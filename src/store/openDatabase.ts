@@ -36,16 +36,7 @@ export function openDatabase(path: string, chainId: number, identity?: ChainIden
       // Checked before migrating: a database of another chain is left exactly as it was.
       checkPins(db, path, chainId, identity);
     }
-    db.pragma("journal_mode = WAL");
-    // WAL + NORMAL: a process crash never loses a committed transaction; only power loss may.
-    db.pragma("synchronous = NORMAL");
-    db.pragma("foreign_keys = ON");
-    // Index pages of random hashes are touched all over: a larger page cache saves re-reading them.
-    db.pragma(`cache_size = -${CACHE_SIZE_KIB}`);
-    db.pragma("temp_store = MEMORY");
-    // Checkpoint less often: index pages rewritten by many windows are copied back once, not each time.
-    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
-    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+    applyWriterPragmas(db);
     migrate(db);
     checkPins(db, path, chainId, identity);
     db.transaction(() => {
@@ -58,6 +49,31 @@ export function openDatabase(path: string, chainId: number, identity?: ChainIden
     db.close();
     throw asConfigError(error, path);
   }
+}
+
+/** The settings of a writing connection: WAL, durability, cache and checkpoints (see the constants above). */
+export function applyWriterPragmas(db: Database): void {
+  db.pragma("journal_mode = WAL");
+  // WAL + NORMAL: a process crash never loses a committed transaction; only power loss may.
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  // Index pages of random hashes are touched all over: a larger page cache saves re-reading them.
+  db.pragma(`cache_size = -${CACHE_SIZE_KIB}`);
+  db.pragma("temp_store = MEMORY");
+  // Checkpoint less often: index pages rewritten by many windows are copied back once, not each time.
+  db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+  db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+}
+
+/**
+ * A second writing connection to a database that `openDatabase` already opened, migrated and pinned
+ * in this process (the backfill's window writer thread): the same settings, no checks.
+ */
+export function openWriterConnection(path: string): Database {
+  const db = new DatabaseConstructor(path, { fileMustExist: true });
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  applyWriterPragmas(db);
+  return db;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { countIndexed, createLogWriter } from "../store/logWriter.js";
+import { countIndexed } from "../store/logWriter.js";
+import { createWindowWriter } from "../store/windowWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
 import { createReaderIndexes } from "../store/readerIndexes.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
@@ -17,6 +18,8 @@ export const PROGRESS_INTERVAL_MS = 5_000;
  */
 export const BULK_MIN_LOGS = 50_000;
 export const BULK_SHARE_OF_STORED = 0.25;
+/** Windows handed to the writer thread and not yet committed: one committing, one queued behind it. */
+export const COMMITS_IN_FLIGHT = 2;
 
 export type BackfillDeps = SyncDeps;
 
@@ -40,7 +43,6 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange, options
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
   const { config, metrics, db } = deps;
   const logger = deps.logger.child({ component: "backfill" });
-  const writer = createLogWriter(db);
   const synced = createSyncedRanges(db, config.chainId);
   const readerIndexes = createReaderIndexes(db);
   const tokens = config.tokens.map((t) => ({ ...t, key: t.address.toLowerCase() as Hex }));
@@ -63,16 +65,9 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange, options
   let bulk = false;
   logger.info({ msg: "Started backfill", from_block: segments[0]!.from, to_block: range.to, blocks: totalBlocks, tokens: tokens.length });
 
-  const attributionWriter = createAttributionWriter(db);
   const attributor = config.attribution.enabled
-    ? createAttributor({ client: deps.client, metrics, chainId: config.chainId, writer: attributionWriter })
+    ? createAttributor({ client: deps.client, metrics, chainId: config.chainId, writer: createAttributionWriter(db) })
     : undefined;
-  const commit = db.transaction((window: WindowResult, now: number) => {
-    const counts = writer.insertRows(window.rows, now);
-    attributionWriter.insert(window.transactions, now);
-    for (const token of window.tokens) synced.add(token, window);
-    return counts;
-  });
   /** Builds the reader indexes a bulk load (this one, or one killed before its end) left missing. */
   function buildReaderIndexes(): void {
     if (readerIndexes.missing().length === 0) return;
@@ -95,9 +90,10 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange, options
     statusOf: (blockNumber) => (blockNumber <= range.finalized ? "finalized" : "confirmed"),
     attributor,
   });
-  for await (const window of windows) {
+  /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
+  async function commitWindow(window: WindowResult): Promise<void> {
     const writeStarted = performance.now();
-    const counts = commit.immediate(window, Date.now());
+    const counts = await writer.commit(window, Date.now());
     attributor?.remember(window.transactions);
     metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);
     countIndexed(metrics, counts.byEvent);
@@ -123,6 +119,20 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange, options
         eta_seconds: Math.round((totalBlocks - summary.blocks) / Math.max(rate, 1e-9)),
       });
     }
+  }
+
+  // SQLite writes run on the writer's thread while this one parses and decodes the next windows.
+  const writer = createWindowWriter(db, { path: db.name, chainId: config.chainId });
+  const committing: Array<Promise<void>> = [];
+  try {
+    for await (const window of windows) {
+      committing.push(commitWindow(window));
+      if (committing.length >= COMMITS_IN_FLIGHT) await committing.shift();
+    }
+    await Promise.all(committing);
+  } finally {
+    await Promise.allSettled(committing);
+    await writer.close();
   }
   updateCheckpoint();
   buildReaderIndexes();

@@ -2,30 +2,43 @@
 export const GROW_AFTER_SUCCESSES = 8;
 /** Logs one window should bring at most: bounds memory (windows in flight × logs) on dense ranges. */
 export const TARGET_LOGS_PER_WINDOW = 5_000;
+/**
+ * Blocks of the first windows, before the density of the range is known: a 1,000-block window on a
+ * chain with 500 logs a block would bring 500,000 logs (over 300 MB of JSON) in one answer, and
+ * `backfill.concurrency` of them start at once.
+ */
+export const INITIAL_WINDOW_BLOCKS = 10;
 
 /**
- * The adaptive eth_getLogs window: shrinks to what a provider accepted after a range error, or
- * when windows bring too many logs; doubles back toward the configured size after a run of successes.
+ * The adaptive eth_getLogs window. It starts small and, while windows bring fewer logs than
+ * TARGET_LOGS_PER_WINDOW, at most doubles toward the size that density would allow (up to the
+ * configured size); it shrinks at once when a window brings too many, and to what a provider
+ * accepted after a range error, growing back only after a run of successes.
  */
 export function createWindowSize(configured: number) {
-  let current = configured;
+  let current = Math.min(configured, INITIAL_WINDOW_BLOCKS);
+  // Set by a provider range error: from then on the window grows only after each run of successes.
+  let rangeLimited = false;
   let successes = 0;
   return {
     current: () => current,
     shrinkTo(blocks: number): void {
       current = Math.max(1, Math.min(current, blocks));
+      rangeLimited = true;
       successes = 0;
     },
-    /** After a window of `blocks` blocks brought `logs` logs: dense ranges shrink the window, sparse ones let it grow back. */
+    /** After a window of `blocks` blocks brought `logs` logs. */
     recordSuccess(blocks: number, logs: number): void {
       if (logs > TARGET_LOGS_PER_WINDOW) {
         current = Math.max(1, Math.min(current, Math.floor((blocks * TARGET_LOGS_PER_WINDOW) / logs)));
-        successes = 0;
         return;
       }
-      if (current >= configured || ++successes < GROW_AFTER_SUCCESSES) return;
-      current = Math.min(configured, current * 2);
+      if (rangeLimited && ++successes < GROW_AFTER_SUCCESSES) return;
       successes = 0;
+      // Blocks that would bring about the target at this window's density; an empty window allows any size.
+      const fits = logs === 0 ? configured : Math.floor((blocks * TARGET_LOGS_PER_WINDOW) / logs);
+      current = Math.max(current, Math.min(configured, fits, current * 2));
+      if (current >= configured) rangeLimited = false;
     },
   };
 }

@@ -1,0 +1,46 @@
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import DatabaseConstructor from "better-sqlite3";
+
+/** The CLI as the `flashindex` bin runs it: no Node flags added. */
+const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
+const CLOCK_TICKS = 100;
+
+export type ProcessFigures = { logs: number; durationMs: number; peakRssMb: number; cpuSeconds: number };
+
+/**
+ * Runs `flashindex backfill` in its own process exactly as a user would (config file, no flags to
+ * Node) and measures the whole process: wall time from spawn to exit, peak RSS (the kernel's high
+ * water mark) and CPU seconds, read from /proc while it runs. `logs` is counted in the database after.
+ */
+export async function runCliBackfill(dir: string, config: Record<string, unknown>, range: { from?: number; to: number }): Promise<ProcessFigures> {
+  const configPath = join(dir, "bench.config.json");
+  writeFileSync(configPath, JSON.stringify(config));
+  const args = ["backfill", "--config", configPath, "--to", String(range.to), ...(range.from === undefined ? [] : ["--from", String(range.from)])];
+  const started = performance.now();
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  let peakKb = 0;
+  let cpuTicks = 0;
+  const sample = () => {
+    try {
+      const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+      peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
+      const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      cpuTicks = Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process has just exited.
+    }
+  };
+  const sampler = setInterval(sample, 20);
+  const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+  const durationMs = performance.now() - started;
+  clearInterval(sampler);
+  if (code !== 0) throw new Error(`flashindex backfill exited ${code}: ${stderr.slice(-2_000)}`);
+  const db = new DatabaseConstructor(String((config.database as { path: string }).path), { readonly: true });
+  const logs = db.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number;
+  db.close();
+  return { logs, durationMs, peakRssMb: Math.round(peakKb / 1024), cpuSeconds: cpuTicks / CLOCK_TICKS };
+}

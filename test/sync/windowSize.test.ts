@@ -1,0 +1,48 @@
+import { describe, expect, test } from "vitest";
+import { createWindowSize, GROW_AFTER_SUCCESSES, INITIAL_WINDOW_BLOCKS, TARGET_LOGS_PER_WINDOW } from "../../src/sync/windowSize.js";
+
+describe("createWindowSize()", () => {
+  test("starts small, and doubles toward the configured size while windows are sparse", () => {
+    const size = createWindowSize(1_000);
+    expect(size.current()).toBe(INITIAL_WINDOW_BLOCKS);
+    const seen = [];
+    for (let i = 0; i < 8; i++) {
+      size.recordSuccess(size.current(), 10);
+      seen.push(size.current());
+    }
+    expect(seen).toEqual([20, 40, 80, 160, 320, 640, 1_000, 1_000]);
+  });
+
+  test("a configured size below the initial one is used from the start", () => {
+    expect(createWindowSize(4).current()).toBe(4);
+  });
+
+  test("settles where windows bring about the target number of logs on a dense range", () => {
+    const size = createWindowSize(1_000);
+    const logsPerBlock = 500;
+    for (let i = 0; i < 10; i++) size.recordSuccess(size.current(), size.current() * logsPerBlock);
+    expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / logsPerBlock);
+    expect(size.current() * logsPerBlock).toBeLessThanOrEqual(TARGET_LOGS_PER_WINDOW);
+  });
+
+  test("never grows past what the density allows in one step", () => {
+    const size = createWindowSize(1_000);
+    // 10 blocks brought 3,000 logs: 16 blocks would bring the target; growth stops there, not at 20.
+    size.recordSuccess(10, 3_000);
+    expect(size.current()).toBe(16);
+  });
+
+  test("after a provider range error, grows back only after a run of successes", () => {
+    const size = createWindowSize(1_000);
+    size.shrinkTo(10);
+    for (let i = 1; i < GROW_AFTER_SUCCESSES; i++) size.recordSuccess(10, 0);
+    expect(size.current()).toBe(10);
+    size.recordSuccess(10, 0);
+    expect(size.current()).toBe(20);
+    // And again only after the next run.
+    for (let i = 1; i < GROW_AFTER_SUCCESSES; i++) size.recordSuccess(20, 0);
+    expect(size.current()).toBe(20);
+    size.recordSuccess(20, 0);
+    expect(size.current()).toBe(40);
+  });
+});
