@@ -18,6 +18,9 @@ import {
 } from "../../src/authorization/cancelErrors.js";
 import { estimateCancelCost, prepareCancel, relayCancel, type CancelAuthority, type CancelRelayDeps } from "../../src/authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../src/authorization/indexedAuthorizationState.js";
+import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
+import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
+import { testConfig, testDeps } from "../helpers/context.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
@@ -26,6 +29,8 @@ import { runCli, writeConfig } from "../helpers/cli.js";
 const abi = flashTestTokenAbi;
 let devnet: Devnet;
 let client: PublicClient;
+let rpcClient: RpcClient;
+const relayerNonces = createRelayerNonces();
 let domain: TokenDomain;
 let buyer: PrivateKeyAccount;
 let stranger: PrivateKeyAccount;
@@ -41,8 +46,9 @@ const pendingNonceOf = (address: Address) => client.getTransactionCount({ addres
 const authorizationState = (authorizer: Address, nonce: Hex) =>
   client.readContract({ address: devnet.token, abi, functionName: "authorizationState", args: [authorizer, nonce] });
 const deps = (overrides: Partial<CancelRelayDeps> = {}): CancelRelayDeps => ({
-  client,
+  client: rpcClient,
   relayer,
+  relayerNonces,
   confirmations: 2,
   receiptTimeoutMs: 20_000,
   pollingIntervalMs: 50,
@@ -73,6 +79,7 @@ beforeAll(async () => {
   // Automatic blocks every 200 ms, so confirmations keep arriving while the relay waits.
   devnet = await startDevnet({ blockTimeMs: 200, flashblockIntervalMs: 50, port: 0 });
   client = createPublicClient({ transport: http(devnet.httpUrl) });
+  rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
   domain = await readTokenDomain(client, devnet.token);
   buyer = privateKeyToAccount(devnet.privateKeys[1]!);
   payee = privateKeyToAccount(devnet.privateKeys[2]!);
@@ -293,7 +300,7 @@ describe("flashindex cancel", () => {
       [[...base, "--nonce", "0x1234"], env],
       [[...base, "--nonce", nonce, "--confirmations", "0"], env],
       [[...base, "--nonce", nonce, "--v", "27"], env],
-      [[...base, "--nonce", nonce, "--signature", "0xabcd"], env],
+      [[...base, "--nonce", nonce, "--signature", "0xabc"], env],
       [["cancel", "--config", configPath, "--authorizer", "0x1234", "--nonce", nonce], env],
       // A key pasted where it does not belong.
       [[...base, "--nonce", nonce, keys().buyer], env],
