@@ -290,6 +290,40 @@ describe("flashindex cancel", () => {
     expectNoKeys(result);
   });
 
+  test("a smart wallet's long signature goes through the bytes overload (0xb7b72899); a signature the wallet refuses exits 7 with nothing sent", async () => {
+    const wallet = devnet.wallet!;
+    const walletNonceOf = (nonce: Hex) => client.readContract({ address: devnet.token, abi, functionName: "authorizationState", args: [wallet, nonce] });
+    const before = await pendingNonceOf(relayer.address);
+    const refusedNonce = nextNonce();
+    const byStranger = await signCancelAuthorization(stranger, domain, { authorizer: wallet, nonce: refusedNonce });
+    const refused = await runCli(["cancel", "--config", configPath, "--authorizer", wallet, "--nonce", refusedNonce, "--signature", byStranger.signature], {
+      FLASHINDEX_RELAYER_KEY: keys().relayer,
+    });
+    expect(refused.code, refused.stderr).toBe(EXIT_WRONG_SIGNER);
+    expect(refused.stderr).toContain("isValidSignature refuses");
+    expect(await pendingNonceOf(relayer.address)).toBe(before);
+    expect(await walletNonceOf(refusedNonce)).toBe(false);
+
+    // The devnet wallet's owner is the buyer; the wallet ignores what follows the first 65 bytes.
+    const nonce = nextNonce();
+    const long = `${(await signCancelAuthorization(buyer, domain, { authorizer: wallet, nonce })).signature}${"ef".repeat(135)}`;
+    const result = await runCli(["cancel", "--config", configPath, "--authorizer", wallet, "--nonce", nonce, "--signature", long, "--json"], {
+      FLASHINDEX_RELAYER_KEY: keys().relayer,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { txHash } = JSON.parse(result.stdout) as { txHash: Hex };
+    const sent = await client.getTransaction({ hash: txHash });
+    expect(sent.input.slice(0, 10)).toBe("0xb7b72899");
+    expect(sent.input).toContain(long.slice(2).toLowerCase());
+    expect(await walletNonceOf(nonce)).toBe(true);
+
+    // With the owner's key instead of a ready signature: signed here, checked by the wallet, relayed.
+    const keyNonce = nextNonce();
+    const relayed = await relayCancel(deps(), await prepareCancel(deps(), { token: devnet.token, authorizer: wallet, nonce: keyNonce, authority: { kind: "key", account: buyer } }));
+    expect(relayed.authorizationState).toBe(true);
+    expect((await client.getTransaction({ hash: relayed.txHash })).input.slice(0, 10)).toBe("0xb7b72899");
+  }, 60_000);
+
   test("bad flags, bad keys and a missing key exit 2 without echoing a key; an unreachable RPC exits 75", async () => {
     const nonce = nextNonce();
     const base = ["cancel", "--config", configPath, "--authorizer", buyer.address];
