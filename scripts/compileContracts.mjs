@@ -28,6 +28,8 @@ if (diagnostics.some((d) => d.severity === "error")) process.exit(1);
 
 for (const file of files) {
   for (const [name, artifact] of Object.entries(output.contracts[file] ?? {})) {
+    // Interfaces (no bytecode) are only there for the compiler.
+    if (artifact.evm.bytecode.object === "") continue;
     const base = name.charAt(0).toLowerCase() + name.slice(1);
     const text = [
       `// Generated from ${file} by scripts/compileContracts.mjs (npm run compile:contracts). Do not edit.`,

@@ -25,8 +25,10 @@ export const CANCEL_EXIT_CODES_HELP = `Exit codes:
   3   already captured: the indexed database shows an AuthorizationUsed for this nonce
   4   already canceled: the indexed database shows an AuthorizationCanceled for this nonce
   5   already used or canceled on chain (the database cannot tell which)
-  6   bad signature: it does not recover, or the token would refuse it (v not 27/28, high s)
-  7   wrong signer: the buyer key or the signature's signer is not the authorizer (nothing sent)
+  6   bad signature: the token would refuse it whoever signed (an authorizer without code needs
+      exactly 65 bytes r ‖ s ‖ v, v 27/28 or 0/1, low s; it must recover)
+  7   wrong signer: the buyer key or the signature's signer is not the authorizer, or the
+      authorizer's wallet (ERC-1271 isValidSignature) refuses the signature (nothing sent)
   8   reverted: the simulation or the mined transaction reverted
   9   relayer lacks the ETH for gas (nothing sent)
   10  the transaction ran out of gas
@@ -52,12 +54,21 @@ export class AlreadyUsedError extends CancelError {
   override readonly exitCode = EXIT_ALREADY_USED;
 }
 
-export class BadSignatureError extends CancelError {
+/**
+ * A signature the token would refuse whoever signed it: not 65 bytes for an authorizer without code,
+ * v not 27/28 (0/1 are mapped onto them), s in the upper half, or not recoverable. The one definition,
+ * for `cancel` and `order add` alike.
+ */
+export class BadSignatureError extends BaseError {
   override name = "BadSignatureError";
   override readonly exitCode = EXIT_BAD_SIGNATURE;
 }
 
-export class WrongSignerError extends CancelError {
+/**
+ * The signature is well formed but not the authorizer's: ECDSA recovers another address, or the
+ * authorizer's code (ERC-1271) does not return the magic value. The one definition, for `cancel` and `order add`.
+ */
+export class WrongSignerError extends BaseError {
   override name = "WrongSignerError";
   override readonly exitCode = EXIT_WRONG_SIGNER;
 }

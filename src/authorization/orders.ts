@@ -55,7 +55,7 @@ export type NewOrder = {
   validBefore: number;
   nonce: Hex;
   kind: OrderKind;
-  /** 65-byte r || s || v. */
+  /** As the token checks it: 65-byte r || s || v (v 27/28, low s) from an EOA, or a wallet's ERC-1271 signature of any length. */
   signature: Hex;
 };
 

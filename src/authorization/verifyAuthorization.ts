@@ -1,55 +1,156 @@
-import { isAddressEqual, recoverTypedDataAddress, serializeSignature, type Address, type Hex } from "viem";
-import { AUTHORIZATION_TYPES, type TokenDomain, type TransferAuthorization } from "./eip3009.js";
-import { BaseError } from "../errors.js";
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  hashTypedData,
+  isAddressEqual,
+  parseAbi,
+  recoverAddress,
+  serializeSignature,
+  size,
+  type Address,
+  type Hex,
+} from "viem";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { RpcRequestError } from "../chain/rpcErrors.js";
+import { RetryableError } from "../errors.js";
+import { BadSignatureError, WrongSignerError } from "./cancelErrors.js";
+import { AUTHORIZATION_TYPES, type CancelAuthorizationMessage, type TokenDomain, type TransferAuthorization } from "./eip3009.js";
+
+export { BadSignatureError, WrongSignerError };
 
 export type AuthorizationKind = "transfer" | "receive";
-/** A signature as 65 bytes (r || s || v) or as its parts. */
+/** A signature as bytes (65 for ECDSA, any length for a wallet) or as ECDSA parts. */
 export type SignatureInput = Hex | { v: number; r: Hex; s: Hex };
 
-/** The signature does not recover to the authorization's `from` (exit 1). */
-export class WrongSignerError extends BaseError {
-  override name = "WrongSignerError";
-}
-/** The signature cannot be parsed or recovered at all (exit 1). */
-export class BadSignatureError extends BaseError {
-  override name = "BadSignatureError";
+/**
+ * How the token checks the authorizer (protocol-notes §9): `ecdsa` for an authorizer without code
+ * (the signature is then the 65-byte r ‖ s ‖ v with v 27/28 and low s, and `parts` holds it split),
+ * `erc1271` for one with code (a wallet, or an EIP-7702 delegated EOA): the bytes as given.
+ */
+export type VerifiedSignature =
+  | { scheme: "ecdsa"; signature: Hex; parts: { v: number; r: Hex; s: Hex } }
+  | { scheme: "erc1271"; signature: Hex };
+
+/** ERC-1271's selector, and the only return value FiatToken v2.2 accepts. */
+export const ERC1271_MAGIC_VALUE: Hex = "0x1626ba7e";
+const ERC1271_ABI = parseAbi(["function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)"]);
+/** Half the secp256k1 order: FiatToken's ECRecover refuses a higher s (EIP-2 malleability). */
+const SECP256K1_HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+
+/**
+ * The 65-byte r ‖ s ‖ v signature FiatToken's ECRecover accepts, and its parts. v 0/1 (yParity, as
+ * some signers produce) is mapped onto 27/28, so what is stored or sent is what the token accepts;
+ * any other v, a high s, a zero r or s, or another length is a BadSignatureError.
+ */
+export function toTokenEcdsaSignature(input: SignatureInput): { signature: Hex; v: number; r: Hex; s: Hex } {
+  let parts: { v: number; r: Hex; s: Hex };
+  if (typeof input === "string") {
+    if (!/^0x[0-9a-fA-F]*$/.test(input) || input.length % 2 !== 0) throw new BadSignatureError("the signature is not hex bytes");
+    if (input.length !== 132)
+      throw new BadSignatureError(`an authorizer without code signs with ECDSA: exactly 65 bytes r ‖ s ‖ v, got ${(input.length - 2) / 2} bytes`);
+    parts = { r: `0x${input.slice(2, 66)}`, s: `0x${input.slice(66, 130)}`, v: Number.parseInt(input.slice(130), 16) };
+  } else parts = input;
+  const v = parts.v === 0 || parts.v === 1 ? parts.v + 27 : parts.v;
+  if (v !== 27 && v !== 28) throw new BadSignatureError(`v must be 27 or 28 (or 0/1), got ${parts.v}: the token refuses any other`);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(parts.r) || !/^0x[0-9a-fA-F]{64}$/.test(parts.s)) throw new BadSignatureError("r and s must be 32 bytes each");
+  if (BigInt(parts.s) > SECP256K1_HALF_N) throw new BadSignatureError("s is in the upper half of the curve order: the token refuses such (malleable) signatures");
+  if (BigInt(parts.r) === 0n || BigInt(parts.s) === 0n) throw new BadSignatureError("r and s must not be zero");
+  const r = parts.r.toLowerCase() as Hex;
+  const s = parts.s.toLowerCase() as Hex;
+  return { signature: serializeSignature({ r, s, v: BigInt(v) }).toLowerCase() as Hex, v, r, s };
 }
 
-/** The 65-byte r || s || v form of a signature; v must be 27 or 28 (FiatToken's ECRecover accepts no other). */
-export function toSignatureBytes(signature: SignatureInput): Hex {
-  if (typeof signature === "string") {
-    if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new BadSignatureError(`signature must be 65 bytes of hex (0x + 130 digits), got ${signature.length - 2} digits`);
-    return signature.toLowerCase() as Hex;
-  }
-  if (signature.v !== 27 && signature.v !== 28) throw new BadSignatureError(`signature v must be 27 or 28, got ${signature.v}`);
-  return serializeSignature({ r: signature.r, s: signature.s, v: BigInt(signature.v) });
+/** The signature as bytes: ECDSA parts packed r ‖ s ‖ v as the token's v,r,s entry points do. */
+export function signatureBytes(input: SignatureInput): Hex {
+  if (typeof input === "string") return input.toLowerCase() as Hex;
+  return toTokenEcdsaSignature(input).signature;
 }
 
 /**
- * Recovers the signer of a TransferWithAuthorization (kind transfer) or ReceiveWithAuthorization
- * (kind receive) under `domain` and returns the 65-byte signature; throws WrongSignerError when
- * the signer is not `message.from`.
+ * Checks `signature` over `digest` exactly as FiatToken v2.2 does: the authorizer's code (eth_getCode at
+ * latest) picks the path; with code, ERC-1271 `isValidSignature` must return 0x1626ba7e (a revert or any
+ * other value is a WrongSignerError); without code, ECDSA under the token's rules must recover the authorizer.
+ */
+export async function verifyAuthorizerSignature(client: RpcClient, authorizer: Address, digest: Hex, signature: SignatureInput): Promise<VerifiedSignature> {
+  const code = await client.request("eth_getCode", [authorizer, "latest"], parseCode);
+  if (code !== "0x") {
+    const bytes = signatureBytes(signature);
+    const answer = await isValidSignature(client, authorizer, digest, bytes);
+    if (answer !== ERC1271_MAGIC_VALUE)
+      throw new WrongSignerError(
+        `the authorizer ${authorizer} is ${describeCode(code)} and its isValidSignature refuses this signature (${answer})`,
+      );
+    return { scheme: "erc1271", signature: bytes };
+  }
+  const ecdsa = toTokenEcdsaSignature(signature);
+  let signer: Address;
+  try {
+    signer = await recoverAddress({ hash: digest, signature: ecdsa.signature });
+  } catch (error) {
+    throw new BadSignatureError("the signature does not recover to any address", { cause: error, details: (error as Error).message });
+  }
+  if (!isAddressEqual(signer, authorizer)) throw new WrongSignerError(`the signature was made by ${signer}, not by from ${authorizer} (the authorizer): refused`);
+  return { scheme: "ecdsa", signature: ecdsa.signature, parts: { v: ecdsa.v, r: ecdsa.r, s: ecdsa.s } };
+}
+
+/** The EIP-712 digest the token checks for a TransferWithAuthorization or ReceiveWithAuthorization. */
+export function transferAuthorizationDigest(domain: TokenDomain, kind: AuthorizationKind, message: TransferAuthorization): Hex {
+  const primaryType = kind === "transfer" ? "TransferWithAuthorization" : "ReceiveWithAuthorization";
+  return hashTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType, message });
+}
+
+/** The EIP-712 digest the token checks for a CancelAuthorization. */
+export function cancelAuthorizationDigest(domain: TokenDomain, message: CancelAuthorizationMessage): Hex {
+  return hashTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "CancelAuthorization", message });
+}
+
+/**
+ * Verifies a TransferWithAuthorization (kind transfer) or ReceiveWithAuthorization (kind receive) as the
+ * token will when it is captured, and returns the signature to store (ECDSA normalised to v 27/28).
  */
 export async function verifyTransferAuthorization(
+  client: RpcClient,
   domain: TokenDomain,
   kind: AuthorizationKind,
   message: TransferAuthorization,
   signature: SignatureInput,
-): Promise<{ signer: Address; signature: Hex }> {
-  const bytes = toSignatureBytes(signature);
-  let signer: Address;
+): Promise<VerifiedSignature> {
+  return verifyAuthorizerSignature(client, message.from, transferAuthorizationDigest(domain, kind, message), signature);
+}
+
+/**
+ * `isValidSignature(digest, signature)` on the authorizer: its bytes4 answer, or a description of why
+ * there is none. A revert reads as a refusal (FiatToken: the staticcall was not successful).
+ */
+async function isValidSignature(client: RpcClient, wallet: Address, digest: Hex, signature: Hex): Promise<string> {
+  const data = encodeFunctionData({ abi: ERC1271_ABI, functionName: "isValidSignature", args: [digest, signature] });
+  let result: Hex;
   try {
-    signer = await recoverTypedDataAddress({
-      domain,
-      types: AUTHORIZATION_TYPES,
-      primaryType: kind === "transfer" ? "TransferWithAuthorization" : "ReceiveWithAuthorization",
-      message,
-      signature: bytes,
-    });
+    result = await client.request("eth_call", [{ to: wallet, data }, "latest"], parseHexData);
   } catch (error) {
-    throw new BadSignatureError("signature does not recover to any address", { cause: error, details: (error as Error).message });
+    if (error instanceof RpcRequestError) return `reverted: ${error.shortMessage}`;
+    throw error;
   }
-  if (!isAddressEqual(signer, message.from))
-    throw new WrongSignerError(`signature was made by ${signer}, not by from ${message.from}: refused`);
-  return { signer, signature: bytes };
+  // FiatToken's SignatureChecker compares the first 32 bytes of the answer with the selector, left-aligned.
+  if (size(result) < 32) return `${result} (shorter than 32 bytes)`;
+  try {
+    return decodeFunctionResult({ abi: ERC1271_ABI, functionName: "isValidSignature", data: result.slice(0, 66) as Hex });
+  } catch {
+    return result;
+  }
+}
+
+function parseCode(result: unknown): Hex {
+  if (typeof result !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(result)) throw new RetryableError(`eth_getCode returned ${JSON.stringify(result)} instead of code`);
+  return result.toLowerCase() as Hex;
+}
+
+function parseHexData(result: unknown): Hex {
+  if (typeof result !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(result)) throw new RetryableError(`eth_call returned ${JSON.stringify(result)} instead of ABI data`);
+  return result.toLowerCase() as Hex;
+}
+
+/** An EIP-7702 delegation (0xef0100 ‖ address) or a contract, for the refusal message. */
+function describeCode(code: Hex): string {
+  return /^0xef0100[0-9a-f]{40}$/.test(code) ? `an EOA delegated to 0x${code.slice(8)} under EIP-7702` : "a smart-contract wallet";
 }

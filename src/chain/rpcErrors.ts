@@ -55,6 +55,8 @@ export class DamagedAnswerError extends RpcResponseError {
 }
 
 // JSON-RPC 2.0 and EIP-1474 codes that no retry can fix.
+/** geth, reth and anvil: the call or estimate reverted (the revert data in `data`); the same again reverts again. */
+export const EXECUTION_REVERTED_CODE = 3;
 const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
 const INVALID_REQUEST = -32600;
@@ -62,7 +64,9 @@ const METHOD_NOT_SUPPORTED = -32004;
 
 /** Whether a node's JSON-RPC error is worth another try (rate limits, overloaded or lagging nodes). */
 export function isRetryableRpcError(error: RpcRequestError): boolean {
-  if ([METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_SUPPORTED, PRUNED_HISTORY_CODE].includes(error.code)) return false;
+  if ([EXECUTION_REVERTED_CODE, METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_SUPPORTED, PRUNED_HISTORY_CODE].includes(error.code)) return false;
+  // Note: geth answers a revert without data as -32000 "execution reverted"; retrying cannot change it.
+  if (/^execution reverted/i.test(error.shortMessage.replace(/^\S+ failed: /, ""))) return false;
   // -32000 "header not found", -32005 limit exceeded, -32603 internal error, 429-like texts, and proxyd's
   // -32011 "no backend is currently healthy to serve traffic" (HTTP 503): transient.
   return true;

@@ -39,10 +39,17 @@ export function parseUnixSecondsFlag(name: string, value: string | undefined): n
   return Number(seconds);
 }
 
-/** A signature as 65 bytes of hex (0x + 130 digits). */
+/** The longest signature accepted, in bytes: passkey wallets sign hundreds of bytes, not this many. */
+const MAX_SIGNATURE_BYTES = 16_384;
+
+/**
+ * A signature as hex bytes: 65 bytes r ‖ s ‖ v from an EOA, or a smart wallet's of any length (up to
+ * MAX_SIGNATURE_BYTES). Whether the length suits the authorizer is the token's rule, checked against the chain.
+ */
 export function parseSignatureFlag(name: string, value: string | undefined): Hex {
   const text = required(name, value);
-  if (!/^0x[0-9a-fA-F]{130}$/.test(text)) throw new UsageError(`${name}: expected a 65-byte signature (0x + 130 hex digits), got ${text.length} characters`);
+  if (!/^0x(?:[0-9a-fA-F]{2})+$/.test(text) || text.length > 2 + 2 * MAX_SIGNATURE_BYTES)
+    throw new UsageError(`${name}: expected a signature as hex bytes (0x + an even number of hex digits: 65 bytes r ‖ s ‖ v, or a wallet's), got ${text.length} characters`);
   return text.toLowerCase() as Hex;
 }
 

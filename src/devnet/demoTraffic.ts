@@ -3,7 +3,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { schema0Suffix, schema2Suffix } from "./attributionSuffix.js";
 import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signReceiveAuthorization, signTransferAuthorization, type TokenDomain } from "../authorization/eip3009.js";
-import type { Devnet } from "./startDevnet.js";
+import { WALLET_OWNER_KEY_INDEX, type Devnet } from "./startDevnet.js";
 
 export type TrafficOptions = {
   /** Payments started per second across all buyers. */
@@ -15,13 +15,20 @@ export type TrafficOptions = {
   onError?: (error: unknown) => void;
 };
 
+/** Every this many payments, one comes from the devnet's smart-contract wallet (ERC-1271) instead of a buyer's key. */
+const WALLET_PAYMENT_EVERY = 4;
+/** What a smart wallet appends to its owner's signature (authenticator data and the like): wallet signatures exceed 65 bytes. */
+const WALLET_SIGNATURE_DATA = "5a".repeat(64);
+
 /** Builder codes the demo agents attribute their payments to (schema 0 `bc_…` codes, schema 2 app/wallet codes). */
 const BUILDER_CODES = ["bc_b8nos5a8", "bc_k2x9q7m1", "bc_demo0001"];
 const APP_CODES = ["baseapp", "morpho"];
 
 /**
  * Realistic EIP-3009 payment traffic on the devnet's test token: buyers sign transfer and receive
- * authorizations, relayers submit them with ERC-8021 suffixes (schema 0, schema 2 or none), some
+ * authorizations (some for the devnet's smart-contract wallet, whose owner signs and whose long
+ * ERC-1271 signatures go through the `bytes signature` overloads), relayers submit them with ERC-8021
+ * suffixes (schema 0, schema 2 or none), some
  * authorizations are canceled, some transfers are plain, and now and then a block is reorged or a
  * pre-confirmation dropped.
  */
@@ -31,6 +38,7 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
   const buyers = devnet.privateKeys.slice(1, 6).map((key) => privateKeyToAccount(key));
   const relayers = devnet.privateKeys.slice(6, 9).map((key) => privateKeyToAccount(key));
   const flaky = privateKeyToAccount(devnet.privateKeys[9]!);
+  const walletOwner = privateKeyToAccount(devnet.privateKeys[WALLET_OWNER_KEY_INDEX]!);
   const nonces = new Map<Address, number>();
   let domain: TokenDomain | undefined;
   let stopped = false;
@@ -79,7 +87,22 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
     const nonce = toHex(crypto.getRandomValues(new Uint8Array(32)));
     const value = BigInt(1 + Math.floor(Math.random() * 250_000_000));
     const kind = n % 10;
-    if (kind <= 4) {
+    if (devnet.wallet !== undefined && n % WALLET_PAYMENT_EVERY === 3 && kind <= 7) {
+      // A payment from the smart wallet: its owner signs, the wallet's long signature goes through the bytes overload.
+      const from = devnet.wallet;
+      const message = { from, to: relayer.address, value, validAfter: 0n, validBefore: now + 600n, nonce };
+      const long = (signature: Hex): Hex => `${signature}${WALLET_SIGNATURE_DATA}`;
+      if (kind <= 4) {
+        const signed = await signTransferAuthorization(walletOwner, domain, message);
+        await send(relayer, "transferWithAuthorization", [from, message.to, value, 0n, message.validBefore, nonce, long(signed.signature)], suffix(n));
+      } else if (kind <= 6) {
+        const signed = await signReceiveAuthorization(walletOwner, domain, message);
+        await send(relayer, "receiveWithAuthorization", [from, message.to, value, 0n, message.validBefore, nonce, long(signed.signature)], suffix(n));
+      } else {
+        const signed = await signCancelAuthorization(walletOwner, domain, { authorizer: from, nonce });
+        await send(relayer, "cancelAuthorization", [from, nonce, long(signed.signature)], suffix(n));
+      }
+    } else if (kind <= 4) {
       const message = { from: buyer.address, to: relayer.address, value, validAfter: 0n, validBefore: now + 600n, nonce };
       const signed = await signTransferAuthorization(buyer, domain, message);
       await send(relayer, "transferWithAuthorization", [message.from, message.to, value, 0n, message.validBefore, nonce, signed.v, signed.r, signed.s], suffix(n));

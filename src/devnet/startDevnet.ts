@@ -1,8 +1,10 @@
-import { createPublicClient, http, parseUnits, type Address, type Hex } from "viem";
+import { createPublicClient, createWalletClient, getContractAddress, http, parseUnits, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { FatalError } from "../errors.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil } from "./anvil.js";
 import { deployTestToken } from "./deployToken.js";
+import { deployMiniWallet } from "./deployWallet.js";
+import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
 import { startFlashblocksFront, type FlashblocksFront } from "./front/flashblocksFront.js";
 import type { PendingLogsMode } from "./front/subscriptions.js";
 
@@ -37,6 +39,11 @@ export type Devnet = {
   chainId: number;
   token: Address;
   tokenDeployBlock: number;
+  /**
+   * A MiniWallet (ERC-1271 smart-contract wallet) holding test USDC, signed for by `privateKeys[WALLET_OWNER_KEY_INDEX]`.
+   * Undefined on a restored chain saved before the devnet had one.
+   */
+  wallet: Address | undefined;
   /** Funded keys (anvil's default mnemonic): [deployer, buyers..., relayers...]. Test only. */
   privateKeys: readonly Hex[];
   front: FlashblocksFront;
@@ -47,6 +54,10 @@ export type Devnet = {
 
 /** Accounts 1..5 get test USDC; they play buyers in the demo traffic and the tests. */
 const FUNDED_ACCOUNTS = 5;
+/** The devnet's MiniWallet is signed for by this key (a buyer's). */
+export const WALLET_OWNER_KEY_INDEX = 1;
+/** The deployer's nonce for the wallet: after the token (0) and one mint per funded account. */
+const WALLET_DEPLOY_NONCE = 1 + FUNDED_ACCOUNTS;
 
 /**
  * Starts a local Base stand-in: anvil (Base's chain id, FIFO ordering, no automine) with the EIP-3009
@@ -63,6 +74,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const { token, blockNumber } = state?.restore === undefined ? await deployFundedToken(anvil.httpUrl) : { token: state.restore.token, blockNumber: state.restore.tokenDeployBlock };
     if (state?.restore !== undefined && ((await publicClient.getCode({ address: token })) ?? "0x") === "0x")
       throw new FatalError(`The restored devnet chain has no token at ${token}`, { details: `state file ${state.path}` });
+    const wallet = state?.restore === undefined ? await deployFundedWallet(anvil.httpUrl, token) : await restoredWallet(publicClient);
     // From here on the front's sequencer decides when blocks are made (a restored anvil automines again).
     await publicClient.request({ method: "evm_setAutomine", params: [false] } as never);
     const front = await startFlashblocksFront({
@@ -81,6 +93,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       chainId,
       token,
       tokenDeployBlock: blockNumber,
+      wallet,
       anvilPid: anvil.process.pid,
       privateKeys: ANVIL_PRIVATE_KEYS,
       front,
@@ -104,4 +117,22 @@ async function deployFundedToken(rpcUrl: string): Promise<{ token: Address; bloc
     mint: buyers.map((to) => ({ to, amount: parseUnits("1000000000", 6) })),
   });
   return { token: address, blockNumber };
+}
+
+/** Deploys the devnet's MiniWallet (owner: key WALLET_OWNER_KEY_INDEX) from the first key and funds it: demo payments come from it. */
+async function deployFundedWallet(rpcUrl: string, token: Address): Promise<Address> {
+  const owner = privateKeyToAccount(ANVIL_PRIVATE_KEYS[WALLET_OWNER_KEY_INDEX]!).address;
+  const wallet = await deployMiniWallet({ rpcUrl, privateKey: ANVIL_PRIVATE_KEYS[0]!, owner });
+  const transport = http(rpcUrl);
+  const deployer = createWalletClient({ account: privateKeyToAccount(ANVIL_PRIVATE_KEYS[0]!), transport });
+  const hash = await deployer.writeContract({ address: token, abi: flashTestTokenAbi, functionName: "mint", args: [wallet, parseUnits("1000000000", 6)], chain: null });
+  const receipt = await createPublicClient({ transport }).waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  if (receipt.status !== "success") throw new FatalError("Minting test USDC to the devnet wallet reverted", { details: `transaction ${hash}` });
+  return wallet;
+}
+
+/** The wallet of a restored chain, where deployFundedWallet put it; undefined for a chain saved without one. */
+async function restoredWallet(publicClient: ReturnType<typeof createPublicClient>): Promise<Address | undefined> {
+  const address = getContractAddress({ from: privateKeyToAccount(ANVIL_PRIVATE_KEYS[0]!).address, nonce: BigInt(WALLET_DEPLOY_NONCE) });
+  return ((await publicClient.getCode({ address })) ?? "0x") === "0x" ? undefined : address;
 }

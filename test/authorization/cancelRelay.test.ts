@@ -18,6 +18,9 @@ import {
 } from "../../src/authorization/cancelErrors.js";
 import { estimateCancelCost, prepareCancel, relayCancel, type CancelAuthority, type CancelRelayDeps } from "../../src/authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../src/authorization/indexedAuthorizationState.js";
+import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
+import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
+import { testConfig, testDeps } from "../helpers/context.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
@@ -26,6 +29,8 @@ import { runCli, writeConfig } from "../helpers/cli.js";
 const abi = flashTestTokenAbi;
 let devnet: Devnet;
 let client: PublicClient;
+let rpcClient: RpcClient;
+const relayerNonces = createRelayerNonces();
 let domain: TokenDomain;
 let buyer: PrivateKeyAccount;
 let stranger: PrivateKeyAccount;
@@ -41,8 +46,9 @@ const pendingNonceOf = (address: Address) => client.getTransactionCount({ addres
 const authorizationState = (authorizer: Address, nonce: Hex) =>
   client.readContract({ address: devnet.token, abi, functionName: "authorizationState", args: [authorizer, nonce] });
 const deps = (overrides: Partial<CancelRelayDeps> = {}): CancelRelayDeps => ({
-  client,
+  client: rpcClient,
   relayer,
+  relayerNonces,
   confirmations: 2,
   receiptTimeoutMs: 20_000,
   pollingIntervalMs: 50,
@@ -73,6 +79,7 @@ beforeAll(async () => {
   // Automatic blocks every 200 ms, so confirmations keep arriving while the relay waits.
   devnet = await startDevnet({ blockTimeMs: 200, flashblockIntervalMs: 50, port: 0 });
   client = createPublicClient({ transport: http(devnet.httpUrl) });
+  rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
   domain = await readTokenDomain(client, devnet.token);
   buyer = privateKeyToAccount(devnet.privateKeys[1]!);
   payee = privateKeyToAccount(devnet.privateKeys[2]!);
@@ -283,6 +290,40 @@ describe("flashindex cancel", () => {
     expectNoKeys(result);
   });
 
+  test("a smart wallet's long signature goes through the bytes overload (0xb7b72899); a signature the wallet refuses exits 7 with nothing sent", async () => {
+    const wallet = devnet.wallet!;
+    const walletNonceOf = (nonce: Hex) => client.readContract({ address: devnet.token, abi, functionName: "authorizationState", args: [wallet, nonce] });
+    const before = await pendingNonceOf(relayer.address);
+    const refusedNonce = nextNonce();
+    const byStranger = await signCancelAuthorization(stranger, domain, { authorizer: wallet, nonce: refusedNonce });
+    const refused = await runCli(["cancel", "--config", configPath, "--authorizer", wallet, "--nonce", refusedNonce, "--signature", byStranger.signature], {
+      FLASHINDEX_RELAYER_KEY: keys().relayer,
+    });
+    expect(refused.code, refused.stderr).toBe(EXIT_WRONG_SIGNER);
+    expect(refused.stderr).toContain("isValidSignature refuses");
+    expect(await pendingNonceOf(relayer.address)).toBe(before);
+    expect(await walletNonceOf(refusedNonce)).toBe(false);
+
+    // The devnet wallet's owner is the buyer; the wallet ignores what follows the first 65 bytes.
+    const nonce = nextNonce();
+    const long = `${(await signCancelAuthorization(buyer, domain, { authorizer: wallet, nonce })).signature}${"ef".repeat(135)}`;
+    const result = await runCli(["cancel", "--config", configPath, "--authorizer", wallet, "--nonce", nonce, "--signature", long, "--json"], {
+      FLASHINDEX_RELAYER_KEY: keys().relayer,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { txHash } = JSON.parse(result.stdout) as { txHash: Hex };
+    const sent = await client.getTransaction({ hash: txHash });
+    expect(sent.input.slice(0, 10)).toBe("0xb7b72899");
+    expect(sent.input).toContain(long.slice(2).toLowerCase());
+    expect(await walletNonceOf(nonce)).toBe(true);
+
+    // With the owner's key instead of a ready signature: signed here, checked by the wallet, relayed.
+    const keyNonce = nextNonce();
+    const relayed = await relayCancel(deps(), await prepareCancel(deps(), { token: devnet.token, authorizer: wallet, nonce: keyNonce, authority: { kind: "key", account: buyer } }));
+    expect(relayed.authorizationState).toBe(true);
+    expect((await client.getTransaction({ hash: relayed.txHash })).input.slice(0, 10)).toBe("0xb7b72899");
+  }, 60_000);
+
   test("bad flags, bad keys and a missing key exit 2 without echoing a key; an unreachable RPC exits 75", async () => {
     const nonce = nextNonce();
     const base = ["cancel", "--config", configPath, "--authorizer", buyer.address];
@@ -293,7 +334,7 @@ describe("flashindex cancel", () => {
       [[...base, "--nonce", "0x1234"], env],
       [[...base, "--nonce", nonce, "--confirmations", "0"], env],
       [[...base, "--nonce", nonce, "--v", "27"], env],
-      [[...base, "--nonce", nonce, "--signature", "0xabcd"], env],
+      [[...base, "--nonce", nonce, "--signature", "0xabc"], env],
       [["cancel", "--config", configPath, "--authorizer", "0x1234", "--nonce", nonce], env],
       // A key pasted where it does not belong.
       [[...base, "--nonce", nonce, keys().buyer], env],

@@ -178,7 +178,7 @@ describe("orders on chain", () => {
     expect(wrong.stderr).toContain(`signature was made by ${stranger.address}, not by from`);
 
     const good = (await p.sign(m)).signature;
-    for (const [flag, value] of [["--value", "1.5"], ["--nonce", "0x1234"], ["--from", "0xnope"], ["--signature", "0xdead"], ["--kind", "pull"], ["--valid-before", "0"]] as const) {
+    for (const [flag, value] of [["--value", "1.5"], ["--nonce", "0x1234"], ["--from", "0xnope"], ["--signature", "0xdea"], ["--kind", "pull"], ["--valid-before", "0"]] as const) {
       const bad = await runCli(["order", "add", "--config", path, ...flags(good, { [flag]: value })]);
       expect(bad.code, `${flag} ${bad.stderr}`).toBe(2);
       expect(bad.stderr.trim().split("\n")).toHaveLength(1);
@@ -186,6 +186,10 @@ describe("orders on chain", () => {
     }
     // The value signed is not the value claimed: the signature recovers to someone else.
     expect((await runCli(["order", "add", "--config", path, ...flags(good, { "--value": "9" })])).code).toBe(1);
+    // Hex bytes, but not the 65 bytes an authorizer without code must sign with: the token would refuse it.
+    const short = await runCli(["order", "add", "--config", path, ...flags("0xdead")]);
+    expect(short.code, short.stderr).toBe(1);
+    expect(short.stderr).toContain("exactly 65 bytes");
 
     const added = await runCli(["order", "add", "--config", path, "--json", ...flags(good)]);
     expect(added.code, added.stderr).toBe(0);
@@ -200,5 +204,41 @@ describe("orders on chain", () => {
     const show = await runCli(["order", "show", String(order.id), "--config", path]);
     expect(show.stdout).toContain("authorized -> voided_offchain  voided");
     expect((await runCli(["order", "show", "999", "--config", path])).code).toBe(1);
+  }, 120_000);
+
+  test("`order add` takes a smart wallet's (ERC-1271) long signature and stores what the token accepts; one the wallet refuses exits 1", async () => {
+    const { devnet, config } = await startFollower({ pendingPoll: 0 }, open);
+    const p = await parties(devnet);
+    const path = cliConfig(devnet, config.database.path);
+    const wallet = devnet.wallet!;
+    expect(wallet).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    const m = p.authorization({ from: wallet });
+    const flags = (signature: Hex) =>
+      Object.entries({
+        "--token": devnet.token, "--from": m.from, "--to": m.to, "--value": m.value.toString(), "--valid-after": m.validAfter.toString(),
+        "--valid-before": m.validBefore.toString(), "--nonce": m.nonce, "--signature": signature,
+      }).flat();
+    // The devnet wallet's owner is the buyer's key; the wallet ignores the data after the first 65 bytes.
+    const long = `${(await p.sign(m, p.buyer)).signature}${"cd".repeat(100)}` as Hex;
+
+    const refused = await runCli(["order", "add", "--config", path, ...flags((await p.sign(m, privateKeyToAccount(devnet.privateKeys[4]!))).signature)]);
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(refused.stderr).toContain("isValidSignature refuses");
+
+    const added = await runCli(["order", "add", "--config", path, "--json", ...flags(long)]);
+    expect(added.code, added.stderr).toBe(0);
+    const order = JSON.parse(added.stdout) as { id: number; state: string; signature: Hex; authorizer: string };
+    expect(order).toMatchObject({ state: "authorized", signature: long.toLowerCase(), authorizer: wallet.toLowerCase() });
+
+    // The stored signature captures on chain through the bytes overload.
+    const merchant = createWalletClient({ account: p.merchant, transport: http(devnet.httpUrl) });
+    const hash = await merchant.writeContract({
+      address: devnet.token, abi: flashTestTokenAbi, functionName: "transferWithAuthorization", chain: null, gas: 300_000n,
+      args: [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, order.signature],
+      nonce: await p.publicClient.getTransactionCount({ address: p.merchant.address, blockTag: "pending" }),
+    });
+    await p.flashblock();
+    await p.mine();
+    expect((await p.publicClient.getTransactionReceipt({ hash })).status).toBe("success");
   }, 120_000);
 });

@@ -13,6 +13,7 @@ import {
   pad,
   parseEventLogs,
   stringToHex,
+  toFunctionSelector,
   toHex,
   type Address,
   type Hex,
@@ -24,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
+import { delegationCode, deployMiniWallet } from "../../src/devnet/deployWallet.js";
 import {
   AUTHORIZATION_CANCELED_TOPIC,
   AUTHORIZATION_TYPES,
@@ -100,6 +102,19 @@ describe("event signatures", () => {
     const code = await publicClient.getCode({ address: token });
     // The dispatcher compares calldata against PUSH4 <selector>.
     for (const selector of ["5a049a70", "b7b72899", "e94a0102"]) expect(code).toContain(`63${selector}`);
+  });
+
+  test("the bytes-signature overloads have the selectors of protocol-notes §9, and the contract dispatches them", async () => {
+    const selectors = {
+      "function transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)": "0xcf092995",
+      "function receiveWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)": "0x88b7ab63",
+      "function cancelAuthorization(address,bytes32,bytes)": "0xb7b72899",
+    };
+    const code = await publicClient.getCode({ address: token });
+    for (const [signature, selector] of Object.entries(selectors)) {
+      expect(toFunctionSelector(signature)).toBe(selector);
+      expect(code).toContain(`63${selector.slice(2)}`);
+    }
   });
 });
 
@@ -334,3 +349,68 @@ function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+describe("smart-contract authorizers (ERC-1271) and EIP-7702 delegated EOAs", () => {
+  let wallet: Address;
+  /** An EOA delegated to the MiniWallet code: it has code, so the token asks it through ERC-1271. */
+  let delegated: PrivateKeyAccount;
+  /** Bytes a real smart wallet appends (authenticator data, owner index); the MiniWallet ignores them. */
+  const WALLET_DATA: Hex = `0x${"ab".repeat(96)}`;
+
+  beforeAll(async () => {
+    wallet = await deployMiniWallet({ rpcUrl: anvil.httpUrl, privateKey: ANVIL_PRIVATE_KEYS[0], owner: payer.address });
+    delegated = privateKeyToAccount(ANVIL_PRIVATE_KEYS[8]);
+    await publicClient.request({ method: "anvil_setCode", params: [delegated.address, delegationCode(wallet)] } as never);
+    for (const to of [wallet, delegated.address]) await mined(await walletOf(payer).writeContract({ address: token, abi, functionName: "transfer", args: [to, 100_000_000n], chain: null }));
+  });
+
+  const submitBytes = (functionName: "transferWithAuthorization" | "receiveWithAuthorization", sender: PrivateKeyAccount, m: TransferAuthorization, signature: Hex) =>
+    walletOf(sender).writeContract({ address: token, abi, functionName, args: [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, signature], chain: null });
+
+  test("a wallet's owner signs for it: a long signature through the bytes overload and a 65-byte one through v,r,s", async () => {
+    const long = await authorization({ from: wallet });
+    const signed = await signTransferAuthorization(payer, domain, long);
+    const receipt = await mined(await submitBytes("transferWithAuthorization", relayer, long, `${signed.signature}${WALLET_DATA.slice(2)}`));
+    expect(receipt.logs.map((log) => log.topics[0])).toEqual([AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC]);
+    expect(receipt.logs[0]!.topics[1]).toBe(pad(wallet.toLowerCase() as Hex));
+    expect(await authorizationState(wallet, long.nonce)).toBe(true);
+
+    const short = await authorization({ from: wallet });
+    const parts = await signTransferAuthorization(payer, domain, short);
+    expect((await mined(await submitTransfer(relayer, short, parts.v, parts.r, parts.s))).status).toBe("success");
+  });
+
+  test("the wallet decides: a stranger's signature or one its isValidSignature refuses reverts with an invalid signature", async () => {
+    const m = await authorization({ from: wallet });
+    const byStranger = await signTransferAuthorization(stranger, domain, m);
+    await expect(submitBytes("transferWithAuthorization", relayer, m, byStranger.signature)).rejects.toThrow("FiatTokenV2: invalid signature");
+    await expect(submitBytes("transferWithAuthorization", relayer, m, "0x1234")).rejects.toThrow("FiatTokenV2: invalid signature");
+    expect(await authorizationState(wallet, m.nonce)).toBe(false);
+  });
+
+  test("receiveWithAuthorization and cancelAuthorization take a wallet's long signature through their bytes overloads", async () => {
+    const m = await authorization({ from: wallet });
+    const received = await signReceiveAuthorization(payer, domain, m);
+    expect((await mined(await submitBytes("receiveWithAuthorization", payee, m, `${received.signature}${WALLET_DATA.slice(2)}`))).status).toBe("success");
+
+    const nonce = nextNonce();
+    const cancel = await signCancelAuthorization(payer, domain, { authorizer: wallet, nonce });
+    const hash = await walletOf(relayer).writeContract({ address: token, abi, functionName: "cancelAuthorization", args: [wallet, nonce, `${cancel.signature}${WALLET_DATA.slice(2)}`], chain: null });
+    expect((await mined(hash)).logs.map((log) => log.topics)).toEqual([[AUTHORIZATION_CANCELED_TOPIC, pad(wallet.toLowerCase() as Hex), nonce]]);
+  });
+
+  test("an EIP-7702 delegated EOA is checked through ERC-1271: its own key signs, and a signature longer than 65 bytes passes", async () => {
+    expect(await publicClient.getCode({ address: delegated.address })).toBe(`0xef0100${wallet.slice(2).toLowerCase()}`);
+    const m = await authorization({ from: delegated.address });
+    const signed = await signTransferAuthorization(delegated, domain, m);
+    // ECDSA would refuse a 97-byte signature; only the ERC-1271 path can accept it.
+    const receipt = await mined(await submitBytes("transferWithAuthorization", relayer, m, `${signed.signature}${WALLET_DATA.slice(2, 66)}`));
+    expect(receipt.status).toBe("success");
+    expect(await authorizationState(delegated.address, m.nonce)).toBe(true);
+
+    // The deployed wallet's owner is not the delegated EOA's signer (its storage is the EOA's own).
+    const other = await authorization({ from: delegated.address });
+    const byOwner = await signTransferAuthorization(payer, domain, other);
+    await expect(submitBytes("transferWithAuthorization", relayer, other, byOwner.signature)).rejects.toThrow("FiatTokenV2: invalid signature");
+  });
+});

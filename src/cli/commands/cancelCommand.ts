@@ -1,4 +1,4 @@
-import { createPublicClient, formatEther, formatGwei, http, type Address, type Hex } from "viem";
+import { formatEther, formatGwei, type Address, type Hex } from "viem";
 import { CANCEL_EXIT_CODES_HELP } from "../../authorization/cancelErrors.js";
 import {
   estimateCancelCost,
@@ -10,12 +10,16 @@ import {
   type PreparedCancel,
 } from "../../authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../authorization/indexedAuthorizationState.js";
+import { createRelayerNonces } from "../../authorization/relayerNonces.js";
+import { createRpcClient } from "../../chain/rpcClient.js";
 import { BUYER_KEY_ENV, readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
 import { readAddress } from "../../config/fields.js";
 import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
-import { ConfigError, UsageError } from "../../errors.js";
-import { redactUrl } from "../../ops/redact.js";
+import { UsageError } from "../../errors.js";
+import { createLogger } from "../../ops/logger.js";
+import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
+import { parseSignatureFlag } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
 
 export const CANCEL_HELP = `Usage: flashindex cancel --authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]
@@ -23,10 +27,20 @@ export const CANCEL_HELP = `Usage: flashindex cancel --authorizer A --nonce 0x�
 Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the token's
 cancelAuthorization from the relayer account, waits for the confirmations, and checks that
 authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's domain,
-refuses a signer other than the authorizer, refuses a nonce already used, and simulates the call.
+checks the signature exactly as the token will, refuses a nonce already used, and simulates the call.
 
-The buyer's CancelAuthorization comes from --signature (65 bytes r ‖ s ‖ v), from --v/--r/--s, or is
-signed here with the buyer's key. Keys are never taken from the command line and never printed:
+The signature check follows FiatToken v2.2: an authorizer with code (a smart-contract wallet, or an
+EOA delegated under EIP-7702) must answer ERC-1271 isValidSignature with 0x1626ba7e, and its
+signature may have any length (sent through cancelAuthorization's bytes overload); an authorizer
+without code needs a 65-byte ECDSA signature, v 27/28 (0/1 are mapped onto them), low s.
+
+Confirmations are counted on canonical blocks only: a Base node with Flashblocks answers a receipt
+for a pre-confirmed transaction (zero block hash) before its block exists; the relay reports it and
+keeps waiting. Reads and sends go through the configured rpc.http endpoints with retries and failover.
+
+The buyer's CancelAuthorization comes from --signature (65 bytes r ‖ s ‖ v, or a wallet's signature
+of any length), from --v/--r/--s, or is signed here with the buyer's key (for a wallet authorizer: its
+owner's key). Keys are never taken from the command line and never printed:
   buyer key     ${BUYER_KEY_ENV} or --buyer-key-file PATH
   relayer key   ${RELAYER_KEY_ENV} or --relayer-key-file PATH (not needed with --dry-run)
 
@@ -34,11 +48,11 @@ Options:
   --token ADDRESS          token contract (default: the only token of the config)
   --authorizer ADDRESS     the authorization's from (the buyer)
   --nonce 0x…              the authorization's nonce (32 bytes)
-  --signature 0x…          a ready CancelAuthorization signature, 65 bytes
+  --signature 0x…          a ready CancelAuthorization signature (65 bytes, or a wallet's, any length)
   --v N --r 0x… --s 0x…    the same signature in parts
   --buyer-key-file PATH    file holding the buyer's private key (hex)
   --relayer-key-file PATH  file holding the relayer's private key (hex)
-  --confirmations N        blocks to wait for, the receipt's included (overrides cancel.confirmations; default 2)
+  --confirmations N        canonical blocks to wait for, the receipt's included (overrides cancel.confirmations; default 2)
   --dry-run                check, simulate and estimate only; send nothing; print the cost of both voiding paths
   --json                   print one JSON object
   -c, --config PATH        config file (default: indexer.config.json)
@@ -62,7 +76,7 @@ const OPTIONS = {
   json: { type: "boolean" },
 } as const;
 
-export async function cancelCommand(args: string[], _shutdown: Shutdown): Promise<void> {
+export async function cancelCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseArgsHidingKeys(args);
   if (values.help) return void console.log(CANCEL_HELP);
   const config = loadConfig(values.config ?? DEFAULT_CONFIG_PATH, { databasePath: values.db, logLevel: values["log-level"] });
@@ -77,20 +91,21 @@ export async function cancelCommand(args: string[], _shutdown: Shutdown): Promis
   if (relayer === undefined && !dryRun)
     throw new UsageError(`cancel: no relayer key: set ${RELAYER_KEY_ENV} or pass --relayer-key-file (or use --dry-run)`);
 
-  const url = config.rpc.http[0]!;
-  const client = createPublicClient({ transport: http(url, { timeout: config.rpc.timeoutMs, retryCount: config.rpc.retry.maxAttempts - 1 }) });
+  // Logs (RPC retries, failovers) go to stderr: stdout carries the result, --json or not.
+  const logger = createLogger(config.logLevel, process.stderr);
+  const client = createRpcClient({ config, logger, metrics: createMetrics({ defaultMetrics: false }), shutdown });
   const deps: CancelRelayDeps = {
     client,
     relayer,
+    relayerNonces: createRelayerNonces(),
     confirmations,
     receiptTimeoutMs: config.cancel.receiptTimeoutMs,
     lookupIndexedState: createIndexedStateLookup(config.database.path),
     onSent: ({ txHash, relayerNonce }) =>
-      console.error(`flashindex: sent ${txHash} (relayer nonce ${relayerNonce}), waiting for ${confirmations} confirmation(s)`),
+      console.error(`flashindex: sent ${txHash} (relayer nonce ${relayerNonce}), waiting for ${confirmations} canonical confirmation(s)`),
+    onPreconfirmed: ({ txHash, pendingBlockNumber }) =>
+      console.error(`flashindex: ${txHash} is pre-confirmed for block ${pendingBlockNumber} (zero block hash: the block does not exist yet); still waiting for ${confirmations} canonical confirmation(s)`),
   };
-  const chainId = await client.getChainId().catch(() => undefined);
-  if (chainId !== undefined && chainId !== config.chainId)
-    throw new ConfigError("rpc.http", `${redactUrl(url)} serves chain ${chainId}, the config says ${config.chainId}`);
 
   const prepared = await prepareCancel(deps, { token, authorizer, nonce, authority });
   if (dryRun) return printDryRun(prepared, await estimateCancelCost(deps, prepared), relayer?.address, values.json === true);
@@ -187,10 +202,7 @@ function authorityOf(values: Values): CancelAuthority {
   const givenParts = parts.filter((p) => p !== undefined).length;
   const sources = (values.signature === undefined ? 0 : 1) + (givenParts > 0 ? 1 : 0) + (values["buyer-key-file"] === undefined ? 0 : 1);
   if (sources > 1) throw new UsageError("cancel: give one of --signature, --v/--r/--s or --buyer-key-file");
-  if (values.signature !== undefined) {
-    if (!/^0x[0-9a-fA-F]{130}$/.test(values.signature)) throw new UsageError("--signature: expected 65 bytes of hex (0x + 130 digits: r ‖ s ‖ v)");
-    return { kind: "signature", signature: values.signature as Hex };
-  }
+  if (values.signature !== undefined) return { kind: "signature", signature: parseSignatureFlag("--signature", values.signature) };
   if (givenParts > 0) {
     if (givenParts < 3) throw new UsageError("cancel: --v, --r and --s go together");
     if (!/^(?:0|[1-9][0-9]{0,2})$/.test(values.v!) || Number(values.v) > 255) throw new UsageError(`--v: expected 27 or 28 (or 0/1), got ${JSON.stringify(values.v)}`);

@@ -1,10 +1,10 @@
 import { getAddress } from "viem";
 import { addOrder, getOrder, listOrders, listTransitions, ORDER_STATES, voidOrder, OrderNotFoundError, type Order } from "../../authorization/orders.js";
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
-import { verifyTransferAuthorization } from "../../authorization/verifyAuthorization.js";
+import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../authorization/verifyAuthorization.js";
 import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
 import type { Config } from "../../config/types.js";
-import { UsageError } from "../../errors.js";
+import { FatalError, UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, openDatabaseReadOnly, type Database } from "../../store/openDatabase.js";
 import {
@@ -27,8 +27,12 @@ captured/canceled as the events arrive (pre-confirmed, then confirmed) and to ex
 validBefore passes unused.
 
   order add --token T --from A --to B --value V --valid-after N --valid-before N --nonce 0x.. --signature 0x.. [--kind transfer|receive]
-      Verifies the EIP-712 signature against the token's domain (name() and version() read over
-      the configured RPC) and stores the order. Exit 1 when the signer is not --from.
+      Verifies the EIP-712 signature as the token will (domain: name() and version() read over the
+      configured RPC) and stores the order. A --from with code (a smart-contract wallet, or an EOA
+      delegated under EIP-7702) must answer ERC-1271 isValidSignature with 0x1626ba7e, and its
+      signature may have any length; a --from without code needs a 65-byte ECDSA signature, v 27/28
+      (0/1 are stored as 27/28), low s. Exit 1 when the signer is not --from or the token would
+      refuse the signature.
   order void <id>      marks an authorized order voided off chain (the signature will never be submitted)
   order show <id>      prints the order and its transitions
   order list [--state S]
@@ -84,14 +88,20 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
       checkConfiguredToken(context.config, token);
       await verifyChain(context);
       const domain = await readTokenDomainOverRpc(context.client, token, context.config.chainId);
-      await verifyTransferAuthorization(
+      const verified = await verifyTransferAuthorization(
+        context.client,
         domain,
         kind,
         { ...message, from: getAddress(message.from), to: getAddress(message.to), validAfter: BigInt(message.validAfter), validBefore: BigInt(message.validBefore) },
         signature,
-      );
+      ).catch((error: unknown) => {
+        // `order add` documents exit 1 for every refusal (cancel has its own codes, 6 and 7, for the same errors).
+        if (error instanceof WrongSignerError || error instanceof BadSignatureError) throw new FatalError(`order add: ${error.shortMessage}; not stored`, { cause: error });
+        throw error;
+      });
       const db = openDb(context.config, shutdown);
-      const order = addOrder(db, { chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature }, Date.now());
+      // The signature stored is the one the token accepts (ECDSA with v 27/28), so a later capture can use it as is.
+      const order = addOrder(db, { chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature: verified.signature }, Date.now());
       return print(json, order, `order ${order.id} ${describe(order)}`);
     }
     case "void": {

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
+/// @notice ERC-1271, as FiatToken v2.2 calls it.
+interface IERC1271 {
+    function isValidSignature(bytes32 hash, bytes memory signature) external view returns (bytes4 magicValue);
+}
+
 /// @title FlashTestToken
 /// @notice A test EIP-3009 token that behaves like Circle's FiatToken v2.2 where an indexer can see it:
-/// the same events in the same order, the same typed data, the same checks and revert reasons.
+/// the same events in the same order, the same typed data, the same checks and revert reasons, and the
+/// same signature rule (ERC-1271 for an authorizer with code, ECDSA otherwise; protocol-notes §9).
 /// Minting is open: this token exists only on local devnets and in tests.
 contract FlashTestToken {
     string public name;
@@ -128,7 +134,7 @@ contract FlashTestToken {
         require(block.timestamp < validBefore, "FiatTokenV2: authorization is expired");
         _requireUnusedAuthorization(from, nonce);
         bytes32 structHash = keccak256(abi.encode(typehash, from, to, value, validAfter, validBefore, nonce));
-        require(_recover(structHash, signature) == from, "FiatTokenV2: invalid signature");
+        _requireValidSignature(from, structHash, signature);
         _authorizationStates[from][nonce] = true;
         emit AuthorizationUsed(from, nonce);
         _transfer(from, to, value);
@@ -137,7 +143,7 @@ contract FlashTestToken {
     function _cancelAuthorization(address authorizer, bytes32 nonce, bytes memory signature) private {
         _requireUnusedAuthorization(authorizer, nonce);
         bytes32 structHash = keccak256(abi.encode(CANCEL_AUTHORIZATION_TYPEHASH, authorizer, nonce));
-        require(_recover(structHash, signature) == authorizer, "FiatTokenV2: invalid signature");
+        _requireValidSignature(authorizer, structHash, signature);
         _authorizationStates[authorizer][nonce] = true;
         emit AuthorizationCanceled(authorizer, nonce);
     }
@@ -146,7 +152,24 @@ contract FlashTestToken {
         require(!_authorizationStates[authorizer][nonce], "FiatTokenV2: authorization is used or canceled");
     }
 
-    function _recover(bytes32 structHash, bytes memory signature) private view returns (address) {
+    /// @dev FiatToken v2.2's SignatureChecker: an authorizer with code (a smart-contract wallet, or an
+    /// EOA with an EIP-7702 delegation, whose code is 0xef0100 || address) is asked through ERC-1271 and
+    /// only the magic value counts; an authorizer without code must have signed with ECDSA.
+    function _requireValidSignature(address signer, bytes32 structHash, bytes memory signature) private view {
+        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
+        bool valid;
+        if (signer.code.length > 0) {
+            (bool success, bytes memory result) =
+                signer.staticcall(abi.encodeWithSelector(IERC1271.isValidSignature.selector, digest, signature));
+            valid = success && result.length >= 32 && abi.decode(result, (bytes32)) == bytes32(IERC1271.isValidSignature.selector);
+        } else {
+            valid = _recover(digest, signature) == signer;
+        }
+        require(valid, "FiatTokenV2: invalid signature");
+    }
+
+    /// @dev FiatToken's ECRecover: exactly 65 bytes r || s || v, v 27 or 28, s in the lower half order.
+    function _recover(bytes32 digest, bytes memory signature) private pure returns (address) {
         require(signature.length == 65, "ECRecover: invalid signature length");
         bytes32 r;
         bytes32 s;
@@ -159,7 +182,6 @@ contract FlashTestToken {
         // EIP-2: reject the upper half of s, as FiatToken's ECRecover does.
         require(uint256(s) <= 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0, "ECRecover: invalid signature 's' value");
         require(v == 27 || v == 28, "ECRecover: invalid signature 'v' value");
-        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
         address signer = ecrecover(digest, v, r, s);
         require(signer != address(0), "ECRecover: invalid signature");
         return signer;

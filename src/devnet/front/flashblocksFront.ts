@@ -155,6 +155,12 @@ export async function startFlashblocksFront(options: FrontOptions) {
         const latest = Number(await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]));
         return ok(request, toQuantity(latest + sequencer.preconfirmedCount(String(params[0]))));
       }
+      if (method === "eth_getTransactionReceipt") {
+        // Note: on Base, a pre-confirmed transaction has a receipt (zero blockHash) before its block exists.
+        const answer = (await upstream.forward(request)) as Answer;
+        if (answer.error !== undefined || answer.result !== null || typeof params[0] !== "string") return answer;
+        return ok(request, sequencer.preconfirmedReceipt(params[0]) ?? null);
+      }
       if (method === "eth_subscribe") {
         if (socket === undefined) throw new RpcError(-32601, "eth_subscribe needs a WebSocket");
         try {

@@ -1,8 +1,13 @@
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
-type PoolTransaction = { hash: string; from: string; to: string | null; input: string; value: string; gas: string };
-type SimulatedCall = { status: string; logs: Array<{ address: string; topics: string[]; data: string }> };
+type PoolTransaction = { hash: string; from: string; to: string | null; input: string; value: string; gas: string; type?: string; gasPrice?: string; maxFeePerGas?: string };
+type SimulatedCall = { status: string; gasUsed?: string; logs: Array<{ address: string; topics: string[]; data: string }> };
+
+/** A receipt as JSON-RPC carries it, for a pre-confirmed transaction. */
+export type RpcReceiptObject = Record<string, unknown> & { transactionHash: string; blockHash: string; blockNumber: string; status: string };
+
+const EMPTY_LOGS_BLOOM = `0x${"0".repeat(512)}`;
 
 export type Flashblock = {
   blockNumber: number;
@@ -26,6 +31,8 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
   let index = 0;
   let preconfirmed: PoolTransaction[] = [];
   let logs: RpcLogObject[] = [];
+  /** Receipts of the pending block's pre-confirmed transactions, by lower-case hash. */
+  let receipts = new Map<string, RpcReceiptObject>();
   const dropped = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
 
@@ -46,6 +53,7 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     index = 0;
     preconfirmed = [];
     logs = [];
+    receipts = new Map();
   }
 
   async function flashblock(): Promise<Flashblock> {
@@ -70,10 +78,13 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
         },
         "latest",
       ]);
-      const logsByTx = new Map(calls.map(({ i }, k) => [i, simulated?.calls[k]?.logs ?? []]));
+      const resultByTx = new Map(calls.map(({ i }, k) => [i, simulated?.calls[k]]));
+      let cumulativeGas = [...receipts.values()].reduce((sum, r) => sum + BigInt(r.gasUsed as string), 0n);
       for (let i = preconfirmed.length; i < all.length; i++) {
         const tx = all[i]!;
-        for (const log of logsByTx.get(i) ?? []) {
+        const result = resultByTx.get(i);
+        const firstLog = newLogs.length;
+        for (const log of result?.logs ?? []) {
           newLogs.push({
             address: log.address.toLowerCase(),
             topics: log.topics,
@@ -86,6 +97,28 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
             // Note: Base counts logIndex across the whole pending block, cumulative over flashblocks.
             logIndex: toQuantity(logs.length + newLogs.length),
             removed: false,
+          });
+        }
+        if (result !== undefined) {
+          const gasUsed = BigInt(result.gasUsed ?? "0x0");
+          cumulativeGas += gasUsed;
+          // Note: a Base node answers eth_getTransactionReceipt for a pre-confirmed transaction before its
+          // block exists: zero blockHash, the pending block's number (protocol-notes §8).
+          receipts.set(tx.hash.toLowerCase(), {
+            transactionHash: tx.hash,
+            transactionIndex: toQuantity(i),
+            blockHash: ZERO_HASH,
+            blockNumber: toQuantity(blockNumber),
+            from: tx.from,
+            to: tx.to,
+            contractAddress: null,
+            cumulativeGasUsed: `0x${cumulativeGas.toString(16)}`,
+            gasUsed: `0x${gasUsed.toString(16)}`,
+            effectiveGasPrice: tx.gasPrice ?? tx.maxFeePerGas ?? "0x0",
+            logs: newLogs.slice(firstLog),
+            logsBloom: EMPTY_LOGS_BLOOM,
+            status: result.status,
+            type: tx.type ?? "0x2",
           });
         }
       }
@@ -112,6 +145,7 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
         blockNumber = -1;
         preconfirmed = [];
         logs = [];
+        receipts = new Map();
         dropped.clear();
       }),
     /** Removes a pre-confirmed transaction from the pool so it never lands; its logs are not retracted. */
@@ -122,6 +156,8 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
         dropped.add(hash);
         return wasPreconfirmed;
       }),
+    /** The receipt of a pre-confirmed transaction not yet in a block (zero blockHash), if any; a dropped one keeps it until the block closes, as on Base. */
+    preconfirmedReceipt: (hash: string): RpcReceiptObject | undefined => receipts.get(hash.toLowerCase()),
     /** Pre-confirmed logs of the pending block. */
     pendingLogs: () => logs,
     /** Pre-confirmed transactions sent by `address` (for the "pending" nonce). */

@@ -1,0 +1,48 @@
+import type { Hex } from "viem";
+import { RpcResponseError } from "./rpcErrors.js";
+import type { RpcClient } from "./rpcClient.js";
+
+/** The fields of a transaction receipt flashindex reads; block number and gas as bigint. */
+export type TransactionReceiptSummary = {
+  transactionHash: Hex;
+  blockHash: Hex;
+  blockNumber: bigint;
+  status: "success" | "reverted";
+  gasUsed: bigint;
+  /**
+   * True for a receipt of a transaction that is only pre-confirmed: its block does not exist yet.
+   * Note: a Base node with Flashblocks answers eth_getTransactionReceipt for such a transaction
+   * with a zero blockHash and the pending block's number (protocol-notes §8).
+   */
+  preconfirmed: boolean;
+};
+
+const ZERO_BLOCK_HASH = `0x${"0".repeat(64)}`;
+const QUANTITY = /^0x[0-9a-fA-F]{1,64}$/;
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/** eth_getTransactionReceipt, validated; null while the node knows no receipt. */
+export async function getTransactionReceipt(client: RpcClient, hash: Hex): Promise<TransactionReceiptSummary | null> {
+  return client.request("eth_getTransactionReceipt", [hash], (result) => parseReceipt(result, hash));
+}
+
+export function parseReceipt(result: unknown, hash: Hex): TransactionReceiptSummary | null {
+  if (result === null) return null;
+  const r = result as Record<string, unknown> | undefined;
+  if (typeof r !== "object" || r === null) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned ${JSON.stringify(result)}`);
+  const { transactionHash, blockHash, blockNumber, status, gasUsed } = r;
+  if (typeof transactionHash !== "string" || transactionHash.toLowerCase() !== hash.toLowerCase())
+    throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned the receipt of ${String(transactionHash)}`);
+  if (typeof blockHash !== "string" || !HASH.test(blockHash) || typeof blockNumber !== "string" || !QUANTITY.test(blockNumber))
+    throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned a receipt without a block hash or number`);
+  if (status !== "0x1" && status !== "0x0") throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned status ${JSON.stringify(status)}`);
+  if (typeof gasUsed !== "string" || !QUANTITY.test(gasUsed)) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned gasUsed ${JSON.stringify(gasUsed)}`);
+  return {
+    transactionHash: hash,
+    blockHash: blockHash.toLowerCase() as Hex,
+    blockNumber: BigInt(blockNumber),
+    status: status === "0x1" ? "success" : "reverted",
+    gasUsed: BigInt(gasUsed),
+    preconfirmed: blockHash === ZERO_BLOCK_HASH,
+  };
+}

@@ -1,0 +1,25 @@
+import { concat, createPublicClient, createWalletClient, getAddress, http, type Address, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { FatalError } from "../errors.js";
+import { miniWalletAbi, miniWalletBytecode } from "./contracts/miniWallet.js";
+
+const RECEIPT_POLL_INTERVAL_MS = 50;
+
+/** EIP-7702's delegation designator prefix: an EOA whose code is 0xef0100 ‖ address runs that address's code. */
+export const EIP7702_DELEGATION_PREFIX: Hex = "0xef0100";
+
+/** Deploys a MiniWallet (ERC-1271, `owner` signs) from `privateKey`; the chain must mine. */
+export async function deployMiniWallet(options: { rpcUrl: string; privateKey: Hex; owner: Address }): Promise<Address> {
+  const account = privateKeyToAccount(options.privateKey);
+  const transport = http(options.rpcUrl);
+  const publicClient = createPublicClient({ transport });
+  const hash = await createWalletClient({ account, transport }).deployContract({ abi: miniWalletAbi, bytecode: miniWalletBytecode, args: [options.owner], chain: null });
+  const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: RECEIPT_POLL_INTERVAL_MS });
+  if (receipt.status !== "success" || receipt.contractAddress == null) throw new FatalError("MiniWallet deployment failed", { details: `transaction ${hash}` });
+  return getAddress(receipt.contractAddress);
+}
+
+/** The code of an EOA delegated to `implementation` under EIP-7702 (anvil_setCode accepts it as is). */
+export function delegationCode(implementation: Address): Hex {
+  return concat([EIP7702_DELEGATION_PREFIX, implementation]).toLowerCase() as Hex;
+}
