@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 
-/** The CLI as the `flashindex` bin runs it: no Node flags added. */
+/** The `flashindex` bin itself, run through its shebang as a user's shell runs it: no Node flags added. */
 const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
 const CLOCK_TICKS = 100;
 
@@ -19,7 +19,7 @@ export async function runCliBackfill(dir: string, config: Record<string, unknown
   writeFileSync(configPath, JSON.stringify(config));
   const args = ["backfill", "--config", configPath, "--to", String(range.to), ...(range.from === undefined ? [] : ["--from", String(range.from)])];
   const started = performance.now();
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(CLI, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   let peakKb = 0;

@@ -15,7 +15,7 @@ import { openDatabase } from "../../src/store/openDatabase.js";
  */
 const BLOCKS = 50;
 const LOGS = 10_000;
-const BACKGROUND_LOGS = Number(process.env.BENCH_REORG_BACKGROUND ?? 200_000);
+const BACKGROUND_LOGS = Number(process.env.BENCH_REORG_BACKGROUND ?? 1_000_000);
 const TOKEN: Hex = "0x00000000000000000000000000000000000f1a54";
 const TRANSFER: Hex = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 const word = (n: number, salt: string): Hex => `0x${salt}${n.toString(16).padStart(64 - salt.length, "0")}`;

@@ -8,6 +8,9 @@ import type { Database } from "./openDatabase.js";
 import { createWindowCommit, type WindowWrite } from "./windowCommit.js";
 import type { WindowReply, WindowRequest } from "./windowWriterThread.js";
 
+/** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
+const WRITER_THREAD_HEAP_MB = 64;
+
 export type WindowWriter = {
   /** Commits one window (rows, attribution, synced range) in one transaction; resolves once it is durable in the WAL. */
   commit: (window: WindowWrite, now: number) => Promise<InsertCounts>;
@@ -78,11 +81,12 @@ export function createWindowWriter(db: Database, options: { path: string; chainI
  * vitest) it first registers tsx's loader in the new thread, then imports the .ts entry.
  */
 function startThread(workerData: { path: string; chainId: number }): Worker {
-  if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./windowWriterThread.js", import.meta.url), { workerData });
+  const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB } };
+  if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./windowWriterThread.js", import.meta.url), options);
   const tsx = pathToFileURL(tsxEsmApiPath()).href;
   const entry = new URL("./windowWriterThread.ts", import.meta.url).href;
   const bootstrap = `import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(entry)});`;
-  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`), { workerData });
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`), options);
 }
 
 /** tsx's ESM register API (its `import` export of `tsx/esm/api`: the CommonJS one registers the wrong loader). */
