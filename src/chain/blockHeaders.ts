@@ -32,24 +32,40 @@ export async function getBlockHeader(client: RpcClient, block: number | "latest"
   );
 }
 
+/** Blocks per JSON-RPC batch when fetching headers. */
+const HEADER_BATCH_SIZE = 100;
+
+/** Headers of the given block numbers, in JSON-RPC batches of HEADER_BATCH_SIZE; each must exist. */
+async function getHeadersByNumber(client: RpcClient, numbers: readonly number[]): Promise<BlockHeader[]> {
+  const headers: BlockHeader[] = [];
+  for (let start = 0; start < numbers.length; start += HEADER_BATCH_SIZE) {
+    const batch = numbers.slice(start, start + HEADER_BATCH_SIZE);
+    const answers = await client.batch(batch.map((n) => ({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] })));
+    answers.forEach((answer, i) => {
+      const number = batch[i]!;
+      if (!answer.ok) throw answer.error;
+      if (answer.result === null) throw new RpcResponseError(`eth_getBlockByNumber(${number}) returned null for a block that must exist`);
+      headers.push(parseBlockHeader(answer.result, `eth_getBlockByNumber(${number})`));
+    });
+  }
+  return headers;
+}
+
+/** Headers of blocks `from..to` by number; each must exist. */
+export function getHeaders(client: RpcClient, from: number, to: number): Promise<BlockHeader[]> {
+  return getHeadersByNumber(client, Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i));
+}
+
 /**
- * Timestamps of the given blocks (for nodes whose logs omit `blockTimestamp`), in one JSON-RPC batch.
+ * Timestamps of the given blocks (for nodes whose logs omit `blockTimestamp`).
  * Each block's hash must match the one its logs carried: otherwise the chain moved under us.
  */
 export async function getBlockTimestamps(client: RpcClient, blocks: ReadonlyMap<number, Hex>): Promise<Map<number, number>> {
-  const numbers = [...blocks.keys()];
-  const answers = await client.batch(
-    numbers.map((n) => ({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] })),
-  );
   const timestamps = new Map<number, number>();
-  answers.forEach((answer, i) => {
-    const number = numbers[i]!;
-    if (!answer.ok) throw answer.error;
-    if (answer.result === null) throw new RpcResponseError(`eth_getBlockByNumber(${number}) returned null for a block with logs`);
-    const header = parseBlockHeader(answer.result, `eth_getBlockByNumber(${number})`);
-    if (header.hash !== blocks.get(number))
-      throw new RpcResponseError(`block ${number} has hash ${header.hash}, but its logs said ${blocks.get(number)}`);
-    timestamps.set(number, header.timestamp);
-  });
+  for (const header of await getHeadersByNumber(client, [...blocks.keys()])) {
+    if (header.hash !== blocks.get(header.number))
+      throw new RpcResponseError(`block ${header.number} has hash ${header.hash}, but its logs said ${blocks.get(header.number)}`);
+    timestamps.set(header.number, header.timestamp);
+  }
   return timestamps;
 }

@@ -71,7 +71,7 @@ export function createLifecycle(db: Database) {
      * as dropped every pre-confirmation of this or an earlier block that did not land.
      */
     applyCanonicalBlock(blockNumber: number, rows: readonly LogRow[], now: number): BlockApplied {
-      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: new Map() };
+      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: [] };
       const fresh: LogRow[] = [];
       for (const row of rows) {
         const twin = pickTwin(row, findTwins.all(twinContent(row)) as TwinCandidate[]);

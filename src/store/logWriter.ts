@@ -3,7 +3,9 @@ import { eventName, type EventName } from "../decode/paymentEvents.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import type { Metrics } from "../ops/metrics.js";
 
-export type InsertCounts = { inserted: number; duplicates: number; byEvent: Map<`${EventName}:${LogStatus}`, number> };
+/** Newly stored logs of one event at one status. */
+export type EventCount = { event: EventName; status: LogStatus; logs: number };
+export type InsertCounts = { inserted: number; duplicates: number; byEvent: EventCount[] };
 
 /**
  * Inserts decoded rows into `logs` and their decoded table. Idempotent: a log already stored
@@ -28,7 +30,8 @@ export function createLogWriter(db: Database) {
 
   return {
     insertRows(rows: readonly LogRow[], now: number): InsertCounts {
-      const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: new Map() };
+      const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: [] };
+      const tally = new Map<string, EventCount>();
       for (const row of rows) {
         // Positional parameters: measurably faster than named ones on this hot path.
         const status = row.status;
@@ -64,9 +67,13 @@ export function createLogWriter(db: Database) {
         if (event.kind === "transfer") insertTransfer.run(id, row.chainId, row.address, event.from, event.to, event.value, ...carried);
         else insertAuthorization.run(id, row.chainId, row.address, event.authorizer, event.nonce, event.used ? "used" : "canceled", ...carried);
         counts.inserted++;
-        const key = `${eventName(event)}:${row.status}` as const;
-        counts.byEvent.set(key, (counts.byEvent.get(key) ?? 0) + 1);
+        const name = eventName(event);
+        const key = `${name}:${row.status}`;
+        const count = tally.get(key);
+        if (count === undefined) tally.set(key, { event: name, status: row.status, logs: 1 });
+        else count.logs++;
       }
+      counts.byEvent = [...tally.values()];
       return counts;
     },
   };
@@ -75,9 +82,6 @@ export function createLogWriter(db: Database) {
 export type LogWriter = ReturnType<typeof createLogWriter>;
 
 /** Adds stored rows to `flashindex_logs_indexed_total{event,status}`. */
-export function countIndexed(metrics: Pick<Metrics, "logsIndexed">, byEvent: InsertCounts["byEvent"]): void {
-  for (const [key, n] of byEvent) {
-    const [event, status] = key.split(":") as [string, string];
-    metrics.logsIndexed.inc({ event, status }, n);
-  }
+export function countIndexed(metrics: Pick<Metrics, "logsIndexed">, byEvent: readonly EventCount[]): void {
+  for (const { event, status, logs } of byEvent) metrics.logsIndexed.inc({ event, status }, logs);
 }

@@ -22,14 +22,15 @@ export type WindowWriter = {
  * Commits backfill windows on a thread of their own, with a second connection to the same file:
  * SQLite's inserts (about half of a backfill's CPU) then run on one core while the main thread
  * parses and decodes the next windows on the other. Commits are applied in the order they are sent.
- * An in-memory database cannot be shared with a thread: it is written on the main thread.
+ * A short backfill (not worth a thread) and an in-memory database (which cannot be shared) are
+ * written on the main thread through the same commit function.
  */
-export function createWindowWriter(db: Database, options: { path: string; chainId: number }): WindowWriter {
-  if (options.path === ":memory:") {
+export function createWindowWriter(db: Database, options: { chainId: number; onThread: boolean }): WindowWriter {
+  if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
     return { commit: async (window, now) => commit(window, now), close: async () => undefined };
   }
-  const worker = startThread(options);
+  const worker = startThread({ path: db.name, chainId: options.chainId });
   const waiting = new Map<number, { resolve: (counts: InsertCounts) => void; reject: (error: Error) => void }>();
   let nextId = 1;
   let failure: Error | undefined;

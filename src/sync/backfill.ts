@@ -18,6 +18,8 @@ export const PROGRESS_INTERVAL_MS = 5_000;
  */
 export const BULK_MIN_LOGS = 50_000;
 export const BULK_SHARE_OF_STORED = 0.25;
+/** A backfill of this many blocks or more commits on the writer thread; a short catch-up is not worth starting one. */
+export const WRITER_THREAD_MIN_BLOCKS = 2_000;
 /** Windows handed to the writer thread and not yet committed: one committing, one queued behind it. */
 export const COMMITS_IN_FLIGHT = 2;
 
@@ -39,7 +41,11 @@ export type BackfillSummary = { windows: number; logs: number; blocks: number; d
  * committed in ONE transaction with its synced range: a crash leaves neither a gap nor a duplicate,
  * and a restart fetches only what is missing.
  */
-export async function backfill(deps: BackfillDeps, range: BackfillRange, options: { bulkMinLogs?: number } = {}): Promise<BackfillSummary> {
+export async function backfill(
+  deps: BackfillDeps,
+  range: BackfillRange,
+  options: { bulkMinLogs?: number; writerThread?: boolean } = {},
+): Promise<BackfillSummary> {
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
   const { config, metrics, db } = deps;
   const logger = deps.logger.child({ component: "backfill" });
@@ -122,7 +128,8 @@ export async function backfill(deps: BackfillDeps, range: BackfillRange, options
   }
 
   // SQLite writes run on the writer's thread while this one parses and decodes the next windows.
-  const writer = createWindowWriter(db, { path: db.name, chainId: config.chainId });
+  const onThread = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
+  const writer = createWindowWriter(db, { chainId: config.chainId, onThread });
   const committing: Array<Promise<void>> = [];
   try {
     for await (const window of windows) {

@@ -1,30 +1,11 @@
 import type { Hex } from "viem";
-import { parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
+import type { BlockHeader } from "../chain/blockHeaders.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { fetchLogRows } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
-
-/** Blocks per JSON-RPC batch when fetching headers. */
-const HEADER_BATCH_SIZE = 100;
-
-/** Headers of blocks `from..to` by number, in batches; each must exist. */
-export async function getHeaders(client: RpcClient, from: number, to: number): Promise<BlockHeader[]> {
-  const headers: BlockHeader[] = [];
-  for (let start = from; start <= to; start += HEADER_BATCH_SIZE) {
-    const end = Math.min(to, start + HEADER_BATCH_SIZE - 1);
-    const calls = [];
-    for (let n = start; n <= end; n++) calls.push({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] });
-    const answers = await client.batch(calls);
-    answers.forEach((answer, i) => {
-      if (!answer.ok) throw answer.error;
-      headers.push(parseBlockHeader(answer.result, `eth_getBlockByNumber(${start + i})`));
-    });
-  }
-  return headers;
-}
 
 /**
  * The decoded logs of one canonical block, fetched by its hash so they cannot belong to a sibling.

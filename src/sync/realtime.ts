@@ -1,7 +1,7 @@
 import type { SyncDeps } from "./syncDeps.js";
 import PQueue from "p-queue";
 import type { Hex } from "viem";
-import { getBlockHeader, parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
+import { getBlockHeader, getHeaders, parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
 import { getChainTips } from "../chain/finality.js";
 import { RpcResponseError } from "../chain/rpcErrors.js";
 import { parseRpcLog } from "../chain/rpcLog.js";
@@ -16,7 +16,7 @@ import { countIndexed } from "../store/logWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
-import { getBlockRows, getHeaders } from "./canonicalBlocks.js";
+import { getBlockRows } from "./canonicalBlocks.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
@@ -63,6 +63,8 @@ export function createHeadFollower(deps: RealtimeDeps) {
   async function catchUp(): Promise<void> {
     const tips = await getChainTips(client, config.finality);
     finalized = tips.finalized;
+    // The head is known before the backfill starts: the metric tells the truth while catching up.
+    metrics.chainHeadBlock.set(tips.head);
     await backfill(deps, { to: tips.head, finalized });
     const headers = await getHeaders(client, Math.max(0, Math.min(finalized + 1, tips.head)), tips.head);
     for (let i = 1; i < headers.length; i++) {

@@ -48,7 +48,7 @@ function contents(db: Database) {
 describe("the backfill's fast path", () => {
   test("stores exactly what the block-by-block path stores, row for row (writer thread, deferred reader indexes)", async () => {
     const fast = setUp("fast");
-    await backfill(fast, { to: head, finalized: head }, { bulkMinLogs: 1 });
+    await backfill(fast, { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true });
     expect(fast.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
 
     const slow = setUp("slow");
