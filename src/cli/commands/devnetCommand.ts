@@ -2,6 +2,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { parseArgs } from "node:util";
 import { UsageError } from "../../errors.js";
+import { asListenError } from "../../ops/listenErrors.js";
 
 export const DEVNET_HELP = `Usage: flashindex devnet [options]
 
@@ -21,9 +22,10 @@ Admin methods: devnet_mine, devnet_flashblock, devnet_reorg(depth), devnet_dropP
 devnet_disconnectWebSockets(), devnet_setFaults({ errorRate, latencyMs, maxBlockRange, maxResults }),
 devnet_setPendingLogsMode({ shape, repeat }).`;
 
-function intFlag(name: string, value: string | undefined, fallback: number): number {
+function intFlag(name: string, value: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value)) throw new UsageError(`${name}: expected a whole number, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || Number(value) > max)
+    throw new UsageError(`${name}: expected a whole number from 0 to ${max}, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
@@ -51,12 +53,15 @@ export async function devnetCommand(args: string[], shutdown: Shutdown): Promise
   const { startDevnet } = await import("../../devnet/startDevnet.js");
   const { startDemoTraffic } = await import("../../devnet/demoTraffic.js");
   const { startRegistrationStandIn } = await import("../../devnet/registrationStandIn.js");
+  const port = intFlag("--port", values.port, 8545, 65_535);
   const devnet = await startDevnet({
-    port: intFlag("--port", values.port, 8545),
+    port,
     blockTimeMs: intFlag("--block-time-ms", values["block-time-ms"], 2_000),
     flashblockIntervalMs: intFlag("--flashblock-ms", values["flashblock-ms"], 200),
     pendingLogs: { shape, repeat: false },
     onError: (error) => console.error(`devnet: ${(error as Error).message}`),
+  }).catch((error: unknown) => {
+    throw asListenError(error, { host: "127.0.0.1", port, key: "--port" });
   });
   const traffic = startDemoTraffic(devnet, { paymentsPerSecond: intFlag("--payments", values.payments, 0) });
   const registration = await startRegistrationStandIn({});

@@ -57,6 +57,11 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
 
 /** Everything `start` does while it holds the database's writer lock. */
 async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown): Promise<void> {
+  // First: a taken metrics port stops the daemon before a devnet starts or the database is opened.
+  const health = createHealth();
+  const { metrics: metricsConfig } = loaded.config;
+  const server = metricsConfig.enabled ? await startOpsServer({ ...loaded, health }, metricsConfig) : undefined;
+  if (server !== undefined) shutdown.add(() => server.close());
   const context = { ...loaded, config: await startConfiguredDevnet(loaded.config, loaded.logger, shutdown) };
   if (context.config !== loaded.config) context.client = createRpcClient(context);
   await verifyChain(context);
@@ -67,9 +72,6 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
   const db = openDatabase(context.config.database.path, context.config.chainId, identity);
   recordWriter(db, lock.holder);
   registerConfiguredWallets({ ...context, db }, createRegistrationClient(context.config.registration));
-  const health = createHealth();
-  const { metrics: metricsConfig } = context.config;
-  const server = metricsConfig.enabled ? await startOpsServer({ ...context, health }, metricsConfig) : undefined;
   const orderUpkeep = createOrderUpkeep({ ...context, db });
   const orderTimer = setInterval(() => {
     try {
@@ -91,7 +93,6 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
     // Stop every source first (subscriptions, devnet, timers), so nothing writes after the close.
     await shutdown.kill();
     db.close();
-    await server?.close();
     context.logger.info({ msg: "Stopped flashindex" });
   }
 }
