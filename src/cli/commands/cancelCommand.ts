@@ -1,3 +1,4 @@
+import { printJson } from "../output.js";
 import { createPublicClient, formatEther, formatGwei, http, type Address, type Hex } from "viem";
 import { CANCEL_EXIT_CODES_HELP } from "../../authorization/cancelErrors.js";
 import {
@@ -43,6 +44,7 @@ Options:
   --json                   print one JSON object
   -c, --config PATH        config file (default: indexer.config.json)
   --db PATH                SQLite file, read to tell captured from canceled (overrides database.path)
+  --log-level LEVEL        trace, debug, info, warn, error, fatal or silent (logs go to stderr)
   -h, --help               show this help
 
 ${CANCEL_EXIT_CODES_HELP}`;
@@ -97,8 +99,7 @@ export async function cancelCommand(args: string[], _shutdown: Shutdown): Promis
 
   const result = await relayCancel(deps, prepared);
   if (values.json)
-    return void console.log(
-      JSON.stringify(
+    return printJson(
         {
           token,
           authorizer,
@@ -111,9 +112,6 @@ export async function cancelCommand(args: string[], _shutdown: Shutdown): Promis
           gasUsed: result.gasUsed.toString(),
           authorizationState: result.authorizationState,
         },
-        null,
-        2,
-      ),
     );
   console.log(
     [
@@ -137,8 +135,7 @@ export function costLine(cost: CancelCost): string {
 function printDryRun(prepared: PreparedCancel, cost: CancelCost, relayer: Address | undefined, json: boolean): void {
   const { domain } = prepared;
   if (json)
-    return void console.log(
-      JSON.stringify(
+    return printJson(
         {
           dryRun: true,
           sent: false,
@@ -154,9 +151,6 @@ function printDryRun(prepared: PreparedCancel, cost: CancelCost, relayer: Addres
             onChain: { transactions: 1, gas: cost.gas.toString(), gasPriceWei: cost.gasPriceWei.toString(), costWei: cost.costWei.toString(), costEth: formatEther(cost.costWei) },
           },
         },
-        null,
-        2,
-      ),
     );
   console.log(
     [

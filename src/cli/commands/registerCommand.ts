@@ -1,3 +1,4 @@
+import { printJson } from "../output.js";
 import { createRegistrationClient, parseWallet } from "../../attribution/registrationClient.js";
 import { readUrl } from "../../config/fields.js";
 import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
@@ -19,6 +20,7 @@ Options:
   --json              print one JSON object instead of the code
   -c, --config PATH   config file (default: indexer.config.json)
   --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
   -h, --help          show this help`;
 
 export async function registerCommand(args: string[], shutdown: Shutdown): Promise<void> {
@@ -48,7 +50,7 @@ export async function registerCommand(args: string[], shutdown: Shutdown): Promi
   if (values.json) {
     const { registeredAt, lastConfirmedAt } = saved.row;
     const previousCode = saved.status === "changed" ? saved.previousCode : null;
-    return void console.log(JSON.stringify({ walletAddress: wallet, builderCode, status: saved.status, previousCode, registeredAt, lastConfirmedAt }, null, 2));
+    return printJson({ walletAddress: wallet, builderCode, status: saved.status, previousCode, registeredAt, lastConfirmedAt });
   }
   console.log(builderCode);
 }

@@ -44,7 +44,7 @@ from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreach
 export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("start", args, {});
   if (values.help) return void console.log(START_HELP);
-  const loaded = createContext(values, shutdown);
+  const loaded = createContext(values, shutdown, "stdout");
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
   refuseForeignFile(loaded.config.database.path);
   const lock = acquireWriterLock(loaded.config.database.path, "start");
