@@ -1,4 +1,3 @@
-import { printJson } from "../output.js";
 import { createPublicClient, formatEther, formatGwei, http, type Address, type Hex } from "viem";
 import { CANCEL_EXIT_CODES_HELP } from "../../authorization/cancelErrors.js";
 import {
@@ -18,6 +17,7 @@ import { ConfigError, UsageError } from "../../errors.js";
 import { redactUrl } from "../../ops/redact.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { parseCommandArgs } from "../args.js";
+import { printJson } from "../output.js";
 
 export const CANCEL_HELP = `Usage: flashindex cancel --authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]
 

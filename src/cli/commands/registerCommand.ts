@@ -1,4 +1,3 @@
-import { printJson } from "../output.js";
 import { createRegistrationClient, parseWallet } from "../../attribution/registrationClient.js";
 import { readUrl } from "../../config/fields.js";
 import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
@@ -7,6 +6,7 @@ import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase } from "../../store/openDatabase.js";
 import { saveRegistration } from "../../store/registrations.js";
 import { parseCommandArgs } from "../args.js";
+import { printJson } from "../output.js";
 
 export const REGISTER_HELP = `Usage: flashindex register <wallet> [options]
 
