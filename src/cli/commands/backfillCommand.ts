@@ -6,6 +6,7 @@ import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/wr
 import { backfill } from "../../sync/backfill.js";
 import { parseBlockNumber, parseCommandArgs } from "../args.js";
 import { printJson } from "../output.js";
+import { createTerminalProgress } from "../progressBar.js";
 import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
 
 export const BACKFILL_HELP = `Usage: flashindex backfill [--from N] [--to M] [options]
@@ -59,7 +60,14 @@ async function runBackfill(context: Context, lock: WriterLock, from: number | un
   const db = openDatabase(context.config.database.path, context.config.chainId, identity);
   try {
     recordWriter(db, lock.holder);
-    const summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized });
+    // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
+    const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;
+    let summary;
+    try {
+      summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update });
+    } finally {
+      display?.stop();
+    }
     if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs });
     else console.log(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
   } finally {
