@@ -5,6 +5,7 @@ import { getChainTips } from "../../chain/finality.js";
 import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors.js";
 import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js";
 import { createHealth } from "../../ops/health.js";
+import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
@@ -81,6 +82,8 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
     }
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
+  const heartbeat = startHeartbeat({ ...context, health });
+  shutdown.add(() => heartbeat.stop());
   context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });
   try {
     if (context.config.realtime.enabled) await followRealtime({ ...context, db, health });
