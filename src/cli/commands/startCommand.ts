@@ -26,7 +26,7 @@ export const FAILURE_BACKOFF_MS = 30_000;
 export const START_HELP = `Usage: flashindex start [options]
 
 Runs the daemon: backfills every configured token from its start block, then follows the chain:
-new blocks (newHeads over realtime.ws, or polling), reorgs (parent hashes, the logs subscription's
+new blocks (newHeads over rpc.ws, or polling), reorgs (parent hashes, the logs subscription's
 removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription). Serves /metrics, /healthz and /readyz.
 SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
