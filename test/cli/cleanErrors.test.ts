@@ -61,11 +61,14 @@ describe("one line and an exit code, never a stack trace", () => {
     const dbPath = join(dir, "random.db");
     writeFileSync(dbPath, createHash("sha512").update("not sqlite").digest().toString("hex").repeat(64));
     const before = sha256(dbPath);
-    for (const args of [["start"], ["backfill"], ["status"], ["order", "list"], ["status", "--json"]]) {
+    for (const args of [["start"], ["backfill"], ["status"], ["order", "list"]]) {
       const result = await runCli([...args, "--config", path]);
       expect(result.code, args.join(" ")).toBe(2);
       expectOneLine(result, `database.path: ${dbPath} is not a SQLite database`);
     }
+    const json = await runCli(["status", "--json", "--config", path]);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toEqual({ error: { code: "config_error", message: expect.stringContaining(`${dbPath} is not a SQLite database`) } });
     expect(sha256(dbPath)).toBe(before);
     expect(existsSync(`${dbPath}.lock`)).toBe(false);
   }, 60_000);
