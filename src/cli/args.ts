@@ -16,8 +16,27 @@ export function parseCommandArgs<const T extends Options>(command: string, args:
   try {
     return parseArgs({ args, options: { ...COMMON_OPTIONS, ...options }, strict: true, allowPositionals });
   } catch (error) {
-    throw new UsageError(`${command}: ${(error as Error).message} (see flashindex ${command} --help)`);
+    throw new UsageError(`${command}: ${describeParseError(error, args)} (see flashindex ${command} --help)`);
   }
+}
+
+/**
+ * Node's parseArgs messages in our words, one line each: they speak of '--from=-XYZ' and of
+ * positional arguments, not of what the user typed.
+ */
+export function describeParseError(error: unknown, args: readonly string[]): string {
+  const message = (error as Error).message;
+  const code = (error as { code?: unknown }).code;
+  const flag = /'(-{1,2}[^' ]+)/.exec(message)?.[1] ?? "";
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown option ${flag}`;
+  if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") return `unexpected argument ${JSON.stringify(/'([^']*)'/.exec(message)?.[1] ?? "")}`;
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+    if (message.includes("does not take an argument")) return `${flag} takes no value`;
+    const next = args[args.indexOf(flag) + 1];
+    if (message.includes("ambiguous") && next !== undefined) return `${flag}: expected a value, got the option-like ${JSON.stringify(next)}`;
+    return `${flag}: missing value`;
+  }
+  return message.split("\n")[0]!;
 }
 
 /** A non-negative whole block number from a flag; `name` is the flag for the message. */

@@ -4,6 +4,7 @@ import { WrongChainError } from "../chain/rpcErrors.js";
 import { loadConfig, DEFAULT_CONFIG_PATH } from "../config/loadConfig.js";
 import type { Config } from "../config/types.js";
 import { ConfigError, FatalError } from "../errors.js";
+import { pino } from "pino";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { createMetrics, type Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
@@ -20,10 +21,16 @@ export type Context = {
 
 export type CommonFlags = { config?: string | undefined; db?: string | undefined; "log-level"?: string | undefined };
 
+/**
+ * Where a command's logs go: the daemon's JSON log is its stdout; a one-shot command keeps stdout
+ * for its result (one JSON document under --json) and logs to stderr.
+ */
+export type LogStream = "stdout" | "stderr";
+
 /** Reads and validates the config, then builds the logger, metrics and RPC client from it. */
-export function createContext(flags: CommonFlags, shutdown: Shutdown): Context {
+export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Context {
   const config = loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
   shutdown.add(() => logger.flush());
   const metrics = createMetrics({ databasePath: config.database.path });
   const client = createRpcClient({ config, logger, metrics, shutdown });

@@ -3,6 +3,7 @@ import DatabaseConstructor from "better-sqlite3";
 import { createPublicClient, http, type Hex } from "viem";
 import type { Config } from "../config/types.js";
 import type { Devnet, DevnetOptions } from "../devnet/startDevnet.js";
+import { asListenError, isListenError } from "../ops/listenErrors.js";
 import type { Logger } from "../ops/logger.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import { backupSuffix, moveDatabaseAside } from "../store/moveDatabaseAside.js";
@@ -24,6 +25,8 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
     flashblockIntervalMs: options.flashblockIntervalMs,
     port: options.port,
     onError,
+  }).catch((error: unknown) => {
+    throw asListenError(error, { host: "127.0.0.1", port: options.port, key: "devnet.port" });
   });
   const traffic = startDemoTraffic(devnet, {
     paymentsPerSecond: options.paymentsPerSecond,
@@ -80,6 +83,8 @@ async function startDevnetForDatabase(config: Config, log: Logger, options: Devn
       await devnet.stop();
       reason = mismatch;
     } catch (error) {
+      // A port that is taken says nothing about the saved chain: the database must stay where it is.
+      if (isListenError(error)) throw error;
       reason = `the saved chain could not be loaded: ${(error as Error).message}`;
     }
   }

@@ -4,6 +4,9 @@
 // (over 1 GB RSS for a live set of about 30 MB). The npm scripts and the Docker image run this file
 // through its shebang, so the cap applies however flashindex is started.
 import { BaseError, EXIT_USAGE, ShutdownError, UsageError, exitCodeOf } from "../errors.js";
+import { pino } from "pino";
+import { LOG_LEVELS, type LogLevel } from "../config/types.js";
+import { createLogger, type Logger } from "../ops/logger.js";
 import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
 import { authCommand, AUTH_HELP } from "./commands/authCommand.js";
@@ -14,6 +17,7 @@ import { orderCommand, ORDER_HELP } from "./commands/orderCommand.js";
 import { registerCommand, REGISTER_HELP } from "./commands/registerCommand.js";
 import { startCommand, START_HELP } from "./commands/startCommand.js";
 import { statusCommand, STATUS_HELP } from "./commands/statusCommand.js";
+import { jsonError } from "./output.js";
 
 /** After the first SIGINT/SIGTERM, work has this long to finish before the process exits anyway. */
 export const SHUTDOWN_GRACE_MS = 15_000;
@@ -51,22 +55,35 @@ async function main(argv: string[]): Promise<number> {
   }
   const command = COMMANDS[name];
   const shutdown = createShutdown();
-  const removeHandlers = handleSignals(shutdown);
+  const removeHandlers = handleSignals(shutdown, noticeLogger(name, args));
   try {
     if (command === undefined) throw new UsageError(`unknown command '${name}'\n\n${USAGE}`);
     await command.run(args, shutdown);
     return 0;
   } catch (error) {
-    return report(error);
+    return report(error, wantsJson(args));
   } finally {
     removeHandlers();
     await shutdown.kill();
   }
 }
 
-/** One line for a user's mistake or a known failure; a stack trace only for a bug of ours. */
-function report(error: unknown): number {
+/** `--json` among a command's flags (before a `--`): its errors are then one JSON document too. */
+function wantsJson(args: string[]): boolean {
+  const end = args.indexOf("--");
+  return (end === -1 ? args : args.slice(0, end)).includes("--json");
+}
+
+/**
+ * One line for a user's mistake or a known failure; a stack trace only for a bug of ours. Under
+ * --json the error is the one JSON document on stdout, `{"error": {"code", "message"}}`.
+ */
+function report(error: unknown, json: boolean): number {
   if (error instanceof ShutdownError) return 0;
+  if (json) {
+    console.log(JSON.stringify(jsonError(error)));
+    return exitCodeOf(error);
+  }
   if (error instanceof BaseError) {
     const prefix = error.exitCode === EXIT_USAGE ? "error" : "failed";
     console.error(`flashindex: ${prefix}: ${redactText(error.shortMessage)}`);
@@ -76,18 +93,36 @@ function report(error: unknown): number {
   return exitCodeOf(error);
 }
 
+/**
+ * The logger for what the entry point itself has to say (signals): JSON lines like every other log,
+ * on the command's log stream (stdout for the daemon, stderr for one-shot commands), at the level
+ * of --log-level or FLASHINDEX_LOG_LEVEL. A terminal gets one plain line instead.
+ */
+function noticeLogger(command: string | undefined, args: string[]): Logger | undefined {
+  const toStdout = command === "start";
+  if ((toStdout ? process.stdout : process.stderr).isTTY) return undefined;
+  const flag = args.indexOf("--log-level");
+  const wanted = (flag === -1 ? undefined : args[flag + 1]) ?? process.env.FLASHINDEX_LOG_LEVEL ?? "info";
+  const level: LogLevel = (LOG_LEVELS as readonly string[]).includes(wanted) ? (wanted as LogLevel) : "info";
+  return createLogger(level, pino.destination({ dest: toStdout ? 1 : 2, sync: true })).child({ component: "cli" });
+}
+
 /** First signal: shut down gracefully within SHUTDOWN_GRACE_MS. Second signal: exit at once. */
-function handleSignals(shutdown: Shutdown): () => void {
+function handleSignals(shutdown: Shutdown, logger: Logger | undefined): () => void {
   let signals = 0;
+  const notice = (level: "info" | "warn" | "error", msg: string, text: string, fields: Record<string, unknown>) => {
+    if (logger === undefined) console.error(`flashindex: ${text}`);
+    else logger[level]({ msg, ...fields });
+  };
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
     if (signals > 1) {
-      console.error(`flashindex: ${signal} again, exiting now`);
+      notice("warn", "Received a second signal, exited at once", `${signal} again, exiting now`, { signal });
       process.exit(130);
     }
-    console.error(`flashindex: ${signal} received, shutting down (send again to force)`);
+    notice("info", "Received a signal, shutting down (send again to force)", `${signal} received, shutting down (send again to force)`, { signal, grace_ms: SHUTDOWN_GRACE_MS });
     setTimeout(() => {
-      console.error(`flashindex: shutdown took over ${SHUTDOWN_GRACE_MS} ms, exiting`);
+      notice("error", "Exited after the shutdown grace period", `shutdown took over ${SHUTDOWN_GRACE_MS} ms, exiting`, { grace_ms: SHUTDOWN_GRACE_MS });
       process.exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     void shutdown.kill();

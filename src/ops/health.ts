@@ -12,6 +12,8 @@ export function createHealth(now: () => number = Date.now) {
     markHeadSeen: () => {
       lastHeadAt = now();
     },
+    /** True once the backfill has reached the chain's finalized block (the daemon follows the head). */
+    isCaughtUp: () => backfillCaughtUp,
     /** undefined when ready, else the reason it is not. */
     notReadyReason(): string | undefined {
       if (!backfillCaughtUp) return "backfill has not caught up with the finalized block";

@@ -3,11 +3,12 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import type { Health } from "./health.js";
+import { asListenError } from "./listenErrors.js";
 
 /** Serves /metrics (Prometheus text), /healthz (alive) and /readyz (503 with the reason when not ready). */
 export async function startOpsServer(
   deps: { logger: Logger; metrics: Metrics; health: Health },
-  options: { host: string; port: number },
+  options: { host: string; port: number; portKey?: string },
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const logger = deps.logger.child({ component: "ops_server" });
   const server: Server = createServer((request, response) => {
@@ -37,10 +38,14 @@ export async function startOpsServer(
     }
     response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port, options.host, () => resolve());
+    });
+  } catch (error) {
+    throw asListenError(error, { host: options.host, port: options.port, key: options.portKey ?? "metrics.port" });
+  }
   const { port } = server.address() as AddressInfo;
   const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
   logger.info({ msg: "Started metrics and health server", url });

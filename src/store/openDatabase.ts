@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, statSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, statSync } from "node:fs";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import { ConfigError } from "../errors.js";
+import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
 import { migrate, SCHEMA_VERSION } from "./migrations.js";
 
 export type { Database };
@@ -26,9 +26,14 @@ export type ChainIdentity = { genesisHash: Hex };
  * flashindex database is refused before anything is written to it.
  */
 export function openDatabase(path: string, chainId: number, identity?: ChainIdentity): Database {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  if (path !== ":memory:") ensureDatabaseDirectory(path);
   const existing = path !== ":memory:" && existsSync(path) && statSync(path).size > 0;
-  const db = new DatabaseConstructor(path);
+  let db: Database;
+  try {
+    db = new DatabaseConstructor(path);
+  } catch (error) {
+    throw asDatabasePathError(error, path);
+  }
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     if (existing) {
@@ -47,7 +52,7 @@ export function openDatabase(path: string, chainId: number, identity?: ChainIden
     return db;
   } catch (error) {
     db.close();
-    throw asConfigError(error, path);
+    throw asDatabasePathError(error, path);
   }
 }
 
@@ -96,7 +101,7 @@ export function openDatabaseReadOnly(path: string, chainId: number): Database {
     return db;
   } catch (error) {
     db?.close();
-    throw asConfigError(error, path);
+    throw asDatabasePathError(error, path);
   }
 }
 
@@ -111,7 +116,7 @@ export function refuseForeignFile(path: string): void {
     db = new DatabaseConstructor(path, { readonly: true, fileMustExist: true });
     checkIsFlashindexFile(db, path);
   } catch (error) {
-    throw asConfigError(error, path);
+    throw asDatabasePathError(error, path);
   } finally {
     db?.close();
   }
@@ -150,12 +155,4 @@ function checkPins(db: Database, path: string, chainId: number, identity: ChainI
       "database.path",
       `database ${path} belongs to chain ${chainId} with genesis ${storedGenesis}, but the RPC serves genesis ${identity.genesisHash}; use another database.path`,
     );
-}
-
-/** SQLite's own refusals of a path are the user's to fix: one line, exit 2. */
-function asConfigError(error: unknown, path: string): unknown {
-  const code = (error as { code?: unknown }).code;
-  if (code === "SQLITE_NOTADB") return new ConfigError("database.path", `${path} is not a SQLite database; refusing to touch it (use another database.path)`);
-  if (code === "SQLITE_CANTOPEN") return new ConfigError("database.path", `${path} cannot be opened (${(error as Error).message})`);
-  return error;
 }

@@ -1,8 +1,7 @@
-import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
-import { dirname } from "node:path";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
 import { ConfigError } from "../errors.js";
+import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
 
 /** Who writes a database: recorded in its `meta` table so a refused second writer can name it. */
 export type WriterHolder = { pid: number; host: string; command: string; startedAt: string };
@@ -29,8 +28,13 @@ export function writerLockPath(databasePath: string): string {
 export function acquireWriterLock(databasePath: string, command: string): WriterLock {
   const holder: WriterHolder = { pid: process.pid, host: hostname(), command, startedAt: new Date().toISOString() };
   if (databasePath === ":memory:") return { holder, release: () => undefined };
-  mkdirSync(dirname(databasePath), { recursive: true });
-  const lock = new DatabaseConstructor(writerLockPath(databasePath));
+  ensureDatabaseDirectory(databasePath);
+  let lock: Database;
+  try {
+    lock = new DatabaseConstructor(writerLockPath(databasePath));
+  } catch (error) {
+    throw asDatabasePathError(error, writerLockPath(databasePath));
+  }
   try {
     lock.pragma("busy_timeout = 0");
     lock.pragma("locking_mode = EXCLUSIVE");
@@ -41,7 +45,7 @@ export function acquireWriterLock(databasePath: string, command: string): Writer
   } catch (error) {
     lock.close();
     if ((error as { code?: string }).code === "SQLITE_BUSY") throw new WriterBusyError(databasePath, readHolder(databasePath));
-    throw error;
+    throw asDatabasePathError(error, writerLockPath(databasePath));
   }
   let released = false;
   return {

@@ -8,6 +8,7 @@ import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 import { contiguousEnd, missingRanges, planSegments } from "./blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
+import { getBlockHeader } from "../chain/blockHeaders.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;
@@ -32,6 +33,24 @@ export type BackfillRange = {
   from?: number | undefined;
   /** Blocks at or below this are stored as finalized, above it as confirmed. */
   finalized: number;
+  /** The chain head when the backfill started (flashindex_chain_head_block); defaults to `to`. */
+  head?: number | undefined;
+  /**
+   * Called after every committed window (a terminal's progress bar); when given, it replaces the
+   * periodic "Backfill progressed" log line.
+   */
+  onProgress?: ((progress: BackfillProgress) => void) | undefined;
+};
+
+/** Where a running backfill stands; rates are since its start. */
+export type BackfillProgress = {
+  blocksDone: number;
+  blocksTotal: number;
+  logs: number;
+  logsPerSecond: number;
+  etaSeconds: number;
+  /** Size of the last committed window, in blocks. */
+  windowBlocks: number;
 };
 
 export type BackfillSummary = { windows: number; logs: number; blocks: number; durationMs: number };
@@ -62,6 +81,8 @@ export async function backfill(
   const started = Date.now();
   const summary: BackfillSummary = { windows: 0, logs: 0, blocks: 0, durationMs: 0 };
   metrics.backfillTargetBlock.set(range.to);
+  // The head is known before the first window: the gauge must not read 0 while catching up.
+  metrics.chainHeadBlock.set(range.head ?? range.to);
   if (segments.length === 0) {
     logger.debug({ msg: "Found nothing to backfill", to_block: range.to });
     buildReaderIndexes();
@@ -82,12 +103,21 @@ export async function backfill(
     metrics.dbWriteDuration.observe({ kind: "index_build" }, (performance.now() - started) / 1_000);
     logger.info({ msg: "Built reader indexes", indexes: built, duration_ms: Math.round(performance.now() - started) });
   }
+  let lagBlockAsked = -1;
   const updateCheckpoint = () => {
     const ends = tokens.map((t) => contiguousEnd(synced.list(t.key), t.startBlock));
     const checkpoint = Math.min(...ends);
     metrics.backfillCheckpointBlock.set(checkpoint);
     metrics.indexedBlock.set({ source: "backfill" }, checkpoint);
-    metrics.lagBlocks.set(Math.max(0, range.to - checkpoint));
+    metrics.lagBlocks.set(Math.max(0, (range.head ?? range.to) - checkpoint));
+    // flashindex_sync_lag_seconds: now minus the newest indexed block's time, one header per progress tick.
+    if (checkpoint >= 0 && checkpoint !== lagBlockAsked) {
+      lagBlockAsked = checkpoint;
+      getBlockHeader(deps.client, checkpoint).then(
+        (header) => header !== undefined && metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - header.timestamp)),
+        () => undefined,
+      );
+    }
   };
 
   let lastProgress = Date.now();
@@ -111,19 +141,33 @@ export async function backfill(
       readerIndexes.drop();
       logger.info({ msg: "Deferred reader indexes to the end of the backfill", logs: summary.logs, stored_before: storedBefore });
     }
-    if (Date.now() - lastProgress >= PROGRESS_INTERVAL_MS) {
+    const seconds = Math.max((Date.now() - started) / 1_000, 1e-3);
+    const rate = summary.blocks / seconds;
+    const progress: BackfillProgress = {
+      blocksDone: summary.blocks,
+      blocksTotal: totalBlocks,
+      logs: summary.logs,
+      logsPerSecond: Math.round(summary.logs / seconds),
+      etaSeconds: Math.round((totalBlocks - summary.blocks) / Math.max(rate, 1e-9)),
+      windowBlocks: window.to - window.from + 1,
+    };
+    range.onProgress?.(progress);
+    // First window, then every PROGRESS_INTERVAL_MS, and the last: a short run reports progress too.
+    const last = summary.blocks >= totalBlocks;
+    if (summary.windows === 1 || last || Date.now() - lastProgress >= PROGRESS_INTERVAL_MS) {
       lastProgress = Date.now();
       updateCheckpoint();
-      const seconds = (Date.now() - started) / 1_000;
-      const rate = summary.blocks / seconds;
-      logger.info({
-        msg: "Backfill progressed",
-        blocks_done: summary.blocks,
-        blocks_total: totalBlocks,
-        blocks_per_second: Math.round(rate),
-        logs: summary.logs,
-        eta_seconds: Math.round((totalBlocks - summary.blocks) / Math.max(rate, 1e-9)),
-      });
+      if (range.onProgress === undefined)
+        logger.info({
+          msg: "Backfill progressed",
+          blocks_done: progress.blocksDone,
+          blocks_total: progress.blocksTotal,
+          blocks_per_second: Math.round(rate),
+          logs: progress.logs,
+          logs_per_second: progress.logsPerSecond,
+          window_blocks: progress.windowBlocks,
+          eta_seconds: progress.etaSeconds,
+        });
     }
   }
 

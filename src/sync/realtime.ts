@@ -63,8 +63,6 @@ export function createHeadFollower(deps: RealtimeDeps) {
   async function catchUp(): Promise<void> {
     const tips = await getChainTips(client, config.finality);
     finalized = tips.finalized;
-    // The head is known before the backfill starts: the metric tells the truth while catching up.
-    metrics.chainHeadBlock.set(tips.head);
     await backfill(deps, { to: tips.head, finalized });
     const headers = await getHeaders(client, Math.max(0, Math.min(finalized + 1, tips.head)), tips.head);
     for (let i = 1; i < headers.length; i++) {

@@ -318,7 +318,7 @@ describe("flashindex register", () => {
 
     const again = await runCli(["register", wallet.toLowerCase(), "--config", path, "--json"]);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ walletAddress: wallet, builderCode: code, status: "confirmed", previousCode: null });
+    expect(JSON.parse(again.stdout)).toMatchObject({ wallet_address: wallet, builder_code: code, status: "confirmed", previous_code: null });
     expect(rowsOf(database)).toEqual([
       { walletAddress: wallet.toLowerCase(), builderCode: code, registeredAt: expect.any(Number), lastConfirmedAt: expect.any(Number) },
     ]);

@@ -245,10 +245,10 @@ describe("flashindex cancel", () => {
       FLASHINDEX_BUYER_KEY: keys().buyer,
     });
     expect(json.code, json.stderr).toBe(0);
-    const parsed = JSON.parse(json.stdout) as { sent: boolean; cost: { offChain: { gas: string }; onChain: { gas: string } } };
+    const parsed = JSON.parse(json.stdout) as { sent: boolean; cost: { off_chain: { gas: string }; on_chain: { gas: string } } };
     expect(parsed.sent).toBe(false);
-    expect(parsed.cost.offChain.gas).toBe("0");
-    expect(Number(parsed.cost.onChain.gas)).toBeGreaterThan(21_000);
+    expect(parsed.cost.off_chain.gas).toBe("0");
+    expect(Number(parsed.cost.on_chain.gas)).toBeGreaterThan(21_000);
   });
 
   test("a wrong signer exits 7 and sends nothing", async () => {
@@ -282,10 +282,10 @@ describe("flashindex cancel", () => {
       "--relayer-key-file", relayerKeyFile, "--confirmations", "2", "--json",
     ]);
     expect(result.code, result.stderr).toBe(0);
-    const parsed = JSON.parse(result.stdout) as { txHash: string; blockNumber: number; confirmations: number; authorizationState: boolean };
-    expect(parsed.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    const parsed = JSON.parse(result.stdout) as { tx_hash: string; block_number: number; confirmations: number; authorization_state: boolean };
+    expect(parsed.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(parsed.confirmations).toBeGreaterThanOrEqual(2);
-    expect(parsed.authorizationState).toBe(true);
+    expect(parsed.authorization_state).toBe(true);
     expect(await authorizationState(buyer.address, nonce)).toBe(true);
     expectNoKeys(result);
   });

@@ -95,7 +95,7 @@ describe("orders on chain", () => {
     expect(auth.code, auth.stderr).toBe(0);
     expect(JSON.parse(auth.stdout)).toMatchObject({
       state: "captured",
-      contractUsed: true,
+      contract_used: true,
       comparison: "agree",
       indexed: { status: "confirmed", captured_from: m.from.toLowerCase(), captured_to: m.to.toLowerCase(), captured_value: "2500000", tx_hash: txHash },
     });

@@ -75,9 +75,9 @@ describe("flashindex CLI", () => {
     expect(backfill.code).toBe(0);
     const status = await runCli(["status", "--config", path, "--json"]);
     expect(status.code).toBe(0);
-    const report = JSON.parse(status.stdout) as { head: number; tokens: Array<{ checkpoint: number; lagBlocks: number }> };
+    const report = JSON.parse(status.stdout) as { head: number; tokens: Array<{ checkpoint: number; lag_blocks: number }> };
     expect(report.tokens[0]!.checkpoint).toBeGreaterThanOrEqual(0);
-    expect(report.tokens[0]!.lagBlocks).toBe(report.head - report.tokens[0]!.checkpoint);
+    expect(report.tokens[0]!.lag_blocks).toBe(report.head - report.tokens[0]!.checkpoint);
   });
 });
 

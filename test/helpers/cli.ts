@@ -5,12 +5,24 @@ import { join } from "node:path";
 const ROOT = join(import.meta.dirname, "..", "..");
 const MAIN = join(ROOT, "src", "cli", "main.ts");
 
+/** Who runs the CLI: by default this process's user; `unprivileged()` gives a user file permissions apply to. */
+export type CliUser = { uid?: number; gid?: number };
+
+/**
+ * A user that file permissions apply to: root ignores them, so under root the CLI runs as nobody
+ * (65534); anyone else runs it as themselves. The files it reads must be readable by that user.
+ */
+export function unprivileged(): CliUser {
+  return process.getuid?.() === 0 ? { uid: 65_534, gid: 65_534 } : {};
+}
+
 /** Spawns the real CLI (TypeScript through tsx) as a user would run it. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: () => { stdout: string; stderr: string } } {
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, user: CliUser = {}): ChildProcess & { output: () => { stdout: string; stderr: string } } {
   const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    ...user,
   });
   let stdout = "";
   let stderr = "";
@@ -20,8 +32,8 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): ChildProc
 }
 
 /** Runs the CLI to completion. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawnCli(args, env);
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, user: CliUser = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawnCli(args, env, user);
   const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
   return { code, ...child.output() };
 }

@@ -6,6 +6,7 @@ import { openDatabaseReadOnly } from "../../store/openDatabase.js";
 import { parseAddressFlag, parseBytes32Flag } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext, verifyChain } from "../context.js";
+import { printJson } from "../output.js";
 
 export const AUTH_HELP = `Usage: flashindex auth <token> <authorizer> <nonce> [--json] [options]
 
@@ -22,6 +23,7 @@ Options:
   --json              print one JSON object instead of text
   -c, --config PATH   config file (default: indexer.config.json)
   --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
   -h, --help          show this help`;
 
 type IndexedState = {
@@ -57,7 +59,7 @@ export async function authCommand(args: string[], shutdown: Shutdown): Promise<v
   const authorizer = parseAddressFlag("<authorizer>", positionals[1]);
   const nonce = parseBytes32Flag("<nonce>", positionals[2]);
 
-  const context = createContext({ ...values, "log-level": values["log-level"] ?? "warn" }, shutdown);
+  const context = createContext(values, shutdown);
   const db = openDatabaseReadOnly(context.config.database.path, context.config.chainId);
   shutdown.add(() => db.close());
   const indexed = db
@@ -71,7 +73,7 @@ export async function authCommand(args: string[], shutdown: Shutdown): Promise<v
   const comparison = compareAuthorization(indexed, used);
 
   if (values.json) {
-    console.log(JSON.stringify({ token, authorizer, nonce, indexed: indexed ?? null, state: indexed?.state ?? "not_seen", contractUsed: used, comparison }, null, 2));
+    printJson({ token, authorizer, nonce, indexed: indexed ?? null, state: indexed?.state ?? "not_seen", contractUsed: used, comparison });
   } else {
     if (indexed === undefined) console.log("not seen: no live AuthorizationUsed or AuthorizationCanceled indexed");
     else {

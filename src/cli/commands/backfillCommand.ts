@@ -5,6 +5,8 @@ import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
 import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { parseBlockNumber, parseCommandArgs } from "../args.js";
+import { printJson } from "../output.js";
+import { createTerminalProgress } from "../progressBar.js";
 import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
 
 export const BACKFILL_HELP = `Usage: flashindex backfill [--from N] [--to M] [options]
@@ -17,6 +19,7 @@ flashindex's or that was filled from another chain.
 Options:
   --from N            first block (default: each token's startBlock)
   --to M              last block (default: the last block the configured finality calls final)
+  --json              print the summary as one JSON object (logs go to stderr either way)
   -c, --config PATH   config file (default: indexer.config.json)
   --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
   --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
@@ -25,7 +28,7 @@ Options:
 Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).`;
 
 export async function backfillCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values } = parseCommandArgs("backfill", args, { from: { type: "string" }, to: { type: "string" } });
+  const { values } = parseCommandArgs("backfill", args, { from: { type: "string" }, to: { type: "string" }, json: { type: "boolean" } });
   if (values.help) return void console.log(BACKFILL_HELP);
   const from = parseBlockNumber("--from", values.from);
   const requestedTo = parseBlockNumber("--to", values.to);
@@ -36,14 +39,14 @@ export async function backfillCommand(args: string[], shutdown: Shutdown): Promi
   refuseForeignFile(context.config.database.path);
   const lock = acquireWriterLock(context.config.database.path, "backfill");
   try {
-    await runBackfill(context, lock, from, requestedTo);
+    await runBackfill(context, lock, from, requestedTo, values.json === true);
   } finally {
     lock.release();
   }
 }
 
 /** Everything `backfill` does while it holds the database's writer lock. */
-async function runBackfill(context: Context, lock: WriterLock, from: number | undefined, requestedTo: number | undefined): Promise<void> {
+async function runBackfill(context: Context, lock: WriterLock, from: number | undefined, requestedTo: number | undefined, json: boolean): Promise<void> {
   await verifyChain(context);
   const identity = await getChainIdentity(context);
   const tips = await getChainTips(context.client, context.config.finality);
@@ -57,8 +60,16 @@ async function runBackfill(context: Context, lock: WriterLock, from: number | un
   const db = openDatabase(context.config.database.path, context.config.chainId, identity);
   try {
     recordWriter(db, lock.holder);
-    const summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized });
-    console.error(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
+    // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
+    const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;
+    let summary;
+    try {
+      summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update });
+    } finally {
+      display?.stop();
+    }
+    if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs });
+    else console.log(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
   } finally {
     db.close();
   }

@@ -21,6 +21,7 @@ import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { parseSignatureFlag } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
+import { printJson } from "../output.js";
 
 export const CANCEL_HELP = `Usage: flashindex cancel --authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]
 
@@ -57,6 +58,7 @@ Options:
   --json                   print one JSON object
   -c, --config PATH        config file (default: indexer.config.json)
   --db PATH                SQLite file, read to tell captured from canceled (overrides database.path)
+  --log-level LEVEL        trace, debug, info, warn, error, fatal or silent (logs go to stderr)
   -h, --help               show this help
 
 ${CANCEL_EXIT_CODES_HELP}`;
@@ -112,8 +114,7 @@ export async function cancelCommand(args: string[], shutdown: Shutdown): Promise
 
   const result = await relayCancel(deps, prepared);
   if (values.json)
-    return void console.log(
-      JSON.stringify(
+    return printJson(
         {
           token,
           authorizer,
@@ -126,9 +127,6 @@ export async function cancelCommand(args: string[], shutdown: Shutdown): Promise
           gasUsed: result.gasUsed.toString(),
           authorizationState: result.authorizationState,
         },
-        null,
-        2,
-      ),
     );
   console.log(
     [
@@ -152,8 +150,7 @@ export function costLine(cost: CancelCost): string {
 function printDryRun(prepared: PreparedCancel, cost: CancelCost, relayer: Address | undefined, json: boolean): void {
   const { domain } = prepared;
   if (json)
-    return void console.log(
-      JSON.stringify(
+    return printJson(
         {
           dryRun: true,
           sent: false,
@@ -169,9 +166,6 @@ function printDryRun(prepared: PreparedCancel, cost: CancelCost, relayer: Addres
             onChain: { transactions: 1, gas: cost.gas.toString(), gasPriceWei: cost.gasPriceWei.toString(), costWei: cost.costWei.toString(), costEth: formatEther(cost.costWei) },
           },
         },
-        null,
-        2,
-      ),
     );
   console.log(
     [

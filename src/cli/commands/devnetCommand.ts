@@ -1,7 +1,12 @@
 import { privateKeyToAccount } from "viem/accounts";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { parseArgs } from "node:util";
+import { pino } from "pino";
 import { UsageError } from "../../errors.js";
+import { loadConfig } from "../../config/loadConfig.js";
+import { LOG_LEVELS, type LogLevel } from "../../config/types.js";
+import { asListenError } from "../../ops/listenErrors.js";
+import { createLogger } from "../../ops/logger.js";
+import { parseCommandArgs } from "../args.js";
 
 export const DEVNET_HELP = `Usage: flashindex devnet [options]
 
@@ -15,50 +20,63 @@ Options:
   --flashblock-ms N     flashblock every N ms (default 200; 0: only on devnet_flashblock)
   --payments N          demo payments per second (default 0: none)
   --pending-logs SHAPE  "single" (one log per notification, default) or "array" (v0.3.0/v0.4.0 nodes)
+  -c, --config PATH     take the defaults of the flags above from the file's devnet section
+                        (devnet.port, blockTimeMs, flashblockIntervalMs, paymentsPerSecond) and its logLevel
+  --log-level LEVEL     trace, debug, info, warn, error, fatal or silent (its logs go to stderr)
   -h, --help            show this help
+
+--db does not apply: this devnet keeps no database, and starts a new chain every run.
 
 Admin methods: devnet_mine, devnet_flashblock, devnet_reorg(depth), devnet_dropPreconfirmed(txHash),
 devnet_disconnectWebSockets(), devnet_setFaults({ errorRate, latencyMs, maxBlockRange, maxResults }),
 devnet_setPendingLogsMode({ shape, repeat }).`;
 
-function intFlag(name: string, value: string | undefined, fallback: number): number {
+/** --log-level without a config: one of LOG_LEVELS, else a usage error (exit 2). */
+function readLogLevel(value: string | undefined): LogLevel {
+  if (value === undefined) return "info";
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) throw new UsageError(`--log-level: expected one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(value)}`);
+  return value as LogLevel;
+}
+
+function intFlag(name: string, value: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value)) throw new UsageError(`${name}: expected a whole number, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || Number(value) > max)
+    throw new UsageError(`${name}: expected a whole number from 0 to ${max}, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
 export async function devnetCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      strict: true,
-      options: {
-        port: { type: "string" },
-        "block-time-ms": { type: "string" },
-        "flashblock-ms": { type: "string" },
-        payments: { type: "string" },
-        "pending-logs": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError(`devnet: ${(error as Error).message} (see flashindex devnet --help)`);
-  }
+  const { values } = parseCommandArgs("devnet", args, {
+    port: { type: "string" },
+    "block-time-ms": { type: "string" },
+    "flashblock-ms": { type: "string" },
+    payments: { type: "string" },
+    "pending-logs": { type: "string" },
+  });
   if (values.help) return void console.log(DEVNET_HELP);
+  if (values.db !== undefined)
+    throw new UsageError("devnet: --db does not apply: the standalone devnet keeps no database and starts a new chain every run (see flashindex devnet --help)");
+  // With --config, the file's devnet section gives the defaults (flags still win); the logs follow its level.
+  const config = values.config === undefined ? undefined : loadConfig(values.config, { logLevel: values["log-level"] });
+  const defaults = config?.devnet;
+  const logger = createLogger(config?.logLevel ?? readLogLevel(values["log-level"]), pino.destination({ dest: 2, sync: false })).child({ component: "devnet" });
+  shutdown.add(() => logger.flush());
   const shape = values["pending-logs"] ?? "single";
   if (shape !== "single" && shape !== "array") throw new UsageError(`--pending-logs: expected single or array, got ${JSON.stringify(shape)}`);
   const { startDevnet } = await import("../../devnet/startDevnet.js");
   const { startDemoTraffic } = await import("../../devnet/demoTraffic.js");
   const { startRegistrationStandIn } = await import("../../devnet/registrationStandIn.js");
+  const port = intFlag("--port", values.port, defaults?.port ?? 8545, 65_535);
   const devnet = await startDevnet({
-    port: intFlag("--port", values.port, 8545),
-    blockTimeMs: intFlag("--block-time-ms", values["block-time-ms"], 2_000),
-    flashblockIntervalMs: intFlag("--flashblock-ms", values["flashblock-ms"], 200),
+    port,
+    blockTimeMs: intFlag("--block-time-ms", values["block-time-ms"], defaults?.blockTimeMs ?? 2_000),
+    flashblockIntervalMs: intFlag("--flashblock-ms", values["flashblock-ms"], defaults?.flashblockIntervalMs ?? 200),
     pendingLogs: { shape, repeat: false },
-    onError: (error) => console.error(`devnet: ${(error as Error).message}`),
+    onError: (error) => logger.warn({ msg: "Devnet hiccup", error: (error as Error).message }),
+  }).catch((error: unknown) => {
+    throw asListenError(error, { host: "127.0.0.1", port, key: "--port" });
   });
-  const traffic = startDemoTraffic(devnet, { paymentsPerSecond: intFlag("--payments", values.payments, 0) });
+  const traffic = startDemoTraffic(devnet, { paymentsPerSecond: intFlag("--payments", values.payments, defaults?.paymentsPerSecond ?? 0) });
   const registration = await startRegistrationStandIn({});
   console.log(`flashindex devnet (a local stand-in for Base with Flashblocks; not Base)
   HTTP JSON-RPC  ${devnet.httpUrl}

@@ -18,6 +18,7 @@ import {
 } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext, verifyChain, type CommonFlags } from "../context.js";
+import { printJson } from "../output.js";
 
 export const ORDER_HELP = `Usage: flashindex order <add|void|show|list> [options]
 
@@ -44,6 +45,7 @@ Options:
   --json              print JSON instead of text (add, void, show, list)
   -c, --config PATH   config file (default: indexer.config.json)
   --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
   -h, --help          show this help`;
 
 const OPTIONS = {
@@ -65,7 +67,7 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
   if (values.help) return void console.log(ORDER_HELP);
   const [sub, ...rest] = positionals;
   const json = values.json === true;
-  const common: CommonFlags = { config: values.config, db: values.db, "log-level": values["log-level"] ?? "warn" };
+  const common: CommonFlags = { config: values.config, db: values.db, "log-level": values["log-level"] };
   switch (sub) {
     case "add": {
       noPositionals("order add", rest);
@@ -116,7 +118,7 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
       const order = getOrder(db, id);
       if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
       const transitions = listTransitions(db, id);
-      if (json) return void console.log(JSON.stringify({ ...order, transitions }, null, 2));
+      if (json) return printJson({ ...order, transitions });
       console.log(`order ${order.id} ${describe(order)}`);
       console.log(`  token ${order.token}  ${order.kind}WithAuthorization  from ${order.authorizer}  to ${order.payee}  value ${order.value}`);
       console.log(`  valid after ${order.validAfter}  before ${order.validBefore} (unix s)  nonce ${order.nonce}`);
@@ -130,7 +132,7 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
       const state = values.state === undefined ? undefined : parseChoiceFlag("--state", values.state, ORDER_STATES);
       const db = openDb(readConfig(common), shutdown, "read");
       const orders = listOrders(db, { state });
-      if (json) return void console.log(JSON.stringify(orders, null, 2));
+      if (json) return printJson(orders);
       if (orders.length === 0) return void console.log("no orders");
       for (const o of orders) console.log(`${String(o.id).padStart(6)}  ${describe(o).padEnd(40)}  ${o.authorizer}  ${o.value}  before ${o.validBefore}`);
       return;
@@ -147,7 +149,8 @@ function describe(order: Order): string {
 }
 
 function print(json: boolean, order: Order, text: string): void {
-  console.log(json ? JSON.stringify(order, null, 2) : text);
+  if (json) printJson(order);
+  else console.log(text);
 }
 
 function readConfig(flags: CommonFlags): Config {

@@ -6,6 +6,7 @@ import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase } from "../../store/openDatabase.js";
 import { saveRegistration } from "../../store/registrations.js";
 import { parseCommandArgs } from "../args.js";
+import { printJson } from "../output.js";
 
 export const REGISTER_HELP = `Usage: flashindex register <wallet> [options]
 
@@ -19,6 +20,7 @@ Options:
   --json              print one JSON object instead of the code
   -c, --config PATH   config file (default: indexer.config.json)
   --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
   -h, --help          show this help`;
 
 export async function registerCommand(args: string[], shutdown: Shutdown): Promise<void> {
@@ -48,7 +50,7 @@ export async function registerCommand(args: string[], shutdown: Shutdown): Promi
   if (values.json) {
     const { registeredAt, lastConfirmedAt } = saved.row;
     const previousCode = saved.status === "changed" ? saved.previousCode : null;
-    return void console.log(JSON.stringify({ walletAddress: wallet, builderCode, status: saved.status, previousCode, registeredAt, lastConfirmedAt }, null, 2));
+    return printJson({ walletAddress: wallet, builderCode, status: saved.status, previousCode, registeredAt, lastConfirmedAt });
   }
   console.log(builderCode);
 }

@@ -5,6 +5,7 @@ import { getChainTips } from "../../chain/finality.js";
 import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors.js";
 import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js";
 import { createHealth } from "../../ops/health.js";
+import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
@@ -25,7 +26,7 @@ export const FAILURE_BACKOFF_MS = 30_000;
 export const START_HELP = `Usage: flashindex start [options]
 
 Runs the daemon: backfills every configured token from its start block, then follows the chain:
-new blocks (newHeads over realtime.ws, or polling), reorgs (parent hashes, the logs subscription's
+new blocks (newHeads over rpc.ws, or polling), reorgs (parent hashes, the logs subscription's
 removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription). Serves /metrics, /healthz and /readyz.
 SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
@@ -44,7 +45,7 @@ from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreach
 export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("start", args, {});
   if (values.help) return void console.log(START_HELP);
-  const loaded = createContext(values, shutdown);
+  const loaded = createContext(values, shutdown, "stdout");
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
   refuseForeignFile(loaded.config.database.path);
   const lock = acquireWriterLock(loaded.config.database.path, "start");
@@ -57,6 +58,11 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
 
 /** Everything `start` does while it holds the database's writer lock. */
 async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown): Promise<void> {
+  // First: a taken metrics port stops the daemon before a devnet starts or the database is opened.
+  const health = createHealth();
+  const { metrics: metricsConfig } = loaded.config;
+  const server = metricsConfig.enabled ? await startOpsServer({ ...loaded, health }, metricsConfig) : undefined;
+  if (server !== undefined) shutdown.add(() => server.close());
   const context = { ...loaded, config: await startConfiguredDevnet(loaded.config, loaded.logger, shutdown) };
   if (context.config !== loaded.config) context.client = createRpcClient(context);
   await verifyChain(context);
@@ -67,9 +73,6 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
   const db = openDatabase(context.config.database.path, context.config.chainId, identity);
   recordWriter(db, lock.holder);
   registerConfiguredWallets({ ...context, db }, createRegistrationClient(context.config.registration));
-  const health = createHealth();
-  const { metrics: metricsConfig } = context.config;
-  const server = metricsConfig.enabled ? await startOpsServer({ ...context, health }, metricsConfig) : undefined;
   const orderUpkeep = createOrderUpkeep({ ...context, db });
   const orderTimer = setInterval(() => {
     try {
@@ -79,6 +82,8 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
     }
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
+  const heartbeat = startHeartbeat({ ...context, health });
+  shutdown.add(() => heartbeat.stop());
   context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });
   try {
     if (context.config.realtime.enabled) await followRealtime({ ...context, db, health });
@@ -91,7 +96,6 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
     // Stop every source first (subscriptions, devnet, timers), so nothing writes after the close.
     await shutdown.kill();
     db.close();
-    await server?.close();
     context.logger.info({ msg: "Stopped flashindex" });
   }
 }

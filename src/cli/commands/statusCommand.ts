@@ -8,6 +8,7 @@ import { createSyncedRanges } from "../../store/syncedRanges.js";
 import { contiguousEnd } from "../../sync/blockRanges.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext } from "../context.js";
+import { printJson } from "../output.js";
 
 export const STATUS_HELP = `Usage: flashindex status [--json] [options]
 
@@ -20,12 +21,13 @@ Options:
   --json              print one JSON object instead of text
   -c, --config PATH   config file (default: indexer.config.json)
   --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
+  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
   -h, --help          show this help`;
 
 export async function statusCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("status", args, { json: { type: "boolean" } });
   if (values.help) return void console.log(STATUS_HELP);
-  const { config, client } = createContext({ ...values, "log-level": values["log-level"] ?? "warn" }, shutdown);
+  const { config, client } = createContext(values, shutdown);
 
   let tips: ChainTips | undefined;
   let rpcError: string | undefined;
@@ -51,7 +53,7 @@ export async function statusCommand(args: string[], shutdown: Shutdown): Promise
       };
     });
     const report = { chainId: config.chainId, database: config.database.path, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, tokens };
-    if (values.json) return void console.log(JSON.stringify(report, null, 2));
+    if (values.json) return printJson(report);
     console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${config.database.path}`);
     for (const t of tokens) {
       console.log(`\n${t.label ?? "token"} ${t.token}  start ${t.startBlock}  checkpoint ${t.checkpoint ?? "none"}  lag ${t.lagBlocks ?? "?"} blocks`);

@@ -212,6 +212,8 @@ export async function startFlashblocksFront(options: FrontOptions) {
     });
   });
   const wss = new WebSocketServer({ server });
+  // The WebSocket server re-emits the HTTP server's errors; listen() below reports them (EADDRINUSE...).
+  wss.on("error", () => undefined);
   wss.on("connection", (socket: WebSocket) => {
     sockets.add(socket);
     socket.on("message", async (data: Buffer) => {

@@ -1,0 +1,63 @@
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";
+
+/** A port free right now (the devnet binds it a moment later). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe("the command line says what the parser does", () => {
+  test("start --help names the config keys that exist (rpc.ws, not realtime.ws)", async () => {
+    const help = await runCli(["start", "--help"]);
+    expect(help.stdout).toContain("newHeads over rpc.ws");
+    expect(help.stdout).not.toContain("realtime.ws");
+  });
+
+  test("bad flags get one line in flashindex's words, never Node's parser messages", async () => {
+    const cases: Array<[string[], string]> = [
+      [["backfill", "--from", "-5"], 'flashindex: error: backfill: --from: expected a value, got the option-like "-5" (see flashindex backfill --help)'],
+      [["backfill", "--frobnicate"], "flashindex: error: backfill: unknown option --frobnicate (see flashindex backfill --help)"],
+      [["status", "--json=yes"], "flashindex: error: status: --json takes no value (see flashindex status --help)"],
+      [["backfill", "--to"], "flashindex: error: backfill: --to: missing value (see flashindex backfill --help)"],
+      [["backfill", "stray"], 'flashindex: error: backfill: unexpected argument "stray" (see flashindex backfill --help)'],
+    ];
+    for (const [args, line] of cases) {
+      const result = await runCli(args);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stderr.trim()).toBe(line);
+    }
+  }, 30_000);
+
+  test("devnet takes --config (its devnet section) and --log-level like every command, and says why --db does not apply", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "flashindex-devnet-flags-"));
+    const port = await freePort();
+    const config = writeConfig(dir, {
+      chainId: 8453,
+      devnet: { port, paymentsPerSecond: 0, blockTimeMs: 500 },
+      tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }],
+      logLevel: "info",
+    });
+    const devnet = spawnCli(["devnet", "--config", config, "--log-level", "warn"]);
+    try {
+      for (let i = 0; i < 300 && !devnet.output().stdout.includes("funded keys"); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(devnet.output().stdout).toContain(`HTTP JSON-RPC  http://127.0.0.1:${port}`);
+    } finally {
+      devnet.kill("SIGTERM");
+    }
+    expect(await new Promise((resolve) => devnet.once("exit", resolve))).toBe(0);
+    const db = await runCli(["devnet", "--db", join(dir, "x.db")]);
+    expect(db.code).toBe(2);
+    expect(db.stderr.trim()).toBe("flashindex: error: devnet: --db does not apply: the standalone devnet keeps no database and starts a new chain every run (see flashindex devnet --help)");
+    const level = await runCli(["devnet", "--log-level", "loud"]);
+    expect(level.code).toBe(2);
+    expect(level.stderr).toContain("--log-level: expected one of trace, debug, info, warn, error, fatal, silent");
+  }, 60_000);
+});
