@@ -2,9 +2,7 @@ import type { Hex } from "viem";
 import { RpcResponseError } from "./rpcErrors.js";
 import { parseRpcLog, PRECONFIRMED_BLOCK_HASH, type RpcLog } from "./rpcLog.js";
 import type { RpcClient } from "./rpcClient.js";
-
-/** Inclusive block range. */
-export type BlockRange = { from: number; to: number };
+import type { BlockRange } from "../blockRanges.js";
 
 /** Which logs: a range of canonical blocks, one block by hash, or the pre-confirmed ("pending") view. */
 export type LogScope = BlockRange | { blockHash: Hex; blockNumber: number } | { pending: true };

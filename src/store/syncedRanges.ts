@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { mergeRanges, type BlockRange } from "../sync/blockRanges.js";
+import { contiguousEnd, mergeRanges, type BlockRange } from "../blockRanges.js";
 
 /**
  * Block ranges fully indexed per token. Ranges are merged on write, so the table stays a handful of
@@ -19,6 +19,8 @@ export function createSyncedRanges(db: Database, chainId: number) {
 
   return {
     list,
+    /** The last block indexed without a gap from `startBlock` (startBlock - 1 when none is). */
+    checkpoint: (token: Hex, startBlock: number): number => contiguousEnd(list(token), startBlock),
     /** Records [from, to] as indexed for `token`, merging with neighbours. Call inside the window's transaction. */
     add(token: Hex, range: BlockRange): void {
       // Only ranges touching or overlapping the new one can merge with it.

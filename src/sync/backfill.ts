@@ -6,7 +6,7 @@ import { createSyncedRanges } from "../store/syncedRanges.js";
 import { createReaderIndexes } from "../store/readerIndexes.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
-import { contiguousEnd, missingRanges, planSegments } from "./blockRanges.js";
+import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
 
@@ -105,7 +105,7 @@ export async function backfill(
   }
   let lagBlockAsked = -1;
   const updateCheckpoint = () => {
-    const ends = tokens.map((t) => contiguousEnd(synced.list(t.key), t.startBlock));
+    const ends = tokens.map((t) => synced.checkpoint(t.key, t.startBlock));
     const checkpoint = Math.min(...ends);
     metrics.backfillCheckpointBlock.set(checkpoint);
     metrics.indexedBlock.set({ source: "backfill" }, checkpoint);

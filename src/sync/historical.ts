@@ -1,6 +1,6 @@
 import PQueue from "p-queue";
 import type { Hex } from "viem";
-import type { BlockRange } from "../chain/getLogs.js";
+import { splitRange, type BlockRange, type Segment } from "../blockRanges.js";
 import { splitAfterRangeError } from "../chain/rangeErrors.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { RangeLimitError } from "../chain/rpcErrors.js";
@@ -11,7 +11,6 @@ import { FatalError } from "../errors.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { splitRange, type Segment } from "./blockRanges.js";
 import { createWindowSize } from "./windowSize.js";
 import { fetchLogRows } from "./fetchLogRows.js";
 import type { AttributedTransaction } from "../store/attributionWriter.js";

@@ -9,7 +9,7 @@ import type { Metrics } from "../ops/metrics.js";
 import type { Lifecycle } from "../store/lifecycle.js";
 import type { Database } from "../store/openDatabase.js";
 import type { SyncedRanges } from "../store/syncedRanges.js";
-import { splitRange } from "./blockRanges.js";
+import { splitRange } from "../blockRanges.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { fetchLogRows } from "./fetchLogRows.js";
 

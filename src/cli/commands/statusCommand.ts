@@ -5,7 +5,6 @@ import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabaseReadOnly } from "../../store/openDatabase.js";
 import { countRowsByStatus } from "../../store/statusQueries.js";
 import { createSyncedRanges } from "../../store/syncedRanges.js";
-import { contiguousEnd } from "../../sync/blockRanges.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext } from "../context.js";
 import { printJson } from "../output.js";
@@ -41,7 +40,7 @@ export async function statusCommand(args: string[], shutdown: Shutdown): Promise
     const ranges = createSyncedRanges(db, config.chainId);
     const tokens = config.tokens.map((token) => {
       const key = token.address.toLowerCase() as Hex;
-      const checkpoint = contiguousEnd(ranges.list(key), token.startBlock);
+      const checkpoint = ranges.checkpoint(key, token.startBlock);
       return {
         token: token.address,
         label: token.label ?? null,

@@ -1,6 +1,10 @@
-import type { BlockRange } from "../chain/getLogs.js";
+/**
+ * Block-range arithmetic: plain functions on inclusive ranges, shared by every stage (a leaf module:
+ * it imports nothing of flashindex, as errors.ts).
+ */
 
-export type { BlockRange };
+/** Inclusive block range: [from, to] holds to - from + 1 blocks. */
+export type BlockRange = { from: number; to: number };
 
 /** Sorts and merges overlapping or adjacent ranges: [1,5] + [6,9] -> [1,9]. */
 export function mergeRanges(ranges: readonly BlockRange[]): BlockRange[] {

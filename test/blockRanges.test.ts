@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { contiguousEnd, mergeRanges, missingRanges, planSegments, splitRange } from "../../src/sync/blockRanges.js";
+import { contiguousEnd, mergeRanges, missingRanges, planSegments, splitRange } from "../src/blockRanges.js";
 
 describe("blockRanges", () => {
   test("mergeRanges() joins overlapping and adjacent ranges and keeps gaps", () => {
