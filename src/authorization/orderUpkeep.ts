@@ -25,7 +25,9 @@ export function createOrderUpkeep(deps: { logger: Logger; metrics: Metrics; db: 
   return {
     /** One pass; `now` in unix ms. Returns what it did, for tests. */
     tick(now: number): { expired: number[]; flagged: number[] } {
+      const started = performance.now();
       const expired = expireOrders(db, now);
+      metrics.dbWriteDuration.observe({ kind: "orders" }, (performance.now() - started) / 1_000);
       if (expired.length > 0) {
         metrics.ordersExpired.inc(expired.length);
         logger.info({ msg: "Expired orders", order_ids: expired });

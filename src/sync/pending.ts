@@ -8,6 +8,7 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors.js";
 import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
+import { timedWrite } from "../store/timedWrite.js";
 import { countIndexed } from "../store/logWriter.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
@@ -40,13 +41,13 @@ export function createPendingIndexer(deps: PendingDeps) {
   const attributor = config.attribution.enabled ? createAttributor({ client, metrics, chainId: config.chainId, writer: attributionWriter }) : undefined;
 
   // Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency.
-  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, shutdown });
+  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, metrics, shutdown });
 
   /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
   function store(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): number {
     const fresh = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
     if (fresh.length === 0) return 0;
-    const counts = db.transaction(() => lifecycle.insertPreconfirmed(fresh, Date.now())).immediate();
+    const counts = timedWrite(db, metrics, "preconfirmed", () => lifecycle.insertPreconfirmed(fresh, Date.now()));
     const inserted = counts.inserted;
     countIndexed(metrics, counts.byEvent);
     const committedAt = performance.now();

@@ -12,6 +12,7 @@ import { FatalError, RetryableError } from "../errors.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
 import { createLifecycle } from "../store/lifecycle.js";
+import { timedWrite } from "../store/timedWrite.js";
 import { countIndexed } from "../store/logWriter.js";
 import { createSyncedRanges } from "../store/syncedRanges.js";
 import { backfill } from "./backfill.js";
@@ -49,7 +50,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     ? createAttributor({ client: headClient, metrics, chainId: config.chainId, writer: attributionWriter })
     : undefined;
   // A block's confirmation never waits for its calldata: attribution follows the commit.
-  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, shutdown });
+  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, metrics, shutdown });
   const tokens = config.tokens.map((t) => ({ key: t.address.toLowerCase() as Hex, startBlock: t.startBlock }));
   const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
@@ -135,7 +136,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const orphaned = tracker.blocksAbove(ancestor);
     let removed = 0;
     const applied = { promoted: 0, inserted: 0, dropped: 0 };
-    db.transaction(() => {
+    timedWrite(db, metrics, orphaned.length > 0 ? "reorg" : "head_block", () => {
       for (const block of orphaned) removed += lifecycle.removeBlock(block, now);
       for (const block of branch) {
         const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now);
@@ -146,7 +147,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
         countIndexed(metrics, result.byEvent);
         for (const token of tokensAt(block.number)) synced.add(token, { from: block.number, to: block.number });
       }
-    }).immediate();
+    });
     // Only after the commit does memory follow the database.
     tracker.rewindTo(ancestor);
     for (const block of branch) tracker.push(block);
@@ -172,7 +173,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const tips = await getChainTips(headClient, config.finality);
     if (tips.finalized <= finalized) return;
     finalized = tips.finalized;
-    const changed = db.transaction(() => lifecycle.finalizeThrough(finalized, Date.now())).immediate();
+    const changed = timedWrite(db, metrics, "finalize", () => lifecycle.finalizeThrough(finalized, Date.now()));
     tracker.forgetThrough(finalized);
     if (changed > 0) logger.debug({ msg: "Finalized logs", finalized_block: finalized, logs: changed });
   }
@@ -196,7 +197,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       try {
         const log = parseRpcLog(item, "logs notification");
         if (!log.removed) continue;
-        const changed = db.transaction(() => lifecycle.removeLog(log, Date.now())).immediate();
+        const changed = timedWrite(db, metrics, "removed_flag", () => lifecycle.removeLog(log, Date.now()));
         metrics.removedLogs.inc({ via: "removed_flag" }, changed);
         if (changed > 0) logger.warn({ msg: "Flagged log removed by the node", block_hash: log.blockHash, log_index: log.logIndex });
       } catch (error) {

@@ -9,6 +9,7 @@ import type { Metrics } from "../ops/metrics.js";
 import type { Lifecycle } from "../store/lifecycle.js";
 import type { Database } from "../store/openDatabase.js";
 import type { SyncedRanges } from "../store/syncedRanges.js";
+import { timedWrite } from "../store/timedWrite.js";
 import { splitRange } from "../blockRanges.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { fetchLogRows } from "./fetchLogRows.js";
@@ -43,18 +44,16 @@ export async function settleAfterRestart(deps: SettleDeps, headers: readonly Blo
   const stale = await staleBelow(deps, tracked);
   const now = Date.now();
   let removed = 0;
-  deps.db
-    .transaction(() => {
-      for (const block of stale.blocks) removed += deps.lifecycle.removeBlock(block, now);
-      for (const [number, rows] of [...stale.replacements, ...canonical]) {
-        const header = tracked.get(number);
-        if (header !== undefined) removed += deps.lifecycle.removeOtherBranches(number, header.hash, now);
-        deps.lifecycle.applyCanonicalBlock(number, rows, now);
-      }
-      for (const header of headers)
-        for (const token of deps.tokens) if (token.startBlock <= header.number) deps.synced.add(token.key, { from: header.number, to: header.number });
-    })
-    .immediate();
+  timedWrite(deps.db, deps.metrics, "restart_settle", () => {
+    for (const block of stale.blocks) removed += deps.lifecycle.removeBlock(block, now);
+    for (const [number, rows] of [...stale.replacements, ...canonical]) {
+      const header = tracked.get(number);
+      if (header !== undefined) removed += deps.lifecycle.removeOtherBranches(number, header.hash, now);
+      deps.lifecycle.applyCanonicalBlock(number, rows, now);
+    }
+    for (const header of headers)
+      for (const token of deps.tokens) if (token.startBlock <= header.number) deps.synced.add(token.key, { from: header.number, to: header.number });
+  });
   deps.metrics.removedLogs.inc({ via: "restart_check" }, removed);
   if (removed > 0 || stale.blocks.length > 0)
     deps.logger.warn({ msg: "Settled rows of blocks reorged out while away", removed_logs: removed, blocks: stale.blocks.map((b) => b.number) });
