@@ -104,7 +104,8 @@ export async function* syncHistorical(
         return;
       }
       const first = pieces[0]!;
-      windowSize.shrinkTo(Number(first.to - first.from) + 1);
+      // A limit the provider stated in blocks is a ceiling for the rest of the run, not a guess to retry.
+      windowSize.shrinkTo(Number(first.to - first.from) + 1, error.hint.kind === "maxRange");
       logger.info({
         msg: "Split window after a provider range limit",
         from_block: window.from,

@@ -20,10 +20,14 @@ export function createWindowSize(configured: number) {
   // Set by a provider range error: from then on the window grows only after each run of successes.
   let rangeLimited = false;
   let successes = 0;
+  // A block-range limit the provider stated: the window never grows past it again.
+  let ceiling = configured;
   return {
     current: () => current,
-    shrinkTo(blocks: number): void {
+    /** After a range error: `blocks` is what the provider accepts; `stated` when it said so as a block count. */
+    shrinkTo(blocks: number, stated = false): void {
       current = Math.max(1, Math.min(current, blocks));
+      if (stated) ceiling = Math.min(ceiling, current);
       rangeLimited = true;
       successes = 0;
     },
@@ -37,8 +41,8 @@ export function createWindowSize(configured: number) {
       successes = 0;
       // Blocks that would bring about the target at this window's density; an empty window allows any size.
       const fits = logs === 0 ? configured : Math.floor((blocks * TARGET_LOGS_PER_WINDOW) / logs);
-      current = Math.max(current, Math.min(configured, fits, current * 2));
-      if (current >= configured) rangeLimited = false;
+      current = Math.max(current, Math.min(ceiling, fits, current * 2));
+      if (current >= ceiling) rangeLimited = false;
     },
   };
 }

@@ -311,7 +311,7 @@ describe("flashindex cancel", () => {
       FLASHINDEX_RELAYER_KEY: keys().relayer,
     });
     expect(result.code, result.stderr).toBe(0);
-    const { txHash } = JSON.parse(result.stdout) as { txHash: Hex };
+    const { tx_hash: txHash } = JSON.parse(result.stdout) as { tx_hash: Hex };
     const sent = await client.getTransaction({ hash: txHash });
     expect(sent.input.slice(0, 10)).toBe("0xb7b72899");
     expect(sent.input).toContain(long.slice(2).toLowerCase());

@@ -112,8 +112,8 @@ describe("flashindex cancel on a Flashblocks node", () => {
     const code = await exited;
     const { stdout, stderr } = child.output();
     expect(code, stderr).toBe(0);
-    const result = JSON.parse(stdout) as { blockNumber: number; confirmations: number; authorizationState: boolean };
-    expect(result).toMatchObject({ blockNumber: Number(head) + 1, confirmations, authorizationState: true });
+    const result = JSON.parse(stdout) as { block_number: number; confirmations: number; authorization_state: boolean };
+    expect(result).toMatchObject({ block_number: Number(head) + 1, confirmations, authorization_state: true });
     expect(await authorizationState(nonce)).toBe(true);
   }, 90_000);
 });

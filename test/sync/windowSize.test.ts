@@ -45,4 +45,11 @@ describe("createWindowSize()", () => {
     size.recordSuccess(20, 0);
     expect(size.current()).toBe(40);
   });
+
+  test("a block-range limit the provider stated is never exceeded again", () => {
+    const size = createWindowSize(1_000);
+    size.shrinkTo(3, true);
+    for (let i = 0; i < 5 * GROW_AFTER_SUCCESSES; i++) size.recordSuccess(3, 0);
+    expect(size.current()).toBe(3);
+  });
 });
