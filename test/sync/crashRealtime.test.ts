@@ -111,7 +111,7 @@ describe("realtime crash safety", () => {
       expect(kills).toHaveLength(KILLS);
 
       const daemon = spawnCli(["start", "--config", config]);
-      const exited = new Promise<number | null>((resolve) => daemon.on("exit", (code) => resolve(code)));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })));
       const reader = new DatabaseConstructor(dbPath, { readonly: true });
       try {
         const canonical = async () =>
@@ -144,7 +144,7 @@ describe("realtime crash safety", () => {
         reader.close();
         daemon.kill("SIGTERM");
       }
-      expect(await exited).toBe(0);
+      expect(await exited, daemon.output().stderr.slice(-2_000)).toEqual({ code: 0, signal: null });
     },
     240_000,
   );
