@@ -31,7 +31,7 @@ const HEAD_WATCH_INTERVAL_MS = 100;
 
 /**
  * A JSON-RPC server (HTTP and WebSocket on one port) that makes a local anvil look like a Base node
- * with Flashblocks: the "pending" view, pendingLogs, a pre-confirmation-aware pending nonce,
+ * with Flashblocks: the "pending" view, pendingLogs and newFlashblocks, a pre-confirmation-aware pending nonce,
  * `removed: true` re-sends after reorgs, and injectable faults. Everything else goes to anvil as is.
  */
 export async function startFlashblocksFront(options: FrontOptions) {
@@ -72,6 +72,21 @@ export async function startFlashblocksFront(options: FrontOptions) {
       const [hash] = params;
       if (typeof hash !== "string") throw new RpcError(-32602, "expected a transaction hash");
       return sequencer.drop(hash);
+    },
+    devnet_deferPreconfirmed: async (params) => {
+      const [hash] = params;
+      if (typeof hash !== "string") throw new RpcError(-32602, "expected a transaction hash");
+      return sequencer.defer(hash);
+    },
+    devnet_setPendingLag: async (params) => {
+      const [blocks] = params;
+      if (typeof blocks !== "number" || !Number.isInteger(blocks) || blocks < 0) throw new RpcError(-32602, "blocks must be a non-negative integer");
+      await sequencer.setLag(blocks);
+      return blocks;
+    },
+    devnet_clearPending: async () => {
+      await sequencer.clear();
+      return true;
     },
     devnet_disconnectWebSockets: async () => {
       const count = sockets.size;
@@ -258,7 +273,8 @@ export async function startFlashblocksFront(options: FrontOptions) {
     await sequencer.mine();
     await watcher.sync();
   });
-  every(HEAD_WATCH_INTERVAL_MS, () => watcher.sync());
+  // Between sequencer steps, so a newHeads never goes out between a mined block and its rebuilt pending block.
+  every(HEAD_WATCH_INTERVAL_MS, () => sequencer.between(() => watcher.sync()));
 
   return {
     httpUrl: `http://${host}:${port}`,
