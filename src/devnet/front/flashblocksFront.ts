@@ -62,9 +62,13 @@ export async function startFlashblocksFront(options: FrontOptions) {
       if (typeof depth !== "number" || !Number.isInteger(depth) || depth < 1) throw new RpcError(-32602, "depth must be a positive integer");
       // By default the new branch re-includes the orphaned transactions (new block hashes, same
       // payments), as a real reorg mostly does; anvil alone would drop them and strand their nonces.
-      const replacements = Array.isArray(transactions) ? transactions : await orphanedTransactions(depth);
-      // Note: anvil_reorg takes positional params only.
-      await upstream.call("anvil_reorg", [depth, replacements]);
+      // Between sequencer steps: a block being mined sets pool transactions aside for a moment.
+      const replacements = await sequencer.between(async () => {
+        const chosen = Array.isArray(transactions) ? transactions : await orphanedTransactions(depth);
+        // Note: anvil_reorg takes positional params only.
+        await upstream.call("anvil_reorg", [depth, chosen]);
+        return chosen;
+      });
       await watcher.sync();
       return { depth, reincluded: replacements.length };
     },
