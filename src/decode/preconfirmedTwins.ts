@@ -39,10 +39,10 @@ export function twinContent(row: LogRow): TwinContent {
 }
 
 /** The twin of a confirmed row among same-content candidates: the same position first, else the lowest logIndex. */
-export function pickTwin(row: Pick<LogRow, "txLogPosition">, candidates: readonly TwinCandidate[]): TwinCandidate | undefined {
+export function pickTwin<C extends TwinCandidate>(row: Pick<LogRow, "txLogPosition">, candidates: readonly C[]): C | undefined {
   const samePosition = candidates.find((c) => c.txLogPosition === row.txLogPosition);
   if (samePosition !== undefined) return samePosition;
-  let best: TwinCandidate | undefined;
+  let best: C | undefined;
   for (const candidate of candidates) if (best === undefined || candidate.logIndex < best.logIndex) best = candidate;
   return best;
 }

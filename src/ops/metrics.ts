@@ -133,7 +133,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; databasePath?
     }),
     droppedPreconfirmed: new Counter({
       name: "flashindex_preconf_dropped_logs_total",
-      help: "Pre-confirmed logs whose block became canonical without them.",
+      help: "Pre-confirmed logs whose block became canonical without them while the pending view no longer held them.",
+      registers,
+    }),
+    movedPreconfirmed: new Counter({
+      name: "flashindex_preconf_moved_logs_total",
+      help: "Pre-confirmed logs announced again for a later block (the pending block was rebuilt), by the status they left (preconfirmed, or dropped: not dropped after all).",
+      labelNames: ["from"] as const,
       registers,
     }),
     preconfirmedLogs: new Counter({

@@ -4,6 +4,13 @@ import type { LogRow } from "../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../decode/preconfirmedTwins.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 
+export type PreconfirmedStored = InsertCounts & {
+  /** Stored pre-confirmations announced again for a later block, moved there (protocol-notes §8: the pending block was rebuilt). */
+  moved: number;
+  /** Of those, how many had been marked dropped: they were not dropped after all. */
+  revived: number;
+};
+
 export type BlockApplied = {
   inserted: number;
   promoted: number;
@@ -19,7 +26,9 @@ export type BlockApplied = {
  * The lifecycle transitions of stored logs. Each method is meant to run inside ONE transaction of
  * the caller, so a reader never sees half a transition:
  *   preconfirmed -> confirmed (twin found in a canonical block) -> finalized;
- *   preconfirmed -> dropped (its block became canonical without it; the node never retracts);
+ *   preconfirmed -> dropped (its block became canonical without it and the pending view no longer
+ *   holds it; the node never retracts);
+ *   preconfirmed | dropped -> preconfirmed at a later block (announced again: the pending block was rebuilt);
  *   confirmed -> removed (its block was reorged out). Nothing is ever deleted except a
  *   pre-confirmed twin merged into the confirmed row that already stood for the same log.
  */
@@ -41,13 +50,18 @@ export function createLifecycle(db: Database) {
   const deleteTransfer = db.prepare("DELETE FROM transfers WHERE log_id = ?");
   const deleteAuthorization = db.prepare("DELETE FROM authorization_events WHERE log_id = ?");
   const deleteLog = db.prepare("DELETE FROM logs WHERE id = ?");
-  const alreadyConfirmed = db.prepare(`
-    SELECT 1 FROM logs
+  // Every live or announced row with this content: confirmed ones make a pre-confirmation old news.
+  const findAnnounced = db.prepare(`
+    SELECT id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt FROM logs
     WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
-      AND topic3 IS @topic3 AND data = @data AND status IN ('confirmed', 'finalized')
-    LIMIT 1`);
-  const dropUnlanded = db.prepare(`
-    UPDATE logs SET status = 'dropped', removed_at = ? WHERE status = 'preconfirmed' AND block_number <= ?`);
+      AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped', 'confirmed', 'finalized')`);
+  const moveAnnounced = db.prepare(`
+    UPDATE logs SET status = 'preconfirmed', block_number = @blockNumber, block_timestamp = @blockTimestamp, tx_index = @txIndex,
+      log_index = @logIndex, tx_log_position = @txLogPosition, removed_at = NULL
+    WHERE id = @id`);
+  const unlanded = db.prepare(`
+    SELECT id, tx_hash AS txHash FROM logs WHERE status = 'preconfirmed' AND block_number <= ?`);
+  const dropOne = db.prepare(`UPDATE logs SET status = 'dropped', removed_at = ? WHERE id = ?`);
   const removeBlock = db.prepare(`
     UPDATE logs SET status = 'removed', removed_at = ? WHERE block_number = ? AND block_hash = ? AND status IN ('confirmed', 'finalized')`);
   const removeOtherBranches = db.prepare(`
@@ -60,17 +74,49 @@ export function createLifecycle(db: Database) {
     SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs WHERE status = 'confirmed' ORDER BY block_number`);
 
   return {
-    /** Stores pre-confirmed rows; a log already confirmed or already pre-confirmed changes nothing. */
-    insertPreconfirmed(rows: readonly LogRow[], now: number): InsertCounts {
-      const fresh = rows.filter((row) => alreadyConfirmed.get(twinContent(row)) === undefined);
-      return writer.insertRows(fresh, now);
+    /**
+     * Stores pre-confirmed rows. A log already confirmed, or already pre-confirmed for this block,
+     * changes nothing; one announced for a later block than stored (or stored as dropped) moves its
+     * row there, keeping `preconfirmed_at`; one announced for an earlier block than stored is a stale
+     * re-read of the pending view and is ignored.
+     */
+    insertPreconfirmed(rows: readonly LogRow[], now: number): PreconfirmedStored {
+      const fresh: LogRow[] = [];
+      let moved = 0;
+      let revived = 0;
+      for (const row of rows) {
+        const announced = findAnnounced.all(twinContent(row)) as Array<TwinCandidate & { status: string; blockNumber: number }>;
+        if (announced.some((a) => a.status === "confirmed" || a.status === "finalized" || a.blockNumber > row.blockNumber)) continue;
+        const twin = pickTwin(row, announced.filter((a) => a.blockNumber < row.blockNumber));
+        if (twin === undefined) {
+          fresh.push(row);
+          continue;
+        }
+        moveAnnounced.run({
+          id: twin.id,
+          blockNumber: row.blockNumber,
+          blockTimestamp: row.blockTimestamp,
+          txIndex: row.transactionIndex,
+          logIndex: row.logIndex,
+          txLogPosition: row.txLogPosition,
+        });
+        moved++;
+        if (twin.status === "dropped") revived++;
+      }
+      return { ...writer.insertRows(fresh, now), moved, revived };
+    },
+
+    /** Transactions with pre-confirmed rows at or below `blockNumber` (candidates for a drop once that block is applied). */
+    preconfirmedThrough(blockNumber: number): Set<Hex> {
+      return new Set((unlanded.all(blockNumber) as Array<{ txHash: Hex }>).map((r) => r.txHash));
     },
 
     /**
      * Applies one canonical block's logs: promotes pre-confirmed twins, inserts the rest, and marks
-     * as dropped every pre-confirmation of this or an earlier block that did not land.
+     * as dropped every pre-confirmation of this or an earlier block that did not land, unless its
+     * transaction is in `stillPending` (the pending view holds it for a later block).
      */
-    applyCanonicalBlock(blockNumber: number, rows: readonly LogRow[], now: number): BlockApplied {
+    applyCanonicalBlock(blockNumber: number, rows: readonly LogRow[], now: number, stillPending: ReadonlySet<Hex> = new Set()): BlockApplied {
       const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: [] };
       const fresh: LogRow[] = [];
       for (const row of rows) {
@@ -106,7 +152,9 @@ export function createLifecycle(db: Database) {
       result.inserted = counts.inserted;
       result.byEvent = counts.byEvent;
       result.duplicates += counts.duplicates;
-      result.dropped = dropUnlanded.run(now, blockNumber).changes;
+      for (const row of unlanded.all(blockNumber) as Array<{ id: number; txHash: Hex }>) {
+        if (!stillPending.has(row.txHash)) result.dropped += dropOne.run(now, row.id).changes;
+      }
       return result;
     },
 

@@ -50,6 +50,11 @@ export function createPendingIndexer(deps: PendingDeps) {
     const counts = timedWrite(db, metrics, "preconfirmed", () => lifecycle.insertPreconfirmed(fresh, Date.now()));
     const inserted = counts.inserted;
     countIndexed(metrics, counts.byEvent);
+    if (counts.moved > 0) {
+      metrics.movedPreconfirmed.inc({ from: "preconfirmed" }, counts.moved - counts.revived);
+      metrics.movedPreconfirmed.inc({ from: "dropped" }, counts.revived);
+      logger.info({ msg: "Moved pre-confirmed logs to a later block", moved: counts.moved, revived: counts.revived, block_number: Math.max(...fresh.map((r) => r.blockNumber)) });
+    }
     const committedAt = performance.now();
     for (const at of receivedAt) metrics.preconfirmationLatency.observe({ source }, (committedAt - at) / 1_000);
     if (inserted > 0) {

@@ -19,6 +19,7 @@ import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
+import { stillPendingAbove } from "./stillPending.js";
 import { createAttributor } from "../attribution/attributeLogs.js";
 import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
@@ -132,6 +133,11 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const rows = new Map<string, LogRow[]>();
     for (const block of branch) rows.set(block.hash, await getBlockRows({ ...blockDeps, tokens: tokensAt(block.number) }, block, statusAt(block.number)));
 
+    // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
+    const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
+    const unlanded = new Set([...lifecycle.preconfirmedThrough(head.number)].filter((tx) => !landed.has(tx)));
+    const stillPending = await stillPendingAbove({ ...blockDeps, logger }, tokensAt(head.number), head.number, unlanded);
+
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);
     let removed = 0;
@@ -139,7 +145,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     timedWrite(db, metrics, orphaned.length > 0 ? "reorg" : "head_block", () => {
       for (const block of orphaned) removed += lifecycle.removeBlock(block, now);
       for (const block of branch) {
-        const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now);
+        const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now, stillPending);
         applied.promoted += result.promoted;
         applied.inserted += result.inserted;
         applied.dropped += result.dropped;

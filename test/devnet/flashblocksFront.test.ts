@@ -619,6 +619,154 @@ describe("injected faults", () => {
   });
 });
 
+describe("pending state spanning several blocks (devnet_setPendingLag)", () => {
+  const h = useDevnet();
+  beforeEach(async () => void (await h.mine()));
+  afterEach(async () => {
+    await h.call("devnet_setPendingLag", [0]);
+    await h.mine();
+  });
+
+  test("the pending view keeps the earlier block's pre-confirmed logs until the canonical chain catches up with the newest", async () => {
+    const [alice, bob] = [h.sender(1), h.sender(2)];
+    const head = await h.blockNumber();
+    expect(await h.call("devnet_setPendingLag", [1])).toBe(1);
+    const first = await alice.transfer(R1, 1n);
+    await h.flashblock();
+    await h.mine(); // block head+1 is sealed, but the canonical chain stays behind
+    expect(await h.blockNumber()).toBe(head);
+    const second = await bob.transfer(R2, 2n);
+    expect(await h.flashblock()).toMatchObject({ blockNumber: head + 2, index: 0, newLogs: 1 });
+    const view = async () => (await h.pendingLogs()).map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex, l.blockHash]);
+    expect(await view()).toEqual([
+      [first, head + 1, "0x0", ZERO_BLOCK_HASH],
+      [second, head + 2, "0x0", ZERO_BLOCK_HASH],
+    ]);
+    // Both pending blocks count in the pending nonce.
+    expect(Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, "pending"]))).toBe(Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, "latest"])) + 1);
+
+    await h.mine(); // block head+1 becomes canonical; head+2 is still pending
+    expect(await h.blockNumber()).toBe(head + 1);
+    const block = await h.block(head + 1);
+    expect(block.transactions).toEqual([first]);
+    expect(await view()).toEqual([
+      [first, head + 1, "0x0", ZERO_BLOCK_HASH],
+      [second, head + 2, "0x0", ZERO_BLOCK_HASH],
+    ]);
+    // A range ending at pending shows the canonical log once, by (blockNumber, logIndex).
+    const mixed = await h.getLogs({ fromBlock: numberToHex(head + 1), toBlock: "pending", address: h.devnet.token });
+    expect(mixed.map((l) => [l.transactionHash, l.blockHash])).toEqual([
+      [first, block.hash],
+      [second, ZERO_BLOCK_HASH],
+    ]);
+
+    await h.call("devnet_setPendingLag", [0]);
+    await h.mine(); // catches up with the newest pending block (head+3, empty): the pending view empties
+    expect(await h.blockNumber()).toBe(head + 3);
+    expect((await h.block(head + 2)).transactions).toEqual([second]);
+    expect(await h.pendingLogs()).toEqual([]);
+  });
+
+  test("a lag that is not a non-negative integer is refused", async () => {
+    await expect(h.call("devnet_setPendingLag", [-1])).rejects.toMatchObject({ code: -32602 });
+    await expect(h.call("devnet_setPendingLag", ["1"])).rejects.toMatchObject({ code: -32602 });
+  });
+});
+
+describe("a pending view cleared after a flashblock gap (devnet_clearPending)", () => {
+  const h = useDevnet();
+
+  test("answers [] in the middle of the block with no notification; the block still holds what was pre-confirmed", async () => {
+    const [alice, bob] = [h.sender(1), h.sender(2)];
+    await h.mine();
+    const head = await h.blockNumber();
+    const client = await h.connect();
+    const sub = await client.subscribe("pendingLogs");
+    const first = await alice.transfer(R1, 1n);
+    await h.flashblock();
+    expect(await h.pendingLogs()).toHaveLength(1);
+
+    expect(await h.call("devnet_clearPending")).toBe(true);
+    expect(await h.pendingLogs()).toEqual([]);
+    expect(await h.receipt(first)).toBeNull();
+    const second = await bob.transfer(R2, 2n);
+    await h.flashblock();
+    await client.barrier();
+    expect(await h.pendingLogs()).toEqual([]);
+    expect((sub.results as RpcLogObject[]).map((l) => l.transactionHash)).toEqual([first]);
+    expect(client.notifications.some((n) => (n.result as { removed?: boolean }).removed === true)).toBe(false);
+
+    await h.mine();
+    expect((await h.block(head + 1)).transactions).toEqual([first, second]);
+    // The next block is pre-confirmed as usual.
+    const third = await alice.transfer(R3, 3n);
+    await h.flashblock();
+    expect((await h.pendingLogs()).map((l) => l.transactionHash)).toEqual([third]);
+    await h.mine();
+  });
+});
+
+describe("a pre-confirmed transaction that lands a block later (devnet_deferPreconfirmed)", () => {
+  const h = useDevnet();
+
+  test("the block is mined without it, and the rebuilt pending block pre-confirms it again", async () => {
+    const [alice, bob] = [h.sender(1), h.sender(2)];
+    await h.mine();
+    const head = await h.blockNumber();
+    const kept = await alice.transfer(R1, 1n);
+    const late = await bob.transfer(R2, 2n);
+    await h.flashblock();
+    expect((await h.pendingLogs()).map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex])).toEqual([
+      [kept, head + 1, "0x0"],
+      [late, head + 1, "0x1"],
+    ]);
+    const client = await h.connect();
+    const sub = await client.subscribe("pendingLogs");
+    expect(await h.call("devnet_deferPreconfirmed", [late])).toBe(true);
+
+    await h.mine();
+    expect((await h.block(head + 1)).transactions).toEqual([kept]);
+    expect(await h.blockNumber()).toBe(head + 1);
+    const rebuilt = await h.pendingLogs();
+    expect(rebuilt.map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex, l.blockHash])).toEqual([[late, head + 2, "0x0", ZERO_BLOCK_HASH]]);
+    expect(await h.receipt(late)).toMatchObject({ blockHash: ZERO_BLOCK_HASH, blockNumber: numberToHex(head + 2) });
+    await client.barrier();
+    // Announced again for the later block; nothing retracted the first announcement.
+    expect((sub.results as RpcLogObject[]).map((l) => [l.transactionHash, Number(l.blockNumber)])).toEqual([[late, head + 2]]);
+
+    await h.mine();
+    expect((await h.block(head + 2)).transactions).toEqual([late]);
+    expect(await h.receipt(late)).toMatchObject({ blockNumber: numberToHex(head + 2), status: "0x1" });
+    expect(await h.call("devnet_deferPreconfirmed", [late])).toBe(false);
+  });
+});
+
+describe("the newFlashblocks subscription", () => {
+  const h = useDevnet();
+
+  test("sends the whole pending block at every flashblock, header hash zero, the same number repeating", async () => {
+    const [alice, bob] = [h.sender(1), h.sender(2)];
+    await h.mine();
+    const latest = await h.block("latest");
+    const client = await h.connect();
+    const sub = await client.subscribe("newFlashblocks");
+    const first = await alice.transfer(R1, 1n);
+    await h.flashblock();
+    const second = await bob.transfer(R2, 2n);
+    await h.flashblock();
+    await h.flashblock();
+    await client.barrier();
+
+    const blocks = sub.results as Array<Omit<Block, "transactions"> & { transactions: Array<{ hash: Hex; blockHash: Hex; blockNumber: Hex }> }>;
+    expect(blocks.map((b) => [b.number, b.hash, b.parentHash, b.timestamp === blocks[0]!.timestamp])).toEqual(
+      Array(3).fill([numberToHex(Number(latest.number) + 1), ZERO_BLOCK_HASH, latest.hash, true]),
+    );
+    expect(blocks.map((b) => b.transactions.map((t) => t.hash))).toEqual([[first], [first, second], [first, second]]);
+    expect(blocks[2]!.transactions.every((t) => t.blockHash === ZERO_BLOCK_HASH && t.blockNumber === blocks[2]!.number)).toBe(true);
+    await h.mine();
+  });
+});
+
 describe("with real timers", () => {
   const h = useDevnet({ blockTimeMs: 600, flashblockIntervalMs: 100 });
 

@@ -31,7 +31,7 @@ const HEAD_WATCH_INTERVAL_MS = 100;
 
 /**
  * A JSON-RPC server (HTTP and WebSocket on one port) that makes a local anvil look like a Base node
- * with Flashblocks: the "pending" view, pendingLogs, a pre-confirmation-aware pending nonce,
+ * with Flashblocks: the "pending" view, pendingLogs and newFlashblocks, a pre-confirmation-aware pending nonce,
  * `removed: true` re-sends after reorgs, and injectable faults. Everything else goes to anvil as is.
  */
 export async function startFlashblocksFront(options: FrontOptions) {
@@ -62,9 +62,13 @@ export async function startFlashblocksFront(options: FrontOptions) {
       if (typeof depth !== "number" || !Number.isInteger(depth) || depth < 1) throw new RpcError(-32602, "depth must be a positive integer");
       // By default the new branch re-includes the orphaned transactions (new block hashes, same
       // payments), as a real reorg mostly does; anvil alone would drop them and strand their nonces.
-      const replacements = Array.isArray(transactions) ? transactions : await orphanedTransactions(depth);
-      // Note: anvil_reorg takes positional params only.
-      await upstream.call("anvil_reorg", [depth, replacements]);
+      // Between sequencer steps: a block being mined sets pool transactions aside for a moment.
+      const replacements = await sequencer.between(async () => {
+        const chosen = Array.isArray(transactions) ? transactions : await orphanedTransactions(depth);
+        // Note: anvil_reorg takes positional params only.
+        await upstream.call("anvil_reorg", [depth, chosen]);
+        return chosen;
+      });
       await watcher.sync();
       return { depth, reincluded: replacements.length };
     },
@@ -72,6 +76,21 @@ export async function startFlashblocksFront(options: FrontOptions) {
       const [hash] = params;
       if (typeof hash !== "string") throw new RpcError(-32602, "expected a transaction hash");
       return sequencer.drop(hash);
+    },
+    devnet_deferPreconfirmed: async (params) => {
+      const [hash] = params;
+      if (typeof hash !== "string") throw new RpcError(-32602, "expected a transaction hash");
+      return sequencer.defer(hash);
+    },
+    devnet_setPendingLag: async (params) => {
+      const [blocks] = params;
+      if (typeof blocks !== "number" || !Number.isInteger(blocks) || blocks < 0) throw new RpcError(-32602, "blocks must be a non-negative integer");
+      await sequencer.setLag(blocks);
+      return blocks;
+    },
+    devnet_clearPending: async () => {
+      await sequencer.clear();
+      return true;
     },
     devnet_disconnectWebSockets: async () => {
       const count = sockets.size;
@@ -260,7 +279,8 @@ export async function startFlashblocksFront(options: FrontOptions) {
     await sequencer.mine();
     await watcher.sync();
   });
-  every(HEAD_WATCH_INTERVAL_MS, () => watcher.sync());
+  // Between sequencer steps, so a newHeads never goes out between a mined block and its rebuilt pending block.
+  every(HEAD_WATCH_INTERVAL_MS, () => sequencer.between(() => watcher.sync()));
 
   return {
     httpUrl: `http://${host}:${port}`,

@@ -1,11 +1,15 @@
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
-type PoolTransaction = { hash: string; from: string; to: string | null; input: string; value: string; gas: string; type?: string; gasPrice?: string; maxFeePerGas?: string };
+type PoolTransaction = { hash: string; from: string; to: string | null; input: string; value: string; gas: string; type?: string; gasPrice?: string; maxFeePerGas?: string } & Record<string, unknown>;
 type SimulatedCall = { status: string; gasUsed?: string; logs: Array<{ address: string; topics: string[]; data: string }> };
+type Head = { number: string; hash: string; timestamp: string };
 
 /** A receipt as JSON-RPC carries it, for a pre-confirmed transaction. */
 export type RpcReceiptObject = Record<string, unknown> & { transactionHash: string; blockHash: string; blockNumber: string; status: string };
+
+/** The whole pending block as `newFlashblocks` sends it: header hash zero, full transactions. */
+export type PendingBlockObject = { number: string; hash: string; parentHash: string; timestamp: string; transactions: Array<Record<string, unknown>> };
 
 const EMPTY_LOGS_BLOOM = `0x${"0".repeat(512)}`;
 
@@ -17,23 +21,44 @@ export type Flashblock = {
   newLogs: RpcLogObject[];
   /** Every pre-confirmed log of the pending block so far. */
   allLogs: RpcLogObject[];
+  /** The pending block after this flashblock. */
+  block: PendingBlockObject;
+};
+
+/** One block of the pre-confirmed state: open (taking flashblocks), sealed (waiting to be mined), or mined and still shown. */
+type PendingBlock = {
+  number: number;
+  timestamp: number;
+  /** The canonical parent's hash when known at opening; zero when the parent was itself still pending. */
+  parentHash: string;
+  index: number;
+  txs: PoolTransaction[];
+  logs: RpcLogObject[];
+  /** Receipts of its pre-confirmed transactions, by lower-case hash. */
+  receipts: Map<string, RpcReceiptObject>;
+  sealed: boolean;
+  mined: boolean;
 };
 
 /**
  * Plays Base's sequencer in front of a no-mining anvil: every flashblock the pool's new transactions
  * become pre-confirmed (their logs computed by really executing them with eth_simulateV1 on top of
- * the head); every block the pool is mined with the announced timestamp. A pre-confirmed transaction
- * dropped before its block is never retracted, as on Base.
+ * the head and the pending blocks before it); every block is mined with exactly its pre-confirmed
+ * transactions and the announced timestamp. A pre-confirmed transaction dropped before its block is
+ * never retracted, as on Base. Switches play the rest of protocol-notes §8: a canonical chain that
+ * lags the pending blocks, a pending view cleared after a flashblock gap, and a pre-confirmed
+ * transaction that lands a block later than announced.
  */
 export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: Flashblock) => void) {
-  let blockNumber = -1;
-  let timestamp = 0;
-  let index = 0;
-  let preconfirmed: PoolTransaction[] = [];
-  let logs: RpcLogObject[] = [];
-  /** Receipts of the pending block's pre-confirmed transactions, by lower-case hash. */
-  let receipts = new Map<string, RpcReceiptObject>();
+  /** Oldest first; the last is open unless sealed. Mined ones stay until the chain catches up with the newest. */
+  let blocks: PendingBlock[] = [];
+  /** Blocks the canonical chain stays behind the newest sealed pending block. */
+  let lagBlocks = 0;
+  /** After a flashblock gap the node's pending view is empty until the next block opens. */
+  let blind = false;
   const dropped = new Set<string>();
+  /** Pre-confirmed transactions the next mined block leaves out (they land in a later block). */
+  const deferred = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
 
   /** Serialises ticks, mining and drops: each sees the state the previous one left. */
@@ -43,44 +68,69 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     return next;
   }
 
-  async function startBlockIfNeeded(): Promise<void> {
-    const latest = await upstream.call<{ number: string; timestamp: string }>("eth_getBlockByNumber", ["latest", false]);
-    const next = Number(latest.number) + 1;
-    if (next === blockNumber) return;
-    // The head moved (first tick, a reorg, or someone mined through the front): start a fresh pending block.
-    blockNumber = next;
-    timestamp = Math.max(Number(latest.timestamp) + 1, Math.floor(Date.now() / 1_000));
-    index = 0;
-    preconfirmed = [];
-    logs = [];
-    receipts = new Map();
+  const unmined = () => blocks.filter((b) => !b.mined);
+  const sameHash = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+  /** The open pending block, opening one (and forgetting a state the head no longer fits) when needed. */
+  async function openBlock(): Promise<PendingBlock> {
+    const head = await upstream.call<Head>("eth_getBlockByNumber", ["latest", false]);
+    const headNumber = Number(head.number);
+    const waiting = unmined();
+    const consecutive = waiting.every((b, i) => b.number === headNumber + 1 + i);
+    if (!consecutive) {
+      // The head moved behind our back (a reorg, or someone mined through anvil): start afresh.
+      blocks = [];
+      blind = false;
+    }
+    const last = blocks.at(-1);
+    if (last !== undefined && !last.sealed) return last;
+    const parent = unmined().at(-1);
+    const block: PendingBlock = {
+      number: parent === undefined ? headNumber + 1 : parent.number + 1,
+      timestamp: Math.max((parent?.timestamp ?? Number(head.timestamp)) + 1, Math.floor(Date.now() / 1_000)),
+      parentHash: parent === undefined ? head.hash : ZERO_HASH,
+      index: 0,
+      txs: [],
+      logs: [],
+      receipts: new Map(),
+      sealed: false,
+      mined: false,
+    };
+    blocks.push(block);
+    // Note: a node that cleared its state after a flashblock gap shows pre-confirmations again from the next block on (protocol-notes §8).
+    blind = false;
+    return block;
+  }
+
+  /** Executes the open block's fresh transactions on top of the sealed, not yet mined, pending blocks. */
+  async function simulate(open: PendingBlock, all: PoolTransaction[]): Promise<Map<number, SimulatedCall | undefined>> {
+    const before = unmined().filter((b) => b !== open);
+    // Note: anvil's eth_simulateV1 refuses contract creations ("missing keys: to"), so a creation is
+    // pre-confirmed without logs; its logs appear with its block. Our contracts log nothing on creation.
+    const callsOf = (txs: PoolTransaction[]) => txs.map((t, i) => ({ t, i })).filter(({ t }) => t.to !== null);
+    const blockCalls = (b: PendingBlock, txs: PoolTransaction[]) => ({
+      blockOverrides: { number: toQuantity(b.number), time: toQuantity(b.timestamp) },
+      calls: callsOf(txs).map(({ t }) => ({ from: t.from, to: t.to, input: t.input, value: t.value, gas: t.gas })),
+    });
+    const simulated = await upstream.call<Array<{ calls: SimulatedCall[] }>>("eth_simulateV1", [
+      { blockStateCalls: [...before.map((b) => blockCalls(b, b.txs)), blockCalls(open, all)] },
+      "latest",
+    ]);
+    const last = simulated.at(-1);
+    return new Map(callsOf(all).map(({ i }, k) => [i, last?.calls[k]]));
   }
 
   async function flashblock(): Promise<Flashblock> {
-    await startBlockIfNeeded();
-    const pending = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", ["pending", true]);
-    const known = new Set(preconfirmed.map((t) => t.hash));
-    const fresh = pending.transactions.filter((t) => !known.has(t.hash) && !dropped.has(t.hash));
+    const open = await openBlock();
+    const pool = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", ["pending", true]);
+    const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
+    const fresh = pool.transactions.filter((t) => !known.has(t.hash) && !dropped.has(t.hash));
     const newLogs: RpcLogObject[] = [];
     if (fresh.length > 0) {
-      const all = [...preconfirmed, ...fresh];
-      // Note: anvil's eth_simulateV1 refuses contract creations ("missing keys: to"), so a creation is
-      // pre-confirmed without logs; its logs appear with its block. Our contracts log nothing on creation.
-      const calls = all.map((t, i) => ({ t, i })).filter(({ t }) => t.to !== null);
-      const [simulated] = await upstream.call<Array<{ calls: SimulatedCall[] }>>("eth_simulateV1", [
-        {
-          blockStateCalls: [
-            {
-              blockOverrides: { number: toQuantity(blockNumber), time: toQuantity(timestamp) },
-              calls: calls.map(({ t }) => ({ from: t.from, to: t.to, input: t.input, value: t.value, gas: t.gas })),
-            },
-          ],
-        },
-        "latest",
-      ]);
-      const resultByTx = new Map(calls.map(({ i }, k) => [i, simulated?.calls[k]]));
-      let cumulativeGas = [...receipts.values()].reduce((sum, r) => sum + BigInt(r.gasUsed as string), 0n);
-      for (let i = preconfirmed.length; i < all.length; i++) {
+      const all = [...open.txs, ...fresh];
+      const resultByTx = await simulate(open, all);
+      let cumulativeGas = [...open.receipts.values()].reduce((sum, r) => sum + BigInt(r.gasUsed as string), 0n);
+      for (let i = open.txs.length; i < all.length; i++) {
         const tx = all[i]!;
         const result = resultByTx.get(i);
         const firstLog = newLogs.length;
@@ -89,13 +139,13 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
             address: log.address.toLowerCase(),
             topics: log.topics,
             data: log.data,
-            blockNumber: toQuantity(blockNumber),
+            blockNumber: toQuantity(open.number),
             blockHash: ZERO_HASH,
-            blockTimestamp: toQuantity(timestamp),
+            blockTimestamp: toQuantity(open.timestamp),
             transactionHash: tx.hash,
             transactionIndex: toQuantity(i),
             // Note: Base counts logIndex across the whole pending block, cumulative over flashblocks.
-            logIndex: toQuantity(logs.length + newLogs.length),
+            logIndex: toQuantity(open.logs.length + newLogs.length),
             removed: false,
           });
         }
@@ -104,11 +154,11 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
           cumulativeGas += gasUsed;
           // Note: a Base node answers eth_getTransactionReceipt for a pre-confirmed transaction before its
           // block exists: zero blockHash, the pending block's number (protocol-notes §8).
-          receipts.set(tx.hash.toLowerCase(), {
+          open.receipts.set(tx.hash.toLowerCase(), {
             transactionHash: tx.hash,
             transactionIndex: toQuantity(i),
             blockHash: ZERO_HASH,
-            blockNumber: toQuantity(blockNumber),
+            blockNumber: toQuantity(open.number),
             from: tx.from,
             to: tx.to,
             contractAddress: null,
@@ -122,47 +172,104 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
           });
         }
       }
-      preconfirmed = all;
-      logs = [...logs, ...newLogs];
+      open.txs = all;
+      open.logs = [...open.logs, ...newLogs];
     }
-    const result = { blockNumber, index, newLogs, allLogs: logs };
-    index++;
-    onFlashblock(result);
+    const result = { blockNumber: open.number, index: open.index, newLogs, allLogs: open.logs, block: blockObject(open) };
+    open.index++;
+    // After a gap the node has nothing to tell until the next block: no notification either.
+    if (!blind) onFlashblock(result);
     return result;
   }
+
+  /**
+   * Mines `block` with exactly its pre-confirmed transactions (less the deferred ones): everything
+   * else in anvil's pool is set aside and sent again afterwards, in the same order.
+   */
+  async function mineExactly(block: PendingBlock): Promise<void> {
+    const include = new Set(block.txs.map((t) => t.hash).filter((hash) => !deferred.has(hash)));
+    const pool = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", ["pending", false]);
+    const aside: string[] = [];
+    for (const hash of pool.transactions as unknown as string[]) {
+      if (include.has(hash)) continue;
+      aside.push(await upstream.call<string>("eth_getRawTransactionByHash", [hash]));
+      await upstream.call("anvil_dropTransaction", [hash]);
+    }
+    await upstream.call("evm_setNextBlockTimestamp", [toQuantity(block.timestamp)]).catch(() => undefined);
+    await upstream.call("evm_mine", []);
+    // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would; the others go back.
+    for (const raw of aside) await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
+    for (const t of block.txs) deferred.delete(t.hash);
+    block.mined = true;
+  }
+
+  /** Closes the open block (a last flashblock), then mines what the lag allows; the pending block is rebuilt when one was deferred. */
+  async function mine(): Promise<void> {
+    const closing = (await flashblock()).blockNumber;
+    const open = blocks.at(-1)!;
+    open.sealed = true;
+    const rebuilt = open.txs.some((t) => deferred.has(t.hash));
+    for (const block of unmined()) if (block.number <= closing - lagBlocks) await mineExactly(block);
+    // Note: the pre-confirmed state spans several blocks: it is kept until the canonical chain has caught
+    // up with the newest pending block (protocol-notes §8).
+    if (blocks.every((b) => b.mined)) blocks = [];
+    dropped.clear();
+    // Note: a canonical block that differs from what was pre-confirmed makes the node rebuild the pending
+    // block silently; the left-out transaction is pre-confirmed again in the next one (protocol-notes §8).
+    if (rebuilt && lagBlocks === 0) await flashblock();
+  }
+
+  function blockObject(block: PendingBlock): PendingBlockObject {
+    return {
+      number: toQuantity(block.number),
+      hash: ZERO_HASH,
+      parentHash: block.parentHash,
+      timestamp: toQuantity(block.timestamp),
+      transactions: block.txs.map((t, i) => ({ ...t, blockHash: ZERO_HASH, blockNumber: toQuantity(block.number), transactionIndex: toQuantity(i) })),
+    };
+  }
+
+  const visible = () => (blind ? [] : blocks);
 
   return {
     /** One flashblock now (the timer calls this every flashblock interval). */
     flashblock: () => exclusive(flashblock),
-    /** Closes the pending block: a last flashblock, then mine it with the announced timestamp. */
-    mine: () =>
-      exclusive(async () => {
-        await flashblock();
-        await upstream.call("evm_setNextBlockTimestamp", [toQuantity(timestamp)]).catch(() => undefined);
-        await upstream.call("evm_mine", []);
-        // The pending block is canonical now: its pre-confirmations leave the pending view and the
-        // pending nonce (else both count them twice until the next flashblock).
-        blockNumber = -1;
-        preconfirmed = [];
-        logs = [];
-        receipts = new Map();
-        dropped.clear();
-      }),
+    /** Closes the pending block: a last flashblock, then mine it (or, with a lag, an earlier one) with the announced timestamp. */
+    mine: () => exclusive(mine),
+    /** Runs `work` between ticks, so it never sees a block mined but the pending block not yet rebuilt. */
+    between: <T>(work: () => Promise<T>) => exclusive(work),
     /** Removes a pre-confirmed transaction from the pool so it never lands; its logs are not retracted. */
     drop: (hash: string) =>
       exclusive(async () => {
-        const wasPreconfirmed = preconfirmed.some((t) => t.hash === hash.toLowerCase() || t.hash === hash);
+        const wasPreconfirmed = unmined().some((b) => b.txs.some((t) => sameHash(t.hash, hash)));
         await upstream.call("anvil_dropTransaction", [hash]);
         dropped.add(hash);
         return wasPreconfirmed;
       }),
+    /** Leaves a pre-confirmed transaction out of its block: it lands in the next one, pre-confirmed again there. */
+    defer: (hash: string) =>
+      exclusive(async () => {
+        const tx = unmined().flatMap((b) => b.txs).find((t) => sameHash(t.hash, hash));
+        if (tx !== undefined) deferred.add(tx.hash);
+        return tx !== undefined;
+      }),
+    /** The canonical chain stays `blocks` behind the newest sealed pending block from the next mine on. */
+    setLag: (blocksBehind: number) => exclusive(async () => void (lagBlocks = blocksBehind)),
+    /** Empties the pending view in the middle of a block, with no notification, until the next block opens. */
+    clear: () => exclusive(async () => void (blind = true)),
     /** The receipt of a pre-confirmed transaction not yet in a block (zero blockHash), if any; a dropped one keeps it until the block closes, as on Base. */
-    preconfirmedReceipt: (hash: string): RpcReceiptObject | undefined => receipts.get(hash.toLowerCase()),
-    /** Pre-confirmed logs of the pending block. */
-    pendingLogs: () => logs,
-    /** Pre-confirmed transactions sent by `address` (for the "pending" nonce). */
-    preconfirmedCount: (address: string) => preconfirmed.filter((t) => t.from.toLowerCase() === address.toLowerCase()).length,
-    pendingBlockNumber: () => blockNumber,
+    preconfirmedReceipt: (hash: string): RpcReceiptObject | undefined => {
+      for (const block of visible()) {
+        const receipt = block.receipts.get(hash.toLowerCase());
+        if (receipt !== undefined) return receipt;
+      }
+      return undefined;
+    },
+    /** Pre-confirmed logs of every pending block, oldest first (mined ones too until the chain catches up). */
+    pendingLogs: () => visible().flatMap((b) => b.logs),
+    /** Pre-confirmed transactions sent by `address` in blocks not yet mined (for the "pending" nonce). */
+    preconfirmedCount: (address: string) => (blind ? [] : unmined()).flatMap((b) => b.txs).filter((t) => sameHash(t.from, address)).length,
+    pendingBlockNumber: () => blocks.at(-1)?.number ?? -1,
   };
 }
 

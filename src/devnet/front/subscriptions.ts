@@ -11,7 +11,9 @@ export type PendingLogsMode = {
   repeat: boolean;
 };
 
-type Subscription = { socket: WebSocket; kind: "newHeads" | "logs" | "pendingLogs"; filter: LogFilterObject | undefined };
+type Kind = "newHeads" | "logs" | "pendingLogs" | "newFlashblocks";
+type Subscription = { socket: WebSocket; kind: Kind; filter: LogFilterObject | undefined };
+const KINDS: readonly string[] = ["newHeads", "logs", "pendingLogs", "newFlashblocks"] satisfies Kind[];
 
 /** eth_subscribe bookkeeping for every open WebSocket, and the fan-out of events to them. */
 export function createSubscriptions() {
@@ -30,9 +32,9 @@ export function createSubscriptions() {
     mode: () => mode,
     subscribe(socket: WebSocket, params: unknown[]): string {
       const [kind, filter] = params as [unknown, LogFilterObject | undefined];
-      if (kind !== "newHeads" && kind !== "logs" && kind !== "pendingLogs") throw new Error(`unsupported subscription ${String(kind)}`);
+      if (typeof kind !== "string" || !KINDS.includes(kind)) throw new Error(`unsupported subscription ${String(kind)}`);
       const id = `0x${randomBytes(16).toString("hex")}`;
-      subscriptions.set(id, { socket, kind, filter });
+      subscriptions.set(id, { socket, kind: kind as Kind, filter });
       return id;
     },
     unsubscribe(socket: WebSocket, id: unknown): boolean {
@@ -57,6 +59,9 @@ export function createSubscriptions() {
     onFlashblock(flashblock: Flashblock): void {
       const times = mode.repeat ? 2 : 1;
       for (const [id, sub] of subscriptions) {
+        // Note: newFlashblocks sends the whole pending block at every flashblock, header hash zero, the
+        // same block number repeating (protocol-notes §8).
+        if (sub.kind === "newFlashblocks") for (let t = 0; t < times; t++) send(id, sub, flashblock.block);
         if (sub.kind !== "pendingLogs") continue;
         for (let t = 0; t < times; t++) {
           if (mode.shape === "array") {

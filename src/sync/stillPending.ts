@@ -1,0 +1,34 @@
+import type { Hex } from "viem";
+import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { RetryableError } from "../errors.js";
+import type { Logger } from "../ops/logger.js";
+import { fetchLogRows, type FetchRowsDeps } from "./fetchLogRows.js";
+
+/**
+ * Transactions among `candidates` that the pending view holds for a block above `blockNumber`: their
+ * block became canonical without them, but the node re-announced them for a later one, so they are
+ * not dropped. Empty when there is nothing to ask about, or when the pending view cannot be read
+ * (then they are dropped, and revived if announced again).
+ */
+export async function stillPendingAbove(
+  deps: FetchRowsDeps & { logger: Logger },
+  tokens: readonly Hex[],
+  blockNumber: number,
+  candidates: ReadonlySet<Hex>,
+): Promise<Set<Hex>> {
+  if (candidates.size === 0) return new Set();
+  // Note: a rebuilt pending block re-announces a left-out transaction with no notification (protocol-notes §8);
+  // the pending view may also still hold the just-canonical block's logs, which do not count.
+  try {
+    const rows = await fetchLogRows(
+      deps,
+      { pending: true, addresses: tokens, topic0: PAYMENT_TOPICS },
+      { statusOf: () => "preconfirmed", source: "pending", timestampOf: () => Math.floor(Date.now() / 1_000), strict: false },
+    );
+    return new Set(rows.filter((r) => r.blockNumber > blockNumber && candidates.has(r.transactionHash)).map((r) => r.transactionHash));
+  } catch (error) {
+    if (!(error instanceof RetryableError)) throw error;
+    deps.logger.warn({ msg: "Failed to read the pending view before marking drops", block_number: blockNumber, error: error.shortMessage });
+    return new Set();
+  }
+}

@@ -1,0 +1,68 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import type { RpcLog } from "../../src/chain/rpcLog.js";
+import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
+import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { createLifecycle } from "../../src/store/lifecycle.js";
+import { openDatabase } from "../../src/store/openDatabase.js";
+
+const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as const;
+const ZERO = word("0");
+const TX = word("ab1");
+const OTHER_TX = word("ab2");
+
+/** One Transfer of `TX` as a node reports it at `blockNumber` (zero hash while pre-confirmed). */
+function transfer(blockNumber: number, logIndex: number, status: LogStatus, transactionHash = TX) {
+  const log: RpcLog = {
+    address: TOKEN,
+    topics: [TRANSFER_TOPIC, word("a11ce"), word("b0b")],
+    data: word("f4240"),
+    blockNumber,
+    blockHash: status === "preconfirmed" ? ZERO : word(`b${blockNumber}`),
+    blockTimestamp: 1_700_000_000 + blockNumber,
+    transactionHash,
+    transactionIndex: logIndex,
+    logIndex,
+    removed: false,
+  };
+  return toLogRows([log], { chainId: 8453, statusOf: () => status, source: status === "preconfirmed" ? "pending" : "head", timestampOf: () => 0 }).rows;
+}
+
+function setUp() {
+  const db = openDatabase(join(mkdtempSync(join(tmpdir(), "flashindex-lifecycle-")), "test.db"), 8453);
+  const lifecycle = createLifecycle(db);
+  const rows = () => db.prepare("SELECT status, block_number, log_index, block_hash, removed_at, preconfirmed_at FROM logs ORDER BY id").all() as Array<Record<string, unknown>>;
+  return { db, lifecycle, rows };
+}
+
+describe("lifecycle of a pre-confirmation announced again for a later block", () => {
+  test("a row marked dropped is revived by the later announcement, a stale re-read of the earlier block is ignored, and its block promotes it", () => {
+    const { lifecycle, rows } = setUp();
+    expect(lifecycle.insertPreconfirmed(transfer(11, 3, "preconfirmed"), 1_000)).toMatchObject({ inserted: 1, moved: 0 });
+    expect(lifecycle.applyCanonicalBlock(11, [], 2_000).dropped).toBe(1);
+    expect(rows()).toMatchObject([{ status: "dropped", block_number: 11, removed_at: 2_000 }]);
+
+    expect(lifecycle.insertPreconfirmed(transfer(12, 0, "preconfirmed"), 3_000)).toMatchObject({ inserted: 0, moved: 1, revived: 1 });
+    expect(rows()).toEqual([{ status: "preconfirmed", block_number: 12, log_index: 0, block_hash: ZERO, removed_at: null, preconfirmed_at: 1_000 }]);
+    expect(lifecycle.insertPreconfirmed(transfer(11, 3, "preconfirmed"), 4_000)).toMatchObject({ inserted: 0, moved: 0 });
+    expect(rows()).toHaveLength(1);
+
+    const applied = lifecycle.applyCanonicalBlock(12, transfer(12, 0, "confirmed"), 5_000);
+    expect(applied).toMatchObject({ promoted: 1, inserted: 0, dropped: 0, leadTimesMs: [4_000] });
+    expect(rows()).toEqual([{ status: "confirmed", block_number: 12, log_index: 0, block_hash: word("b12"), removed_at: null, preconfirmed_at: 1_000 }]);
+  });
+
+  test("a pre-confirmation the pending view still holds for a later block is not dropped with its block; the next block settles it", () => {
+    const { lifecycle, rows } = setUp();
+    lifecycle.insertPreconfirmed([...transfer(11, 0, "preconfirmed"), ...transfer(11, 1, "preconfirmed", OTHER_TX)], 1_000);
+    expect(lifecycle.preconfirmedThrough(11)).toEqual(new Set([TX, OTHER_TX]));
+    expect(lifecycle.applyCanonicalBlock(11, [], 2_000, new Set([TX])).dropped).toBe(1);
+    expect(rows().map((r) => r.status)).toEqual(["preconfirmed", "dropped"]);
+    // Never announced again and absent from block 12: dropped then.
+    expect(lifecycle.applyCanonicalBlock(12, [], 3_000).dropped).toBe(1);
+    expect(rows().map((r) => r.status)).toEqual(["dropped", "dropped"]);
+  });
+});
