@@ -37,14 +37,19 @@ export async function startSavedAnvilChain(logs: number): Promise<SavedChain> {
 
 async function generate(logs: number, statePath: string, metaPath: string): Promise<void> {
   process.stderr.write(`generating an anvil chain of ${logs} Transfer logs (once; saved to ${statePath})\n`);
-  // --prune-history: no per-block state snapshots (a 1,000,000-log chain otherwise holds over 12 GB).
-  const anvil = await startAnvil({ chainId: 8453, extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--dump-state", statePath, "--prune-history"] });
+  // --prune-history: no per-block state snapshots (a 1,000,000-log chain otherwise holds over 12 GB);
+  // a long --state-interval: the state is written once, on exit, not every few seconds while sending.
+  const anvil = await startAnvil({
+    chainId: 8453,
+    extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--dump-state", statePath, "--state-interval", "86400", "--prune-history"],
+  });
   try {
     const key = ANVIL_PRIVATE_KEYS[0] as Hex;
     const account = privateKeyToAccount(key);
     const { address: token, blockNumber: deployBlock } = await deployTestToken({ rpcUrl: anvil.httpUrl, privateKey: key, mint: [{ to: account.address, amount: 10n ** 30n }] });
-    const wallet = createWalletClient({ account, transport: http(anvil.httpUrl) });
-    const publicClient = createPublicClient({ transport: http(anvil.httpUrl) });
+    const transport = http(anvil.httpUrl, { timeout: 120_000 });
+    const wallet = createWalletClient({ account, transport });
+    const publicClient = createPublicClient({ transport });
     let nonce = await publicClient.getTransactionCount({ address: account.address });
     let last: Hex | undefined;
     for (let sent = 0; sent < logs; sent += TRANSFERS_PER_TX) {

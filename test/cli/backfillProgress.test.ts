@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";
+import { anvilConfigFile, runCli, spawnCli } from "../helpers/cli.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -28,17 +28,7 @@ beforeAll(async () => {
 afterAll(() => anvil?.stop());
 
 function configFile(name: string, overrides: Record<string, unknown> = {}): string {
-  return writeConfig(dir, {
-    chainId: 8453,
-    rpc: { http: [anvil.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
-    tokens: [{ address: USDC, startBlock: 0 }],
-    finality: { depth: 0 },
-    realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 0 },
-    database: { path: join(dir, `${name}.db`) },
-    metrics: { enabled: false },
-    logLevel: "info",
-    ...overrides,
-  }, `${name}.json`);
+  return anvilConfigFile(dir, name, anvil.httpUrl, USDC, overrides);
 }
 
 function metricValue(body: string, name: string): number {

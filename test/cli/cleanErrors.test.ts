@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { runCli, unprivileged, writeConfig } from "../helpers/cli.js";
+import { anvilConfigFile, runCli, unprivileged } from "../helpers/cli.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 let anvil: Anvil;
@@ -29,17 +29,7 @@ afterAll(async () => {
 });
 
 function configFile(name: string, overrides: Record<string, unknown> = {}): string {
-  const path = writeConfig(dir, {
-    chainId: 8453,
-    rpc: { http: [anvil.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
-    tokens: [{ address: USDC, startBlock: 0 }],
-    finality: { depth: 0 },
-    realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 0 },
-    database: { path: join(dir, `${name}.db`) },
-    metrics: { enabled: false },
-    logLevel: "warn",
-    ...overrides,
-  }, `${name}.json`);
+  const path = anvilConfigFile(dir, name, anvil.httpUrl, USDC, { logLevel: "warn", ...overrides });
   chmodSync(path, 0o644);
   return path;
 }

@@ -44,3 +44,26 @@ export function writeConfig(dir: string, config: unknown, name = "config.json"):
   writeFileSync(path, JSON.stringify(config, null, 2));
   return path;
 }
+
+/**
+ * Writes `<name>.json` in `dir`: a config for an anvil at `rpcUrl` (Base's chain id, one token from
+ * block 0, finality depth 0, no pending polling, no metrics server, fast retries), with `overrides`
+ * on top, and its database at `<dir>/<name>.db`.
+ */
+export function anvilConfigFile(dir: string, name: string, rpcUrl: string, token: string, overrides: Record<string, unknown> = {}): string {
+  return writeConfig(
+    dir,
+    {
+      chainId: 8453,
+      rpc: { http: [rpcUrl], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
+      tokens: [{ address: token, startBlock: 0 }],
+      finality: { depth: 0 },
+      realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 0 },
+      database: { path: join(dir, `${name}.db`) },
+      metrics: { enabled: false },
+      logLevel: "info",
+      ...overrides,
+    },
+    `${name}.json`,
+  );
+}
