@@ -59,8 +59,12 @@ async function generate(logs: number, statePath: string, metaPath: string): Prom
     if (last !== undefined) await publicClient.waitForTransactionReceipt({ hash: last });
     const head = Number(await publicClient.getBlockNumber({ cacheTime: 0 }));
     writeFileSync(metaPath, JSON.stringify({ token, deployBlock, head } satisfies Meta));
+    // SIGTERM: anvil writes --dump-state on its way out, which takes a while for a large chain:
+    // wait for it rather than let stop()'s grace period cut the file short.
+    const exited = new Promise((resolve) => anvil.process.once("exit", resolve));
+    anvil.process.kill("SIGTERM");
+    await exited;
   } finally {
-    // SIGTERM: anvil writes --dump-state on its way out.
     await anvil.stop();
   }
 }

@@ -24,13 +24,23 @@ export function createReaderIndexes(db: Database) {
         for (const index of READER_INDEXES) db.exec(`DROP INDEX IF EXISTS ${index.name}`);
       }).immediate();
     },
-    /** Builds the missing ones, each in its own transaction; returns their names. */
+    /**
+     * Builds the missing ones, each in its own transaction; returns their names. The sort spills to a
+     * temporary file, not to memory: building over millions of rows would otherwise lift peak RSS by
+     * the size of the keys.
+     */
     build(): string[] {
       const built: string[] = [];
-      for (const index of READER_INDEXES) {
-        if (present.get(index.name) !== undefined) continue;
-        db.transaction(() => db.exec(index.sql)).immediate();
-        built.push(index.name);
+      const tempStore = db.pragma("temp_store", { simple: true }) as number;
+      db.pragma("temp_store = FILE");
+      try {
+        for (const index of READER_INDEXES) {
+          if (present.get(index.name) !== undefined) continue;
+          db.transaction(() => db.exec(index.sql)).immediate();
+          built.push(index.name);
+        }
+      } finally {
+        db.pragma(`temp_store = ${tempStore}`);
       }
       return built;
     },

@@ -10,6 +10,8 @@ import type { WindowReply, WindowRequest } from "./windowWriterThread.js";
 
 /** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
 const WRITER_THREAD_HEAP_MB = 64;
+/** Its young generation: windows arrive as whole cloned arrays and are short-lived; a small nursery suffices. */
+const WRITER_THREAD_YOUNG_MB = 8;
 
 export type WindowWriter = {
   /** Commits one window (rows, attribution, synced range) in one transaction; resolves once it is durable in the WAL. */
@@ -82,7 +84,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
  * vitest) it first registers tsx's loader in the new thread, then imports the .ts entry.
  */
 function startThread(workerData: { path: string; chainId: number }): Worker {
-  const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB } };
+  const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB } };
   if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./windowWriterThread.js", import.meta.url), options);
   const tsx = pathToFileURL(tsxEsmApiPath()).href;
   const entry = new URL("./windowWriterThread.ts", import.meta.url).href;
