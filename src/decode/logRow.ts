@@ -1,4 +1,3 @@
-import type { Hex } from "viem";
 import type { RpcLog } from "../chain/rpcLog.js";
 import { decodePaymentEvent, type PaymentEvent, type UndecodableReason } from "./paymentEvents.js";
 import { assignTxLogPositions } from "./preconfirmedTwins.js";

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
-import { createPublicClient, createWalletClient, http, keccak256, stringToHex, type Hex } from "viem";
+import { createPublicClient, createWalletClient, http, keccak256, stringToHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";

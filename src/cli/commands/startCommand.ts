@@ -113,7 +113,7 @@ async function followRealtime(deps: RealtimeDeps): Promise<void> {
 
 /** With realtime off: backfills to the final block, then again whenever it moves, until shutdown. */
 async function followFinality(context: Context, db: ReturnType<typeof openDatabase>, health: ReturnType<typeof createHealth>): Promise<void> {
-  const { logger, metrics, shutdown } = context;
+  const { metrics, shutdown } = context;
   for (;;) {
     shutdown.throwIfKilled();
     try {
