@@ -7,6 +7,7 @@ import { sleep, type Shutdown } from "../ops/shutdown.js";
 import type { Database } from "../store/openDatabase.js";
 import { saveRegistration } from "../store/registrations.js";
 import type { RegistrationClient } from "./registrationClient.js";
+import { backoffDelayMs } from "../ops/backoff.js";
 
 /** First retry delay after a temporary registration failure; doubles per attempt, with full jitter. */
 export const REGISTRATION_RETRY_INITIAL_DELAY_MS = 1_000;
@@ -59,7 +60,7 @@ export function registerConfiguredWallets(
           return;
         }
         metrics.registrationRequests.inc({ outcome: "retryable" });
-        const delay = Math.round(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
+        const delay = backoffDelayMs(attempt - 1, { initialDelayMs, maxDelayMs });
         logger.warn({ msg: "Failed to register wallet, retrying", wallet, attempt, retry_in_ms: delay, error: message });
         await sleep(delay, shutdown.signal);
         continue;

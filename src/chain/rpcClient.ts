@@ -7,6 +7,7 @@ import { redactUrl } from "../ops/redact.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";
 import { createHttpTransport, type HttpTransport } from "./httpTransport.js";
 import { parseRangeError } from "./rangeErrors.js";
+import { backoffDelayMs } from "../ops/backoff.js";
 import {
   PRUNED_HISTORY_CODE,
   PrunedHistoryError,
@@ -129,7 +130,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         lastError = classified;
         lastEndpoint = endpoint.label;
         const last = attempt + 1 >= maxAttempts;
-        const delay = last ? 0 : Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** attempt);
+        const delay = last ? 0 : backoffDelayMs(attempt, { initialDelayMs, maxDelayMs });
         logger.warn({
           msg: last ? "Gave up on RPC request" : "Retrying RPC request",
           method,

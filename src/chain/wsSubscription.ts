@@ -3,6 +3,7 @@ import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import type { Shutdown } from "../ops/shutdown.js";
+import { backoffDelayMs } from "../ops/backoff.js";
 
 export type SubscriptionOptions = {
   url: string;
@@ -36,7 +37,7 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
 
   function scheduleReconnect(): void {
     if (closed || deps.shutdown.isKilled()) return;
-    const delay = Math.random() * Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** attempt);
+    const delay = backoffDelayMs(attempt, options);
     attempt++;
     deps.metrics.wsReconnects.inc({ subscription: options.name });
     logger.warn({ msg: "Reconnecting WebSocket", endpoint: label, attempt, delay_ms: Math.round(delay) });
