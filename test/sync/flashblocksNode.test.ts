@@ -4,6 +4,7 @@ import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { Database } from "../../src/store/openDatabase.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 import { startFollower, type FollowerOptions, type Row } from "../helpers/followerHarness.js";
+import { connectWsRpc } from "../helpers/wsRpcClient.js";
 
 /** Consumer tests for the ways a Base Flashblocks node differs from a plain chain (protocol-notes §8). */
 
@@ -121,5 +122,27 @@ describe("following a Base Flashblocks node", () => {
     expect(await droppedCount(deps)).toBe(0);
     const moved = (await deps.metrics.movedPreconfirmed.get()).values.map((v) => [v.labels.from, v.value]);
     expect(moved).toEqual([["preconfirmed", 2], ["dropped", 0]]);
+  });
+
+  test("with newFlashblocks served to another client on the same node, flashindex's pendingLogs path stays exact: pre-confirmed, then promoted, nothing dropped", async () => {
+    const { db, devnet, payer, deps } = await setUp();
+    const watcher = await connectWsRpc(devnet.wsUrl);
+    open.push({ stop: async () => watcher.close() });
+    const flashblocks = await watcher.subscribe("newFlashblocks");
+    const before = await head(payer);
+    const tx = await payer.pay(SHOP, 3);
+    await payer.rpc("devnet_flashblock");
+    await payer.rpc("devnet_flashblock");
+    await waitFor(() => rowsOf(db, tx).length === 3, 5_000, "pre-confirmed rows");
+    expect(rowsOf(db, tx).map((r) => [r.status, r.block_hash, r.block_number])).toEqual(Array(3).fill(["preconfirmed", ZERO, before + 1]));
+    await flashblocks.waitFor((results) => results.length >= 2);
+    const blocks = flashblocks.results as Array<{ hash: string; number: string; transactions: Array<{ hash: string }> }>;
+    expect(blocks.every((b) => b.hash === ZERO && Number(b.number) === before + 1)).toBe(true);
+    expect(blocks.at(-1)!.transactions.map((t) => t.hash)).toContain(tx);
+
+    await payer.rpc("devnet_mine");
+    await waitFor(() => rowsOf(db, tx).every((r) => r.status === "confirmed"), 5_000, "promotion");
+    await caughtUp(db, devnet, payer);
+    expect(await droppedCount(deps)).toBe(0);
   });
 });
