@@ -25,6 +25,7 @@ import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js"
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
 
 const abi = flashTestTokenAbi;
 let devnet: Devnet;
@@ -72,7 +73,21 @@ async function capture(nonce: Hex, gas?: bigint) {
     nonce: await pendingNonceOf(payee.address),
     ...(gas === undefined ? {} : { gas }),
   });
-  return client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  return minedReceipt(hash);
+}
+
+/**
+ * The receipt of the canonical block. Note: the devnet, like a Base node, answers a pre-confirmed
+ * transaction's receipt with a zero block hash before its block exists (protocol-notes §8); a wait
+ * for "a receipt" would return before the state it changes is readable at "latest".
+ */
+async function minedReceipt(hash: Hex) {
+  let receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  while (receipt.blockHash === PRECONFIRMED_BLOCK_HASH) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    receipt = await client.getTransactionReceipt({ hash });
+  }
+  return receipt;
 }
 
 beforeAll(async () => {
