@@ -163,7 +163,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       metrics.removedLogs.inc({ via: "parent_hash" }, removed);
       logger.warn({ msg: "Detected reorg", depth: orphaned.length, common_ancestor: ancestor, new_head: head.number, removed_logs: removed });
     }
-    attributeLater([...rows.values()].flat().map((r) => r.transactionHash), "confirmed");
+    attributeLater([...landed], "confirmed");
     metrics.droppedPreconfirmed.inc(applied.dropped);
     if (applied.dropped > 0) logger.warn({ msg: "Marked pre-confirmed logs dropped", block_number: head.number, dropped: applied.dropped });
     metrics.chainHeadBlock.set(head.number);

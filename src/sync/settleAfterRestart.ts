@@ -84,15 +84,17 @@ async function readUnfinalized(deps: SettleDeps, tracked: ReadonlyMap<number, Bl
 
 /** Blocks below the tracked range whose stored confirmed rows carry a hash the chain no longer has, with their canonical rows. */
 async function staleBelow(deps: SettleDeps, tracked: ReadonlyMap<number, BlockHeader>) {
+  // One header per block number: it decides staleness and, when stale, is the block to re-read.
+  const headers = new Map<number, BlockHeader | undefined>();
   const blocks: Array<{ number: number; hash: Hex }> = [];
   for (const block of deps.lifecycle.unsettledBlocks()) {
     if (tracked.has(block.number)) continue;
-    const canonical = (await getBlockHeader(deps.client, block.number))?.hash;
-    if (canonical !== block.hash) blocks.push(block);
+    if (!headers.has(block.number)) headers.set(block.number, await getBlockHeader(deps.client, block.number));
+    if (headers.get(block.number)?.hash !== block.hash) blocks.push(block);
   }
   const replacements = new Map<number, LogRow[]>();
   for (const number of new Set(blocks.map((b) => b.number))) {
-    const header = await getBlockHeader(deps.client, number);
+    const header = headers.get(number);
     const tokens = deps.tokens.filter((t) => t.startBlock <= number).map((t) => t.key);
     if (header !== undefined) replacements.set(number, await getBlockRows({ ...deps, tokens }, header, deps.statusAt(number)));
   }
