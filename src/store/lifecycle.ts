@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import type { LogRow } from "../decode/logRow.js";
+import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../decode/preconfirmedTwins.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 
@@ -34,11 +34,6 @@ export type BlockApplied = {
  */
 export function createLifecycle(db: Database) {
   const writer = createLogWriter(db);
-  // Twins are matched in decode/preconfirmedTwins.ts; here the candidates are found by content.
-  const findTwins = db.prepare(`
-    SELECT id, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt FROM logs
-    WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
-      AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped')`);
   const findConfirmed = db.prepare(`
     SELECT id FROM logs WHERE block_number = ? AND log_index = ? AND tx_hash = ? AND block_hash = ?`);
   const promote = db.prepare(`
@@ -50,11 +45,14 @@ export function createLifecycle(db: Database) {
   const deleteTransfer = db.prepare("DELETE FROM transfers WHERE log_id = ?");
   const deleteAuthorization = db.prepare("DELETE FROM authorization_events WHERE log_id = ?");
   const deleteLog = db.prepare("DELETE FROM logs WHERE id = ?");
-  // Every live or announced row with this content: confirmed ones make a pre-confirmation old news.
-  const findAnnounced = db.prepare(`
+  // Every live or announced row with this content, found by content (twins are matched in
+  // decode/preconfirmedTwins.ts): pre-confirmed and dropped ones are twin candidates; confirmed ones
+  // make a late pre-confirmation old news.
+  const findSameContent = db.prepare(`
     SELECT id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt FROM logs
     WHERE tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
       AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped', 'confirmed', 'finalized')`);
+  const sameContent = (row: LogRow) => findSameContent.all(twinContent(row)) as Array<TwinCandidate & { status: LogStatus; blockNumber: number }>;
   const moveAnnounced = db.prepare(`
     UPDATE logs SET status = 'preconfirmed', block_number = @blockNumber, block_timestamp = @blockTimestamp, tx_index = @txIndex,
       log_index = @logIndex, tx_log_position = @txLogPosition, removed_at = NULL
@@ -85,7 +83,7 @@ export function createLifecycle(db: Database) {
       let moved = 0;
       let revived = 0;
       for (const row of rows) {
-        const announced = findAnnounced.all(twinContent(row)) as Array<TwinCandidate & { status: string; blockNumber: number }>;
+        const announced = sameContent(row);
         if (announced.some((a) => a.status === "confirmed" || a.status === "finalized" || a.blockNumber > row.blockNumber)) continue;
         const twin = pickTwin(row, announced.filter((a) => a.blockNumber < row.blockNumber));
         if (twin === undefined) {
@@ -120,7 +118,7 @@ export function createLifecycle(db: Database) {
       const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: [] };
       const fresh: LogRow[] = [];
       for (const row of rows) {
-        const twin = pickTwin(row, findTwins.all(twinContent(row)) as TwinCandidate[]);
+        const twin = pickTwin(row, sameContent(row).filter((a) => a.status === "preconfirmed" || a.status === "dropped"));
         if (twin === undefined) {
           fresh.push(row);
           continue;
