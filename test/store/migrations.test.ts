@@ -54,7 +54,10 @@ describe("migrate() to schema 5", () => {
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
     expect(db.prepare("SELECT * FROM logs ORDER BY id").all()).toEqual(before.logs);
     expect(db.prepare("SELECT * FROM authorization_states").all()).toEqual(before.states);
-    expect(db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all()).toEqual(before.objects);
+    // Every object kept; schema 6 adds only the writer's hash-prefix index.
+    const after = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all();
+    expect(after.filter((o) => (o as { name: string }).name !== "logs_by_tx_prefix")).toEqual(before.objects);
+    expect(after).toContainEqual({ type: "index", name: "logs_by_tx_prefix" });
     const unique = (db.prepare("PRAGMA index_list(logs)").all() as Array<{ name: string; unique: number; origin: string }>).find((i) => i.origin === "u")!;
     expect((db.prepare(`PRAGMA index_info("${unique.name}")`).all() as Array<{ name: string }>).map((c) => c.name)).toEqual(["block_number", "log_index", "tx_hash", "block_hash"]);
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
@@ -66,6 +69,16 @@ describe("migrate() to schema 5", () => {
     expect(db.prepare("SELECT state FROM orders").pluck().all()).toEqual(["authorized"]);
     // And the key still refuses the same log twice.
     expect(() => db.prepare("INSERT INTO logs SELECT NULL, chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, tx_log_position, status, source, first_seen_at, preconfirmed_at, confirmed_at, finalized_at, removed_at FROM logs LIMIT 1").run()).toThrow(/UNIQUE/);
+    db.close();
+  });
+
+  test("schema 6: a lookup by transaction stays indexed while a bulk load has dropped logs_by_tx", () => {
+    const db = v4Database();
+    migrate(db);
+    db.exec("DROP INDEX logs_by_tx");
+    // The form lifecycle's by-content lookup uses: the prefix of the hash, then the hash itself.
+    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT id FROM logs WHERE substr(tx_hash, 3, 16) = substr(?, 3, 16) AND tx_hash = ?").all(word("t1"), word("t1"));
+    expect(plan.map((step) => (step as { detail: string }).detail).join("; ")).toMatch(/USING INDEX logs_by_tx_prefix/);
     db.close();
   });
 

@@ -248,7 +248,7 @@ describe("backfill()", () => {
     const second = setUp({ path: first.config.database.path });
     await second.run();
     expect(indexes(second.db)).toBe(all);
-    expect(second.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["transfers_by_from", "transfers_by_to", "authorization_events_by_tx"]);
+    expect(second.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["transfers_by_from", "transfers_by_to", "logs_by_tx", "authorization_events_by_tx"]);
     expect(storedLogs(second.db)).toEqual(await directLogs());
     second.db.close();
   });
