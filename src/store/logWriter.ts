@@ -1,7 +1,8 @@
 import type { Database } from "better-sqlite3";
-import { eventName, type EventName } from "../decode/paymentEvents.js";
+import type { EventName } from "../decode/paymentEvents.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import type { Metrics } from "../ops/metrics.js";
+import { PACKED_FIELDS, packRows, type PackedRows } from "./packedRows.js";
 
 /** Newly stored logs of one event at one status. */
 export type EventCount = { event: EventName; status: LogStatus; logs: number };
@@ -28,54 +29,40 @@ export function createLogWriter(db: Database) {
       block_timestamp, tx_hash, tx_index, log_index, status)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
 
-  return {
-    insertRows(rows: readonly LogRow[], now: number): InsertCounts {
-      const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: [] };
-      const tally = new Map<string, EventCount>();
-      for (const row of rows) {
-        // Positional parameters: measurably faster than named ones on this hot path.
-        const status = row.status;
-        const result = insertLog.run(
-          row.chainId,
-          row.address,
-          row.topics[0] ?? null,
-          row.topics[1] ?? null,
-          row.topics[2] ?? null,
-          row.topics[3] ?? null,
-          row.data,
-          row.blockNumber,
-          row.blockHash,
-          row.blockTimestamp,
-          row.transactionHash,
-          row.transactionIndex,
-          row.logIndex,
-          row.txLogPosition,
-          status,
-          row.source,
-          now,
-          status === "preconfirmed" ? now : null,
-          status === "confirmed" || status === "finalized" ? now : null,
-          status === "finalized" ? now : null,
-        );
-        if (result.changes === 0) {
-          counts.duplicates++;
-          continue;
-        }
-        const id = result.lastInsertRowid;
-        const carried = [row.blockNumber, row.blockHash, row.blockTimestamp, row.transactionHash, row.transactionIndex, row.logIndex, row.status];
-        const event = row.event;
-        if (event.kind === "transfer") insertTransfer.run(id, row.chainId, row.address, event.from, event.to, event.value, ...carried);
-        else insertAuthorization.run(id, row.chainId, row.address, event.authorizer, event.nonce, event.used ? "used" : "canceled", ...carried);
-        counts.inserted++;
-        const name = eventName(event);
-        const key = `${name}:${row.status}`;
-        const count = tally.get(key);
-        if (count === undefined) tally.set(key, { event: name, status: row.status, logs: 1 });
-        else count.logs++;
+  /** Inserts packed rows (see packedRows.ts); the one insert path, for backfill windows and live rows alike. */
+  function insertPacked({ count, values: v }: PackedRows, now: number): InsertCounts {
+    const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: [] };
+    const tally = new Map<string, EventCount>();
+    for (let r = 0, i = 0; r < count; r++, i += PACKED_FIELDS) {
+      // Positional parameters: measurably faster than named ones on this hot path.
+      const status = v[i + 14] as LogStatus;
+      const settled = status === "confirmed" || status === "finalized";
+      const result = insertLog.run(
+        v[i + 13], v[i], v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], v[i + 12],
+        status, v[i + 15], now, status === "preconfirmed" ? now : null, settled ? now : null, status === "finalized" ? now : null,
+      );
+      if (result.changes === 0) {
+        counts.duplicates++;
+        continue;
       }
-      counts.byEvent = [...tally.values()];
-      return counts;
-    },
+      const id = result.lastInsertRowid;
+      const event = v[i + 16] as EventName;
+      // Carried: block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status.
+      if (event === "transfer") insertTransfer.run(id, v[i + 13], v[i], v[i + 17], v[i + 18], v[i + 19], v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], status);
+      else insertAuthorization.run(id, v[i + 13], v[i], v[i + 17], v[i + 18], event === "authorization_used" ? "used" : "canceled", v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], status);
+      counts.inserted++;
+      const key = `${event}:${status}`;
+      const count = tally.get(key);
+      if (count === undefined) tally.set(key, { event, status, logs: 1 });
+      else count.logs++;
+    }
+    counts.byEvent = [...tally.values()];
+    return counts;
+  }
+
+  return {
+    insertPacked,
+    insertRows: (rows: readonly LogRow[], now: number): InsertCounts => insertPacked(packRows(rows), now),
   };
 }
 

@@ -5,7 +5,7 @@ import { Worker } from "node:worker_threads";
 import { FatalError } from "../errors.js";
 import type { InsertCounts } from "./logWriter.js";
 import type { Database } from "./openDatabase.js";
-import { createWindowCommit, type WindowWrite } from "./windowCommit.js";
+import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
 import type { WindowReply, WindowRequest } from "./windowWriterThread.js";
 
 /** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
@@ -30,7 +30,7 @@ export type WindowWriter = {
 export function createWindowWriter(db: Database, options: { chainId: number; onThread: boolean }): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
-    return { commit: async (window, now) => commit(window, now), close: async () => undefined };
+    return { commit: async (window, now) => commit(packWindow(window), now), close: async () => undefined };
   }
   const worker = startThread({ path: db.name, chainId: options.chainId });
   const waiting = new Map<number, { resolve: (counts: InsertCounts) => void; reject: (error: Error) => void }>();
@@ -60,7 +60,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
       const id = nextId++;
       const committed = new Promise<InsertCounts>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, window, now } satisfies WindowRequest);
+        worker.postMessage({ id, window: packWindow(window), now } satisfies WindowRequest);
       });
       outstanding.add(committed);
       const forget = () => void outstanding.delete(committed);

@@ -1,9 +1,9 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openWriterConnection } from "./openDatabase.js";
-import { createWindowCommit, type WindowWrite } from "./windowCommit.js";
+import { createWindowCommit, type PackedWindow } from "./windowCommit.js";
 
 /** The window writer's thread: its own connection to the database, committing windows one at a time, in arrival order. */
-export type WindowRequest = { id: number; window: WindowWrite; now: number };
+export type WindowRequest = { id: number; window: PackedWindow; now: number };
 export type WindowReply = { id: number; counts?: unknown; error?: string };
 
 const { path, chainId } = workerData as { path: string; chainId: number };
