@@ -41,6 +41,10 @@ function paymentInsert(): string {
 }
 
 export const SCHEMA_V6 = /* sql */ `
+-- The status page's "recently removed or dropped" list (removed_at is set exactly while a log is removed
+-- or dropped); a partial index, so the bulk of live rows costs nothing.
+CREATE INDEX logs_recently_removed ON logs (removed_at) WHERE removed_at IS NOT NULL;
+
 -- One row per webhook URL ever configured. Inactive ones (no longer in the config) get no new events.
 CREATE TABLE webhook_subscriptions (
   id               INTEGER PRIMARY KEY,

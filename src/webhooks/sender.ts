@@ -144,7 +144,7 @@ export function createWebhookSender(deps: WebhookSenderDeps, secrets: readonly s
     }
     if (now - backlogRefreshedAt >= WEBHOOK_BACKLOG_REFRESH_MS) {
       backlogRefreshedAt = now;
-      const counts = outbox.countByState();
+      const counts = outbox.backlog();
       metrics.webhookBacklog.set({ state: "pending" }, counts.pending);
       metrics.webhookBacklog.set({ state: "parked" }, counts.parked);
     }

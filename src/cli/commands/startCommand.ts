@@ -7,6 +7,7 @@ import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
+import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
 import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
@@ -85,6 +86,7 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
     }
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
+  server?.setStatusPage(createStatusPage({ ...context, db }));
   const webhookSender = createWebhookSender({ ...context, db }, webhookSecrets, tips.head).run();
   shutdown.add(() => webhookSender);
   const heartbeat = startHeartbeat({ ...context, health });
