@@ -37,3 +37,22 @@ describe("status page", () => {
     expect(html).toMatch(/<dt>p50<\/dt><dd>200 ms<\/dd><dt>p99<\/dt><dd>400 ms<\/dd>/);
   });
 });
+
+describe("GET / on the ops server", () => {
+  test("answers 503 until the daemon gives it a source, then the page as HTML", async () => {
+    const { startOpsServer } = await import("../../src/ops/httpServer.js");
+    const { createMetrics } = await import("../../src/ops/metrics.js");
+    const { createHealth } = await import("../../src/ops/health.js");
+    const { createMemoryLogger } = await import("../helpers/context.js");
+    const server = await startOpsServer({ logger: createMemoryLogger().logger, metrics: createMetrics({ defaultMetrics: false }), health: createHealth() }, { host: "127.0.0.1", port: 0 });
+    try {
+      expect((await fetch(`${server.url}/`)).status).toBe(503);
+      server.setStatusPage(async () => renderStatusPage({ chainId: 8453, now: 0, snapshot: snapshot(), metrics: METRICS }));
+      const response = await fetch(`${server.url}/`);
+      expect([response.status, response.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"]);
+      expect(await response.text()).toContain("<h1>flashindex · chain 8453</h1>");
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,4 +1,4 @@
-import { UsageError } from "../../errors.js";
+import { FatalError, UsageError } from "../../errors.js";
 import { redactUrl } from "../../ops/redact.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, openDatabaseReadOnly } from "../../store/openDatabase.js";
@@ -18,7 +18,8 @@ list   shows the webhook deliveries still waiting (pending, with their attempts 
        the parked ones (every attempt failed: the dead letters), newest event first.
 retry  puts parked deliveries back in the queue with a fresh set of attempts: one event (its id as
        in the Flashindex-Event-Id header, evt_<chain>_<n>, or just n) or --all. A running daemon
-       sends them within a moment; otherwise the next start does.
+       sends them within a moment; otherwise the next start does. An event id with no parked
+       delivery exits 1.
 
 Options:
   --all               (retry) every parked delivery
@@ -53,6 +54,7 @@ export async function webhooksCommand(args: string[], shutdown: Shutdown): Promi
   const db = openDatabase(config.database.path, config.chainId);
   try {
     const requeued = createWebhookOutbox(db).requeue(which, Date.now());
+    if (requeued === 0 && which !== "all") throw new FatalError(`webhooks retry: no parked delivery of ${eventId(config.chainId, which)} (see flashindex webhooks list)`);
     if (values.json) return printJson({ requeued });
     console.log(`re-queued ${requeued} parked deliver${requeued === 1 ? "y" : "ies"}`);
   } finally {
