@@ -33,7 +33,7 @@ export function parseWebhooks(value: unknown): WebhookConfig[] {
 
 /** `webhookDelivery`: retries, timeout and the bound on concurrent requests. */
 export function parseWebhookDelivery(value: unknown): WebhookDeliveryConfig {
-  const keys = ["maxAttempts", "maxHours", "initialDelayMs", "maxDelayMs", "timeoutMs", "concurrency"] as const;
+  const keys = ["maxAttempts", "maxHours", "initialDelayMs", "maxDelayMs", "timeoutMs", "concurrency", "retentionDays"] as const;
   const delivery = value === undefined ? {} : readObject("webhookDelivery", value, keys);
   const d = DEFAULTS.webhookDelivery;
   const int = (key: (typeof keys)[number], bounds: { min: number; max: number }) =>
@@ -48,6 +48,7 @@ export function parseWebhookDelivery(value: unknown): WebhookDeliveryConfig {
     maxDelayMs,
     timeoutMs: int("timeoutMs", { min: 50, max: 600_000 }) ?? d.timeoutMs,
     concurrency: int("concurrency", { min: 1, max: 256 }) ?? d.concurrency,
+    retentionDays: int("retentionDays", { min: 1, max: 3_650 }) ?? d.retentionDays,
   };
 }
 

@@ -120,6 +120,8 @@ export type WebhookDeliveryConfig = {
   readonly timeoutMs: number;
   /** Requests in flight at once, over all subscriptions (each subscription has at most one). */
   readonly concurrency: number;
+  /** Delivered events (and their attempts) are deleted from the outbox after this many days. */
+  readonly retentionDays: number;
 };
 
 export type Config = {
@@ -174,5 +176,5 @@ export const DEFAULTS = {
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
   // 20 attempts with delays doubling from 1 s up to 1 h: about 14 hours of retries at most, capped at 24.
-  webhookDelivery: { maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8 },
+  webhookDelivery: { maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8, retentionDays: 7 },
 } as const;

@@ -58,7 +58,8 @@ CREATE TABLE webhook_subscriptions (
 ) STRICT;
 
 -- The outbox. payload is the JSON snapshot of the row at the time of the change; its id is the
--- event's stable id (the idempotency header carries it).
+-- event's stable id (the idempotency header carries it). Ids grow in commit order (writers are
+-- serialized); pruning never deletes the newest row, so an id is never handed out twice.
 CREATE TABLE webhook_events (
   id            INTEGER PRIMARY KEY,
   type          TEXT    NOT NULL CHECK (type IN ('payment.preconfirmed', 'payment.confirmed', 'payment.finalized',
@@ -88,6 +89,8 @@ CREATE TABLE webhook_deliveries (
 ) STRICT;
 CREATE INDEX webhook_deliveries_open ON webhook_deliveries (subscription_id, event_id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_parked ON webhook_deliveries (subscription_id, event_id) WHERE state = 'parked';
+-- Pruning works event by event (src/store/webhookOutbox.ts prune).
+CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (event_id);
 
 -- Every attempt: HTTP status (NULL when no answer) or the error.
 CREATE TABLE webhook_attempts (
@@ -100,7 +103,7 @@ CREATE TABLE webhook_attempts (
   http_status      INTEGER,
   error            TEXT
 ) STRICT;
-CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (subscription_id, event_id);
+CREATE INDEX webhook_attempts_by_event ON webhook_attempts (event_id, subscription_id);
 
 CREATE TRIGGER webhook_payment_inserted
 AFTER INSERT ON transfers

@@ -79,6 +79,18 @@ export function createWebhookOutbox(db: Database) {
       a.http_status AS httpStatus, a.error
     FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id ORDER BY a.id DESC LIMIT ?`);
 
+  // Old events every active subscription has passed, whose deliveries (if any) all succeeded; never the newest row.
+  const prunable = db.prepare(`
+    SELECT e.id FROM webhook_events e
+    WHERE e.id < (SELECT MAX(id) FROM webhook_events)
+      AND e.id <= COALESCE((SELECT MIN(cursor_event_id) FROM webhook_subscriptions WHERE active = 1), e.id)
+      AND e.created_at < ?
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state != 'delivered')
+    ORDER BY e.id LIMIT ?`).pluck();
+  const deleteAttempts = db.prepare("DELETE FROM webhook_attempts WHERE event_id = ?");
+  const deleteDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE event_id = ?");
+  const deleteEvent = db.prepare("DELETE FROM webhook_events WHERE id = ?");
+
   return {
     /**
      * Makes `urls` the active subscriptions. A new one starts at `headBlock` and after every event
@@ -135,6 +147,22 @@ export function createWebhookOutbox(db: Database) {
 
     /** Deliveries waiting and parked, and the active subscriptions. */
     backlog: () => ({ pending: countPending.get() as number, parked: countParked.get() as number, subscriptions: countActive.get() as number }),
+
+    /**
+     * Deletes up to `limit` events older than `before` (unix ms) with their deliveries and attempts,
+     * once every active subscription is past them and none is pending or parked. Returns how many.
+     */
+    prune(before: number, limit: number): number {
+      return db.transaction(() => {
+        const ids = prunable.all(before, limit) as number[];
+        for (const id of ids) {
+          deleteAttempts.run(id);
+          deleteDeliveries.run(id);
+          deleteEvent.run(id);
+        }
+        return ids.length;
+      }).immediate();
+    },
 
     lastAttempts: (limit: number) => lastAttempts.all(limit) as Array<AttemptRecord & { type: string }>,
   };

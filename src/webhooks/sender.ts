@@ -16,6 +16,9 @@ export const WEBHOOK_POLL_INTERVAL_MS = 10;
 export const WEBHOOK_FANOUT_BATCH = 500;
 /** How often the pending/parked gauges are refreshed. */
 export const WEBHOOK_BACKLOG_REFRESH_MS = 1_000;
+/** How often delivered events past their retention are pruned, and how many per transaction. */
+export const WEBHOOK_PRUNE_INTERVAL_MS = 600_000;
+export const WEBHOOK_PRUNE_BATCH = 2_000;
 /** Longest error text kept per attempt. */
 const MAX_ERROR_CHARS = 300;
 
@@ -51,6 +54,7 @@ export function createWebhookSender(deps: WebhookSenderDeps, secrets: readonly s
   let inFlight = 0;
   let countedThrough = outbox.maxEventId();
   let backlogRefreshedAt = 0;
+  let prunedAt = 0;
   const running = new Set<Promise<void>>();
 
   /** Counts new outbox rows by type (the triggers cannot touch a metric). */
@@ -141,6 +145,14 @@ export function createWebhookSender(deps: WebhookSenderDeps, secrets: readonly s
           running.delete(work);
         });
       running.add(work);
+    }
+    if (now - prunedAt >= WEBHOOK_PRUNE_INTERVAL_MS) {
+      prunedAt = now;
+      // One batch per pass: the main thread is the indexer's too, so no long transaction here.
+      const pruned = outbox.prune(now - delivery.retentionDays * 86_400_000, WEBHOOK_PRUNE_BATCH);
+      // More left: the next batch in a second, not at once.
+      if (pruned === WEBHOOK_PRUNE_BATCH) prunedAt = now - WEBHOOK_PRUNE_INTERVAL_MS + 1_000;
+      if (pruned > 0) logger.debug({ msg: "Pruned delivered webhook events", events: pruned });
     }
     if (now - backlogRefreshedAt >= WEBHOOK_BACKLOG_REFRESH_MS) {
       backlogRefreshedAt = now;

@@ -114,3 +114,35 @@ describe("webhook outbox triggers", () => {
     expect(written[1]!.payload.order).toMatchObject({ from_state: "authorized", to_state: "captured", voided_then_captured: false, value: "1000000" });
   });
 });
+
+describe("webhook outbox pruning", () => {
+  test("prune() deletes old delivered events with their attempts, never a pending or parked one, one a subscription has not passed, or the newest", () => {
+    const db = freshDb();
+    const outbox = createWebhookOutbox(db);
+    const [[, sub]] = [...outbox.syncSubscriptions(["http://127.0.0.1:1/hook"], 0, 1)];
+    const writer = createLogWriter(db);
+    db.transaction(() => writer.insertRows(rows([1, 2, 3, 4, 5, 6].map((b) => transfer(b, 0)), "confirmed", "head"), 1))();
+    const ids = db.prepare("SELECT id FROM webhook_events ORDER BY id").pluck().all() as number[];
+    expect(ids).toHaveLength(6);
+    // Events 1-4 fanned out: 1 and 2 delivered, 3 parked, 4 pending; 5 and 6 not reached by the cursor.
+    outbox.fanOut(sub!, ids.slice(0, 4), ids[3]!, 1);
+    const attempt = (eventId: number, state: "delivered" | "parked") =>
+      outbox.recordAttempt({ subscriptionId: sub!, eventId, attempt: 1, at: 1, durationMs: 1, httpStatus: 200, error: null }, { state, nextAttemptAt: 1 });
+    attempt(ids[0]!, "delivered");
+    attempt(ids[1]!, "delivered");
+    attempt(ids[2]!, "parked");
+    const later = Date.now() + 1_000;
+    expect(outbox.prune(0, 100)).toBe(0);
+    expect(outbox.prune(later, 1)).toBe(1);
+    expect(outbox.prune(later, 100)).toBe(1);
+    expect(db.prepare("SELECT id FROM webhook_events ORDER BY id").pluck().all()).toEqual(ids.slice(2));
+    expect(db.prepare("SELECT COUNT(*) FROM webhook_attempts WHERE event_id IN (?, ?)").pluck().get(ids[0], ids[1])).toBe(0);
+    // Once the subscription has passed 5 and 6 (filtered out, say), 5 goes; 6 stays as the newest.
+    outbox.fanOut(sub!, [], ids[5]!, 1);
+    expect(outbox.prune(later, 100)).toBe(1);
+    expect(db.prepare("SELECT id FROM webhook_events ORDER BY id").pluck().all()).toEqual([ids[2], ids[3], ids[5]]);
+    // A new event still gets a fresh id.
+    db.transaction(() => writer.insertRows(rows([transfer(7, 0)], "confirmed", "head"), 1))();
+    expect(outbox.maxEventId()).toBeGreaterThan(ids[5]!);
+  });
+});
