@@ -119,7 +119,7 @@ describe("webhook outbox pruning", () => {
   test("prune() deletes old delivered events with their attempts, never a pending or parked one, one a subscription has not passed, or the newest", () => {
     const db = freshDb();
     const outbox = createWebhookOutbox(db);
-    const [[, sub]] = [...outbox.syncSubscriptions(["http://127.0.0.1:1/hook"], 0, 1)];
+    const sub = outbox.syncSubscriptions(["http://127.0.0.1:1/hook"], 0, 1).get("http://127.0.0.1:1/hook");
     const writer = createLogWriter(db);
     db.transaction(() => writer.insertRows(rows([1, 2, 3, 4, 5, 6].map((b) => transfer(b, 0)), "confirmed", "head"), 1))();
     const ids = db.prepare("SELECT id FROM webhook_events ORDER BY id").pluck().all() as number[];
