@@ -18,6 +18,7 @@ import { orderCommand, ORDER_HELP } from "./commands/orderCommand.js";
 import { registerCommand, REGISTER_HELP } from "./commands/registerCommand.js";
 import { startCommand, START_HELP } from "./commands/startCommand.js";
 import { statusCommand, STATUS_HELP } from "./commands/statusCommand.js";
+import { webhooksCommand, WEBHOOKS_HELP } from "./commands/webhooksCommand.js";
 import { jsonError } from "./output.js";
 
 /** After the first SIGINT/SIGTERM, work has this long to finish before the process exits anyway. */
@@ -34,6 +35,7 @@ const COMMANDS: Record<string, Command> = {
   auth: { run: authCommand, summary: "show an authorization's indexed state against the contract's", help: AUTH_HELP },
   order: { run: orderCommand, summary: "add, void, show and list merchant orders (signed authorizations)", help: ORDER_HELP },
   cancel: { run: cancelCommand, summary: "relay a buyer's cancelAuthorization on chain (or --dry-run: compare voiding costs)", help: CANCEL_HELP },
+  webhooks: { run: webhooksCommand, summary: "list pending and parked webhook deliveries, re-send parked ones", help: WEBHOOKS_HELP },
 };
 
 const USAGE = `Usage: flashindex <command> [options]

@@ -11,6 +11,7 @@ import {
   readUrl,
   type JsonObject,
 } from "./fields.js";
+import { parseWebhookDelivery, parseWebhooks } from "./parseWebhooks.js";
 import {
   DEFAULTS,
   LOG_LEVELS,
@@ -43,6 +44,8 @@ export function parseConfig(raw: unknown, source: string): Config {
     "registration",
     "attribution",
     "cancel",
+    "webhooks",
+    "webhookDelivery",
   ]);
   if (root.chainId === undefined) throw new ConfigError("chainId", "is required");
   const chainId = readInteger("chainId", root.chainId, { min: 1, max: 2 ** 53 - 1 });
@@ -61,6 +64,8 @@ export function parseConfig(raw: unknown, source: string): Config {
     registration: parseRegistration(root.registration),
     attribution: parseAttribution(root.attribution),
     cancel: parseCancel(root.cancel),
+    webhooks: parseWebhooks(root.webhooks),
+    webhookDelivery: parseWebhookDelivery(root.webhookDelivery),
     devnet,
     source,
   };

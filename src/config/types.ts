@@ -84,6 +84,46 @@ export type CancelConfig = {
   readonly receiptTimeoutMs: number;
 };
 
+/** What a webhook subscription can ask for (README: "Webhooks"). */
+export const WEBHOOK_EVENT_TYPES = [
+  "payment.preconfirmed",
+  "payment.confirmed",
+  "payment.finalized",
+  "payment.removed",
+  "authorization.captured",
+  "authorization.canceled",
+  "order.state_changed",
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** One webhook subscription. Filters left out match everything; the secret lives in the environment. */
+export type WebhookConfig = {
+  readonly url: string;
+  readonly events: readonly WebhookEventType[] | undefined;
+  /** Lower-case token addresses. */
+  readonly tokens: readonly string[] | undefined;
+  /** Lower-case addresses matched against the payer, payee or authorizer. */
+  readonly addresses: readonly string[] | undefined;
+  /** Name of the environment variable holding the HMAC secret (read at start, never logged). */
+  readonly secretEnv: string;
+};
+
+/** How the webhook sender retries: exponential backoff with full jitter, then the event is parked. */
+export type WebhookDeliveryConfig = {
+  /** Attempts per event, the first one included. */
+  readonly maxAttempts: number;
+  /** An event still failing this long after it was written is parked after its next failure. */
+  readonly maxHours: number;
+  readonly initialDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Per-request timeout. */
+  readonly timeoutMs: number;
+  /** Requests in flight at once, over all subscriptions (each subscription has at most one). */
+  readonly concurrency: number;
+  /** Delivered events (and their attempts) are deleted from the outbox after this many days. */
+  readonly retentionDays: number;
+};
+
 export type Config = {
   readonly chainId: number;
   readonly rpc: RpcConfig;
@@ -98,6 +138,8 @@ export type Config = {
   /** Decode the ERC-8021 suffix of every transaction that emitted an indexed log. */
   readonly attribution: { readonly enabled: boolean };
   readonly cancel: CancelConfig;
+  readonly webhooks: readonly WebhookConfig[];
+  readonly webhookDelivery: WebhookDeliveryConfig;
   /** When set and enabled, the RPC URLs are the devnet's, filled in at start. */
   readonly devnet: DevnetConfig | undefined;
   /** Where the config came from, for messages. */
@@ -133,4 +175,6 @@ export const DEFAULTS = {
   logLevel: "info" as LogLevel,
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
+  // 20 attempts with delays doubling from 1 s up to 1 h: about 14 hours of retries at most, capped at 24.
+  webhookDelivery: { maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8, retentionDays: 7 },
 } as const;

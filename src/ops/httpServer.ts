@@ -5,12 +5,16 @@ import type { Metrics } from "./metrics.js";
 import type { Health } from "./health.js";
 import { asListenError } from "./listenErrors.js";
 
-/** Serves /metrics (Prometheus text), /healthz (alive) and /readyz (503 with the reason when not ready). */
+/**
+ * Serves /metrics (Prometheus text), /healthz (alive), /readyz (503 with the reason when not ready)
+ * and / (the HTML status page, once `setStatusPage` has given it a source: the database opens later).
+ */
 export async function startOpsServer(
   deps: { logger: Logger; metrics: Metrics; health: Health },
   options: { host: string; port: number; portKey?: string },
-): Promise<{ url: string; close: () => Promise<void> }> {
+): Promise<{ url: string; close: () => Promise<void>; setStatusPage: (render: () => Promise<string>) => void }> {
   const logger = deps.logger.child({ component: "ops_server" });
+  let statusPage: (() => Promise<string>) | undefined;
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     if (request.method !== "GET" && request.method !== "HEAD") {
@@ -24,6 +28,19 @@ export async function startOpsServer(
         .catch((error: unknown) => {
           logger.error({ msg: "Failed to render metrics", error: String(error) });
           response.writeHead(500).end();
+        });
+      return;
+    }
+    if (path === "/") {
+      if (statusPage === undefined) {
+        response.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end("starting\n");
+        return;
+      }
+      statusPage()
+        .then((html) => response.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(html))
+        .catch((error: unknown) => {
+          logger.error({ msg: "Failed to render the status page", error: String(error) });
+          response.writeHead(500, { "content-type": "text/plain" }).end("status page failed\n");
         });
       return;
     }
@@ -51,6 +68,9 @@ export async function startOpsServer(
   logger.info({ msg: "Started metrics and health server", url });
   return {
     url,
+    setStatusPage: (render) => {
+      statusPage = render;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

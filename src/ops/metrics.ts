@@ -196,6 +196,30 @@ export function createMetrics(options: { defaultMetrics?: boolean; databasePath?
       help: "Orders moved to expired: validBefore passed with no live event.",
       registers,
     }),
+    webhookEventsEnqueued: new Counter({
+      name: "flashindex_webhook_events_enqueued_total",
+      help: "Events written to the webhook outbox (by the database triggers), by type; counted when the sender reads them.",
+      labelNames: ["type"] as const,
+      registers,
+    }),
+    webhookDeliveries: new Counter({
+      name: "flashindex_webhook_deliveries_total",
+      help: "Webhook delivery attempts by outcome: delivered (2xx), failed (will retry), parked (last attempt failed: dead letter).",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+    webhookBacklog: new Gauge({
+      name: "flashindex_webhook_backlog_deliveries",
+      help: "Webhook deliveries waiting (pending) or given up on (parked), refreshed by the sender every second.",
+      labelNames: ["state"] as const,
+      registers,
+    }),
+    webhookDeliveryLatency: new Histogram({
+      name: "flashindex_webhook_delivery_latency_seconds",
+      help: "From the outbox row's commit to the receiver's 2xx, retries included.",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 3600],
+      registers,
+    }),
     registrationRequests: new Counter({
       name: "flashindex_registration_requests_total",
       help: "Builder-code registration requests by outcome (ok, retryable, rejected).",

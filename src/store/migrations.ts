@@ -6,6 +6,7 @@ import { SCHEMA_V3 } from "./schemaV3.js";
 import { SCHEMA_V4 } from "./schemaV4.js";
 import { migrateToV5 } from "./schemaV5.js";
 import { SCHEMA_V6 } from "./schemaV6.js";
+import { SCHEMA_V7 } from "./schemaV7.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -18,6 +19,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 4, apply: SCHEMA_V4 },
   { version: 5, apply: migrateToV5 },
   { version: 6, apply: SCHEMA_V6 },
+  { version: 7, apply: SCHEMA_V7 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -7,6 +7,7 @@ import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
+import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
 import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
@@ -17,6 +18,8 @@ import { parseCommandArgs } from "../args.js";
 import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { createRpcClient } from "../../chain/rpcClient.js";
+import { readWebhookSecrets } from "../../webhooks/secrets.js";
+import { createWebhookSender } from "../../webhooks/sender.js";
 
 /** How often the daemon looks for newly final blocks (Base makes one every 2 s). */
 export const FOLLOW_POLL_INTERVAL_MS = 2_000;
@@ -59,6 +62,7 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
 /** Everything `start` does while it holds the database's writer lock. */
 async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown): Promise<void> {
   // First: a taken metrics port stops the daemon before a devnet starts or the database is opened.
+  const webhookSecrets = readWebhookSecrets(loaded.config.webhooks);
   const health = createHealth();
   const { metrics: metricsConfig } = loaded.config;
   const server = metricsConfig.enabled ? await startOpsServer({ ...loaded, health }, metricsConfig) : undefined;
@@ -82,6 +86,9 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
     }
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
+  server?.setStatusPage(createStatusPage({ ...context, db }));
+  const webhookSender = createWebhookSender({ ...context, db }, webhookSecrets, tips.head).run();
+  shutdown.add(() => webhookSender);
   const heartbeat = startHeartbeat({ ...context, health });
   shutdown.add(() => heartbeat.stop());
   context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });

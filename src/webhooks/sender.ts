@@ -1,0 +1,182 @@
+import type { Database } from "better-sqlite3";
+import type { Config, WebhookConfig } from "../config/types.js";
+import { backoffDelayMs } from "../ops/backoff.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import { redactText, redactUrl } from "../ops/redact.js";
+import { sleep, type Shutdown } from "../ops/shutdown.js";
+import { createWebhookOutbox, type DueDelivery, type WebhookOutbox } from "../store/webhookOutbox.js";
+import { buildEventBody, eventId } from "./eventBody.js";
+import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from "./signature.js";
+import { wantsEvent } from "./subscriptionFilter.js";
+
+/** How often the sender looks for new outbox rows and due retries (the outbox is filled by triggers it cannot hear). */
+export const WEBHOOK_POLL_INTERVAL_MS = 10;
+/** Outbox rows read per subscription per pass. */
+export const WEBHOOK_FANOUT_BATCH = 500;
+/** How often the pending/parked gauges are refreshed. */
+export const WEBHOOK_BACKLOG_REFRESH_MS = 1_000;
+/** How often delivered events past their retention are pruned, and how many per transaction. */
+export const WEBHOOK_PRUNE_INTERVAL_MS = 600_000;
+export const WEBHOOK_PRUNE_BATCH = 2_000;
+/** Longest error text kept per attempt. */
+const MAX_ERROR_CHARS = 300;
+
+export type WebhookSenderDeps = {
+  config: Pick<Config, "chainId" | "webhooks" | "webhookDelivery">;
+  logger: Logger;
+  metrics: Metrics;
+  shutdown: Shutdown;
+  db: Database;
+};
+
+type Subscription = { id: number; hook: WebhookConfig; secret: string; fromBlock: number; busy: boolean };
+
+/**
+ * Drains the webhook outbox on its own loop: per subscription, one request at a time, oldest event
+ * first (in order); over all subscriptions at most `webhookDelivery.concurrency` requests. A slow or
+ * dead receiver only delays its own subscription: indexing never waits for it (the outbox rows are
+ * written by triggers inside the indexer's transactions, and the sender only reads them).
+ */
+export function createWebhookSender(deps: WebhookSenderDeps, secrets: readonly string[], headBlock: number, fetchImpl: typeof fetch = fetch) {
+  const { config, metrics, shutdown } = deps;
+  const logger = deps.logger.child({ component: "webhooks" });
+  const outbox: WebhookOutbox = createWebhookOutbox(deps.db);
+  const ids = outbox.syncSubscriptions(config.webhooks.map((h) => h.url), headBlock, Date.now());
+  const fromBlocks = new Map(
+    (deps.db.prepare("SELECT id, from_block AS fromBlock FROM webhook_subscriptions").all() as Array<{ id: number; fromBlock: number }>).map((r) => [r.id, r.fromBlock]),
+  );
+  const subscriptions: Subscription[] = config.webhooks.map((hook, i) => {
+    const id = ids.get(hook.url)!;
+    return { id, hook, secret: secrets[i]!, fromBlock: fromBlocks.get(id) ?? headBlock, busy: false };
+  });
+  const delivery = config.webhookDelivery;
+  let inFlight = 0;
+  let countedThrough = outbox.maxEventId();
+  let backlogRefreshedAt = 0;
+  let prunedAt = 0;
+  const running = new Set<Promise<void>>();
+
+  /** Counts new outbox rows by type (the triggers cannot touch a metric). */
+  function countEnqueued(): void {
+    for (;;) {
+      const events = outbox.eventsAfter(countedThrough, WEBHOOK_FANOUT_BATCH);
+      for (const event of events) metrics.webhookEventsEnqueued.inc({ type: event.type });
+      if (events.length === 0) return;
+      countedThrough = events[events.length - 1]!.id;
+      if (events.length < WEBHOOK_FANOUT_BATCH) return;
+    }
+  }
+
+  /** Opens a delivery for each new event the subscription wants, and moves its cursor past the rest. */
+  function fanOut(subscription: Subscription, now: number): void {
+    const events = outbox.eventsAfter(outbox.cursorOf(subscription.id), WEBHOOK_FANOUT_BATCH);
+    if (events.length === 0) return;
+    const wanted = events.filter((event) => wantsEvent(subscription.hook, subscription.fromBlock, event)).map((event) => event.id);
+    outbox.fanOut(subscription.id, wanted, events[events.length - 1]!.id, now);
+  }
+
+  async function deliver(subscription: Subscription, due: DueDelivery): Promise<void> {
+    const attempt = due.attempts + 1;
+    const body = buildEventBody(config.chainId, due, due.txHash === null ? [] : outbox.builderCodes(due.txHash));
+    const startedAt = Date.now();
+    let httpStatus: number | null = null;
+    let error: string | null = null;
+    try {
+      const response = await fetchImpl(subscription.hook.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "flashindex-webhooks",
+          [EVENT_ID_HEADER]: eventId(config.chainId, due.id),
+          [EVENT_TYPE_HEADER]: due.type,
+          [SIGNATURE_HEADER]: signatureHeader(subscription.secret, Math.floor(startedAt / 1_000), body),
+        },
+        body,
+        redirect: "manual",
+        signal: AbortSignal.any([AbortSignal.timeout(delivery.timeoutMs), shutdown.signal]),
+      });
+      httpStatus = response.status;
+      await response.body?.cancel().catch(() => undefined);
+      if (httpStatus < 200 || httpStatus > 299) error = `HTTP ${httpStatus}`;
+    } catch (failure) {
+      // Shutting down: the attempt did not fail, it was interrupted; it is made again after the restart.
+      if (shutdown.isKilled()) return;
+      const cause = failure instanceof Error && failure.cause instanceof Error ? `: ${failure.cause.message}` : "";
+      error = failure instanceof Error && failure.name === "TimeoutError" ? `timed out after ${delivery.timeoutMs} ms` : `${String(failure)}${cause}`;
+    }
+    const now = Date.now();
+    const record = { subscriptionId: subscription.id, eventId: due.id, attempt, at: startedAt, durationMs: now - startedAt, httpStatus, error: error === null ? null : redactText(error).slice(0, MAX_ERROR_CHARS) };
+    if (error === null) {
+      outbox.recordAttempt(record, { state: "delivered", nextAttemptAt: now });
+      metrics.webhookDeliveries.inc({ outcome: "delivered" });
+      metrics.webhookDeliveryLatency.observe(Math.max(0, now - due.createdAt) / 1_000);
+      return;
+    }
+    const outOfTime = now - due.createdAt >= delivery.maxHours * 3_600_000;
+    if (attempt >= delivery.maxAttempts || outOfTime) {
+      outbox.recordAttempt(record, { state: "parked", nextAttemptAt: now });
+      metrics.webhookDeliveries.inc({ outcome: "parked" });
+      logger.warn({ msg: "Parked a webhook event after its last attempt", subscription_id: subscription.id, url: redactUrl(subscription.hook.url), event_id: eventId(config.chainId, due.id), type: due.type, attempts: attempt, error: record.error });
+      return;
+    }
+    const retryInMs = backoffDelayMs(attempt - 1, { initialDelayMs: delivery.initialDelayMs, maxDelayMs: delivery.maxDelayMs });
+    outbox.recordAttempt(record, { state: "pending", nextAttemptAt: now + retryInMs });
+    metrics.webhookDeliveries.inc({ outcome: "failed" });
+    logger.info({ msg: "Failed a webhook delivery, will retry", subscription_id: subscription.id, event_id: eventId(config.chainId, due.id), attempt, retry_in_ms: retryInMs, error: record.error });
+  }
+
+  /** One pass: count, fan out, and start every due delivery the concurrency bound allows. */
+  function pass(): void {
+    const now = Date.now();
+    countEnqueued();
+    for (const subscription of subscriptions) {
+      fanOut(subscription, now);
+      if (subscription.busy || inFlight >= delivery.concurrency) continue;
+      const due = outbox.oldestOpen(subscription.id);
+      if (due === undefined || due.nextAttemptAt > now) continue;
+      subscription.busy = true;
+      inFlight++;
+      const work = deliver(subscription, due)
+        .catch((failure: unknown) => logger.error({ msg: "Failed to record a webhook attempt", error: String(failure) }))
+        .finally(() => {
+          subscription.busy = false;
+          inFlight--;
+          running.delete(work);
+        });
+      running.add(work);
+    }
+    if (now - prunedAt >= WEBHOOK_PRUNE_INTERVAL_MS) {
+      prunedAt = now;
+      // One batch per pass: the main thread is the indexer's too, so no long transaction here.
+      const pruned = outbox.prune(now - delivery.retentionDays * 86_400_000, WEBHOOK_PRUNE_BATCH);
+      // More left: the next batch in a second, not at once.
+      if (pruned === WEBHOOK_PRUNE_BATCH) prunedAt = now - WEBHOOK_PRUNE_INTERVAL_MS + 1_000;
+      if (pruned > 0) logger.debug({ msg: "Pruned delivered webhook events", events: pruned });
+    }
+    if (now - backlogRefreshedAt >= WEBHOOK_BACKLOG_REFRESH_MS) {
+      backlogRefreshedAt = now;
+      const counts = outbox.backlog();
+      metrics.webhookBacklog.set({ state: "pending" }, counts.pending);
+      metrics.webhookBacklog.set({ state: "parked" }, counts.parked);
+    }
+  }
+
+  return {
+    /** Runs until shutdown; waits for the requests in flight (they are aborted by the shutdown signal). */
+    async run(): Promise<void> {
+      if (subscriptions.length === 0) return;
+      logger.info({ msg: "Started webhook sender", subscriptions: subscriptions.map((s) => ({ id: s.id, url: redactUrl(s.hook.url), from_block: s.fromBlock })) });
+      while (!shutdown.isKilled()) {
+        try {
+          pass();
+        } catch (failure) {
+          // A busy database or a bug in one pass must not end the loop: the outbox is still there next time.
+          logger.error({ msg: "Failed a webhook sender pass", error: String(failure) });
+        }
+        await sleep(WEBHOOK_POLL_INTERVAL_MS, shutdown.signal).catch(() => undefined);
+      }
+      await Promise.allSettled([...running]);
+    },
+  };
+}
