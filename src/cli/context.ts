@@ -1,23 +1,18 @@
 import { getBlockHeader } from "../chain/blockHeaders.js";
-import { createRpcClient, type RpcClient } from "../chain/rpcClient.js";
+import { createRpcClient } from "../chain/rpcClient.js";
+import type { Common } from "../common.js";
 import { WrongChainError } from "../chain/rpcErrors.js";
 import { loadConfig, DEFAULT_CONFIG_PATH } from "../config/loadConfig.js";
 import type { Config } from "../config/types.js";
 import { ConfigError, FatalError } from "../errors.js";
 import { pino } from "pino";
-import { createLogger, type Logger } from "../ops/logger.js";
-import { createMetrics, type Metrics } from "../ops/metrics.js";
+import { createLogger } from "../ops/logger.js";
+import { createMetrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import type { ChainIdentity } from "../store/openDatabase.js";
 
-/** The dependency bag every long-running part takes as its first argument. */
-export type Context = {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  shutdown: Shutdown;
-  client: RpcClient;
-};
+/** The dependency bag every long-running part takes as its first argument (one type with the sync stages' base). */
+export type Context = Common;
 
 export type CommonFlags = { config?: string | undefined; db?: string | undefined; "log-level"?: string | undefined };
 

@@ -1,3 +1,4 @@
+import type { Address } from "viem";
 import { ConfigError } from "../errors.js";
 import {
   join,
@@ -115,6 +116,7 @@ function parseTokens(value: unknown): TokenConfig[] {
     if (token.startBlock === undefined) throw new ConfigError(join(path, "startBlock"), "is required");
     return {
       address,
+      key: address.toLowerCase() as Address,
       startBlock: readInteger(join(path, "startBlock"), token.startBlock, { min: 0 }),
       label: optional(token.label, (v) => readString(join(path, "label"), v)),
     };

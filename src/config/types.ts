@@ -4,8 +4,10 @@ import type { Address } from "viem";
 export type Finality = { tag: "finalized" | "safe" } | { depth: number };
 
 export type TokenConfig = {
-  /** Checksummed, as given (or lower case when given in lower case). */
+  /** As given in the config (checksummed or lower case): for messages. */
   readonly address: Address;
+  /** The address in lower case, as logs and every table store it: the key for filters and queries. */
+  readonly key: Address;
   readonly startBlock: number;
   readonly label: string | undefined;
 };

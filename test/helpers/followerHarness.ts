@@ -7,7 +7,7 @@ import { createHealth } from "../../src/ops/health.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { createPendingIndexer } from "../../src/sync/pending.js";
 import { createHeadFollower } from "../../src/sync/realtime.js";
-import { testConfig, testDeps } from "./context.js";
+import { testConfig, testDeps, withSqliteStore } from "./context.js";
 import { createPayer, waitFor } from "./devnetPayments.js";
 
 export type FollowerOptions = {
@@ -54,8 +54,9 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const client = createRpcClient(deps);
   const db = openDatabase(config.database.path, config.chainId);
   const health = createHealth();
-  const follower = createHeadFollower({ ...deps, client, db, health });
-  const pending = createPendingIndexer({ ...deps, client, db, lastCanonicalBlock: follower.lastAppliedBlock });
+  const syncDeps = withSqliteStore({ ...deps, client }, db);
+  const follower = createHeadFollower({ ...syncDeps, health });
+  const pending = createPendingIndexer({ ...syncDeps, lastCanonicalBlock: follower.lastAppliedBlock });
   const running = follower.run();
   if (config.realtime.pendingPollIntervalMs > 0) void pending.pollForever().catch(() => undefined);
   if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);

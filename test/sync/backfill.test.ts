@@ -9,7 +9,7 @@ import { RetryableError } from "../../src/errors.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";
 import { backfill } from "../../src/sync/backfill.js";
-import { testConfig, testDeps } from "../helpers/context.js";
+import { testConfig, testDeps, withSqliteStore } from "../helpers/context.js";
 import { startPaymentChain, type PaymentChain } from "../helpers/paymentChain.js";
 
 let chain: PaymentChain;
@@ -52,7 +52,7 @@ function setUp(options: { window?: number; concurrency?: number; path?: string; 
   const inner = createHttpTransport({ timeoutMs: 10_000, maxResponseBytes: 50_000_000 });
   const client = createRpcClient(deps, { transport: options.wrap?.(inner) ?? inner });
   const db = openDatabase(config.database.path, config.chainId);
-  return { ...deps, client, db, run: (bulkMinLogs?: number) => backfill({ ...deps, client, db }, { to: head, finalized: head }, bulkMinLogs === undefined ? {} : { bulkMinLogs, writerThread: true }) };
+  return { ...deps, client, db, run: (bulkMinLogs?: number) => backfill(withSqliteStore({ ...deps, client }, db), { to: head, finalized: head }, bulkMinLogs === undefined ? {} : { bulkMinLogs, writerThread: true }) };
 }
 
 /** The block range an eth_getLogs body asks for, or undefined for other methods. */

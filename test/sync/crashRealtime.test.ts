@@ -6,7 +6,7 @@ import { createPublicClient, createWalletClient, http, keccak256, stringToHex } 
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";
-import { addOrder } from "../../src/authorization/orders.js";
+import { addOrder } from "../../src/store/orders.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";

@@ -1,9 +1,11 @@
 import { getChainTips } from "../../chain/finality.js";
 import { UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
-import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
+import { refuseForeignFile } from "../../store/openDatabase.js";
+import { openStore } from "../../store/openStore.js";
+import { acquireWriterLock, type WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
+import { createSyncDeps } from "../../sync/syncDeps.js";
 import { parseBlockNumber, parseCommandArgs } from "../args.js";
 import { printJson } from "../output.js";
 import { createTerminalProgress } from "../progressBar.js";
@@ -57,20 +59,19 @@ async function runBackfill(context: Context, lock: WriterLock, from: number | un
   if (to > tips.finalized)
     context.logger.warn({ msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged", finalized_block: tips.finalized, to_block: to });
 
-  const db = openDatabase(context.config.database.path, context.config.chainId, identity);
+  const store = await openStore(context.config, { metrics: context.metrics, identity, writer: lock.holder });
   try {
-    recordWriter(db, lock.holder);
     // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
     const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;
     let summary;
     try {
-      summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update });
+      summary = await backfill(createSyncDeps(context, store), { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update });
     } finally {
       display?.stop();
     }
     if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs });
     else console.log(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
   } finally {
-    db.close();
+    await store.close();
   }
 }
