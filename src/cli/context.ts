@@ -27,7 +27,8 @@ export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream:
   const config = loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
   const logger = createLogger(config.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
   shutdown.add(() => logger.flush());
-  const metrics = createMetrics({ databasePath: config.database.path });
+  // The file-size gauge is the SQLite file's; a Postgres database is measured by Postgres itself.
+  const metrics = createMetrics(config.database.url === undefined ? { databasePath: config.database.path } : {});
   const client = createRpcClient({ config, logger, metrics, shutdown });
   return { config, logger, metrics, shutdown, client };
 }

@@ -93,7 +93,14 @@ export type Config = {
   readonly backfill: BackfillConfig;
   readonly finality: Finality;
   readonly realtime: RealtimeConfig;
-  readonly database: { readonly path: string };
+  readonly database: {
+    /** The SQLite file (the default backend). */
+    readonly path: string;
+    /** postgres://… selects the Postgres backend instead of the file; credentials are redacted everywhere. */
+    readonly url: string | undefined;
+    /** The Postgres schema flashindex's tables live in: several deployments can share one database. */
+    readonly schema: string;
+  };
   readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
   readonly logLevel: LogLevel;
   readonly registration: RegistrationConfig;
@@ -130,7 +137,7 @@ export const DEFAULTS = {
     reconnectInitialDelayMs: 250,
     reconnectMaxDelayMs: 30_000,
   },
-  database: { path: "data/flashindex.db" },
+  database: { path: "data/flashindex.db", url: undefined, schema: "flashindex" },
   metrics: { enabled: true, host: "127.0.0.1", port: 9464 },
   logLevel: "info" as LogLevel,
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },

@@ -1,9 +1,8 @@
 import { getChainTips } from "../../chain/finality.js";
 import { UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { refuseForeignFile } from "../../store/openDatabase.js";
-import { openStore } from "../../store/openStore.js";
-import { acquireWriterLock, type WriterLock } from "../../store/writerLock.js";
+import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
+import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps } from "../../sync/syncDeps.js";
 import { parseBlockNumber, parseCommandArgs } from "../args.js";
@@ -38,8 +37,7 @@ export async function backfillCommand(args: string[], shutdown: Shutdown): Promi
     throw new UsageError(`--to: ${requestedTo} is below --from ${from}`);
 
   const context = createContext(values, shutdown);
-  refuseForeignFile(context.config.database.path);
-  const lock = acquireWriterLock(context.config.database.path, "backfill");
+  const lock = await acquireStoreWriterLock(context.config, "backfill");
   try {
     await runBackfill(context, lock, from, requestedTo, values.json === true);
   } finally {
@@ -59,7 +57,7 @@ async function runBackfill(context: Context, lock: WriterLock, from: number | un
   if (to > tips.finalized)
     context.logger.warn({ msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged", finalized_block: tips.finalized, to_block: to });
 
-  const store = await openStore(context.config, { metrics: context.metrics, identity, writer: lock.holder });
+  const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
   try {
     // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
     const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;

@@ -8,9 +8,8 @@ import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
-import { refuseForeignFile } from "../../store/openDatabase.js";
-import { openStore } from "../../store/openStore.js";
-import { acquireWriterLock, type WriterLock } from "../../store/writerLock.js";
+import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
+import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
@@ -49,8 +48,7 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
   if (values.help) return void console.log(START_HELP);
   const loaded = createContext(values, shutdown, "stdout");
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
-  refuseForeignFile(loaded.config.database.path);
-  const lock = acquireWriterLock(loaded.config.database.path, "start");
+  const lock = await acquireStoreWriterLock(loaded.config, "start");
   try {
     await runDaemon(loaded, lock, shutdown);
   } finally {
@@ -73,7 +71,7 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
   checkStartBlocks(context.config, tips.head);
 
   // The composition root: the store and the services every stage shares are built here, once.
-  const store = await openStore(context.config, { metrics: context.metrics, identity, writer: lock.holder });
+  const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
   const deps = createSyncDeps(context, store);
   registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));
   const orderUpkeep = createOrderUpkeep(deps);
@@ -89,7 +87,7 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
   shutdown.add(() => clearInterval(orderTimer));
   const heartbeat = startHeartbeat({ ...context, health });
   shutdown.add(() => heartbeat.stop());
-  context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });
+  context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: store.location, tokens: context.config.tokens.length });
   try {
     if (context.config.realtime.enabled) await followRealtime({ ...deps, health });
     else await followFinality(deps, health);

@@ -48,9 +48,9 @@ export async function statusCommand(args: string[], shutdown: Shutdown): Promise
         rows: await store.countRowsByStatus(key),
       });
     }
-    const report = { chainId: config.chainId, database: config.database.path, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, tokens };
+    const report = { chainId: config.chainId, database: store.location, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, tokens };
     if (values.json) return printJson(report);
-    console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${config.database.path}`);
+    console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${store.location}`);
     for (const t of tokens) {
       console.log(`\n${t.label ?? "token"} ${t.token}  start ${t.startBlock}  checkpoint ${t.checkpoint ?? "none"}  lag ${t.lagBlocks ?? "?"} blocks`);
       if (t.syncedRanges.length > 1) console.log(`  indexed ranges: ${t.syncedRanges.map((r) => `${r.from}-${r.to}`).join(", ")}`);
