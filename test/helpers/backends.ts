@@ -9,7 +9,8 @@ import { startTestPostgres, type TestPostgres } from "./postgres.js";
 
 /** Reads a store's tables with plain SQL that both backends accept (no parameters). */
 export type TableReader = {
-  all: <T = Record<string, unknown>>(sql: string) => Promise<T[]>;
+  /** `?` placeholders, bound to `params` in order. */
+  all: <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<T[]>;
   /** Which of these indexes exist, sorted by name. */
   indexNames: (names: readonly string[]) => Promise<string[]>;
   close: () => Promise<void>;
@@ -40,7 +41,7 @@ export const sqliteBackend: TestBackend = {
   reader: async (database) => {
     const db = new DatabaseConstructor(database.path, { readonly: true, fileMustExist: true });
     return {
-      all: async <T>(sql: string) => db.prepare(sql).all() as T[],
+      all: async <T>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).all(...params) as T[],
       indexNames: async (names) => db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name IN (${names.map(() => "?").join(", ")}) ORDER BY name`).pluck().all(...names) as string[],
       close: async () => void db.close(),
     };
@@ -54,7 +55,10 @@ export const postgresBackend: TestBackend = {
     const client = new pg.Client(connectionConfig(database.url!, database.schema));
     await client.connect();
     return {
-      all: async <T>(sql: string) => (await client.query(sql)).rows as T[],
+      all: async <T>(sql: string, params: readonly unknown[] = []) => {
+        let n = 0;
+        return (await client.query(sql.replace(/\?/g, () => `$${++n}`), [...params])).rows as T[];
+      },
       indexNames: async (names) =>
         (await client.query("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ANY($1) ORDER BY indexname", [names])).rows.map(
           (r: { indexname: string }) => r.indexname,
