@@ -21,7 +21,8 @@ export type TestBackend = {
   name: "sqlite" | "postgres";
   /** The `database` section of a config for a fresh, empty database. */
   freshDatabase: () => Promise<Record<string, unknown>>;
-  reader: (database: Config["database"]) => Promise<TableReader>;
+  /** A connection of its own; `writable` lets a test write behind the store's back (races, refusals). */
+  reader: (database: Config["database"], options?: { writable?: boolean }) => Promise<TableReader>;
 };
 
 let postgres: Promise<TestPostgres> | undefined;
@@ -38,10 +39,14 @@ function postgresDatabase(): Promise<string> {
 export const sqliteBackend: TestBackend = {
   name: "sqlite",
   freshDatabase: async () => ({ path: join(mkdtempSync(join(tmpdir(), "flashindex-store-")), "index.db") }),
-  reader: async (database) => {
-    const db = new DatabaseConstructor(database.path, { readonly: true, fileMustExist: true });
+  reader: async (database, options = {}) => {
+    const db = new DatabaseConstructor(database.path, { readonly: options.writable !== true, fileMustExist: true });
+    if (options.writable === true) db.pragma("busy_timeout = 0");
     return {
-      all: async <T>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).all(...params) as T[],
+      all: async <T>(sql: string, params: readonly unknown[] = []) => {
+        const statement = db.prepare(sql);
+        return (statement.reader ? statement.all(...params) : (statement.run(...params), [])) as T[];
+      },
       indexNames: async (names) => db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name IN (${names.map(() => "?").join(", ")}) ORDER BY name`).pluck().all(...names) as string[],
       close: async () => void db.close(),
     };
