@@ -16,10 +16,30 @@ type Column = readonly [name: string, type: string];
  * and one plan whatever the number of rows.
  */
 async function insertColumns(client: pg.ClientBase, table: string, columns: readonly Column[], rows: readonly unknown[][], tail = "") {
-  const arrays = columns.map((_, i) => rows.map((row) => row[i] ?? null));
+  const arrays = columns.map((_, i) => arrayLiteral(rows, i));
   const sql = `INSERT INTO ${table} (${columns.map(([name]) => name).join(", ")})
     SELECT * FROM unnest(${columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")}) ${tail}`;
   return client.query(sql, arrays);
+}
+
+/** Elements that need no quoting in an array literal: hex, numbers, plain words (never the word NULL). */
+const BARE_ELEMENT = /^[0-9A-Za-z_.x-]+$/;
+
+/**
+ * Column `i` of `rows` as a Postgres array literal (`{0xab,12,NULL}`), built here rather than by pg's
+ * generic serialiser: nearly every value is hex or a number and goes in bare, the rest is quoted.
+ */
+export function arrayLiteral(rows: readonly unknown[][], i: number): string {
+  const parts = new Array<string>(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const value = rows[r]![i];
+    if (value === null || value === undefined) parts[r] = "NULL";
+    else {
+      const text = String(value);
+      parts[r] = BARE_ELEMENT.test(text) && text.toUpperCase() !== "NULL" ? text : `"${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+    }
+  }
+  return `{${parts.join(",")}}`;
 }
 
 const LOG_COLUMNS: readonly Column[] = [
