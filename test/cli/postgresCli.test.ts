@@ -98,7 +98,7 @@ describe("the CLI on Postgres (FLASHINDEX_DATABASE_URL)", () => {
     expect(after.code, after.stderr).toBe(0);
   });
 
-  test("a refused password is a config error (exit 2) that does not print it; a bad URL names the variable", async () => {
+  test("a refused password is a config error (exit 2) that does not print it; a bad URL names the variable; an unreachable server exits 75", async () => {
     const { path, database } = await pgConfig("badpass");
     const wrong = database.url!.replace(PASSWORD, "not-the-password");
     const refused = await runCli(["backfill", "--config", path], { FLASHINDEX_DATABASE_URL: wrong });
@@ -108,5 +108,10 @@ describe("the CLI on Postgres (FLASHINDEX_DATABASE_URL)", () => {
     const bad = await runCli(["status", "--config", path], { FLASHINDEX_DATABASE_URL: "mysql://x@y/z" });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("FLASHINDEX_DATABASE_URL");
+    // Nothing listens there: an outage that may pass (exit 75), named without the password.
+    const down = await runCli(["status", "--config", path], { FLASHINDEX_DATABASE_URL: "postgres://u:secretpw@127.0.0.1:9/x" });
+    expect(down.code, down.stderr).toBe(75);
+    expect(down.stderr).toContain("postgres://***@127.0.0.1:9/x");
+    expect(down.stderr).not.toContain("secretpw");
   });
 });

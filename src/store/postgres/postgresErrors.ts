@@ -19,7 +19,17 @@ export function asPostgresError(error: unknown, location: string): unknown {
   const code = (error as { code?: string }).code;
   const message = redactText(error instanceof Error ? error.message : String(error));
   if (code !== undefined && code in USER_MISTAKES) return new ConfigError("database.url", `${location}: ${USER_MISTAKES[code]} (${message})`, { cause: error });
-  if (code === undefined || code.startsWith("08") || code === "57P03" || /ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|timeout|terminated/i.test(message))
-    return new RetryableError(`Could not reach the database ${location}: ${message}`, { cause: error });
+  if (isOutage(code, message)) return new RetryableError(`Could not reach the database ${location}: ${message}`, { cause: error });
   return error;
+}
+
+/**
+ * What may pass: a connection refused, cut or timed out (Node's socket codes, SQLSTATE class 08),
+ * a server shutting down or starting (57P01–57P03). Note: node-postgres reports a connection closed
+ * under it and a connect timeout with no code, only these messages.
+ */
+function isOutage(code: string | undefined, message: string): boolean {
+  if (code !== undefined && (code.startsWith("08") || ["57P01", "57P02", "57P03", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "EPIPE"].includes(code)))
+    return true;
+  return code === undefined && /Connection terminated|timeout expired|timeout exceeded when trying to connect/i.test(message);
 }

@@ -9,6 +9,7 @@ import type { RegistrationRow } from "../registrations.js";
 import type { Store, WindowWriter } from "../store.js";
 import type { WriteKind } from "../timedWrite.js";
 import { inTransaction } from "./connection.js";
+import { asPostgresError } from "./postgresErrors.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
 import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
@@ -41,6 +42,9 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       const started = performance.now();
       try {
         return await inTransaction(pool, work);
+      } catch (error) {
+        // A connection lost mid-run is an outage (exit 75), named without credentials.
+        throw asPostgresError(error, deps.location);
       } finally {
         metrics.dbWriteDuration.observe({ kind }, (performance.now() - started) / 1_000);
       }
@@ -50,7 +54,9 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
   }
   const read = <T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> =>
     (async () => {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((error: unknown) => {
+        throw asPostgresError(error, deps.location);
+      });
       try {
         return await work(client);
       } finally {
