@@ -38,7 +38,6 @@ export function postgresOrders(client: pg.ClientBase) {
     get,
     async add(order: NewOrder, now: number): Promise<Order> {
       const key = [order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)];
-      const exists = () => new OrderExistsError(`order already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
       const existing = await client.query("SELECT id FROM orders WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4", key);
       if (existing.rows.length > 0)
         throw new OrderExistsError(`order ${existing.rows[0].id} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
@@ -51,7 +50,8 @@ export function postgresOrders(client: pg.ClientBase) {
         return mustGet(rows[0].id);
       } catch (error) {
         // Another connection added the same authorization meanwhile.
-        if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw exists();
+        if ((error as { code?: string }).code === UNIQUE_VIOLATION)
+          throw new OrderExistsError(`an order already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
         throw error;
       }
     },
