@@ -14,7 +14,13 @@ export type ProcessFigures = { logs: number; durationMs: number; peakRssMb: numb
  * Node) and measures the whole process: wall time from spawn to exit, peak RSS (the kernel's high
  * water mark) and CPU seconds, read from /proc while it runs. `logs` is counted in the database after.
  */
-export async function runCliBackfill(dir: string, config: Record<string, unknown>, range: { from?: number; to: number }): Promise<ProcessFigures> {
+export async function runCliBackfill(
+  dir: string,
+  config: Record<string, unknown>,
+  range: { from?: number; to: number },
+  /** Counts the stored logs when the database is not the config's SQLite file (Postgres). */
+  countLogs?: () => Promise<number>,
+): Promise<ProcessFigures> {
   const configPath = join(dir, "bench.config.json");
   writeFileSync(configPath, JSON.stringify(config));
   const args = ["backfill", "--config", configPath, "--to", String(range.to), ...(range.from === undefined ? [] : ["--from", String(range.from)])];
@@ -39,8 +45,12 @@ export async function runCliBackfill(dir: string, config: Record<string, unknown
   const durationMs = performance.now() - started;
   clearInterval(sampler);
   if (code !== 0) throw new Error(`flashindex backfill exited ${code}: ${stderr.slice(-2_000)}`);
-  const db = new DatabaseConstructor(String((config.database as { path: string }).path), { readonly: true });
-  const logs = db.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number;
-  db.close();
+  let logs: number;
+  if (countLogs !== undefined) logs = await countLogs();
+  else {
+    const db = new DatabaseConstructor(String((config.database as { path: string }).path), { readonly: true });
+    logs = db.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number;
+    db.close();
+  }
   return { logs, durationMs, peakRssMb: Math.round(peakKb / 1024), cpuSeconds: cpuTicks / CLOCK_TICKS };
 }

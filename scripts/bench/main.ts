@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
+import { startBenchPostgres } from "./benchPostgres.js";
 import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 
 /**
@@ -39,10 +40,11 @@ function startSyntheticServer(blocks: number): Promise<{ url: string; stop: () =
   });
 }
 
-async function synthetic(logs: number, attribution: boolean): Promise<Row> {
+async function synthetic(logs: number, attribution: boolean, postgres?: Awaited<ReturnType<typeof startBenchPostgres>>): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   const blocks = Math.ceil(logs / LOGS_PER_BLOCK);
   const server = await startSyntheticServer(blocks);
+  const schema = `bench_${logs}`;
   try {
     const figures = await runCliBackfill(
       dir,
@@ -53,13 +55,15 @@ async function synthetic(logs: number, attribution: boolean): Promise<Row> {
         tokens: [{ address: TOKEN, startBlock: 0 }],
         backfill: { windowBlocks: 1_000, concurrency: 4 },
         finality: { depth: 0 },
-        database: { path: join(dir, "bench.db") },
+        database: postgres === undefined ? { path: join(dir, "bench.db") } : { url: postgres.url, schema },
         metrics: { enabled: false },
         logLevel: "warn",
       },
       { from: 0, to: blocks - 1 },
+      postgres === undefined ? undefined : () => postgres.countLogs(schema),
     );
-    const name = `synthetic RPC, ${logs.toLocaleString("en-US")} Transfer logs, attribution ${attribution ? "on (one suffix per tx)" : "off"}`;
+    const into = postgres === undefined ? "" : " into Postgres on this host";
+    const name = `synthetic RPC, ${logs.toLocaleString("en-US")} Transfer logs${into}, attribution ${attribution ? "on (one suffix per tx)" : "off"}`;
     return { name, figures };
   } finally {
     server.stop();
@@ -75,6 +79,12 @@ for (const logs of ANVIL_LOGS) {
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
 rows.push(await synthetic(SYNTHETIC_LOGS / 10, false));
 rows.push(await synthetic(SYNTHETIC_LOGS / 10, true));
+const postgres = await startBenchPostgres();
+try {
+  rows.push(await synthetic(SYNTHETIC_LOGS, false, postgres));
+} finally {
+  await postgres.stop();
+}
 const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ rate: number; samples: number; p50Ms: number; p99Ms: number; maxMs: number }>;
 const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
 

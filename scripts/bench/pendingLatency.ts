@@ -10,8 +10,9 @@ import { parseConfig } from "../../src/config/parseConfig.js";
 import { createLogger } from "../../src/ops/logger.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
+import { openStore } from "../../src/store/openStore.js";
 import { createPendingIndexer } from "../../src/sync/pending.js";
+import { createSyncDeps } from "../../src/sync/syncDeps.js";
 
 /**
  * Pre-confirmation latency: a Flashblocks-like emitter in a child process sends `pendingLogs`
@@ -77,8 +78,8 @@ async function measure(rate: number) {
   const shutdown = createShutdown();
   const logger = createLogger("warn", pino.destination(2));
   const metrics = createMetrics({ defaultMetrics: false });
-  const db = openDatabase(config.database.path, config.chainId);
-  const deps = { config, logger, metrics, shutdown, db, client: createRpcClient({ config, logger, metrics, shutdown }) };
+  const store = await openStore(config, { metrics });
+  const deps = createSyncDeps({ config, logger, metrics, shutdown, client: createRpcClient({ config, logger, metrics, shutdown }) }, store);
   const latencies: number[] = [];
   const sentAt = new Map<string, number>();
   const pending = createPendingIndexer({
@@ -104,8 +105,8 @@ async function measure(rate: number) {
   await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
   await shutdown.kill();
   child.kill();
-  const stored = (db.prepare("SELECT COUNT(*) AS n FROM logs").get() as { n: number }).n;
-  db.close();
+  const stored = (await store.countRowsByStatus(config.tokens[0]!.key)).reduce((sum, r) => sum + r.transfers + r.authorizations, 0);
+  await store.close();
   rmSync(dir, { recursive: true, force: true });
   latencies.sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;

@@ -1,11 +1,9 @@
 import type { Hex } from "viem";
+import type { RpcClient } from "../chain/rpcClient.js";
 import type { Logger } from "../ops/logger.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import type { Database } from "../store/openDatabase.js";
-import type { AttributionWriter } from "../store/attributionWriter.js";
+import type { Store } from "../store/store.js";
 import type { Attributor } from "./attributeLogs.js";
-import type { Metrics } from "../ops/metrics.js";
-import { timedWrite } from "../store/timedWrite.js";
 
 /**
  * Attribution that runs after the rows it explains are committed, so a slow or hung calldata batch
@@ -14,20 +12,20 @@ import { timedWrite } from "../store/timedWrite.js";
  */
 export function createLateAttribution(deps: {
   attributor: Attributor | undefined;
-  writer: AttributionWriter;
-  db: Database;
+  /** The client of the stage that calls (the head path's gives way after realtime.requestTimeoutMs). */
+  client: RpcClient;
+  store: Store;
   logger: Logger;
-  metrics: Metrics;
   shutdown: Shutdown;
 }): (txHashes: readonly Hex[], what: string) => void {
-  const { attributor, writer, db, logger, metrics, shutdown } = deps;
+  const { attributor, client, store, logger, shutdown } = deps;
   return (txHashes, what) => {
     if (attributor === undefined || txHashes.length === 0) return;
     attributor
-      .attribute(txHashes)
-      .then((transactions) => {
+      .attribute(client, txHashes)
+      .then(async (transactions) => {
         if (transactions.length === 0 || shutdown.isKilled()) return;
-        timedWrite(db, metrics, "attribution", () => writer.insert(transactions, Date.now()));
+        await store.insertAttribution(transactions, Date.now());
         attributor.remember(transactions);
       })
       .catch((error: unknown) => logger.warn({ msg: `Failed to attribute ${what} transactions`, error: (error as Error).message }));

@@ -3,22 +3,25 @@ import { getTransactions } from "../chain/getTransactions.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { attributeTransaction } from "../decode/attributeTransaction.js";
 import type { Metrics } from "../ops/metrics.js";
-import type { AttributedTransaction, AttributionWriter } from "../store/attributionWriter.js";
+import type { AttributedTransaction } from "../store/attributionWriter.js";
+import type { Store } from "../store/store.js";
 
 /** Transaction hashes remembered as attributed; past this the memory is cleared (the database still knows). */
 const SEEN_LIMIT = 200_000;
 
 /**
  * Fetches and decodes the calldata of the transactions behind a batch of logs: only those not
- * attributed yet (memory, then the database), in one JSON-RPC batch per call.
+ * attributed yet (memory, then the database), in one JSON-RPC batch per call. One per daemon: the
+ * stages share its memory and each passes the client it reads with (the head path's has a timeout).
  */
-export function createAttributor(deps: { client: RpcClient; metrics: Metrics; chainId: number; writer: AttributionWriter }) {
+export function createAttributor(deps: { metrics: Metrics; chainId: number; store: Pick<Store, "unattributed"> }) {
   const seen = new Set<Hex>();
   return {
-    async attribute(txHashes: Iterable<Hex>): Promise<AttributedTransaction[]> {
-      const wanted = [...new Set(txHashes)].filter((hash) => !seen.has(hash) && !deps.writer.has(hash));
+    async attribute(client: RpcClient, txHashes: Iterable<Hex>): Promise<AttributedTransaction[]> {
+      const unseen = [...new Set(txHashes)].filter((hash) => !seen.has(hash));
+      const wanted = unseen.length === 0 ? [] : await deps.store.unattributed(unseen);
       if (wanted.length === 0) return [];
-      const found = await getTransactions(deps.client, wanted);
+      const found = await getTransactions(client, wanted);
       const result: AttributedTransaction[] = [];
       for (const tx of found.values()) {
         const attribution = attributeTransaction(tx);

@@ -4,8 +4,7 @@ import { BaseError, RetryableError, ShutdownError } from "../errors.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";
-import type { Database } from "../store/openDatabase.js";
-import { saveRegistration } from "../store/registrations.js";
+import type { Store } from "../store/store.js";
 import type { RegistrationClient } from "./registrationClient.js";
 import { backoffDelayMs } from "../ops/backoff.js";
 
@@ -19,7 +18,7 @@ export type RegistrationDeps = {
   logger: Logger;
   metrics: Metrics;
   shutdown: Shutdown;
-  db: Database;
+  store: Store;
 };
 
 export type RegistrationOptions = {
@@ -40,7 +39,7 @@ export function registerConfiguredWallets(
   client: RegistrationClient,
   options: RegistrationOptions = {},
 ): { done: Promise<void> } {
-  const { config, metrics, shutdown, db } = deps;
+  const { config, metrics, shutdown, store } = deps;
   const logger = deps.logger.child({ component: "registration" });
   const initialDelayMs = options.initialDelayMs ?? REGISTRATION_RETRY_INITIAL_DELAY_MS;
   const maxDelayMs = options.maxDelayMs ?? REGISTRATION_RETRY_MAX_DELAY_MS;
@@ -67,8 +66,8 @@ export function registerConfiguredWallets(
       }
       metrics.registrationRequests.inc({ outcome: "ok" });
       // The daemon may have closed the database while the answer was on its way.
-      if (!db.open) return;
-      const saved = saveRegistration(db, wallet, builderCode, now());
+      if (store.isClosed()) return;
+      const saved = await store.saveRegistration(wallet, builderCode, now());
       if (saved.status === "changed") {
         // Codes are meant to be stable per wallet: transactions already attributed carry the old one.
         logger.error({ msg: "Detected a changed builder code for a registered wallet", wallet, builder_code: builderCode, previous_code: saved.previousCode });

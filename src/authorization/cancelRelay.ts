@@ -233,7 +233,7 @@ async function signatureOf(deps: CancelRelayDeps, authority: CancelAuthority, do
 async function assertUnused(deps: CancelRelayDeps, chainId: number, token: Address, authorizer: Address, nonce: Hex): Promise<void> {
   const used = await rpc("reading authorizationState", () => readAuthorizationState(deps.client, token, authorizer, nonce));
   if (!used) return;
-  const indexed = deps.lookupIndexedState?.(chainId, token, authorizer, nonce);
+  const indexed = await deps.lookupIndexedState?.(token, authorizer, nonce);
   const where = indexed === undefined ? "" : ` in block ${indexed.blockNumber}, tx ${indexed.txHash} (${indexed.status})`;
   if (indexed?.state === "captured") throw new AlreadyCapturedError(`the authorization ${nonce} of ${authorizer} was already captured${where}; nothing to cancel`);
   if (indexed?.state === "canceled") throw new AlreadyCanceledError(`the authorization ${nonce} of ${authorizer} was already canceled${where}`);

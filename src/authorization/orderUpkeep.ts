@@ -1,7 +1,6 @@
-import type { Database } from "better-sqlite3";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
-import { expireOrders, getOrder, voidedThenCapturedSince } from "./orders.js";
+import type { Store } from "../store/store.js";
 
 /** How often the daemon expires orders and looks for captures of voided orders. */
 export const ORDER_UPKEEP_INTERVAL_MS = 1_000;
@@ -14,27 +13,24 @@ const ALERT_CURSOR_KEY = "orders_alerted_transition_id";
  * voided order captured on chain. The capture itself is recorded by the schema's triggers in the
  * event's own transaction; this only reads the flagged audit rows committed since the last tick.
  */
-export function createOrderUpkeep(deps: { logger: Logger; metrics: Metrics; db: Database }) {
-  const { db, metrics } = deps;
+export function createOrderUpkeep(deps: { logger: Logger; metrics: Metrics; store: Store }) {
+  const { store, metrics } = deps;
   const logger = deps.logger.child({ component: "orders" });
-  const readCursor = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
-  const writeCursor = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
   // First start with this schema: earlier flagged rows (from `flashindex backfill`) are reported too.
-  let cursor = Number((readCursor.get(ALERT_CURSOR_KEY) as string | undefined) ?? 0);
+  let cursor: number | undefined;
 
   return {
     /** One pass; `now` in unix ms. Returns what it did, for tests. */
-    tick(now: number): { expired: number[]; flagged: number[] } {
-      const started = performance.now();
-      const expired = expireOrders(db, now);
-      metrics.dbWriteDuration.observe({ kind: "orders" }, (performance.now() - started) / 1_000);
+    async tick(now: number): Promise<{ expired: number[]; flagged: number[] }> {
+      cursor ??= Number((await store.readMeta(ALERT_CURSOR_KEY)) ?? 0);
+      const expired = await store.expireOrders(now);
       if (expired.length > 0) {
         metrics.ordersExpired.inc(expired.length);
         logger.info({ msg: "Expired orders", order_ids: expired });
       }
-      const flagged = voidedThenCapturedSince(db, cursor);
+      const flagged = await store.voidedThenCapturedSince(cursor);
       for (const transition of flagged) {
-        const order = getOrder(db, transition.orderId);
+        const order = await store.getOrder(transition.orderId);
         metrics.ordersVoidedThenCaptured.inc();
         logger.error({
           msg: "Captured a voided order",
@@ -50,7 +46,7 @@ export function createOrderUpkeep(deps: { logger: Logger; metrics: Metrics; db: 
       const last = flagged.at(-1);
       if (last !== undefined) {
         cursor = last.id;
-        writeCursor.run(ALERT_CURSOR_KEY, String(cursor));
+        await store.writeMeta(ALERT_CURSOR_KEY, String(cursor));
       }
       return { expired, flagged: flagged.map((t) => t.orderId) };
     },

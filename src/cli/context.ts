@@ -1,23 +1,18 @@
 import { getBlockHeader } from "../chain/blockHeaders.js";
-import { createRpcClient, type RpcClient } from "../chain/rpcClient.js";
+import { createRpcClient } from "../chain/rpcClient.js";
+import type { Common } from "../common.js";
 import { WrongChainError } from "../chain/rpcErrors.js";
 import { loadConfig, DEFAULT_CONFIG_PATH } from "../config/loadConfig.js";
 import type { Config } from "../config/types.js";
 import { ConfigError, FatalError } from "../errors.js";
 import { pino } from "pino";
-import { createLogger, type Logger } from "../ops/logger.js";
-import { createMetrics, type Metrics } from "../ops/metrics.js";
+import { createLogger } from "../ops/logger.js";
+import { createMetrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import type { ChainIdentity } from "../store/openDatabase.js";
 
-/** The dependency bag every long-running part takes as its first argument. */
-export type Context = {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  shutdown: Shutdown;
-  client: RpcClient;
-};
+/** The dependency bag every long-running part takes as its first argument (one type with the sync stages' base). */
+export type Context = Common;
 
 export type CommonFlags = { config?: string | undefined; db?: string | undefined; "log-level"?: string | undefined };
 
@@ -32,7 +27,8 @@ export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream:
   const config = loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
   const logger = createLogger(config.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
   shutdown.add(() => logger.flush());
-  const metrics = createMetrics({ databasePath: config.database.path });
+  // The file-size gauge is the SQLite file's; a Postgres database is measured by Postgres itself.
+  const metrics = createMetrics(config.database.url === undefined ? { databasePath: config.database.path } : {});
   const client = createRpcClient({ config, logger, metrics, shutdown });
   return { config, logger, metrics, shutdown, client };
 }

@@ -84,3 +84,22 @@ export function readUrl(path: string, value: unknown, protocols: readonly string
 export function optional<T>(value: unknown, read: (value: unknown) => T): T | undefined {
   return value === undefined ? undefined : read(value);
 }
+
+/**
+ * A Postgres connection URL (postgres:// or postgresql://) naming a host and a database. The URL
+ * itself never appears in the error: it may carry a password.
+ */
+export function readDatabaseUrl(path: string, value: unknown): string {
+  const text = readString(path, value);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(path, "is not a valid URL (expected postgres://user:password@host:5432/database)");
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:")
+    throw new ConfigError(path, `must use postgres:// or postgresql://, got ${url.protocol}//`);
+  if (url.hostname === "") throw new ConfigError(path, "names no host (expected postgres://user:password@host:5432/database)");
+  if (url.pathname.length <= 1) throw new ConfigError(path, "names no database (expected postgres://user:password@host:5432/database)");
+  return text;
+}

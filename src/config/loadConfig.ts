@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { ConfigError } from "../errors.js";
-import { readEnum, readString, readUrl, type JsonObject } from "./fields.js";
+import { readDatabaseUrl, readEnum, readString, readUrl, type JsonObject } from "./fields.js";
 import { parseConfig } from "./parseConfig.js";
 import { LOG_LEVELS, type Config } from "./types.js";
 
@@ -69,6 +69,10 @@ function applyEnvironment(raw: JsonObject, env: NodeJS.ProcessEnv): void {
   const dbPath = nonEmpty(env.FLASHINDEX_DB_PATH);
   if (dbPath !== undefined && (raw.database === undefined || isObject(raw.database)))
     raw.database = { ...asObject(raw.database), path: dbPath };
+  // The way to keep a database password out of files.
+  const dbUrl = nonEmpty(env.FLASHINDEX_DATABASE_URL);
+  if (dbUrl !== undefined && (raw.database === undefined || isObject(raw.database)))
+    raw.database = { ...asObject(raw.database), url: readDatabaseUrl("FLASHINDEX_DATABASE_URL", dbUrl) };
   const metricsHost = nonEmpty(env.FLASHINDEX_METRICS_HOST);
   if (metricsHost !== undefined && (raw.metrics === undefined || isObject(raw.metrics)))
     raw.metrics = { ...asObject(raw.metrics), host: metricsHost };

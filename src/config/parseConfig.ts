@@ -1,9 +1,11 @@
+import type { Address } from "viem";
 import { ConfigError } from "../errors.js";
 import {
   join,
   optional,
   readAddress,
   readBoolean,
+  readDatabaseUrl,
   readEnum,
   readInteger,
   readObject,
@@ -120,6 +122,7 @@ function parseTokens(value: unknown): TokenConfig[] {
     if (token.startBlock === undefined) throw new ConfigError(join(path, "startBlock"), "is required");
     return {
       address,
+      key: address.toLowerCase() as Address,
       startBlock: readInteger(join(path, "startBlock"), token.startBlock, { min: 0 }),
       label: optional(token.label, (v) => readString(join(path, "label"), v)),
     };
@@ -203,9 +206,19 @@ function parseDevnet(value: unknown): Config["devnet"] {
   };
 }
 
+/** A Postgres schema name flashindex creates and quotes nowhere: lower-case letters, digits and underscores. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
 function parseDatabase(value: unknown): Config["database"] {
-  const database = value === undefined ? {} : readObject("database", value, ["path"]);
-  return { path: optional(database.path, (v) => readString("database.path", v)) ?? DEFAULTS.database.path };
+  const database = value === undefined ? {} : readObject("database", value, ["path", "url", "schema"]);
+  const schema = optional(database.schema, (v) => readString("database.schema", v)) ?? DEFAULTS.database.schema;
+  if (!SCHEMA_NAME.test(schema))
+    throw new ConfigError("database.schema", `${JSON.stringify(schema)} is not a plain schema name (lower-case letters, digits, _; at most 63)`);
+  return {
+    path: optional(database.path, (v) => readString("database.path", v)) ?? DEFAULTS.database.path,
+    url: optional(database.url, (v) => readDatabaseUrl("database.url", v)),
+    schema,
+  };
 }
 
 function parseMetrics(value: unknown): Config["metrics"] {

@@ -4,8 +4,10 @@ import type { Address } from "viem";
 export type Finality = { tag: "finalized" | "safe" } | { depth: number };
 
 export type TokenConfig = {
-  /** Checksummed, as given (or lower case when given in lower case). */
+  /** As given in the config (checksummed or lower case): for messages. */
   readonly address: Address;
+  /** The address in lower case, as logs and every table store it: the key for filters and queries. */
+  readonly key: Address;
   readonly startBlock: number;
   readonly label: string | undefined;
 };
@@ -131,7 +133,14 @@ export type Config = {
   readonly backfill: BackfillConfig;
   readonly finality: Finality;
   readonly realtime: RealtimeConfig;
-  readonly database: { readonly path: string };
+  readonly database: {
+    /** The SQLite file (the default backend). */
+    readonly path: string;
+    /** postgres://… selects the Postgres backend instead of the file; credentials are redacted everywhere. */
+    readonly url: string | undefined;
+    /** The Postgres schema flashindex's tables live in: several deployments can share one database. */
+    readonly schema: string;
+  };
   readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
   readonly logLevel: LogLevel;
   readonly registration: RegistrationConfig;
@@ -170,7 +179,7 @@ export const DEFAULTS = {
     reconnectInitialDelayMs: 250,
     reconnectMaxDelayMs: 30_000,
   },
-  database: { path: "data/flashindex.db" },
+  database: { path: "data/flashindex.db", url: undefined, schema: "flashindex" },
   metrics: { enabled: true, host: "127.0.0.1", port: 9464 },
   logLevel: "info" as LogLevel,
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },

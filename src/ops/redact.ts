@@ -16,7 +16,25 @@ export function redactUrl(url: string): string {
   return `${parsed.protocol}//${hasCredentials ? "***@" : ""}${host}${hasPath ? "/***" : ""}${hasQuery ? "?***" : ""}`;
 }
 
-/** Replaces every URL found in free text (error messages from fetch or ws) with its redacted form. */
+/** Replaces every URL found in free text (error messages from fetch, ws or pg) with its redacted form. */
 export function redactText(text: string): string {
-  return text.replace(/\b(?:https?|wss?):\/\/[^\s"'<>]+/g, (match) => redactUrl(match));
+  return text
+    .replace(/\b(?:https?|wss?):\/\/[^\s"'<>]+/g, (match) => redactUrl(match))
+    .replace(/\bpostgres(?:ql)?:\/\/[^\s"'<>]+/g, (match) => redactDatabaseUrl(match));
+}
+
+/**
+ * A Postgres URL as it may be shown: host, port and database; user, password and parameters
+ * (`?password=`, `sslkey=`…) never.
+ */
+export function redactDatabaseUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "<invalid url>";
+  }
+  const host = parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
+  const hasCredentials = parsed.username !== "" || parsed.password !== "";
+  return `${parsed.protocol}//${hasCredentials ? "***@" : ""}${host}${parsed.pathname}${parsed.search !== "" ? "?***" : ""}`;
 }

@@ -1,3 +1,5 @@
+import { LIVE_STATUS_LIST_SQL, statusRankSql } from "./liveStatus.js";
+
 /**
  * Schema version 1. Conventions: addresses and hashes are lower-case 0x hex TEXT; token amounts are
  * exact decimal TEXT (uint256 does not fit a SQLite integer); block timestamps are unix seconds;
@@ -105,10 +107,10 @@ CREATE TABLE synced_ranges (
 ) STRICT, WITHOUT ROWID;
 
 CREATE VIEW live_transfers AS
-SELECT * FROM transfers WHERE status IN ('preconfirmed', 'confirmed', 'finalized');
+SELECT * FROM transfers WHERE status IN ${LIVE_STATUS_LIST_SQL};
 
 CREATE VIEW live_authorization_events AS
-SELECT * FROM authorization_events WHERE status IN ('preconfirmed', 'confirmed', 'finalized');
+SELECT * FROM authorization_events WHERE status IN ${LIVE_STATUS_LIST_SQL};
 
 -- One row per (token, authorizer, nonce) that has a live event: captured or canceled, with the
 -- capture's Transfer (the log right after AuthorizationUsed in the same transaction, as FiatToken emits),
@@ -118,7 +120,7 @@ CREATE VIEW authorization_states AS
 WITH ranked AS (
   SELECT e.*, ROW_NUMBER() OVER (
     PARTITION BY e.chain_id, e.token, e.authorizer, e.nonce
-    ORDER BY CASE e.status WHEN 'finalized' THEN 0 WHEN 'confirmed' THEN 1 ELSE 2 END, e.block_number, e.log_index
+    ORDER BY ${statusRankSql("e.status")}, e.block_number, e.log_index
   ) AS rank
   FROM live_authorization_events e
 )

@@ -1,6 +1,8 @@
+import { LIVE_STATUS_LIST_SQL, statusRankSql } from "./liveStatus.js";
+
 /**
  * Schema version 3: merchant orders (signed transfer authorizations held off chain) and their audit
- * trail. Off-chain transitions (add, void, expire) are written by `src/authorization/orders.ts`; the
+ * trail. Off-chain transitions (add, void, expire) are written by `src/store/orders.ts`; the
  * on-chain ones (captured, canceled, their status, and the roll-back when the event is removed or
  * dropped) by the triggers below, in the SAME transaction that stores or updates the event, so an
  * order never disagrees with the events a reader sees.
@@ -11,7 +13,7 @@
  * that loses its event goes back there too, and the next expiry pass expires it again.
  *
  * Every state change is checked against `order_state_transitions` (the same table as
- * ORDER_TRANSITIONS in `src/authorization/orders.ts`): an illegal one aborts the transaction.
+ * ORDER_TRANSITIONS in `src/store/orders.ts`): an illegal one aborts the transaction.
  */
 export const SCHEMA_V3 = /* sql */ `
 CREATE TABLE orders (
@@ -96,8 +98,8 @@ FROM orders o
 LEFT JOIN authorization_events e ON e.log_id = (
   SELECT x.log_id FROM authorization_events x
   WHERE x.token = o.token AND x.authorizer = o.authorizer AND x.nonce = o.nonce AND x.chain_id = o.chain_id
-    AND x.status IN ('preconfirmed', 'confirmed', 'finalized')
-  ORDER BY CASE x.status WHEN 'finalized' THEN 0 WHEN 'confirmed' THEN 1 ELSE 2 END, x.block_number, x.log_index
+    AND x.status IN ${LIVE_STATUS_LIST_SQL}
+  ORDER BY ${statusRankSql("x.status")}, x.block_number, x.log_index
   LIMIT 1
 );
 ${syncTrigger("authorization_events_to_orders_insert", "AFTER INSERT ON authorization_events", "NEW")}

@@ -5,6 +5,7 @@ import { Worker } from "node:worker_threads";
 import { FatalError } from "../errors.js";
 import type { InsertCounts } from "./logWriter.js";
 import type { Database } from "./openDatabase.js";
+import type { WindowWriter } from "./store.js";
 import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
 import type { WindowReply, WindowRequest } from "./windowWriterThread.js";
 
@@ -13,12 +14,6 @@ const WRITER_THREAD_HEAP_MB = 64;
 /** Its young generation: windows arrive as whole cloned arrays and are short-lived; a small nursery suffices. */
 const WRITER_THREAD_YOUNG_MB = 8;
 
-export type WindowWriter = {
-  /** Commits one window (rows, attribution, synced range) in one transaction; resolves once it is durable in the WAL. */
-  commit: (window: WindowWrite, now: number) => Promise<InsertCounts>;
-  /** Waits for the commits sent so far, then closes the writer's connection. Idempotent. */
-  close: () => Promise<void>;
-};
 
 /**
  * Commits backfill windows on a thread of their own, with a second connection to the same file:

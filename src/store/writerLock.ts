@@ -65,12 +65,13 @@ export function recordWriter(db: Database, holder: WriterHolder): void {
 
 export class WriterBusyError extends ConfigError {
   override name = "WriterBusyError";
-  constructor(databasePath: string, holder: WriterHolder | undefined) {
+  /** `where` names the database (a file path, or a redacted postgres URL with its schema); `field` the setting to change. */
+  constructor(databasePath: string, holder: WriterHolder | undefined, field = "database.path") {
     const who =
       holder === undefined
         ? "(it has not recorded itself yet: it is still starting)"
         : `(pid ${holder.pid} on ${holder.host}, '${holder.command}', since ${holder.startedAt})`;
-    super("database.path", `${databasePath} is being written by another flashindex process ${who}; stop it or use another database.path`);
+    super(field, `${databasePath} is being written by another flashindex process ${who}; stop it or use another ${field}`);
   }
 }
 

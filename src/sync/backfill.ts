@@ -1,11 +1,6 @@
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
 import { countIndexed } from "../store/logWriter.js";
-import { createWindowWriter } from "../store/windowWriter.js";
-import { createSyncedRanges } from "../store/syncedRanges.js";
-import { createReaderIndexes } from "../store/readerIndexes.js";
-import { createAttributionWriter } from "../store/attributionWriter.js";
-import { createAttributor } from "../attribution/attributeLogs.js";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
@@ -66,16 +61,16 @@ export async function backfill(
   options: { bulkMinLogs?: number; writerThread?: boolean } = {},
 ): Promise<BackfillSummary> {
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
-  const { config, metrics, db } = deps;
+  const { config, metrics, store, attributor } = deps;
   const logger = deps.logger.child({ component: "backfill" });
-  const synced = createSyncedRanges(db, config.chainId);
-  const readerIndexes = createReaderIndexes(db);
-  const tokens = config.tokens.map((t) => ({ ...t, key: t.address.toLowerCase() as Hex }));
+  const tokens = config.tokens;
 
-  const needs = tokens.map((token) => ({
-    member: token.key,
-    ranges: missingRanges(synced.list(token.key), Math.max(token.startBlock, range.from ?? 0), range.to),
-  }));
+  const needs = await Promise.all(
+    tokens.map(async (token) => ({
+      member: token.key as Hex,
+      ranges: missingRanges(await store.syncedRanges(token.key), Math.max(token.startBlock, range.from ?? 0), range.to),
+    })),
+  );
   const segments = planSegments(needs);
   const totalBlocks = segments.reduce((sum, s) => sum + (s.to - s.from + 1), 0);
   const started = Date.now();
@@ -85,27 +80,24 @@ export async function backfill(
   metrics.chainHeadBlock.set(range.head ?? range.to);
   if (segments.length === 0) {
     logger.debug({ msg: "Found nothing to backfill", to_block: range.to });
-    buildReaderIndexes();
+    await buildReaderIndexes();
     return summary;
   }
-  const storedBefore = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck().get() as number;
+  const storedBefore = await store.storedLogCount();
   let bulk = false;
   logger.info({ msg: "Started backfill", from_block: segments[0]!.from, to_block: range.to, blocks: totalBlocks, tokens: tokens.length });
 
-  const attributor = config.attribution.enabled
-    ? createAttributor({ client: deps.client, metrics, chainId: config.chainId, writer: createAttributionWriter(db) })
-    : undefined;
   /** Builds the reader indexes a bulk load (this one, or one killed before its end) left missing. */
-  function buildReaderIndexes(): void {
-    if (readerIndexes.missing().length === 0) return;
+  async function buildReaderIndexes(): Promise<void> {
+    if ((await store.readerIndexes.missing()).length === 0) return;
     const started = performance.now();
-    const built = readerIndexes.build();
+    const built = await store.readerIndexes.build();
     metrics.dbWriteDuration.observe({ kind: "index_build" }, (performance.now() - started) / 1_000);
     logger.info({ msg: "Built reader indexes", indexes: built, duration_ms: Math.round(performance.now() - started) });
   }
   let lagBlockAsked = -1;
-  const updateCheckpoint = () => {
-    const ends = tokens.map((t) => synced.checkpoint(t.key, t.startBlock));
+  const updateCheckpoint = async () => {
+    const ends = await Promise.all(tokens.map((t) => store.checkpoint(t.key, t.startBlock)));
     const checkpoint = Math.min(...ends);
     metrics.backfillCheckpointBlock.set(checkpoint);
     metrics.indexedBlock.set({ source: "backfill" }, checkpoint);
@@ -138,7 +130,7 @@ export async function backfill(
     summary.blocks += window.to - window.from + 1;
     if (!bulk && summary.logs >= Math.max(bulkMinLogs, storedBefore * BULK_SHARE_OF_STORED)) {
       bulk = true;
-      readerIndexes.drop();
+      await store.readerIndexes.drop();
       logger.info({ msg: "Deferred reader indexes to the end of the backfill", logs: summary.logs, stored_before: storedBefore });
     }
     const seconds = Math.max((Date.now() - started) / 1_000, 1e-3);
@@ -156,7 +148,7 @@ export async function backfill(
     const last = summary.blocks >= totalBlocks;
     if (summary.windows === 1 || last || Date.now() - lastProgress >= PROGRESS_INTERVAL_MS) {
       lastProgress = Date.now();
-      updateCheckpoint();
+      await updateCheckpoint();
       if (range.onProgress === undefined)
         logger.info({
           msg: "Backfill progressed",
@@ -171,9 +163,9 @@ export async function backfill(
     }
   }
 
-  // SQLite writes run on the writer's thread while this one parses and decodes the next windows.
-  const onThread = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
-  const writer = createWindowWriter(db, { chainId: config.chainId, onThread });
+  // A long run tells the store so (SQLite then writes on a thread of its own while this one decodes the next windows).
+  const bulkWriter = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
+  const writer = store.openWindowWriter({ bulk: bulkWriter });
   const committing: Array<Promise<void>> = [];
   try {
     for await (const window of windows) {
@@ -185,8 +177,8 @@ export async function backfill(
     await Promise.allSettled(committing);
     await writer.close();
   }
-  updateCheckpoint();
-  buildReaderIndexes();
+  await updateCheckpoint();
+  await buildReaderIndexes();
   summary.durationMs = Date.now() - started;
   logger.info({ msg: "Finished backfill", to_block: range.to, windows: summary.windows, logs: summary.logs, duration_ms: summary.durationMs });
   return summary;

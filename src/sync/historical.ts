@@ -74,7 +74,7 @@ export async function* syncHistorical(
       duration_ms: Math.round(performance.now() - started),
     });
     // One batch for the window's transactions: never more than one request per block.
-    const transactions = plan.attributor === undefined ? [] : await plan.attributor.attribute(rows.map((r) => r.transactionHash));
+    const transactions = plan.attributor === undefined ? [] : await plan.attributor.attribute(deps.client, rows.map((r) => r.transactionHash));
     return { ...window, rows, transactions };
   }
 

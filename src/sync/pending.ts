@@ -7,11 +7,7 @@ import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors.js";
 import { sleep } from "../ops/shutdown.js";
-import { createLifecycle } from "../store/lifecycle.js";
-import { timedWrite } from "../store/timedWrite.js";
 import { countIndexed } from "../store/logWriter.js";
-import { createAttributionWriter } from "../store/attributionWriter.js";
-import { createAttributor } from "../attribution/attributeLogs.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 import { createStreamPositions } from "../decode/preconfirmedTwins.js";
 
@@ -29,25 +25,30 @@ export type PendingDeps = SyncDeps & {
  * key; neither alone is a complete record, the canonical blocks settle what really landed.
  */
 export function createPendingIndexer(deps: PendingDeps) {
-  const { config, metrics, shutdown, db } = deps;
+  const { config, metrics, shutdown, store } = deps;
   // The pending view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
   const client = deps.client.withTimeout(config.realtime.requestTimeoutMs);
   const logger = deps.logger.child({ component: "pending" });
-  const lifecycle = createLifecycle(db);
-  const addresses = config.tokens.map((t) => t.address.toLowerCase() as Hex);
+  const addresses = config.tokens.map((t) => t.key as Hex);
   const pendingFilter = { pending: true, addresses, topic0: PAYMENT_TOPICS } as const;
   const positions = createStreamPositions();
-  const attributionWriter = createAttributionWriter(db);
-  const attributor = config.attribution.enabled ? createAttributor({ client, metrics, chainId: config.chainId, writer: attributionWriter }) : undefined;
 
   // Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency.
-  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, metrics, shutdown });
+  const attributeLater = createLateAttribution({ attributor: deps.attributor, client, store, logger, shutdown });
+
+  // Commits run one after another, in arrival order, whatever the backend's latency.
+  let lastCommit: Promise<unknown> = Promise.resolve();
+  function storeRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): Promise<number> {
+    const commit = lastCommit.then(() => commitRows(rows, source, receivedAt));
+    lastCommit = commit.catch(() => undefined);
+    return commit;
+  }
 
   /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
-  function store(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): number {
+  async function commitRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): Promise<number> {
     const fresh = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
     if (fresh.length === 0) return 0;
-    const counts = timedWrite(db, metrics, "preconfirmed", () => lifecycle.insertPreconfirmed(fresh, Date.now()));
+    const counts = await store.insertPreconfirmed(fresh, Date.now());
     const inserted = counts.inserted;
     countIndexed(metrics, counts.byEvent);
     if (counts.moved > 0) {
@@ -77,11 +78,9 @@ export function createPendingIndexer(deps: PendingDeps) {
     const receivedAt = streamedAt;
     streamed = [];
     streamedAt = [];
-    try {
-      store(rows, "pending_ws", receivedAt);
-    } catch (error) {
-      logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs: rows.length });
-    }
+    storeRows(rows, "pending_ws", receivedAt).catch((error: unknown) =>
+      logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs: rows.length }),
+    );
   }
 
   const rowsDeps = { client, logger, metrics, chainId: config.chainId };
@@ -92,7 +91,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     const receivedAt = performance.now();
     // Lenient: a bad pre-confirmed log is dropped and counted; its canonical block settles it later.
     const rows = await fetchLogRows(rowsDeps, pendingFilter, { ...preconfirmed, source: "pending", timestampOf: nowSeconds, strict: false });
-    return store(rows, "pending", [receivedAt]);
+    return storeRows(rows, "pending", [receivedAt]);
   }
 
   async function pollForever(): Promise<void> {

@@ -11,17 +11,12 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError, RetryableError } from "../errors.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
-import { createLifecycle } from "../store/lifecycle.js";
-import { timedWrite } from "../store/timedWrite.js";
 import { countIndexed } from "../store/logWriter.js";
-import { createSyncedRanges } from "../store/syncedRanges.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
 import { stillPendingAbove } from "./stillPending.js";
-import { createAttributor } from "../attribution/attributeLogs.js";
-import { createAttributionWriter } from "../store/attributionWriter.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
@@ -39,20 +34,14 @@ export type RealtimeDeps = SyncDeps & { health: Health };
  * Returns a function that hands a head to the follower (used by subscriptions) and runs until shutdown.
  */
 export function createHeadFollower(deps: RealtimeDeps) {
-  const { config, metrics, shutdown, client, db, health } = deps;
+  const { config, metrics, shutdown, client, store, health } = deps;
   const logger = deps.logger.child({ component: "realtime" });
-  const lifecycle = createLifecycle(db);
-  const synced = createSyncedRanges(db, config.chainId);
   const tracker = createBlockTracker();
-  const attributionWriter = createAttributionWriter(db);
   // Requests on the head path give way after realtime.requestTimeoutMs and move to the next endpoint.
   const headClient = client.withTimeout(config.realtime.requestTimeoutMs);
-  const attributor = config.attribution.enabled
-    ? createAttributor({ client: headClient, metrics, chainId: config.chainId, writer: attributionWriter })
-    : undefined;
   // A block's confirmation never waits for its calldata: attribution follows the commit.
-  const attributeLater = createLateAttribution({ attributor, writer: attributionWriter, db, logger, metrics, shutdown });
-  const tokens = config.tokens.map((t) => ({ key: t.address.toLowerCase() as Hex, startBlock: t.startBlock }));
+  const attributeLater = createLateAttribution({ attributor: deps.attributor, client: headClient, store, logger, shutdown });
+  const tokens = config.tokens;
   const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
   const serial = new PQueue({ concurrency: 1 });
@@ -70,10 +59,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     for (let i = 1; i < headers.length; i++) {
       if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);
     }
-    await settleAfterRestart(
-      { ...blockDeps, db, lifecycle, synced, tokens, statusAt, windowBlocks: config.backfill.windowBlocks },
-      headers,
-    );
+    await settleAfterRestart({ ...blockDeps, store, tokens, statusAt, windowBlocks: config.backfill.windowBlocks }, headers);
     tracker.reset(headers);
     metrics.chainHeadBlock.set(tips.head);
     metrics.indexedBlock.set({ source: "head" }, tips.head);
@@ -135,25 +121,29 @@ export function createHeadFollower(deps: RealtimeDeps) {
 
     // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
-    const unlanded = new Set([...lifecycle.preconfirmedThrough(head.number)].filter((tx) => !landed.has(tx)));
+    const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
     const stillPending = await stillPendingAbove({ ...blockDeps, logger }, tokensAt(head.number), head.number, unlanded);
 
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);
-    let removed = 0;
     const applied = { promoted: 0, inserted: 0, dropped: 0 };
-    timedWrite(db, metrics, orphaned.length > 0 ? "reorg" : "head_block", () => {
-      for (const block of orphaned) removed += lifecycle.removeBlock(block, now);
-      for (const block of branch) {
-        const result = lifecycle.applyCanonicalBlock(block.number, rows.get(block.hash)!, now, stillPending);
-        applied.promoted += result.promoted;
-        applied.inserted += result.inserted;
-        applied.dropped += result.dropped;
-        for (const ms of result.leadTimesMs) metrics.preconfirmationLeadTime.observe(ms / 1_000);
-        countIndexed(metrics, result.byEvent);
-        for (const token of tokensAt(block.number)) synced.add(token, { from: block.number, to: block.number });
-      }
-    });
+    const { removed, blocks } = await store.applyChainChange(
+      {
+        kind: orphaned.length > 0 ? "reorg" : "head_block",
+        orphaned,
+        blocks: branch.map((block) => ({ number: block.number, rows: rows.get(block.hash)! })),
+        stillPending,
+        synced: branch.flatMap((block) => tokensAt(block.number).map((token) => ({ token, range: { from: block.number, to: block.number } }))),
+      },
+      now,
+    );
+    for (const result of blocks) {
+      applied.promoted += result.promoted;
+      applied.inserted += result.inserted;
+      applied.dropped += result.dropped;
+      for (const ms of result.leadTimesMs) metrics.preconfirmationLeadTime.observe(ms / 1_000);
+      countIndexed(metrics, result.byEvent);
+    }
     // Only after the commit does memory follow the database.
     tracker.rewindTo(ancestor);
     for (const block of branch) tracker.push(block);
@@ -179,7 +169,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const tips = await getChainTips(headClient, config.finality);
     if (tips.finalized <= finalized) return;
     finalized = tips.finalized;
-    const changed = timedWrite(db, metrics, "finalize", () => lifecycle.finalizeThrough(finalized, Date.now()));
+    const changed = await store.finalizeThrough(finalized, Date.now());
     tracker.forgetThrough(finalized);
     if (changed > 0) logger.debug({ msg: "Finalized logs", finalized_block: finalized, logs: changed });
   }
@@ -200,16 +190,23 @@ export function createHeadFollower(deps: RealtimeDeps) {
   function onLogNotification(result: unknown): void {
     const items = Array.isArray(result) ? result : [result];
     for (const item of items) {
+      let log;
       try {
-        const log = parseRpcLog(item, "logs notification");
-        if (!log.removed) continue;
-        const changed = timedWrite(db, metrics, "removed_flag", () => lifecycle.removeLog(log, Date.now()));
-        metrics.removedLogs.inc({ via: "removed_flag" }, changed);
-        if (changed > 0) logger.warn({ msg: "Flagged log removed by the node", block_hash: log.blockHash, log_index: log.logIndex });
+        log = parseRpcLog(item, "logs notification");
       } catch (error) {
         metrics.wsMessagesRejected.inc({ subscription: "logs" });
         logger.warn({ msg: "Rejected logs notification", error: (error as Error).message });
+        continue;
       }
+      if (!log.removed) continue;
+      const { blockHash, logIndex } = log;
+      store.removeLog(log, Date.now()).then(
+        (changed) => {
+          metrics.removedLogs.inc({ via: "removed_flag" }, changed);
+          if (changed > 0) logger.warn({ msg: "Flagged log removed by the node", block_hash: blockHash, log_index: logIndex });
+        },
+        (error: unknown) => logger.error({ msg: "Failed to flag a log removed by the node", block_hash: blockHash, log_index: logIndex, error: (error as Error).message }),
+      );
     }
   }
 

@@ -6,10 +6,7 @@ import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
-import type { Lifecycle } from "../store/lifecycle.js";
-import type { Database } from "../store/openDatabase.js";
-import type { SyncedRanges } from "../store/syncedRanges.js";
-import { timedWrite } from "../store/timedWrite.js";
+import type { Store } from "../store/store.js";
 import { splitRange } from "../blockRanges.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { fetchLogRows } from "./fetchLogRows.js";
@@ -18,10 +15,8 @@ export type SettleDeps = {
   client: RpcClient;
   logger: Logger;
   metrics: Metrics;
-  db: Database;
+  store: Store;
   chainId: number;
-  lifecycle: Lifecycle;
-  synced: SyncedRanges;
   tokens: ReadonlyArray<{ key: Hex; startBlock: number }>;
   statusAt: (blockNumber: number) => LogStatus;
   /** Blocks per eth_getLogs when re-reading the unfinalized range. */
@@ -42,18 +37,17 @@ export async function settleAfterRestart(deps: SettleDeps, headers: readonly Blo
   const tracked = new Map(headers.map((h) => [h.number, h]));
   const canonical = await readUnfinalized(deps, tracked);
   const stale = await staleBelow(deps, tracked);
-  const now = Date.now();
-  let removed = 0;
-  timedWrite(deps.db, deps.metrics, "restart_settle", () => {
-    for (const block of stale.blocks) removed += deps.lifecycle.removeBlock(block, now);
-    for (const [number, rows] of [...stale.replacements, ...canonical]) {
-      const header = tracked.get(number);
-      if (header !== undefined) removed += deps.lifecycle.removeOtherBranches(number, header.hash, now);
-      deps.lifecycle.applyCanonicalBlock(number, rows, now);
-    }
-    for (const header of headers)
-      for (const token of deps.tokens) if (token.startBlock <= header.number) deps.synced.add(token.key, { from: header.number, to: header.number });
-  });
+  const { removed } = await deps.store.applyChainChange(
+    {
+      kind: "restart_settle",
+      orphaned: stale.blocks,
+      blocks: [...stale.replacements, ...canonical].map(([number, rows]) => ({ number, rows, canonicalHash: tracked.get(number)?.hash })),
+      synced: headers.flatMap((header) =>
+        deps.tokens.filter((token) => token.startBlock <= header.number).map((token) => ({ token: token.key, range: { from: header.number, to: header.number } })),
+      ),
+    },
+    Date.now(),
+  );
   deps.metrics.removedLogs.inc({ via: "restart_check" }, removed);
   if (removed > 0 || stale.blocks.length > 0)
     deps.logger.warn({ msg: "Settled rows of blocks reorged out while away", removed_logs: removed, blocks: stale.blocks.map((b) => b.number) });
@@ -87,7 +81,7 @@ async function staleBelow(deps: SettleDeps, tracked: ReadonlyMap<number, BlockHe
   // One header per block number: it decides staleness and, when stale, is the block to re-read.
   const headers = new Map<number, BlockHeader | undefined>();
   const blocks: Array<{ number: number; hash: Hex }> = [];
-  for (const block of deps.lifecycle.unsettledBlocks()) {
+  for (const block of await deps.store.unsettledBlocks()) {
     if (tracked.has(block.number)) continue;
     if (!headers.has(block.number)) headers.set(block.number, await getBlockHeader(deps.client, block.number));
     if (headers.get(block.number)?.hash !== block.hash) blocks.push(block);

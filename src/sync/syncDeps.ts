@@ -1,16 +1,21 @@
-import type { RpcClient } from "../chain/rpcClient.js";
-import type { Config } from "../config/types.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import type { Shutdown } from "../ops/shutdown.js";
-import type { Database } from "../store/openDatabase.js";
+import { createAttributor, type Attributor } from "../attribution/attributeLogs.js";
+import type { Common } from "../common.js";
+import type { Store } from "../store/store.js";
 
-/** The dependency bag every sync stage takes first: configuration, logging, metrics, shutdown, the chain and the store. */
-export type SyncDeps = {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  shutdown: Shutdown;
-  client: RpcClient;
-  db: Database;
+/**
+ * What every sync stage takes first: the common bag, the store, and the services the stages share.
+ * Built once per daemon (createSyncDeps), so e.g. the attributor's memory of attributed transactions
+ * is one for the backfill, every catch-up, the head follower and the pending indexer.
+ */
+export type SyncDeps = Common & {
+  store: Store;
+  /** Undefined when attribution is off. */
+  attributor: Attributor | undefined;
 };
+
+export function createSyncDeps(common: Common, store: Store): SyncDeps {
+  const attributor = common.config.attribution.enabled
+    ? createAttributor({ metrics: common.metrics, chainId: common.config.chainId, store })
+    : undefined;
+  return { ...common, store, attributor };
+}

@@ -1,19 +1,21 @@
 import { Attribution as OxAttribution } from "ox/erc8021";
 import { createWalletClient, encodeFunctionData, http, toHex, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterEach, describe, expect, test } from "vitest";
+import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { schema0Suffix, schema2Suffix } from "../../src/devnet/attributionSuffix.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { miniAccountAbi, miniAccountBytecode } from "../../src/devnet/contracts/miniAccount.js";
 import { miniEntryPointAbi, miniEntryPointBytecode } from "../../src/devnet/contracts/miniEntryPoint.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { waitFor } from "../helpers/devnetPayments.js";
-import { startFollower } from "../helpers/followerHarness.js";
+import { startFollower as startBackendFollower, type FollowerOptions } from "../helpers/followerHarness.js";
+import { BACKENDS, stopFileBackends, type TableReader } from "../helpers/backends.js";
 
 const open: Array<{ stop: () => Promise<void> }> = [];
 afterEach(async () => {
   for (const item of open.splice(0).reverse()) await item.stop();
 });
+afterAll(() => stopFileBackends());
 
 const SHOP: Address = "0x000000000000000000000000000000000000c0de";
 const MARKER = "80218021802180218021802180218021";
@@ -37,7 +39,19 @@ function sender(devnet: Devnet, keyIndex: number) {
   };
 }
 
-describe("attribution", () => {
+/** The first column of the first row (SQLite's `pluck().get()`), on either backend. */
+const value = async (db: TableReader, sql: string, params: unknown[] = []) => {
+  const [row] = await db.all(sql, params);
+  return row === undefined ? undefined : Object.values(row)[0];
+};
+const column = async (db: TableReader, sql: string, params: unknown[] = []) => (await db.all(sql, params)).map((row) => Object.values(row)[0]);
+
+describe.each(BACKENDS)("attribution on $name", (backend) => {
+  const startFollower = async (options: FollowerOptions, open: Array<{ stop: () => Promise<void> }>) => {
+    const follower = await startBackendFollower({ ...options, backend }, open);
+    return { ...follower, db: follower.reader };
+  };
+
   test("records each payment's ERC-8021 codes (schema 0, schema 2, none, malformed) and the views answer per code", async () => {
     const { db, devnet } = await startFollower({ pendingPoll: 0 }, open);
     const buyer = sender(devnet, 1);
@@ -48,29 +62,29 @@ describe("attribution", () => {
     const malformed = await buyer.transfer(SHOP, 40n, `0xdddddddd62617365617070200${"0"}${MARKER}` as Hex);
     await buyer.rpc("devnet_flashblock");
     // Pre-confirmed logs get their attribution too, before any block exists.
-    const attributed = () => db.prepare("SELECT COUNT(*) FROM transactions WHERE tx_hash IN (?, ?, ?, ?)").pluck().get(schema0, schema2, plain, malformed);
-    await waitFor(() => attributed() === 4, 5_000, "pre-confirmed attribution");
-    expect(db.prepare("SELECT DISTINCT status FROM logs WHERE tx_hash = ?").pluck().all(schema0)).toEqual(["preconfirmed"]);
+    const attributed = async () => (await value(db, "SELECT COUNT(*) FROM transactions WHERE tx_hash IN (?, ?, ?, ?)", [schema0, schema2, plain, malformed]));
+    await waitFor(async () => (await attributed()) === 4, 5_000, "pre-confirmed attribution");
+    expect((await column(db, "SELECT DISTINCT status FROM logs WHERE tx_hash = ?", [schema0]))).toEqual(["preconfirmed"]);
     await buyer.rpc("devnet_mine");
-    await waitFor(() => db.prepare("SELECT COUNT(*) FROM live_transfers WHERE status = 'confirmed' AND to_address = ?").pluck().get(SHOP) === 4, 5_000, "confirmed");
+    await waitFor(async () => (await value(db, "SELECT COUNT(*) FROM live_transfers WHERE status = 'confirmed' AND to_address = ?", [SHOP])) === 4, 5_000, "confirmed");
 
-    const tx = (hash: Hex) => db.prepare("SELECT attribution, schema_id, selector, from_address FROM transactions WHERE tx_hash = ?").get(hash);
-    expect(tx(schema0)).toEqual({ attribution: "codes", schema_id: 0, selector: "0xa9059cbb", from_address: buyer.address.toLowerCase() });
-    expect(tx(schema2)).toMatchObject({ attribution: "codes", schema_id: 2 });
-    expect(tx(plain)).toMatchObject({ attribution: "none", schema_id: null });
-    expect(tx(malformed)).toMatchObject({ attribution: "malformed" });
-    const codes = (hash: Hex) => db.prepare("SELECT code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY position").all(hash);
-    expect(codes(schema0)).toEqual([{ code: "bc_b8nos5a8", role: "code" }]);
-    expect(codes(schema2)).toEqual([{ code: "baseapp", role: "app" }, { code: "bc_k2x9q7m1", role: "wallet" }]);
-    expect(codes(malformed)).toEqual([]);
+    const tx = async (hash: Hex) => (await db.all("SELECT attribution, schema_id, selector, from_address FROM transactions WHERE tx_hash = ?", [hash]))[0];
+    expect((await tx(schema0))).toEqual({ attribution: "codes", schema_id: 0, selector: "0xa9059cbb", from_address: buyer.address.toLowerCase() });
+    expect((await tx(schema2))).toMatchObject({ attribution: "codes", schema_id: 2 });
+    expect((await tx(plain))).toMatchObject({ attribution: "none", schema_id: null });
+    expect((await tx(malformed))).toMatchObject({ attribution: "malformed" });
+    const codes = async (hash: Hex) => (await db.all("SELECT code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY position", [hash]));
+    expect((await codes(schema0))).toEqual([{ code: "bc_b8nos5a8", role: "code" }]);
+    expect((await codes(schema2))).toEqual([{ code: "baseapp", role: "app" }, { code: "bc_k2x9q7m1", role: "wallet" }]);
+    expect((await codes(malformed))).toEqual([]);
 
-    expect(db.prepare("SELECT code, payments, volume FROM builder_code_volume ORDER BY code").all()).toEqual([
+    expect((await db.all("SELECT code, payments, CAST(volume AS REAL) AS volume FROM builder_code_volume ORDER BY code"))).toEqual([
       { code: "baseapp", payments: 1, volume: 20 },
       { code: "bc_b8nos5a8", payments: 1, volume: 10 },
       { code: "bc_k2x9q7m1", payments: 1, volume: 20 },
     ]);
-    expect(db.prepare("SELECT value FROM unattributed_transfers WHERE to_address = ? ORDER BY value").pluck().all(SHOP)).toEqual(["30", "40"]);
-    expect(db.prepare("SELECT code FROM wallet_codes WHERE wallet = ? ORDER BY code").pluck().all(buyer.address.toLowerCase())).toEqual(["baseapp", "bc_b8nos5a8", "bc_k2x9q7m1"]);
+    expect((await column(db, "SELECT value FROM unattributed_transfers WHERE to_address = ? ORDER BY value", [SHOP]))).toEqual(["30", "40"]);
+    expect((await column(db, "SELECT code FROM wallet_codes WHERE wallet = ? ORDER BY code", [buyer.address.toLowerCase()]))).toEqual(["baseapp", "bc_b8nos5a8", "bc_k2x9q7m1"]);
   });
 
   test("decodes each user operation of an ERC-4337 handleOps bundle with its sender", async () => {
@@ -101,18 +115,18 @@ describe("attribution", () => {
     });
     const bundle = await bundler.send(entryPoint, encodeFunctionData({ abi: miniEntryPointAbi, functionName: "handleOps", args: [[op(5n, schema0Suffix(["bc_demo0001"])), op(6n, undefined), op(7n, schema2Suffix({ app: "morpho" }))], bundler.address] }));
     await bundler.rpc("devnet_mine");
-    await waitFor(() => db.prepare("SELECT user_operations FROM transactions WHERE tx_hash = ?").pluck().get(bundle) === 3, 5_000, "bundle attributed");
+    await waitFor(async () => (await value(db, "SELECT user_operations FROM transactions WHERE tx_hash = ?", [bundle])) === 3, 5_000, "bundle attributed");
 
-    expect(db.prepare("SELECT op_index, sender, attribution, schema_id FROM user_operations WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+    expect((await db.all("SELECT op_index, sender, attribution, schema_id FROM user_operations WHERE tx_hash = ? ORDER BY op_index", [bundle]))).toEqual([
       { op_index: 0, sender: account.toLowerCase(), attribution: "codes", schema_id: 0 },
       { op_index: 1, sender: account.toLowerCase(), attribution: "none", schema_id: null },
       { op_index: 2, sender: account.toLowerCase(), attribution: "codes", schema_id: 2 },
     ]);
-    expect(db.prepare("SELECT op_index, code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+    expect((await db.all("SELECT op_index, code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY op_index", [bundle]))).toEqual([
       { op_index: 0, code: "bc_demo0001", role: "code" },
       { op_index: 2, code: "morpho", role: "app" },
     ]);
-    expect(db.prepare("SELECT code FROM wallet_codes WHERE wallet = ? ORDER BY code").pluck().all(account.toLowerCase())).toEqual(["bc_demo0001", "morpho"]);
+    expect((await column(db, "SELECT code FROM wallet_codes WHERE wallet = ? ORDER BY code", [account.toLowerCase()]))).toEqual(["bc_demo0001", "morpho"]);
   });
 
   test("decodes a handleAggregatedOps bundle's user operations across groups, with each code's registry", async () => {
@@ -160,26 +174,26 @@ describe("attribution", () => {
     ];
     const bundle = await bundler.send(entryPoint, encodeFunctionData({ abi: miniEntryPointAbi, functionName: "handleAggregatedOps", args: [groups, bundler.address] }));
     await bundler.rpc("devnet_mine");
-    await waitFor(() => db.prepare("SELECT user_operations FROM transactions WHERE tx_hash = ?").pluck().get(bundle) === 3, 5_000, "aggregated bundle attributed");
-    await waitFor(() => db.prepare("SELECT COUNT(*) FROM live_transfers WHERE tx_hash = ?").pluck().get(bundle) === 3, 5_000, "bundle transfers");
+    await waitFor(async () => (await value(db, "SELECT user_operations FROM transactions WHERE tx_hash = ?", [bundle])) === 3, 5_000, "aggregated bundle attributed");
+    await waitFor(async () => (await value(db, "SELECT COUNT(*) FROM live_transfers WHERE tx_hash = ?", [bundle])) === 3, 5_000, "bundle transfers");
 
-    expect(db.prepare("SELECT op_index, sender, aggregator, attribution, schema_id, registry_error FROM user_operations WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+    expect((await db.all("SELECT op_index, sender, aggregator, attribution, schema_id, registry_error FROM user_operations WHERE tx_hash = ? ORDER BY op_index", [bundle]))).toEqual([
       { op_index: 0, sender: first.toLowerCase(), aggregator: "0x000000000000000000000000000000000000a991", attribution: "codes", schema_id: 0, registry_error: null },
       { op_index: 1, sender: second.toLowerCase(), aggregator: "0x000000000000000000000000000000000000a993", attribution: "codes", schema_id: 2, registry_error: null },
       { op_index: 2, sender: first.toLowerCase(), aggregator: "0x000000000000000000000000000000000000a993", attribution: "codes", schema_id: 2, registry_error: '"r"."a": not a map' },
     ]);
-    expect(db.prepare("SELECT op_index, code, registry, registry_chain_id, registry_address FROM attribution_codes WHERE tx_hash = ? ORDER BY op_index").all(bundle)).toEqual([
+    expect((await db.all("SELECT op_index, code, registry, registry_chain_id, registry_address FROM attribution_codes WHERE tx_hash = ? ORDER BY op_index", [bundle]))).toEqual([
       { op_index: 0, code: "shopapp", registry: "canonical", registry_chain_id: null, registry_address: null },
       { op_index: 1, code: "shopapp", registry: "custom", registry_chain_id: "8453", registry_address: registry },
       { op_index: 2, code: "shopapp", registry: "malformed", registry_chain_id: null, registry_address: null },
     ]);
     // The bundle's three payments all carry "shopapp", in three different registries: three rows, never merged.
     // (The bundle transaction's logs are attributed to every code of its user operations.)
-    expect(db.prepare("SELECT registry, registry_chain_id, payments FROM builder_code_volume WHERE code = 'shopapp' ORDER BY registry").all()).toEqual([
+    expect((await db.all("SELECT registry, registry_chain_id, payments FROM builder_code_volume WHERE code = 'shopapp' ORDER BY registry"))).toEqual([
       { registry: "canonical", registry_chain_id: null, payments: 3 },
       { registry: "custom", registry_chain_id: "8453", payments: 3 },
       { registry: "malformed", registry_chain_id: null, payments: 3 },
     ]);
-    expect(db.prepare("SELECT registry FROM wallet_codes WHERE wallet = ? AND code = 'shopapp' ORDER BY registry").pluck().all(first.toLowerCase())).toEqual(["canonical", "malformed"]);
+    expect((await column(db, "SELECT registry FROM wallet_codes WHERE wallet = ? AND code = 'shopapp' ORDER BY registry", [first.toLowerCase()]))).toEqual(["canonical", "malformed"]);
   });
 });

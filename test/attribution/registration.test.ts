@@ -15,6 +15,7 @@ import { FatalError, RetryableError, ShutdownError, UsageError } from "../../src
 import type { Metrics } from "../../src/ops/metrics.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";
 import { listRegistrations, saveRegistration } from "../../src/store/registrations.js";
+import { createSqliteStore } from "../../src/store/sqliteStore.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 
@@ -219,7 +220,8 @@ describe("registerConfiguredWallets()", () => {
 
   const setUp = (wallets: Address[]) => {
     const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, registration: { baseUrl: standIn.url, wallets } });
-    return { ...testDeps(config), db };
+    const deps = testDeps(config);
+    return { ...deps, store: createSqliteStore({ db, chainId: config.chainId, metrics: deps.metrics }) };
   };
   const outcomes = async (metrics: Metrics) =>
     Object.fromEntries((await metrics.registrationRequests.get()).values.map((v) => [v.labels.outcome, v.value]));

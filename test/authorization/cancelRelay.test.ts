@@ -18,6 +18,9 @@ import {
 } from "../../src/authorization/cancelErrors.js";
 import { estimateCancelCost, prepareCancel, relayCancel, type CancelAuthority, type CancelRelayDeps } from "../../src/authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../src/authorization/indexedAuthorizationState.js";
+import { loadConfig } from "../../src/config/loadConfig.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openReadOnlyStore } from "../../src/store/openStore.js";
 import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { testConfig, testDeps } from "../helpers/context.js";
@@ -183,8 +186,8 @@ describe("relayCancel()", () => {
     // Index the chain into a real SQLite file with the real CLI, then ask again.
     const backfill = await runCli(["backfill", "--config", configPath, "--log-level", "silent"]);
     expect(backfill.code, backfill.stderr).toBe(0);
-    const lookupIndexedState = createIndexedStateLookup(dbPath);
-    expect(lookupIndexedState(devnet.chainId, devnet.token, buyer.address, canceledNonce)?.state).toBe("canceled");
+    const lookupIndexedState = createIndexedStateLookup(() => openReadOnlyStore(loadConfig(configPath), createMetrics({ defaultMetrics: false })));
+    expect((await lookupIndexedState(devnet.token, buyer.address, canceledNonce))?.state).toBe("canceled");
     await expect(prepareCancel(deps({ lookupIndexedState }), request(canceledNonce))).rejects.toThrow(AlreadyCanceledError);
     await expect(prepareCancel(deps({ lookupIndexedState }), request(capturedNonce))).rejects.toThrow(AlreadyCapturedError);
     expect(await pendingNonceOf(relayer.address)).toBe(before);

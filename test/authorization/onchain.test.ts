@@ -5,7 +5,8 @@ import { createPublicClient, createWalletClient, http, keccak256, stringToHex, t
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterEach, describe, expect, test } from "vitest";
 import { createOrderUpkeep } from "../../src/authorization/orderUpkeep.js";
-import { addOrder, getOrder, listTransitions, voidOrder } from "../../src/authorization/orders.js";
+import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { addOrder, getOrder, listTransitions, voidOrder } from "../../src/store/orders.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
@@ -145,20 +146,20 @@ describe("orders on chain", () => {
     voidOrder(db, id, Date.now());
     const { logger, lines } = createMemoryLogger();
     const metrics = createMetrics({ defaultMetrics: false });
-    const upkeep = createOrderUpkeep({ logger, metrics, db });
-    expect(upkeep.tick(Date.now()).flagged).toEqual([]);
+    const upkeep = createOrderUpkeep({ logger, metrics, store: createSqliteStore({ db, chainId: devnet.chainId, metrics }) });
+    expect((await upkeep.tick(Date.now())).flagged).toEqual([]);
 
     await p.capture(m, sig);
     await p.flashblock();
     await waitFor(() => getOrder(db, id)?.state === "captured", 5_000, "capture of the voided order");
     expect(getOrder(db, id)).toMatchObject({ voidedThenCaptured: true, offchainState: "voided_offchain" });
-    expect(upkeep.tick(Date.now()).flagged).toEqual([id]);
-    expect(upkeep.tick(Date.now()).flagged).toEqual([]);
+    expect((await upkeep.tick(Date.now())).flagged).toEqual([id]);
+    expect((await upkeep.tick(Date.now())).flagged).toEqual([]);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(lines.filter((l) => l.msg === "Captured a voided order")).toMatchObject([{ level: "error", order_id: id }]);
     expect((await metrics.registry.getSingleMetricAsString("flashindex_orders_voided_then_captured_total")).split("\n").at(-1)).toBe("flashindex_orders_voided_then_captured_total 1");
     // A restarted daemon does not alert again.
-    expect(createOrderUpkeep({ logger, metrics, db }).tick(Date.now()).flagged).toEqual([]);
+    expect((await createOrderUpkeep({ logger, metrics, store: createSqliteStore({ db, chainId: devnet.chainId, metrics }) }).tick(Date.now())).flagged).toEqual([]);
   });
 
   test("`order add` verifies the signature over the RPC: a wrong signer exits 1, bad flags exit 2 naming the flag", async () => {

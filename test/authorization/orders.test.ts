@@ -7,19 +7,8 @@ import { afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
-import {
-  addOrder,
-  expireOrders,
-  getOrder,
-  listOrders,
-  listTransitions,
-  ORDER_TRANSITIONS,
-  OrderExistsError,
-  OrderStateError,
-  voidOrder,
-  voidedThenCapturedSince,
-  type NewOrder,
-} from "../../src/authorization/orders.js";
+import { addOrder, expireOrders, getOrder, listOrders, listTransitions, voidOrder, voidedThenCapturedSince } from "../../src/store/orders.js";
+import { ORDER_TRANSITIONS, OrderExistsError, OrderStateError, type NewOrder } from "../../src/store/orderStates.js";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/chain/rpcLog.js";
 import { createLifecycle } from "../../src/store/lifecycle.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";

@@ -2,7 +2,7 @@ import { concat, createPublicClient, createWalletClient, http, keccak256, string
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { compareAuthorization } from "../../src/cli/commands/authCommand.js";
-import { assertTransition, ORDER_STATES, ORDER_TRANSITIONS, OrderStateError, type TransitionActor } from "../../src/authorization/orders.js";
+import { assertTransition, ORDER_STATES, ORDER_TRANSITIONS, OrderStateError, type TransitionActor } from "../../src/store/orderStates.js";
 import { BadSignatureError, toTokenEcdsaSignature, verifyTransferAuthorization, WrongSignerError } from "../../src/authorization/verifyAuthorization.js";
 import { EXIT_BAD_SIGNATURE, EXIT_WRONG_SIGNER } from "../../src/authorization/cancelErrors.js";
 import * as cancelErrors from "../../src/authorization/cancelErrors.js";

@@ -32,7 +32,7 @@ describe("parseConfig()", () => {
     expect(config.backfill).toEqual({ windowBlocks: 1_000, concurrency: 4 });
     expect(config.finality).toEqual({ tag: "finalized" });
     expect(config.rpc.http).toEqual(["https://mainnet.base.org"]);
-    expect(config.tokens[0]).toEqual({ address: USDC, startBlock: 100, label: "USDC" });
+    expect(config.tokens[0]).toEqual({ address: USDC, key: USDC.toLowerCase(), startBlock: 100, label: "USDC" });
     expect(Object.isFrozen(config.rpc.retry)).toBe(true);
     expect(config.cancel).toEqual({ confirmations: 2, receiptTimeoutMs: 120_000 });
   });
@@ -120,5 +120,32 @@ describe("loadConfig()", () => {
   test("reports a missing file and invalid JSON as config errors", () => {
     expect(() => loadConfig(join(dir, "absent.json"), {}, {})).toThrow(ConfigError);
     expect(() => loadConfig(write("{ nope"), {}, {})).toThrow(/not valid JSON/);
+  });
+});
+
+describe("the database section", () => {
+  test("selects Postgres by database.url or FLASHINDEX_DATABASE_URL, with a schema; bad values name the field and never echo the password", () => {
+    const parsed = parseConfig({ ...valid(), database: { url: "postgres://u:pw@db:5432/payments", schema: "team_a" } }, "test.json");
+    expect(parsed.database).toEqual({ path: "data/flashindex.db", url: "postgres://u:pw@db:5432/payments", schema: "team_a" });
+    expect(parseConfig(valid(), "test.json").database).toEqual({ path: "data/flashindex.db", url: undefined, schema: "flashindex" });
+    expect(parsed.tokens[0]!.key).toBe(USDC.toLowerCase());
+
+    const dir = mkdtempSync(join(tmpdir(), "flashindex-config-db-"));
+    const path = join(dir, "c.json");
+    writeFileSync(path, JSON.stringify(valid()));
+    expect(loadConfig(path, {}, { FLASHINDEX_DATABASE_URL: "postgresql://u:pw@db/payments" }).database.url).toBe("postgresql://u:pw@db/payments");
+
+    expect(configError({ ...valid(), database: { url: "mysql://u:secret@db/x" } }).shortMessage).toMatch(/^database\.url: must use postgres:\/\//);
+    expect(configError({ ...valid(), database: { url: "postgres://u:secret@db" } }).shortMessage).toContain("names no database");
+    expect(configError({ ...valid(), database: { url: "postgres://u:secret@db/x" , schema: "Bad-Name" } }).shortMessage).toMatch(/^database\.schema: /);
+    for (const url of ["mysql://u:secret@db/x", "postgres://u:secret@db", "not a url secret"]) {
+      try {
+        loadConfig(path, {}, { FLASHINDEX_DATABASE_URL: url });
+        throw new Error("expected a ConfigError");
+      } catch (error) {
+        expect((error as ConfigError).shortMessage).toMatch(/^FLASHINDEX_DATABASE_URL: /);
+        expect((error as ConfigError).shortMessage).not.toContain("secret");
+      }
+    }
   });
 });

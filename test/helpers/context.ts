@@ -4,6 +4,9 @@ import type { Config } from "../../src/config/types.js";
 import { createLogger } from "../../src/ops/logger.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
+import type { Database } from "../../src/store/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { createSyncDeps, type SyncDeps } from "../../src/sync/syncDeps.js";
 
 /** A logger that keeps its JSON lines in memory, so tests can assert on them. */
 export function createMemoryLogger(level: Config["logLevel"] = "debug") {
@@ -35,4 +38,10 @@ export function testConfig(overrides: Record<string, unknown> & { rpc: Record<st
 export function testDeps(config: Config) {
   const { logger, lines } = createMemoryLogger();
   return { config, logger, lines, metrics: createMetrics({ defaultMetrics: false }), shutdown: createShutdown() };
+}
+
+/** The sync stages' bag over an open SQLite connection: the SQLite store and the shared services built on it. */
+export function withSqliteStore<D extends Omit<SyncDeps, "store" | "attributor">>(deps: D, db: Database): D & SyncDeps {
+  const store = createSqliteStore({ db, chainId: deps.config.chainId, metrics: deps.metrics });
+  return { ...deps, ...createSyncDeps(deps, store) };
 }

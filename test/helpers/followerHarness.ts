@@ -4,10 +4,16 @@ import { join } from "node:path";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createHealth } from "../../src/ops/health.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
+import { openDatabase, type Database } from "../../src/store/openDatabase.js";
+import { openStore } from "../../src/store/openStore.js";
+import { createSyncDeps } from "../../src/sync/syncDeps.js";
+import { sqliteBackend, type TestBackend } from "./backends.js";
 import { createPendingIndexer } from "../../src/sync/pending.js";
 import { createHeadFollower } from "../../src/sync/realtime.js";
 import { testConfig, testDeps } from "./context.js";
+
+/** Stands in for the SQLite handle on other backends: a test reading it there is a mistake in the test. */
+const noSqlite = new Proxy({}, { get: () => { throw new Error("this follower runs on Postgres: read through `reader`"); } });
 import { createPayer, waitFor } from "./devnetPayments.js";
 
 export type FollowerOptions = {
@@ -20,8 +26,11 @@ export type FollowerOptions = {
   httpUrl?: string;
   /** realtime.requestTimeoutMs (default: the config default). */
   requestTimeoutMs?: number;
-  dbPath?: string;
+  /** The database section to reuse (a restart); default: a fresh database of `backend`. */
+  database?: Record<string, unknown>;
   devnet?: Devnet;
+  /** Default: SQLite. */
+  backend?: TestBackend;
 };
 
 export type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
@@ -32,6 +41,7 @@ export type Row = { status: string; block_hash: string; block_number: number; lo
  * is pushed on `open` for the test's afterEach to stop.
  */
 export async function startFollower(options: FollowerOptions, open: Array<{ stop: () => Promise<void> }>) {
+  const backend = options.backend ?? sqliteBackend;
   const devnet = options.devnet ?? (await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
   if (options.devnet === undefined) open.push(devnet);
   const config = testConfig({
@@ -48,14 +58,18 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
       reconnectMaxDelayMs: 200,
       ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
     },
-    database: { path: options.dbPath ?? join(mkdtempSync(join(tmpdir(), "flashindex-realtime-")), "index.db") },
+    database: options.database ?? (await backend.freshDatabase()),
   });
   const deps = testDeps(config);
   const client = createRpcClient(deps);
-  const db = openDatabase(config.database.path, config.chainId);
+  const store = await openStore(config, { metrics: deps.metrics });
+  // Tests of the SQLite backend also read the file directly; every backend has the reader.
+  const db = backend.name === "sqlite" ? openDatabase(config.database.path, config.chainId) : (noSqlite as Database);
+  const reader = await backend.reader(config.database);
   const health = createHealth();
-  const follower = createHeadFollower({ ...deps, client, db, health });
-  const pending = createPendingIndexer({ ...deps, client, db, lastCanonicalBlock: follower.lastAppliedBlock });
+  const syncDeps = createSyncDeps({ ...deps, client }, store);
+  const follower = createHeadFollower({ ...syncDeps, health });
+  const pending = createPendingIndexer({ ...syncDeps, lastCanonicalBlock: follower.lastAppliedBlock });
   const running = follower.run();
   if (config.realtime.pendingPollIntervalMs > 0) void pending.pollForever().catch(() => undefined);
   if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);
@@ -63,11 +77,13 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const stop = async () => {
     await deps.shutdown.kill();
     await outcome;
-    db.close();
+    await store.close();
+    await reader.close();
+    if (backend.name === "sqlite") db.close();
   };
   open.push({ stop });
   const payer = createPayer(devnet);
   await waitFor(() => health.notReadyReason() === undefined, 10_000, "catch-up");
-  return { devnet, db, deps, payer, outcome, stop, config };
+  return { devnet, db, reader, deps, payer, outcome, stop, config };
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keccak256, stringToHex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { addOrder } from "../../src/authorization/orders.js";
+import { addOrder } from "../../src/store/orders.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { addOrder } from "../../src/authorization/orders.js";
+import { addOrder } from "../../src/store/orders.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createLogWriter } from "../../src/store/logWriter.js";

@@ -1,14 +1,13 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { RpcTransportError } from "../../src/chain/rpcErrors.js";
 import { RetryableError } from "../../src/errors.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { openDatabase, type Database } from "../../src/store/openDatabase.js";
+import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
+import { createSyncDeps } from "../../src/sync/syncDeps.js";
+import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { startPaymentChain, type PaymentChain } from "../helpers/paymentChain.js";
 
@@ -20,7 +19,10 @@ beforeAll(async () => {
   await chain.addTraffic(6);
   head = Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
 }, 60_000);
-afterAll(() => chain?.stop());
+afterAll(async () => {
+  await chain?.stop();
+  await stopFileBackends();
+});
 
 /** Every log of the token over the whole chain, straight from the node, as comparable strings. */
 async function directLogs(): Promise<string[]> {
@@ -33,26 +35,37 @@ async function directLogs(): Promise<string[]> {
     .sort();
 }
 
-function storedLogs(db: Database): string[] {
-  const rows = db.prepare("SELECT block_hash, log_index, tx_hash, topic0, topic1, topic2, topic3, data FROM logs").all() as Array<Record<string, string | number | null>>;
+async function storedLogs(db: TableReader): Promise<string[]> {
+  const rows = await db.all<Record<string, string | number | null>>("SELECT block_hash, log_index, tx_hash, topic0, topic1, topic2, topic3, data FROM logs");
   return rows
     .map((r) => [r.block_hash, r.log_index, r.tx_hash, [r.topic0, r.topic1, r.topic2, r.topic3].filter((t) => t !== null).join(","), r.data].join("|"))
     .sort();
 }
 
-function setUp(options: { window?: number; concurrency?: number; path?: string; wrap?: (inner: HttpTransport) => HttpTransport } = {}) {
+async function setUp(backend: TestBackend, options: { window?: number; concurrency?: number; database?: Record<string, unknown>; wrap?: (inner: HttpTransport) => HttpTransport } = {}) {
   const config = testConfig({
     rpc: { http: [chain.anvil.httpUrl], retry: { maxAttempts: 10, initialDelayMs: 1, maxDelayMs: 5 } },
     tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
     backfill: { windowBlocks: options.window ?? 4, concurrency: options.concurrency ?? 3 },
     finality: { depth: 0 },
-    database: { path: options.path ?? join(mkdtempSync(join(tmpdir(), "flashindex-backfill-")), "index.db") },
+    database: options.database ?? (await backend.freshDatabase()),
   });
   const deps = testDeps(config);
   const inner = createHttpTransport({ timeoutMs: 10_000, maxResponseBytes: 50_000_000 });
   const client = createRpcClient(deps, { transport: options.wrap?.(inner) ?? inner });
-  const db = openDatabase(config.database.path, config.chainId);
-  return { ...deps, client, db, run: (bulkMinLogs?: number) => backfill({ ...deps, client, db }, { to: head, finalized: head }, bulkMinLogs === undefined ? {} : { bulkMinLogs, writerThread: true }) };
+  const store = await openStore(config, { metrics: deps.metrics });
+  const db = await backend.reader(config.database);
+  return {
+    ...deps,
+    client,
+    db,
+    run: (bulkMinLogs?: number) =>
+      backfill(createSyncDeps({ ...deps, client }, store), { to: head, finalized: head }, bulkMinLogs === undefined ? {} : { bulkMinLogs, writerThread: true }),
+    close: async () => {
+      await store.close();
+      await db.close();
+    },
+  };
 }
 
 /** The block range an eth_getLogs body asks for, or undefined for other methods. */
@@ -62,34 +75,34 @@ function getLogsRange(body: string): { from: number; to: number; id: number } | 
   return { from: Number(request.params![0]!.fromBlock), to: Number(request.params![0]!.toBlock), id: request.id };
 }
 
-describe("backfill()", () => {
+describe.each(BACKENDS)("backfill() on $name", (backend) => {
   test("stores exactly what a direct eth_getLogs of the whole range returns, row for row", async () => {
-    const { db, run } = setUp();
+    const { db, run, close } = await setUp(backend);
     const summary = await run();
     expect(summary.logs).toBeGreaterThan(40);
-    expect(storedLogs(db)).toEqual(await directLogs());
-    const ranges = db.prepare("SELECT from_block, to_block FROM synced_ranges").all();
+    expect(await storedLogs(db)).toEqual(await directLogs());
+    const ranges = await db.all("SELECT from_block, to_block FROM synced_ranges");
     expect(ranges).toEqual([{ from_block: chain.deployBlock, to_block: head }]);
-    db.close();
+    await close();
   });
 
   test("decodes transfers, captures and cancels into the views", async () => {
-    const { db, run } = setUp({ window: 1_999 });
+    const { db, run, close } = await setUp(backend, { window: 1_999 });
     await run();
-    const states = db.prepare("SELECT state, COUNT(*) AS n FROM authorization_states GROUP BY state ORDER BY state").all();
+    const states = await db.all("SELECT state, COUNT(*) AS n FROM authorization_states GROUP BY state ORDER BY state");
     expect(states).toEqual([{ state: "canceled", n: 6 }, { state: "captured", n: 6 }]);
-    const captured = db.prepare("SELECT captured_value FROM authorization_states WHERE state = 'captured' ORDER BY block_number").all();
+    const captured = await db.all("SELECT captured_value FROM authorization_states WHERE state = 'captured' ORDER BY block_number");
     expect(captured.map((c) => (c as { captured_value: string }).captured_value)).toEqual(["1000000", "1000001", "1000002", "1000003", "1000004", "1000005"]);
-    db.close();
+    await close();
   });
 
   test("a second run over an indexed range fetches nothing and stores nothing", async () => {
-    const first = setUp();
+    const first = await setUp(backend);
     await first.run();
-    first.db.close();
+    await first.close();
     let getLogsCalls = 0;
-    const second = setUp({
-      path: first.config.database.path,
+    const second = await setUp(backend, {
+      database: { ...first.config.database },
       wrap: (inner) => (url, body, signal) => {
         if (getLogsRange(body) !== undefined) getLogsCalls++;
         return inner(url, body, signal);
@@ -98,13 +111,13 @@ describe("backfill()", () => {
     const summary = await second.run();
     expect(summary.windows).toBe(0);
     expect(getLogsCalls).toBe(0);
-    expect(storedLogs(second.db)).toEqual(await directLogs());
-    second.db.close();
+    expect(await storedLogs(second.db)).toEqual(await directLogs());
+    await second.close();
   });
 
   test("splits windows on provider range errors, ignoring a suggestion equal to the failed range", async () => {
     const seen: Array<{ from: number; to: number }> = [];
-    const { db, run, metrics } = setUp({
+    const { db, run, metrics, close } = await setUp(backend, {
       window: 8,
       wrap: (inner) => async (url, body, signal) => {
         const range = getLogsRange(body);
@@ -123,16 +136,16 @@ describe("backfill()", () => {
       },
     });
     await run();
-    expect(storedLogs(db)).toEqual(await directLogs());
+    expect(await storedLogs(db)).toEqual(await directLogs());
     const identical = seen.filter((a, i) => seen.findIndex((b) => b.from === a.from && b.to === a.to) !== i);
     expect(identical).toEqual([]);
     expect((await metrics.backfillWindowBlocks.get()).values[0]?.value).toBeLessThanOrEqual(2);
-    db.close();
+    await close();
   });
 
   test("retries transient faults and garbage answers, and rejects logs outside the filter", async () => {
     let n = 0;
-    const { db, run, metrics } = setUp({
+    const { db, run, metrics, close } = await setUp(backend, {
       wrap: (inner) => async (url, body, signal) => {
         const range = getLogsRange(body);
         n++;
@@ -150,11 +163,11 @@ describe("backfill()", () => {
       },
     });
     await run();
-    expect(storedLogs(db)).toEqual(await directLogs());
+    expect(await storedLogs(db)).toEqual(await directLogs());
     const rejected = (await metrics.rpcRejectedLogs.get()).values;
     const reasons = new Set(rejected.map((v) => v.labels.reason));
     expect(reasons).toEqual(new Set(["unrequested_address", "outside_range", "wrong_topic_count"]));
-    db.close();
+    await close();
   });
 
   test("an answer with one damaged log is fetched again, never partly stored: the result equals a clean run row for row", async () => {
@@ -166,7 +179,7 @@ describe("backfill()", () => {
     let n = 0;
     let damaged = 0;
     const answered = new Set<string>();
-    const { db, run, metrics } = setUp({
+    const { db, run, metrics, close } = await setUp(backend, {
       wrap: (inner) => async (url, body, signal) => {
         const range = getLogsRange(body);
         if (range === undefined) return inner(url, body, signal);
@@ -185,16 +198,16 @@ describe("backfill()", () => {
     });
     await run();
     expect(damaged).toBeGreaterThanOrEqual(5);
-    expect(storedLogs(db)).toEqual(await directLogs());
-    const states = db.prepare("SELECT state, COUNT(*) AS n FROM authorization_states GROUP BY state ORDER BY state").all();
+    expect(await storedLogs(db)).toEqual(await directLogs());
+    const states = await db.all("SELECT state, COUNT(*) AS n FROM authorization_states GROUP BY state ORDER BY state");
     expect(states).toEqual([{ state: "canceled", n: 6 }, { state: "captured", n: 6 }]);
     expect((await metrics.rpcDamagedAnswers.get()).values[0]?.value).toBe(damaged);
-    db.close();
+    await close();
   });
 
   test("a window whose answer stays damaged stops the backfill (exit 75) naming the window, endpoint and reason, and stays unsynced", async () => {
     const poisoned = chain.deployBlock + 5;
-    const { db, run, metrics } = setUp({
+    const { db, run, metrics, close } = await setUp(backend, {
       window: 4,
       concurrency: 1,
       wrap: (inner) => async (url, body, signal) => {
@@ -213,27 +226,27 @@ describe("backfill()", () => {
     expect(error.shortMessage).toContain(`blocks ${window}`);
     expect(error.shortMessage).toContain("outside_range");
     expect(error.shortMessage).toContain(chain.anvil.httpUrl);
-    const covering = db.prepare("SELECT COUNT(*) AS n FROM synced_ranges WHERE from_block <= ? AND to_block >= ?").get(poisoned, poisoned) as { n: number };
-    expect(covering.n).toBe(0);
-    const stored = db.prepare("SELECT COUNT(*) AS n FROM logs WHERE block_number BETWEEN ? AND ?").get(poisoned - 3, poisoned + 3) as { n: number };
-    const earlier = db.prepare("SELECT MAX(to_block) AS top FROM synced_ranges").get() as { top: number | null };
-    expect(earlier.top).toBeLessThan(poisoned);
-    expect(stored.n).toBe(db.prepare("SELECT COUNT(*) AS n FROM logs WHERE block_number BETWEEN ? AND ?").pluck().get(poisoned - 3, earlier.top ?? 0));
+    const [covering] = await db.all<{ n: number }>(`SELECT COUNT(*) AS n FROM synced_ranges WHERE from_block <= ${poisoned} AND to_block >= ${poisoned}`);
+    expect(covering!.n).toBe(0);
+    const [stored] = await db.all<{ n: number }>(`SELECT COUNT(*) AS n FROM logs WHERE block_number BETWEEN ${poisoned - 3} AND ${poisoned + 3}`);
+    const [earlier] = await db.all<{ top: number | null }>("SELECT MAX(to_block) AS top FROM synced_ranges");
+    expect(earlier!.top).toBeLessThan(poisoned);
+    expect(stored!.n).toBe((await db.all<{ n: number }>(`SELECT COUNT(*) AS n FROM logs WHERE block_number BETWEEN ${poisoned - 3} AND ${earlier!.top ?? 0}`))[0]!.n);
     expect((await metrics.rpcDamagedAnswers.get()).values[0]?.value).toBe(10);
-    db.close();
+    await close();
   });
 
   test("a bulk load defers the reader indexes and builds them at its end; a run killed before that leaves them to the next run", async () => {
-    const indexes = (db: Database) => (db.prepare("SELECT name FROM sqlite_master WHERE name IN ('transfers_by_from', 'transfers_by_to', 'authorization_events_by_tx') ORDER BY name").pluck().all() as string[]).join();
+    const indexes = async (db: TableReader) => (await db.indexNames(["transfers_by_from", "transfers_by_to", "authorization_events_by_tx"])).join();
     const all = "authorization_events_by_tx,transfers_by_from,transfers_by_to";
     let windows = 0;
     const seenDuring: string[] = [];
-    const first = setUp({
+    const first = await setUp(backend, {
       window: 2,
       concurrency: 1,
       wrap: (inner) => async (url, body, signal) => {
         if (getLogsRange(body) !== undefined && ++windows === 6) {
-          seenDuring.push(indexes(first.db));
+          seenDuring.push(await indexes(first.db));
           throw new Error("provider vanished (injected, not retryable)");
         }
         return inner(url, body, signal);
@@ -241,15 +254,15 @@ describe("backfill()", () => {
     });
     await expect(first.run(1)).rejects.toThrow(/provider vanished/);
     expect(seenDuring).toEqual([""]);
-    expect(indexes(first.db)).toBe("");
+    expect(await indexes(first.db)).toBe("");
     expect(first.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
-    first.db.close();
+    await first.close();
 
-    const second = setUp({ path: first.config.database.path });
+    const second = await setUp(backend, { database: { ...first.config.database } });
     await second.run();
-    expect(indexes(second.db)).toBe(all);
+    expect(await indexes(second.db)).toBe(all);
     expect(second.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["transfers_by_from", "transfers_by_to", "logs_by_tx", "authorization_events_by_tx"]);
-    expect(storedLogs(second.db)).toEqual(await directLogs());
-    second.db.close();
+    expect(await storedLogs(second.db)).toEqual(await directLogs());
+    await second.close();
   });
 });

@@ -7,7 +7,7 @@ import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { backfill } from "../../src/sync/backfill.js";
-import { testConfig, testDeps } from "../helpers/context.js";
+import { testConfig, testDeps, withSqliteStore } from "../helpers/context.js";
 import { createPayer } from "../helpers/devnetPayments.js";
 
 let devnet: Devnet;
@@ -39,7 +39,7 @@ describe("backfill() behind Base's public endpoint (proxyd's error statuses)", (
       const deps = testDeps(config);
       const client = createRpcClient(deps);
       const db = openDatabase(config.database.path, config.chainId);
-      await backfill({ ...deps, client, db }, { to: head, finalized: head });
+      await backfill(withSqliteStore({ ...deps, client }, db), { to: head, finalized: head });
       await rpc("devnet_setFaults", [{}]);
       const direct = await rpc<unknown[]>("eth_getLogs", [{ fromBlock: "0x0", toBlock: `0x${head.toString(16)}`, address: devnet.token, topics: [[...PAYMENT_TOPICS]] }]);
       expect(db.prepare("SELECT COUNT(*) FROM logs").pluck().get()).toBe(direct.length);

@@ -6,12 +6,15 @@ import { createPublicClient, createWalletClient, http, keccak256, stringToHex } 
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";
-import { addOrder } from "../../src/authorization/orders.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
+import type { Config } from "../../src/config/types.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openStore } from "../../src/store/openStore.js";
+import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
+import { testConfig } from "../helpers/context.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 
 const ORDERS = 8;
@@ -24,7 +27,10 @@ beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 800, flashblockIntervalMs: 200 });
   dir = mkdtempSync(join(tmpdir(), "flashindex-crash-"));
 }, 60_000);
-afterAll(() => devnet?.stop());
+afterAll(async () => {
+  await devnet?.stop();
+  await stopFileBackends();
+});
 
 /** The buyer (key 1) signs authorizations; the merchant (key 2) captures them or the buyer's cancels, with local nonces. */
 async function merchantDesk() {
@@ -59,26 +65,26 @@ async function merchantDesk() {
   };
 }
 
-describe("realtime crash safety", () => {
+describe.each(BACKENDS)("realtime crash safety on $name", (backend) => {
   test(
     "kill -9 at random moments (pre-confirmations, promotions, reorgs, order changes), then a restart: live rows equal the chain and every order matches its events",
     async () => {
-      const dbPath = join(dir, "index.db");
+      const database = (await backend.freshDatabase()) as Config["database"];
       const config = writeConfig(dir, {
         chainId: devnet.chainId,
         rpc: { http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl, retry: { maxAttempts: 4, initialDelayMs: 20, maxDelayMs: 200 } },
         tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
         finality: { depth: 6 },
         realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 200 },
-        database: { path: dbPath },
+        database,
         metrics: { enabled: false },
         logLevel: "info",
-      });
+      }, `${backend.name}.json`);
       const desk = await merchantDesk();
-      const setup = openDatabase(dbPath, devnet.chainId);
+      const setup = await openStore(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database }), { metrics: createMetrics({ defaultMetrics: false }) });
       for (const a of desk.authorizations)
-        addOrder(setup, { chainId: devnet.chainId, token: devnet.token, authorizer: a.from, payee: a.to, value: a.value, validAfter: 0, validBefore: Number(a.validBefore), nonce: a.nonce, kind: "transfer", signature: a.signature.signature }, Date.now());
-      setup.close();
+        await setup.addOrder({ chainId: devnet.chainId, token: devnet.token, authorizer: a.from, payee: a.to, value: a.value, validAfter: 0, validBefore: Number(a.validBefore), nonce: a.nonce, kind: "transfer", signature: a.signature.signature }, Date.now());
+      await setup.close();
 
       // Traffic runs for the whole test: payments, captures and cancels of the orders, and reorgs.
       const payer = createPayer(devnet);
@@ -112,36 +118,40 @@ describe("realtime crash safety", () => {
 
       const daemon = spawnCli(["start", "--config", config]);
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })));
-      const reader = new DatabaseConstructor(dbPath, { readonly: true });
+      const reader = await backend.reader(database);
       try {
         const canonical = async () =>
           (await payer.rpc<Array<{ blockHash: string; logIndex: string }>>("eth_getLogs", [{ fromBlock: "0x0", toBlock: "latest", address: devnet.token, topics: [[...PAYMENT_TOPICS]] }]))
             .map((l) => `${l.blockHash}:${Number(l.logIndex)}`)
             .sort()
             .join();
-        const live = () =>
-          (reader.prepare("SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')").all() as Array<{ block_hash: string; log_index: number }>)
+        const live = async () =>
+          (await reader.all<{ block_hash: string; log_index: number }>("SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')"))
             .map((r) => `${r.block_hash}:${r.log_index}`)
             .sort()
             .join();
-        const stalePreconfirmed = () => reader.prepare("SELECT COUNT(*) FROM logs WHERE status = 'preconfirmed'").pluck().get() as number;
-        const settled = async () => live() === (await canonical()) && stalePreconfirmed() === 0;
+        const stalePreconfirmed = async () => Number((await reader.all<{ n: number }>("SELECT COUNT(*) AS n FROM logs WHERE status = 'preconfirmed'"))[0]!.n);
+        const settled = async () => (await live()) === (await canonical()) && (await stalePreconfirmed()) === 0;
         await waitFor(settled, 30_000, "live rows equal the chain").catch(() => undefined);
         const chainLogs = (await canonical()).split(",");
-        const liveLogs = live().split(",");
+        const liveLogs = (await live()).split(",");
         expect({
           missing: chainLogs.filter((l) => !liveLogs.includes(l)),
           extra: liveLogs.filter((l) => !chainLogs.includes(l)),
           duplicates: liveLogs.length - new Set(liveLogs).size,
-          stalePreconfirmed: stalePreconfirmed(),
+          stalePreconfirmed: await stalePreconfirmed(),
         }).toEqual({ missing: [], extra: [], duplicates: 0, stalePreconfirmed: 0 });
-        const mismatched = reader.prepare("SELECT * FROM order_chain_targets WHERE current_state IS NOT target_state OR current_status IS NOT event_status").all();
+        const mismatched = await reader.all("SELECT * FROM order_chain_targets WHERE current_state IS DISTINCT FROM target_state OR current_status IS DISTINCT FROM event_status");
         expect(mismatched).toEqual([]);
-        const states = reader.prepare("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state").all();
+        const states = await reader.all("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state");
         expect(states).toEqual([{ state: "canceled", n: ORDERS / 2 }, { state: "captured", n: ORDERS / 2 }]);
-        expect(reader.pragma("integrity_check", { simple: true })).toBe("ok");
+        if (backend.name === "sqlite") {
+          const file = new DatabaseConstructor(database.path, { readonly: true });
+          expect(file.pragma("integrity_check", { simple: true })).toBe("ok");
+          file.close();
+        }
       } finally {
-        reader.close();
+        await reader.close();
         daemon.kill("SIGTERM");
       }
       expect(await exited, daemon.output().stderr.slice(-2_000)).toEqual({ code: 0, signal: null });

@@ -8,7 +8,7 @@ import { createLifecycle } from "../../src/store/lifecycle.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { getBlockRows } from "../../src/sync/canonicalBlocks.js";
-import { testConfig, testDeps } from "../helpers/context.js";
+import { testConfig, testDeps, withSqliteStore } from "../helpers/context.js";
 import { startPaymentChain, type PaymentChain } from "../helpers/paymentChain.js";
 
 let chain: PaymentChain;
@@ -30,7 +30,8 @@ function setUp(name: string) {
   });
   const deps = testDeps(config);
   const client = createRpcClient(deps);
-  return { ...deps, client, db: openDatabase(config.database.path, config.chainId) };
+  const db = openDatabase(config.database.path, config.chainId);
+  return withSqliteStore({ ...deps, client, db }, db);
 }
 
 /** What a user reads: every column but our own clock, row ids and which path wrote the row. */

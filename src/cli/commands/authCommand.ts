@@ -2,7 +2,7 @@ import type { Address, Hex } from "viem";
 import { readAuthorizationState } from "../../authorization/tokenReads.js";
 import { FatalError, UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabaseReadOnly } from "../../store/openDatabase.js";
+import { openReadOnlyStore } from "../../store/openStore.js";
 import { parseAddressFlag, parseBytes32Flag } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext, verifyChain } from "../context.js";
@@ -60,14 +60,14 @@ export async function authCommand(args: string[], shutdown: Shutdown): Promise<v
   const nonce = parseBytes32Flag("<nonce>", positionals[2]);
 
   const context = createContext(values, shutdown);
-  const db = openDatabaseReadOnly(context.config.database.path, context.config.chainId);
-  shutdown.add(() => db.close());
-  const indexed = db
-    .prepare(
-      `SELECT state, status, block_number, tx_hash, captured_from, captured_to, captured_value FROM authorization_states
-       WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?`,
-    )
-    .get(context.config.chainId, token, authorizer, nonce) as IndexedState | undefined;
+  const store = await openReadOnlyStore(context.config, context.metrics);
+  shutdown.add(() => store.close());
+  const found = await store.authorizationState(token, authorizer, nonce);
+  // The --json document keeps its snake_case names.
+  const indexed: IndexedState | undefined =
+    found === undefined
+      ? undefined
+      : { state: found.state, status: found.status, block_number: found.blockNumber, tx_hash: found.txHash, captured_from: found.capturedFrom, captured_to: found.capturedTo, captured_value: found.capturedValue };
   await verifyChain(context);
   const used = await readAuthorizationState(context.client, token, authorizer, nonce);
   const comparison = compareAuthorization(indexed, used);

@@ -1,9 +1,10 @@
 import { getChainTips } from "../../chain/finality.js";
 import { UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
-import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
+import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
+import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
+import { createSyncDeps } from "../../sync/syncDeps.js";
 import { parseBlockNumber, parseCommandArgs } from "../args.js";
 import { printJson } from "../output.js";
 import { createTerminalProgress } from "../progressBar.js";
@@ -36,8 +37,7 @@ export async function backfillCommand(args: string[], shutdown: Shutdown): Promi
     throw new UsageError(`--to: ${requestedTo} is below --from ${from}`);
 
   const context = createContext(values, shutdown);
-  refuseForeignFile(context.config.database.path);
-  const lock = acquireWriterLock(context.config.database.path, "backfill");
+  const lock = await acquireStoreWriterLock(context.config, "backfill");
   try {
     await runBackfill(context, lock, from, requestedTo, values.json === true);
   } finally {
@@ -57,20 +57,19 @@ async function runBackfill(context: Context, lock: WriterLock, from: number | un
   if (to > tips.finalized)
     context.logger.warn({ msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged", finalized_block: tips.finalized, to_block: to });
 
-  const db = openDatabase(context.config.database.path, context.config.chainId, identity);
+  const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
   try {
-    recordWriter(db, lock.holder);
     // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
     const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;
     let summary;
     try {
-      summary = await backfill({ ...context, db }, { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update });
+      summary = await backfill(createSyncDeps(context, store), { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update });
     } finally {
       display?.stop();
     }
     if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs });
     else console.log(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
   } finally {
-    db.close();
+    await store.close();
   }
 }

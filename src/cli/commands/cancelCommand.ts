@@ -19,6 +19,7 @@ import { UsageError } from "../../errors.js";
 import { createLogger } from "../../ops/logger.js";
 import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
+import { openReadOnlyStore } from "../../store/openStore.js";
 import { parseSignatureFlag } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
 import { printJson } from "../output.js";
@@ -102,7 +103,7 @@ export async function cancelCommand(args: string[], shutdown: Shutdown): Promise
     relayerNonces: createRelayerNonces(),
     confirmations,
     receiptTimeoutMs: config.cancel.receiptTimeoutMs,
-    lookupIndexedState: createIndexedStateLookup(config.database.path),
+    lookupIndexedState: createIndexedStateLookup(() => openReadOnlyStore(config, createMetrics({ defaultMetrics: false }))),
     onSent: ({ txHash, relayerNonce }) =>
       console.error(`flashindex: sent ${txHash} (relayer nonce ${relayerNonce}), waiting for ${confirmations} canonical confirmation(s)`),
     onPreconfirmed: ({ txHash, pendingBlockNumber }) =>

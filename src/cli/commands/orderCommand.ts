@@ -1,12 +1,14 @@
 import { getAddress } from "viem";
-import { addOrder, getOrder, listOrders, listTransitions, ORDER_STATES, voidOrder, OrderNotFoundError, type Order } from "../../authorization/orders.js";
+import { ORDER_STATES, OrderNotFoundError, type Order } from "../../store/orderStates.js";
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
 import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../authorization/verifyAuthorization.js";
 import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
 import type { Config } from "../../config/types.js";
 import { FatalError, UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase, openDatabaseReadOnly, type Database } from "../../store/openDatabase.js";
+import { createMetrics } from "../../ops/metrics.js";
+import { openReadOnlyStore, openStore } from "../../store/openStore.js";
+import type { Store } from "../../store/store.js";
 import {
   parseAddressFlag,
   parseBytes32Flag,
@@ -101,23 +103,23 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
         if (error instanceof WrongSignerError || error instanceof BadSignatureError) throw new FatalError(`order add: ${error.shortMessage}; not stored`, { cause: error });
         throw error;
       });
-      const db = openDb(context.config, shutdown);
+      const store = await openOrders(context.config, shutdown);
       // The signature stored is the one the token accepts (ECDSA with v 27/28), so a later capture can use it as is.
-      const order = addOrder(db, { chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature: verified.signature }, Date.now());
+      const order = await store.addOrder({ chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature: verified.signature }, Date.now());
       return print(json, order, `order ${order.id} ${describe(order)}`);
     }
     case "void": {
       const id = parseIdFlag("<id>", single("order void", rest));
-      const db = openDb(readConfig(common), shutdown);
-      const order = voidOrder(db, id, Date.now());
+      const store = await openOrders(readConfig(common), shutdown);
+      const order = await store.voidOrder(id, Date.now());
       return print(json, order, `order ${order.id} ${describe(order)}`);
     }
     case "show": {
       const id = parseIdFlag("<id>", single("order show", rest));
-      const db = openDb(readConfig(common), shutdown, "read");
-      const order = getOrder(db, id);
+      const store = await openOrders(readConfig(common), shutdown, "read");
+      const order = await store.getOrder(id);
       if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
-      const transitions = listTransitions(db, id);
+      const transitions = await store.listTransitions(id);
       if (json) return printJson({ ...order, transitions });
       console.log(`order ${order.id} ${describe(order)}`);
       console.log(`  token ${order.token}  ${order.kind}WithAuthorization  from ${order.authorizer}  to ${order.payee}  value ${order.value}`);
@@ -130,8 +132,8 @@ export async function orderCommand(args: string[], shutdown: Shutdown): Promise<
     case "list": {
       noPositionals("order list", rest);
       const state = values.state === undefined ? undefined : parseChoiceFlag("--state", values.state, ORDER_STATES);
-      const db = openDb(readConfig(common), shutdown, "read");
-      const orders = listOrders(db, { state });
+      const store = await openOrders(readConfig(common), shutdown, "read");
+      const orders = await store.listOrders({ state });
       if (json) return printJson(orders);
       if (orders.length === 0) return void console.log("no orders");
       for (const o of orders) console.log(`${String(o.id).padStart(6)}  ${describe(o).padEnd(40)}  ${o.authorizer}  ${o.value}  before ${o.validBefore}`);
@@ -158,15 +160,16 @@ function readConfig(flags: CommonFlags): Config {
 }
 
 /** show and list only read: they never create or change a database; add and void write beside a running daemon. */
-function openDb(config: Config, shutdown: Shutdown, mode: "read" | "write" = "write"): Database {
-  const db = mode === "read" ? openDatabaseReadOnly(config.database.path, config.chainId) : openDatabase(config.database.path, config.chainId);
-  shutdown.add(() => db.close());
-  return db;
+async function openOrders(config: Config, shutdown: Shutdown, mode: "read" | "write" = "write"): Promise<Store> {
+  const metrics = createMetrics({ defaultMetrics: false });
+  const store = mode === "read" ? await openReadOnlyStore(config, metrics) : await openStore(config, { metrics });
+  shutdown.add(() => store.close());
+  return store;
 }
 
 /** An order for a token the daemon does not index would never be captured, canceled or expired by it. */
 function checkConfiguredToken(config: Config, token: string): void {
-  if (!config.tokens.some((t) => t.address.toLowerCase() === token))
+  if (!config.tokens.some((t) => t.key === token))
     throw new UsageError(`--token: ${token} is not one of the configured tokens (tokens[].address)`);
 }
 

@@ -3,8 +3,8 @@ import { readUrl } from "../../config/fields.js";
 import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
 import { UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase } from "../../store/openDatabase.js";
-import { saveRegistration } from "../../store/registrations.js";
+import { createMetrics } from "../../ops/metrics.js";
+import { openStore } from "../../store/openStore.js";
 import { parseCommandArgs } from "../args.js";
 import { printJson } from "../output.js";
 
@@ -39,11 +39,11 @@ export async function registerCommand(args: string[], shutdown: Shutdown): Promi
 
   // The RPC is never contacted: registration needs only the API and the database.
   const config = loadConfig(values.config ?? DEFAULT_CONFIG_PATH, { databasePath: values.db, logLevel: values["log-level"] });
-  const db = openDatabase(config.database.path, config.chainId);
-  shutdown.add(() => db.close());
+  const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+  shutdown.add(() => store.close());
   const client = createRegistrationClient({ baseUrl: baseUrl ?? config.registration.baseUrl, timeoutMs: config.registration.timeoutMs });
   const { builderCode } = await client.register(wallet, { signal: shutdown.signal });
-  const saved = saveRegistration(db, wallet, builderCode, Date.now());
+  const saved = await store.saveRegistration(wallet, builderCode, Date.now());
 
   if (saved.status === "changed")
     console.error(`flashindex: warning: the builder code of ${wallet} changed from ${saved.previousCode} to ${builderCode}`);

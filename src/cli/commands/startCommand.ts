@@ -2,16 +2,18 @@ import { createOrderUpkeep, ORDER_UPKEEP_INTERVAL_MS } from "../../authorization
 import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
 import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
-import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors.js";
+import { BaseError, ConfigError, FatalError, RetryableError, ShutdownError } from "../../errors.js";
 import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js";
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
-import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
-import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";
+import { openWriterConnection } from "../../store/openDatabase.js";
+import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
+import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
+import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { parseCommandArgs } from "../args.js";
@@ -50,8 +52,7 @@ export async function startCommand(args: string[], shutdown: Shutdown): Promise<
   if (values.help) return void console.log(START_HELP);
   const loaded = createContext(values, shutdown, "stdout");
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
-  refuseForeignFile(loaded.config.database.path);
-  const lock = acquireWriterLock(loaded.config.database.path, "start");
+  const lock = await acquireStoreWriterLock(loaded.config, "start");
   try {
     await runDaemon(loaded, lock, shutdown);
   } finally {
@@ -74,27 +75,40 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
   const tips = await getChainTips(context.client, context.config.finality);
   checkStartBlocks(context.config, tips.head);
 
-  const db = openDatabase(context.config.database.path, context.config.chainId, identity);
-  recordWriter(db, lock.holder);
-  registerConfiguredWallets({ ...context, db }, createRegistrationClient(context.config.registration));
-  const orderUpkeep = createOrderUpkeep({ ...context, db });
+  // The composition root: the store and the services every stage shares are built here, once.
+  const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
+  const deps = createSyncDeps(context, store);
+  registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));
+  const orderUpkeep = createOrderUpkeep(deps);
+  let upkeepRunning = false;
   const orderTimer = setInterval(() => {
-    try {
-      orderUpkeep.tick(Date.now());
-    } catch (error) {
-      context.logger.error({ msg: "Failed order upkeep", error: error instanceof Error ? error.message : String(error) });
-    }
+    if (upkeepRunning) return;
+    upkeepRunning = true;
+    orderUpkeep
+      .tick(Date.now())
+      .catch((error: unknown) => context.logger.error({ msg: "Failed order upkeep", error: error instanceof Error ? error.message : String(error) }))
+      .finally(() => (upkeepRunning = false));
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
-  server?.setStatusPage(createStatusPage({ ...context, db }));
-  const webhookSender = createWebhookSender({ ...context, db }, webhookSecrets, tips.head).run();
-  shutdown.add(() => webhookSender);
+  // The webhook outbox and the status page read SQLite through a connection of their own; on
+  // Postgres they are not available yet.
+  if (store.backend === "postgres" && context.config.webhooks.length > 0) {
+    await store.close();
+    throw new ConfigError("webhooks", "webhooks need the SQLite backend in this version (database.url selects Postgres)");
+  }
+  if (store.backend === "sqlite") {
+    const db = openWriterConnection(context.config.database.path);
+    shutdown.add(() => db.close());
+    server?.setStatusPage(createStatusPage({ ...context, db }));
+    const webhookSender = createWebhookSender({ ...context, db }, webhookSecrets, tips.head).run();
+    shutdown.add(() => webhookSender);
+  }
   const heartbeat = startHeartbeat({ ...context, health });
   shutdown.add(() => heartbeat.stop());
-  context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: context.config.database.path, tokens: context.config.tokens.length });
+  context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: store.location, tokens: context.config.tokens.length });
   try {
-    if (context.config.realtime.enabled) await followRealtime({ ...context, db, health });
-    else await followFinality(context, db, health);
+    if (context.config.realtime.enabled) await followRealtime({ ...deps, health });
+    else await followFinality(deps, health);
   } catch (error) {
     if (error instanceof ShutdownError) return;
     recordHalt(context, error, "fatal", "Stopped syncing");
@@ -102,7 +116,7 @@ async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown):
   } finally {
     // Stop every source first (subscriptions, devnet, timers), so nothing writes after the close.
     await shutdown.kill();
-    db.close();
+    await store.close();
     context.logger.info({ msg: "Stopped flashindex" });
   }
 }
@@ -119,7 +133,7 @@ async function followRealtime(deps: RealtimeDeps): Promise<void> {
 }
 
 /** With realtime off: backfills to the final block, then again whenever it moves, until shutdown. */
-async function followFinality(context: Context, db: ReturnType<typeof openDatabase>, health: ReturnType<typeof createHealth>): Promise<void> {
+async function followFinality(context: SyncDeps, health: ReturnType<typeof createHealth>): Promise<void> {
   const { metrics, shutdown } = context;
   for (;;) {
     shutdown.throwIfKilled();
@@ -127,7 +141,7 @@ async function followFinality(context: Context, db: ReturnType<typeof openDataba
       const tips = await getChainTips(context.client, context.config.finality);
       metrics.chainHeadBlock.set(tips.head);
       health.markHeadSeen();
-      await backfill({ ...context, db }, { to: tips.finalized, finalized: tips.finalized });
+      await backfill(context, { to: tips.finalized, finalized: tips.finalized });
       health.markBackfillCaughtUp(true);
       await sleep(FOLLOW_POLL_INTERVAL_MS, shutdown.signal);
     } catch (error) {

@@ -1,10 +1,7 @@
-import type { Hex } from "viem";
 import { getChainTips, type ChainTips } from "../../chain/finality.js";
 import { BaseError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabaseReadOnly } from "../../store/openDatabase.js";
-import { countRowsByStatus } from "../../store/statusQueries.js";
-import { createSyncedRanges } from "../../store/syncedRanges.js";
+import { openReadOnlyStore } from "../../store/openStore.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext } from "../context.js";
 import { printJson } from "../output.js";
@@ -26,7 +23,7 @@ Options:
 export async function statusCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("status", args, { json: { type: "boolean" } });
   if (values.help) return void console.log(STATUS_HELP);
-  const { config, client } = createContext(values, shutdown);
+  const { config, client, metrics } = createContext(values, shutdown);
 
   let tips: ChainTips | undefined;
   let rpcError: string | undefined;
@@ -35,25 +32,25 @@ export async function statusCommand(args: string[], shutdown: Shutdown): Promise
   } catch (error) {
     rpcError = error instanceof BaseError ? error.shortMessage : String(error);
   }
-  const db = openDatabaseReadOnly(config.database.path, config.chainId);
+  const store = await openReadOnlyStore(config, metrics);
   try {
-    const ranges = createSyncedRanges(db, config.chainId);
-    const tokens = config.tokens.map((token) => {
-      const key = token.address.toLowerCase() as Hex;
-      const checkpoint = ranges.checkpoint(key, token.startBlock);
-      return {
+    const tokens = [];
+    for (const token of config.tokens) {
+      const key = token.key;
+      const checkpoint = await store.checkpoint(key, token.startBlock);
+      tokens.push({
         token: token.address,
         label: token.label ?? null,
         startBlock: token.startBlock,
         checkpoint: checkpoint < token.startBlock ? null : checkpoint,
         lagBlocks: tips === undefined ? null : Math.max(0, tips.head - Math.max(checkpoint, token.startBlock - 1)),
-        syncedRanges: ranges.list(key),
-        rows: countRowsByStatus(db, config.chainId, key),
-      };
-    });
-    const report = { chainId: config.chainId, database: config.database.path, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, tokens };
+        syncedRanges: await store.syncedRanges(key),
+        rows: await store.countRowsByStatus(key),
+      });
+    }
+    const report = { chainId: config.chainId, database: store.location, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, tokens };
     if (values.json) return printJson(report);
-    console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${config.database.path}`);
+    console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${store.location}`);
     for (const t of tokens) {
       console.log(`\n${t.label ?? "token"} ${t.token}  start ${t.startBlock}  checkpoint ${t.checkpoint ?? "none"}  lag ${t.lagBlocks ?? "?"} blocks`);
       if (t.syncedRanges.length > 1) console.log(`  indexed ranges: ${t.syncedRanges.map((r) => `${r.from}-${r.to}`).join(", ")}`);
@@ -61,6 +58,6 @@ export async function statusCommand(args: string[], shutdown: Shutdown): Promise
       if (t.rows.length === 0) console.log("  no rows yet");
     }
   } finally {
-    db.close();
+    await store.close();
   }
 }

@@ -1,113 +1,24 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
-import { BaseError } from "../errors.js";
+import { LIVE_STATUS_LIST_SQL } from "./liveStatus.js";
+import {
+  assertTransition,
+  OrderExistsError,
+  OrderNotFoundError,
+  type EventStatus,
+  type NewOrder,
+  type Order,
+  type OrderKind,
+  type OrderState,
+  type OrderTransition,
+} from "./orderStates.js";
 
 /**
- * Merchant orders: signed transfer authorizations held off chain, and their state.
- *
- * States: authorized (signature stored, nonce unused), voided_offchain (the merchant will never
- * submit it), captured / canceled (a live AuthorizationUsed / AuthorizationCanceled event; its
- * lifecycle status is `eventStatus`), expired (validBefore passed with no live event).
- *
- * Off-chain transitions are made here, each in one `BEGIN IMMEDIATE` transaction that reads the
- * current state under the write lock, so two writers (a void and the daemon storing a capture)
- * are serialised and the loser sees the winner's state. On-chain transitions are made by the
- * triggers of schema V3 inside the transaction that stores the event. SQLite itself refuses a state
- * change outside ORDER_TRANSITIONS (trigger `orders_refuse_illegal_transition`).
+ * The SQLite side of merchant orders (see orderStates.ts for the states and transitions). Off-chain
+ * transitions run each in one `BEGIN IMMEDIATE` transaction that reads the current state under the
+ * write lock, so two writers (a void and the daemon storing a capture) are serialised and the loser
+ * sees the winner's state.
  */
-export const ORDER_STATES = ["authorized", "voided_offchain", "captured", "canceled", "expired"] as const;
-export type OrderState = (typeof ORDER_STATES)[number];
-export type OrderKind = "transfer" | "receive";
-export type EventStatus = "preconfirmed" | "confirmed" | "finalized";
-
-/** Who makes a transition: the merchant (CLI), the daemon's clock, or an indexed event. */
-export type TransitionActor = "merchant" | "expiry" | "chain";
-
-/** Every allowed state change; anything else is refused. Same rows as table `order_state_transitions`. */
-export const ORDER_TRANSITIONS: ReadonlyArray<{ from: OrderState; to: OrderState; by: TransitionActor; when: string }> = [
-  { from: "authorized", to: "voided_offchain", by: "merchant", when: "order void: the merchant will never submit the signature" },
-  { from: "authorized", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
-  { from: "voided_offchain", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
-  { from: "authorized", to: "captured", by: "chain", when: "a live AuthorizationUsed for the nonce" },
-  { from: "voided_offchain", to: "captured", by: "chain", when: "a live AuthorizationUsed after a void: flagged voided_then_captured, logged at error level" },
-  { from: "expired", to: "captured", by: "chain", when: "a live AuthorizationUsed in a block older than our clock's expiry" },
-  { from: "authorized", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce" },
-  { from: "voided_offchain", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce" },
-  { from: "expired", to: "canceled", by: "chain", when: "a live AuthorizationCanceled (cancel works after expiry too)" },
-  { from: "captured", to: "canceled", by: "chain", when: "a reorg replaced the capture by a cancel" },
-  { from: "canceled", to: "captured", by: "chain", when: "a reorg replaced the cancel by a capture" },
-  { from: "captured", to: "authorized", by: "chain", when: "the event was removed/dropped, no other live event, merchant had not voided" },
-  { from: "captured", to: "voided_offchain", by: "chain", when: "the event was removed/dropped, no other live event, merchant had voided" },
-  { from: "canceled", to: "authorized", by: "chain", when: "the event was removed/dropped, no other live event, merchant had not voided" },
-  { from: "canceled", to: "voided_offchain", by: "chain", when: "the event was removed/dropped, no other live event, merchant had voided" },
-];
-
-export type NewOrder = {
-  chainId: number;
-  token: Address;
-  authorizer: Address;
-  payee: Address;
-  /** Token base units. */
-  value: bigint;
-  /** Unix seconds. */
-  validAfter: number;
-  /** Unix seconds. */
-  validBefore: number;
-  nonce: Hex;
-  kind: OrderKind;
-  /** As the token checks it: 65-byte r || s || v (v 27/28, low s) from an EOA, or a wallet's ERC-1271 signature of any length. */
-  signature: Hex;
-};
-
-export type Order = Omit<NewOrder, "value"> & {
-  id: number;
-  /** Decimal string of token base units. */
-  value: string;
-  state: OrderState;
-  offchainState: "authorized" | "voided_offchain";
-  eventStatus: EventStatus | null;
-  eventTxHash: Hex | null;
-  voidedThenCaptured: boolean;
-  /** Unix ms. */
-  createdAt: number;
-  updatedAt: number;
-};
-
-export type OrderTransition = {
-  id: number;
-  orderId: number;
-  fromState: OrderState | null;
-  toState: OrderState;
-  eventStatus: EventStatus | null;
-  /** added, voided, expired, captured, canceled, captured_after_void, event_<status>, event_removed */
-  cause: string;
-  txHash: Hex | null;
-  /** Unix ms. */
-  at: number;
-};
-
-/** An order in a state the requested transition does not start from (exit 1). */
-export class OrderStateError extends BaseError {
-  override name = "OrderStateError";
-}
-
-/** No order with that id, or one already stored for the same (token, authorizer, nonce) (exit 1). */
-export class OrderNotFoundError extends BaseError {
-  override name = "OrderNotFoundError";
-}
-export class OrderExistsError extends BaseError {
-  override name = "OrderExistsError";
-}
-
-/** Throws OrderStateError unless `from -> to` is in ORDER_TRANSITIONS for this actor. */
-export function assertTransition(from: OrderState, to: OrderState, by: TransitionActor, id?: number): void {
-  const mine = ORDER_TRANSITIONS.filter((t) => t.by === by && t.to === to);
-  if (mine.some((t) => t.from === from)) return;
-  const allowed = [...new Set(mine.map((t) => t.from))];
-  throw new OrderStateError(
-    `order${id === undefined ? "" : ` ${id}`} is ${from}: it cannot become ${to} (only from ${allowed.join(" or ") || "nowhere"}, by ${by})`,
-  );
-}
 
 type OrderRow = {
   id: number;
@@ -219,7 +130,7 @@ export function expireOrders(db: Database, now: number): number[] {
            WHERE o.state IN ('authorized', 'voided_offchain') AND o.valid_before <= ?
              AND NOT EXISTS (SELECT 1 FROM authorization_events e
                WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
-                 AND e.status IN ('preconfirmed', 'confirmed', 'finalized'))
+                 AND e.status IN ${LIVE_STATUS_LIST_SQL})
            ORDER BY o.id`,
         )
         .pluck()

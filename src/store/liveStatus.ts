@@ -1,0 +1,14 @@
+/**
+ * The lifecycle statuses of a row that still stands for a real event (not removed, not dropped), and
+ * the order in which one event wins over another for the same nonce. Written once here, used by the
+ * schema's views and triggers and by the store's queries.
+ */
+export const LIVE_STATUSES = ["preconfirmed", "confirmed", "finalized"] as const;
+
+/** `('preconfirmed', 'confirmed', 'finalized')`: the right-hand side of `status IN …`. */
+export const LIVE_STATUS_LIST_SQL = `(${LIVE_STATUSES.map((s) => `'${s}'`).join(", ")})`;
+
+/** Ranks a live status for ORDER BY: finalized first, then confirmed, then pre-confirmed. */
+export function statusRankSql(column: string): string {
+  return `CASE ${column} WHEN 'finalized' THEN 0 WHEN 'confirmed' THEN 1 ELSE 2 END`;
+}

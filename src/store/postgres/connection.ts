@@ -1,0 +1,60 @@
+import pg from "pg";
+import { redactDatabaseUrl } from "../../ops/redact.js";
+
+/** Connections of the pool a store opens: the writer's transactions, readers and late attribution. */
+export const POSTGRES_POOL_SIZE = 4;
+/** How long a connection may take to open before the store gives up (then exit 75: it may pass). */
+export const POSTGRES_CONNECT_TIMEOUT_MS = 10_000;
+/** Idle pooled connections are closed after this long. */
+export const POSTGRES_IDLE_TIMEOUT_MS = 30_000;
+
+const INT8_OID = 20;
+
+/**
+ * Type parsers of our connections: bigint columns (block numbers, unix ms, ids) as JS numbers, all
+ * below 2^53; numeric (token values) stays a decimal string. Per connection, not pg's global registry.
+ */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+};
+
+/** Connection settings of one deployment: the URL and the schema every name resolves in. */
+export function connectionConfig(url: string, schema: string): pg.ClientConfig {
+  return {
+    connectionString: url,
+    // The schema name is validated in the config (plain lower-case identifier): safe to inline.
+    options: `-c search_path=${schema}`,
+    connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
+    types: TYPES,
+    application_name: "flashindex",
+  };
+}
+
+export function createPool(url: string, schema: string): pg.Pool {
+  const pool = new pg.Pool({ ...connectionConfig(url, schema), max: POSTGRES_POOL_SIZE, idleTimeoutMillis: POSTGRES_IDLE_TIMEOUT_MS });
+  // Note: an idle pooled connection cut by the server emits 'error' on the pool; the next query opens another.
+  pool.on("error", () => undefined);
+  return pool;
+}
+
+/** `postgres://host:5432/db (schema flashindex)`, credentials redacted: how messages name the database. */
+export function describeLocation(url: string, schema: string): string {
+  return `${redactDatabaseUrl(url)} (schema ${schema})`;
+}
+
+/** Runs `work` in one transaction on a pooled connection; rolls back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

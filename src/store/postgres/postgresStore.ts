@@ -1,0 +1,218 @@
+import type pg from "pg";
+import type { Hex } from "viem";
+import { FatalError } from "../../errors.js";
+import type { Metrics } from "../../ops/metrics.js";
+import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStates.js";
+import type { BlockApplied } from "../lifecycle.js";
+import { READER_INDEXES } from "../readerIndexes.js";
+import type { RegistrationRow } from "../registrations.js";
+import type { Store, WindowWriter } from "../store.js";
+import type { WriteKind } from "../timedWrite.js";
+import { inTransaction } from "./connection.js";
+import { asPostgresError } from "./postgresErrors.js";
+import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
+import { postgresOrders } from "./orders.js";
+import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
+
+export type PostgresStoreDeps = {
+  pool: pg.Pool;
+  chainId: number;
+  location: string;
+  metrics: Pick<Metrics, "dbWriteDuration">;
+  /** Throws when the writer lock's connection was lost (another writer may have taken over). */
+  checkWriter?: (() => void) | undefined;
+  /** Runs after the pool is closed (the writer lock's release). */
+  onClose?: (() => Promise<void>) | undefined;
+};
+
+/**
+ * The Store over a bounded pool of Postgres connections. Writes of this process run one at a time
+ * (one writer, as with SQLite: a pre-confirmation and the block that confirms it are never applied
+ * side by side), each in one transaction; reads use any pooled connection.
+ */
+export function createPostgresStore(deps: PostgresStoreDeps): Store {
+  const { pool, chainId, metrics } = deps;
+  let closed = false;
+  let writes: Promise<unknown> = Promise.resolve();
+
+  /** One write transaction, after the previous one, timed under `kind`. */
+  function write<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const run = writes.then(async () => {
+      deps.checkWriter?.();
+      const started = performance.now();
+      try {
+        return await inTransaction(pool, work);
+      } catch (error) {
+        // A connection lost mid-run is an outage (exit 75), named without credentials.
+        throw asPostgresError(error, deps.location);
+      } finally {
+        metrics.dbWriteDuration.observe({ kind }, (performance.now() - started) / 1_000);
+      }
+    });
+    writes = run.catch(() => undefined);
+    return run;
+  }
+  const read = <T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> =>
+    (async () => {
+      const client = await pool.connect().catch((error: unknown) => {
+        throw asPostgresError(error, deps.location);
+      });
+      try {
+        return await work(client);
+      } finally {
+        client.release();
+      }
+    })();
+
+  const windowWriter = (): WindowWriter => {
+    const sent = new Set<Promise<unknown>>();
+    return {
+      commit(window, now) {
+        const committed = write("backfill_window", async (client) => {
+          const counts = await insertLogRows(client, window.rows, now);
+          await insertAttributionRows(client, window.transactions, now);
+          const synced = postgresSyncedRanges(client, chainId);
+          for (const token of window.tokens) await synced.add(token, window);
+          return counts;
+        });
+        sent.add(committed);
+        const forget = () => void sent.delete(committed);
+        committed.then(forget, forget);
+        return committed;
+      },
+      close: async () => void (await Promise.allSettled([...sent])),
+    };
+  };
+
+  return {
+    backend: "postgres",
+    location: deps.location,
+    syncedRanges: (token) => read((c) => postgresSyncedRanges(c, chainId).list(token)),
+    checkpoint: (token, startBlock) => read((c) => postgresSyncedRanges(c, chainId).checkpoint(token, startBlock)),
+    // The planner's estimate: COUNT(*) would scan the table.
+    storedLogCount: () => read(async (c) => Math.max(0, Number((await c.query("SELECT reltuples FROM pg_class WHERE oid = 'logs'::regclass")).rows[0].reltuples))),
+    openWindowWriter: () => windowWriter(),
+    readerIndexes: {
+      missing: () =>
+        read(async (c) => {
+          const { rows } = await c.query("SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NULL", [READER_INDEXES.map((i) => i.name)]);
+          return rows.map((r: { name: string }) => r.name);
+        }),
+      drop: () => write("index_build", async (c) => void (await c.query(READER_INDEXES.map((i) => `DROP INDEX IF EXISTS ${i.name}`).join("; ")))),
+      build: async () => {
+        const built: string[] = [];
+        for (const index of READER_INDEXES) {
+          const created = await write("index_build", async (c) => {
+            if ((await c.query("SELECT to_regclass($1) IS NOT NULL AS present", [index.name])).rows[0].present) return false;
+            await c.query(index.sql);
+            return true;
+          });
+          if (created) built.push(index.name);
+        }
+        return built;
+      },
+    },
+
+    applyChainChange: (change, now) =>
+      write(change.kind, async (client) => {
+        const lifecycle = postgresLifecycle(client);
+        const synced = postgresSyncedRanges(client, chainId);
+        let removed = 0;
+        const blocks: BlockApplied[] = [];
+        for (const block of change.orphaned) removed += await lifecycle.removeBlock(block, now);
+        for (const block of change.blocks) {
+          if (block.canonicalHash !== undefined) removed += await lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
+          blocks.push(await lifecycle.applyCanonicalBlock(block.number, block.rows, now, change.stillPending));
+        }
+        for (const { token, range } of change.synced) await synced.add(token, range);
+        return { removed, blocks };
+      }),
+    insertPreconfirmed: (rows, now) => write("preconfirmed", (c) => postgresLifecycle(c).insertPreconfirmed(rows, now)),
+    preconfirmedThrough: (blockNumber) => read((c) => postgresLifecycle(c).preconfirmedThrough(blockNumber)),
+    finalizeThrough: (blockNumber, now) => write("finalize", (c) => postgresLifecycle(c).finalizeThrough(blockNumber, now)),
+    removeLog: (log, now) => write("removed_flag", (c) => postgresLifecycle(c).removeLog(log, now)),
+    unsettledBlocks: () => read((c) => postgresLifecycle(c).unsettledBlocks()),
+
+    unattributed: (txHashes) =>
+      read(async (c) => {
+        const { rows } = await c.query("SELECT tx_hash FROM transactions WHERE tx_hash = ANY($1::text[])", [txHashes]);
+        const stored = new Set(rows.map((r: { tx_hash: Hex }) => r.tx_hash));
+        return txHashes.filter((hash) => !stored.has(hash));
+      }),
+    insertAttribution: (transactions, now) => write("attribution", (c) => insertAttributionRows(c, transactions, now)),
+    saveRegistration: (wallet, code, now) =>
+      write("attribution", async (c) => {
+        const key = wallet.toLowerCase();
+        const select = `SELECT wallet_address AS "walletAddress", builder_code AS "builderCode", registered_at AS "registeredAt",
+          last_confirmed_at AS "lastConfirmedAt" FROM agent_registrations WHERE wallet_address = $1`;
+        const before = (await c.query(`${select} FOR UPDATE`, [key])).rows[0] as RegistrationRow | undefined;
+        await c.query(
+          `INSERT INTO agent_registrations (wallet_address, builder_code, registered_at, last_confirmed_at) VALUES ($1, $2, $3, $3)
+           ON CONFLICT (wallet_address) DO UPDATE SET
+             registered_at = CASE WHEN agent_registrations.builder_code = excluded.builder_code THEN agent_registrations.registered_at ELSE excluded.registered_at END,
+             builder_code = excluded.builder_code, last_confirmed_at = excluded.last_confirmed_at`,
+          [key, code, now],
+        );
+        const row = (await c.query(select, [key])).rows[0] as RegistrationRow;
+        if (before === undefined) return { status: "new" as const, row };
+        if (before.builderCode === code) return { status: "confirmed" as const, row };
+        return { status: "changed" as const, previousCode: before.builderCode, row };
+      }),
+
+    // Orders are written beside the daemon by other processes: not through this process's write queue alone.
+    addOrder: (order, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).add(order, now))),
+    voidOrder: (id, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).void(id, now))),
+    expireOrders: (now) => write("orders", (c) => postgresOrders(c).expire(now)),
+    getOrder: (id) => read((c) => postgresOrders(c).get(id)),
+    listOrders: (filter) => read((c) => postgresOrders(c).list(filter)),
+    listTransitions: (orderId) => read((c) => postgresOrders(c).transitions(orderId)),
+    voidedThenCapturedSince: (afterId) => read((c) => postgresOrders(c).voidedThenCapturedSince(afterId)),
+    readMeta: (key) => read(async (c) => (await c.query("SELECT value FROM meta WHERE key = $1", [key])).rows[0]?.value),
+    writeMeta: (key, value) =>
+      write("orders", async (c) => void (await c.query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value]))),
+
+    authorizationState: (token, authorizer, nonce) =>
+      read(async (c) => {
+        const { rows } = await c.query(
+          `SELECT ${AUTHORIZATION_STATE_COLUMNS} FROM authorization_states WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4`,
+          [chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase()],
+        );
+        return rows[0];
+      }),
+    countRowsByStatus: (token) =>
+      read(async (c) => {
+        const { rows } = await c.query(
+          `SELECT status, SUM(is_transfer)::int AS transfers, SUM(1 - is_transfer)::int AS authorizations FROM (
+             SELECT status, 1 AS is_transfer FROM transfers WHERE chain_id = $1 AND token = $2
+             UNION ALL
+             SELECT status, 0 FROM authorization_events WHERE chain_id = $1 AND token = $2) AS rows_by_status
+           GROUP BY status ORDER BY status`,
+          [chainId, token],
+        );
+        return rows;
+      }),
+
+    isClosed: () => closed,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await writes;
+      await pool.end();
+      await deps.onClose?.();
+    },
+  };
+
+  async function timedOrders<T>(work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      metrics.dbWriteDuration.observe({ kind: "orders" }, (performance.now() - started) / 1_000);
+    }
+  }
+}
+
+/** Fails loudly when a write arrives after the writer lock was lost. */
+export function lostWriterError(location: string): FatalError {
+  return new FatalError(`Lost the connection holding the writer lock of ${location}: stopping rather than writing beside another writer`);
+}

@@ -1,0 +1,107 @@
+import type { Metrics } from "../ops/metrics.js";
+import { createAttributionWriter } from "./attributionWriter.js";
+import { createAuthorizationStates } from "./authorizationStates.js";
+import { createLifecycle, type BlockApplied } from "./lifecycle.js";
+import type { Database } from "./openDatabase.js";
+import * as orders from "./orders.js";
+import { createReaderIndexes } from "./readerIndexes.js";
+import { saveRegistration } from "./registrations.js";
+import { countRowsByStatus } from "./statusQueries.js";
+import type { Store } from "./store.js";
+import { createSyncedRanges } from "./syncedRanges.js";
+import { timedWrite } from "./timedWrite.js";
+import { createWindowWriter } from "./windowWriter.js";
+
+export type SqliteStoreDeps = {
+  db: Database;
+  chainId: number;
+  metrics: Pick<Metrics, "dbWriteDuration">;
+  /** Runs after the connection is closed (the writer lock's release). */
+  onClose?: (() => void) | undefined;
+};
+
+/**
+ * The Store over one better-sqlite3 connection. Its work is synchronous (SQLite in process is faster
+ * so than any round trip); the async methods only wrap it. Backfill windows keep their fast path: a
+ * writer thread with a connection of its own (windowWriter.ts).
+ */
+export function createSqliteStore(deps: SqliteStoreDeps): Store {
+  const { db, chainId, metrics } = deps;
+  const lifecycle = createLifecycle(db);
+  const synced = createSyncedRanges(db, chainId);
+  const attribution = createAttributionWriter(db);
+  const authorizationState = createAuthorizationStates(db, chainId);
+  const indexes = createReaderIndexes(db);
+  const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
+  const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
+  // Prepared on first use: a read-only store never writes.
+  const writeMeta = (key: string, value: string) =>
+    db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value);
+  const timedOrders = <T>(work: () => T): T => {
+    const started = performance.now();
+    try {
+      return work();
+    } finally {
+      metrics.dbWriteDuration.observe({ kind: "orders" }, (performance.now() - started) / 1_000);
+    }
+  };
+  let closed = false;
+
+  return {
+    backend: "sqlite",
+    location: db.name,
+    syncedRanges: async (token) => synced.list(token),
+    checkpoint: async (token, startBlock) => synced.checkpoint(token, startBlock),
+    // Ids only grow: the highest one counts the rows ever stored, cheaper than COUNT(*) and close enough.
+    storedLogCount: async () => maxLogId.get() as number,
+    openWindowWriter: ({ bulk }) => createWindowWriter(db, { chainId, onThread: bulk }),
+    readerIndexes: {
+      missing: async () => indexes.missing(),
+      drop: async () => indexes.drop(),
+      build: async () => indexes.build(),
+    },
+
+    applyChainChange: async (change, now) =>
+      timedWrite(db, metrics, change.kind, () => {
+        let removed = 0;
+        const blocks: BlockApplied[] = [];
+        for (const block of change.orphaned) removed += lifecycle.removeBlock(block, now);
+        for (const block of change.blocks) {
+          if (block.canonicalHash !== undefined) removed += lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
+          blocks.push(lifecycle.applyCanonicalBlock(block.number, block.rows, now, change.stillPending));
+        }
+        for (const { token, range } of change.synced) synced.add(token, range);
+        return { removed, blocks };
+      }),
+    insertPreconfirmed: async (rows, now) => timedWrite(db, metrics, "preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
+    preconfirmedThrough: async (blockNumber) => lifecycle.preconfirmedThrough(blockNumber),
+    finalizeThrough: async (blockNumber, now) => timedWrite(db, metrics, "finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
+    removeLog: async (log, now) => timedWrite(db, metrics, "removed_flag", () => lifecycle.removeLog(log, now)),
+    unsettledBlocks: async () => lifecycle.unsettledBlocks(),
+
+    unattributed: async (txHashes) => txHashes.filter((hash) => !attribution.has(hash)),
+    insertAttribution: async (transactions, now) => timedWrite(db, metrics, "attribution", () => attribution.insert(transactions, now)),
+    saveRegistration: async (wallet, code, now) => saveRegistration(db, wallet, code, now),
+
+    addOrder: async (order, now) => timedOrders(() => orders.addOrder(db, order, now)),
+    voidOrder: async (id, now) => timedOrders(() => orders.voidOrder(db, id, now)),
+    expireOrders: async (now) => timedOrders(() => orders.expireOrders(db, now)),
+    getOrder: async (id) => orders.getOrder(db, id),
+    listOrders: async (filter) => orders.listOrders(db, filter),
+    listTransitions: async (orderId) => orders.listTransitions(db, orderId),
+    voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(db, afterId),
+    readMeta: async (key) => readMeta.get(key) as string | undefined,
+    writeMeta: async (key, value) => void writeMeta(key, value),
+
+    authorizationState: async (token, authorizer, nonce) => authorizationState(token, authorizer, nonce),
+    countRowsByStatus: async (token) => countRowsByStatus(db, chainId, token),
+
+    isClosed: () => closed,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      db.close();
+      deps.onClose?.();
+    },
+  };
+}

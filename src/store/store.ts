@@ -1,0 +1,125 @@
+import type { Address, Hex } from "viem";
+import type { BlockRange } from "../blockRanges.js";
+import type { LogRow } from "../decode/logRow.js";
+import type { AttributedTransaction } from "./attributionWriter.js";
+import type { BlockApplied, PreconfirmedStored } from "./lifecycle.js";
+import type { InsertCounts } from "./logWriter.js";
+import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
+import type { SaveRegistrationResult } from "./registrations.js";
+import type { TokenCounts } from "./statusQueries.js";
+import type { WindowWrite } from "./windowCommit.js";
+
+/** A block as the store keys it. */
+export type BlockRef = { number: number; hash: Hex };
+
+/**
+ * A change of the canonical chain written in ONE transaction: orphaned blocks flagged removed, then
+ * each block's rows applied (pre-confirmed twins promoted, the rest inserted, unlanded
+ * pre-confirmations dropped unless still pending), then the blocks recorded as synced.
+ */
+export type ChainChange = {
+  /** What the change is, for `flashindex_db_write_duration_seconds{kind}`. */
+  kind: "head_block" | "reorg" | "restart_settle";
+  /** Blocks reorged out: their live rows become `removed`. */
+  orphaned: readonly BlockRef[];
+  blocks: ReadonlyArray<{
+    number: number;
+    rows: readonly LogRow[];
+    /** When given, live rows at this height on any other block hash are flagged removed first. */
+    canonicalHash?: Hex | undefined;
+  }>;
+  /** Transactions the pending view still holds for a later block: their pre-confirmations are not dropped. */
+  stillPending?: ReadonlySet<Hex> | undefined;
+  /** Ranges to record as indexed, per token key. */
+  synced: ReadonlyArray<{ token: Hex; range: BlockRange }>;
+};
+
+export type ChainChangeApplied = { removed: number; blocks: BlockApplied[] };
+
+/** What `authorization_states` says about one nonce; addresses and hashes lower-case hex. */
+export type IndexedAuthorization = {
+  state: "captured" | "canceled";
+  status: EventStatus;
+  blockNumber: number;
+  txHash: Hex;
+  capturedFrom: Address | null;
+  capturedTo: Address | null;
+  /** Decimal string of token base units. */
+  capturedValue: string | null;
+};
+
+/** Commits backfill windows in order, each in one transaction with its synced range. */
+export type WindowWriter = {
+  commit: (window: WindowWrite, now: number) => Promise<InsertCounts>;
+  /** Waits for the commits sent so far, then releases what the writer holds. Idempotent. */
+  close: () => Promise<void>;
+};
+
+/** Reader indexes a bulk backfill drops and builds once at its end. */
+export type ReaderIndexes = {
+  missing: () => Promise<string[]>;
+  drop: () => Promise<void>;
+  /** Builds the missing ones; returns their names. */
+  build: () => Promise<string[]>;
+};
+
+/**
+ * Everything flashindex reads from and writes to its database, whichever the backend. Sync,
+ * attribution, authorization and the CLI go through this seam; all SQL lives behind it (src/store/).
+ * Every method that writes runs in one transaction of its own (records its duration under a
+ * `WriteKind`), so a reader never sees half a change.
+ */
+export type Store = {
+  readonly backend: "sqlite" | "postgres";
+  /** Where the data lives, credentials redacted: a file path or a postgres URL with its schema. */
+  readonly location: string;
+
+  // Backfill
+  syncedRanges: (token: Hex) => Promise<BlockRange[]>;
+  /** The last block indexed without a gap from `startBlock` (startBlock - 1 when none is). */
+  checkpoint: (token: Hex, startBlock: number) => Promise<number>;
+  /** Rows in `logs` (an estimate is fine): decides whether a backfill is a bulk load. */
+  storedLogCount: () => Promise<number>;
+  /** A writer for backfill windows; `bulk` hints that it is a long run (SQLite: commit on a thread of its own). */
+  openWindowWriter: (options: { bulk: boolean }) => WindowWriter;
+  readerIndexes: ReaderIndexes;
+
+  // Realtime and pending
+  applyChainChange: (change: ChainChange, now: number) => Promise<ChainChangeApplied>;
+  insertPreconfirmed: (rows: readonly LogRow[], now: number) => Promise<PreconfirmedStored>;
+  /** Transactions with pre-confirmed rows at or below `blockNumber`. */
+  preconfirmedThrough: (blockNumber: number) => Promise<Set<Hex>>;
+  /** Confirmed rows at or below `blockNumber` become finalized; returns how many. */
+  finalizeThrough: (blockNumber: number, now: number) => Promise<number>;
+  /** Honours one `removed: true` log of a `logs` subscription; returns rows flagged. */
+  removeLog: (log: { blockNumber: number; blockHash: Hex; logIndex: number }, now: number) => Promise<number>;
+  /** Blocks holding confirmed (not yet final) rows. */
+  unsettledBlocks: () => Promise<BlockRef[]>;
+
+  // Attribution
+  /** Of these transactions, those whose attribution is not stored yet. */
+  unattributed: (txHashes: readonly Hex[]) => Promise<Hex[]>;
+  insertAttribution: (transactions: readonly AttributedTransaction[], now: number) => Promise<number>;
+  saveRegistration: (wallet: Address, code: string, now: number) => Promise<SaveRegistrationResult>;
+
+  // Orders
+  addOrder: (order: NewOrder, now: number) => Promise<Order>;
+  voidOrder: (id: number, now: number) => Promise<Order>;
+  expireOrders: (now: number) => Promise<number[]>;
+  getOrder: (id: number) => Promise<Order | undefined>;
+  listOrders: (filter?: { state?: OrderState | undefined }) => Promise<Order[]>;
+  listTransitions: (orderId: number) => Promise<OrderTransition[]>;
+  voidedThenCapturedSince: (afterId: number) => Promise<OrderTransition[]>;
+  readMeta: (key: string) => Promise<string | undefined>;
+  writeMeta: (key: string, value: string) => Promise<void>;
+
+  // Readers
+  /** The indexed state of one nonce; the arguments are lower-cased here, as stored. */
+  authorizationState: (token: Address, authorizer: Address, nonce: Hex) => Promise<IndexedAuthorization | undefined>;
+  countRowsByStatus: (token: Hex) => Promise<TokenCounts[]>;
+
+  /** Whether close() was called. */
+  isClosed: () => boolean;
+  /** Releases connections (and the writer lock it holds, if any). Idempotent. */
+  close: () => Promise<void>;
+};
