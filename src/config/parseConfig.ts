@@ -16,18 +16,31 @@ import {
   LOG_LEVELS,
   MAX_WINDOW_BLOCKS,
   type Config,
+  type ConfigSettings,
+  type DevnetEndpoints,
   type Finality,
   type RpcConfig,
+  type RpcTuning,
   type TokenConfig,
 } from "./types.js";
 
 const HTTP = ["http:", "https:"] as const;
-/** Stands in rpc.http until the devnet has started and given its real URL. */
-export const DEVNET_PLACEHOLDER_URL = "http://devnet.invalid";
 const WS = ["ws:", "wss:"] as const;
 
-/** Validates a parsed config file into a frozen Config; throws ConfigError naming the first bad field. */
+/**
+ * Validates a parsed config file into a frozen Config; throws ConfigError naming the first bad field.
+ * A config that runs the bundled devnet without an `rpc` section is complete only with the devnet's
+ * endpoints (see parseSettings and withDevnetEndpoints).
+ */
 export function parseConfig(raw: unknown, source: string): Config {
+  return requireRpc(parseSettings(raw, source));
+}
+
+/**
+ * Validates a parsed config file. `rpc` is undefined exactly when the config runs the bundled devnet
+ * and names no RPC: its URLs exist only once the devnet runs (withDevnetEndpoints fills them in).
+ */
+export function parseSettings(raw: unknown, source: string): ConfigSettings {
   const root = readObject("", raw, [
     "$schema",
     "chainId",
@@ -47,10 +60,10 @@ export function parseConfig(raw: unknown, source: string): Config {
   if (root.chainId === undefined) throw new ConfigError("chainId", "is required");
   const chainId = readInteger("chainId", root.chainId, { min: 1, max: 2 ** 53 - 1 });
   const devnet = parseDevnet(root.devnet);
-  const config: Config = {
+  const config: ConfigSettings = {
     chainId,
-    // The devnet supplies its own URLs at start; a config that runs it needs no rpc section.
-    rpc: parseRpc(root.rpc === undefined && devnet?.enabled ? { http: [DEVNET_PLACEHOLDER_URL] } : root.rpc),
+    // The devnet supplies its own URLs once it runs; a config that runs it needs no rpc section.
+    rpc: devnet?.enabled === true ? parseDevnetRpc(root.rpc) : parseRpc(root.rpc),
     tokens: parseTokens(root.tokens),
     backfill: parseBackfill(root.backfill),
     finality: parseFinality(root.finality),
@@ -67,20 +80,52 @@ export function parseConfig(raw: unknown, source: string): Config {
   return deepFreeze(config);
 }
 
+/** True when the config runs the bundled devnet and takes its RPC (and registration API) from it. */
+export function runsDevnet(settings: ConfigSettings): boolean {
+  return settings.devnet?.enabled === true;
+}
+
+/** The settings pointed at a running devnet: its RPC and WebSocket, and its registration stand-in. */
+export function withDevnetEndpoints(settings: ConfigSettings, endpoints: DevnetEndpoints): Config {
+  const rpc: RpcConfig = { ...settings.rpc, http: [endpoints.httpUrl], ws: endpoints.wsUrl, preconfWs: endpoints.wsUrl };
+  const registration = { ...settings.registration, baseUrl: endpoints.registrationUrl.replace(/\/+$/, "") };
+  return deepFreeze({ ...settings, rpc, registration });
+}
+
+/** The settings as a Config: only when they name their RPC (not a devnet config before its devnet runs). */
+export function requireRpc(settings: ConfigSettings): Config {
+  if (runsDevnet(settings) || !("http" in settings.rpc))
+    throw new ConfigError("rpc.http", "unknown until the bundled devnet runs (devnet.enabled): start it, or give rpc.http");
+  return settings as Config;
+}
+
+const RPC_KEYS = ["http", "ws", "preconfWs", "timeoutMs", "requestsPerSecond", "maxResponseBytes", "retry"] as const;
+
 function parseRpc(value: unknown): RpcConfig {
   if (value === undefined) throw new ConfigError("rpc", "is required (at least rpc.http)");
-  const rpc = readObject("rpc", value, [
-    "http",
-    "ws",
-    "preconfWs",
-    "timeoutMs",
-    "requestsPerSecond",
-    "maxResponseBytes",
-    "retry",
-  ]);
+  const rpc = readObject("rpc", value, RPC_KEYS);
   const httpList = typeof rpc.http === "string" ? [rpc.http] : rpc.http;
   if (!Array.isArray(httpList) || httpList.length === 0)
     throw new ConfigError("rpc.http", "expected a URL or a non-empty array of URLs");
+  return {
+    http: httpList.map((url, i) => readUrl(join("rpc.http", i), url, HTTP)),
+    ws: optional(rpc.ws, (v) => readUrl("rpc.ws", v, WS)),
+    preconfWs: optional(rpc.preconfWs, (v) => readUrl("rpc.preconfWs", v, WS)),
+    ...parseRpcTuning(rpc),
+  };
+}
+
+/** The rpc section of a config that runs the devnet: its tuning only, the URLs are the devnet's. */
+function parseDevnetRpc(value: unknown): RpcTuning {
+  const rpc = value === undefined ? {} : readObject("rpc", value, RPC_KEYS);
+  for (const key of ["http", "ws", "preconfWs"] as const) {
+    if (rpc[key] !== undefined)
+      throw new ConfigError(join("rpc", key), "the bundled devnet gives its own URLs (devnet.enabled): remove this key, or set devnet.enabled to false");
+  }
+  return parseRpcTuning(rpc);
+}
+
+function parseRpcTuning(rpc: JsonObject): RpcTuning {
   const retry = rpc.retry === undefined ? {} : readObject("rpc.retry", rpc.retry, ["maxAttempts", "initialDelayMs", "maxDelayMs"]);
   const d = DEFAULTS.rpc;
   const initialDelayMs = int(retry, "rpc.retry", "initialDelayMs", { min: 0, max: 600_000 }) ?? d.retry.initialDelayMs;
@@ -88,9 +133,6 @@ function parseRpc(value: unknown): RpcConfig {
   if (maxDelayMs < initialDelayMs)
     throw new ConfigError("rpc.retry.maxDelayMs", `must be at least rpc.retry.initialDelayMs (${initialDelayMs})`);
   return {
-    http: httpList.map((url, i) => readUrl(join("rpc.http", i), url, HTTP)),
-    ws: optional(rpc.ws, (v) => readUrl("rpc.ws", v, WS)),
-    preconfWs: optional(rpc.preconfWs, (v) => readUrl("rpc.preconfWs", v, WS)),
     timeoutMs: int(rpc, "rpc", "timeoutMs", { min: 100, max: 600_000 }) ?? d.timeoutMs,
     requestsPerSecond: int(rpc, "rpc", "requestsPerSecond", { min: 1, max: 100_000 }) ?? d.requestsPerSecond,
     maxResponseBytes: int(rpc, "rpc", "maxResponseBytes", { min: 1024, max: 2 ** 31 }) ?? d.maxResponseBytes,

@@ -98,11 +98,20 @@ export type Config = {
   /** Decode the ERC-8021 suffix of every transaction that emitted an indexed log. */
   readonly attribution: { readonly enabled: boolean };
   readonly cancel: CancelConfig;
-  /** When set and enabled, the RPC URLs are the devnet's, filled in at start. */
+  /** When set and enabled (and no rpc section given), the RPC URLs are the running devnet's. */
   readonly devnet: DevnetConfig | undefined;
   /** Where the config came from, for messages. */
   readonly source: string;
 };
+
+/** A validated config before the devnet's URLs are known: a config that runs the devnet has no RPC URLs yet. */
+export type ConfigSettings = Omit<Config, "rpc"> & { readonly rpc: RpcConfig | RpcTuning };
+
+/** The rpc section without its URLs: what a config that runs the devnet may set. */
+export type RpcTuning = Omit<RpcConfig, "http" | "ws" | "preconfWs">;
+
+/** Where a running bundled devnet answers: JSON-RPC (HTTP), WebSocket, and the registration stand-in. */
+export type DevnetEndpoints = { readonly httpUrl: string; readonly wsUrl: string; readonly registrationUrl: string };
 
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -14,13 +14,13 @@ import { createRelayerNonces } from "../../authorization/relayerNonces.js";
 import { createRpcClient } from "../../chain/rpcClient.js";
 import { BUYER_KEY_ENV, readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
 import { readAddress } from "../../config/fields.js";
-import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
 import { UsageError } from "../../errors.js";
 import { createLogger } from "../../ops/logger.js";
 import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { parseSignatureFlag } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
+import { resolveCommandConfig } from "../resolveConfig.js";
 import { printJson } from "../output.js";
 
 export const CANCEL_HELP = `Usage: flashindex cancel --authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]
@@ -81,7 +81,7 @@ const OPTIONS = {
 export async function cancelCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseArgsHidingKeys(args);
   if (values.help) return void console.log(CANCEL_HELP);
-  const config = loadConfig(values.config ?? DEFAULT_CONFIG_PATH, { databasePath: values.db, logLevel: values["log-level"] });
+  const config = resolveCommandConfig(values);
 
   const authorizer = required("--authorizer", values.authorizer, (v) => readAddress("--authorizer", v));
   const nonce = required("--nonce", values.nonce, (v) => hex32("--nonce", v));

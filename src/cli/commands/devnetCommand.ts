@@ -2,7 +2,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { pino } from "pino";
 import { UsageError } from "../../errors.js";
-import { loadConfig } from "../../config/loadConfig.js";
+import { loadSettings } from "../../config/loadConfig.js";
 import { LOG_LEVELS, type LogLevel } from "../../config/types.js";
 import { asListenError } from "../../ops/listenErrors.js";
 import { createLogger } from "../../ops/logger.js";
@@ -57,7 +57,7 @@ export async function devnetCommand(args: string[], shutdown: Shutdown): Promise
   if (values.db !== undefined)
     throw new UsageError("devnet: --db does not apply: the standalone devnet keeps no database and starts a new chain every run (see flashindex devnet --help)");
   // With --config, the file's devnet section gives the defaults (flags still win); the logs follow its level.
-  const config = values.config === undefined ? undefined : loadConfig(values.config, { logLevel: values["log-level"] });
+  const config = values.config === undefined ? undefined : loadSettings(values.config, { logLevel: values["log-level"] });
   const defaults = config?.devnet;
   const logger = createLogger(config?.logLevel ?? readLogLevel(values["log-level"]), pino.destination({ dest: 2, sync: false })).child({ component: "devnet" });
   shutdown.add(() => logger.flush());

@@ -2,8 +2,7 @@ import { getAddress } from "viem";
 import { addOrder, getOrder, listOrders, listTransitions, ORDER_STATES, voidOrder, OrderNotFoundError, type Order } from "../../authorization/orders.js";
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
 import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../authorization/verifyAuthorization.js";
-import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
-import type { Config } from "../../config/types.js";
+import type { Config, ConfigSettings } from "../../config/types.js";
 import { FatalError, UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, openDatabaseReadOnly, type Database } from "../../store/openDatabase.js";
@@ -18,6 +17,7 @@ import {
 } from "../authorizationFlags.js";
 import { parseCommandArgs } from "../args.js";
 import { createContext, verifyChain, type CommonFlags } from "../context.js";
+import { loadCommandSettings } from "../resolveConfig.js";
 import { printJson } from "../output.js";
 
 export const ORDER_HELP = `Usage: flashindex order <add|void|show|list> [options]
@@ -153,12 +153,13 @@ function print(json: boolean, order: Order, text: string): void {
   else console.log(text);
 }
 
-function readConfig(flags: CommonFlags): Config {
-  return loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
+/** void, show and list need only the database: they run whether or not a devnet config's devnet is up. */
+function readConfig(flags: CommonFlags): ConfigSettings {
+  return loadCommandSettings(flags);
 }
 
 /** show and list only read: they never create or change a database; add and void write beside a running daemon. */
-function openDb(config: Config, shutdown: Shutdown, mode: "read" | "write" = "write"): Database {
+function openDb(config: ConfigSettings, shutdown: Shutdown, mode: "read" | "write" = "write"): Database {
   const db = mode === "read" ? openDatabaseReadOnly(config.database.path, config.chainId) : openDatabase(config.database.path, config.chainId);
   shutdown.add(() => db.close());
   return db;

@@ -1,11 +1,11 @@
 import { createRegistrationClient, parseWallet } from "../../attribution/registrationClient.js";
 import { readUrl } from "../../config/fields.js";
-import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
 import { UsageError } from "../../errors.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase } from "../../store/openDatabase.js";
 import { saveRegistration } from "../../store/registrations.js";
 import { parseCommandArgs } from "../args.js";
+import { loadCommandSettings, resolveCommandConfig } from "../resolveConfig.js";
 import { printJson } from "../output.js";
 
 export const REGISTER_HELP = `Usage: flashindex register <wallet> [options]
@@ -37,8 +37,9 @@ export async function registerCommand(args: string[], shutdown: Shutdown): Promi
   const wallet = parseWallet("<wallet>", positionals[0]);
   const baseUrl = values["base-url"] === undefined ? undefined : readUrl("--base-url", values["base-url"], ["http:", "https:"]);
 
-  // The RPC is never contacted: registration needs only the API and the database.
-  const config = loadConfig(values.config ?? DEFAULT_CONFIG_PATH, { databasePath: values.db, logLevel: values["log-level"] });
+  // The RPC is never contacted: registration needs only the API and the database. With a devnet
+  // config and no --base-url, the API is the running devnet's registration stand-in.
+  const config = baseUrl === undefined ? resolveCommandConfig(values) : loadCommandSettings(values);
   const db = openDatabase(config.database.path, config.chainId);
   shutdown.add(() => db.close());
   const client = createRegistrationClient({ baseUrl: baseUrl ?? config.registration.baseUrl, timeoutMs: config.registration.timeoutMs });

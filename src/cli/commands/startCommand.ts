@@ -14,9 +14,10 @@ import { backfill } from "../../sync/backfill.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { parseCommandArgs } from "../args.js";
-import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
+import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
-import { createRpcClient } from "../../chain/rpcClient.js";
+import { loadCommandSettings } from "../resolveConfig.js";
+import type { ConfigSettings } from "../../config/types.js";
 
 /** How often the daemon looks for newly final blocks (Base makes one every 2 s). */
 export const FOLLOW_POLL_INTERVAL_MS = 2_000;
@@ -45,26 +46,28 @@ from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreach
 export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
   const { values } = parseCommandArgs("start", args, {});
   if (values.help) return void console.log(START_HELP);
-  const loaded = createContext(values, shutdown, "stdout");
+  const settings = loadCommandSettings(values);
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
-  refuseForeignFile(loaded.config.database.path);
-  const lock = acquireWriterLock(loaded.config.database.path, "start");
+  refuseForeignFile(settings.database.path);
+  const lock = acquireWriterLock(settings.database.path, "start");
   try {
-    await runDaemon(loaded, lock, shutdown);
+    await runDaemon(settings, lock, shutdown);
   } finally {
     lock.release();
   }
 }
 
 /** Everything `start` does while it holds the database's writer lock. */
-async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown): Promise<void> {
+async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: Shutdown): Promise<void> {
+  const observability = createObservability(settings, shutdown, "stdout");
   // First: a taken metrics port stops the daemon before a devnet starts or the database is opened.
   const health = createHealth();
-  const { metrics: metricsConfig } = loaded.config;
-  const server = metricsConfig.enabled ? await startOpsServer({ ...loaded, health }, metricsConfig) : undefined;
+  const { metrics: metricsConfig } = settings;
+  const server = metricsConfig.enabled ? await startOpsServer({ ...observability, health }, metricsConfig) : undefined;
   if (server !== undefined) shutdown.add(() => server.close());
-  const context = { ...loaded, config: await startConfiguredDevnet(loaded.config, loaded.logger, shutdown) };
-  if (context.config !== loaded.config) context.client = createRpcClient(context);
+  // The devnet (when the config runs one) is up before the context: its one RPC client is built on the real URLs.
+  const config = await startConfiguredDevnet(settings, observability.logger, shutdown);
+  const context = contextFor(config, shutdown, observability);
   await verifyChain(context);
   const identity = await getChainIdentity(context);
   const tips = await getChainTips(context.client, context.config.finality);
