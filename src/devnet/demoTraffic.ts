@@ -85,7 +85,8 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
 
   /** The ERC-8021 suffix of payment `n`, sent by relayer `n % relayers.length` (plain transfers by the buyer carry none). */
   function suffix(n: number, sentByRelayer = true): Hex | undefined {
-    const pick = n % 3;
+    // Not n % 3: the relayer is n % relayers.length, and every relayer must see every kind of suffix.
+    const pick = Math.floor(n / relayers.length) % 3;
     if (!sentByRelayer || pick === 2) return undefined;
     if (pick === 0) return schema0Suffix([relayerCode(n)]);
     return schema2Suffix({ app: APP_CODES[n % APP_CODES.length]!, wallet: relayerCode(n) });

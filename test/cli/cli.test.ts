@@ -31,7 +31,7 @@ describe("flashindex CLI", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: flashindex <command>");
     const backfillHelp = await runCli(["backfill", "--help"]);
-    expect(backfillHelp.stdout).toContain("--from N");
+    expect(backfillHelp.stdout).toContain("--from <N>");
     const unknown = await runCli(["frobnicate"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");

@@ -23,7 +23,8 @@ describe("the command line says what the parser does", () => {
 
   test("bad flags get one line in flashindex's words, never Node's parser messages", async () => {
     const cases: Array<[string[], string]> = [
-      [["backfill", "--from", "-5"], 'flashindex: error: backfill: --from: expected a value, got the option-like "-5" (see flashindex backfill --help)'],
+      [["backfill", "--from", "-5"], 'flashindex: error: --from: expected a block number (a whole number of 0 or more), got "-5"'],
+      [["backfill", "--fro", "5"], "flashindex: error: backfill: unknown option --fro (did you mean --from?) (see flashindex backfill --help)"],
       [["backfill", "--frobnicate"], "flashindex: error: backfill: unknown option --frobnicate (see flashindex backfill --help)"],
       [["status", "--json=yes"], "flashindex: error: status: --json takes no value (see flashindex status --help)"],
       [["backfill", "--to"], "flashindex: error: backfill: --to: missing value (see flashindex backfill --help)"],

@@ -13,7 +13,7 @@ import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/wr
 import { backfill } from "../../sync/backfill.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
-import { parseCommandArgs } from "../args.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { loadCommandSettings } from "../resolveConfig.js";
@@ -24,28 +24,26 @@ export const FOLLOW_POLL_INTERVAL_MS = 2_000;
 /** Pause after a temporary failure (retries exhausted) before the daemon tries again. */
 export const FAILURE_BACKOFF_MS = 30_000;
 
-export const START_HELP = `Usage: flashindex start [options]
-
-Runs the daemon: backfills every configured token from its start block, then follows the chain:
+export const START_COMMAND = defineCommand({
+  name: "start",
+  summary: "run the daemon: backfill, then keep up with the chain",
+  description: `Runs the daemon: backfills every configured token from its start block, then follows the chain:
 new blocks (newHeads over rpc.ws, or polling), reorgs (parent hashes, the logs subscription's
 removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription). Serves /metrics, /healthz and /readyz.
 SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
 once, naming the other process. A database filled from another chain (another chain id or genesis
 block) is refused with exit 2 before anything is written.
+With a config that runs the bundled devnet, the devnet starts first and its URLs are recorded
+beside the database (<database>.endpoints.json) while it runs, for the other commands.
+Logs go to stdout as JSON lines.`,
+  options: {},
+  epilog: `Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
+from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`,
+  run: runStartCommand,
+});
 
-Options:
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
-  -h, --help          show this help
-
-Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
-from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`;
-
-export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values } = parseCommandArgs("start", args, {});
-  if (values.help) return void console.log(START_HELP);
+async function runStartCommand({ values }: ParsedCommand<Record<never, never>>, shutdown: Shutdown): Promise<void> {
   const settings = loadCommandSettings(values);
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
   refuseForeignFile(settings.database.path);
