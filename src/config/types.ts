@@ -142,4 +142,5 @@ export const DEFAULTS = {
   logLevel: "info" as LogLevel,
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
+  devnet: { blockTimeMs: 2_000, flashblockIntervalMs: 200, paymentsPerSecond: 2, reorgEverySeconds: 60, dropEverySeconds: 45, port: 8545 },
 } as const;
