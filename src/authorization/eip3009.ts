@@ -1,4 +1,4 @@
-import { parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import { getAddress, parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 
 // The decoder owns the topic0 values (protocol-notes §4); re-exported so tests of the token need one import.
@@ -31,14 +31,18 @@ export type CancelAuthorizationMessage = { authorizer: Address; nonce: Hex };
 /** A 65-byte signature (r ‖ s ‖ v) and its parts, for the `bytes signature` and the v,r,s overloads. */
 export type SignedParts = { signature: Hex; v: number; r: Hex; s: Hex };
 
-/** The token's EIP-712 domain, read from the contract (never hard-coded: USDC's name differs per chain). */
-export async function readTokenDomain(client: PublicClient, token: Address): Promise<TokenDomain> {
-  const [name, version, chainId] = await Promise.all([
+/**
+ * The token's EIP-712 domain: name() and version() read from the contract (never hard-coded: USDC's
+ * name differs per chain), the given chain id (a verified one) or the node's, the token as verifying
+ * contract. The one reader: the daemon's commands call it over their RpcClient (tokenReads.ts).
+ */
+export async function readTokenDomain(client: PublicClient, token: Address, chainId?: number): Promise<TokenDomain> {
+  const [name, version, servedChainId] = await Promise.all([
     client.readContract({ address: token, abi: EIP3009_ABI, functionName: "name" }),
     client.readContract({ address: token, abi: EIP3009_ABI, functionName: "version" }),
-    client.getChainId(),
+    chainId ?? client.getChainId(),
   ]);
-  return { name, version, chainId, verifyingContract: token };
+  return { name, version, chainId: servedChainId, verifyingContract: getAddress(token) };
 }
 
 function split(signature: Hex): SignedParts {

@@ -11,9 +11,9 @@ import {
   type Hex,
 } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { RpcRequestError } from "../chain/rpcErrors.js";
-import { RetryableError } from "../errors.js";
-import { BadSignatureError, WrongSignerError } from "./cancelErrors.js";
+import { RpcRequestError } from "../errors/rpc.js";
+import { RetryableError } from "../errors/base.js";
+import { BadSignatureError, WrongSignerError } from "../errors/cancel.js";
 import { AUTHORIZATION_TYPES, type CancelAuthorizationMessage, type TokenDomain, type TransferAuthorization } from "./eip3009.js";
 
 export { BadSignatureError, WrongSignerError };

@@ -1,4 +1,4 @@
-import { UsageError } from "../errors.js";
+import { UsageError } from "../errors/base.js";
 
 /** A non-negative whole block number from a flag; `name` is the flag for the message. */
 export function parseBlockNumber(name: string, value: string | undefined): number | undefined {

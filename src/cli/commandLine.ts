@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from "commander";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../errors/base.js";
 import type { Shutdown } from "../ops/shutdown.js";
 
 /**

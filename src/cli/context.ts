@@ -1,8 +1,8 @@
 import { getBlockHeader } from "../chain/blockHeaders.js";
 import { createRpcClient, type RpcClient } from "../chain/rpcClient.js";
-import { WrongChainError } from "../chain/rpcErrors.js";
+import { WrongChainError } from "../errors/rpc.js";
 import type { Config, ConfigSettings } from "../config/types.js";
-import { ConfigError, FatalError } from "../errors.js";
+import { ConfigError, FatalError } from "../errors/base.js";
 import { pino } from "pino";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { createMetrics, type Metrics } from "../ops/metrics.js";

@@ -4,7 +4,7 @@
 // (over 1 GB RSS for a live set of about 30 MB); a 4 MB nursery saves another ~20 MB at no
 // measurable cost. The npm scripts and the Docker image run this file through its shebang, so the
 // limits apply however flashindex is started.
-import { BaseError, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors.js";
+import { BaseError, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors/base.js";
 import { pino } from "pino";
 import { LOG_LEVELS, type LogLevel } from "../config/types.js";
 import { createLogger, type Logger } from "../ops/logger.js";

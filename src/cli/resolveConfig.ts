@@ -2,7 +2,7 @@ import { DEFAULT_CONFIG_PATH, loadSettings } from "../config/loadConfig.js";
 import { runsDevnet, withDevnetEndpoints } from "../config/parseConfig.js";
 import type { Config, ConfigSettings } from "../config/types.js";
 import { devnetEndpointsPath, readRunningDevnet } from "../devnet/devnetEndpoints.js";
-import { NoDevnetRunningError } from "../errors.js";
+import { NoDevnetRunningError } from "../errors/devnet.js";
 
 export type CommonFlags = { config?: string | undefined; db?: string | undefined; "log-level"?: string | undefined };
 

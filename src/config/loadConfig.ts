@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 import { readEnum, readString, readUrl, type JsonObject } from "./fields.js";
 import { parseSettings, requireRpc } from "./parseConfig.js";
 import { LOG_LEVELS, type Config, type ConfigSettings } from "./types.js";

@@ -1,4 +1,4 @@
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 import {
   join,
   optional,

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { loadConfig } from "../../src/config/loadConfig.js";
 import { parseConfig } from "../../src/config/parseConfig.js";
-import { ConfigError } from "../../src/errors.js";
+import { ConfigError } from "../../src/errors/base.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const valid = () => ({

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { FatalError, ShutdownError } from "../../src/errors.js";
+import { FatalError, ShutdownError } from "../../src/errors/base.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { Database } from "../../src/store/openDatabase.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";

@@ -1,6 +1,6 @@
 import type { Address, Hex } from "viem";
 import { readAuthorizationState } from "../../authorization/tokenReads.js";
-import { FatalError, UsageError } from "../../errors.js";
+import { FatalError, UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabaseReadOnly } from "../../store/openDatabase.js";
 import { parseAddressFlag, parseBytes32Flag } from "../authorizationFlags.js";

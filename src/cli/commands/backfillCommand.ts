@@ -1,5 +1,5 @@
 import { getChainTips } from "../../chain/finality.js";
-import { UsageError } from "../../errors.js";
+import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, refuseForeignFile } from "../../store/openDatabase.js";
 import { acquireWriterLock, recordWriter, type WriterLock } from "../../store/writerLock.js";

@@ -1,5 +1,5 @@
-import { formatEther, formatGwei, type Address, type Hex } from "viem";
-import { CANCEL_EXIT_CODES_HELP } from "../../authorization/cancelErrors.js";
+import { formatEther, formatGwei, type Address } from "viem";
+import { CANCEL_EXIT_CODES_HELP } from "../../errors/cancel.js";
 import {
   estimateCancelCost,
   prepareCancel,
@@ -14,11 +14,11 @@ import { createRelayerNonces } from "../../authorization/relayerNonces.js";
 import { createRpcClient } from "../../chain/rpcClient.js";
 import { BUYER_KEY_ENV, readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
 import { readAddress } from "../../config/fields.js";
-import { UsageError } from "../../errors.js";
+import { UsageError } from "../../errors/base.js";
 import { createLogger } from "../../ops/logger.js";
 import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { parseSignatureFlag } from "../authorizationFlags.js";
+import { parseBytes32Flag, parseSignatureFlag } from "../authorizationFlags.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { resolveCommandConfig } from "../resolveConfig.js";
 import { printJson } from "../output.js";
@@ -72,7 +72,7 @@ async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
   const config = resolveCommandConfig(values);
 
   const authorizer = required("--authorizer", values.authorizer, (v) => readAddress("--authorizer", v));
-  const nonce = required("--nonce", values.nonce, (v) => hex32("--nonce", v));
+  const nonce = required("--nonce", values.nonce, (v) => parseBytes32Flag("--nonce", v));
   const token = values.token === undefined ? onlyToken(config.tokens.map((t) => t.address)) : readAddress("--token", values.token);
   const confirmations = values.confirmations === undefined ? config.cancel.confirmations : positiveInteger("--confirmations", values.confirmations);
   const authority = authorityOf(values);
@@ -178,7 +178,7 @@ function authorityOf(values: Values): CancelAuthority {
   if (givenParts > 0) {
     if (givenParts < 3) throw new UsageError("cancel: --v, --r and --s go together");
     if (!/^(?:0|[1-9][0-9]{0,2})$/.test(values.v!) || Number(values.v) > 255) throw new UsageError(`--v: expected 27 or 28 (or 0/1), got ${JSON.stringify(values.v)}`);
-    return { kind: "vrs", v: Number(values.v), r: hex32("--r", values.r!), s: hex32("--s", values.s!) };
+    return { kind: "vrs", v: Number(values.v), r: parseBytes32Flag("--r", values.r), s: parseBytes32Flag("--s", values.s) };
   }
   const buyer = readKeyAccount({ envName: BUYER_KEY_ENV, fileFlag: "--buyer-key-file", filePath: values["buyer-key-file"] });
   if (buyer === undefined)
@@ -189,11 +189,6 @@ function authorityOf(values: Values): CancelAuthority {
 function required<T>(flag: string, value: string | undefined, read: (value: string) => T): T {
   if (value === undefined) throw new UsageError(`cancel: ${flag} is required (see flashindex cancel --help)`);
   return read(value);
-}
-
-function hex32(flag: string, value: string): Hex {
-  if (!/^0x[0-9a-fA-F]{64}$/.test(value)) throw new UsageError(`${flag}: expected 32 bytes of hex (0x + 64 digits)`);
-  return value.toLowerCase() as Hex;
 }
 
 function positiveInteger(flag: string, value: string): number {

@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { pino } from "pino";
-import { ConfigError, UsageError } from "../../errors.js";
+import { ConfigError, UsageError } from "../../errors/base.js";
 import { loadSettings } from "../../config/loadConfig.js";
 import { LOG_LEVELS, type LogLevel } from "../../config/types.js";
 import { asListenError } from "../../ops/listenErrors.js";

@@ -2,7 +2,7 @@ import { getAddress, toHex, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { signCancelAuthorization, signReceiveAuthorization, signTransferAuthorization } from "../../authorization/eip3009.js";
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
-import { UsageError } from "../../errors.js";
+import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { parseAddressFlag, parseBytes32Flag, parseChoiceFlag, parseUint256Flag, parseUnixSecondsFlag } from "../authorizationFlags.js";
 import type { CommandValues } from "../commandLine.js";

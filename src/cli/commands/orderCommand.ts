@@ -3,7 +3,7 @@ import { addOrder, getOrder, listOrders, listTransitions, ORDER_STATES, voidOrde
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
 import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../authorization/verifyAuthorization.js";
 import type { Config, ConfigSettings } from "../../config/types.js";
-import { FatalError, UsageError } from "../../errors.js";
+import { FatalError, UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, openDatabaseReadOnly, type Database } from "../../store/openDatabase.js";
 import {

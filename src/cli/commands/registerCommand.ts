@@ -1,6 +1,6 @@
 import { createRegistrationClient, parseWallet } from "../../attribution/registrationClient.js";
 import { readUrl } from "../../config/fields.js";
-import { UsageError } from "../../errors.js";
+import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase } from "../../store/openDatabase.js";
 import { saveRegistration } from "../../store/registrations.js";

@@ -2,8 +2,8 @@ import { createOrderUpkeep, ORDER_UPKEEP_INTERVAL_MS } from "../../authorization
 import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
 import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
-import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors.js";
-import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js";
+import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors/base.js";
+import { DamagedAnswerError, PrunedHistoryError } from "../../errors/rpc.js";
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";

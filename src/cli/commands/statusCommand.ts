@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { getChainTips, type ChainTips } from "../../chain/finality.js";
-import { BaseError } from "../../errors.js";
+import { BaseError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabaseReadOnly } from "../../store/openDatabase.js";
 import { countRowsByStatus } from "../../store/statusQueries.js";
