@@ -45,10 +45,17 @@ export async function readTokenDomain(client: PublicClient, token: Address, chai
   return { name, version, chainId: servedChainId, verifyingContract: getAddress(token) };
 }
 
+/**
+ * The v FiatToken accepts (ECRecover.sol: 27 or 28): 0/1 (a yParity, as some signers produce) map
+ * onto 27/28; anything else is returned as is for the caller to refuse. The one normalisation of v.
+ */
+export function toTokenV(v: number): number {
+  return v === 0 || v === 1 ? v + 27 : v;
+}
+
 function split(signature: Hex): SignedParts {
   const { r, s, v, yParity } = parseSignature(signature);
-  // FiatToken accepts only v = 27 or 28 (ECRecover.sol); a yParity-only signature maps onto those.
-  return { signature, r, s, v: Number(v ?? BigInt(27 + (yParity ?? 0))) };
+  return { signature, r, s, v: toTokenV(Number(v ?? yParity ?? 0)) };
 }
 
 /** Signs a TransferWithAuthorization: anyone holding the signature may submit it. */
