@@ -101,9 +101,10 @@ function parseRpc(value: unknown): RpcConfig {
 /** The rpc section of a config that runs the devnet: its tuning only, the URLs are the devnet's. */
 function parseDevnetRpc(value: unknown): RpcTuning {
   const rpc = value === undefined ? {} : readObject("rpc", value, keysAt("rpc"));
-  for (const key of ["http", "ws", "preconfWs"] as const) {
+  const envNames = { http: "FLASHINDEX_RPC_URL", ws: "FLASHINDEX_WS_URL", preconfWs: "FLASHINDEX_PRECONF_WS_URL" } as const;
+  for (const [key, envName] of Object.entries(envNames)) {
     if (rpc[key] !== undefined)
-      throw new ConfigError(join("rpc", key), "the bundled devnet gives its own URLs (devnet.enabled): remove this key, or set devnet.enabled to false");
+      throw new ConfigError(join("rpc", key), `the bundled devnet gives its own URLs (devnet.enabled): remove this key (or unset ${envName}), or set devnet.enabled to false`);
   }
   return parseRpcTuning(rpc);
 }
