@@ -1,6 +1,6 @@
 import type { Address } from "viem";
 import type { Config } from "../config/types.js";
-import { BaseError, RetryableError, ShutdownError } from "../errors.js";
+import { BaseError, RetryableError, ShutdownError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";

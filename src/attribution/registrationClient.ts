@@ -1,7 +1,7 @@
 import { getAddress, type Address } from "viem";
 import { readCappedBody } from "../ops/readCappedBody.js";
 import { readAddress } from "../config/fields.js";
-import { ConfigError, FatalError, RetryableError, UsageError } from "../errors.js";
+import { ConfigError, RetryableError, UsageError } from "../errors/base.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 
 /** Path of the builder-code registration endpoint under the API's base URL (protocol-notes §5). */
@@ -28,16 +28,8 @@ export type RegistrationClient = {
   register: (wallet: string, options?: { signal?: AbortSignal }) => Promise<Registration>;
 };
 
-/** The service refused the request (4xx) or answered about another wallet: retrying cannot help. Exit 1. */
-export class RegistrationRejectedError extends FatalError {
-  override name = "RegistrationRejectedError";
-  /** HTTP status, undefined when the refusal is ours (a mismatched answer). */
-  readonly status: number | undefined;
-  constructor(message: string, status?: number) {
-    super(message);
-    this.status = status;
-  }
-}
+export { RegistrationRejectedError } from "../errors/registration.js";
+import { RegistrationRejectedError } from "../errors/registration.js";
 
 /** Whether `code` has the form of a builder code (generated `bc_…` or custom). */
 export function isBuilderCode(code: string): boolean {

@@ -1,8 +1,8 @@
 import type { Hex } from "viem";
 import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
-import { RetryableError } from "../errors.js";
+import { RetryableError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
-import { CancelRevertedError, CancelTimeoutError, OutOfGasError } from "./cancelErrors.js";
+import { CancelRevertedError, CancelTimeoutError, OutOfGasError } from "../errors/cancel.js";
 import type { CancelRelayDeps } from "./cancelRelay.js";
 
 /** How often the relay polls for the receipt and new blocks while waiting for confirmations. */

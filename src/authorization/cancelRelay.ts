@@ -1,7 +1,7 @@
 import { decodeErrorResult, encodeFunctionData, isAddressEqual, keccak256, parseAbi, toHex, type Address, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { RpcRequestError, WrongChainError } from "../chain/rpcErrors.js";
-import { ConfigError, FatalError, RetryableError } from "../errors.js";
+import { RpcRequestError, RpcTransportError, WrongChainError } from "../errors/rpc.js";
+import { ConfigError, FatalError, RetryableError } from "../errors/base.js";
 import {
   AlreadyCanceledError,
   AlreadyCapturedError,
@@ -11,9 +11,8 @@ import {
   CancelRevertedError,
   CancelTimeoutError,
   RelayerFundsError,
-  RpcUnavailableError,
   WrongSignerError,
-} from "./cancelErrors.js";
+} from "../errors/cancel.js";
 import { waitForCanonicalReceipt, type CanonicalReceipt } from "./cancelConfirmations.js";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 import { AUTHORIZATION_TYPES, type TokenDomain } from "./eip3009.js";
@@ -265,7 +264,7 @@ function revertReason(error: RpcRequestError): string {
 
 /**
  * Runs one RPC step. The client has already retried and failed over: a retryable failure left means
- * the RPC did not answer (RpcUnavailableError, exit 75, named by step); an endpoint on another chain
+ * the RPC did not answer (an RpcTransportError, exit 75, named by step); an endpoint on another chain
  * is a configuration error (exit 2).
  */
 export async function rpc<T>(what: string, run: () => Promise<T>): Promise<T> {
@@ -273,10 +272,17 @@ export async function rpc<T>(what: string, run: () => Promise<T>): Promise<T> {
     return await run();
   } catch (error) {
     if (error instanceof WrongChainError) throw new ConfigError("rpc.http", error.shortMessage, { cause: error });
-    if (error instanceof RetryableError && !(error instanceof RpcUnavailableError) && !(error instanceof CancelTimeoutError))
-      throw new RpcUnavailableError(`${what}: the RPC did not answer (${error.shortMessage})`, { cause: error });
+    if (error instanceof RetryableError && !(error instanceof CancelTimeoutError) && !isNamedStep(error))
+      throw new RpcStepError(`${what}: the RPC did not answer (${error.shortMessage})`, { cause: error });
     throw error;
   }
+}
+
+/** An RpcTransportError whose message names the relay's step; a nested step keeps the inner name. */
+class RpcStepError extends RpcTransportError {}
+
+function isNamedStep(error: unknown): boolean {
+  return error instanceof RpcStepError;
 }
 
 export function parseQuantity(result: unknown): bigint {

@@ -1,4 +1,4 @@
-import { parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import { getAddress, parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 
 // The decoder owns the topic0 values (protocol-notes §4); re-exported so tests of the token need one import.
@@ -31,20 +31,31 @@ export type CancelAuthorizationMessage = { authorizer: Address; nonce: Hex };
 /** A 65-byte signature (r ‖ s ‖ v) and its parts, for the `bytes signature` and the v,r,s overloads. */
 export type SignedParts = { signature: Hex; v: number; r: Hex; s: Hex };
 
-/** The token's EIP-712 domain, read from the contract (never hard-coded: USDC's name differs per chain). */
-export async function readTokenDomain(client: PublicClient, token: Address): Promise<TokenDomain> {
-  const [name, version, chainId] = await Promise.all([
+/**
+ * The token's EIP-712 domain: name() and version() read from the contract (never hard-coded: USDC's
+ * name differs per chain), the given chain id (a verified one) or the node's, the token as verifying
+ * contract. The one reader: the daemon's commands call it over their RpcClient (tokenReads.ts).
+ */
+export async function readTokenDomain(client: PublicClient, token: Address, chainId?: number): Promise<TokenDomain> {
+  const [name, version, servedChainId] = await Promise.all([
     client.readContract({ address: token, abi: EIP3009_ABI, functionName: "name" }),
     client.readContract({ address: token, abi: EIP3009_ABI, functionName: "version" }),
-    client.getChainId(),
+    chainId ?? client.getChainId(),
   ]);
-  return { name, version, chainId, verifyingContract: token };
+  return { name, version, chainId: servedChainId, verifyingContract: getAddress(token) };
+}
+
+/**
+ * The v FiatToken accepts (ECRecover.sol: 27 or 28): 0/1 (a yParity, as some signers produce) map
+ * onto 27/28; anything else is returned as is for the caller to refuse. The one normalisation of v.
+ */
+export function toTokenV(v: number): number {
+  return v === 0 || v === 1 ? v + 27 : v;
 }
 
 function split(signature: Hex): SignedParts {
   const { r, s, v, yParity } = parseSignature(signature);
-  // FiatToken accepts only v = 27 or 28 (ECRecover.sol); a yParity-only signature maps onto those.
-  return { signature, r, s, v: Number(v ?? BigInt(27 + (yParity ?? 0))) };
+  return { signature, r, s, v: toTokenV(Number(v ?? yParity ?? 0)) };
 }
 
 /** Signs a TransferWithAuthorization: anyone holding the signature may submit it. */

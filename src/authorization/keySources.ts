@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 
 export const RELAYER_KEY_ENV = "FLASHINDEX_RELAYER_KEY";
 export const BUYER_KEY_ENV = "FLASHINDEX_BUYER_KEY";

@@ -1,8 +1,9 @@
 import { decodeFunctionResult, encodeFunctionData, getAddress, type Address, type Hex } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { RetryableError } from "../errors.js";
+import { RetryableError } from "../errors/base.js";
 import { EIP3009_ABI } from "./eip3009Abi.js";
-import type { TokenDomain } from "./eip3009.js";
+import { readTokenDomain, type TokenDomain } from "./eip3009.js";
+import { withViem } from "../chain/viemOverRpcClient.js";
 
 /** The FiatToken functions read here (the test token has the same signatures, protocol-notes §4). */
 const abi = EIP3009_ABI;
@@ -18,16 +19,9 @@ async function call(client: RpcClient, token: Address, data: Hex, blockTag: stri
   return client.request("eth_call", [{ to: token, data }, blockTag], parseHex);
 }
 
-/**
- * The token's EIP-712 domain: `name()` and `version()` read from the contract (never hard-coded),
- * the configured (and verified) chain id, the token as verifying contract.
- */
+/** The token's EIP-712 domain (readTokenDomain) read over the project's RPC client, with the configured, verified chain id. */
 export async function readTokenDomainOverRpc(client: RpcClient, token: Address, chainId: number): Promise<TokenDomain> {
-  const [name, version] = await Promise.all([
-    call(client, token, encodeFunctionData({ abi, functionName: "name" }), "latest").then((data) => decodeFunctionResult({ abi, functionName: "name", data })),
-    call(client, token, encodeFunctionData({ abi, functionName: "version" }), "latest").then((data) => decodeFunctionResult({ abi, functionName: "version", data })),
-  ]);
-  return { name, version, chainId, verifyingContract: getAddress(token) };
+  return withViem(client, (viem) => readTokenDomain(viem, token, chainId));
 }
 
 /** `authorizationState(authorizer, nonce)`: true once the nonce is used or canceled. `blockTag` as in eth_call. */

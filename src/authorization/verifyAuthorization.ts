@@ -11,10 +11,10 @@ import {
   type Hex,
 } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { RpcRequestError } from "../chain/rpcErrors.js";
-import { RetryableError } from "../errors.js";
-import { BadSignatureError, WrongSignerError } from "./cancelErrors.js";
-import { AUTHORIZATION_TYPES, type CancelAuthorizationMessage, type TokenDomain, type TransferAuthorization } from "./eip3009.js";
+import { RpcRequestError } from "../errors/rpc.js";
+import { RetryableError } from "../errors/base.js";
+import { BadSignatureError, WrongSignerError } from "../errors/cancel.js";
+import { AUTHORIZATION_TYPES, toTokenV, type CancelAuthorizationMessage, type TokenDomain, type TransferAuthorization } from "./eip3009.js";
 
 export { BadSignatureError, WrongSignerError };
 
@@ -50,7 +50,7 @@ export function toTokenEcdsaSignature(input: SignatureInput): { signature: Hex; 
       throw new BadSignatureError(`an authorizer without code signs with ECDSA: exactly 65 bytes r ‖ s ‖ v, got ${(input.length - 2) / 2} bytes`);
     parts = { r: `0x${input.slice(2, 66)}`, s: `0x${input.slice(66, 130)}`, v: Number.parseInt(input.slice(130), 16) };
   } else parts = input;
-  const v = parts.v === 0 || parts.v === 1 ? parts.v + 27 : parts.v;
+  const v = toTokenV(parts.v);
   if (v !== 27 && v !== 28) throw new BadSignatureError(`v must be 27 or 28 (or 0/1), got ${parts.v}: the token refuses any other`);
   if (!/^0x[0-9a-fA-F]{64}$/.test(parts.r) || !/^0x[0-9a-fA-F]{64}$/.test(parts.s)) throw new BadSignatureError("r and s must be 32 bytes each");
   if (BigInt(parts.s) > SECP256K1_HALF_N) throw new BadSignatureError("s is in the upper half of the curve order: the token refuses such (malleable) signatures");

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { quantity } from "./rpcLog.js";
-import { RpcResponseError } from "./rpcErrors.js";
+import { RpcResponseError } from "../errors/rpc.js";
 import type { RpcClient } from "./rpcClient.js";
 
 export type BlockHeader = { number: number; hash: Hex; parentHash: Hex; timestamp: number };

@@ -1,6 +1,6 @@
 import type { Finality } from "../config/types.js";
 import { getBlockHeader } from "./blockHeaders.js";
-import { RpcResponseError } from "./rpcErrors.js";
+import { RpcResponseError } from "../errors/rpc.js";
 import type { RpcClient } from "./rpcClient.js";
 
 export type ChainTips = { head: number; finalized: number };

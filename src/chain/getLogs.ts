@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import { RpcResponseError } from "./rpcErrors.js";
+import { RpcResponseError } from "../errors/rpc.js";
 import { parseRpcLog, PRECONFIRMED_BLOCK_HASH, type RpcLog } from "./rpcLog.js";
 import type { RpcClient } from "./rpcClient.js";
 import type { BlockRange } from "../blockRanges.js";

@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import { RpcResponseError } from "./rpcErrors.js";
+import { RpcResponseError } from "../errors/rpc.js";
 import type { RpcClient } from "./rpcClient.js";
 
 /** What attribution needs of a transaction. */

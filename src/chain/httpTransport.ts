@@ -1,6 +1,6 @@
 import { readCappedBody } from "../ops/readCappedBody.js";
 import { redactText, redactUrl } from "../ops/redact.js";
-import { RangeLimitError, RpcTransportError } from "./rpcErrors.js";
+import { RangeLimitError, RpcTransportError } from "../errors/rpc.js";
 
 /**
  * Sends one JSON body to one endpoint and returns the body of the answer. `timeoutMs`, when given,

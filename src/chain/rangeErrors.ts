@@ -4,15 +4,8 @@
  * the provider that sends it. Block ranges here are inclusive: [from, to] holds to - from + 1 blocks.
  */
 
-export type RangeErrorHint =
-  /** The provider proposes an explicit range (inclusive), usually starting at the refused `from`. */
-  | { kind: "suggestedRange"; from: bigint; to: bigint }
-  /** The provider states its block-range limit as a count of blocks. */
-  | { kind: "maxRange"; blocks: bigint }
-  /** Too many results for one answer; `results` is the stated limit. */
-  | { kind: "maxResults"; results: number }
-  /** Recognised as a range or size refusal, but no usable number was given. */
-  | { kind: "tooLarge" };
+export type { RangeErrorHint } from "../errors/rpc.js";
+import type { RangeErrorHint } from "../errors/rpc.js";
 
 /** Most windows one split returns; past it the rest stays one window, to be split again if refused. */
 export const MAX_PIECES_PER_SPLIT = 1_000;

@@ -1,6 +1,6 @@
 import PQueue from "p-queue";
 import type { Config } from "../config/types.js";
-import { RetryableError, ShutdownError } from "../errors.js";
+import { RetryableError, ShutdownError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactUrl } from "../ops/redact.js";
@@ -16,7 +16,7 @@ import {
   RpcResponseError,
   WrongChainError,
   isRetryableRpcError,
-} from "./rpcErrors.js";
+} from "../errors/rpc.js";
 
 export type RpcCall = { method: string; params: readonly unknown[] };
 export type BatchResult = { ok: true; result: unknown } | { ok: false; error: RpcRequestError };

@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import { RpcResponseError } from "./rpcErrors.js";
+import { RpcResponseError } from "../errors/rpc.js";
 
 /** A log as an RPC returned it, shape-checked and normalised (lower-case hex, numbers). */
 export type RpcLog = {

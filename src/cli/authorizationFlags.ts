@@ -1,5 +1,5 @@
 import { isAddress, type Address, type Hex } from "viem";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../errors/base.js";
 
 /** Largest uint256: token values and EIP-3009 times are uint256 on chain. */
 const MAX_UINT256 = 2n ** 256n - 1n;
@@ -17,10 +17,13 @@ export function parseAddressFlag(name: string, value: string | undefined): Addre
   return text.toLowerCase() as Address;
 }
 
-/** A bytes32 as 0x + 64 hex digits, returned lower-case. */
+/**
+ * A bytes32 as 0x + 64 hex digits, returned lower-case. The message never echoes the value: a
+ * private key (also 32 bytes) pasted in the wrong place must not come back on screen.
+ */
 export function parseBytes32Flag(name: string, value: string | undefined): Hex {
   const text = required(name, value);
-  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new UsageError(`${name}: expected 32 bytes of hex (0x + 64 digits), got ${JSON.stringify(text)}`);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new UsageError(`${name}: expected 32 bytes of hex (0x + 64 digits), got ${text.length} characters`);
   return text.toLowerCase() as Hex;
 }
 

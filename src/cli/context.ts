@@ -1,20 +1,20 @@
 import { getBlockHeader } from "../chain/blockHeaders.js";
 import { createRpcClient } from "../chain/rpcClient.js";
 import type { Common } from "../common.js";
-import { WrongChainError } from "../chain/rpcErrors.js";
-import { loadConfig, DEFAULT_CONFIG_PATH } from "../config/loadConfig.js";
-import type { Config } from "../config/types.js";
-import { ConfigError, FatalError } from "../errors.js";
+import { WrongChainError } from "../errors/rpc.js";
+import type { Config, ConfigSettings } from "../config/types.js";
+import { ConfigError, FatalError } from "../errors/base.js";
 import { pino } from "pino";
-import { createLogger } from "../ops/logger.js";
-import { createMetrics } from "../ops/metrics.js";
+import { createLogger, type Logger } from "../ops/logger.js";
+import { createMetrics, type Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import type { ChainIdentity } from "../store/openDatabase.js";
+import { resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
+
+export type { CommonFlags } from "./resolveConfig.js";
 
 /** The dependency bag every long-running part takes as its first argument (one type with the sync stages' base). */
 export type Context = Common;
-
-export type CommonFlags = { config?: string | undefined; db?: string | undefined; "log-level"?: string | undefined };
 
 /**
  * Where a command's logs go: the daemon's JSON log is its stdout; a one-shot command keeps stdout
@@ -22,13 +22,28 @@ export type CommonFlags = { config?: string | undefined; db?: string | undefined
  */
 export type LogStream = "stdout" | "stderr";
 
-/** Reads and validates the config, then builds the logger, metrics and RPC client from it. */
+/** What exists before the RPC is known: the logger and the metrics (the daemon serves them before its devnet starts). */
+export type Observability = { logger: Logger; metrics: Metrics };
+
+/**
+ * A one-shot command's context: reads and validates the config, finds the running devnet when the
+ * config runs one, then builds the logger, metrics and RPC client from the real config.
+ */
 export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Context {
-  const config = loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
-  const logger = createLogger(config.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
+  const config = resolveCommandConfig(flags);
+  return contextFor(config, shutdown, createObservability(config, shutdown, logStream));
+}
+
+export function createObservability(settings: ConfigSettings, shutdown: Shutdown, logStream: LogStream): Observability {
+  const logger = createLogger(settings.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
   shutdown.add(() => logger.flush());
   // The file-size gauge is the SQLite file's; a Postgres database is measured by Postgres itself.
-  const metrics = createMetrics(config.database.url === undefined ? { databasePath: config.database.path } : {});
+  const metrics = createMetrics(settings.database.url === undefined ? { databasePath: settings.database.path } : {});
+  return { logger, metrics };
+}
+
+/** The context on a resolved config: the one RPC client is built here, once. */
+export function contextFor(config: Config, shutdown: Shutdown, { logger, metrics }: Observability): Context {
   const client = createRpcClient({ config, logger, metrics, shutdown });
   return { config, logger, metrics, shutdown, client };
 }

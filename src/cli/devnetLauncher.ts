@@ -1,20 +1,28 @@
 import { existsSync, statSync } from "node:fs";
 import DatabaseConstructor from "better-sqlite3";
 import { createPublicClient, http, type Hex } from "viem";
-import type { Config } from "../config/types.js";
+import { requireRpc, runsDevnet, withDevnetEndpoints } from "../config/parseConfig.js";
+import type { Config, ConfigSettings } from "../config/types.js";
+import { devnetEndpointsPath, removeDevnetEndpoints, writeDevnetEndpoints } from "../devnet/devnetEndpoints.js";
 import type { Devnet, DevnetOptions } from "../devnet/startDevnet.js";
 import { asListenError, isListenError } from "../ops/listenErrors.js";
 import type { Logger } from "../ops/logger.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import { backupSuffix, moveDatabaseAside } from "../store/moveDatabaseAside.js";
 
+/** The seed of the registration stand-in's codes: a demo wallet gets the same builder code on every devnet run. */
+export const DEVNET_BUILDER_CODE_SEED = "flashindex-devnet";
+
 /**
- * Starts the bundled devnet when the config asks for it and returns the config pointed at it.
- * The devnet module is imported only here, and only then: a daemon on Base never loads it.
+ * Starts the bundled devnet when the config runs one and returns the config pointed at it (RPC,
+ * WebSocket, registration stand-in); the URLs are recorded beside the database while it runs, for
+ * the other commands. The devnet modules are imported only here, and only then: a daemon on Base
+ * never loads them.
  */
-export async function startConfiguredDevnet(config: Config, logger: Logger, shutdown: Shutdown): Promise<Config> {
-  const options = config.devnet;
-  if (options === undefined || !options.enabled) return config;
+export async function startConfiguredDevnet(settings: ConfigSettings, logger: Logger, shutdown: Shutdown): Promise<Config> {
+  const options = settings.devnet;
+  if (options === undefined || !runsDevnet(settings)) return requireRpc(settings);
+  const config = settings;
   const { startDemoTraffic } = await import("../devnet/demoTraffic.js");
   const { startRegistrationStandIn } = await import("../devnet/registrationStandIn.js");
   const log = logger.child({ component: "devnet" });
@@ -28,17 +36,26 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
   }).catch((error: unknown) => {
     throw asListenError(error, { host: "127.0.0.1", port: options.port, key: "devnet.port" });
   });
+  shutdown.add(() => devnet.stop());
+  // The builder-code API cannot be reached from a devnet: its stand-in answers instead, and the demo
+  // relayers attribute their payments to the codes it hands out for them.
+  const registration = await startRegistrationStandIn({ seed: DEVNET_BUILDER_CODE_SEED });
+  shutdown.add(() => registration.close());
   const traffic = startDemoTraffic(devnet, {
     paymentsPerSecond: options.paymentsPerSecond,
     reorgEverySeconds: options.reorgEverySeconds,
     dropEverySeconds: options.dropEverySeconds,
+    builderCodeOf: (wallet) => registration.codeFor(wallet),
     onError,
   });
-  // The builder-code API cannot be reached from a devnet: its stand-in answers instead.
-  const registration = await startRegistrationStandIn({});
-  shutdown.add(() => registration.close());
-  shutdown.add(() => devnet.stop());
   shutdown.add(() => traffic.stop());
+  const endpoints = { httpUrl: devnet.httpUrl, wsUrl: devnet.wsUrl, registrationUrl: registration.url };
+  if (config.database.path !== ":memory:") {
+    const recordPath = devnetEndpointsPath(config.database.path);
+    writeDevnetEndpoints(recordPath, { ...endpoints, pid: process.pid, token: devnet.token, startedAt: new Date().toISOString() });
+    // Removed first thing at shutdown: from then on the other commands say that no devnet runs.
+    shutdown.add(() => removeDevnetEndpoints(recordPath, process.pid));
+  }
   const configured = config.tokens.some((t) => t.address.toLowerCase() === devnet.token.toLowerCase());
   log.info({
     msg: "Started the local devnet: this is NOT Base. Point at Base with --config config/base-mainnet.json",
@@ -50,11 +67,7 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
     registration_url: registration.url,
   });
   if (!configured) log.warn({ msg: "The devnet's test token is not among the configured tokens", token: devnet.token });
-  return Object.freeze({
-    ...config,
-    rpc: Object.freeze({ ...config.rpc, http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl }),
-    registration: Object.freeze({ ...config.registration, baseUrl: registration.url }),
-  });
+  return withDevnetEndpoints(config, endpoints);
 }
 
 /**
@@ -63,7 +76,7 @@ export async function startConfiguredDevnet(config: Config, logger: Logger, shut
  * old database (and the old chain state) are moved aside, never deleted, and both start afresh.
  * The caller holds the database's writer lock.
  */
-async function startDevnetForDatabase(config: Config, log: Logger, options: DevnetOptions): Promise<Devnet> {
+async function startDevnetForDatabase(config: ConfigSettings, log: Logger, options: DevnetOptions): Promise<Devnet> {
   const { startDevnet } = await import("../devnet/startDevnet.js");
   const { DEVNET_STATE_INTERVAL_S, devnetStatePaths, moveDevnetStateAside, readDevnetInfo, writeDevnetInfo } = await import("../devnet/devnetState.js");
   const databasePath = config.database.path;

@@ -4,64 +4,57 @@
 // (over 1 GB RSS for a live set of about 30 MB); a 4 MB nursery saves another ~20 MB at no
 // measurable cost. The npm scripts and the Docker image run this file through its shebang, so the
 // limits apply however flashindex is started.
-import { BaseError, EXIT_USAGE, ShutdownError, UsageError, exitCodeOf } from "../errors.js";
+import { BaseError, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors/base.js";
 import { pino } from "pino";
 import { LOG_LEVELS, type LogLevel } from "../config/types.js";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
-import { authCommand, AUTH_HELP } from "./commands/authCommand.js";
-import { backfillCommand, BACKFILL_HELP } from "./commands/backfillCommand.js";
-import { cancelCommand, CANCEL_HELP } from "./commands/cancelCommand.js";
-import { devnetCommand, DEVNET_HELP } from "./commands/devnetCommand.js";
-import { orderCommand, ORDER_HELP } from "./commands/orderCommand.js";
-import { registerCommand, REGISTER_HELP } from "./commands/registerCommand.js";
-import { startCommand, START_HELP } from "./commands/startCommand.js";
-import { statusCommand, STATUS_HELP } from "./commands/statusCommand.js";
-import { webhooksCommand, WEBHOOKS_HELP } from "./commands/webhooksCommand.js";
+import { AUTH_COMMAND } from "./commands/authCommand.js";
+import { BACKFILL_COMMAND } from "./commands/backfillCommand.js";
+import { CANCEL_COMMAND } from "./commands/cancelCommand.js";
+import { DEVNET_COMMAND } from "./commands/devnetCommand.js";
+import { ORDER_COMMAND } from "./commands/orderCommand.js";
+import { REGISTER_COMMAND } from "./commands/registerCommand.js";
+import { START_COMMAND } from "./commands/startCommand.js";
+import { STATUS_COMMAND } from "./commands/statusCommand.js";
+import { WEBHOOKS_COMMAND } from "./commands/webhooksCommand.js";
+import { buildProgram, parseCommand, type CommandDefinition } from "./commandLine.js";
 import { jsonError } from "./output.js";
 
 /** After the first SIGINT/SIGTERM, work has this long to finish before the process exits anyway. */
 export const SHUTDOWN_GRACE_MS = 15_000;
 
-type Command = { run: (args: string[], shutdown: Shutdown) => Promise<void>; summary: string; help: string };
-
-const COMMANDS: Record<string, Command> = {
-  start: { run: startCommand, summary: "run the daemon: backfill, then keep up with the chain", help: START_HELP },
-  backfill: { run: backfillCommand, summary: "index a block range once and exit", help: BACKFILL_HELP },
-  status: { run: statusCommand, summary: "show checkpoints, head, lag and row counts", help: STATUS_HELP },
-  devnet: { run: devnetCommand, summary: "run the bundled local Base stand-in (anvil + Flashblocks front)", help: DEVNET_HELP },
-  register: { run: registerCommand, summary: "register an agent wallet for a builder code and store it", help: REGISTER_HELP },
-  auth: { run: authCommand, summary: "show an authorization's indexed state against the contract's", help: AUTH_HELP },
-  order: { run: orderCommand, summary: "add, void, show and list merchant orders (signed authorizations)", help: ORDER_HELP },
-  cancel: { run: cancelCommand, summary: "relay a buyer's cancelAuthorization on chain (or --dry-run: compare voiding costs)", help: CANCEL_HELP },
-  webhooks: { run: webhooksCommand, summary: "list pending and parked webhook deliveries, re-send parked ones", help: WEBHOOKS_HELP },
-};
-
-const USAGE = `Usage: flashindex <command> [options]
-
-Indexes EIP-3009 stablecoin payments on Base into one SQLite file.
-
-Commands:
-${Object.entries(COMMANDS)
-  .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
-  .join("\n")}
-
-Run 'flashindex <command> --help' for a command's options.`;
+/** Every command, each defined once (options, help and run): the lead merges new ones here. */
+const COMMANDS: readonly CommandDefinition[] = [
+  START_COMMAND,
+  BACKFILL_COMMAND,
+  STATUS_COMMAND,
+  DEVNET_COMMAND,
+  REGISTER_COMMAND,
+  AUTH_COMMAND,
+  ORDER_COMMAND,
+  CANCEL_COMMAND,
+  WEBHOOKS_COMMAND,
+];
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
+  const program = buildProgram(COMMANDS);
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
-    const command = name === "help" && args[0] !== undefined ? COMMANDS[args[0]] : undefined;
-    console.log(command?.help ?? USAGE);
+    const command = name === "help" && args[0] !== undefined ? program.commands.find((c) => c.name() === args[0]) : undefined;
+    process.stdout.write((command ?? program).helpInformation());
     return 0;
   }
-  const command = COMMANDS[name];
   const shutdown = createShutdown();
   const removeHandlers = handleSignals(shutdown, noticeLogger(name, args));
   try {
-    if (command === undefined) throw new UsageError(`unknown command '${name}'\n\n${USAGE}`);
-    await command.run(args, shutdown);
+    const parsed = parseCommand(program, name, args);
+    if (parsed.kind === "help") {
+      process.stdout.write(parsed.text);
+      return 0;
+    }
+    await COMMANDS.find((c) => c.name === name)!.run(parsed, shutdown);
     return 0;
   } catch (error) {
     return report(error, wantsJson(args));

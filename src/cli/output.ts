@@ -1,4 +1,4 @@
-import { BaseError, ConfigError, EXIT_USAGE, FatalError, RetryableError, UsageError, exitCodeOf } from "../errors.js";
+import { BaseError, ConfigError, EXIT_USAGE, FatalError, RetryableError, UsageError, exitCodeOf } from "../errors/base.js";
 import { redactText } from "../ops/redact.js";
 
 /** `blockNumber` → `block_number`; keys already snake_case (or not identifiers, such as addresses) stay as they are. */

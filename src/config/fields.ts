@@ -1,5 +1,5 @@
 import { getAddress, isAddress, type Address } from "viem";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 
 /**
  * Small typed readers for untrusted JSON. Each names the offending field by its path

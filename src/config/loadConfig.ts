@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 import { readDatabaseUrl, readEnum, readString, readUrl, type JsonObject } from "./fields.js";
-import { parseConfig } from "./parseConfig.js";
-import { LOG_LEVELS, type Config } from "./types.js";
+import { parseSettings, requireRpc } from "./parseConfig.js";
+import { LOG_LEVELS, type Config, type ConfigSettings } from "./types.js";
 
 export const DEFAULT_CONFIG_PATH = "indexer.config.json";
 
@@ -21,12 +21,21 @@ export function loadConfig(
   overrides: ConfigOverrides = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Config {
+  return requireRpc(loadSettings(path, overrides, env));
+}
+
+/** Like loadConfig, but a config that runs the bundled devnet comes back without its RPC (see parseSettings). */
+export function loadSettings(
+  path: string = DEFAULT_CONFIG_PATH,
+  overrides: ConfigOverrides = {},
+  env: NodeJS.ProcessEnv = process.env,
+): ConfigSettings {
   const raw = readJsonFile(path);
   applyEnvironment(raw, env);
   if (overrides.databasePath !== undefined)
     raw.database = { ...asObject(raw.database), path: readString("--db", overrides.databasePath) };
   if (overrides.logLevel !== undefined) raw.logLevel = readEnum("--log-level", overrides.logLevel, LOG_LEVELS);
-  return parseConfig(raw, path);
+  return parseSettings(raw, path);
 }
 
 function readJsonFile(path: string): JsonObject {

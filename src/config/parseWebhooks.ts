@@ -1,4 +1,5 @@
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
+import { integerBoundsAt, keysAt } from "./configSchema.js";
 import { join, optional, readAddress, readEnum, readInteger, readObject, readString, readUrl } from "./fields.js";
 import { DEFAULTS, WEBHOOK_EVENT_TYPES, type WebhookConfig, type WebhookDeliveryConfig } from "./types.js";
 
@@ -12,7 +13,7 @@ export function parseWebhooks(value: unknown): WebhookConfig[] {
   const seen = new Set<string>();
   return value.map((entry, i) => {
     const path = join("webhooks", i);
-    const hook = readObject(path, entry, ["url", "events", "tokens", "addresses", "secretEnv"]);
+    const hook = readObject(path, entry, keysAt("webhooks[]"));
     if (hook.url === undefined) throw new ConfigError(join(path, "url"), "is required");
     const url = readUrl(join(path, "url"), hook.url, ["http:", "https:"]);
     if (seen.has(url)) throw new ConfigError(join(path, "url"), "is listed twice (one subscription per URL)");
@@ -33,22 +34,21 @@ export function parseWebhooks(value: unknown): WebhookConfig[] {
 
 /** `webhookDelivery`: retries, timeout and the bound on concurrent requests. */
 export function parseWebhookDelivery(value: unknown): WebhookDeliveryConfig {
-  const keys = ["maxAttempts", "maxHours", "initialDelayMs", "maxDelayMs", "timeoutMs", "concurrency", "retentionDays"] as const;
-  const delivery = value === undefined ? {} : readObject("webhookDelivery", value, keys);
+  const delivery = value === undefined ? {} : readObject("webhookDelivery", value, keysAt("webhookDelivery"));
   const d = DEFAULTS.webhookDelivery;
-  const int = (key: (typeof keys)[number], bounds: { min: number; max: number }) =>
-    optional(delivery[key], (v) => readInteger(join("webhookDelivery", key), v, bounds));
-  const initialDelayMs = int("initialDelayMs", { min: 1, max: 3_600_000 }) ?? d.initialDelayMs;
-  const maxDelayMs = int("maxDelayMs", { min: 1, max: 86_400_000 }) ?? d.maxDelayMs;
+  const int = (key: keyof WebhookDeliveryConfig) =>
+    optional(delivery[key], (v) => readInteger(join("webhookDelivery", key), v, integerBoundsAt(`webhookDelivery.${key}`)));
+  const initialDelayMs = int("initialDelayMs") ?? d.initialDelayMs;
+  const maxDelayMs = int("maxDelayMs") ?? d.maxDelayMs;
   if (maxDelayMs < initialDelayMs) throw new ConfigError("webhookDelivery.maxDelayMs", `must be at least webhookDelivery.initialDelayMs (${initialDelayMs})`);
   return {
-    maxAttempts: int("maxAttempts", { min: 1, max: 1_000 }) ?? d.maxAttempts,
-    maxHours: int("maxHours", { min: 1, max: 24 * 30 }) ?? d.maxHours,
+    maxAttempts: int("maxAttempts") ?? d.maxAttempts,
+    maxHours: int("maxHours") ?? d.maxHours,
     initialDelayMs,
     maxDelayMs,
-    timeoutMs: int("timeoutMs", { min: 50, max: 600_000 }) ?? d.timeoutMs,
-    concurrency: int("concurrency", { min: 1, max: 256 }) ?? d.concurrency,
-    retentionDays: int("retentionDays", { min: 1, max: 3_650 }) ?? d.retentionDays,
+    timeoutMs: int("timeoutMs") ?? d.timeoutMs,
+    concurrency: int("concurrency") ?? d.concurrency,
+    retentionDays: int("retentionDays") ?? d.retentionDays,
   };
 }
 

@@ -149,11 +149,20 @@ export type Config = {
   readonly cancel: CancelConfig;
   readonly webhooks: readonly WebhookConfig[];
   readonly webhookDelivery: WebhookDeliveryConfig;
-  /** When set and enabled, the RPC URLs are the devnet's, filled in at start. */
+  /** When set and enabled (and no rpc section given), the RPC URLs are the running devnet's. */
   readonly devnet: DevnetConfig | undefined;
   /** Where the config came from, for messages. */
   readonly source: string;
 };
+
+/** A validated config before the devnet's URLs are known: a config that runs the devnet has no RPC URLs yet. */
+export type ConfigSettings = Omit<Config, "rpc"> & { readonly rpc: RpcConfig | RpcTuning };
+
+/** The rpc section without its URLs: what a config that runs the devnet may set. */
+export type RpcTuning = Omit<RpcConfig, "http" | "ws" | "preconfWs">;
+
+/** Where a running bundled devnet answers: JSON-RPC (HTTP), WebSocket, and the registration stand-in. */
+export type DevnetEndpoints = { readonly httpUrl: string; readonly wsUrl: string; readonly registrationUrl: string };
 
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -186,4 +195,5 @@ export const DEFAULTS = {
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
   // 20 attempts with delays doubling from 1 s up to 1 h: about 14 hours of retries at most, capped at 24.
   webhookDelivery: { maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8, retentionDays: 7 },
+  devnet: { blockTimeMs: 2_000, flashblockIntervalMs: 200, paymentsPerSecond: 2, reorgEverySeconds: 60, dropEverySeconds: 45, port: 8545 },
 } as const;

@@ -4,7 +4,7 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import type { Hex } from "viem";
-import { FatalError } from "../errors.js";
+import { FatalError } from "../errors/base.js";
 
 export type AnvilOptions = {
   /** Default 8453 (Base mainnet), so presets and typed-data domains look like production. */

@@ -12,6 +12,12 @@ export type TrafficOptions = {
   reorgEverySeconds?: number;
   /** Roughly one dropped pre-confirmation every this many seconds; 0 for none. */
   dropEverySeconds?: number;
+  /**
+   * The builder code registered for a wallet (the registration stand-in's): a relayer's payments
+   * carry its own code, so `wallet_codes` shows one code per agent wallet. Without it the relayers
+   * take turns with DEMO_BUILDER_CODES.
+   */
+  builderCodeOf?: (wallet: Address) => string;
   onError?: (error: unknown) => void;
 };
 
@@ -20,8 +26,8 @@ const WALLET_PAYMENT_EVERY = 4;
 /** What a smart wallet appends to its owner's signature (authenticator data and the like): wallet signatures exceed 65 bytes. */
 const WALLET_SIGNATURE_DATA = "5a".repeat(64);
 
-/** Builder codes the demo agents attribute their payments to (schema 0 `bc_…` codes, schema 2 app/wallet codes). */
-const BUILDER_CODES = ["bc_b8nos5a8", "bc_k2x9q7m1", "bc_demo0001"];
+/** Builder codes the demo agents attribute their payments to when no registered codes are given (schema 0 `bc_…` codes). */
+const DEMO_BUILDER_CODES = ["bc_b8nos5a8", "bc_k2x9q7m1", "bc_demo0001"];
 const APP_CODES = ["baseapp", "morpho"];
 
 /**
@@ -71,11 +77,19 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
     }
   }
 
-  function suffix(n: number): Hex | undefined {
-    const pick = n % 3;
-    if (pick === 0) return schema0Suffix([BUILDER_CODES[n % BUILDER_CODES.length]!]);
-    if (pick === 1) return schema2Suffix({ app: APP_CODES[n % APP_CODES.length]!, wallet: BUILDER_CODES[(n + 1) % BUILDER_CODES.length]! });
-    return undefined;
+  /** The code of the relayer that submits payment `n`: its registered one, or a demo code. */
+  function relayerCode(n: number): string {
+    const relayer = relayers[n % relayers.length]!;
+    return options.builderCodeOf?.(relayer.address) ?? DEMO_BUILDER_CODES[n % DEMO_BUILDER_CODES.length]!;
+  }
+
+  /** The ERC-8021 suffix of payment `n`, sent by relayer `n % relayers.length` (plain transfers by the buyer carry none). */
+  function suffix(n: number, sentByRelayer = true): Hex | undefined {
+    // Not n % 3: the relayer is n % relayers.length, and every relayer must see every kind of suffix.
+    const pick = Math.floor(n / relayers.length) % 3;
+    if (!sentByRelayer || pick === 2) return undefined;
+    if (pick === 0) return schema0Suffix([relayerCode(n)]);
+    return schema2Suffix({ app: APP_CODES[n % APP_CODES.length]!, wallet: relayerCode(n) });
   }
 
   async function onePayment(): Promise<void> {
@@ -114,7 +128,7 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
       const signed = await signCancelAuthorization(buyer, domain, { authorizer: buyer.address, nonce });
       await send(relayer, "cancelAuthorization", [buyer.address, nonce, signed.v, signed.r, signed.s], suffix(n));
     } else {
-      await send(buyer, "transfer", [relayers[(n + 1) % relayers.length]!.address, value], suffix(n));
+      await send(buyer, "transfer", [relayers[(n + 1) % relayers.length]!.address, value], suffix(n, false));
     }
   }
 

@@ -1,6 +1,6 @@
 import { createPublicClient, createWalletClient, getAddress, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { FatalError } from "../errors.js";
+import { FatalError } from "../errors/base.js";
 import { flashTestTokenAbi, flashTestTokenBytecode } from "./contracts/flashTestToken.js";
 
 export type DeployTestTokenOptions = {

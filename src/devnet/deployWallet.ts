@@ -1,6 +1,6 @@
 import { concat, createPublicClient, createWalletClient, getAddress, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { FatalError } from "../errors.js";
+import { FatalError } from "../errors/base.js";
 import { miniWalletAbi, miniWalletBytecode } from "./contracts/miniWallet.js";
 
 const RECEIPT_POLL_INTERVAL_MS = 50;

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { getAddress, isAddress } from "viem";
+import { getAddress, isAddress, keccak256, toBytes } from "viem";
 import { BUILDER_CODES_PATH } from "../attribution/registrationClient.js";
 
 /** Request bodies over this are refused with 413 (the real one's limit is unknown; a wallet is ~60 bytes). */
@@ -16,6 +16,11 @@ export type RegistrationStandInOptions = {
   snakeCase?: boolean;
   /** Delay before every answer, in ms (to make clients time out). */
   latencyMs?: number;
+  /**
+   * With a seed, a wallet's code is derived from the seed and the wallet (the same on every run with
+   * that seed); without one, it is random but stable for the server's lifetime.
+   */
+  seed?: string;
 };
 
 /** One request the stand-in received; `status` is 0 until it has been answered. */
@@ -28,6 +33,8 @@ export type RegistrationStandIn = {
   readonly calls: readonly RecordedCall[];
   /** Codes handed out: lower-case wallet → code. */
   readonly codes: ReadonlyMap<string, string>;
+  /** The wallet's code, handed out now if it has none yet (what a registration would answer). */
+  codeFor: (wallet: string) => string;
   /** The next `times` requests are answered `status` with `body` (default: a JSON error) instead of served. */
   failNext: (status: number, times?: number, body?: string) => void;
   setLatencyMs: (ms: number) => void;
@@ -56,9 +63,8 @@ export async function startRegistrationStandIn(options: RegistrationStandInOptio
     const key = wallet.toLowerCase();
     const known = codes.get(key);
     if (known !== undefined) return known;
-    let code: string;
-    do code = `bc_${Array.from({ length: 8 }, () => CODE_ALPHABET[randomInt(CODE_ALPHABET.length)]).join("")}`;
-    while (usedCodes.has(code));
+    let code = options.seed === undefined ? randomCode() : seededCode(options.seed, key);
+    while (usedCodes.has(code)) code = randomCode();
     codes.set(key, code);
     usedCodes.add(code);
     return code;
@@ -118,6 +124,7 @@ export async function startRegistrationStandIn(options: RegistrationStandInOptio
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     calls,
     codes,
+    codeFor,
     failNext: (status, times = 1, body) => {
       for (let i = 0; i < times; i++) faults.push({ status, body });
     },
@@ -135,6 +142,16 @@ export async function startRegistrationStandIn(options: RegistrationStandInOptio
         server.closeAllConnections();
       }),
   };
+}
+
+function randomCode(): string {
+  return `bc_${Array.from({ length: 8 }, () => CODE_ALPHABET[randomInt(CODE_ALPHABET.length)]).join("")}`;
+}
+
+/** `bc_` + 8 characters of [0-9a-z] taken from keccak256(seed ‖ wallet): the same wallet, the same code. */
+function seededCode(seed: string, wallet: string): string {
+  const digest = toBytes(keccak256(toBytes(`${seed}:${wallet}`)));
+  return `bc_${Array.from(digest.subarray(0, 8), (byte) => CODE_ALPHABET[byte % CODE_ALPHABET.length]).join("")}`;
 }
 
 /** The request body as text, or undefined when it exceeds `maxBytes` (the rest is drained unread). */

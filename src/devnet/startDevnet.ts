@@ -1,6 +1,6 @@
 import { createPublicClient, createWalletClient, getContractAddress, http, parseUnits, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { FatalError } from "../errors.js";
+import { FatalError } from "../errors/base.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil } from "./anvil.js";
 import { deployTestToken } from "./deployToken.js";
 import { deployMiniWallet } from "./deployWallet.js";

@@ -1,4 +1,4 @@
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 
 /** Where a server tried to listen, and the config key or flag that changes it (for the message). */
 export type ListenTarget = { host: string; port: number; key: string };

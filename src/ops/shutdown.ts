@@ -1,4 +1,4 @@
-import { ShutdownError } from "../errors.js";
+import { ShutdownError } from "../errors/base.js";
 
 export type Shutdown = {
   /** Aborted once shutdown starts: long waits and loops listen to it. */

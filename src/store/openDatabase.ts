@@ -1,7 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
 import { migrate, SCHEMA_VERSION } from "./migrations.js";
 

@@ -13,6 +13,9 @@ export function storeLocation(database: Config["database"]): string {
   return database.url === undefined ? database.path : describeLocation(database.url, database.schema);
 }
 
+/** What opening a store needs of the config (a devnet config's settings qualify before its RPC is known). */
+export type StoreConfig = Pick<Config, "database" | "chainId">;
+
 export type OpenStoreOptions = {
   metrics: Pick<Metrics, "dbWriteDuration">;
   /** The chain's genesis hash: checked against (and recorded in) the database. */
@@ -25,7 +28,7 @@ export type OpenStoreOptions = {
  * Takes the one-writer lock of the configured database before anything is written: a sidecar lock
  * file for SQLite (refusing a foreign file first), an advisory lock for a Postgres schema.
  */
-export async function acquireStoreWriterLock(config: Config, command: string): Promise<WriterLock> {
+export async function acquireStoreWriterLock(config: StoreConfig, command: string): Promise<WriterLock> {
   const { database } = config;
   if (database.url !== undefined) return acquirePostgresWriterLock(database.url, database.schema, storeLocation(database), command);
   refuseForeignFile(database.path);
@@ -33,7 +36,7 @@ export async function acquireStoreWriterLock(config: Config, command: string): P
 }
 
 /** Opens (creating and migrating when needed) the configured database for writing, pinned to the chain. */
-export async function openStore(config: Config, options: OpenStoreOptions): Promise<Store> {
+export async function openStore(config: StoreConfig, options: OpenStoreOptions): Promise<Store> {
   const { database } = config;
   if (database.url !== undefined) {
     const lock = options.lock as (WriterLock & { check?: () => void }) | undefined;
@@ -53,7 +56,7 @@ export async function openStore(config: Config, options: OpenStoreOptions): Prom
 }
 
 /** Opens an existing flashindex database for reading only (status, auth, order show/list, cancel). */
-export async function openReadOnlyStore(config: Config, metrics: Pick<Metrics, "dbWriteDuration">): Promise<Store> {
+export async function openReadOnlyStore(config: StoreConfig, metrics: Pick<Metrics, "dbWriteDuration">): Promise<Store> {
   const { database } = config;
   if (database.url !== undefined) return openPostgresStoreReadOnly({ url: database.url, schema: database.schema, chainId: config.chainId }, metrics);
   const db = openDatabaseReadOnly(database.path, config.chainId);

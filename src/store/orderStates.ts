@@ -1,5 +1,4 @@
 import type { Address, Hex } from "viem";
-import { BaseError } from "../errors.js";
 
 /**
  * Merchant orders: signed transfer authorizations held off chain, and their state.
@@ -84,18 +83,8 @@ export type OrderTransition = {
   at: number;
 };
 
-/** An order in a state the requested transition does not start from (exit 1). */
-export class OrderStateError extends BaseError {
-  override name = "OrderStateError";
-}
-
-/** No order with that id, or one already stored for the same (token, authorizer, nonce) (exit 1). */
-export class OrderNotFoundError extends BaseError {
-  override name = "OrderNotFoundError";
-}
-export class OrderExistsError extends BaseError {
-  override name = "OrderExistsError";
-}
+export { OrderExistsError, OrderNotFoundError, OrderStateError } from "../errors/orders.js";
+import { OrderStateError } from "../errors/orders.js";
 
 /** Throws OrderStateError unless `from -> to` is in ORDER_TRANSITIONS for this actor. */
 export function assertTransition(from: OrderState, to: OrderState, by: TransitionActor, id?: number): void {

@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import { FatalError } from "../errors.js";
+import { FatalError } from "../errors/base.js";
 import type { InsertCounts } from "./logWriter.js";
 import type { Database } from "./openDatabase.js";
 import type { WindowWriter } from "./store.js";

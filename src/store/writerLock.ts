@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
 
 /** Who writes a database: recorded in its `meta` table so a refused second writer can name it. */

@@ -2,7 +2,7 @@ import type { Hex } from "viem";
 import { getBlockTimestamps } from "../chain/blockHeaders.js";
 import { getLogs, partitionByFilter, type GetLogsResult, type LogFilter, type OutOfFilterReason } from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { DamagedAnswerError } from "../chain/rpcErrors.js";
+import { DamagedAnswerError } from "../errors/rpc.js";
 import type { RpcLog } from "../chain/rpcLog.js";
 import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
 import type { UndecodableReason } from "../decode/paymentEvents.js";

@@ -5,7 +5,7 @@ import { createWsSubscription } from "../chain/wsSubscription.js";
 import type { LogRow, LogSource } from "../decode/logRow.js";
 import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
-import { RetryableError, ShutdownError } from "../errors.js";
+import { RetryableError, ShutdownError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
 import { countIndexed } from "../store/logWriter.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";

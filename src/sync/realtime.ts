@@ -3,12 +3,12 @@ import PQueue from "p-queue";
 import type { Hex } from "viem";
 import { getBlockHeader, getHeaders, parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
 import { getChainTips } from "../chain/finality.js";
-import { RpcResponseError } from "../chain/rpcErrors.js";
+import { RpcResponseError } from "../errors/rpc.js";
 import { parseRpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
-import { FatalError, RetryableError } from "../errors.js";
+import { FatalError, RetryableError } from "../errors/base.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
 import { countIndexed } from "../store/logWriter.js";
@@ -23,6 +23,8 @@ import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 export const MAX_HEAD_GAP_BLOCKS = 50;
 /** Catch-up attempts before a temporary failure stops the daemon (exit 75), and the pause between them (times the attempt). */
 const CATCH_UP_ATTEMPTS = 4;
+/** Blocks whose logs the node flagged removed, remembered (count per block hash) until their reorg is detected. */
+const FLAGGED_BLOCKS_REMEMBERED = 256;
 const CATCH_UP_RETRY_DELAY_MS = 1_000;
 
 export type RealtimeDeps = SyncDeps & { health: Health };
@@ -45,6 +47,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
   const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
   const serial = new PQueue({ concurrency: 1 });
+  // Logs the `logs` subscription flagged removed before the parent-hash walk found their reorg:
+  // "Detected reorg" counts them too, so its removed_logs says what the reorg removed.
+  const flaggedByNode = new Map<string, number>();
   let finalized = -1;
 
   const tokensAt = (block: number) => tokens.filter((t) => t.startBlock <= block).map((t) => t.key);
@@ -151,7 +156,19 @@ export function createHeadFollower(deps: RealtimeDeps) {
       metrics.reorgs.inc();
       metrics.reorgDepth.observe(orphaned.length);
       metrics.removedLogs.inc({ via: "parent_hash" }, removed);
-      logger.warn({ msg: "Detected reorg", depth: orphaned.length, common_ancestor: ancestor, new_head: head.number, removed_logs: removed });
+      let flagged = 0;
+      for (const block of orphaned) {
+        flagged += flaggedByNode.get(block.hash.toLowerCase()) ?? 0;
+        flaggedByNode.delete(block.hash.toLowerCase());
+      }
+      logger.warn({
+        msg: "Detected reorg",
+        depth: orphaned.length,
+        common_ancestor: ancestor,
+        new_head: head.number,
+        removed_logs: removed + flagged,
+        removed_by_node_flag: flagged,
+      });
     }
     attributeLater([...landed], "confirmed");
     metrics.droppedPreconfirmed.inc(applied.dropped);
@@ -203,7 +220,12 @@ export function createHeadFollower(deps: RealtimeDeps) {
       store.removeLog(log, Date.now()).then(
         (changed) => {
           metrics.removedLogs.inc({ via: "removed_flag" }, changed);
-          if (changed > 0) logger.warn({ msg: "Flagged log removed by the node", block_hash: blockHash, log_index: logIndex });
+          if (changed === 0) return;
+          logger.warn({ msg: "Flagged log removed by the node", block_hash: blockHash, log_index: logIndex });
+          // Counted into the "Detected reorg" line when the parent-hash walk reaches this block.
+          const key = blockHash.toLowerCase();
+          flaggedByNode.set(key, (flaggedByNode.get(key) ?? 0) + changed);
+          if (flaggedByNode.size > FLAGGED_BLOCKS_REMEMBERED) flaggedByNode.delete(flaggedByNode.keys().next().value!);
         },
         (error: unknown) => logger.error({ msg: "Failed to flag a log removed by the node", block_hash: blockHash, log_index: logIndex, error: (error as Error).message }),
       );

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { getBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
-import { RpcResponseError } from "../chain/rpcErrors.js";
+import { RpcResponseError } from "../errors/rpc.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";

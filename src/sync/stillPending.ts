@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
-import { RetryableError } from "../errors.js";
+import { RetryableError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import { fetchLogRows, type FetchRowsDeps } from "./fetchLogRows.js";
 

@@ -1,5 +1,5 @@
 import type { WebhookConfig } from "../config/types.js";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../errors/base.js";
 
 /**
  * Reads each subscription's signing secret from the environment variable it names, once at start.

@@ -11,7 +11,7 @@ import {
   RegistrationRejectedError,
 } from "../../src/attribution/registrationClient.js";
 import { startRegistrationStandIn, type RegistrationStandIn } from "../../src/devnet/registrationStandIn.js";
-import { FatalError, RetryableError, ShutdownError, UsageError } from "../../src/errors.js";
+import { FatalError, RetryableError, ShutdownError, UsageError } from "../../src/errors/base.js";
 import type { Metrics } from "../../src/ops/metrics.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";
 import { listRegistrations, saveRegistration } from "../../src/store/registrations.js";

@@ -15,7 +15,7 @@ import {
   EXIT_ALREADY_USED,
   EXIT_WRONG_SIGNER,
   WrongSignerError,
-} from "../../src/authorization/cancelErrors.js";
+} from "../../src/errors/cancel.js";
 import { estimateCancelCost, prepareCancel, relayCancel, type CancelAuthority, type CancelRelayDeps } from "../../src/authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../src/authorization/indexedAuthorizationState.js";
 import { loadConfig } from "../../src/config/loadConfig.js";

@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import type { Address, Hex } from "viem";
 import { afterEach, describe, expect, test } from "vitest";
@@ -12,11 +9,11 @@ import { ORDER_TRANSITIONS, OrderExistsError, OrderStateError, type NewOrder } f
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/chain/rpcLog.js";
 import { createLifecycle } from "../../src/store/lifecycle.js";
 import { openDatabase, type Database } from "../../src/store/openDatabase.js";
+import { freshDbPath, word } from "../helpers/fixtures.js";
 
 const TOKEN: Address = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const ALICE: Address = "0x00000000000000000000000000000000000a11ce";
 const SHOP: Address = "0x0000000000000000000000000000000000005409";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
 const NOW = 1_700_000_000_000;
 
 const open: Database[] = [];
@@ -25,7 +22,7 @@ afterEach(() => {
 });
 
 function freshDb(): { db: Database; path: string } {
-  const path = join(mkdtempSync(join(tmpdir(), "flashindex-orders-")), "index.db");
+  const path = freshDbPath("flashindex-orders-");
   const db = openDatabase(path, 8453);
   open.push(db);
   return { db, path };

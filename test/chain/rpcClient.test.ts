@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { PrunedHistoryError, RangeLimitError, WrongChainError } from "../../src/chain/rpcErrors.js";
-import { RetryableError } from "../../src/errors.js";
+import { PrunedHistoryError, RangeLimitError, WrongChainError } from "../../src/errors/rpc.js";
+import { RetryableError } from "../../src/errors/base.js";
 import { startScriptedRpcServer, type Reply, type RpcRequest } from "../helpers/scriptedRpcServer.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 

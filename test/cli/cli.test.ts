@@ -2,7 +2,9 @@ import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startAnvil } from "../../src/devnet/anvil.js";
+import { privateKeyToAccount } from "viem/accounts";
+import { ANVIL_PRIVATE_KEYS, startAnvil } from "../../src/devnet/anvil.js";
+import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -31,7 +33,7 @@ describe("flashindex CLI", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: flashindex <command>");
     const backfillHelp = await runCli(["backfill", "--help"]);
-    expect(backfillHelp.stdout).toContain("--from N");
+    expect(backfillHelp.stdout).toContain("--from <N>");
     const unknown = await runCli(["frobnicate"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");
@@ -69,15 +71,34 @@ describe("flashindex CLI", () => {
     expect(result.stderr + result.stdout).not.toContain("SECRETKEY");
   });
 
-  test("status reports the checkpoint and head after a backfill", async () => {
-    const path = writeConfig(dir, config(), "status.json");
+  test("status reports the real checkpoint, head, lag, synced range and row counts after a backfill", async () => {
+    const buyers = ANVIL_PRIVATE_KEYS.slice(1, 4).map((key) => privateKeyToAccount(key).address);
+    const token = await deployTestToken({ rpcUrl: anvil.httpUrl, privateKey: ANVIL_PRIVATE_KEYS[0], mint: buyers.map((to) => ({ to, amount: 1_000n })) });
+    const rpc = async (method: string, params: unknown[] = []) =>
+      ((await (await fetch(anvil.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result: string }).result;
+    await rpc("anvil_mine", ["0x2"]);
+    const head = Number(await rpc("eth_blockNumber"));
+    const path = writeConfig(dir, config({ tokens: [{ address: token.address, startBlock: token.blockNumber }] }), "status.json");
     const backfill = await runCli(["backfill", "--config", path]);
-    expect(backfill.code).toBe(0);
+    expect(backfill.code, backfill.stderr).toBe(0);
     const status = await runCli(["status", "--config", path, "--json"]);
-    expect(status.code).toBe(0);
-    const report = JSON.parse(status.stdout) as { head: number; tokens: Array<{ checkpoint: number; lag_blocks: number }> };
-    expect(report.tokens[0]!.checkpoint).toBeGreaterThanOrEqual(0);
-    expect(report.tokens[0]!.lag_blocks).toBe(report.head - report.tokens[0]!.checkpoint);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      chain_id: 8453,
+      head,
+      finalized: head,
+      rpc_error: null,
+      tokens: [
+        {
+          token: token.address,
+          start_block: token.blockNumber,
+          checkpoint: head,
+          lag_blocks: 0,
+          synced_ranges: [{ from: token.blockNumber, to: head }],
+          rows: [{ status: "finalized", transfers: 3, authorizations: 0 }],
+        },
+      ],
+    });
   });
 });
 

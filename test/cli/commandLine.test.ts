@@ -3,7 +3,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { loadConfig } from "../../src/config/loadConfig.js";
 import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";
+import { waitFor } from "../helpers/fixtures.js";
 
 /** A port free right now (the devnet binds it a moment later). */
 async function freePort(): Promise<number> {
@@ -23,7 +25,8 @@ describe("the command line says what the parser does", () => {
 
   test("bad flags get one line in flashindex's words, never Node's parser messages", async () => {
     const cases: Array<[string[], string]> = [
-      [["backfill", "--from", "-5"], 'flashindex: error: backfill: --from: expected a value, got the option-like "-5" (see flashindex backfill --help)'],
+      [["backfill", "--from", "-5"], 'flashindex: error: --from: expected a block number (a whole number of 0 or more), got "-5"'],
+      [["backfill", "--fro", "5"], "flashindex: error: backfill: unknown option --fro (did you mean --from?) (see flashindex backfill --help)"],
       [["backfill", "--frobnicate"], "flashindex: error: backfill: unknown option --frobnicate (see flashindex backfill --help)"],
       [["status", "--json=yes"], "flashindex: error: status: --json takes no value (see flashindex status --help)"],
       [["backfill", "--to"], "flashindex: error: backfill: --to: missing value (see flashindex backfill --help)"],
@@ -59,5 +62,27 @@ describe("the command line says what the parser does", () => {
     const level = await runCli(["devnet", "--log-level", "loud"]);
     expect(level.code).toBe(2);
     expect(level.stderr).toContain("--log-level: expected one of trace, debug, info, warn, error, fatal, silent");
+  }, 60_000);
+
+  test("devnet --write-config writes a ready config for a separate daemon (valid, pointing at the devnet), and never overwrites a file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "flashindex-devnet-config-"));
+    const path = join(dir, "ready.json");
+    const devnet = spawnCli(["devnet", "--port", "0", "--write-config", path]);
+    try {
+      await waitFor(() => devnet.output().stdout.includes("Wrote a config"), 30_000, "the devnet", 50);
+      const url = /HTTP JSON-RPC {2}(\S+)/.exec(devnet.output().stdout)?.[1];
+      const config = loadConfig(path, {}, {});
+      expect(config.rpc.http).toEqual([url]);
+      expect(config.tokens[0]?.address).toBe("0x5FbDB2315678afecb367f032d93F642f64180aa3");
+      expect(config.registration.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const status = await runCli(["backfill", "--config", path, "--db", join(dir, "standalone.db"), "--json"]);
+      expect(status.code, status.stderr).toBe(0);
+    } finally {
+      devnet.kill("SIGTERM");
+    }
+    expect(await new Promise((resolve) => devnet.once("exit", resolve))).toBe(0);
+    const again = await runCli(["devnet", "--port", "0", "--write-config", path]);
+    expect(again.code).toBe(2);
+    expect(again.stderr.trim()).toBe(`flashindex: error: --write-config: ${path} already exists: name a new file (nothing was overwritten)`);
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
+import { quietly, waitFor } from "../helpers/fixtures.js";
 
 const DEVNET_TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
@@ -23,28 +24,21 @@ function snapshot(dbPath: string): Snapshot {
   }
 }
 
-async function waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      if (check()) return;
-    } catch {
-      // The database may not exist yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Runs `start` until the database (with genesis `genesis`, when given) indexed past `block` with some logs, then stops it with `signal`. */
 async function runUntil(configPath: string, dbPath: string, block: number, signal: NodeJS.Signals, notGenesis?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnCli(["start", "--config", configPath]);
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   try {
-    await waitFor(() => {
-      const s = snapshot(dbPath);
-      return s.checkpoint > block && s.logs.size > 0 && (notGenesis === undefined || (s.genesis !== undefined && s.genesis !== notGenesis));
-    }, 40_000, `indexing past block ${block}\n${child.output().stderr}`);
+    await waitFor(
+      quietly(() => {
+        const s = snapshot(dbPath);
+        return s.checkpoint > block && s.logs.size > 0 && (notGenesis === undefined || (s.genesis !== undefined && s.genesis !== notGenesis));
+      }),
+      40_000,
+      `indexing past block ${block}\n${child.output().stderr}`,
+      100,
+    );
   } finally {
     child.kill(signal);
   }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { writeConfig } from "../helpers/cli.js";
+import { waitFor } from "../helpers/fixtures.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const DEVNET_TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
@@ -40,10 +41,8 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  for (const end = Date.now() + timeoutMs; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (condition()) return true;
-  return condition();
-}
+/** Whether `condition` came true within `timeoutMs` (the assertion then prints what was seen). */
+const cameTrue = (condition: () => boolean, timeoutMs: number) => waitFor(condition, timeoutMs, "condition", 100).then(() => true, () => false);
 
 describe("npm start", () => {
   test("SIGTERM to the npm process stops the daemon and its devnet's anvil, and the build step says what it does", async () => {
@@ -66,14 +65,14 @@ describe("npm start", () => {
     const exited = new Promise<number | null>((resolve) => npm.once("exit", (code, signal) => resolve(code ?? (signal === null ? null : 128 + 15))));
     let processes: number[] = [];
     try {
-      expect(await waitFor(() => output.includes('"msg":"Started flashindex"'), 90_000), output).toBe(true);
+      expect(await cameTrue(() => output.includes('"msg":"Started flashindex"'), 90_000), output).toBe(true);
       processes = descendants(npm.pid!);
       const commands = processes.map((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " "));
       expect(commands.some((c) => c.includes("dist/src/cli/main.js start")), commands.join("\n")).toBe(true);
       expect(commands.some((c) => c.includes("anvil")), commands.join("\n")).toBe(true);
       npm.kill("SIGTERM");
       await exited;
-      expect(await waitFor(() => processes.every((pid) => !isAlive(pid)), 20_000), `still running: ${processes.filter(isAlive).join(", ")}`).toBe(true);
+      expect(await cameTrue(() => processes.every((pid) => !isAlive(pid)), 20_000), `still running: ${processes.filter(isAlive).join(", ")}`).toBe(true);
       expect(output).toContain('"msg":"Stopped flashindex"');
       expect(output).toMatch(/^flashindex: (building|sources changed).*\nflashindex: built dist\/ in [\d.]+ s\n/);
     } finally {

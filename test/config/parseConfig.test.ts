@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { loadConfig } from "../../src/config/loadConfig.js";
-import { parseConfig } from "../../src/config/parseConfig.js";
-import { ConfigError } from "../../src/errors.js";
+import { loadConfig, loadSettings } from "../../src/config/loadConfig.js";
+import { parseConfig, requireRpc, runsDevnet, withDevnetEndpoints } from "../../src/config/parseConfig.js";
+import { ConfigError } from "../../src/errors/base.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const valid = () => ({
@@ -120,6 +120,22 @@ describe("loadConfig()", () => {
   test("reports a missing file and invalid JSON as config errors", () => {
     expect(() => loadConfig(join(dir, "absent.json"), {}, {})).toThrow(ConfigError);
     expect(() => loadConfig(write("{ nope"), {}, {})).toThrow(/not valid JSON/);
+  });
+
+  test("a devnet config has no RPC URLs until its devnet runs: its rpc tuning is kept, URLs are refused, the endpoints fill them in", () => {
+    const devnet = { chainId: 8453, devnet: { port: 0 }, tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }], rpc: { timeoutMs: 5_000 } };
+    const path = write(JSON.stringify(devnet));
+    const settings = loadSettings(path, {}, {});
+    expect(runsDevnet(settings)).toBe(true);
+    expect(() => requireRpc(settings)).toThrow("rpc.http: unknown until the bundled devnet runs");
+    expect(() => loadConfig(path, {}, {})).toThrow(ConfigError);
+    expect(() => loadSettings(path, {}, { FLASHINDEX_RPC_URL: "http://127.0.0.1:8545" })).toThrow(
+      "rpc.http: the bundled devnet gives its own URLs (devnet.enabled): remove this key (or unset FLASHINDEX_RPC_URL), or set devnet.enabled to false",
+    );
+    const config = withDevnetEndpoints(settings, { httpUrl: "http://127.0.0.1:1234", wsUrl: "ws://127.0.0.1:1234", registrationUrl: "http://127.0.0.1:5678/" });
+    expect(config.rpc).toMatchObject({ http: ["http://127.0.0.1:1234"], ws: "ws://127.0.0.1:1234", preconfWs: "ws://127.0.0.1:1234", timeoutMs: 5_000 });
+    expect(config.registration.baseUrl).toBe("http://127.0.0.1:5678");
+    expect(Object.isFrozen(config.rpc)).toBe(true);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { parseConfig } from "../../src/config/parseConfig.js";
-import { ConfigError } from "../../src/errors.js";
+import { ConfigError } from "../../src/errors/base.js";
 import { readWebhookSecrets } from "../../src/webhooks/secrets.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";

@@ -37,12 +37,5 @@ export function createPayer(devnet: Devnet, keyIndex = 1) {
 }
 
 /** Polls until `check` returns a value that is not undefined/false, or throws after `timeoutMs`. */
-export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, what = "condition"): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+// The generic wait lives with the other shared fixtures; re-exported for the tests that import it from here.
+export { waitFor } from "./fixtures.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
-import { ConfigError } from "../../src/errors.js";
+import { ConfigError } from "../../src/errors/base.js";
 import { openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/openDatabase.js";
 import { acquireWriterLock, recordWriter, WriterBusyError, writerLockPath } from "../../src/store/writerLock.js";
 

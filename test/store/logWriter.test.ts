@@ -10,9 +10,9 @@ import { createLogWriter } from "../../src/store/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { createSyncedRanges } from "../../src/store/syncedRanges.js";
+import { freshDbPath, word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as const;
 const tx = (n: number) => word(`ab${n.toString(16)}`);
 const ALICE = "0x00000000000000000000000000000000000a11ce";
 const BOB = "0x0000000000000000000000000000000000000b0b";
@@ -38,7 +38,7 @@ const capture = [
 const cancel = [log({ topics: [AUTHORIZATION_CANCELED_TOPIC, word(ALICE), word("n2")], logIndex: 2, transactionHash: tx(2), transactionIndex: 1 })];
 
 function freshDb() {
-  return openDatabase(join(mkdtempSync(join(tmpdir(), "flashindex-store-")), "test.db"), 8453);
+  return openDatabase(freshDbPath("flashindex-store-"), 8453);
 }
 
 function rows(logs: RpcLog[]) {

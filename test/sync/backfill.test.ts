@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { RpcTransportError } from "../../src/chain/rpcErrors.js";
-import { RetryableError } from "../../src/errors.js";
+import { RpcTransportError } from "../../src/errors/rpc.js";
+import { RetryableError } from "../../src/errors/base.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { FatalError, ShutdownError } from "../../src/errors.js";
+import { FatalError, ShutdownError } from "../../src/errors/base.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { BACKENDS, stopFileBackends, type TableReader } from "../helpers/backends.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
@@ -173,6 +173,30 @@ describe.each(BACKENDS)("realtime on $name", (backend) => {
     expect(rows[1]!.log_index).toBe(log.logIndex);
     const rejected = (await deps.metrics.wsMessagesRejected.get()).values.reduce((n, v) => n + v.value, 0);
     expect(rejected).toBeGreaterThanOrEqual(2);
+  });
+
+  test("\"Detected reorg\" counts the logs the node flagged removed before the parent-hash walk found the reorg", async () => {
+    const ws = await startScriptedWsServer();
+    open.push(ws);
+    const { db, payer, deps } = await setUp({ wsUrl: ws.url, pendingPoll: 0, finalityDepth: 20 });
+    const tx = await payer.pay(SHOP, 2);
+    await payer.rpc("devnet_mine");
+    await waitFor(async () => {
+      const rows = await rowsOf(db, tx);
+      return rows.length === 2 && rows.every((r) => r.status === "confirmed");
+    }, 5_000, "confirmed");
+    await waitFor(() => ws.subscribed("logs"), 5_000, "logs subscription");
+    const receipt = await payer.publicClient.getTransactionReceipt({ hash: tx });
+    for (const log of receipt.logs)
+      ws.notify("logs", {
+        address: log.address, topics: log.topics, data: log.data, blockNumber: `0x${log.blockNumber.toString(16)}`, blockHash: log.blockHash,
+        transactionHash: log.transactionHash, transactionIndex: `0x${log.transactionIndex.toString(16)}`, logIndex: `0x${log.logIndex.toString(16)}`, removed: true,
+      });
+    await waitFor(async () => (await rowsOf(db, tx)).every((r) => r.status === "removed"), 5_000, "removed flags honoured");
+    await payer.rpc("devnet_reorg", [1]);
+    await payer.rpc("devnet_mine");
+    const line = await waitFor(() => deps.lines.find((l) => l.msg === "Detected reorg"), 10_000, "the reorg detected");
+    expect(line).toMatchObject({ depth: 1, removed_logs: 2, removed_by_node_flag: 2 });
   });
 
   test("polls heads and the pending view when no WebSocket is configured", async () => {

@@ -1,30 +1,14 @@
 import type { Address, Hex } from "viem";
 import { readAuthorizationState } from "../../authorization/tokenReads.js";
-import { FatalError, UsageError } from "../../errors.js";
+import { FatalError, UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openReadOnlyStore } from "../../store/openStore.js";
 import { parseAddressFlag, parseBytes32Flag } from "../authorizationFlags.js";
-import { parseCommandArgs } from "../args.js";
 import { createContext, verifyChain } from "../context.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 
-export const AUTH_HELP = `Usage: flashindex auth <token> <authorizer> <nonce> [--json] [options]
-
-Prints what the indexed events say about one EIP-3009 authorization: captured (with the from, to
-and value of the capture's Transfer), canceled, or not seen, with the event's status
-(preconfirmed, confirmed, finalized); and the contract's authorizationState(authorizer, nonce),
-which cannot tell a capture from a cancel. Once the event is confirmed or finalized the two must
-agree: a disagreement is printed as such and exits 1.
-
-Exit 0 when they agree (or cannot disagree yet), 1 on a disagreement, 2 for a bad argument,
-75 when the RPC is unreachable.
-
-Options:
-  --json              print one JSON object instead of text
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
-  -h, --help          show this help`;
+const OPTIONS = { json: { type: "boolean", description: "print one JSON object instead of text" } } as const;
 
 type IndexedState = {
   state: "captured" | "canceled";
@@ -50,9 +34,22 @@ export function compareAuthorization(indexed: IndexedState | undefined, used: bo
   return used ? "agree" : "disagree";
 }
 
-export async function authCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values, positionals } = parseCommandArgs("auth", args, { json: { type: "boolean" } }, true);
-  if (values.help) return void console.log(AUTH_HELP);
+export const AUTH_COMMAND = defineCommand({
+  name: "auth",
+  summary: "show an authorization's indexed state against the contract's",
+  usage: "<token> <authorizer> <nonce> [--json] [options]",
+  description: `Prints what the indexed events say about one EIP-3009 authorization: captured (with the from, to
+and value of the capture's Transfer), canceled, or not seen, with the event's status
+(preconfirmed, confirmed, finalized); and the contract's authorizationState(authorizer, nonce),
+which cannot tell a capture from a cancel. Once the event is confirmed or finalized the two must
+agree: a disagreement is printed as such and exits 1. Logs go to stderr.`,
+  options: OPTIONS,
+  positionals: true,
+  epilog: "Exit 0 when they agree (or cannot disagree yet), 1 on a disagreement, 2 for a bad argument,\n75 when the RPC is unreachable (or the config's devnet is not running).",
+  run: runAuthCommand,
+});
+
+async function runAuthCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   if (positionals.length !== 3)
     throw new UsageError(`auth: expected <token> <authorizer> <nonce>, got ${positionals.length} arguments (see flashindex auth --help)`);
   const token = parseAddressFlag("<token>", positionals[0]);

@@ -1,36 +1,36 @@
 import { getChainTips } from "../../chain/finality.js";
-import { UsageError } from "../../errors.js";
+import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps } from "../../sync/syncDeps.js";
-import { parseBlockNumber, parseCommandArgs } from "../args.js";
+import { parseBlockNumber } from "../blockNumberFlag.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 import { createTerminalProgress } from "../progressBar.js";
 import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
 
-export const BACKFILL_HELP = `Usage: flashindex backfill [--from N] [--to M] [options]
+const OPTIONS = {
+  from: { type: "string", value: "N", description: "first block (default: each token's startBlock)" },
+  to: { type: "string", value: "M", description: "last block (default: the last block the configured finality calls final)" },
+  json: { type: "boolean", description: "print the summary as one JSON object (logs go to stderr either way)" },
+} as const;
 
-Indexes blocks N..M once and exits. Blocks already indexed are skipped, so the command is safe
+export const BACKFILL_COMMAND = defineCommand({
+  name: "backfill",
+  summary: "index a block range once and exit",
+  usage: "[--from N] [--to M] [options]",
+  description: `Indexes blocks N..M once and exits. Blocks already indexed are skipped, so the command is safe
 to repeat and to interrupt (Ctrl-C finishes the window being written and exits 0). Refused (exit 2)
 while another start or backfill writes the same database, and for a database that is not
-flashindex's or that was filled from another chain.
+flashindex's or that was filled from another chain.`,
+  options: OPTIONS,
+  epilog: "Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).",
+  run: runBackfillCommand,
+});
 
-Options:
-  --from N            first block (default: each token's startBlock)
-  --to M              last block (default: the last block the configured finality calls final)
-  --json              print the summary as one JSON object (logs go to stderr either way)
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
-  -h, --help          show this help
-
-Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).`;
-
-export async function backfillCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values } = parseCommandArgs("backfill", args, { from: { type: "string" }, to: { type: "string" }, json: { type: "boolean" } });
-  if (values.help) return void console.log(BACKFILL_HELP);
+async function runBackfillCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   const from = parseBlockNumber("--from", values.from);
   const requestedTo = parseBlockNumber("--to", values.to);
   if (from !== undefined && requestedTo !== undefined && requestedTo < from)

@@ -1,5 +1,5 @@
-import { formatEther, formatGwei, type Address, type Hex } from "viem";
-import { CANCEL_EXIT_CODES_HELP } from "../../authorization/cancelErrors.js";
+import { formatEther, formatGwei, type Address } from "viem";
+import { CANCEL_EXIT_CODES_HELP } from "../../errors/cancel.js";
 import {
   estimateCancelCost,
   prepareCancel,
@@ -14,19 +14,36 @@ import { createRelayerNonces } from "../../authorization/relayerNonces.js";
 import { createRpcClient } from "../../chain/rpcClient.js";
 import { BUYER_KEY_ENV, readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
 import { readAddress } from "../../config/fields.js";
-import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
-import { UsageError } from "../../errors.js";
+import { UsageError } from "../../errors/base.js";
 import { createLogger } from "../../ops/logger.js";
 import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openReadOnlyStore } from "../../store/openStore.js";
-import { parseSignatureFlag } from "../authorizationFlags.js";
-import { parseCommandArgs } from "../args.js";
+import { parseBytes32Flag, parseSignatureFlag } from "../authorizationFlags.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
+import { resolveCommandConfig } from "../resolveConfig.js";
 import { printJson } from "../output.js";
 
-export const CANCEL_HELP = `Usage: flashindex cancel --authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]
+const OPTIONS = {
+  token: { type: "string", value: "ADDRESS", description: "token contract (default: the only token of the config)" },
+  authorizer: { type: "string", value: "ADDRESS", description: "the authorization's from (the buyer)" },
+  nonce: { type: "string", value: "0x…", description: "the authorization's nonce (32 bytes)" },
+  signature: { type: "string", value: "0x…", description: "a ready CancelAuthorization signature (65 bytes, or a wallet's, any length)" },
+  v: { type: "string", value: "N", description: "the same signature in parts: v (with --r and --s)" },
+  r: { type: "string", value: "0x…", description: "r (32 bytes)" },
+  s: { type: "string", value: "0x…", description: "s (32 bytes)" },
+  "buyer-key-file": { type: "string", value: "PATH", description: "file holding the buyer's private key (hex)" },
+  "relayer-key-file": { type: "string", value: "PATH", description: "file holding the relayer's private key (hex)" },
+  confirmations: { type: "string", value: "N", description: "canonical blocks to wait for, the receipt's included (overrides cancel.confirmations; default 2)" },
+  "dry-run": { type: "boolean", description: "check, simulate and estimate only; send nothing; print the cost of both voiding paths" },
+  json: { type: "boolean", description: "print one JSON object" },
+} as const;
 
-Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the token's
+export const CANCEL_COMMAND = defineCommand({
+  name: "cancel",
+  summary: "relay a buyer's cancelAuthorization on chain (or --dry-run: compare voiding costs)",
+  usage: "--authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]",
+  description: `Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the token's
 cancelAuthorization from the relayer account, waits for the confirmations, and checks that
 authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's domain,
 checks the signature exactly as the token will, refuses a nonce already used, and simulates the call.
@@ -46,46 +63,17 @@ owner's key). Keys are never taken from the command line and never printed:
   buyer key     ${BUYER_KEY_ENV} or --buyer-key-file PATH
   relayer key   ${RELAYER_KEY_ENV} or --relayer-key-file PATH (not needed with --dry-run)
 
-Options:
-  --token ADDRESS          token contract (default: the only token of the config)
-  --authorizer ADDRESS     the authorization's from (the buyer)
-  --nonce 0x…              the authorization's nonce (32 bytes)
-  --signature 0x…          a ready CancelAuthorization signature (65 bytes, or a wallet's, any length)
-  --v N --r 0x… --s 0x…    the same signature in parts
-  --buyer-key-file PATH    file holding the buyer's private key (hex)
-  --relayer-key-file PATH  file holding the relayer's private key (hex)
-  --confirmations N        canonical blocks to wait for, the receipt's included (overrides cancel.confirmations; default 2)
-  --dry-run                check, simulate and estimate only; send nothing; print the cost of both voiding paths
-  --json                   print one JSON object
-  -c, --config PATH        config file (default: indexer.config.json)
-  --db PATH                SQLite file, read to tell captured from canceled (overrides database.path)
-  --log-level LEVEL        trace, debug, info, warn, error, fatal or silent (logs go to stderr)
-  -h, --help               show this help
+--db names the SQLite file read to tell captured from canceled. Logs go to stderr.`,
+  options: OPTIONS,
+  epilog: CANCEL_EXIT_CODES_HELP,
+  run: runCancelCommand,
+});
 
-${CANCEL_EXIT_CODES_HELP}`;
-
-const OPTIONS = {
-  token: { type: "string" },
-  authorizer: { type: "string" },
-  nonce: { type: "string" },
-  signature: { type: "string" },
-  v: { type: "string" },
-  r: { type: "string" },
-  s: { type: "string" },
-  "buyer-key-file": { type: "string" },
-  "relayer-key-file": { type: "string" },
-  confirmations: { type: "string" },
-  "dry-run": { type: "boolean" },
-  json: { type: "boolean" },
-} as const;
-
-export async function cancelCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values } = parseArgsHidingKeys(args);
-  if (values.help) return void console.log(CANCEL_HELP);
-  const config = loadConfig(values.config ?? DEFAULT_CONFIG_PATH, { databasePath: values.db, logLevel: values["log-level"] });
+async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
+  const config = resolveCommandConfig(values);
 
   const authorizer = required("--authorizer", values.authorizer, (v) => readAddress("--authorizer", v));
-  const nonce = required("--nonce", values.nonce, (v) => hex32("--nonce", v));
+  const nonce = required("--nonce", values.nonce, (v) => parseBytes32Flag("--nonce", v));
   const token = values.token === undefined ? onlyToken(config.tokens.map((t) => t.address)) : readAddress("--token", values.token);
   const confirmations = values.confirmations === undefined ? config.cancel.confirmations : positiveInteger("--confirmations", values.confirmations);
   const authority = authorityOf(values);
@@ -180,17 +168,7 @@ function printDryRun(prepared: PreparedCancel, cost: CancelCost, relayer: Addres
   );
 }
 
-type Values = ReturnType<typeof parseArgsHidingKeys>["values"];
-
-function parseArgsHidingKeys(args: string[]) {
-  try {
-    return parseCommandArgs("cancel", args, OPTIONS);
-  } catch (error) {
-    // A key pasted as an argument must not come back in the message: hide every 32-byte hex run.
-    if (error instanceof UsageError) throw new UsageError(error.shortMessage.replace(/(?:0x)?[0-9a-fA-F]{64}/g, "<hidden>"));
-    throw error;
-  }
-}
+type Values = ParsedCommand<typeof OPTIONS>["values"];
 
 function authorityOf(values: Values): CancelAuthority {
   const parts = [values.v, values.r, values.s];
@@ -201,7 +179,7 @@ function authorityOf(values: Values): CancelAuthority {
   if (givenParts > 0) {
     if (givenParts < 3) throw new UsageError("cancel: --v, --r and --s go together");
     if (!/^(?:0|[1-9][0-9]{0,2})$/.test(values.v!) || Number(values.v) > 255) throw new UsageError(`--v: expected 27 or 28 (or 0/1), got ${JSON.stringify(values.v)}`);
-    return { kind: "vrs", v: Number(values.v), r: hex32("--r", values.r!), s: hex32("--s", values.s!) };
+    return { kind: "vrs", v: Number(values.v), r: parseBytes32Flag("--r", values.r), s: parseBytes32Flag("--s", values.s) };
   }
   const buyer = readKeyAccount({ envName: BUYER_KEY_ENV, fileFlag: "--buyer-key-file", filePath: values["buyer-key-file"] });
   if (buyer === undefined)
@@ -212,11 +190,6 @@ function authorityOf(values: Values): CancelAuthority {
 function required<T>(flag: string, value: string | undefined, read: (value: string) => T): T {
   if (value === undefined) throw new UsageError(`cancel: ${flag} is required (see flashindex cancel --help)`);
   return read(value);
-}
-
-function hex32(flag: string, value: string): Hex {
-  if (!/^0x[0-9a-fA-F]{64}$/.test(value)) throw new UsageError(`${flag}: expected 32 bytes of hex (0x + 64 digits)`);
-  return value.toLowerCase() as Hex;
 }
 
 function positiveInteger(flag: string, value: string): number {

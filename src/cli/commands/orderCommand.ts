@@ -2,9 +2,8 @@ import { getAddress } from "viem";
 import { ORDER_STATES, OrderNotFoundError, type Order } from "../../store/orderStates.js";
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
 import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../authorization/verifyAuthorization.js";
-import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
-import type { Config } from "../../config/types.js";
-import { FatalError, UsageError } from "../../errors.js";
+import type { Config, ConfigSettings } from "../../config/types.js";
+import { FatalError, UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { createMetrics } from "../../ops/metrics.js";
 import { openReadOnlyStore, openStore } from "../../store/openStore.js";
@@ -18,55 +17,53 @@ import {
   parseUint256Flag,
   parseUnixSecondsFlag,
 } from "../authorizationFlags.js";
-import { parseCommandArgs } from "../args.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { createContext, verifyChain, type CommonFlags } from "../context.js";
+import { loadCommandSettings } from "../resolveConfig.js";
 import { printJson } from "../output.js";
 
-export const ORDER_HELP = `Usage: flashindex order <add|void|show|list> [options]
+const OPTIONS = {
+  token: { type: "string", value: "T", description: "add: the token contract (one of tokens[].address)" },
+  from: { type: "string", value: "A", description: "add: the authorizer (payer)" },
+  to: { type: "string", value: "B", description: "add: the payee" },
+  value: { type: "string", value: "V", description: "add: the amount in the token's smallest unit" },
+  "valid-after": { type: "string", value: "N", description: "add: unix seconds after which it is valid" },
+  "valid-before": { type: "string", value: "N", description: "add: unix seconds before which it is valid" },
+  nonce: { type: "string", value: "0x..", description: "add: the authorization's nonce (32 bytes)" },
+  signature: { type: "string", value: "0x..", description: "add: the EIP-712 signature (65 bytes, or a wallet's)" },
+  kind: { type: "string", value: "KIND", description: "add: transfer (default) or receive" },
+  state: { type: "string", value: "S", description: "list: only orders in this state" },
+  json: { type: "boolean", description: "print JSON instead of text (add, void, show, list)" },
+} as const;
 
-Merchant orders: signed EIP-3009 transfer authorizations kept off chain in the database, with their
+export const ORDER_COMMAND = defineCommand({
+  name: "order",
+  summary: "add, void, show and list merchant orders (signed authorizations)",
+  usage: "<add|void|show|list> [options]",
+  description: `Merchant orders: signed EIP-3009 transfer authorizations kept off chain in the database, with their
 state (authorized, voided_offchain, captured, canceled, expired). The daemon moves orders to
 captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired when
 validBefore passes unused.
 
   order add --token T --from A --to B --value V --valid-after N --valid-before N --nonce 0x.. --signature 0x.. [--kind transfer|receive]
       Verifies the EIP-712 signature as the token will (domain: name() and version() read over the
-      configured RPC) and stores the order. A --from with code (a smart-contract wallet, or an EOA
-      delegated under EIP-7702) must answer ERC-1271 isValidSignature with 0x1626ba7e, and its
-      signature may have any length; a --from without code needs a 65-byte ECDSA signature, v 27/28
-      (0/1 are stored as 27/28), low s. Exit 1 when the signer is not --from or the token would
-      refuse the signature.
+      configured RPC, or the running devnet's with a devnet config) and stores the order. A --from
+      with code (a smart-contract wallet, or an EOA delegated under EIP-7702) must answer ERC-1271
+      isValidSignature with 0x1626ba7e, and its signature may have any length; a --from without code
+      needs a 65-byte ECDSA signature, v 27/28 (0/1 are stored as 27/28), low s. Exit 1 when the
+      signer is not --from or the token would refuse the signature.
+      'flashindex devnet sign-authorization' prints these flags for a devnet key.
   order void <id>      marks an authorized order voided off chain (the signature will never be submitted)
   order show <id>      prints the order and its transitions
-  order list [--state S]
+  order list [--state S]`,
+  options: OPTIONS,
+  positionals: true,
+  epilog: `Exit 0 on success, 2 for a bad flag (the message names it), 1 for a bad signature, an unknown order
+or a transition its state does not allow.`,
+  run: runOrderCommand,
+});
 
-Exit 0 on success, 2 for a bad flag (the message names it), 1 for a bad signature, an unknown order
-or a transition its state does not allow.
-
-Options:
-  --json              print JSON instead of text (add, void, show, list)
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
-  -h, --help          show this help`;
-
-const OPTIONS = {
-  token: { type: "string" },
-  from: { type: "string" },
-  to: { type: "string" },
-  value: { type: "string" },
-  "valid-after": { type: "string" },
-  "valid-before": { type: "string" },
-  nonce: { type: "string" },
-  signature: { type: "string" },
-  kind: { type: "string" },
-  state: { type: "string" },
-  json: { type: "boolean" },
-} as const;
-
-export async function orderCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values, positionals } = parseCommandArgs("order", args, OPTIONS, true);
-  if (values.help) return void console.log(ORDER_HELP);
+async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   const [sub, ...rest] = positionals;
   const json = values.json === true;
   const common: CommonFlags = { config: values.config, db: values.db, "log-level": values["log-level"] };
@@ -155,12 +152,13 @@ function print(json: boolean, order: Order, text: string): void {
   else console.log(text);
 }
 
-function readConfig(flags: CommonFlags): Config {
-  return loadConfig(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
+/** void, show and list need only the database: they run whether or not a devnet config's devnet is up. */
+function readConfig(flags: CommonFlags): ConfigSettings {
+  return loadCommandSettings(flags);
 }
 
 /** show and list only read: they never create or change a database; add and void write beside a running daemon. */
-async function openOrders(config: Config, shutdown: Shutdown, mode: "read" | "write" = "write"): Promise<Store> {
+async function openOrders(config: ConfigSettings, shutdown: Shutdown, mode: "read" | "write" = "write"): Promise<Store> {
   const metrics = createMetrics({ defaultMetrics: false });
   const store = mode === "read" ? await openReadOnlyStore(config, metrics) : await openStore(config, { metrics });
   shutdown.add(() => store.close());

@@ -1,44 +1,43 @@
 import { createRegistrationClient, parseWallet } from "../../attribution/registrationClient.js";
 import { readUrl } from "../../config/fields.js";
-import { DEFAULT_CONFIG_PATH, loadConfig } from "../../config/loadConfig.js";
-import { UsageError } from "../../errors.js";
+import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { createMetrics } from "../../ops/metrics.js";
 import { openStore } from "../../store/openStore.js";
-import { parseCommandArgs } from "../args.js";
+import { loadCommandSettings, resolveCommandConfig } from "../resolveConfig.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 
-export const REGISTER_HELP = `Usage: flashindex register <wallet> [options]
+const OPTIONS = {
+  "base-url": { type: "string", value: "URL", description: "registration API (overrides registration.baseUrl; default https://api.base.dev)" },
+  json: { type: "boolean", description: "print one JSON object instead of the code" },
+} as const;
 
-Registers an agent wallet with the builder-code API (POST {base-url}/v1/agents/builder-codes) and
+export const REGISTER_COMMAND = defineCommand({
+  name: "register",
+  summary: "register an agent wallet for a builder code and store it",
+  usage: "<wallet> [options]",
+  description: `Registers an agent wallet with the builder-code API (POST {base-url}/v1/agents/builder-codes) and
 stores wallet -> code in the database. Safe to repeat: the same wallet always gets the same code.
-Prints the code. Exit 0 on success, 2 for a bad address or option, 75 when the API is unreachable,
-times out or fails temporarily (try again later), 1 when it refuses the request.
+Prints the code. With a config that runs the bundled devnet, the API is the registration stand-in
+of the devnet the daemon runs for that database. Logs go to stderr.`,
+  options: OPTIONS,
+  positionals: true,
+  epilog: `Exit 0 on success, 2 for a bad address or option, 75 when the API is unreachable,
+times out or fails temporarily (try again later), 1 when it refuses the request.`,
+  run: runRegisterCommand,
+});
 
-Options:
-  --base-url URL      registration API (overrides registration.baseUrl; default https://api.base.dev)
-  --json              print one JSON object instead of the code
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
-  -h, --help          show this help`;
-
-export async function registerCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values, positionals } = parseCommandArgs(
-    "register",
-    args,
-    { "base-url": { type: "string" }, json: { type: "boolean" } },
-    true,
-  );
-  if (values.help) return void console.log(REGISTER_HELP);
+async function runRegisterCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   if (positionals.length !== 1)
     throw new UsageError(`register: expected one wallet address, got ${positionals.length} arguments (see flashindex register --help)`);
   // A bad address is refused before the config is read or anything is sent.
   const wallet = parseWallet("<wallet>", positionals[0]);
   const baseUrl = values["base-url"] === undefined ? undefined : readUrl("--base-url", values["base-url"], ["http:", "https:"]);
 
-  // The RPC is never contacted: registration needs only the API and the database.
-  const config = loadConfig(values.config ?? DEFAULT_CONFIG_PATH, { databasePath: values.db, logLevel: values["log-level"] });
+  // The RPC is never contacted: registration needs only the API and the database. With a devnet
+  // config and no --base-url, the API is the running devnet's registration stand-in.
+  const config = baseUrl === undefined ? resolveCommandConfig(values) : loadCommandSettings(values);
   const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
   shutdown.add(() => store.close());
   const client = createRegistrationClient({ baseUrl: baseUrl ?? config.registration.baseUrl, timeoutMs: config.registration.timeoutMs });

@@ -2,8 +2,8 @@ import { createOrderUpkeep, ORDER_UPKEEP_INTERVAL_MS } from "../../authorization
 import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
 import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
-import { BaseError, ConfigError, FatalError, RetryableError, ShutdownError } from "../../errors.js";
-import { DamagedAnswerError, PrunedHistoryError } from "../../chain/rpcErrors.js";
+import { BaseError, ConfigError, FatalError, RetryableError, ShutdownError } from "../../errors/base.js";
+import { DamagedAnswerError, PrunedHistoryError } from "../../errors/rpc.js";
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
@@ -16,10 +16,11 @@ import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
-import { parseCommandArgs } from "../args.js";
-import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
+import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
-import { createRpcClient } from "../../chain/rpcClient.js";
+import { loadCommandSettings } from "../resolveConfig.js";
+import type { ConfigSettings } from "../../config/types.js";
 import { readWebhookSecrets } from "../../webhooks/secrets.js";
 import { createWebhookSender } from "../../webhooks/sender.js";
 
@@ -28,48 +29,48 @@ export const FOLLOW_POLL_INTERVAL_MS = 2_000;
 /** Pause after a temporary failure (retries exhausted) before the daemon tries again. */
 export const FAILURE_BACKOFF_MS = 30_000;
 
-export const START_HELP = `Usage: flashindex start [options]
-
-Runs the daemon: backfills every configured token from its start block, then follows the chain:
+export const START_COMMAND = defineCommand({
+  name: "start",
+  summary: "run the daemon: backfill, then keep up with the chain",
+  description: `Runs the daemon: backfills every configured token from its start block, then follows the chain:
 new blocks (newHeads over rpc.ws, or polling), reorgs (parent hashes, the logs subscription's
 removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription). Serves /metrics, /healthz and /readyz.
 SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
 once, naming the other process. A database filled from another chain (another chain id or genesis
 block) is refused with exit 2 before anything is written.
+With a config that runs the bundled devnet, the devnet starts first and its URLs are recorded
+beside the database (<database>.endpoints.json) while it runs, for the other commands.
+Logs go to stdout as JSON lines.`,
+  options: {},
+  epilog: `Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
+from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`,
+  run: runStartCommand,
+});
 
-Options:
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent
-  -h, --help          show this help
-
-Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
-from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`;
-
-export async function startCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values } = parseCommandArgs("start", args, {});
-  if (values.help) return void console.log(START_HELP);
-  const loaded = createContext(values, shutdown, "stdout");
+async function runStartCommand({ values }: ParsedCommand<Record<never, never>>, shutdown: Shutdown): Promise<void> {
+  const settings = loadCommandSettings(values);
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
-  const lock = await acquireStoreWriterLock(loaded.config, "start");
+  const lock = await acquireStoreWriterLock(settings, "start");
   try {
-    await runDaemon(loaded, lock, shutdown);
+    await runDaemon(settings, lock, shutdown);
   } finally {
     lock.release();
   }
 }
 
 /** Everything `start` does while it holds the database's writer lock. */
-async function runDaemon(loaded: Context, lock: WriterLock, shutdown: Shutdown): Promise<void> {
+async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: Shutdown): Promise<void> {
+  const observability = createObservability(settings, shutdown, "stdout");
   // First: a taken metrics port stops the daemon before a devnet starts or the database is opened.
-  const webhookSecrets = readWebhookSecrets(loaded.config.webhooks);
+  const webhookSecrets = readWebhookSecrets(settings.webhooks);
   const health = createHealth();
-  const { metrics: metricsConfig } = loaded.config;
-  const server = metricsConfig.enabled ? await startOpsServer({ ...loaded, health }, metricsConfig) : undefined;
+  const { metrics: metricsConfig } = settings;
+  const server = metricsConfig.enabled ? await startOpsServer({ ...observability, health }, metricsConfig) : undefined;
   if (server !== undefined) shutdown.add(() => server.close());
-  const context = { ...loaded, config: await startConfiguredDevnet(loaded.config, loaded.logger, shutdown) };
-  if (context.config !== loaded.config) context.client = createRpcClient(context);
+  // The devnet (when the config runs one) is up before the context: its one RPC client is built on the real URLs.
+  const config = await startConfiguredDevnet(settings, observability.logger, shutdown);
+  const context = contextFor(config, shutdown, observability);
   await verifyChain(context);
   const identity = await getChainIdentity(context);
   const tips = await getChainTips(context.client, context.config.finality);

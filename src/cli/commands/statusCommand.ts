@@ -1,28 +1,28 @@
 import { getChainTips, type ChainTips } from "../../chain/finality.js";
-import { BaseError } from "../../errors.js";
+import { BaseError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openReadOnlyStore } from "../../store/openStore.js";
-import { parseCommandArgs } from "../args.js";
 import { createContext } from "../context.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 
-export const STATUS_HELP = `Usage: flashindex status [--json] [options]
+const OPTIONS = { json: { type: "boolean", description: "print one JSON object instead of text" } } as const;
 
-Prints, per configured token: the checkpoint (last block indexed without gaps from its start
+export const STATUS_COMMAND = defineCommand({
+  name: "status",
+  summary: "show checkpoints, head, lag and row counts",
+  usage: "[--json] [options]",
+  description: `Prints, per configured token: the checkpoint (last block indexed without gaps from its start
 block), the chain head and finalized block from the RPC, the lag, and row counts by status.
 Reads the database beside a running daemon, and never creates or changes it: a missing
-file, or one that is not a flashindex database, exits 2.
+file, or one that is not a flashindex database, exits 2. With a config that runs the bundled
+devnet, it reads the devnet the daemon runs for that database (exit 75 when none runs).
+Logs go to stderr.`,
+  options: OPTIONS,
+  run: runStatusCommand,
+});
 
-Options:
-  --json              print one JSON object instead of text
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
-  -h, --help          show this help`;
-
-export async function statusCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values } = parseCommandArgs("status", args, { json: { type: "boolean" } });
-  if (values.help) return void console.log(STATUS_HELP);
+async function runStatusCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   const { config, client, metrics } = createContext(values, shutdown);
 
   let tips: ChainTips | undefined;

@@ -1,41 +1,42 @@
-import { FatalError, UsageError } from "../../errors.js";
+import { FatalError, UsageError } from "../../errors/base.js";
 import { redactUrl } from "../../ops/redact.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openDatabase, openDatabaseReadOnly } from "../../store/openDatabase.js";
 import { createWebhookOutbox, type DeliveryListing } from "../../store/webhookOutbox.js";
 import { eventId } from "../../webhooks/eventBody.js";
-import { parseCommandArgs } from "../args.js";
-import { createContext } from "../context.js";
+import { defineCommand, type ParsedCommand } from "../commandLine.js";
+import { loadCommandSettings } from "../resolveConfig.js";
 import { printJson } from "../output.js";
 
 /** Most deliveries `webhooks list` prints. */
 export const WEBHOOKS_LIST_LIMIT = 1_000;
 
-export const WEBHOOKS_HELP = `Usage: flashindex webhooks list [--json] [options]
-       flashindex webhooks retry (EVENT_ID | --all) [options]
+const OPTIONS = {
+  all: { type: "boolean", description: "(retry) every parked delivery" },
+  json: { type: "boolean", description: "print one JSON document instead of text" },
+} as const;
 
-list   shows the webhook deliveries still waiting (pending, with their attempts and next try) and
+export const WEBHOOKS_COMMAND = defineCommand({
+  name: "webhooks",
+  summary: "list pending and parked webhook deliveries, re-send parked ones",
+  usage: "<list|retry> [EVENT_ID | --all] [options]",
+  description: `list   shows the webhook deliveries still waiting (pending, with their attempts and next try) and
        the parked ones (every attempt failed: the dead letters), newest event first.
 retry  puts parked deliveries back in the queue with a fresh set of attempts: one event (its id as
        in the Flashindex-Event-Id header, evt_<chain>_<n>, or just n) or --all. A running daemon
        sends them within a moment; otherwise the next start does. An event id with no parked
-       delivery exits 1.
+       delivery exits 1. Needs only the database (no RPC, no running devnet). Logs go to stderr.`,
+  options: OPTIONS,
+  positionals: true,
+  epilog: "Exit codes: 0 done, 1 no parked delivery of that event, 2 bad usage or config.",
+  run: runWebhooksCommand,
+});
 
-Options:
-  --all               (retry) every parked delivery
-  --json              print one JSON document instead of text
-  -c, --config PATH   config file (default: indexer.config.json)
-  --db PATH           SQLite file (overrides database.path and FLASHINDEX_DB_PATH)
-  --log-level LEVEL   trace, debug, info, warn, error, fatal or silent (logs go to stderr)
-  -h, --help          show this help`;
-
-export async function webhooksCommand(args: string[], shutdown: Shutdown): Promise<void> {
-  const { values, positionals } = parseCommandArgs("webhooks", args, { json: { type: "boolean" }, all: { type: "boolean" } }, true);
-  if (values.help) return void console.log(WEBHOOKS_HELP);
+async function runWebhooksCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, _shutdown: Shutdown): Promise<void> {
   const [action, target, ...extra] = positionals;
   if (action !== "list" && action !== "retry") throw new UsageError(`webhooks: expected list or retry, got ${JSON.stringify(action ?? "")} (see flashindex webhooks --help)`);
   if (extra.length > 0) throw new UsageError(`webhooks: unexpected argument ${JSON.stringify(extra[0])}`);
-  const { config } = createContext(values, shutdown);
+  const config = loadCommandSettings(values);
   if (action === "list") {
     if (target !== undefined || values.all) throw new UsageError("webhooks list: takes no event id or --all");
     const db = openDatabaseReadOnly(config.database.path, config.chainId);

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { ConfigError } from "../../errors.js";
+import { ConfigError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
 import type { ChainIdentity } from "../openDatabase.js";
 import type { Store } from "../store.js";

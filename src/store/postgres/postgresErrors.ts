@@ -1,4 +1,4 @@
-import { BaseError, ConfigError, RetryableError } from "../../errors.js";
+import { BaseError, ConfigError, RetryableError } from "../../errors/base.js";
 import { redactText } from "../../ops/redact.js";
 
 /** SQLSTATE classes and codes that are the user's to fix (exit 2), not a passing outage. */

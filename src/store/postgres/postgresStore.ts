@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import { FatalError } from "../../errors.js";
+import { FatalError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
 import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStates.js";
 import type { BlockApplied } from "../lifecycle.js";

@@ -1,5 +1,4 @@
-import { BaseError, FatalError, RetryableError, type BaseErrorOptions } from "../errors.js";
-import type { RangeErrorHint } from "./rangeErrors.js";
+import { BaseError, FatalError, RetryableError, type BaseErrorOptions } from "./base.js";
 
 /** The answer was not what JSON-RPC or the method promises (bad JSON, bad hex, wrong shape). Retryable: another try or another endpoint may answer well. */
 export class RpcResponseError extends RetryableError {
@@ -22,6 +21,17 @@ export class RpcRequestError extends BaseError {
     this.data = error.data;
   }
 }
+
+/** What a provider's range or size refusal says about the window it would accept (parsed in chain/rangeErrors.ts). */
+export type RangeErrorHint =
+  /** The provider proposes an explicit range (inclusive), usually starting at the refused `from`. */
+  | { kind: "suggestedRange"; from: bigint; to: bigint }
+  /** The provider states its block-range limit as a count of blocks. */
+  | { kind: "maxRange"; blocks: bigint }
+  /** Too many results for one answer; `results` is the stated limit. */
+  | { kind: "maxResults"; results: number }
+  /** Recognised as a range or size refusal, but no usable number was given. */
+  | { kind: "tooLarge" };
 
 /** The provider refused the block range or the size of the answer; the caller must split the window. */
 export class RangeLimitError extends BaseError {

@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import { BaseError, RetryableError, type BaseErrorOptions } from "../errors.js";
+import { BaseError, RetryableError, type BaseErrorOptions } from "./base.js";
 
 /**
  * Exit codes of `flashindex cancel`, one per failure so a script can branch on them.
@@ -106,9 +106,4 @@ export class CancelTimeoutError extends RetryableError {
     super(shortMessage, options);
     this.txHash = txHash;
   }
-}
-
-/** The RPC did not answer (connection refused, HTTP timeout, 5xx). Exit 75. */
-export class RpcUnavailableError extends RetryableError {
-  override name = "RpcUnavailableError";
 }

@@ -1,0 +1,39 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Hex } from "viem";
+
+/** A 32-byte word from a short hex string, left-padded with zeros (topics, nonces, ABI words). */
+export function word(hex: string): Hex {
+  return `0x${hex.replace(/^0x/, "").padStart(64, "0")}`;
+}
+
+/** A database path in a new temporary directory (the file does not exist yet). */
+export function freshDbPath(prefix = "flashindex-test-", name = "index.db"): string {
+  return join(mkdtempSync(join(tmpdir(), prefix)), name);
+}
+
+/**
+ * Polls `check` until it returns a value (anything but undefined or false) and returns it; throws
+ * naming `what` after `timeoutMs`. A check that throws ends the wait with its error (see `quietly`).
+ */
+export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, what = "condition", pollMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
+
+/** `check` with its errors counted as "not yet" (a database that does not exist yet, a file half written). */
+export function quietly<T>(check: () => T): () => T | undefined {
+  return () => {
+    try {
+      return check();
+    } catch {
+      return undefined;
+    }
+  };
+}
