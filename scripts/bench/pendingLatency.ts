@@ -1,4 +1,4 @@
-import { fork } from "node:child_process";
+import { fork, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,13 +11,17 @@ import { createLogger } from "../../src/ops/logger.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
 import { openStore } from "../../src/store/openStore.js";
+import { backfill } from "../../src/sync/backfill.js";
 import { createPendingIndexer } from "../../src/sync/pending.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 
 /**
  * Pre-confirmation latency: a Flashblocks-like emitter in a child process sends `pendingLogs`
  * notifications (one log each, in a burst every 200 ms flashblock) stamped with the send time; the
- * indexer's pending path commits each one, and we take commit time minus send time.
+ * indexer's pending path commits each one, and we take commit time minus send time. The second
+ * pass does the same while a backfill runs in the same process (a synthetic RPC in its own process
+ * serving 1,000,000 Transfer logs, windows committed on the writer thread), as a daemon catching up
+ * on a fresh deploy does.
  */
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -62,17 +66,36 @@ if (process.argv[2] === "emit") {
 } else {
   const rates = [100, 1_000];
   const results = [];
-  for (const rate of rates) results.push(await measure(rate));
+  for (const rate of rates) results.push(await measure(rate, false));
+  results.push(await measure(1_000, true));
   console.log(JSON.stringify(results));
 }
 
-async function measure(rate: number) {
+/** The concurrent backfill's chain: 50,000 blocks of 20 logs, more than the measurement takes to index. */
+const BACKFILL_BLOCKS = 50_000;
+
+/** Starts the synthetic JSON-RPC server in its own process; resolves with its URL. */
+function startSyntheticRpc(): Promise<{ url: string; stop: () => void }> {
+  const server = spawn(process.execPath, [join(import.meta.dirname, "syntheticRpcServer.js"), String(BACKFILL_BLOCKS), "20", TOKEN], { stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve) => server.stdout.once("data", (chunk: Buffer) => resolve({ url: chunk.toString().trim(), stop: () => server.kill() })));
+}
+
+async function measure(rate: number, withBackfill: boolean) {
   const child = fork(import.meta.filename, ["emit", String(rate)], { execArgv: [] });
   const port = await new Promise<number>((resolve) => child.once("message", (m: { port: number }) => resolve(m.port)));
+  const rpc = withBackfill ? await startSyntheticRpc() : undefined;
   const dir = mkdtempSync(join(tmpdir(), "flashindex-latency-"));
   const config = parseConfig(
     // Attribution runs after the commit and needs a node; this measures the pending path alone.
-    { chainId: 8453, rpc: { http: ["http://127.0.0.1:9"] }, attribution: { enabled: false }, tokens: [{ address: TOKEN, startBlock: 0 }], database: { path: join(dir, "p.db") }, logLevel: "warn" },
+    {
+      chainId: 8453,
+      rpc: { http: [rpc?.url ?? "http://127.0.0.1:9"], requestsPerSecond: 10_000, timeoutMs: 120_000 },
+      attribution: { enabled: false },
+      tokens: [{ address: TOKEN, startBlock: 0 }],
+      backfill: { windowBlocks: 1_000, concurrency: 4 },
+      database: { path: join(dir, "p.db") },
+      logLevel: "warn",
+    },
     "bench",
   );
   const shutdown = createShutdown();
@@ -102,13 +125,17 @@ async function measure(rate: number) {
       pending.onNotification(result, receivedAt);
     },
   });
+  const last = BACKFILL_BLOCKS - 1;
+  const backfilling = withBackfill ? backfill(deps, { from: 0, to: last, finalized: last }).catch(() => undefined) : undefined;
   await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
   await shutdown.kill();
+  await backfilling;
   child.kill();
+  rpc?.stop();
   const stored = (await store.countRowsByStatus(config.tokens[0]!.key)).reduce((sum, r) => sum + r.transfers + r.authorizations, 0);
   await store.close();
   rmSync(dir, { recursive: true, force: true });
   latencies.sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
-  return { rate, samples: latencies.length, stored, p50Ms: pct(50), p99Ms: pct(99), maxMs: latencies.at(-1) ?? Number.NaN };
+  return { rate, withBackfill, samples: latencies.length, stored, p50Ms: pct(50), p99Ms: pct(99), maxMs: latencies.at(-1) ?? Number.NaN };
 }
