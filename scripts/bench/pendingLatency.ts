@@ -28,6 +28,8 @@ const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523
 const FLASHBLOCK_MS = 200;
 const DURATION_MS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10) * 1_000;
 const now = () => performance.timeOrigin + performance.now();
+/** The concurrent backfill's chain: 50,000 blocks of 20 logs, more than the measurement takes to index. */
+const BACKFILL_BLOCKS = 50_000;
 
 if (process.argv[2] === "emit") {
   // Child: the emitter. Args: emit <logsPerSecond>; prints its URL, then streams once a client subscribes.
@@ -71,8 +73,6 @@ if (process.argv[2] === "emit") {
   console.log(JSON.stringify(results));
 }
 
-/** The concurrent backfill's chain: 50,000 blocks of 20 logs, more than the measurement takes to index. */
-const BACKFILL_BLOCKS = 50_000;
 
 /** Starts the synthetic JSON-RPC server in its own process; resolves with its URL. */
 function startSyntheticRpc(): Promise<{ url: string; stop: () => void }> {

@@ -47,11 +47,11 @@ export function createLifecycle(db: Database) {
   const deleteLog = db.prepare("DELETE FROM logs WHERE id = ?");
   // Every live or announced row with this content, found by content (twins are matched in
   // decode/preconfirmedTwins.ts): pre-confirmed and dropped ones are twin candidates; confirmed ones
-  // make a late pre-confirmation old news. The hash prefix is what logs_by_tx_prefix indexes (schema v6):
+  // make a late pre-confirmation old news. The hash tail is what logs_by_tx_tail indexes (schema v6):
   // the lookup stays indexed while a bulk load has dropped the full-hash reader index.
   const findSameContent = db.prepare(`
     SELECT id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt FROM logs
-    WHERE substr(tx_hash, 3, 16) = substr(@txHash, 3, 16) AND tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
+    WHERE substr(tx_hash, 51, 16) = substr(@txHash, 51, 16) AND tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
       AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped', 'confirmed', 'finalized')`);
   const sameContent = (row: LogRow) => findSameContent.all(twinContent(row)) as Array<TwinCandidate & { status: LogStatus; blockNumber: number }>;
   const moveAnnounced = db.prepare(`

@@ -54,12 +54,12 @@ describe("migrate() to schema 5", () => {
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
     expect(db.prepare("SELECT * FROM logs ORDER BY id").all()).toEqual(before.logs);
     expect(db.prepare("SELECT * FROM authorization_states").all()).toEqual(before.states);
-    // Every view, trigger and index kept; later steps add their own (schema 6: the writer's hash-prefix
+    // Every view, trigger and index kept; later steps add their own (schema 6: the writer's hash-tail
     // index; schema 7: the webhook outbox).
     const after = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all() as Array<{ name: string }>;
-    const added = (name: string) => /^(?:sqlite_autoindex_)?webhook_/.test(name) || name === "logs_recently_removed" || name === "logs_by_tx_prefix";
+    const added = (name: string) => /^(?:sqlite_autoindex_)?webhook_/.test(name) || name === "logs_recently_removed" || name === "logs_by_tx_tail";
     expect(after.filter((o) => !added(o.name))).toEqual(before.objects);
-    expect(after).toContainEqual({ type: "index", name: "logs_by_tx_prefix" });
+    expect(after).toContainEqual({ type: "index", name: "logs_by_tx_tail" });
     const unique = (db.prepare("PRAGMA index_list(logs)").all() as Array<{ name: string; unique: number; origin: string }>).find((i) => i.origin === "u")!;
     expect((db.prepare(`PRAGMA index_info("${unique.name}")`).all() as Array<{ name: string }>).map((c) => c.name)).toEqual(["block_number", "log_index", "tx_hash", "block_hash"]);
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
@@ -78,9 +78,9 @@ describe("migrate() to schema 5", () => {
     const db = v4Database();
     migrate(db);
     db.exec("DROP INDEX logs_by_tx");
-    // The form lifecycle's by-content lookup uses: the prefix of the hash, then the hash itself.
-    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT id FROM logs WHERE substr(tx_hash, 3, 16) = substr(?, 3, 16) AND tx_hash = ?").all(word("t1"), word("t1"));
-    expect(plan.map((step) => (step as { detail: string }).detail).join("; ")).toMatch(/USING INDEX logs_by_tx_prefix/);
+    // The form lifecycle's by-content lookup uses: the tail of the hash, then the hash itself.
+    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT id FROM logs WHERE substr(tx_hash, 51, 16) = substr(?, 51, 16) AND tx_hash = ?").all(word("t1"), word("t1"));
+    expect(plan.map((step) => (step as { detail: string }).detail).join("; ")).toMatch(/USING INDEX logs_by_tx_tail/);
     db.close();
   });
 

@@ -15,7 +15,7 @@ export function postgresLifecycle(client: pg.ClientBase) {
     const c = twinContent(row);
     const { rows } = await client.query(
       `SELECT id, status, block_number AS "blockNumber", tx_log_position AS "txLogPosition", log_index AS "logIndex", preconfirmed_at AS "preconfirmedAt"
-       FROM logs WHERE substr(tx_hash, 3, 16) = substr($1, 3, 16) AND tx_hash = $1 AND address = $2 AND topic0 = $3 AND topic1 IS NOT DISTINCT FROM $4 AND topic2 IS NOT DISTINCT FROM $5
+       FROM logs WHERE substr(tx_hash, 51, 16) = substr($1, 51, 16) AND tx_hash = $1 AND address = $2 AND topic0 = $3 AND topic1 IS NOT DISTINCT FROM $4 AND topic2 IS NOT DISTINCT FROM $5
          AND topic3 IS NOT DISTINCT FROM $6 AND data = $7 AND status IN ('preconfirmed', 'dropped', 'confirmed', 'finalized')`,
       [c.txHash, c.address, c.topic0, c.topic1, c.topic2, c.topic3, c.data],
     );
