@@ -12,6 +12,8 @@ import { inTransaction } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
+import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
+import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
 
 export type PostgresStoreDeps = {
@@ -41,7 +43,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       deps.checkWriter?.();
       const started = performance.now();
       try {
-        return await inTransaction(pool, work);
+        return await inTransaction(pool, work, { outboxLock: true });
       } catch (error) {
         // A connection lost mid-run is an outage (exit 75), named without credentials.
         throw asPostgresError(error, deps.location);
@@ -63,6 +65,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         client.release();
       }
     })();
+
+  const webhooks = createPostgresWebhookOutbox({ pool, read, location: deps.location });
 
   const windowWriter = (): WindowWriter => {
     const sent = new Set<Promise<unknown>>();
@@ -160,8 +164,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       }),
 
     // Orders are written beside the daemon by other processes: not through this process's write queue alone.
-    addOrder: (order, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).add(order, now))),
-    voidOrder: (id, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).void(id, now))),
+    addOrder: (order, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).add(order, now), { outboxLock: true })),
+    voidOrder: (id, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).void(id, now), { outboxLock: true })),
     expireOrders: (now) => write("orders", (c) => postgresOrders(c).expire(now)),
     getOrder: (id) => read((c) => postgresOrders(c).get(id)),
     listOrders: (filter) => read((c) => postgresOrders(c).list(filter)),
@@ -191,6 +195,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         );
         return rows;
       }),
+    statusSnapshot: (tokens, now) => read((c) => readPostgresStatusSnapshot(c, webhooks, chainId, tokens, now)),
+    webhooks,
 
     isClosed: () => closed,
     close: async () => {
