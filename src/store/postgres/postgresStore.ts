@@ -12,6 +12,7 @@ import { inTransaction } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
+import { RECENT_WEBHOOK_ATTEMPTS } from "../statusPageQueries.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
@@ -195,7 +196,11 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         );
         return rows;
       }),
-    statusSnapshot: (tokens, now) => read((c) => readPostgresStatusSnapshot(c, webhooks, chainId, tokens, now)),
+    statusSnapshot: async (tokens, now) => {
+      // One pooled connection at a time: never hold one while waiting for another (a pool of 4 could deadlock).
+      const [backlog, attempts] = [await webhooks.backlog(), await webhooks.lastAttempts(RECENT_WEBHOOK_ATTEMPTS)];
+      return { ...(await read((c) => readPostgresStatusSnapshot(c, chainId, tokens, now))), webhooks: backlog, webhookAttempts: attempts };
+    },
     webhooks,
 
     isClosed: () => closed,

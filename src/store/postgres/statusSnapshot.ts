@@ -1,23 +1,21 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import {
-  LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, RECENT_WEBHOOK_ATTEMPTS, tokenProgress,
+  LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, tokenProgress,
   type StatusSnapshot, type StatusTokens,
 } from "../statusPageQueries.js";
-import type { WebhookOutbox } from "../webhookOutbox.js";
 import { postgresSyncedRanges } from "./lifecycle.js";
 
 /**
  * What the status page shows from a Postgres schema: the reads of statusPageQueries.ts (SQLite), each
- * bounded by an index, on one pooled connection.
+ * bounded by an index, on one pooled connection (the webhook counts come from the outbox).
  */
 export async function readPostgresStatusSnapshot(
   c: pg.ClientBase,
-  outbox: Pick<WebhookOutbox, "backlog" | "lastAttempts">,
   chainId: number,
   tokens: StatusTokens,
   now: number,
-): Promise<StatusSnapshot> {
+): Promise<Omit<StatusSnapshot, "webhooks" | "webhookAttempts">> {
   const ranges = postgresSyncedRanges(c, chainId);
   const progress = [];
   for (const t of tokens) progress.push(tokenProgress(t, await ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock)));
@@ -49,7 +47,5 @@ export async function readPostgresStatusSnapshot(
   ).rows as StatusSnapshot["removals"];
   const orders = (await c.query("SELECT state, COUNT(*)::int AS n FROM orders GROUP BY state ORDER BY state")).rows as StatusSnapshot["orders"];
   const voidedThenCaptured = Number((await c.query("SELECT COUNT(*)::int AS n FROM orders WHERE voided_then_captured")).rows[0].n);
-  const webhooks = await outbox.backlog();
-  const webhookAttempts = await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS);
-  return { tokens: progress, newestBlock, leadTimesMs, payments, removals, orders, voidedThenCaptured, webhooks, webhookAttempts };
+  return { tokens: progress, newestBlock, leadTimesMs, payments, removals, orders, voidedThenCaptured };
 }
