@@ -30,7 +30,8 @@ export type WebhookSenderDeps = {
   store: Pick<Store, "webhooks">;
 };
 
-type Subscription = { id: number; hook: WebhookConfig; secret: string; fromBlock: number; busy: boolean };
+/** `cursor`: the subscription's fan-out cursor as last written (only this sender moves it). */
+type Subscription = { id: number; hook: WebhookConfig; secret: string; fromBlock: number; cursor: number; busy: boolean };
 
 /**
  * Makes the configured webhooks the active subscriptions (a new one starts at `headBlock`), then
@@ -44,10 +45,11 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
   const logger = deps.logger.child({ component: "webhooks" });
   const outbox: WebhookOutbox = deps.store.webhooks;
   const ids = await outbox.syncSubscriptions(config.webhooks.map((h) => h.url), headBlock, Date.now());
-  const subscriptions: Subscription[] = config.webhooks.map((hook, i) => {
+  const subscriptions: Subscription[] = [];
+  for (const [i, hook] of config.webhooks.entries()) {
     const { id, fromBlock } = ids.get(hook.url)!;
-    return { id, hook, secret: secrets[i]!, fromBlock, busy: false };
-  });
+    subscriptions.push({ id, hook, secret: secrets[i]!, fromBlock, cursor: await outbox.cursorOf(id), busy: false });
+  }
   const delivery = config.webhookDelivery;
   let inFlight = 0;
   let countedThrough = await outbox.maxEventId();
@@ -68,10 +70,14 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
 
   /** Opens a delivery for each new event the subscription wants, and moves its cursor past the rest. */
   async function fanOut(subscription: Subscription, now: number): Promise<void> {
-    const events = await outbox.eventsAfter(await outbox.cursorOf(subscription.id), WEBHOOK_FANOUT_BATCH);
+    // Nothing newer than the cursor was counted: no query (an idle pass is a round trip less per subscription on Postgres).
+    if (subscription.cursor >= countedThrough) return;
+    const events = await outbox.eventsAfter(subscription.cursor, WEBHOOK_FANOUT_BATCH);
     if (events.length === 0) return;
     const wanted = events.filter((event) => wantsEvent(subscription.hook, subscription.fromBlock, event)).map((event) => event.id);
-    await outbox.fanOut(subscription.id, wanted, events[events.length - 1]!.id, now);
+    const through = events[events.length - 1]!.id;
+    await outbox.fanOut(subscription.id, wanted, through, now);
+    subscription.cursor = through;
   }
 
   async function deliver(subscription: Subscription, due: DueDelivery): Promise<void> {
