@@ -9,6 +9,7 @@ import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
+import { waitFor } from "../helpers/devnetPayments.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as `0x${string}`;
@@ -141,6 +142,22 @@ describe.each(BACKENDS)("webhook outbox triggers on $name", (backend) => {
     const other = await store.addOrder({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: BOB, value: 5n, validAfter: 0, validBefore: 2_000_000_000, nonce: word("n2"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 3);
     await store.voidOrder(other.id, 4);
     expect((await events(raw)).at(-1)!.payload.order).toMatchObject({ id: other.id, from_state: "authorized", to_state: "voided_offchain", value: "5" });
+  });
+
+  test.runIf(backend.name === "postgres")("event ids grow in commit order: a store transaction waits for another writer holding the outbox lock", async () => {
+    const { store, raw } = await freshStore(backend);
+    await store.webhooks.syncSubscriptions([HOOK], 0, 1);
+    const order = await store.addOrder({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: BOB, value: 5n, validAfter: 0, validBefore: 2_000_000_000, nonce: word("n3"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    // Another writer (say an open transaction that already wrote an event) holds the outbox lock.
+    await raw.all("BEGIN");
+    await raw.all("SELECT pg_advisory_xact_lock(hashtext('flashindex:outbox:' || current_schema()))");
+    let voided = false;
+    const voiding = store.voidOrder(order.id, 2).then(() => (voided = true));
+    await waitFor(async () => (await raw.all("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).length > 0, 10_000, "the void waiting for the outbox lock");
+    expect(voided).toBe(false);
+    await raw.all("COMMIT");
+    await voiding;
+    expect((await events(raw)).at(-1)!.payload.order).toMatchObject({ id: order.id, to_state: "voided_offchain" });
   });
 
   test("prune() deletes old delivered events with their attempts, never a pending or parked one, one a subscription has not passed, or the newest", async () => {
