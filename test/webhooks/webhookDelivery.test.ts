@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { Config } from "../../src/config/types.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
@@ -44,8 +44,17 @@ function daemonConfig(name: string, database: Record<string, unknown>, webhooks:
   );
 }
 
+/** Daemons a failed test left running: killed after each test. */
+const running = new Set<ReturnType<typeof spawnCli>>();
+afterEach(() => {
+  for (const daemon of running) daemon.kill("SIGKILL");
+  running.clear();
+});
+
 async function startDaemon(config: string) {
   const daemon = spawnCli(["start", "--config", config], SECRET_ENV);
+  running.add(daemon);
+  daemon.on("exit", () => running.delete(daemon));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })));
   await waitFor(() => daemon.output().stdout.includes("Caught up with the head"), 30_000, "catch-up");
   return { daemon, exited };
