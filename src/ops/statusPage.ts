@@ -1,5 +1,5 @@
-import type { Database } from "better-sqlite3";
-import { readStatusSnapshot, type StatusSnapshot } from "../store/statusPageQueries.js";
+import type { StatusSnapshot } from "../store/statusPageQueries.js";
+import type { Store } from "../store/store.js";
 import type { Metrics } from "./metrics.js";
 
 /** The page reloads itself this often. */
@@ -111,11 +111,11 @@ async function metricSum(metric: MetricLike, labels: Record<string, string> = {}
   return values.filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want)).reduce((sum, v) => sum + v.value, 0);
 }
 
-/** Builds the page from the daemon's database connection and metrics, on each request. */
+/** Builds the page from the daemon's store (either backend) and metrics, on each request. */
 export function createStatusPage(deps: {
   config: { chainId: number; tokens: ReadonlyArray<{ address: string; label: string | undefined; startBlock: number }> };
   metrics: Metrics;
-  db: Database;
+  store: Pick<Store, "statusSnapshot">;
 }): () => Promise<string> {
   const { metrics } = deps;
   return async () => {
@@ -126,7 +126,7 @@ export function createStatusPage(deps: {
     return renderStatusPage({
       chainId: deps.config.chainId,
       now,
-      snapshot: readStatusSnapshot(deps.db, deps.config.chainId, deps.config.tokens, now),
+      snapshot: await deps.store.statusSnapshot(deps.config.tokens, now),
       metrics: {
         // A gauge never set reads 0: show "–" until the head has been seen.
         chainHead: head > 0 ? head : null,

@@ -15,10 +15,8 @@
  *   authorization_events insert (live) -> authorization.captured | authorization.canceled
  *   order_transitions insert with a state change -> order.state_changed
  *
- * Porting note (Postgres): each trigger is one `INSERT ... SELECT` guarded by its WHEN clause;
- * `json_object` is `json_build_object`, `unixepoch('subsec') * 1000` is
- * `(extract(epoch from clock_timestamp()) * 1000)::bigint`, and the body goes in a plpgsql
- * function `RETURNS trigger` run `FOR EACH ROW WHEN (...)`.
+ * The Postgres twin is src/store/postgres/schemaV7.ts (plpgsql functions run `FOR EACH ROW WHEN
+ * (...)`; its WHEN cannot hold this file's subquery, see there).
  */
 const NOW_MS = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
 const ACTIVE_FROM_BLOCK = `(SELECT MIN(from_block) FROM webhook_subscriptions WHERE active = 1)`;

@@ -6,10 +6,12 @@ import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createReaderIndexes } from "./readerIndexes.js";
 import { saveRegistration } from "./registrations.js";
+import { readStatusSnapshot } from "./statusPageQueries.js";
 import { countRowsByStatus } from "./statusQueries.js";
 import type { Store } from "./store.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { timedWrite } from "./timedWrite.js";
+import { createSqliteWebhookOutbox, type WebhookOutbox } from "./webhookOutbox.js";
 import { createWindowWriter } from "./windowWriter.js";
 
 export type SqliteStoreDeps = {
@@ -46,6 +48,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     }
   };
   let closed = false;
+  let outbox: WebhookOutbox | undefined;
 
   return {
     backend: "sqlite",
@@ -95,6 +98,13 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
 
     authorizationState: async (token, authorizer, nonce) => authorizationState(token, authorizer, nonce),
     countRowsByStatus: async (token) => countRowsByStatus(db, chainId, token),
+    statusSnapshot: (tokens, now) => readStatusSnapshot(db, chainId, tokens, now),
+    // Note: on the store's own connection (the main thread's): each outbox call is a short
+    // transaction, and the bulk backfill commits on a thread with a connection of its own.
+    // Prepared on first use, like writeMeta.
+    get webhooks() {
+      return (outbox ??= createSqliteWebhookOutbox(db));
+    },
 
     isClosed: () => closed,
     close: async () => {

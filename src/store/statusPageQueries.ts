@@ -1,7 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import { createSyncedRanges } from "./syncedRanges.js";
-import { createWebhookOutbox, type AttemptRecord } from "./webhookOutbox.js";
+import { createSqliteWebhookOutbox, type AttemptRecord, type WebhookBacklog } from "./webhookOutbox.js";
 
 /** Lead times are read from at most this many blocks below the newest (2 h of Base blocks), then cut to the last hour. */
 export const LEAD_TIME_MAX_BLOCKS = 3_600;
@@ -9,6 +9,9 @@ export const LEAD_TIME_WINDOW_MS = 3_600_000;
 export const RECENT_PAYMENTS = 20;
 export const RECENT_REMOVALS = 20;
 export const RECENT_WEBHOOK_ATTEMPTS = 10;
+
+/** The tokens the status page reports on, as configured. */
+export type StatusTokens = ReadonlyArray<{ address: string; label: string | undefined; startBlock: number }>;
 
 export type StatusSnapshot = {
   tokens: Array<{ token: string; label: string | null; startBlock: number; checkpoint: number | null }>;
@@ -19,20 +22,21 @@ export type StatusSnapshot = {
   removals: Array<{ status: string; blockNumber: number; txHash: string; removedAt: number }>;
   orders: Array<{ state: string; n: number }>;
   voidedThenCaptured: number;
-  webhooks: { pending: number; parked: number; subscriptions: number };
+  webhooks: WebhookBacklog;
   webhookAttempts: Array<AttemptRecord & { type: string }>;
 };
 
+/** A token's backfill progress: its checkpoint, or null before its first indexed block. */
+export function tokenProgress(t: StatusTokens[number], checkpoint: number): StatusSnapshot["tokens"][number] {
+  return { token: t.address, label: t.label ?? null, startBlock: t.startBlock, checkpoint: checkpoint < t.startBlock ? null : checkpoint };
+}
+
 /**
- * What the status page shows from the database, each read bounded by an index (rowid order, partial
- * indexes, a block range): cheap enough to run on every refresh beside a large table.
+ * What the status page shows from a SQLite database (Postgres: postgres/statusSnapshot.ts), each read
+ * bounded by an index (rowid order, partial indexes, a block range): cheap enough to run on every
+ * refresh beside a large table.
  */
-export function readStatusSnapshot(
-  db: Database,
-  chainId: number,
-  tokens: ReadonlyArray<{ address: string; label: string | undefined; startBlock: number }>,
-  now: number,
-): StatusSnapshot {
+export async function readStatusSnapshot(db: Database, chainId: number, tokens: StatusTokens, now: number): Promise<StatusSnapshot> {
   const ranges = createSyncedRanges(db, chainId);
   const newestBlock = db.prepare("SELECT MAX(block_number) FROM logs").pluck().get() as number | null;
   const leadTimesMs =
@@ -60,19 +64,16 @@ export function readStatusSnapshot(
     .all(RECENT_REMOVALS) as StatusSnapshot["removals"];
   const orders = db.prepare("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state").all() as StatusSnapshot["orders"];
   const voidedThenCaptured = db.prepare("SELECT COUNT(*) FROM orders WHERE state = 'captured' AND offchain_state = 'voided_offchain'").pluck().get() as number;
-  const outbox = createWebhookOutbox(db);
+  const outbox = createSqliteWebhookOutbox(db);
   return {
-    tokens: tokens.map((t) => {
-      const checkpoint = ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock);
-      return { token: t.address, label: t.label ?? null, startBlock: t.startBlock, checkpoint: checkpoint < t.startBlock ? null : checkpoint };
-    }),
+    tokens: tokens.map((t) => tokenProgress(t, ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock))),
     newestBlock,
     leadTimesMs,
     payments,
     removals,
     orders,
     voidedThenCaptured,
-    webhooks: outbox.backlog(),
-    webhookAttempts: outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS),
+    webhooks: await outbox.backlog(),
+    webhookAttempts: await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS),
   };
 }

@@ -6,7 +6,9 @@ import type { BlockApplied, PreconfirmedStored } from "./lifecycle.js";
 import type { InsertCounts } from "./logWriter.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 import type { SaveRegistrationResult } from "./registrations.js";
+import type { StatusSnapshot, StatusTokens } from "./statusPageQueries.js";
 import type { TokenCounts } from "./statusQueries.js";
+import type { WebhookOutbox } from "./webhookOutbox.js";
 import type { WindowWrite } from "./windowCommit.js";
 
 /** A block as the store keys it. */
@@ -117,6 +119,11 @@ export type Store = {
   /** The indexed state of one nonce; the arguments are lower-cased here, as stored. */
   authorizationState: (token: Address, authorizer: Address, nonce: Hex) => Promise<IndexedAuthorization | undefined>;
   countRowsByStatus: (token: Hex) => Promise<TokenCounts[]>;
+  /** What the status page shows from the database (its numbers from metrics are added by src/ops/statusPage.ts). */
+  statusSnapshot: (tokens: StatusTokens, now: number) => Promise<StatusSnapshot>;
+
+  // Webhooks: the outbox the triggers fill in the same transactions as the rows above.
+  readonly webhooks: WebhookOutbox;
 
   /** Whether close() was called. */
   isClosed: () => boolean;

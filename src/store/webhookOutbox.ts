@@ -30,18 +30,77 @@ export type DeliveryListing = {
 
 export type AttemptRecord = { subscriptionId: number; eventId: number; attempt: number; at: number; durationMs: number; httpStatus: number | null; error: string | null };
 
+/**
+ * The webhook outbox behind the store seam (both backends): what the sender, `flashindex webhooks`
+ * and the status page need. Each method that writes is its own transaction.
+ */
+export type WebhookOutbox = {
+  /**
+   * Makes `urls` the active subscriptions. A new one starts at `headBlock` and after every event
+   * already in the outbox; one no longer configured stays (with its history) but gets no new events.
+   * Returns each URL's subscription id and start block.
+   */
+  syncSubscriptions: (urls: readonly string[], headBlock: number, now: number) => Promise<Map<string, { id: number; fromBlock: number }>>;
+  maxEventId: () => Promise<number>;
+  /** Events after `afterId`, oldest first, at most `limit`. */
+  eventsAfter: (afterId: number, limit: number) => Promise<WebhookEventRow[]>;
+  cursorOf: (subscriptionId: number) => Promise<number>;
+  /** Opens a delivery for each matching event and moves the subscription's cursor to `throughId`: one transaction. */
+  fanOut: (subscriptionId: number, matchingIds: readonly number[], throughId: number, now: number) => Promise<void>;
+  /** The subscription's oldest open delivery (in-order delivery: nothing later goes before it). */
+  oldestOpen: (subscriptionId: number) => Promise<DueDelivery | undefined>;
+  /** Records an attempt and its outcome: delivered, pending again at `nextAttemptAt`, or parked. */
+  recordAttempt: (attempt: AttemptRecord, outcome: { state: "delivered" | "pending" | "parked"; nextAttemptAt: number }) => Promise<void>;
+  /** ERC-8021 codes of a transaction, as known now (attribution runs after the commit). */
+  builderCodes: (txHash: string) => Promise<Array<{ code: string; role: string; registry: string }>>;
+  /** Deliveries in the given states, newest event first. */
+  list: (states: ReadonlyArray<DeliveryListing["state"]>, limit: number) => Promise<DeliveryListing[]>;
+  /** Parked deliveries of one event (or all) become pending with a fresh set of attempts; returns how many. */
+  requeue: (eventId: number | "all", now: number) => Promise<number>;
+  /** Deliveries waiting and parked, and the active subscriptions. */
+  backlog: () => Promise<WebhookBacklog>;
+  /**
+   * Deletes up to `limit` events older than `before` (unix ms) with their deliveries and attempts,
+   * once every active subscription is past them and none is pending or parked. Returns how many.
+   */
+  prune: (before: number, limit: number) => Promise<number>;
+  lastAttempts: (limit: number) => Promise<Array<AttemptRecord & { type: string }>>;
+};
+
+export type WebhookBacklog = { pending: number; parked: number; subscriptions: number };
+
 const EVENT_COLUMNS = `e.id, e.type, e.block_number AS blockNumber, e.token, e.payer, e.payee, e.tx_hash AS txHash, e.payload, e.created_at AS createdAt`;
 
 /**
- * Every SQL statement of the webhook outbox (the triggers that fill it are in schemaV7.ts), so a
- * second store (Postgres) ports one file. Each method is its own transaction.
+ * The outbox on SQLite (the triggers that fill it are in schemaV7.ts; the Postgres twin is
+ * postgres/webhookOutbox.ts). Synchronous work on the store's own connection, wrapped as async.
  */
-export function createWebhookOutbox(db: Database) {
+export function createSqliteWebhookOutbox(db: Database): WebhookOutbox {
+  const sync = createSyncWebhookOutbox(db);
+  return {
+    syncSubscriptions: async (urls, headBlock, now) => sync.syncSubscriptions(urls, headBlock, now),
+    maxEventId: async () => sync.maxEventId(),
+    eventsAfter: async (afterId, limit) => sync.eventsAfter(afterId, limit),
+    cursorOf: async (subscriptionId) => sync.cursorOf(subscriptionId),
+    fanOut: async (subscriptionId, matchingIds, throughId, now) => sync.fanOut(subscriptionId, matchingIds, throughId, now),
+    oldestOpen: async (subscriptionId) => sync.oldestOpen(subscriptionId),
+    recordAttempt: async (attempt, outcome) => sync.recordAttempt(attempt, outcome),
+    builderCodes: async (txHash) => sync.builderCodes(txHash),
+    list: async (states, limit) => sync.list(states, limit),
+    requeue: async (eventId, now) => sync.requeue(eventId, now),
+    backlog: async () => sync.backlog(),
+    prune: async (before, limit) => sync.prune(before, limit),
+    lastAttempts: async (limit) => sync.lastAttempts(limit),
+  };
+}
+
+/** Every SQL statement of the outbox on SQLite, synchronous (better-sqlite3). Each method is its own transaction. */
+function createSyncWebhookOutbox(db: Database) {
   const maxEventId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM webhook_events").pluck();
   const insertSubscription = db.prepare(`
     INSERT INTO webhook_subscriptions (url, active, from_block, cursor_event_id, created_at) VALUES (?, 1, ?, ?, ?)
     ON CONFLICT (url) DO UPDATE SET active = 1`);
-  const subscriptionId = db.prepare("SELECT id FROM webhook_subscriptions WHERE url = ?").pluck();
+  const subscriptionOf = db.prepare("SELECT id, from_block AS fromBlock FROM webhook_subscriptions WHERE url = ?");
   const deactivateAll = db.prepare("UPDATE webhook_subscriptions SET active = 0");
   const cursorOf = db.prepare("SELECT cursor_event_id FROM webhook_subscriptions WHERE id = ?").pluck();
   const eventsAfter = db.prepare(`SELECT ${EVENT_COLUMNS} FROM webhook_events e WHERE e.id > ? ORDER BY e.id LIMIT ?`);
@@ -92,18 +151,14 @@ export function createWebhookOutbox(db: Database) {
   const deleteEvent = db.prepare("DELETE FROM webhook_events WHERE id = ?");
 
   return {
-    /**
-     * Makes `urls` the active subscriptions. A new one starts at `headBlock` and after every event
-     * already in the outbox; one no longer configured stays (with its history) but gets no new events.
-     */
-    syncSubscriptions(urls: readonly string[], headBlock: number, now: number): Map<string, number> {
+    syncSubscriptions(urls: readonly string[], headBlock: number, now: number): Map<string, { id: number; fromBlock: number }> {
       return db.transaction(() => {
         deactivateAll.run();
-        const ids = new Map<string, number>();
+        const ids = new Map<string, { id: number; fromBlock: number }>();
         const after = maxEventId.get() as number;
         for (const url of urls) {
           insertSubscription.run(url, headBlock, after, now);
-          ids.set(url, subscriptionId.get(url) as number);
+          ids.set(url, subscriptionOf.get(url) as { id: number; fromBlock: number });
         }
         return ids;
       }).immediate();
@@ -111,12 +166,10 @@ export function createWebhookOutbox(db: Database) {
 
     maxEventId: () => maxEventId.get() as number,
 
-    /** Events after `afterId`, oldest first, at most `limit`. */
     eventsAfter: (afterId: number, limit: number) => eventsAfter.all(afterId, limit) as WebhookEventRow[],
 
     cursorOf: (subscriptionId: number) => cursorOf.get(subscriptionId) as number,
 
-    /** Opens a delivery for each matching event and moves the subscription's cursor to `throughId`: one transaction. */
     fanOut(subscriptionId: number, matchingIds: readonly number[], throughId: number, now: number): void {
       db.transaction(() => {
         for (const id of matchingIds) insertDelivery.run(subscriptionId, id, now);
@@ -124,10 +177,8 @@ export function createWebhookOutbox(db: Database) {
       }).immediate();
     },
 
-    /** The subscription's oldest open delivery (in-order delivery: nothing later goes before it). */
     oldestOpen: (subscriptionId: number) => oldestOpen.get(subscriptionId) as DueDelivery | undefined,
 
-    /** Records an attempt and its outcome: delivered, pending again at `nextAttemptAt`, or parked. */
     recordAttempt(attempt: AttemptRecord, outcome: { state: "delivered" | "pending" | "parked"; nextAttemptAt: number }): void {
       db.transaction(() => {
         insertAttempt.run(attempt.subscriptionId, attempt.eventId, attempt.attempt, attempt.at, attempt.durationMs, attempt.httpStatus, attempt.error);
@@ -135,23 +186,15 @@ export function createWebhookOutbox(db: Database) {
       }).immediate();
     },
 
-    /** ERC-8021 codes of a transaction, as known now (attribution runs after the commit). */
     builderCodes: (txHash: string) => codesOf.all(txHash) as Array<{ code: string; role: string; registry: string }>,
 
-    /** Deliveries in the given states, newest event first. */
     list: (states: ReadonlyArray<DeliveryListing["state"]>, limit: number) => listing.all(JSON.stringify(states), limit) as DeliveryListing[],
 
-    /** Parked deliveries of one event (or all) become pending with a fresh set of attempts; returns how many. */
     requeue: (eventId: number | "all", now: number) =>
       (eventId === "all" ? requeueAll.run(now) : requeueOne.run(now, eventId)).changes,
 
-    /** Deliveries waiting and parked, and the active subscriptions. */
     backlog: () => ({ pending: countPending.get() as number, parked: countParked.get() as number, subscriptions: countActive.get() as number }),
 
-    /**
-     * Deletes up to `limit` events older than `before` (unix ms) with their deliveries and attempts,
-     * once every active subscription is past them and none is pending or parked. Returns how many.
-     */
     prune(before: number, limit: number): number {
       return db.transaction(() => {
         const ids = prunable.all(before, limit) as number[];
@@ -167,5 +210,3 @@ export function createWebhookOutbox(db: Database) {
     lastAttempts: (limit: number) => lastAttempts.all(limit) as Array<AttemptRecord & { type: string }>,
   };
 }
-
-export type WebhookOutbox = ReturnType<typeof createWebhookOutbox>;

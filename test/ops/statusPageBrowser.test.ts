@@ -3,10 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keccak256, stringToHex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { addOrder } from "../../src/store/orders.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openStore } from "../../src/store/openStore.js";
+import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
+import { testConfig } from "../helpers/context.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 import { startWebhookReceiver } from "../helpers/webhookReceiver.js";
 
@@ -26,29 +28,32 @@ beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 1_500, flashblockIntervalMs: 150 });
   dir = mkdtempSync(join(tmpdir(), "flashindex-status-page-"));
 }, 60_000);
-afterAll(() => devnet?.stop());
+afterAll(async () => {
+  await devnet?.stop();
+  await stopFileBackends();
+});
 
-describe.skipIf(!hasChromium)("status page in a real browser", () => {
+describe.skipIf(!hasChromium).each(BACKENDS)("status page in a real browser on $name", (backend) => {
   test(
     "GET / on the metrics port shows a live daemon's head, backfill, lead time, payments, drops, orders and webhook deliveries",
     async () => {
       const { chromium } = await import("playwright-core");
       const receiver = await startWebhookReceiver("s3cret");
-      const dbPath = join(dir, "status.db");
+      const database = backend.name === "sqlite" ? { path: join(dir, "status.db") } : await backend.freshDatabase();
       const config = writeConfig(dir, {
         chainId: devnet.chainId,
         rpc: { http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl, retry: { maxAttempts: 4, initialDelayMs: 20, maxDelayMs: 200 } },
         tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock, label: LABEL }],
         finality: { depth: 3 },
         realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 200 },
-        database: { path: dbPath },
+        database,
         metrics: { enabled: true, host: "127.0.0.1", port: 0 },
         logLevel: "info",
         webhooks: [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_STATUS_SECRET" }],
-      });
-      const setup = openDatabase(dbPath, devnet.chainId);
-      addOrder(setup, { chainId: devnet.chainId, token: devnet.token, authorizer: SHOP, payee: SHOP, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce: keccak256(stringToHex("status page order")), kind: "transfer", signature: `0x${"11".repeat(65)}` }, Date.now());
-      setup.close();
+      }, `config-${backend.name}.json`);
+      const setup = await openStore(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database }), { metrics: createMetrics({ defaultMetrics: false }) });
+      await setup.addOrder({ chainId: devnet.chainId, token: devnet.token, authorizer: SHOP, payee: SHOP, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce: keccak256(stringToHex("status page order")), kind: "transfer", signature: `0x${"11".repeat(65)}` }, Date.now());
+      await setup.close();
 
       const daemon = spawnCli(["start", "--config", config], { FLASHINDEX_TEST_STATUS_SECRET: "s3cret" });
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })));

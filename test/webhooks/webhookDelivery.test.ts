@@ -1,10 +1,11 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import DatabaseConstructor from "better-sqlite3";
 import type { Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import type { Config } from "../../src/config/types.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 import { startWebhookReceiver, type Receipt } from "../helpers/webhookReceiver.js";
@@ -19,9 +20,12 @@ beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 600, flashblockIntervalMs: 150 });
   dir = mkdtempSync(join(tmpdir(), "flashindex-webhooks-"));
 }, 60_000);
-afterAll(() => devnet?.stop());
+afterAll(async () => {
+  await devnet?.stop();
+  await stopFileBackends();
+});
 
-function daemonConfig(name: string, webhooks: unknown[], delivery: Record<string, number>) {
+function daemonConfig(name: string, database: Record<string, unknown>, webhooks: unknown[], delivery: Record<string, number>) {
   return writeConfig(
     dir,
     {
@@ -30,7 +34,7 @@ function daemonConfig(name: string, webhooks: unknown[], delivery: Record<string
       tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
       finality: { depth: 3 },
       realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 200 },
-      database: { path: join(dir, `${name}.db`) },
+      database,
       metrics: { enabled: false },
       logLevel: "info",
       webhooks,
@@ -40,30 +44,42 @@ function daemonConfig(name: string, webhooks: unknown[], delivery: Record<string
   );
 }
 
+/** Daemons a failed test left running: killed after each test. */
+const running = new Set<ReturnType<typeof spawnCli>>();
+afterEach(() => {
+  for (const daemon of running) daemon.kill("SIGKILL");
+  running.clear();
+});
+
 async function startDaemon(config: string) {
   const daemon = spawnCli(["start", "--config", config], SECRET_ENV);
+  running.add(daemon);
+  daemon.on("exit", () => running.delete(daemon));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })));
   await waitFor(() => daemon.output().stdout.includes("Caught up with the head"), 30_000, "catch-up");
   return { daemon, exited };
 }
 
-/** The outbox's deliveries for a subscription, read beside the daemon. */
-function deliveries(dbPath: string): Array<{ event_id: number; state: string; type: string; tx_hash: string | null }> {
-  const db = new DatabaseConstructor(dbPath, { readonly: true });
+/** The outbox's deliveries, read beside the daemon through a connection of the test's own. */
+async function deliveries(backend: TestBackend, database: Record<string, unknown>): Promise<Array<{ event_id: number; state: string; type: string; tx_hash: string | null }>> {
+  const reader = await backend.reader(database as Config["database"]);
   try {
-    return db
-      .prepare("SELECT d.event_id, d.state, e.type, e.tx_hash FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id ORDER BY d.event_id")
-      .all() as Array<{ event_id: number; state: string; type: string; tx_hash: string | null }>;
+    return await reader.all("SELECT d.event_id, d.state, e.type, e.tx_hash FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id ORDER BY d.event_id");
   } finally {
-    db.close();
+    await reader.close();
   }
 }
 
 const typesFor = (receipts: readonly Receipt[], tx: Hex) => new Set(receipts.filter((r) => r.body.log?.tx_hash === tx).map((r) => r.type));
 
-describe("webhooks", () => {
+/** A fresh database of the backend; SQLite's in the test's directory. */
+async function freshDatabase(backend: TestBackend, name: string): Promise<Record<string, unknown>> {
+  return backend.name === "sqlite" ? { path: join(dir, `${name}.db`) } : backend.freshDatabase();
+}
+
+describe.each(BACKENDS)("webhooks on $name", (backend) => {
   test("start refuses a webhook whose secret variable is not set, naming the variable (exit 2)", async () => {
-    const config = daemonConfig("nosecret", [{ url: "http://127.0.0.1:9/hook", secretEnv: "FLASHINDEX_TEST_MISSING_SECRET" }], {});
+    const config = daemonConfig(`nosecret-${backend.name}`, await freshDatabase(backend, `nosecret-${backend.name}`), [{ url: "http://127.0.0.1:9/hook", secretEnv: "FLASHINDEX_TEST_MISSING_SECRET" }], {});
     const { code, stderr } = await runCli(["start", "--config", config]);
     expect(code).toBe(2);
     expect(stderr).toContain("webhooks[0].secretEnv: the environment variable FLASHINDEX_TEST_MISSING_SECRET is not set");
@@ -75,10 +91,10 @@ describe("webhooks", () => {
       // Scripted failures: every 3rd request answers 500, every 7th hangs past the timeout, every 11th is reset.
       const mixed = (n: number) => (n % 3 === 1 ? "fail" : n % 7 === 2 ? "hang" : n % 11 === 5 ? "reset" : "ok");
       const receiver = await startWebhookReceiver(SECRET, mixed);
-      const config = daemonConfig("delivery", [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET" }], {
+      const database = await freshDatabase(backend, `delivery-${backend.name}`);
+      const config = daemonConfig(`delivery-${backend.name}`, database, [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET" }], {
         initialDelayMs: 20, maxDelayMs: 150, timeoutMs: 300, maxAttempts: 1_000,
       });
-      const dbPath = join(dir, "delivery.db");
       const payer = createPayer(devnet);
       try {
         let { daemon, exited } = await startDaemon(config);
@@ -88,8 +104,15 @@ describe("webhooks", () => {
         // The receiver goes down; payments are committed (outbox rows written) but cannot be delivered; then kill -9.
         receiver.setAnswer(() => "fail");
         const during = [await payer.pay(SHOP), await payer.pay(SHOP)];
-        await waitFor(() => during.every((tx) => deliveries(dbPath).some((d) => d.tx_hash === tx && d.type === "payment.confirmed")), 30_000, "outbox rows committed");
-        const undelivered = deliveries(dbPath).filter((d) => d.state === "pending").length;
+        await waitFor(
+          async () => {
+            const rows = await deliveries(backend, database);
+            return during.every((tx) => rows.some((d) => d.tx_hash === tx && d.type === "payment.confirmed"));
+          },
+          30_000,
+          "outbox rows committed",
+        );
+        const undelivered = (await deliveries(backend, database)).filter((d) => d.state === "pending").length;
         expect(undelivered).toBeGreaterThan(0);
         daemon.kill("SIGKILL");
         await exited;
@@ -97,10 +120,17 @@ describe("webhooks", () => {
         receiver.setAnswer(mixed);
         ({ daemon, exited } = await startDaemon(config));
         const after = [await payer.pay(SHOP, 3)];
-        await waitFor(() => [...before, ...during, ...after].every((tx) => typesFor(receiver.delivered(), tx).has("payment.finalized")), 60_000, "every payment finalized at the receiver");
-        await waitFor(() => deliveries(dbPath).every((d) => d.state === "delivered"), 30_000, "every delivery settled");
+        await waitFor(() => [...before, ...during, ...after].every((tx) => typesFor(receiver.delivered(), tx).has("payment.finalized")), 60_000, "every payment finalized at the receiver").catch(
+          async (error: Error) => {
+            // What a timeout needs to be understood: the outbox's states and the daemon's webhook lines.
+            const states = (await deliveries(backend, database)).map((d) => `${d.event_id}:${d.type}:${d.state}`).join(" ");
+            const lines = daemon.output().stdout.split("\n").filter((l) => /webhook|error|fatal/i.test(l)).slice(-20).join("\n");
+            throw new Error(`${error.message}\noutbox: ${states}\ndaemon:\n${lines}`);
+          },
+        );
+        await waitFor(async () => (await deliveries(backend, database)).every((d) => d.state === "delivered"), 30_000, "every delivery settled");
 
-        const outbox = deliveries(dbPath);
+        const outbox = await deliveries(backend, database);
         const deliveredIds = new Set(receiver.delivered().map((r) => r.seq));
         expect(outbox.filter((d) => !deliveredIds.has(d.event_id))).toEqual([]);
         // In order: head-of-line per subscription; a re-send only ever repeats the event at the head.
@@ -141,7 +171,8 @@ describe("webhooks", () => {
       const good = await startWebhookReceiver(SECRET);
       const down = await startWebhookReceiver(SECRET, () => "fail");
       const config = daemonConfig(
-        "reorg",
+        `reorg-${backend.name}`,
+        await freshDatabase(backend, `reorg-${backend.name}`),
         [
           { url: good.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET" },
           { url: down.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET", events: ["payment.confirmed"], addresses: [SHOP] },

@@ -2,14 +2,13 @@ import { createOrderUpkeep, ORDER_UPKEEP_INTERVAL_MS } from "../../authorization
 import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
 import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
-import { BaseError, ConfigError, FatalError, RetryableError, ShutdownError } from "../../errors/base.js";
+import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors/base.js";
 import { DamagedAnswerError, PrunedHistoryError } from "../../errors/rpc.js";
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
-import { openWriterConnection } from "../../store/openDatabase.js";
 import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
@@ -91,19 +90,10 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
       .finally(() => (upkeepRunning = false));
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
-  // The webhook outbox and the status page read SQLite through a connection of their own; on
-  // Postgres they are not available yet.
-  if (store.backend === "postgres" && context.config.webhooks.length > 0) {
-    await store.close();
-    throw new ConfigError("webhooks", "webhooks need the SQLite backend in this version (database.url selects Postgres)");
-  }
-  if (store.backend === "sqlite") {
-    const db = openWriterConnection(context.config.database.path);
-    shutdown.add(() => db.close());
-    server?.setStatusPage(createStatusPage({ ...context, db }));
-    const webhookSender = createWebhookSender({ ...context, db }, webhookSecrets, tips.head).run();
-    shutdown.add(() => webhookSender);
-  }
+  // The status page and the webhook outbox go through the store, on either backend.
+  server?.setStatusPage(createStatusPage({ ...context, store }));
+  const webhookSender = (await createWebhookSender({ ...context, store }, webhookSecrets, tips.head)).run();
+  shutdown.add(() => webhookSender);
   const heartbeat = startHeartbeat({ ...context, health });
   shutdown.add(() => heartbeat.stop());
   context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: store.location, tokens: context.config.tokens.length });

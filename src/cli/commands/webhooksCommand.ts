@@ -1,8 +1,9 @@
 import { FatalError, UsageError } from "../../errors/base.js";
 import { redactUrl } from "../../ops/redact.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openDatabase, openDatabaseReadOnly } from "../../store/openDatabase.js";
-import { createWebhookOutbox, type DeliveryListing } from "../../store/webhookOutbox.js";
+import { createMetrics } from "../../ops/metrics.js";
+import { openReadOnlyStore, openStore } from "../../store/openStore.js";
+import type { DeliveryListing } from "../../store/webhookOutbox.js";
 import { eventId } from "../../webhooks/eventBody.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { loadCommandSettings } from "../resolveConfig.js";
@@ -39,27 +40,27 @@ async function runWebhooksCommand({ values, positionals }: ParsedCommand<typeof 
   const config = loadCommandSettings(values);
   if (action === "list") {
     if (target !== undefined || values.all) throw new UsageError("webhooks list: takes no event id or --all");
-    const db = openDatabaseReadOnly(config.database.path, config.chainId);
+    const store = await openReadOnlyStore(config, createMetrics({ defaultMetrics: false }));
     try {
-      const rows = createWebhookOutbox(db).list(["pending", "parked"], WEBHOOKS_LIST_LIMIT).map((row) => describe(config.chainId, row));
+      const rows = (await store.webhooks.list(["pending", "parked"], WEBHOOKS_LIST_LIMIT)).map((row) => describe(config.chainId, row));
       if (values.json) return printJson({ deliveries: rows });
       if (rows.length === 0) return void console.log("no pending or parked webhook deliveries");
       for (const r of rows)
         console.log(`${r.state.padEnd(7)} ${r.eventId.padEnd(18)} ${r.type.padEnd(22)} attempts ${String(r.attempts).padStart(3)}  ${r.url}${r.lastError === null ? "" : `  last error: ${r.lastError}`}`);
       return;
     } finally {
-      db.close();
+      await store.close();
     }
   }
   const which = parseTarget(target, values.all === true, config.chainId);
-  const db = openDatabase(config.database.path, config.chainId);
+  const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
   try {
-    const requeued = createWebhookOutbox(db).requeue(which, Date.now());
+    const requeued = await store.webhooks.requeue(which, Date.now());
     if (requeued === 0 && which !== "all") throw new FatalError(`webhooks retry: no parked delivery of ${eventId(config.chainId, which)} (see flashindex webhooks list)`);
     if (values.json) return printJson({ requeued });
     console.log(`re-queued ${requeued} parked deliver${requeued === 1 ? "y" : "ies"}`);
   } finally {
-    db.close();
+    await store.close();
   }
 }
 

@@ -1,5 +1,6 @@
 import pg from "pg";
 import { redactDatabaseUrl } from "../../ops/redact.js";
+import { OUTBOX_LOCK_SQL } from "./schemaV7.js";
 
 /** Connections of the pool a store opens: the writer's transactions, readers and late attribution. */
 export const POSTGRES_POOL_SIZE = 4;
@@ -43,11 +44,15 @@ export function describeLocation(url: string, schema: string): string {
   return `${redactDatabaseUrl(url)} (schema ${schema})`;
 }
 
-/** Runs `work` in one transaction on a pooled connection; rolls back when it throws. */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` in one transaction on a pooled connection; rolls back when it throws. With
+ * `outboxLock`, the transaction first takes the webhook outbox's lock (schemaV7.ts): a transaction
+ * that may write webhook events takes it before any row lock, so two such writers never deadlock.
+ */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>, options: { outboxLock?: boolean } = {}): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query("BEGIN");
+    await client.query(options.outboxLock === true ? `BEGIN; SELECT ${OUTBOX_LOCK_SQL}` : "BEGIN");
     const result = await work(client);
     await client.query("COMMIT");
     return result;

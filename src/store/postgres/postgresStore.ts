@@ -12,6 +12,9 @@ import { inTransaction } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
+import { RECENT_WEBHOOK_ATTEMPTS } from "../statusPageQueries.js";
+import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
+import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
 
 export type PostgresStoreDeps = {
@@ -41,7 +44,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       deps.checkWriter?.();
       const started = performance.now();
       try {
-        return await inTransaction(pool, work);
+        return await inTransaction(pool, work, { outboxLock: true });
       } catch (error) {
         // A connection lost mid-run is an outage (exit 75), named without credentials.
         throw asPostgresError(error, deps.location);
@@ -63,6 +66,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         client.release();
       }
     })();
+
+  const webhooks = createPostgresWebhookOutbox({ pool, read, location: deps.location });
 
   const windowWriter = (): WindowWriter => {
     const sent = new Set<Promise<unknown>>();
@@ -160,8 +165,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       }),
 
     // Orders are written beside the daemon by other processes: not through this process's write queue alone.
-    addOrder: (order, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).add(order, now))),
-    voidOrder: (id, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).void(id, now))),
+    addOrder: (order, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).add(order, now), { outboxLock: true })),
+    voidOrder: (id, now) => timedOrders(() => inTransaction(pool, (c) => postgresOrders(c).void(id, now), { outboxLock: true })),
     expireOrders: (now) => write("orders", (c) => postgresOrders(c).expire(now)),
     getOrder: (id) => read((c) => postgresOrders(c).get(id)),
     listOrders: (filter) => read((c) => postgresOrders(c).list(filter)),
@@ -191,6 +196,12 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         );
         return rows;
       }),
+    statusSnapshot: async (tokens, now) => {
+      // One pooled connection at a time: never hold one while waiting for another (a pool of 4 could deadlock).
+      const [backlog, attempts] = [await webhooks.backlog(), await webhooks.lastAttempts(RECENT_WEBHOOK_ATTEMPTS)];
+      return { ...(await read((c) => readPostgresStatusSnapshot(c, chainId, tokens, now))), webhooks: backlog, webhookAttempts: attempts };
+    },
+    webhooks,
 
     isClosed: () => closed,
     close: async () => {
