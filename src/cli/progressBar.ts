@@ -1,9 +1,7 @@
+import { SingleBar } from "cli-progress";
 import type { BackfillProgress } from "../sync/backfill.js";
 
-/**
- * What a command needs from a progress display. Written against this small interface so a
- * maintained library (cli-progress) can stand behind it without touching the commands.
- */
+/** What a command needs from a progress display. */
 export type ProgressDisplay = {
   update: (progress: BackfillProgress) => void;
   /** Draws the last state once more and ends the line. */
@@ -11,27 +9,35 @@ export type ProgressDisplay = {
 };
 
 /** A terminal is redrawn at most this often: faster only burns CPU the backfill needs. */
-export const PROGRESS_REDRAW_INTERVAL_MS = 100;
+export const PROGRESS_REDRAW_FPS = 10;
 /** Width of the bar itself, in characters. */
 const BAR_WIDTH_CHARS = 30;
 
-/** A live one-line bar (blocks done / total, logs/s, ETA, window size) redrawn in place with `\r`. */
-export function createTerminalProgress(stream: NodeJS.WriteStream, now: () => number = Date.now): ProgressDisplay {
+/**
+ * A live one-line bar (blocks done / total, logs/s, ETA, window size), drawn by cli-progress: it
+ * throttles redraws, rewrites the line in place, and fits it to the terminal's width.
+ */
+export function createTerminalProgress(stream: NodeJS.WriteStream): ProgressDisplay {
   let last: BackfillProgress | undefined;
-  let drawnAt = 0;
-  const draw = () => {
-    if (last === undefined) return;
-    stream.write(`\r${formatProgressLine(last)}\x1b[K`);
-    drawnAt = now();
-  };
+  const bar = new SingleBar({
+    stream,
+    fps: PROGRESS_REDRAW_FPS,
+    hideCursor: false,
+    linewrap: false,
+    // The line is ours (the library's own tokens cannot show logs/s or the window size).
+    format: () => (last === undefined ? "" : formatProgressLine(last)),
+  });
+  let started = false;
   return {
     update: (progress) => {
       last = progress;
-      if (now() - drawnAt >= PROGRESS_REDRAW_INTERVAL_MS || progress.blocksDone >= progress.blocksTotal) draw();
+      if (!started) bar.start(progress.blocksTotal, progress.blocksDone);
+      started = true;
+      bar.setTotal(progress.blocksTotal);
+      bar.update(progress.blocksDone);
     },
     stop: () => {
-      draw();
-      if (last !== undefined) stream.write("\n");
+      if (started) bar.stop();
     },
   };
 }
