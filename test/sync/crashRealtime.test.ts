@@ -118,6 +118,9 @@ describe.each(BACKENDS)("realtime crash safety on $name", (backend) => {
 
       const daemon = spawnCli(["start", "--config", config]);
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })));
+      // Up before it is judged (and signalled): a SIGTERM that lands while Node still loads the modules,
+      // before the daemon's handlers exist, ends it by the signal, as it would any process.
+      await waitFor(() => daemon.output().stdout.includes("Caught up with the head"), 30_000, "final catch-up");
       const reader = await backend.reader(database);
       try {
         const canonical = async () =>
