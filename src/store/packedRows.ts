@@ -9,7 +9,11 @@ import { eventName } from "../decode/paymentEvents.js";
  */
 export type PackedRows = { count: number; values: unknown[] };
 
-/** Per row: 14 `logs` columns (address … tx_log_position, chain id), status, source, the event's name and its three decoded fields. */
+/**
+ * Per row, at these offsets: 0 address, 1–4 topic0–3, 5 data, 6 block number, 7 block hash,
+ * 8 block timestamp, 9 tx hash, 10 tx index, 11 log index, 12 tx log position, 13 chain id,
+ * 14 status, 15 source, 16 event name, 17–18 from/to (or authorizer/nonce), 19 value (or null).
+ */
 export const PACKED_FIELDS = 20;
 
 export function packRows(rows: readonly LogRow[]): PackedRows {
