@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
  * `npm run bench`: every backfill figure is the whole `flashindex backfill` process, started as a
@@ -31,19 +32,10 @@ function runNode(script: string, args: string[]): Promise<string> {
   });
 }
 
-/** Starts the synthetic server as a separate process and resolves with its URL and a stop function. */
-function startSyntheticServer(blocks: number): Promise<{ url: string; stop: () => void }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(HERE, "syntheticRpcServer.js"), String(blocks), String(LOGS_PER_BLOCK), TOKEN], { stdio: ["ignore", "pipe", "inherit"] });
-    child.stdout.once("data", (chunk: Buffer) => resolve({ url: chunk.toString().trim(), stop: () => child.kill() }));
-    child.on("error", reject);
-  });
-}
-
 async function synthetic(logs: number, attribution: boolean, postgres?: Awaited<ReturnType<typeof startBenchPostgres>>): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   const blocks = Math.ceil(logs / LOGS_PER_BLOCK);
-  const server = await startSyntheticServer(blocks);
+  const server = await startSyntheticRpcProcess(blocks, LOGS_PER_BLOCK, TOKEN);
   const schema = `bench_${logs}`;
   try {
     const figures = await runCliBackfill(

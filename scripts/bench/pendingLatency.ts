@@ -1,4 +1,4 @@
-import { fork, spawn } from "node:child_process";
+import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { createPendingIndexer } from "../../src/sync/pending.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
+import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
  * Pre-confirmation latency: a Flashblocks-like emitter in a child process sends `pendingLogs`
@@ -74,16 +75,10 @@ if (process.argv[2] === "emit") {
 }
 
 
-/** Starts the synthetic JSON-RPC server in its own process; resolves with its URL. */
-function startSyntheticRpc(): Promise<{ url: string; stop: () => void }> {
-  const server = spawn(process.execPath, [join(import.meta.dirname, "syntheticRpcServer.js"), String(BACKFILL_BLOCKS), "20", TOKEN], { stdio: ["ignore", "pipe", "inherit"] });
-  return new Promise((resolve) => server.stdout.once("data", (chunk: Buffer) => resolve({ url: chunk.toString().trim(), stop: () => server.kill() })));
-}
-
 async function measure(rate: number, withBackfill: boolean) {
   const child = fork(import.meta.filename, ["emit", String(rate)], { execArgv: [] });
   const port = await new Promise<number>((resolve) => child.once("message", (m: { port: number }) => resolve(m.port)));
-  const rpc = withBackfill ? await startSyntheticRpc() : undefined;
+  const rpc = withBackfill ? await startSyntheticRpcProcess(BACKFILL_BLOCKS, 20, TOKEN) : undefined;
   const dir = mkdtempSync(join(tmpdir(), "flashindex-latency-"));
   const config = parseConfig(
     // Attribution runs after the commit and needs a node; this measures the pending path alone.

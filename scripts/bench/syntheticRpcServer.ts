@@ -1,5 +1,7 @@
+import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 
 /**
  * A JSON-RPC server that serves a large, deterministic set of Transfer logs (`logsPerBlock` in each
@@ -90,6 +92,18 @@ export async function startSyntheticRpcServer(chain: SyntheticChain, port = 0) {
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const address = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${address.port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/**
+ * Starts the server as a separate process (so its work is not the measured process's) and resolves
+ * with its URL and a stop function.
+ */
+export function startSyntheticRpcProcess(blocks: number, logsPerBlock: number, token: string): Promise<{ url: string; stop: () => void }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(import.meta.dirname, "syntheticRpcServer.js"), String(blocks), String(logsPerBlock), token], { stdio: ["ignore", "pipe", "inherit"] });
+    child.stdout.once("data", (chunk: Buffer) => resolve({ url: chunk.toString().trim(), stop: () => child.kill() }));
+    child.on("error", reject);
+  });
 }
 
 // Run as its own process: `node syntheticRpcServer.js <blocks> <logsPerBlock> <token>`; prints the URL.
