@@ -3,17 +3,7 @@
  * user:password, and API keys in the path or query (Alchemy `/v2/<key>`, Infura `/v3/<key>`, `?apikey=`).
  */
 export function redactUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return "<invalid url>";
-  }
-  const host = parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
-  const hasCredentials = parsed.username !== "" || parsed.password !== "";
-  const hasPath = parsed.pathname !== "/" && parsed.pathname !== "";
-  const hasQuery = parsed.search !== "";
-  return `${parsed.protocol}//${hasCredentials ? "***@" : ""}${host}${hasPath ? "/***" : ""}${hasQuery ? "?***" : ""}`;
+  return redacted(url, (parsed) => (parsed.pathname !== "/" && parsed.pathname !== "" ? "/***" : ""));
 }
 
 /** Replaces every URL found in free text (error messages from fetch, ws or pg) with its redacted form. */
@@ -28,6 +18,11 @@ export function redactText(text: string): string {
  * (`?password=`, `sslkey=`…) never.
  */
 export function redactDatabaseUrl(url: string): string {
+  return redacted(url, (parsed) => parsed.pathname);
+}
+
+/** Scheme, `***@` for any credentials, host and port, the path as `shownPath` gives it, `?***` for any query. */
+function redacted(url: string, shownPath: (parsed: URL) => string): string {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -36,5 +31,5 @@ export function redactDatabaseUrl(url: string): string {
   }
   const host = parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
   const hasCredentials = parsed.username !== "" || parsed.password !== "";
-  return `${parsed.protocol}//${hasCredentials ? "***@" : ""}${host}${parsed.pathname}${parsed.search !== "" ? "?***" : ""}`;
+  return `${parsed.protocol}//${hasCredentials ? "***@" : ""}${host}${shownPath(parsed)}${parsed.search !== "" ? "?***" : ""}`;
 }
