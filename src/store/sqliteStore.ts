@@ -10,7 +10,7 @@ import { readStatusSnapshot } from "./statusPageQueries.js";
 import { countRowsByStatus } from "./statusQueries.js";
 import type { Store } from "./store.js";
 import { createSyncedRanges } from "./syncedRanges.js";
-import { timedWrite } from "./timedWrite.js";
+import { timed, timedWrite } from "./timedWrite.js";
 import { createSqliteWebhookOutbox, type WebhookOutbox } from "./webhookOutbox.js";
 import { createWindowWriter } from "./windowWriter.js";
 
@@ -39,14 +39,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   // Prepared on first use: a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
     db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value);
-  const timedOrders = <T>(work: () => T): T => {
-    const started = performance.now();
-    try {
-      return work();
-    } finally {
-      metrics.dbWriteDuration.observe({ kind: "orders" }, (performance.now() - started) / 1_000);
-    }
-  };
+  // Each order operation opens its own transaction (orders.ts).
+  const timedOrders = <T>(work: () => T): T => timed(metrics, "orders", work);
   let closed = false;
   let outbox: WebhookOutbox | undefined;
 

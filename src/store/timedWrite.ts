@@ -6,10 +6,24 @@ export type WriteKind = "backfill_window" | "index_build" | "head_block" | "reor
 
 /** Runs `work` in one `BEGIN IMMEDIATE` transaction and records how long it took, whether it committed or threw. */
 export function timedWrite<T>(db: Database, metrics: Pick<Metrics, "dbWriteDuration">, kind: WriteKind, work: () => T): T {
+  return timed(metrics, kind, () => db.transaction(work).immediate());
+}
+
+/**
+ * Runs `work` (which opens its own transaction) and records how long it took under `kind`, whether it
+ * returned or threw; for a promise, once it settles.
+ */
+export function timed<T>(metrics: Pick<Metrics, "dbWriteDuration">, kind: WriteKind, work: () => T): T {
   const started = performance.now();
+  const observe = () => metrics.dbWriteDuration.observe({ kind }, (performance.now() - started) / 1_000);
+  let result: T;
   try {
-    return db.transaction(work).immediate();
-  } finally {
-    metrics.dbWriteDuration.observe({ kind }, (performance.now() - started) / 1_000);
+    result = work();
+  } catch (error) {
+    observe();
+    throw error;
   }
+  if (result instanceof Promise) return result.finally(observe) as T;
+  observe();
+  return result;
 }

@@ -7,7 +7,7 @@ import type { BlockApplied } from "../lifecycle.js";
 import { READER_INDEXES } from "../readerIndexes.js";
 import type { RegistrationRow } from "../registrations.js";
 import type { Store, WindowWriter } from "../store.js";
-import type { WriteKind } from "../timedWrite.js";
+import { timed, type WriteKind } from "../timedWrite.js";
 import { inTransaction } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
@@ -42,15 +42,10 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
   function write<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const run = writes.then(async () => {
       deps.checkWriter?.();
-      const started = performance.now();
-      try {
-        return await inTransaction(pool, work, { outboxLock: true });
-      } catch (error) {
-        // A connection lost mid-run is an outage (exit 75), named without credentials.
+      // A connection lost mid-run is an outage (exit 75), named without credentials.
+      return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock: true })).catch((error: unknown) => {
         throw asPostgresError(error, deps.location);
-      } finally {
-        metrics.dbWriteDuration.observe({ kind }, (performance.now() - started) / 1_000);
-      }
+      });
     });
     writes = run.catch(() => undefined);
     return run;
@@ -213,13 +208,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     },
   };
 
-  async function timedOrders<T>(work: () => Promise<T>): Promise<T> {
-    const started = performance.now();
-    try {
-      return await work();
-    } finally {
-      metrics.dbWriteDuration.observe({ kind: "orders" }, (performance.now() - started) / 1_000);
-    }
+  function timedOrders<T>(work: () => Promise<T>): Promise<T> {
+    return timed(metrics, "orders", work);
   }
 }
 
