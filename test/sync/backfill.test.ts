@@ -145,6 +145,9 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
 
   test("retries transient faults and garbage answers, and rejects logs outside the filter", async () => {
     let n = 0;
+    // Answers that hold logs are counted apart: every third of them gets foreign logs, however the
+    // windows and the other requests happen to interleave (counting all requests could miss them all).
+    let withLogs = 0;
     const { db, run, metrics, close } = await setUp(backend, {
       wrap: (inner) => async (url, body, signal) => {
         const range = getLogsRange(body);
@@ -154,7 +157,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
         if (n % 7 === 0) return '{"jsonrpc":"2.0","id":' + range.id + ',"result":[{"address":"0xnothex"}]}';
         const answer = JSON.parse(await inner(url, body, signal)) as { result: Array<Record<string, unknown>> };
         const sample = answer.result[0];
-        if (sample !== undefined && n % 3 === 0) {
+        if (sample !== undefined && withLogs++ % 3 === 0) {
           answer.result.push({ ...sample, address: "0x00000000000000000000000000000000000000aa" });
           answer.result.push({ ...sample, blockNumber: `0x${(range.to + 50).toString(16)}` });
           answer.result.push({ ...sample, topics: [PAYMENT_TOPICS[0], ...(sample.topics as string[]).slice(1), PAYMENT_TOPICS[0]] });
