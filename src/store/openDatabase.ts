@@ -72,13 +72,25 @@ export function applyWriterPragmas(db: Database): void {
 
 /**
  * A second writing connection to a database that `openDatabase` already opened, migrated and pinned
- * in this process (the backfill's window writer thread): the same settings, no checks.
+ * in this process (the backfill's window writer thread): the same settings, no checks, except that
+ * it never checkpoints inside a commit: its owner calls `checkpointBeside` after each window.
  */
 export function openWriterConnection(path: string): Database {
   const db = new DatabaseConstructor(path, { fileMustExist: true });
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   applyWriterPragmas(db);
+  db.pragma("wal_autocheckpoint = 0");
   return db;
+}
+
+/**
+ * Copies the WAL back into the database without holding the write lock (a PASSIVE checkpoint), so
+ * other connections keep writing meanwhile. An automatic checkpoint runs inside the COMMIT of
+ * whichever connection crosses the threshold, under its lock: with a writer thread adding megabytes
+ * per window, that landed on a pre-confirmation's tiny commit and held it for tens of milliseconds.
+ */
+export function checkpointBeside(db: Database): void {
+  db.pragma("wal_checkpoint(PASSIVE)");
 }
 
 /**

@@ -10,9 +10,10 @@ import { readStatusSnapshot } from "./statusPageQueries.js";
 import { countRowsByStatus } from "./statusQueries.js";
 import type { Store } from "./store.js";
 import { createSyncedRanges } from "./syncedRanges.js";
-import { timed, timedWrite } from "./timedWrite.js";
+import { timed, type WriteKind } from "./timedWrite.js";
 import { createSqliteWebhookOutbox, type WebhookOutbox } from "./webhookOutbox.js";
 import { createWindowWriter } from "./windowWriter.js";
+import { createLiveWriteGate, createWriteGateMemory } from "./writeGate.js";
 
 export type SqliteStoreDeps = {
   db: Database;
@@ -25,7 +26,9 @@ export type SqliteStoreDeps = {
 /**
  * The Store over one better-sqlite3 connection. Its work is synchronous (SQLite in process is faster
  * so than any round trip); the async methods only wrap it. Backfill windows keep their fast path: a
- * writer thread with a connection of its own (windowWriter.ts).
+ * writer thread with a connection of its own (windowWriter.ts). Every write of this connection goes
+ * through the live-write gate (writeGate.ts): while a window commits on that thread, a live write
+ * waits for the thread to step aside, not for the whole window.
  */
 export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const { db, chainId, metrics } = deps;
@@ -34,15 +37,19 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const attribution = createAttributionWriter(db);
   const authorizationState = createAuthorizationStates(db, chainId);
   const indexes = createReaderIndexes(db);
+  const gate = createLiveWriteGate(createWriteGateMemory());
+  /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
+  const write = <T>(kind: WriteKind, work: () => T): T => timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()));
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
   // Prepared on first use: a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
-    db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value);
+    gate.hold(() => db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value));
   // Each order operation opens its own transaction (orders.ts).
-  const timedOrders = <T>(work: () => T): T => timed(metrics, "orders", work);
+  const timedOrders = <T>(work: () => T): T => timed(metrics, "orders", () => gate.hold(work));
   let closed = false;
   let outbox: WebhookOutbox | undefined;
+  const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, gate));
 
   return {
     backend: "sqlite",
@@ -51,15 +58,15 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     checkpoint: async (token, startBlock) => synced.checkpoint(token, startBlock),
     // Ids only grow: the highest one counts the rows ever stored, cheaper than COUNT(*) and close enough.
     storedLogCount: async () => maxLogId.get() as number,
-    openWindowWriter: ({ bulk }) => createWindowWriter(db, { chainId, onThread: bulk }),
+    openWindowWriter: ({ bulk }) => createWindowWriter(db, { chainId, onThread: bulk, gate }),
     readerIndexes: {
       missing: async () => indexes.missing(),
-      drop: async () => indexes.drop(),
-      build: async () => indexes.build(),
+      drop: async () => gate.hold(() => indexes.drop()),
+      build: async () => gate.hold(() => indexes.build()),
     },
 
     applyChainChange: async (change, now) =>
-      timedWrite(db, metrics, change.kind, () => {
+      write(change.kind, () => {
         let removed = 0;
         const blocks: BlockApplied[] = [];
         for (const block of change.orphaned) removed += lifecycle.removeBlock(block, now);
@@ -70,15 +77,15 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
         for (const { token, range } of change.synced) synced.add(token, range);
         return { removed, blocks };
       }),
-    insertPreconfirmed: async (rows, now) => timedWrite(db, metrics, "preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
+    insertPreconfirmed: async (rows, now) => write("preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
     preconfirmedThrough: async (blockNumber) => lifecycle.preconfirmedThrough(blockNumber),
-    finalizeThrough: async (blockNumber, now) => timedWrite(db, metrics, "finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
-    removeLog: async (log, now) => timedWrite(db, metrics, "removed_flag", () => lifecycle.removeLog(log, now)),
+    finalizeThrough: async (blockNumber, now) => write("finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
+    removeLog: async (log, now) => write("removed_flag", () => lifecycle.removeLog(log, now)),
     unsettledBlocks: async () => lifecycle.unsettledBlocks(),
 
     unattributed: async (txHashes) => txHashes.filter((hash) => !attribution.has(hash)),
-    insertAttribution: async (transactions, now) => timedWrite(db, metrics, "attribution", () => attribution.insert(transactions, now)),
-    saveRegistration: async (wallet, code, now) => saveRegistration(db, wallet, code, now),
+    insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
+    saveRegistration: async (wallet, code, now) => gate.hold(() => saveRegistration(db, wallet, code, now)),
 
     addOrder: async (order, now) => timedOrders(() => orders.addOrder(db, order, now)),
     voidOrder: async (id, now) => timedOrders(() => orders.voidOrder(db, id, now)),
@@ -92,12 +99,12 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
 
     authorizationState: async (token, authorizer, nonce) => authorizationState(token, authorizer, nonce),
     countRowsByStatus: async (token) => countRowsByStatus(db, chainId, token),
-    statusSnapshot: (tokens, now) => readStatusSnapshot(db, chainId, tokens, now),
+    statusSnapshot: (tokens, now) => readStatusSnapshot(db, chainId, tokens, now, webhooks()),
     // Note: on the store's own connection (the main thread's): each outbox call is a short
     // transaction, and the bulk backfill commits on a thread with a connection of its own.
     // Prepared on first use, like writeMeta.
     get webhooks() {
-      return (outbox ??= createSqliteWebhookOutbox(db));
+      return webhooks();
     },
 
     isClosed: () => closed,

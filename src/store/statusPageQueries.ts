@@ -1,7 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import { createSyncedRanges } from "./syncedRanges.js";
-import { createSqliteWebhookOutbox, type AttemptRecord, type WebhookBacklog } from "./webhookOutbox.js";
+import type { AttemptRecord, WebhookBacklog, WebhookOutbox } from "./webhookOutbox.js";
 
 /** Lead times are read from at most this many blocks below the newest (2 h of Base blocks), then cut to the last hour. */
 export const LEAD_TIME_MAX_BLOCKS = 3_600;
@@ -36,7 +36,7 @@ export function tokenProgress(t: StatusTokens[number], checkpoint: number): Stat
  * bounded by an index (rowid order, partial indexes, a block range): cheap enough to run on every
  * refresh beside a large table.
  */
-export async function readStatusSnapshot(db: Database, chainId: number, tokens: StatusTokens, now: number): Promise<StatusSnapshot> {
+export async function readStatusSnapshot(db: Database, chainId: number, tokens: StatusTokens, now: number, outbox: WebhookOutbox): Promise<StatusSnapshot> {
   const ranges = createSyncedRanges(db, chainId);
   const newestBlock = db.prepare("SELECT MAX(block_number) FROM logs").pluck().get() as number | null;
   const leadTimesMs =
@@ -64,7 +64,6 @@ export async function readStatusSnapshot(db: Database, chainId: number, tokens: 
     .all(RECENT_REMOVALS) as StatusSnapshot["removals"];
   const orders = db.prepare("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state").all() as StatusSnapshot["orders"];
   const voidedThenCaptured = db.prepare("SELECT COUNT(*) FROM orders WHERE state = 'captured' AND offchain_state = 'voided_offchain'").pluck().get() as number;
-  const outbox = createSqliteWebhookOutbox(db);
   return {
     tokens: tokens.map((t) => tokenProgress(t, ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock))),
     newestBlock,

@@ -1,13 +1,7 @@
 import type { Metrics } from "../ops/metrics.js";
-import type { Database } from "./openDatabase.js";
 
 /** What a write transaction does, for `flashindex_db_write_duration_seconds{kind}` (a closed set: low cardinality). */
 export type WriteKind = "backfill_window" | "index_build" | "head_block" | "reorg" | "finalize" | "removed_flag" | "preconfirmed" | "restart_settle" | "attribution" | "orders";
-
-/** Runs `work` in one `BEGIN IMMEDIATE` transaction and records how long it took, whether it committed or threw. */
-export function timedWrite<T>(db: Database, metrics: Pick<Metrics, "dbWriteDuration">, kind: WriteKind, work: () => T): T {
-  return timed(metrics, kind, () => db.transaction(work).immediate());
-}
 
 /**
  * Runs `work` (which opens its own transaction) and records how long it took under `kind`, whether it

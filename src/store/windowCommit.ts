@@ -5,6 +5,7 @@ import { createAttributionWriter, type AttributedTransaction } from "./attributi
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 import { packRows, type PackedRows } from "./packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
+import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 
 /** One fetched backfill window as the store takes it: its rows, its transactions' attribution, and the range it completes. */
 export type WindowWrite = { from: number; to: number; tokens: readonly Hex[]; rows: readonly LogRow[]; transactions: readonly AttributedTransaction[] };
@@ -15,18 +16,57 @@ export type PackedWindow = Omit<WindowWrite, "rows"> & { rows: PackedRows };
 export const packWindow = (window: WindowWrite): PackedWindow => ({ ...window, rows: packRows(window.rows) });
 
 /**
- * Commits a window in ONE transaction with its synced range: a crash leaves neither a gap nor a
- * duplicate. The same function runs on the main thread or on the window writer's thread.
+ * Commits a window with its synced range: a crash leaves neither a gap nor a duplicate. The same
+ * function runs on the main thread or on the window writer's thread.
+ *
+ * The range is written in the transaction that writes the window's last rows. Normally that is the
+ * only transaction. When a live write (a pre-confirmation, a head block) waits for the lock (see
+ * writeGate.ts), the rows inserted so far are committed first, without the range, and the insert
+ * resumes after the live write: a crash in between leaves the range unsynced, the next backfill
+ * fetches the window again, and the unique key skips the rows already stored.
  */
-export function createWindowCommit(db: Database, chainId: number): (window: PackedWindow, now: number) => InsertCounts {
+export function createWindowCommit(db: Database, chainId: number, gate: WindowGate = UNSHARED_WINDOW_GATE): (window: PackedWindow, now: number) => InsertCounts {
   const logs = createLogWriter(db);
   const attribution = createAttributionWriter(db);
   const synced = createSyncedRanges(db, chainId);
-  const commit = db.transaction((window: PackedWindow, now: number) => {
-    const counts = logs.insertPacked(window.rows, now);
-    attribution.insert(window.transactions, now);
-    for (const token of window.tokens) synced.add(token, window);
-    return counts;
-  });
-  return (window, now) => commit.immediate(window, now);
+  const begin = db.prepare("BEGIN IMMEDIATE");
+  const commit = db.prepare("COMMIT");
+  const rollback = db.prepare("ROLLBACK");
+  const open = () => {
+    gate.enter();
+    try {
+      begin.run();
+    } catch (error) {
+      gate.leave();
+      throw error;
+    }
+  };
+  const close = (statement: typeof commit) => {
+    try {
+      statement.run();
+    } finally {
+      gate.leave();
+    }
+  };
+  /** Between rows: when a live write waits, commit what is inserted and let it go first. */
+  const stepAside = () => {
+    if (!gate.liveWriteWaiting()) return;
+    close(commit);
+    open();
+  };
+
+  return (window, now) => {
+    open();
+    try {
+      attribution.insert(window.transactions, now);
+      const counts = logs.insertPacked(window.rows, now, { every: WINDOW_YIELD_EVERY_ROWS, run: stepAside });
+      for (const token of window.tokens) synced.add(token, window);
+      close(commit);
+      return counts;
+    } catch (error) {
+      if (db.inTransaction) close(rollback);
+      else gate.leave();
+      throw error;
+    }
+  };
 }

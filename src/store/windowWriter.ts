@@ -7,7 +7,8 @@ import type { InsertCounts } from "./logWriter.js";
 import type { Database } from "./openDatabase.js";
 import type { WindowWriter } from "./store.js";
 import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
-import type { WindowReply, WindowRequest } from "./windowWriterThread.js";
+import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWriterThread.js";
+import type { LiveWriteGate } from "./writeGate.js";
 
 /** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
 const WRITER_THREAD_HEAP_MB = 64;
@@ -20,14 +21,19 @@ const WRITER_THREAD_YOUNG_MB = 8;
  * SQLite's inserts (about half of a backfill's CPU) then run on one core while the main thread
  * parses and decodes the next windows on the other. Commits are applied in the order they are sent.
  * A short backfill (not worth a thread) and an in-memory database (which cannot be shared) are
- * written on the main thread through the same commit function.
+ * written on the main thread through the same commit function. The thread shares the main
+ * connection's live-write gate (writeGate.ts), so live writes go first.
  */
-export function createWindowWriter(db: Database, options: { chainId: number; onThread: boolean }): WindowWriter {
+export function createWindowWriter(db: Database, options: { chainId: number; onThread: boolean; gate: LiveWriteGate }): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
     return { commit: async (window, now) => commit(packWindow(window), now), close: async () => undefined };
   }
-  const worker = startThread({ path: db.name, chainId: options.chainId });
+  const worker = startThread({ path: db.name, chainId: options.chainId, gate: options.gate.memory });
+  // While the thread runs, it checkpoints after each window (checkpointBeside); the main
+  // connection's own automatic checkpoint would copy the thread's megabytes inside a live write.
+  const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
+  db.pragma("wal_autocheckpoint = 0");
   const waiting = new Map<number, { resolve: (counts: InsertCounts) => void; reject: (error: Error) => void }>();
   let nextId = 1;
   let failure: Error | undefined;
@@ -68,6 +74,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
         if (failure === undefined) worker.postMessage("close");
         else await worker.terminate();
         await exited;
+        if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
       })();
       return closing;
     },
@@ -78,7 +85,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
  * The thread runs the compiled .js next to this file. From TypeScript sources (tests under tsx or
  * vitest) it first registers tsx's loader in the new thread, then imports the .ts entry.
  */
-function startThread(workerData: { path: string; chainId: number }): Worker {
+function startThread(workerData: WindowWriterData): Worker {
   const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB } };
   if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./windowWriterThread.js", import.meta.url), options);
   const tsx = pathToFileURL(tsxEsmApiPath()).href;

@@ -1,14 +1,16 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { openWriterConnection } from "./openDatabase.js";
+import { checkpointBeside, openWriterConnection } from "./openDatabase.js";
 import { createWindowCommit, type PackedWindow } from "./windowCommit.js";
+import { createWindowGate, type WriteGateMemory } from "./writeGate.js";
 
 /** The window writer's thread: its own connection to the database, committing windows one at a time, in arrival order. */
 export type WindowRequest = { id: number; window: PackedWindow; now: number };
 export type WindowReply = { id: number; counts?: unknown; error?: string };
+export type WindowWriterData = { path: string; chainId: number; gate: WriteGateMemory };
 
-const { path, chainId } = workerData as { path: string; chainId: number };
+const { path, chainId, gate } = workerData as WindowWriterData;
 const db = openWriterConnection(path);
-const commit = createWindowCommit(db, chainId);
+const commit = createWindowCommit(db, chainId, createWindowGate(gate));
 
 parentPort!.on("message", (message: WindowRequest | "close") => {
   if (message === "close") {
@@ -20,5 +22,12 @@ parentPort!.on("message", (message: WindowRequest | "close") => {
     parentPort!.postMessage({ id: message.id, counts: commit(message.window, message.now) } satisfies WindowReply);
   } catch (error) {
     parentPort!.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies WindowReply);
+    return;
+  }
+  try {
+    // After the reply: the window is committed; its checkpoint holds no lock the main thread needs.
+    checkpointBeside(db);
+  } catch {
+    // A checkpoint that cannot run now (a busy reader) runs after the next window; nothing is lost.
   }
 });

@@ -51,9 +51,9 @@ export type BackfillProgress = {
 export type BackfillSummary = { windows: number; logs: number; blocks: number; durationMs: number };
 
 /**
- * Indexes every block in range that is not yet indexed, for every configured token. Each window is
- * committed in ONE transaction with its synced range: a crash leaves neither a gap nor a duplicate,
- * and a restart fetches only what is missing.
+ * Indexes every block in range that is not yet indexed, for every configured token. Each window's
+ * synced range is committed in the same transaction as its last rows (store/windowCommit.ts): a
+ * crash leaves neither a gap nor a duplicate, and a restart fetches only what is missing.
  */
 export async function backfill(
   deps: BackfillDeps,

@@ -1,0 +1,91 @@
+/**
+ * Who writes next, between the main thread's connection (live writes: pre-confirmations, head
+ * blocks, finality, orders) and the window writer thread's (bulk backfill windows). SQLite has one
+ * write lock per file; left to SQLite's busy handler, a live write would sleep on the main thread
+ * until a whole window committed (hundreds of milliseconds at 20,000 rows). With the gate, a live
+ * write raises its flag; the writer thread sees it within WINDOW_YIELD_EVERY_ROWS rows, commits the
+ * rows it has so far, and waits until the live write is done.
+ *
+ * Two 32-bit cells of shared memory, each written by one side only (Dekker's handshake: each side
+ * raises its own flag, then reads the other's; sequentially consistent atomics guarantee that at
+ * least one of them sees the other, and the writer thread is the one that always steps back).
+ */
+const LIVE_WRITE_WAITING = 0;
+const WINDOW_IN_TRANSACTION = 1;
+
+/** How often, in rows, a window being inserted looks for a waiting live write. */
+export const WINDOW_YIELD_EVERY_ROWS = 250;
+/**
+ * A live write waits at most this long for the writer thread to step back; past it (a writer thread
+ * stuck in one long statement), it goes ahead and SQLite's busy timeout takes over.
+ */
+export const LIVE_WRITE_MAX_WAIT_MS = 5_000;
+/** The writer thread waits for the live write in slices of this length, re-checking the flag. */
+const WINDOW_WAIT_SLICE_MS = 100;
+
+export type WriteGateMemory = SharedArrayBuffer;
+
+export const createWriteGateMemory = (): WriteGateMemory => new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT);
+
+/** The main thread's side: every write of its connection runs through `hold`. */
+export function createLiveWriteGate(memory: WriteGateMemory) {
+  const cells = new Int32Array(memory);
+  let depth = 0;
+  return {
+    memory,
+    hold<T>(work: () => T): T {
+      // A write inside a write (one transaction calling a helper that also holds) is already first in line.
+      if (depth > 0) return work();
+      depth++;
+      Atomics.store(cells, LIVE_WRITE_WAITING, 1);
+      try {
+        const deadline = performance.now() + LIVE_WRITE_MAX_WAIT_MS;
+        while (Atomics.load(cells, WINDOW_IN_TRANSACTION) === 1) {
+          const left = deadline - performance.now();
+          if (left <= 0) break;
+          Atomics.wait(cells, WINDOW_IN_TRANSACTION, 1, left);
+        }
+        return work();
+      } finally {
+        depth--;
+        Atomics.store(cells, LIVE_WRITE_WAITING, 0);
+        Atomics.notify(cells, LIVE_WRITE_WAITING);
+      }
+    },
+  };
+}
+
+export type LiveWriteGate = ReturnType<typeof createLiveWriteGate>;
+
+/** The window writer's side (on its thread): brackets each transaction it opens, and polls between rows. */
+export type WindowGate = {
+  /** Before BEGIN: waits while a live write is waiting or writing, then marks the window's transaction open. */
+  enter: () => void;
+  /** After COMMIT or ROLLBACK. */
+  leave: () => void;
+  /** Whether a live write is waiting for the lock (checked every WINDOW_YIELD_EVERY_ROWS rows). */
+  liveWriteWaiting: () => boolean;
+};
+
+export function createWindowGate(memory: WriteGateMemory): WindowGate {
+  const cells = new Int32Array(memory);
+  const leave = () => {
+    Atomics.store(cells, WINDOW_IN_TRANSACTION, 0);
+    Atomics.notify(cells, WINDOW_IN_TRANSACTION);
+  };
+  return {
+    enter() {
+      for (;;) {
+        Atomics.store(cells, WINDOW_IN_TRANSACTION, 1);
+        if (Atomics.load(cells, LIVE_WRITE_WAITING) === 0) return;
+        leave();
+        Atomics.wait(cells, LIVE_WRITE_WAITING, 1, WINDOW_WAIT_SLICE_MS);
+      }
+    },
+    leave,
+    liveWriteWaiting: () => Atomics.load(cells, LIVE_WRITE_WAITING) === 1,
+  };
+}
+
+/** A gate for a writer with no other side (a window committed on the main thread itself). */
+export const UNSHARED_WINDOW_GATE: WindowGate = { enter: () => undefined, leave: () => undefined, liveWriteWaiting: () => false };

@@ -1,0 +1,130 @@
+import DatabaseConstructor from "better-sqlite3";
+import { describe, expect, test } from "vitest";
+import type { RpcLog } from "../../src/chain/rpcLog.js";
+import { toLogRows } from "../../src/decode/logRow.js";
+import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openDatabase } from "../../src/store/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { createWindowCommit, packWindow, type WindowWrite } from "../../src/store/windowCommit.js";
+import { WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
+import { freshDbPath, waitFor, word } from "../helpers/fixtures.js";
+
+const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+
+/** A window of `count` Transfer logs, 10 per block from block 1. */
+function windowOf(count: number): WindowWrite {
+  const logs: RpcLog[] = Array.from({ length: count }, (_, i) => ({
+    address: TOKEN,
+    topics: [TRANSFER_TOPIC, word("a11ce"), word("b0b")],
+    data: word((i + 1).toString(16)),
+    blockNumber: 1 + Math.floor(i / 10),
+    blockHash: word(`b${(1 + Math.floor(i / 10)).toString(16)}`),
+    blockTimestamp: 1_700_000_000,
+    transactionHash: word(`7${i.toString(16)}`),
+    transactionIndex: i % 10,
+    logIndex: i % 10,
+    removed: false,
+  }));
+  const { rows } = toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 });
+  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows, transactions: [] };
+}
+
+/** What another connection sees: committed logs and synced ranges. */
+function seenFrom(path: string) {
+  const reader = new DatabaseConstructor(path, { readonly: true });
+  try {
+    return {
+      logs: reader.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number,
+      transfers: reader.prepare("SELECT COUNT(*) FROM transfers").pluck().get() as number,
+      ranges: reader.prepare("SELECT from_block AS \"from\", to_block AS \"to\" FROM synced_ranges").all(),
+    };
+  } finally {
+    reader.close();
+  }
+}
+
+/** Whether another connection holds the write lock (a third connection cannot begin a write). */
+function writeLockTaken(path: string): boolean {
+  const probe = new DatabaseConstructor(path, { timeout: 0 });
+  try {
+    probe.exec("BEGIN IMMEDIATE");
+    probe.exec("ROLLBACK");
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code === "SQLITE_BUSY") return true;
+    throw error;
+  } finally {
+    probe.close();
+  }
+}
+
+/** A gate on which a live write is waiting once, after `afterRows` rows; `onStepAside` runs while the window stands aside. */
+function gateWaitingOnce(afterRows: number, onStepAside: () => void): WindowGate {
+  let checks = 0;
+  let entered = 0;
+  return {
+    enter: () => {
+      if (++entered === 2) onStepAside();
+    },
+    leave: () => undefined,
+    liveWriteWaiting: () => ++checks * WINDOW_YIELD_EVERY_ROWS === afterRows,
+  };
+}
+
+describe("a backfill window's commit", () => {
+  test("steps aside for a waiting live write: the rows so far commit without the range, the range commits with the last rows", () => {
+    const path = freshDbPath("flashindex-window-");
+    const db = openDatabase(path, 8453);
+    const window = windowOf(1_000);
+    let whileAside: ReturnType<typeof seenFrom> | undefined;
+    const commit = createWindowCommit(db, 8453, gateWaitingOnce(2 * WINDOW_YIELD_EVERY_ROWS, () => (whileAside = seenFrom(path))));
+
+    const counts = commit(packWindow(window), 1);
+
+    expect(whileAside).toEqual({ logs: 2 * WINDOW_YIELD_EVERY_ROWS, transfers: 2 * WINDOW_YIELD_EVERY_ROWS, ranges: [] });
+    expect(counts).toMatchObject({ inserted: 1_000, duplicates: 0 });
+    expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
+    db.close();
+  });
+
+  test("a crash while standing aside leaves the range unsynced; committing the window again adds each missing log once", () => {
+    const path = freshDbPath("flashindex-window-");
+    const db = openDatabase(path, 8453);
+    const window = windowOf(1_000);
+    const crashing = createWindowCommit(db, 8453, gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
+      throw new Error("killed");
+    }));
+    expect(() => crashing(packWindow(window), 1)).toThrow("killed");
+    expect(db.inTransaction).toBe(false);
+    expect(seenFrom(path)).toEqual({ logs: WINDOW_YIELD_EVERY_ROWS, transfers: WINDOW_YIELD_EVERY_ROWS, ranges: [] });
+
+    const counts = createWindowCommit(db, 8453)(packWindow(window), 2);
+
+    expect(counts).toMatchObject({ inserted: 1_000 - WINDOW_YIELD_EVERY_ROWS, duplicates: WINDOW_YIELD_EVERY_ROWS });
+    expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
+    db.close();
+  });
+
+  test("on the writer thread, a live write of the main connection goes in before the whole window is committed", async () => {
+    const path = freshDbPath("flashindex-window-");
+    const db = openDatabase(path, 8453);
+    const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+    const writer = store.openWindowWriter({ bulk: true });
+    const rows = 40_000;
+    const committed = writer.commit(windowOf(rows), 1);
+    // Once the thread holds the write lock, a live write must wait for it to step aside, not to finish.
+    await waitFor(() => writeLockTaken(path), 20_000, "the writer thread's transaction", 5);
+
+    await store.writeMeta("live_write", "done");
+    const atLiveWrite = seenFrom(path);
+
+    await expect(committed).resolves.toMatchObject({ inserted: rows });
+    await writer.close();
+    expect(atLiveWrite.logs).toBeLessThan(rows);
+    expect(atLiveWrite.ranges).toEqual([]);
+    expect(seenFrom(path)).toEqual({ logs: rows, transfers: rows, ranges: [{ from: 1, to: rows / 10 }] });
+    expect(await store.readMeta("live_write")).toBe("done");
+    await store.close();
+  });
+});
