@@ -1,8 +1,9 @@
-import type { Database } from "better-sqlite3";
+import type { Database, Statement } from "better-sqlite3";
 import type { Hex } from "viem";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../decode/preconfirmedTwins.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
+import { UNSETTLED_STATUS_LIST_SQL } from "./schemaV8.js";
 
 export type PreconfirmedStored = InsertCounts & {
   /** Stored pre-confirmations announced again for a later block, moved there (protocol-notes §8: the pending block was rebuilt). */
@@ -46,14 +47,19 @@ export function createLifecycle(db: Database) {
   const deleteAuthorization = db.prepare("DELETE FROM authorization_events WHERE log_id = ?");
   const deleteLog = db.prepare("DELETE FROM logs WHERE id = ?");
   // Every live or announced row with this content, found by content (twins are matched in
-  // decode/preconfirmedTwins.ts): pre-confirmed and dropped ones are twin candidates; confirmed ones
-  // make a late pre-confirmation old news. The hash tail is what logs_by_tx_tail indexes (schema v6):
-  // the lookup stays indexed while a bulk load has dropped the full-hash reader index.
-  const findSameContent = db.prepare(`
-    SELECT id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt FROM logs
-    WHERE substr(tx_hash, 51, 16) = substr(@txHash, 51, 16) AND tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
-      AND topic3 IS @topic3 AND data = @data AND status IN ('preconfirmed', 'dropped', 'confirmed', 'finalized')`);
-  const sameContent = (row: LogRow) => findSameContent.all(twinContent(row)) as Array<TwinCandidate & { status: LogStatus; blockNumber: number }>;
+  // decode/preconfirmedTwins.ts): pre-confirmed and dropped ones are twin candidates; confirmed and
+  // finalized ones make a late pre-confirmation old news. Rows that can still change are found through
+  // logs_unsettled_by_tx_tail (schema v8: the condition is repeated word for word so SQLite uses it).
+  const CONTENT = `tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
+      AND topic3 IS @topic3 AND data = @data`;
+  const COLUMNS = "id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt";
+  const findUnsettledSameContent = db.prepare(`
+    SELECT ${COLUMNS} FROM logs
+    WHERE substr(tx_hash, 51, 16) = substr(@txHash, 51, 16) AND ${CONTENT} AND status IN ${UNSETTLED_STATUS_LIST_SQL}`);
+  const finalizedSameContent = createFinalizedLookup(db, `SELECT ${COLUMNS} FROM logs INDEXED BY logs_by_tx WHERE ${CONTENT} AND status = 'finalized'`);
+  type Announced = TwinCandidate & { status: LogStatus; blockNumber: number };
+  const unsettledSameContent = (row: LogRow) => findUnsettledSameContent.all(twinContent(row)) as Announced[];
+  const sameContent = (row: LogRow): Announced[] => [...unsettledSameContent(row), ...(finalizedSameContent(twinContent(row)) as Announced[])];
   const moveAnnounced = db.prepare(`
     UPDATE logs SET status = 'preconfirmed', block_number = @blockNumber, block_timestamp = @blockTimestamp, tx_index = @txIndex,
       log_index = @logIndex, tx_log_position = @txLogPosition, removed_at = NULL
@@ -119,7 +125,7 @@ export function createLifecycle(db: Database) {
       const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: [] };
       const fresh: LogRow[] = [];
       for (const row of rows) {
-        const twin = pickTwin(row, sameContent(row).filter((a) => a.status === "preconfirmed" || a.status === "dropped"));
+        const twin = pickTwin(row, unsettledSameContent(row).filter((a) => a.status === "preconfirmed" || a.status === "dropped"));
         if (twin === undefined) {
           fresh.push(row);
           continue;
@@ -185,3 +191,23 @@ export function createLifecycle(db: Database) {
 }
 
 export type Lifecycle = ReturnType<typeof createLifecycle>;
+
+/**
+ * A lookup of finalized rows through `logs_by_tx`, the full-hash reader index. While a bulk backfill
+ * has dropped that index (readerIndexes.ts) the lookup finds nothing instead of scanning the table:
+ * it only serves a pre-confirmation announced again after its log was finalized, and a bulk load
+ * writes history far below the pending block. `INDEXED BY` makes SQLite refuse, never scan.
+ */
+function createFinalizedLookup(db: Database, sql: string): (params: object) => unknown[] {
+  let statement: Statement | undefined;
+  return (params) => {
+    try {
+      statement ??= db.prepare(sql);
+      return statement.all(params);
+    } catch (error) {
+      if (!(error instanceof Error && error.message.startsWith("no such index"))) throw error;
+      statement = undefined;
+      return [];
+    }
+  };
+}

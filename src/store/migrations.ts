@@ -7,6 +7,7 @@ import { SCHEMA_V4 } from "./schemaV4.js";
 import { migrateToV5 } from "./schemaV5.js";
 import { SCHEMA_V6 } from "./schemaV6.js";
 import { SCHEMA_V7 } from "./schemaV7.js";
+import { SCHEMA_V8 } from "./schemaV8.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -20,6 +21,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 5, apply: migrateToV5 },
   { version: 6, apply: SCHEMA_V6 },
   { version: 7, apply: SCHEMA_V7 },
+  { version: 8, apply: SCHEMA_V8 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -66,3 +66,20 @@ describe("lifecycle of a pre-confirmation announced again for a later block", ()
     expect(rows().map((r) => r.status)).toEqual(["dropped", "dropped"]);
   });
 });
+
+describe("lifecycle of a pre-confirmation of a log already settled", () => {
+  test("a late announcement of a confirmed or finalized log is old news; while a bulk load has dropped logs_by_tx, a finalized one is not looked up (and nothing scans)", () => {
+    const { db, lifecycle, rows } = setUp();
+    lifecycle.applyCanonicalBlock(11, transfer(11, 0, "confirmed"), 1_000);
+    expect(lifecycle.insertPreconfirmed(transfer(12, 0, "preconfirmed"), 2_000)).toMatchObject({ inserted: 0, moved: 0 });
+
+    lifecycle.finalizeThrough(11, 3_000);
+    expect(lifecycle.insertPreconfirmed(transfer(12, 0, "preconfirmed"), 4_000)).toMatchObject({ inserted: 0, moved: 0 });
+    expect(rows()).toMatchObject([{ status: "finalized", block_number: 11 }]);
+
+    db.exec("DROP INDEX logs_by_tx");
+    expect(lifecycle.insertPreconfirmed(transfer(12, 0, "preconfirmed"), 5_000)).toMatchObject({ inserted: 1 });
+    db.exec("CREATE INDEX logs_by_tx ON logs (tx_hash)");
+    expect(lifecycle.insertPreconfirmed(transfer(13, 0, "preconfirmed"), 6_000)).toMatchObject({ inserted: 0 });
+  });
+});

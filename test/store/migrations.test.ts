@@ -8,6 +8,7 @@ import { addOrder } from "../../src/store/orders.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createLogWriter } from "../../src/store/logWriter.js";
+import { UNSETTLED_STATUS_LIST_SQL } from "../../src/store/schemaV8.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SCHEMA_V1 } from "../../src/store/schemaV1.js";
 import { SCHEMA_V2 } from "../../src/store/schemaV2.js";
@@ -54,12 +55,13 @@ describe("migrate() to schema 5", () => {
     expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
     expect(db.prepare("SELECT * FROM logs ORDER BY id").all()).toEqual(before.logs);
     expect(db.prepare("SELECT * FROM authorization_states").all()).toEqual(before.states);
-    // Every view, trigger and index kept; later steps add their own (schema 6: the writer's hash-tail
-    // index; schema 7: the webhook outbox).
+    // Every view, trigger and index kept; later steps add their own (schema 6, narrowed by schema 8:
+    // the writer's hash-tail index; schema 7: the webhook outbox).
     const after = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all() as Array<{ name: string }>;
-    const added = (name: string) => /^(?:sqlite_autoindex_)?webhook_/.test(name) || name === "logs_recently_removed" || name === "logs_by_tx_tail";
+    const added = (name: string) => /^(?:sqlite_autoindex_)?webhook_/.test(name) || name === "logs_recently_removed" || name === "logs_unsettled_by_tx_tail";
     expect(after.filter((o) => !added(o.name))).toEqual(before.objects);
-    expect(after).toContainEqual({ type: "index", name: "logs_by_tx_tail" });
+    expect(after).toContainEqual({ type: "index", name: "logs_unsettled_by_tx_tail" });
+    expect(after).not.toContainEqual({ type: "index", name: "logs_by_tx_tail" });
     const unique = (db.prepare("PRAGMA index_list(logs)").all() as Array<{ name: string; unique: number; origin: string }>).find((i) => i.origin === "u")!;
     expect((db.prepare(`PRAGMA index_info("${unique.name}")`).all() as Array<{ name: string }>).map((c) => c.name)).toEqual(["block_number", "log_index", "tx_hash", "block_hash"]);
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
@@ -74,13 +76,15 @@ describe("migrate() to schema 5", () => {
     db.close();
   });
 
-  test("schema 6: a lookup by transaction stays indexed while a bulk load has dropped logs_by_tx", () => {
+  test("schema 8: the lookup of rows that can still change stays indexed while a bulk load has dropped logs_by_tx", () => {
     const db = v4Database();
     migrate(db);
     db.exec("DROP INDEX logs_by_tx");
-    // The form lifecycle's by-content lookup uses: the tail of the hash, then the hash itself.
-    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT id FROM logs WHERE substr(tx_hash, 51, 16) = substr(?, 51, 16) AND tx_hash = ?").all(word("t1"), word("t1"));
-    expect(plan.map((step) => (step as { detail: string }).detail).join("; ")).toMatch(/USING INDEX logs_by_tx_tail/);
+    // The form lifecycle's by-content lookup uses: the tail of the hash, the hash itself, the unsettled statuses.
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN SELECT id FROM logs WHERE substr(tx_hash, 51, 16) = substr(?, 51, 16) AND tx_hash = ? AND status IN ${UNSETTLED_STATUS_LIST_SQL}`)
+      .all(word("t1"), word("t1"));
+    expect(plan.map((step) => (step as { detail: string }).detail).join("; ")).toMatch(/USING INDEX logs_unsettled_by_tx_tail/);
     db.close();
   });
 

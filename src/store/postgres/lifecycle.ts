@@ -5,20 +5,26 @@ import type { LogRow, LogStatus } from "../../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../../decode/preconfirmedTwins.js";
 import type { BlockApplied, PreconfirmedStored } from "../lifecycle.js";
 import { insertLogRows } from "./rowWriter.js";
+import { UNSETTLED_STATUS_LIST_SQL } from "../schemaV8.js";
 
 /**
  * The lifecycle transitions of src/store/lifecycle.ts over a Postgres connection, statement for
  * statement (see there for the rules). Each runs inside the caller's transaction.
  */
 export function postgresLifecycle(client: pg.ClientBase) {
-  async function sameContent(row: LogRow): Promise<Array<TwinCandidate & { status: LogStatus; blockNumber: number }>> {
+  /**
+   * Rows with this content, as the SQLite lifecycle finds them: those that can still change through
+   * logs_unsettled_by_tx_tail (schema 8); finalized ones (`finalized`) through the reader index
+   * logs_by_tx, and only while it exists (a bulk backfill drops it: no sequential scan meanwhile).
+   */
+  async function sameContent(row: LogRow, finalized: boolean): Promise<Array<TwinCandidate & { status: LogStatus; blockNumber: number }>> {
     const c = twinContent(row);
-    const { rows } = await client.query(
-      `SELECT id, status, block_number AS "blockNumber", tx_log_position AS "txLogPosition", log_index AS "logIndex", preconfirmed_at AS "preconfirmedAt"
-       FROM logs WHERE substr(tx_hash, 51, 16) = substr($1, 51, 16) AND tx_hash = $1 AND address = $2 AND topic0 = $3 AND topic1 IS NOT DISTINCT FROM $4 AND topic2 IS NOT DISTINCT FROM $5
-         AND topic3 IS NOT DISTINCT FROM $6 AND data = $7 AND status IN ('preconfirmed', 'dropped', 'confirmed', 'finalized')`,
-      [c.txHash, c.address, c.topic0, c.topic1, c.topic2, c.topic3, c.data],
-    );
+    const content = `tx_hash = $1 AND address = $2 AND topic0 = $3 AND topic1 IS NOT DISTINCT FROM $4 AND topic2 IS NOT DISTINCT FROM $5
+         AND topic3 IS NOT DISTINCT FROM $6 AND data = $7`;
+    const columns = `id, status, block_number AS "blockNumber", tx_log_position AS "txLogPosition", log_index AS "logIndex", preconfirmed_at AS "preconfirmedAt"`;
+    const unsettled = `SELECT ${columns} FROM logs WHERE substr(tx_hash, 51, 16) = substr($1, 51, 16) AND ${content} AND status IN ${UNSETTLED_STATUS_LIST_SQL}`;
+    const settled = `SELECT ${columns} FROM logs WHERE ${content} AND status = 'finalized' AND to_regclass('logs_by_tx') IS NOT NULL`;
+    const { rows } = await client.query(finalized ? `${unsettled} UNION ALL ${settled}` : unsettled, [c.txHash, c.address, c.topic0, c.topic1, c.topic2, c.topic3, c.data]);
     return rows;
   }
 
@@ -28,7 +34,7 @@ export function postgresLifecycle(client: pg.ClientBase) {
       let moved = 0;
       let revived = 0;
       for (const row of rows) {
-        const announced = await sameContent(row);
+        const announced = await sameContent(row, true);
         if (announced.some((a) => a.status === "confirmed" || a.status === "finalized" || a.blockNumber > row.blockNumber)) continue;
         const twin = pickTwin(row, announced.filter((a) => a.blockNumber < row.blockNumber));
         if (twin === undefined) {
@@ -55,7 +61,7 @@ export function postgresLifecycle(client: pg.ClientBase) {
       const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: [] };
       const fresh: LogRow[] = [];
       for (const row of rows) {
-        const twin = pickTwin(row, (await sameContent(row)).filter((a) => a.status === "preconfirmed" || a.status === "dropped"));
+        const twin = pickTwin(row, (await sameContent(row, false)).filter((a) => a.status === "preconfirmed" || a.status === "dropped"));
         if (twin === undefined) {
           fresh.push(row);
           continue;

@@ -3,6 +3,7 @@ import { ConfigError, FatalError } from "../../errors/base.js";
 import { POSTGRES_SCHEMA_V5 } from "./schemaV5.js";
 import { POSTGRES_SCHEMA_V6 } from "./schemaV6.js";
 import { POSTGRES_SCHEMA_V7 } from "./schemaV7.js";
+import { POSTGRES_SCHEMA_V8 } from "./schemaV8.js";
 
 /**
  * Ordered schema steps, numbered like the SQLite store's versions they match (the first brings a new
@@ -12,6 +13,7 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
   { version: 5, sql: POSTGRES_SCHEMA_V5 },
   { version: 6, sql: POSTGRES_SCHEMA_V6 },
   { version: 7, sql: POSTGRES_SCHEMA_V7 },
+  { version: 8, sql: POSTGRES_SCHEMA_V8 },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;
