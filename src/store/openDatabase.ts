@@ -73,13 +73,20 @@ export function applyWriterPragmas(db: Database): void {
 /**
  * A second writing connection to a database that `openDatabase` already opened, migrated and pinned
  * in this process (the backfill's window writer thread): the same settings, no checks, except that
- * it never checkpoints inside a commit: its owner calls `checkpointBeside` after each window.
+ * it never checkpoints inside a commit: the checkpointer thread does (checkpointer.ts).
  */
 export function openWriterConnection(path: string): Database {
   const db = new DatabaseConstructor(path, { fileMustExist: true });
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   applyWriterPragmas(db);
   db.pragma("wal_autocheckpoint = 0");
+  return db;
+}
+
+/** The checkpointer thread's connection to a database already opened in this process: it only checkpoints. */
+export function openCheckpointConnection(path: string): Database {
+  const db = new DatabaseConstructor(path, { fileMustExist: true });
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   return db;
 }
 
@@ -91,6 +98,22 @@ export function openWriterConnection(path: string): Database {
  */
 export function checkpointBeside(db: Database): void {
   db.pragma("wal_checkpoint(PASSIVE)");
+}
+
+/**
+ * A WAL that every checkpoint so far found growing again (a writer that never pauses: the WAL only
+ * starts over when a write begins after a complete checkpoint) is copied back and emptied by its
+ * writer itself once it passes WAL_SIZE_LIMIT_BYTES: the rest to copy is what the last passive
+ * checkpoint missed, so this is short, and the file stays bounded.
+ */
+export function resetWalWhenLarge(db: Database, limitBytes = WAL_SIZE_LIMIT_BYTES): void {
+  let size: number;
+  try {
+    size = statSync(`${db.name}-wal`).size;
+  } catch {
+    return;
+  }
+  if (size > limitBytes) db.pragma("wal_checkpoint(TRUNCATE)");
 }
 
 /**

@@ -1,9 +1,7 @@
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
 import { FatalError } from "../errors/base.js";
+import { createCheckpointer } from "./checkpointer.js";
 import type { InsertCounts } from "./logWriter.js";
+import { startStoreThread } from "./startStoreThread.js";
 import type { Database } from "./openDatabase.js";
 import type { WindowWriter } from "./store.js";
 import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
@@ -29,9 +27,11 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
     const commit = createWindowCommit(db, options.chainId);
     return { commit: async (window, now) => commit(packWindow(window), now), close: async () => undefined };
   }
-  const worker = startThread({ path: db.name, chainId: options.chainId, gate: options.gate.memory });
-  // While the thread runs, it checkpoints after each window (checkpointBeside); the main
+  const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory };
+  const worker = startStoreThread("windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
+  // While the thread runs, the checkpointer copies the WAL back after each window; the main
   // connection's own automatic checkpoint would copy the thread's megabytes inside a live write.
+  const checkpointer = createCheckpointer(db.name);
   const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
   db.pragma("wal_autocheckpoint = 0");
   const waiting = new Map<number, { resolve: (counts: InsertCounts) => void; reject: (error: Error) => void }>();
@@ -43,6 +43,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
     waiting.clear();
   };
   worker.on("message", (reply: WindowReply) => {
+    checkpointer.nudge();
     const pending = waiting.get(reply.id);
     if (pending === undefined) return;
     waiting.delete(reply.id);
@@ -74,30 +75,10 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
         if (failure === undefined) worker.postMessage("close");
         else await worker.terminate();
         await exited;
+        await checkpointer.close();
         if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
       })();
       return closing;
     },
   };
-}
-
-/**
- * The thread runs the compiled .js next to this file. From TypeScript sources (tests under tsx or
- * vitest) it first registers tsx's loader in the new thread, then imports the .ts entry.
- */
-function startThread(workerData: WindowWriterData): Worker {
-  const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB } };
-  if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./windowWriterThread.js", import.meta.url), options);
-  const tsx = pathToFileURL(tsxEsmApiPath()).href;
-  const entry = new URL("./windowWriterThread.ts", import.meta.url).href;
-  const bootstrap = `import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(entry)});`;
-  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`), options);
-}
-
-/** tsx's ESM register API (its `import` export of `tsx/esm/api`: the CommonJS one registers the wrong loader). */
-function tsxEsmApiPath(): string {
-  const require = createRequire(import.meta.url);
-  const manifestPath = require.resolve("tsx/package.json");
-  const manifest = require(manifestPath) as { exports: Record<string, { import: { default: string } }> };
-  return join(dirname(manifestPath), manifest.exports["./esm/api"]!.import.default);
 }

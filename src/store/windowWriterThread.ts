@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { checkpointBeside, openWriterConnection } from "./openDatabase.js";
+import { openWriterConnection, resetWalWhenLarge } from "./openDatabase.js";
 import { createWindowCommit, type PackedWindow } from "./windowCommit.js";
 import { createWindowGate, type WriteGateMemory } from "./writeGate.js";
 
@@ -25,9 +25,9 @@ parentPort!.on("message", (message: WindowRequest | "close") => {
     return;
   }
   try {
-    // After the reply: the window is committed; its checkpoint holds no lock the main thread needs.
-    checkpointBeside(db);
+    // After the reply (the window is committed; the main thread now nudges the checkpointer).
+    resetWalWhenLarge(db);
   } catch {
-    // A checkpoint that cannot run now (a busy reader) runs after the next window; nothing is lost.
+    // A reset that cannot run now (a busy reader) runs after the next window; nothing is lost.
   }
 });

@@ -1,0 +1,56 @@
+import { startStoreThread } from "./startStoreThread.js";
+
+/** The checkpointer holds no rows: a tiny heap. */
+const CHECKPOINT_THREAD_HEAP_MB = 16;
+
+export type Checkpointer = {
+  /** Asks for a checkpoint; requests made while one runs are folded into one more run after it. */
+  nudge: () => void;
+  /** Waits for the running checkpoint, then stops the thread. */
+  close: () => Promise<void>;
+};
+
+/**
+ * Copies the WAL back into the database on a thread of its own while the window writer keeps
+ * inserting: a passive checkpoint takes no write lock, and its page copies and fsyncs (a sixth of
+ * the writer thread's time when it checkpointed itself) then overlap the inserts.
+ */
+export function createCheckpointer(path: string): Checkpointer {
+  const worker = startStoreThread("checkpointThread", { path }, { maxOldGenerationSizeMb: CHECKPOINT_THREAD_HEAP_MB });
+  let running = false;
+  let again = false;
+  let idle: (() => void) | undefined;
+  const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+  // A failed checkpointer loses nothing: the writer thread's own bounded reset (windowWriterThread.ts) still copies the WAL back.
+  worker.on("error", () => undefined);
+  worker.on("message", () => {
+    if (again) {
+      again = false;
+      worker.postMessage("checkpoint");
+      return;
+    }
+    running = false;
+    idle?.();
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    nudge() {
+      if (closing !== undefined) return;
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      worker.postMessage("checkpoint");
+    },
+    close() {
+      closing ??= (async () => {
+        again = false;
+        if (running) await Promise.race([new Promise<void>((resolve) => (idle = resolve)), exited]);
+        worker.postMessage("close");
+        await exited;
+      })();
+      return closing;
+    },
+  };
+}

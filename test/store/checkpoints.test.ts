@@ -1,0 +1,45 @@
+import { statSync } from "node:fs";
+import { describe, expect, test } from "vitest";
+import { createCheckpointer } from "../../src/store/checkpointer.js";
+import { openDatabase, resetWalWhenLarge } from "../../src/store/openDatabase.js";
+import { freshDbPath, waitFor } from "../helpers/fixtures.js";
+
+const size = (path: string) => statSync(path).size;
+
+/** A database whose WAL holds about `megabytes` of pages that no checkpoint has copied back yet. */
+function databaseWithUncopiedWal(megabytes: number) {
+  const path = freshDbPath("flashindex-checkpoint-");
+  const db = openDatabase(path, 8453);
+  db.pragma("wal_autocheckpoint = 0");
+  db.pragma("wal_checkpoint(TRUNCATE)");
+  db.exec("CREATE TABLE filler (bytes BLOB)");
+  const insert = db.prepare("INSERT INTO filler VALUES (randomblob(4096))");
+  db.transaction(() => {
+    for (let i = 0; i < megabytes * 256; i++) insert.run();
+  })();
+  return { path, db };
+}
+
+describe("checkpoints beside the window writer", () => {
+  test("the checkpointer thread copies the WAL back into the database file while its owner holds on to the WAL", async () => {
+    const { path, db } = databaseWithUncopiedWal(4);
+    const before = size(path);
+    const checkpointer = createCheckpointer(path);
+    checkpointer.nudge();
+    checkpointer.nudge();
+    await waitFor(() => size(path) > before + 3 * 2 ** 20, 20_000, "the database file to receive the WAL's pages");
+    await checkpointer.close();
+    expect(db.prepare("SELECT COUNT(*) FROM filler").pluck().get()).toBe(4 * 256);
+    db.close();
+  });
+
+  test("a WAL past the limit is emptied by its writer; one under it is left alone", () => {
+    const { path, db } = databaseWithUncopiedWal(2);
+    resetWalWhenLarge(db, 4 * 2 ** 20);
+    expect(size(`${path}-wal`)).toBeGreaterThan(2 * 2 ** 20);
+    resetWalWhenLarge(db, 2 ** 20);
+    expect(size(`${path}-wal`)).toBe(0);
+    expect(db.prepare("SELECT COUNT(*) FROM filler").pluck().get()).toBe(2 * 256);
+    db.close();
+  });
+});
