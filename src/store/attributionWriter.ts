@@ -28,63 +28,82 @@ export function createAttributionWriter(db: Database) {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
   const exists = db.prepare("SELECT 1 FROM transactions WHERE tx_hash = ?").pluck();
 
-  function insertCodes(hash: Hex, opIndex: number, attribution: Attribution): void {
-    if (attribution.kind !== "codes") return;
-    attribution.codes.forEach((code, position) => {
-      const registry = registryOfCode(attribution, code);
-      const custom = registry.kind === "custom" ? registry.registry : undefined;
-      insertCode.run(hash, opIndex, position, code.code, code.role, registry.kind, custom?.chainId.toString() ?? null, custom?.address ?? null);
-    });
+  /** Inserts packed attribution (packAttribution): a transaction already stored is skipped with its codes and operations. */
+  function insertPacked({ values: v }: PackedAttribution): number {
+    let inserted = 0;
+    for (let i = 0; i < v.length; ) {
+      const hash = v[i];
+      const fresh =
+        insertTransaction.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], v[i + 12], v[i + 13])
+          .changes > 0;
+      const records = v[i + TRANSACTION_FIELDS] as number;
+      i += TRANSACTION_FIELDS + 1;
+      for (let r = 0; r < records; r++, i += RECORD_FIELDS) {
+        if (!fresh) continue;
+        const insert = v[i] === OPERATION ? insertUserOperation : insertCode;
+        insert.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7]);
+      }
+      if (fresh) inserted++;
+    }
+    return inserted;
   }
 
   return {
     /** Whether the transaction's attribution is already stored. */
     has: (hash: Hex): boolean => exists.get(hash) !== undefined,
-    insert(transactions: readonly AttributedTransaction[], now: number): number {
-      let inserted = 0;
-      for (const { chainId, tx, attribution } of transactions) {
-        const own = attribution.attribution;
-        const registry = own.kind === "codes" && own.schemaId === 1 ? own.registry : undefined;
-        const result = insertTransaction.run(
-          tx.hash,
-          chainId,
-          tx.from,
-          tx.to,
-          tx.input.length >= 10 ? tx.input.slice(0, 10) : null,
-          (tx.input.length - 2) / 2,
-          own.kind,
-          "schemaId" in own ? (own.schemaId ?? null) : null,
-          registry?.address ?? null,
-          registry === undefined ? null : registry.chainId.toString(),
-          own.kind === "malformed" ? own.reason : null,
-          registryErrorOf(own),
-          attribution.userOperations?.length ?? 0,
-          now,
-        );
-        if (result.changes === 0) continue;
-        inserted++;
-        insertCodes(tx.hash, OWN_CALLDATA, own);
-        for (const op of attribution.userOperations ?? []) {
-          const a = op.attribution;
-          insertUserOperation.run(
-            tx.hash,
-            op.userOpIndex,
-            op.sender.toLowerCase(),
-            op.aggregator?.toLowerCase() ?? null,
-            a.kind,
-            "schemaId" in a ? (a.schemaId ?? null) : null,
-            a.kind === "malformed" ? a.reason : null,
-            registryErrorOf(a),
-          );
-          insertCodes(tx.hash, op.userOpIndex, a);
-        }
-      }
-      return inserted;
-    },
+    insertPacked,
+    insert: (transactions: readonly AttributedTransaction[], now: number): number => insertPacked(packAttribution(transactions, now)),
   };
 }
 
-export type AttributionWriter = ReturnType<typeof createAttributionWriter>;
+/**
+ * Attribution rows flattened into one array of plain values, as a window's rows are (packedRows.ts):
+ * per transaction its TRANSACTION_FIELDS column values (hash first) and the number of records that
+ * follow, each a tag (OPERATION or CODE) and RECORD_FIELDS - 1 column values without the hash, in
+ * insert order (its own codes, then each user operation followed by its codes). What crosses to the
+ * writer thread: no calldata, no nested objects.
+ */
+export type PackedAttribution = { values: unknown[] };
+const TRANSACTION_FIELDS = 14;
+const RECORD_FIELDS = 8;
+const OPERATION = 0;
+const CODE = 1;
+
+export function packAttribution(transactions: readonly AttributedTransaction[], now: number): PackedAttribution {
+  const values: unknown[] = [];
+  for (const { chainId, tx, attribution } of transactions) {
+    const own = attribution.attribution;
+    const registry = own.kind === "codes" && own.schemaId === 1 ? own.registry : undefined;
+    values.push(
+      tx.hash, chainId, tx.from, tx.to, tx.input.length >= 10 ? tx.input.slice(0, 10) : null, (tx.input.length - 2) / 2, own.kind,
+      "schemaId" in own ? (own.schemaId ?? null) : null, registry?.address ?? null, registry === undefined ? null : registry.chainId.toString(),
+      own.kind === "malformed" ? own.reason : null, registryErrorOf(own), attribution.userOperations?.length ?? 0, now,
+    );
+    const countAt = values.push(0) - 1;
+    let records = 0;
+    const pushCodes = (opIndex: number, a: Attribution) => {
+      if (a.kind !== "codes") return;
+      a.codes.forEach((code, position) => {
+        const registry = registryOfCode(a, code);
+        const custom = registry.kind === "custom" ? registry.registry : undefined;
+        values.push(CODE, opIndex, position, code.code, code.role, registry.kind, custom?.chainId.toString() ?? null, custom?.address ?? null);
+        records++;
+      });
+    };
+    pushCodes(OWN_CALLDATA, own);
+    for (const op of attribution.userOperations ?? []) {
+      const a = op.attribution;
+      values.push(
+        OPERATION, op.userOpIndex, op.sender.toLowerCase(), op.aggregator?.toLowerCase() ?? null, a.kind,
+        "schemaId" in a ? (a.schemaId ?? null) : null, a.kind === "malformed" ? a.reason : null, registryErrorOf(a),
+      );
+      records++;
+      pushCodes(op.userOpIndex, a);
+    }
+    values[countAt] = records;
+  }
+  return { values };
+}
 
 /** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */
 function registryErrorOf(attribution: Attribution): string | null {

@@ -1,7 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import type { LogRow } from "../decode/logRow.js";
-import { createAttributionWriter, type AttributedTransaction } from "./attributionWriter.js";
+import { createAttributionWriter, packAttribution, type AttributedTransaction, type PackedAttribution } from "./attributionWriter.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 import { packRows, type PackedRows } from "./packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
@@ -10,10 +10,16 @@ import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "
 /** One fetched backfill window as the store takes it: its rows, its transactions' attribution, and the range it completes. */
 export type WindowWrite = { from: number; to: number; tokens: readonly Hex[]; rows: readonly LogRow[]; transactions: readonly AttributedTransaction[] };
 
-/** The same window with its rows packed (packedRows.ts): how it crosses to the writer thread. */
-export type PackedWindow = Omit<WindowWrite, "rows"> & { rows: PackedRows };
+/** The same window with its rows and attribution packed (packedRows.ts, attributionWriter.ts): how it crosses to the writer thread. */
+export type PackedWindow = Pick<WindowWrite, "from" | "to" | "tokens"> & { rows: PackedRows; attribution: PackedAttribution };
 
-export const packWindow = (window: WindowWrite): PackedWindow => ({ ...window, rows: packRows(window.rows) });
+export const packWindow = (window: WindowWrite, now: number): PackedWindow => ({
+  from: window.from,
+  to: window.to,
+  tokens: window.tokens,
+  rows: packRows(window.rows),
+  attribution: packAttribution(window.transactions, now),
+});
 
 /**
  * Commits a window with its synced range: a crash leaves neither a gap nor a duplicate. The same
@@ -58,7 +64,7 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
   return (window, now) => {
     open();
     try {
-      attribution.insert(window.transactions, now);
+      attribution.insertPacked(window.attribution);
       const counts = logs.insertPacked(window.rows, now, { every: WINDOW_YIELD_EVERY_ROWS, run: stepAside });
       for (const token of window.tokens) synced.add(token, window);
       close(commit);

@@ -25,7 +25,7 @@ const WRITER_THREAD_YOUNG_MB = 8;
 export function createWindowWriter(db: Database, options: { chainId: number; onThread: boolean; gate: LiveWriteGate }): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
-    return { commit: async (window, now) => commit(packWindow(window), now), close: async () => undefined };
+    return { commit: async (window, now) => commit(packWindow(window, now), now), close: async () => undefined };
   }
   const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory };
   const worker = startStoreThread("windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
@@ -62,7 +62,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
       const id = nextId++;
       const committed = new Promise<InsertCounts>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, window: packWindow(window), now } satisfies WindowRequest);
+        worker.postMessage({ id, window: packWindow(window, now), now } satisfies WindowRequest);
       });
       outstanding.add(committed);
       const forget = () => void outstanding.delete(committed);

@@ -80,7 +80,7 @@ describe("a backfill window's commit", () => {
     let whileAside: ReturnType<typeof seenFrom> | undefined;
     const commit = createWindowCommit(db, 8453, gateWaitingOnce(2 * WINDOW_YIELD_EVERY_ROWS, () => (whileAside = seenFrom(path))));
 
-    const counts = commit(packWindow(window), 1);
+    const counts = commit(packWindow(window, 1), 1);
 
     expect(whileAside).toEqual({ logs: 2 * WINDOW_YIELD_EVERY_ROWS, transfers: 2 * WINDOW_YIELD_EVERY_ROWS, ranges: [] });
     expect(counts).toMatchObject({ inserted: 1_000, duplicates: 0 });
@@ -95,11 +95,11 @@ describe("a backfill window's commit", () => {
     const crashing = createWindowCommit(db, 8453, gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
       throw new Error("killed");
     }));
-    expect(() => crashing(packWindow(window), 1)).toThrow("killed");
+    expect(() => crashing(packWindow(window, 1), 1)).toThrow("killed");
     expect(db.inTransaction).toBe(false);
     expect(seenFrom(path)).toEqual({ logs: WINDOW_YIELD_EVERY_ROWS, transfers: WINDOW_YIELD_EVERY_ROWS, ranges: [] });
 
-    const counts = createWindowCommit(db, 8453)(packWindow(window), 2);
+    const counts = createWindowCommit(db, 8453)(packWindow(window, 1), 2);
 
     expect(counts).toMatchObject({ inserted: 1_000 - WINDOW_YIELD_EVERY_ROWS, duplicates: WINDOW_YIELD_EVERY_ROWS });
     expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
