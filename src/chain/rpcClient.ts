@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import PQueue from "p-queue";
 import type { Config } from "../config/types.js";
 import { RetryableError, ShutdownError } from "../errors/base.js";
@@ -79,6 +80,9 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
 
   async function post(endpoint: Endpoint, body: string, timeoutMs: number): Promise<unknown> {
     const text = await rateLimit.add(() => transport(endpoint.url, body, shutdown.signal, timeoutMs));
+    // Parsing a large answer holds the thread for milliseconds: messages already received (a
+    // pre-confirmation, a new head) are handled first. Likewise before checking it, below.
+    await yieldToEventLoop();
     try {
       return JSON.parse(text);
     } catch {
@@ -153,7 +157,9 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T) =>
       withRetries(method, async (endpoint) => {
         const result = await callOnce(endpoint, method, params, timeoutMs);
-        return parse === undefined ? (result as T) : parse(result);
+        if (parse === undefined) return result as T;
+        await yieldToEventLoop();
+        return parse(result);
       }),
 
     batch: (calls) =>

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
 import { countIndexed } from "../store/logWriter.js";
@@ -120,6 +121,8 @@ export async function backfill(
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
   async function commitWindow(window: WindowResult): Promise<void> {
+    // Packing a window for the writer holds the thread too: live messages received meanwhile go first.
+    await yieldToEventLoop();
     const writeStarted = performance.now();
     const counts = await writer.commit(window, Date.now());
     attributor?.remember(window.transactions);
