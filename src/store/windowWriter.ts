@@ -62,7 +62,9 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
       const id = nextId++;
       const committed = new Promise<InsertCounts>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, window: packWindow(window, now), now } satisfies WindowRequest);
+        const packed = packWindow(window, now);
+        // The numbers' buffer moves to the thread instead of being copied.
+        worker.postMessage({ id, window: packed, now } satisfies WindowRequest, [packed.rows.numbers.buffer]);
       });
       outstanding.add(committed);
       const forget = () => void outstanding.delete(committed);
