@@ -51,7 +51,13 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
     else pending.resolve(reply.counts as InsertCounts);
   });
   worker.on("error", (error) => failAll(new FatalError(`The window writer thread failed: ${error.message}`, { cause: error })));
-  const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+  const exited = new Promise<void>((resolve) =>
+    worker.once("exit", () => {
+      // A thread that died inside a transaction must not leave live writes waiting for it.
+      options.gate.windowWriterGone();
+      resolve();
+    }),
+  );
   void exited.then(() => failAll(new FatalError("The window writer thread exited")));
   let closing: Promise<void> | undefined;
   const outstanding = new Set<Promise<InsertCounts>>();

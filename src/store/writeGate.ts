@@ -33,6 +33,11 @@ export function createLiveWriteGate(memory: WriteGateMemory) {
   let depth = 0;
   return {
     memory,
+    /** The window writer's thread has exited: a transaction it held open is gone with its connection. */
+    windowWriterGone: () => {
+      Atomics.store(cells, WINDOW_IN_TRANSACTION, 0);
+      Atomics.notify(cells, WINDOW_IN_TRANSACTION);
+    },
     hold<T>(work: () => T): T {
       // A write inside a write (one transaction calling a helper that also holds) is already first in line.
       if (depth > 0) return work();

@@ -7,7 +7,7 @@ import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
 import { createWindowCommit, packWindow, type WindowWrite } from "../../src/store/windowCommit.js";
-import { WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
+import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
 import { freshDbPath, waitFor, word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
@@ -126,5 +126,19 @@ describe("a backfill window's commit", () => {
     expect(seenFrom(path)).toEqual({ logs: rows, transfers: rows, ranges: [{ from: 1, to: rows / 10 }] });
     expect(await store.readMeta("live_write")).toBe("done");
     await store.close();
+  });
+});
+
+describe("the live-write gate", () => {
+  test("a window writer that died inside its transaction does not hold live writes back", () => {
+    const memory = createWriteGateMemory();
+    const live = createLiveWriteGate(memory);
+    createWindowGate(memory).enter();
+
+    live.windowWriterGone();
+    const started = performance.now();
+    expect(live.hold(() => "written")).toBe("written");
+    // Without the release it would wait out LIVE_WRITE_MAX_WAIT_MS.
+    expect(performance.now() - started).toBeLessThan(LIVE_WRITE_MAX_WAIT_MS / 2);
   });
 });
