@@ -1,7 +1,8 @@
 import type { Database } from "better-sqlite3";
 
 /**
- * Indexes that serve readers (payments by token, payer or payee in block order, logs and authorization events by transaction) and
+ * Indexes that serve readers (payments by token, payer or payee in block order, logs and authorization events by transaction,
+ * attribution codes by code) and
  * that the writer itself never needs. Most keys are random (addresses, hashes), so maintaining them
  * row by row is the dearest part of an insert (and even the ordered one by token and block costs a
  * seventh of it); a long backfill drops them and builds each once, sorted, at its end. `CREATE INDEX IF NOT EXISTS` makes the build idempotent: a backfill killed before it
@@ -13,6 +14,7 @@ export const READER_INDEXES: ReadonlyArray<{ name: string; sql: string }> = [
   { name: "transfers_by_to", sql: "CREATE INDEX IF NOT EXISTS transfers_by_to ON transfers (to_address, block_number)" },
   { name: "logs_by_tx", sql: "CREATE INDEX IF NOT EXISTS logs_by_tx ON logs (tx_hash)" },
   { name: "authorization_events_by_tx", sql: "CREATE INDEX IF NOT EXISTS authorization_events_by_tx ON authorization_events (tx_hash)" },
+  { name: "attribution_codes_by_code", sql: "CREATE INDEX IF NOT EXISTS attribution_codes_by_code ON attribution_codes (code)" },
 ];
 
 export function createReaderIndexes(db: Database) {

@@ -264,7 +264,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     const second = await setUp(backend, { database: { ...first.config.database } });
     await second.run();
     expect(await indexes(second.db)).toBe(all);
-    expect(second.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["transfers_by_token_block", "transfers_by_from", "transfers_by_to", "logs_by_tx", "authorization_events_by_tx"]);
+    expect(second.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["transfers_by_token_block", "transfers_by_from", "transfers_by_to", "logs_by_tx", "authorization_events_by_tx", "attribution_codes_by_code"]);
     expect(await storedLogs(second.db)).toEqual(await directLogs());
     await second.close();
   });
