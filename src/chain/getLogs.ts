@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
 import { parseRpcLog, PRECONFIRMED_BLOCK_HASH, type RpcLog } from "./rpcLog.js";
@@ -42,7 +43,13 @@ export async function getLogs<T = GetLogsResult>(
         ? { blockHash: filter.blockHash }
         : { fromBlock: toHex(filter.from), toBlock: toHex(filter.to) };
   const params = [{ ...scope, address: filter.addresses, topics: [filter.topic0] }];
-  return client.request("eth_getLogs", params, (result) => accept(checkAnswer(result, filter)));
+  return client.request("eth_getLogs", params, async (result) => {
+    const checked = checkAnswer(result, filter);
+    // Checking and decoding a large answer each hold the thread for milliseconds: messages received
+    // in between (a pre-confirmation, a new head) are handled first.
+    await yieldToEventLoop();
+    return accept(checked);
+  });
 }
 
 function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {

@@ -25,9 +25,9 @@ export type BatchResult = { ok: true; result: unknown } | { ok: false; error: Rp
 export type RpcClient = {
   /**
    * One call with retries, failover and the rate limit; throws RangeLimitError, RetryableError or a fatal error.
-   * `parse` checks the result inside the retry loop, so a garbage answer is retried like a failed request.
+   * `parse` checks the result inside the retry loop (it may be async), so a garbage answer is retried like a failed request.
    */
-  request: <T = unknown>(method: string, params: readonly unknown[], parse?: (result: unknown) => T) => Promise<T>;
+  request: <T = unknown>(method: string, params: readonly unknown[], parse?: (result: unknown) => T | Promise<T>) => Promise<T>;
   /** Several calls in one JSON-RPC batch (one HTTP request); per-call errors come back as values. */
   batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
@@ -154,7 +154,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   }
 
   const view = (timeoutMs: number): RpcClient => ({
-    request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T) =>
+    request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T | Promise<T>) =>
       withRetries(method, async (endpoint) => {
         const result = await callOnce(endpoint, method, params, timeoutMs);
         if (parse === undefined) return result as T;
