@@ -30,6 +30,7 @@ export type RegistrationClient = {
 
 export { RegistrationRejectedError } from "../errors/registration.js";
 import { RegistrationRejectedError } from "../errors/registration.js";
+import { requestDeadline } from "../ops/requestDeadline.js";
 
 /** Whether `code` has the form of a builder code (generated `bc_…` or custom). */
 export function isBuilderCode(code: string): boolean {
@@ -63,11 +64,10 @@ export function createRegistrationClient(options: {
   return {
     async register(wallet, { signal } = {}) {
       const walletAddress = parseWallet("walletAddress", wallet);
-      const timeout = AbortSignal.timeout(options.timeoutMs);
-      const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
+      const deadline = requestDeadline(options.timeoutMs, signal);
       const failure = (error: unknown) => {
         if (signal?.aborted) return signal.reason instanceof Error ? signal.reason : new Error("aborted");
-        if (timeout.aborted) return new RetryableError(`${where} timed out after ${options.timeoutMs} ms`);
+        if (deadline.timedOut()) return new RetryableError(`${where} timed out after ${options.timeoutMs} ms`);
         return new RetryableError(`${where} unreachable: ${causeOf(error)}`, { cause: error });
       };
 
@@ -78,11 +78,13 @@ export function createRegistrationClient(options: {
           method: "POST",
           headers: { "content-type": "application/json", accept: "application/json" },
           body: JSON.stringify({ walletAddress }),
-          signal: combined,
+          signal: deadline.signal,
         });
         body = await readCappedBody(response, MAX_REGISTRATION_RESPONSE_BYTES);
       } catch (error) {
         throw failure(error);
+      } finally {
+        deadline.dispose();
       }
 
       const status = response.status;

@@ -1,5 +1,6 @@
 import { readCappedBody } from "../ops/readCappedBody.js";
 import { redactText, redactUrl } from "../ops/redact.js";
+import { requestDeadline } from "../ops/requestDeadline.js";
 import { RangeLimitError, RpcTransportError } from "../errors/rpc.js";
 
 /**
@@ -15,17 +16,8 @@ export type HttpTransport = (url: string, body: string, signal: AbortSignal, tim
  */
 export function createHttpTransport(options: { timeoutMs: number; maxResponseBytes: number }): HttpTransport {
   return async (url, body, signal, timeoutMs = options.timeoutMs) => {
-    // One controller per request, fed by the timeout and the shutdown signal; the listener on the
-    // long-lived shutdown signal is removed when the request ends, so none pile up.
-    const controller = new AbortController();
-    const timeout = { fired: false };
-    const timer = setTimeout(() => {
-      timeout.fired = true;
-      controller.abort();
-    }, timeoutMs);
-    const onShutdown = () => controller.abort(signal.reason);
-    if (signal.aborted) onShutdown();
-    else signal.addEventListener("abort", onShutdown, { once: true });
+    // One deadline per request, fed by the timeout and the shutdown signal (ops/requestDeadline.ts).
+    const deadline = requestDeadline(timeoutMs, signal);
     try {
       let response: Response;
       try {
@@ -33,10 +25,10 @@ export function createHttpTransport(options: { timeoutMs: number; maxResponseByt
           method: "POST",
           headers: { "content-type": "application/json", accept: "application/json" },
           body,
-          signal: controller.signal,
+          signal: deadline.signal,
         });
       } catch (error) {
-        throw transportFailure(url, error, timeout.fired, signal);
+        throw transportFailure(url, error, deadline.timedOut(), signal);
       }
       if (response.status === 413)
         throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
@@ -45,13 +37,12 @@ export function createHttpTransport(options: { timeoutMs: number; maxResponseByt
         text = await readCapped(response, response.ok ? options.maxResponseBytes : MAX_ERROR_BODY_BYTES, url);
       } catch (error) {
         if (error instanceof RangeLimitError && response.ok) throw error;
-        throw transportFailure(url, error, timeout.fired, signal, response.ok ? undefined : response.status);
+        throw transportFailure(url, error, deadline.timedOut(), signal, response.ok ? undefined : response.status);
       }
       if (response.ok || isJsonRpcError(text)) return text;
       throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
     } finally {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onShutdown);
+      deadline.dispose();
     }
   };
 }

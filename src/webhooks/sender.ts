@@ -3,6 +3,7 @@ import { backoffDelayMs } from "../ops/backoff.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactText, redactUrl } from "../ops/redact.js";
+import { requestDeadline } from "../ops/requestDeadline.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";
 import type { Store } from "../store/store.js";
 import type { DueDelivery, WebhookOutbox } from "../store/webhookOutbox.js";
@@ -86,6 +87,7 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     const startedAt = Date.now();
     let httpStatus: number | null = null;
     let error: string | null = null;
+    const deadline = requestDeadline(delivery.timeoutMs, shutdown.signal);
     try {
       const response = await fetchImpl(subscription.hook.url, {
         method: "POST",
@@ -98,7 +100,7 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
         },
         body,
         redirect: "manual",
-        signal: AbortSignal.any([AbortSignal.timeout(delivery.timeoutMs), shutdown.signal]),
+        signal: deadline.signal,
       });
       httpStatus = response.status;
       await response.body?.cancel().catch(() => undefined);
@@ -107,7 +109,9 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
       // Shutting down: the attempt did not fail, it was interrupted; it is made again after the restart.
       if (shutdown.isKilled()) return;
       const cause = failure instanceof Error && failure.cause instanceof Error ? `: ${failure.cause.message}` : "";
-      error = failure instanceof Error && failure.name === "TimeoutError" ? `timed out after ${delivery.timeoutMs} ms` : `${String(failure)}${cause}`;
+      error = deadline.timedOut() ? `timed out after ${delivery.timeoutMs} ms` : `${String(failure)}${cause}`;
+    } finally {
+      deadline.dispose();
     }
     const now = Date.now();
     const record = { subscriptionId: subscription.id, eventId: due.id, attempt, at: startedAt, durationMs: now - startedAt, httpStatus, error: error === null ? null : redactText(error).slice(0, MAX_ERROR_CHARS) };
