@@ -8,6 +8,12 @@ export const POSTGRES_POOL_SIZE = 4;
 export const POSTGRES_CONNECT_TIMEOUT_MS = 10_000;
 /** Idle pooled connections are closed after this long. */
 export const POSTGRES_IDLE_TIMEOUT_MS = 30_000;
+/**
+ * TCP keepalive probes start after this much silence: a server that vanished without closing the
+ * connection (a host or network gone) fails its queries within a minute or two instead of after the
+ * operating system's default of two hours. No query timeout: an index build may rightly take long.
+ */
+export const POSTGRES_KEEPALIVE_DELAY_MS = 10_000;
 
 const INT8_OID = 20;
 
@@ -27,6 +33,8 @@ export function connectionConfig(url: string, schema: string): pg.ClientConfig {
     // The schema name is validated in the config (plain lower-case identifier): safe to inline.
     options: `-c search_path=${schema}`,
     connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: POSTGRES_KEEPALIVE_DELAY_MS,
     types: TYPES,
     application_name: "flashindex",
   };
