@@ -17,10 +17,22 @@ export type SubscriptionOptions = {
   onSubscribed?: (reconnect: boolean) => void;
   initialDelayMs: number;
   maxDelayMs: number;
+  /** Liveness: a ping after this much silence (default WS_PING_AFTER_MS). */
+  pingAfterMs?: number;
+  /** ...and the socket is recycled when nothing at all arrives for this long after it (default WS_PONG_TIMEOUT_MS). */
+  pongTimeoutMs?: number;
 };
 
 /** Longest a subscribe request may wait for its answer before the socket is recycled. */
 const SUBSCRIBE_TIMEOUT_MS = 10_000;
+/**
+ * A connection silent this long gets a WebSocket ping. Note: a provider's load balancer or a NAT
+ * can drop an idle connection without closing it; the socket then looks open and no notification
+ * ever arrives again. Only a ping that gets no answer tells.
+ */
+export const WS_PING_AFTER_MS = 15_000;
+/** After a ping, this long without any frame (pong, message) and the socket is recycled. */
+export const WS_PONG_TIMEOUT_MS = 10_000;
 
 /**
  * A JSON-RPC `eth_subscribe` over WebSocket that reconnects forever with exponential backoff and
@@ -50,11 +62,16 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
     socket = ws;
     let subscriptionId: string | undefined;
     const subscribeTimer = setTimeout(() => ws.terminate(), SUBSCRIBE_TIMEOUT_MS);
+    const liveness = watchLiveness(ws, options.pingAfterMs ?? WS_PING_AFTER_MS, options.pongTimeoutMs ?? WS_PONG_TIMEOUT_MS, () => {
+      logger.warn({ msg: "Recycling a silent WebSocket: no answer to a ping", endpoint: label });
+      ws.terminate();
+    });
     ws.on("open", () => {
       ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: options.params }));
     });
     ws.on("message", (data: WebSocket.RawData) => {
       const receivedAt = performance.now();
+      liveness.heard();
       let message: { id?: unknown; result?: unknown; error?: { message?: unknown }; method?: unknown; params?: { subscription?: unknown; result?: unknown } };
       try {
         message = JSON.parse(data.toString()) as typeof message;
@@ -89,6 +106,7 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
     });
     ws.on("close", () => {
       clearTimeout(subscribeTimer);
+      liveness.stop();
       if (socket === ws) socket = undefined;
       scheduleReconnect();
     });
@@ -102,4 +120,32 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
   };
   deps.shutdown.add(close);
   return { close };
+}
+
+/**
+ * Pings `ws` after `pingAfterMs` without a frame; calls `onSilent` when `pongTimeoutMs` more pass
+ * without one. One timer per socket, not one per message: a frame only stamps the time.
+ */
+function watchLiveness(ws: WebSocket, pingAfterMs: number, pongTimeoutMs: number, onSilent: () => void) {
+  let lastHeard = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const heard = () => {
+    lastHeard = performance.now();
+  };
+  const check = () => {
+    const silentFor = performance.now() - lastHeard;
+    if (silentFor < pingAfterMs) {
+      timer = setTimeout(check, pingAfterMs - silentFor);
+      return;
+    }
+    const pingedAt = performance.now();
+    ws.ping();
+    timer = setTimeout(() => (lastHeard >= pingedAt ? check() : onSilent()), pongTimeoutMs);
+  };
+  ws.on("open", () => {
+    heard();
+    timer = setTimeout(check, pingAfterMs);
+  });
+  ws.on("pong", heard);
+  return { heard, stop: () => clearTimeout(timer) };
 }
