@@ -149,6 +149,9 @@ export function postgresSyncedRanges(client: pg.ClientBase, chainId: number) {
     checkpoint: async (token: Hex, startBlock: number) => contiguousEnd(await list(token), startBlock),
     /** Records [from, to] as indexed for `token`, merging with neighbours. Call inside the window's transaction. */
     async add(token: Hex, range: BlockRange): Promise<void> {
+      // Two windows may commit side by side (postgresStore.ts): the read-merge-write of the ranges is
+      // serialized by a lock held to the end of the transaction, taken after every row lock.
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('flashindex:synced:' || current_schema()))");
       const touching = (await list(token)).filter((r) => r.from <= range.to + 1 && r.to + 1 >= range.from);
       const [merged] = mergeRanges([...touching, range]);
       await client.query("DELETE FROM synced_ranges WHERE chain_id = $1 AND token = $2 AND from_block <= $3 AND to_block >= $4", [

@@ -9,13 +9,14 @@ import type { RegistrationRow } from "../registrations.js";
 import type { Store, WindowWriter } from "../store.js";
 import { timed, type WriteKind } from "../timedWrite.js";
 import { inTransaction } from "./connection.js";
+import { OUTBOX_LOCK_SQL } from "./schemaV7.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
 import { RECENT_WEBHOOK_ATTEMPTS } from "../statusPageQueries.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
-import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
+import { insertAttributionRows, insertLogRows, prepareLogRows } from "./rowWriter.js";
 
 export type PostgresStoreDeps = {
   pool: pg.Pool;
@@ -31,23 +32,52 @@ export type PostgresStoreDeps = {
 /**
  * The Store over a bounded pool of Postgres connections. Writes of this process run one at a time
  * (one writer, as with SQLite: a pre-confirmation and the block that confirms it are never applied
- * side by side), each in one transaction; reads use any pooled connection.
+ * side by side), each in one transaction; reads use any pooled connection. The one exception:
+ * backfill windows (pure inserts of disjoint block ranges) may run side by side with each other, on
+ * two server processes instead of one (`backfill` keeps at most COMMITS_IN_FLIGHT of them); any other
+ * write waits for them, and they wait for it.
  */
 export function createPostgresStore(deps: PostgresStoreDeps): Store {
   const { pool, chainId, metrics } = deps;
   let closed = false;
-  let writes: Promise<unknown> = Promise.resolve();
+  /** Everything submitted so far (what the next exclusive write waits for), and the last exclusive write. */
+  let tail: Promise<unknown> = Promise.resolve();
+  let lastExclusive: Promise<unknown> = Promise.resolve();
 
-  /** One write transaction, after the previous one, timed under `kind`. */
-  function write<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const run = writes.then(async () => {
-      deps.checkWriter?.();
-      // A connection lost mid-run is an outage (exit 75), named without credentials.
-      return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock: true })).catch((error: unknown) => {
-        throw asPostgresError(error, deps.location);
-      });
+  /** Runs `work` in one transaction, timed under `kind`; a connection lost mid-run is an outage (exit 75), named without credentials. */
+  function transaction<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>, outboxLock: boolean): Promise<T> {
+    deps.checkWriter?.();
+    return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock })).catch((error: unknown) => {
+      throw asPostgresError(error, deps.location);
     });
-    writes = run.catch(() => undefined);
+  }
+
+  /** One write transaction, after every write submitted before it. */
+  function write<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const run = tail.then(() => transaction(kind, work, true));
+    tail = lastExclusive = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * A backfill window's transaction: after the last exclusive write, beside other windows. It takes
+   * the outbox lock first only when its blocks can produce webhook events (an active subscription
+   * starts at or below its last block): windows that write no event must not queue on it.
+   */
+  function writeWindow<T>(lastBlock: number, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const run = lastExclusive.then(() =>
+      transaction(
+        "backfill_window",
+        async (client) => {
+          const { rows } = await client.query("SELECT webhook_events_from_block() AS from_block");
+          const fromBlock = rows[0].from_block as number | null;
+          if (fromBlock !== null && lastBlock >= fromBlock) await client.query(`SELECT ${OUTBOX_LOCK_SQL}`);
+          return work(client);
+        },
+        false,
+      ),
+    );
+    tail = Promise.allSettled([tail, run]);
     return run;
   }
   const read = <T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> =>
@@ -68,8 +98,10 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     const sent = new Set<Promise<unknown>>();
     return {
       commit(window, now) {
-        const committed = write("backfill_window", async (client) => {
-          const counts = await insertLogRows(client, window.rows, now);
+        // Built now, while an earlier window may still be writing: the client's work overlaps the server's.
+        const rows = prepareLogRows(window.rows, now);
+        const committed = writeWindow(window.to, async (client) => {
+          const counts = await insertLogRows(client, rows, now);
           await insertAttributionRows(client, window.transactions, now);
           const synced = postgresSyncedRanges(client, chainId);
           for (const token of window.tokens) await synced.add(token, window);
@@ -202,7 +234,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     close: async () => {
       if (closed) return;
       closed = true;
-      await writes;
+      await tail;
       await pool.end();
       await deps.onClose?.();
     },

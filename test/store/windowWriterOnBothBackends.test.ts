@@ -1,0 +1,67 @@
+import type { Hex } from "viem";
+import { afterAll, afterEach, describe, expect, test } from "vitest";
+import type { RpcLog } from "../../src/chain/rpcLog.js";
+import type { Config } from "../../src/config/types.js";
+import { toLogRows } from "../../src/decode/logRow.js";
+import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openStore } from "../../src/store/openStore.js";
+import type { WindowWrite } from "../../src/store/windowCommit.js";
+import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
+import { testConfig } from "../helpers/context.js";
+
+const TOKEN: Hex = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
+
+const open: Array<{ close: () => Promise<void> }> = [];
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.close();
+});
+afterAll(() => stopFileBackends());
+
+/** Blocks [from, to] with `perBlock` Transfers each, as one backfill window. */
+function window(from: number, to: number, perBlock: number): WindowWrite {
+  const logs: RpcLog[] = [];
+  for (let block = from; block <= to; block++)
+    for (let i = 0; i < perBlock; i++)
+      logs.push({
+        address: TOKEN,
+        topics: [TRANSFER_TOPIC, word("a11ce"), word("b0b")],
+        data: word((block * 100 + i + 1).toString(16)),
+        blockNumber: block,
+        blockHash: word(`b${block.toString(16)}`),
+        blockTimestamp: 1_700_000_000 + block,
+        transactionHash: word(`7${(block * 100 + i).toString(16)}`),
+        transactionIndex: i,
+        logIndex: i,
+        removed: false,
+      });
+  const { rows } = toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 });
+  return { from, to, tokens: [TOKEN], rows, transactions: [] };
+}
+
+describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
+  test("windows committed side by side store every log once and merge their ranges into one", async () => {
+    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+    open.push(store);
+    const writer = store.openWindowWriter({ bulk: backend.name === "sqlite" });
+    // Out of order and at once, as finished windows arrive; the middle one last.
+    const counts = await Promise.all([window(1, 40, 25), window(81, 120, 25), window(41, 80, 25)].map((w) => writer.commit(w, 1)));
+    await writer.close();
+
+    expect(counts.map((c) => c.inserted)).toEqual([1_000, 1_000, 1_000]);
+    expect(await store.syncedRanges(TOKEN)).toEqual([{ from: 1, to: 120 }]);
+    const raw = await backend.reader(config.database as Config["database"]);
+    open.push(raw);
+    const [stored] = await raw.all<{ logs: number; transfers: number }>(
+      "SELECT (SELECT COUNT(*) FROM logs) AS logs, (SELECT COUNT(*) FROM transfers) AS transfers",
+    );
+    expect({ logs: Number(stored!.logs), transfers: Number(stored!.transfers) }).toEqual({ logs: 3_000, transfers: 3_000 });
+
+    // The same window again: nothing doubled.
+    const again = store.openWindowWriter({ bulk: false });
+    expect(await again.commit(window(41, 80, 25), 2)).toMatchObject({ inserted: 0, duplicates: 1_000 });
+    await again.close();
+  });
+});
