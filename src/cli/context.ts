@@ -38,7 +38,7 @@ export function createObservability(settings: ConfigSettings, shutdown: Shutdown
   const logger = createLogger(settings.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
   shutdown.add(() => logger.flush());
   // The file-size gauge is the SQLite file's; a Postgres database is measured by Postgres itself.
-  const metrics = createMetrics(settings.database.url === undefined ? { databasePath: settings.database.path } : {});
+  const metrics = createMetrics();
   return { logger, metrics };
 }
 

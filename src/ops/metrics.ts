@@ -1,4 +1,3 @@
-import { statSync } from "node:fs";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /** Reported by the build-info gauge; bump with package.json. */
@@ -10,11 +9,12 @@ export const FLASHINDEX_VERSION = "0.1.0";
  */
 export type Metrics = ReturnType<typeof createMetrics>;
 
-export function createMetrics(options: { defaultMetrics?: boolean; databasePath?: string } = {}) {
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: "flashindex_" });
   const registers = [registry];
-  const databasePath = options.databasePath;
+  /** What flashindex_db_size_bytes reads at scrape time (the store, once it is open). */
+  let databaseSize: (() => Promise<number>) | undefined;
   const buildInfo = new Gauge({
     name: "flashindex_build_info",
     help: "Always 1; labels say which flashindex and Node.js are running.",
@@ -26,21 +26,21 @@ export function createMetrics(options: { defaultMetrics?: boolean; databasePath?
     registry,
     databaseSize: new Gauge({
       name: "flashindex_db_size_bytes",
-      help: "Size of the SQLite file plus its WAL, read at scrape time.",
+      help: "Bytes on disk, read at scrape time: the SQLite file plus its WAL, or the Postgres schema's tables with their indexes.",
       registers,
-      collect() {
-        if (databasePath === undefined || databasePath === ":memory:") return;
-        let size = 0;
-        for (const file of [databasePath, `${databasePath}-wal`]) {
-          try {
-            size += statSync(file).size;
-          } catch {
-            // Not created yet.
-          }
+      async collect() {
+        if (databaseSize === undefined) return;
+        try {
+          this.set(await databaseSize());
+        } catch {
+          // A database that cannot answer now keeps the last value; the scrape itself must not fail.
         }
-        this.set(size);
       },
     }),
+    /** Makes flashindex_db_size_bytes read `size` at each scrape. */
+    measureDatabaseSize(size: () => Promise<number>): void {
+      databaseSize = size;
+    },
     lagBlocks: new Gauge({
       name: "flashindex_sync_lag_blocks",
       help: "Chain head minus the highest block indexed by the head follower (or the backfill before it).",

@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import type { Metrics } from "../ops/metrics.js";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createAuthorizationStates } from "./authorizationStates.js";
@@ -58,6 +59,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     checkpoint: async (token, startBlock) => synced.checkpoint(token, startBlock),
     // Ids only grow: the highest one counts the rows ever stored, cheaper than COUNT(*) and close enough.
     storedLogCount: async () => maxLogId.get() as number,
+    sizeBytes: async () => fileSizes(db.name),
     openWindowWriter: ({ bulk }) => createWindowWriter(db, { chainId, onThread: bulk, gate }),
     readerIndexes: {
       missing: async () => indexes.missing(),
@@ -115,4 +117,17 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
       deps.onClose?.();
     },
   };
+}
+
+/** The database file and its WAL, in bytes (an in-memory database or a file not created yet: 0). */
+function fileSizes(path: string): number {
+  let size = 0;
+  for (const file of [path, `${path}-wal`]) {
+    try {
+      size += statSync(file).size;
+    } catch {
+      // Not created yet, or ":memory:".
+    }
+  }
+  return size;
 }

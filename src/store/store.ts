@@ -82,6 +82,8 @@ export type Store = {
   checkpoint: (token: Hex, startBlock: number) => Promise<number>;
   /** Rows in `logs` (an estimate is fine): decides whether a backfill is a bulk load. */
   storedLogCount: () => Promise<number>;
+  /** Bytes on disk: the SQLite file and its WAL; on Postgres the schema's tables with their indexes and TOAST. */
+  sizeBytes: () => Promise<number>;
   /** A writer for backfill windows; `bulk` hints that it is a long run (SQLite: commit on a thread of its own). */
   openWindowWriter: (options: { bulk: boolean }) => WindowWriter;
   readerIndexes: ReaderIndexes;

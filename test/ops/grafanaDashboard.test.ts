@@ -9,7 +9,7 @@ const dashboard = JSON.parse(readFileSync(join(ROOT, "config", "grafana-dashboar
 
 /** Every series name the daemon's registry exports: histograms also as _bucket, _sum and _count. */
 async function exportedSeries(): Promise<Set<string>> {
-  const metrics = createMetrics({ databasePath: ":memory:" });
+  const metrics = createMetrics();
   const names = new Set<string>();
   for (const metric of await metrics.registry.getMetricsAsJSON()) {
     names.add(metric.name);

@@ -45,6 +45,7 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
     const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
     const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
     open.push(store);
+    const emptySize = await store.sizeBytes();
     const writer = store.openWindowWriter({ bulk: backend.name === "sqlite" });
     // Out of order and at once, as finished windows arrive; the middle one last.
     const counts = await Promise.all([window(1, 40, 25), window(81, 120, 25), window(41, 80, 25)].map((w) => writer.commit(w, 1)));
@@ -52,6 +53,9 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
 
     expect(counts.map((c) => c.inserted)).toEqual([1_000, 1_000, 1_000]);
     expect(await store.syncedRanges(TOKEN)).toEqual([{ from: 1, to: 120 }]);
+    // flashindex_db_size_bytes reads this: bytes on disk, grown by the rows.
+    expect(emptySize).toBeGreaterThan(0);
+    expect(await store.sizeBytes()).toBeGreaterThan(emptySize);
     const raw = await backend.reader(config.database as Config["database"]);
     open.push(raw);
     const [stored] = await raw.all<{ logs: number; transfers: number }>(

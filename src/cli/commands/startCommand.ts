@@ -77,6 +77,7 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
 
   // The composition root: the store and the services every stage shares are built here, once.
   const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
+  context.metrics.measureDatabaseSize(() => store.sizeBytes());
   const deps = createSyncDeps(context, store);
   registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));
   const orderUpkeep = createOrderUpkeep(deps);

@@ -122,6 +122,14 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     syncedRanges: (token) => read((c) => postgresSyncedRanges(c, chainId).list(token)),
     checkpoint: (token, startBlock) => read((c) => postgresSyncedRanges(c, chainId).checkpoint(token, startBlock)),
     // The planner's estimate: COUNT(*) would scan the table.
+    sizeBytes: () =>
+      read(async (c) => {
+        const { rows } = await c.query(
+          `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint AS size FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')`,
+        );
+        return rows[0].size as number;
+      }),
     storedLogCount: () => read(async (c) => Math.max(0, Number((await c.query("SELECT reltuples FROM pg_class WHERE oid = 'logs'::regclass")).rows[0].reltuples))),
     openWindowWriter: () => windowWriter(),
     readerIndexes: {
