@@ -67,6 +67,11 @@ export function parseSettings(raw: unknown, source: string): ConfigSettings {
     devnet,
     source,
   };
+  if (devnet?.enabled === true && config.database.url !== undefined)
+    throw new ConfigError(
+      "database.url",
+      "the bundled devnet keeps its chain beside a SQLite file (database.path), not in Postgres: remove this key (or unset FLASHINDEX_DATABASE_URL), or point rpc.http at a node and set devnet.enabled to false",
+    );
   return deepFreeze(config);
 }
 

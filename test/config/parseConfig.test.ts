@@ -132,6 +132,9 @@ describe("loadConfig()", () => {
     expect(() => loadSettings(path, {}, { FLASHINDEX_RPC_URL: "http://127.0.0.1:8545" })).toThrow(
       "rpc.http: the bundled devnet gives its own URLs (devnet.enabled): remove this key (or unset FLASHINDEX_RPC_URL), or set devnet.enabled to false",
     );
+    expect(() => loadSettings(path, {}, { FLASHINDEX_DATABASE_URL: "postgres://u:secret@127.0.0.1/db" })).toThrow(
+      "database.url: the bundled devnet keeps its chain beside a SQLite file (database.path), not in Postgres: remove this key (or unset FLASHINDEX_DATABASE_URL), or point rpc.http at a node and set devnet.enabled to false",
+    );
     const config = withDevnetEndpoints(settings, { httpUrl: "http://127.0.0.1:1234", wsUrl: "ws://127.0.0.1:1234", registrationUrl: "http://127.0.0.1:5678/" });
     expect(config.rpc).toMatchObject({ http: ["http://127.0.0.1:1234"], ws: "ws://127.0.0.1:1234", preconfWs: "ws://127.0.0.1:1234", timeoutMs: 5_000 });
     expect(config.registration.baseUrl).toBe("http://127.0.0.1:5678");
