@@ -1,3 +1,4 @@
+import { closeSync, fstatSync, openSync, rmSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
 import { ConfigError } from "../errors/base.js";
@@ -29,11 +30,41 @@ export function acquireWriterLock(databasePath: string, command: string): Writer
   const holder: WriterHolder = { pid: process.pid, host: hostname(), command, startedAt: new Date().toISOString() };
   if (databasePath === ":memory:") return { holder, release: () => undefined };
   ensureDatabaseDirectory(databasePath);
+  const path = writerLockPath(databasePath);
+  // A lock taken on a file that its holder removed on the way out is no lock: take it again.
+  for (let attempt = 1; attempt <= 5; attempt += 1) {
+    // Opened first and kept open while the lock is held: its inode tells whether the file SQLite
+    // locked is still the one at the path. (Closing it earlier would drop SQLite's POSIX lock too.)
+    const fd = openLockFile(path);
+    let lock: Database;
+    try {
+      lock = lockFile(databasePath, path);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    if (isFileAt(fd, path)) return { holder, release: releaseOnce(lock, fd, path) };
+    lock.close();
+    closeSync(fd);
+  }
+  throw new ConfigError("database.path", `${path} keeps changing under this process: is another flashindex starting and stopping in a loop?`);
+}
+
+function openLockFile(path: string): number {
+  try {
+    return openSync(path, "a");
+  } catch (error) {
+    throw asDatabasePathError(error, path);
+  }
+}
+
+/** Opens the lock file with SQLite and takes its exclusive lock. */
+function lockFile(databasePath: string, path: string): Database {
   let lock: Database;
   try {
-    lock = new DatabaseConstructor(writerLockPath(databasePath));
+    lock = new DatabaseConstructor(path);
   } catch (error) {
-    throw asDatabasePathError(error, writerLockPath(databasePath));
+    throw asDatabasePathError(error, path);
   }
   try {
     lock.pragma("busy_timeout = 0");
@@ -42,19 +73,41 @@ export function acquireWriterLock(databasePath: string, command: string): Writer
     lock.pragma("journal_mode = MEMORY");
     // Exclusive locking mode takes the write lock at the first write and keeps it until close.
     lock.pragma(`user_version = ${process.pid}`);
+    return lock;
   } catch (error) {
     lock.close();
     if ((error as { code?: string }).code === "SQLITE_BUSY") throw new WriterBusyError(databasePath, readHolder(databasePath));
-    throw asDatabasePathError(error, writerLockPath(databasePath));
+    throw asDatabasePathError(error, path);
   }
+}
+
+/**
+ * True when the file open as `fd` is the one now at `path`. An unlinked file cannot come back, and
+ * the open fd keeps its inode from being reused, so a match means the path named it throughout.
+ */
+export function isFileAt(fd: number, path: string): boolean {
+  try {
+    const open = fstatSync(fd);
+    const now = statSync(path);
+    return open.ino === now.ino && open.dev === now.dev;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Removes the lock file while still holding its lock, then closes it: a database directory is
+ * left as the daemon found it (no stray `.lock` after a failed start). A process that opened the
+ * old file meanwhile finds it gone once it locks it, and starts over (isFileAt).
+ */
+function releaseOnce(lock: Database, fd: number, path: string): () => void {
   let released = false;
-  return {
-    holder,
-    release: () => {
-      if (released) return;
-      released = true;
-      lock.close();
-    },
+  return () => {
+    if (released) return;
+    released = true;
+    rmSync(path, { force: true });
+    lock.close();
+    closeSync(fd);
   };
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -110,6 +110,7 @@ describe("one line and an exit code, never a stack trace", () => {
     const result = await runCli(["start", "--config", path]);
     expect(result.code).toBe(2);
     expectOneLine(result, `metrics.port: 127.0.0.1:${takenPort} is already in use by another process; choose another with metrics.port`);
+    expect(readdirSync(dir).filter((name) => name.startsWith("metrics")), "no lock file left beside the database").toEqual(["metrics.json"]);
   }, 30_000);
 
   test("flashindex devnet on a taken port, or an impossible one, exits 2 naming --port", async () => {

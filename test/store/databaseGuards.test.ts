@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { ConfigError } from "../../src/errors/base.js";
 import { openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/openDatabase.js";
-import { acquireWriterLock, recordWriter, WriterBusyError, writerLockPath } from "../../src/store/writerLock.js";
+import { acquireWriterLock, isFileAt, recordWriter, WriterBusyError, writerLockPath } from "../../src/store/writerLock.js";
 
 const GENESIS_A = `0x${"a".repeat(64)}` as const;
 const GENESIS_B = `0x${"b".repeat(64)}` as const;
@@ -93,5 +93,31 @@ describe("database guards", () => {
     const second = acquireWriterLock(path, "backfill");
     expect(existsSync(writerLockPath(path))).toBe(true);
     second.release();
+    expect(existsSync(writerLockPath(path)), "release leaves no lock file behind").toBe(false);
+  });
+
+  test("a lock file left by a killed daemon is taken over and removed on release", () => {
+    const path = tempPath("left.db");
+    const stale = new DatabaseConstructor(writerLockPath(path));
+    stale.pragma("user_version = 1");
+    stale.close();
+    const lock = acquireWriterLock(path, "start");
+    expect(() => acquireWriterLock(path, "backfill")).toThrow(WriterBusyError);
+    lock.release();
+    expect(existsSync(writerLockPath(path))).toBe(false);
+  });
+
+  test("isFileAt() tells a file still at its path from one removed or replaced after it was opened", () => {
+    // The race release guards against: a process locks the file its holder has just removed; a
+    // third could then create and lock a new file at the same path. The removed one is no lock.
+    const path = tempPath("inode.lock");
+    writeFileSync(path, "");
+    const fd = openSync(path, "r");
+    expect(isFileAt(fd, path)).toBe(true);
+    rmSync(path);
+    expect(isFileAt(fd, path)).toBe(false);
+    writeFileSync(path, "");
+    expect(isFileAt(fd, path)).toBe(false);
+    closeSync(fd);
   });
 });
