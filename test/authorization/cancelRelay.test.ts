@@ -27,6 +27,7 @@ import { testConfig, testDeps } from "../helpers/context.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
 
@@ -118,6 +119,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await devnet?.stop();
+  await stopFileBackends();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -171,41 +173,6 @@ describe("relayCancel()", () => {
     await expect(prepareCancel(deps(), { ...request, authority: { kind: "vrs", v: 27, r, s: highS } })).rejects.toThrow(BadSignatureError);
   });
 
-  test("an already canceled or captured nonce is refused, told apart by the indexed database", async () => {
-    const canceledNonce = nextNonce();
-    await relayCancel(deps({ confirmations: 1 }), await prepareCancel(deps(), { token: devnet.token, authorizer: buyer.address, nonce: canceledNonce, authority: { kind: "key", account: buyer } }));
-    const capturedNonce = nextNonce();
-    expect((await capture(capturedNonce)).status).toBe("success");
-    const before = await pendingNonceOf(relayer.address);
-    const request = (nonce: Hex) => ({ token: devnet.token, authorizer: buyer.address, nonce, authority: { kind: "key", account: buyer } as const });
-
-    // Without the database the chain cannot tell the two apart.
-    await expect(prepareCancel(deps(), request(canceledNonce))).rejects.toThrow(AlreadyUsedError);
-    await expect(prepareCancel(deps(), request(capturedNonce))).rejects.toThrow(AlreadyUsedError);
-
-    // Index the chain into a real SQLite file with the real CLI, then ask again.
-    const backfill = await runCli(["backfill", "--config", configPath, "--log-level", "silent"]);
-    expect(backfill.code, backfill.stderr).toBe(0);
-    const lookupIndexedState = createIndexedStateLookup(() => openReadOnlyStore(loadConfig(configPath), createMetrics({ defaultMetrics: false })));
-    expect((await lookupIndexedState(devnet.token, buyer.address, canceledNonce))?.state).toBe("canceled");
-    await expect(prepareCancel(deps({ lookupIndexedState }), request(canceledNonce))).rejects.toThrow(AlreadyCanceledError);
-    await expect(prepareCancel(deps({ lookupIndexedState }), request(capturedNonce))).rejects.toThrow(AlreadyCapturedError);
-    expect(await pendingNonceOf(relayer.address)).toBe(before);
-
-    const env = { FLASHINDEX_BUYER_KEY: devnet.privateKeys[1]!, FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]! };
-    const args = (nonce: Hex) => ["cancel", "--config", configPath, "--authorizer", buyer.address, "--nonce", nonce];
-    const canceled = await runCli(args(canceledNonce), env);
-    expect(canceled.code, canceled.stderr).toBe(EXIT_ALREADY_CANCELED);
-    expect(canceled.stderr).toContain("already canceled");
-    const captured = await runCli(args(capturedNonce), env);
-    expect(captured.code, captured.stderr).toBe(EXIT_ALREADY_CAPTURED);
-    expect(captured.stderr).toContain("already captured");
-    // A nonce used after the last backfill: the database does not know it.
-    const lateNonce = nextNonce();
-    expect((await capture(lateNonce)).status).toBe("success");
-    expect((await runCli(args(lateNonce), env)).code).toBe(EXIT_ALREADY_USED);
-  }, 60_000);
-
   test("a capture after the cancel reverts on chain", async () => {
     const nonce = nextNonce();
     await relayCancel(deps(), await prepareCancel(deps(), { token: devnet.token, authorizer: buyer.address, nonce, authority: { kind: "key", account: buyer } }));
@@ -234,6 +201,58 @@ describe("relayCancel()", () => {
     expect(await pendingNonceOf(relayer.address)).toBe(before);
     expect(await authorizationState(buyer.address, nonce)).toBe(false);
   });
+});
+
+describe.each(BACKENDS)("flashindex cancel with a database on $name", (backend) => {
+  test("an already canceled or captured nonce is refused, told apart by the indexed database; a fresh one is relayed", async () => {
+    const configPath = writeConfig(dir, {
+      chainId: devnet.chainId,
+      rpc: { http: [devnet.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 50 } },
+      tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
+      finality: { depth: 0 },
+      database: backend.name === "sqlite" ? { path: join(dir, "told-apart.db") } : await backend.freshDatabase(),
+      metrics: { enabled: false },
+      cancel: { confirmations: 2, receiptTimeoutMs: 20_000 },
+    }, `told-apart-${backend.name}.json`);
+    const canceledNonce = nextNonce();
+    await relayCancel(deps({ confirmations: 1 }), await prepareCancel(deps(), { token: devnet.token, authorizer: buyer.address, nonce: canceledNonce, authority: { kind: "key", account: buyer } }));
+    const capturedNonce = nextNonce();
+    expect((await capture(capturedNonce)).status).toBe("success");
+    const before = await pendingNonceOf(relayer.address);
+    const request = (nonce: Hex) => ({ token: devnet.token, authorizer: buyer.address, nonce, authority: { kind: "key", account: buyer } as const });
+
+    // Without the database the chain cannot tell the two apart.
+    await expect(prepareCancel(deps(), request(canceledNonce))).rejects.toThrow(AlreadyUsedError);
+    await expect(prepareCancel(deps(), request(capturedNonce))).rejects.toThrow(AlreadyUsedError);
+
+    // Index the chain into a real database with the real CLI, then ask again.
+    const backfill = await runCli(["backfill", "--config", configPath, "--log-level", "silent"]);
+    expect(backfill.code, backfill.stderr).toBe(0);
+    const lookupIndexedState = createIndexedStateLookup(() => openReadOnlyStore(loadConfig(configPath), createMetrics({ defaultMetrics: false })));
+    expect((await lookupIndexedState(devnet.token, buyer.address, canceledNonce))?.state).toBe("canceled");
+    await expect(prepareCancel(deps({ lookupIndexedState }), request(canceledNonce))).rejects.toThrow(AlreadyCanceledError);
+    await expect(prepareCancel(deps({ lookupIndexedState }), request(capturedNonce))).rejects.toThrow(AlreadyCapturedError);
+    expect(await pendingNonceOf(relayer.address)).toBe(before);
+
+    const env = { FLASHINDEX_BUYER_KEY: devnet.privateKeys[1]!, FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]! };
+    const args = (nonce: Hex) => ["cancel", "--config", configPath, "--authorizer", buyer.address, "--nonce", nonce];
+    const canceled = await runCli(args(canceledNonce), env);
+    expect(canceled.code, canceled.stderr).toBe(EXIT_ALREADY_CANCELED);
+    expect(canceled.stderr).toContain("already canceled");
+    const captured = await runCli(args(capturedNonce), env);
+    expect(captured.code, captured.stderr).toBe(EXIT_ALREADY_CAPTURED);
+    expect(captured.stderr).toContain("already captured");
+    // A nonce used after the last backfill: the database does not know it.
+    const lateNonce = nextNonce();
+    expect((await capture(lateNonce)).status).toBe("success");
+    expect((await runCli(args(lateNonce), env)).code).toBe(EXIT_ALREADY_USED);
+    // A nonce nobody used: relayed, confirmed, and the chain agrees.
+    const freshNonce = nextNonce();
+    const relayed = await runCli([...args(freshNonce), "--json"], env);
+    expect(relayed.code, relayed.stderr).toBe(0);
+    expect(JSON.parse(relayed.stdout)).toMatchObject({ authorization_state: true });
+    expect(await authorizationState(buyer.address, freshNonce)).toBe(true);
+  }, 90_000);
 });
 
 describe("flashindex cancel", () => {

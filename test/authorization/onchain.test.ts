@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, keccak256, stringToHex, type Address, type Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { afterEach, describe, expect, test } from "vitest";
+import { afterAll, afterEach, describe, expect, test } from "vitest";
+import type { Config } from "../../src/config/types.js";
 import { createOrderUpkeep } from "../../src/authorization/orderUpkeep.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
 import { addOrder, getOrder, listTransitions, voidOrder } from "../../src/store/orders.js";
@@ -15,6 +16,7 @@ import { AUTHORIZATION_USED_TOPIC } from "../../src/decode/paymentEvents.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { createLifecycle } from "../../src/store/lifecycle.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
+import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 import { createMemoryLogger } from "../helpers/context.js";
 import { waitFor } from "../helpers/devnetPayments.js";
@@ -24,6 +26,7 @@ const open: Array<{ stop: () => Promise<void> }> = [];
 afterEach(async () => {
   for (const item of open.splice(0).reverse()) await item.stop();
 });
+afterAll(() => stopFileBackends());
 
 let nonceCounter = 0;
 const nextNonce = (): Hex => keccak256(stringToHex(`orders onchain ${Date.now()} ${++nonceCounter}`));
@@ -64,13 +67,13 @@ function orderOf(devnet: Devnet, m: TransferAuthorization, signature: Hex) {
   return { chainId: devnet.chainId, token: devnet.token, authorizer: m.from, payee: m.to, value: m.value, validAfter: Number(m.validAfter), validBefore: Number(m.validBefore), nonce: m.nonce, kind: "transfer" as const, signature };
 }
 
-function cliConfig(devnet: Devnet, dbPath: string): string {
+function cliConfig(devnet: Devnet, database: Partial<Config["database"]>): string {
   const dir = mkdtempSync(join(tmpdir(), "flashindex-orders-cli-"));
   return writeConfig(dir, {
     chainId: devnet.chainId,
     rpc: { http: [devnet.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
     tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
-    database: { path: dbPath },
+    database,
     metrics: { enabled: false },
   });
 }
@@ -91,7 +94,7 @@ describe("orders on chain", () => {
     await waitFor(() => getOrder(db, id)?.eventStatus === "confirmed", 5_000, "confirmed capture");
     expect(listTransitions(db, id).map((t) => `${t.toState}:${t.eventStatus ?? ""}`)).toEqual(["authorized:", "captured:preconfirmed", "captured:confirmed"]);
 
-    const path = cliConfig(devnet, config.database.path);
+    const path = cliConfig(devnet, config.database);
     const auth = await runCli(["auth", devnet.token, m.from, m.nonce, "--config", path, "--json"]);
     expect(auth.code, auth.stderr).toBe(0);
     expect(JSON.parse(auth.stdout)).toMatchObject({
@@ -113,7 +116,7 @@ describe("orders on chain", () => {
     const fakeLog = { address: devnet.token.toLowerCase() as Address, topics: [AUTHORIZATION_USED_TOPIC, word(m.from.slice(2).toLowerCase()), unused] as Hex[], data: "0x" as Hex, blockNumber: 1, blockHash: word("f1"), blockTimestamp: 1, transactionHash: word("f2"), transactionIndex: 0, logIndex: 0, removed: false };
     fake.transaction(() => createLifecycle(fake).applyCanonicalBlock(1, toLogRows([fakeLog], { chainId: devnet.chainId, statusOf: () => "confirmed", source: "head", timestampOf: () => 1 }).rows, Date.now())).immediate();
     fake.close();
-    const disagree = await runCli(["auth", devnet.token, m.from, unused, "--config", cliConfig(devnet, fakePath)]);
+    const disagree = await runCli(["auth", devnet.token, m.from, unused, "--config", cliConfig(devnet, { path: fakePath })]);
     expect(disagree.code).toBe(1);
     expect(disagree.stdout).toContain("DISAGREEMENT: the indexer says captured (confirmed) but the contract says unused");
   });
@@ -162,10 +165,48 @@ describe("orders on chain", () => {
     expect((await createOrderUpkeep({ logger, metrics, store: createSqliteStore({ db, chainId: devnet.chainId, metrics }) }).tick(Date.now())).flagged).toEqual([]);
   });
 
-  test("`order add` verifies the signature over the RPC: a wrong signer exits 1, bad flags exit 2 naming the flag", async () => {
+  test("`order add` takes a smart wallet's (ERC-1271) long signature and stores what the token accepts; one the wallet refuses exits 1", async () => {
     const { devnet, config } = await startFollower({ pendingPoll: 0 }, open);
     const p = await parties(devnet);
-    const path = cliConfig(devnet, config.database.path);
+    const path = cliConfig(devnet, config.database);
+    const wallet = devnet.wallet!;
+    expect(wallet).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    const m = p.authorization({ from: wallet });
+    const flags = (signature: Hex) =>
+      Object.entries({
+        "--token": devnet.token, "--from": m.from, "--to": m.to, "--value": m.value.toString(), "--valid-after": m.validAfter.toString(),
+        "--valid-before": m.validBefore.toString(), "--nonce": m.nonce, "--signature": signature,
+      }).flat();
+    // The devnet wallet's owner is the buyer's key; the wallet ignores the data after the first 65 bytes.
+    const long = `${(await p.sign(m, p.buyer)).signature}${"cd".repeat(100)}` as Hex;
+
+    const refused = await runCli(["order", "add", "--config", path, ...flags((await p.sign(m, privateKeyToAccount(devnet.privateKeys[4]!))).signature)]);
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(refused.stderr).toContain("isValidSignature refuses");
+
+    const added = await runCli(["order", "add", "--config", path, "--json", ...flags(long)]);
+    expect(added.code, added.stderr).toBe(0);
+    const order = JSON.parse(added.stdout) as { id: number; state: string; signature: Hex; authorizer: string };
+    expect(order).toMatchObject({ state: "authorized", signature: long.toLowerCase(), authorizer: wallet.toLowerCase() });
+
+    // The stored signature captures on chain through the bytes overload.
+    const merchant = createWalletClient({ account: p.merchant, transport: http(devnet.httpUrl) });
+    const hash = await merchant.writeContract({
+      address: devnet.token, abi: flashTestTokenAbi, functionName: "transferWithAuthorization", chain: null, gas: 300_000n,
+      args: [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, order.signature],
+      nonce: await p.publicClient.getTransactionCount({ address: p.merchant.address, blockTag: "pending" }),
+    });
+    await p.flashblock();
+    await p.mine();
+    expect((await p.publicClient.getTransactionReceipt({ hash })).status).toBe("success");
+  }, 120_000);
+});
+
+describe.each(BACKENDS)("orders through the CLI on $name", (backend) => {
+  test("`order add` verifies the signature over the RPC: a wrong signer exits 1, bad flags exit 2 naming the flag", async () => {
+    const { devnet, config } = await startFollower({ pendingPoll: 0, backend }, open);
+    const p = await parties(devnet);
+    const path = cliConfig(devnet, config.database);
     const m = p.authorization();
     const flags = (signature: Hex, overrides: Record<string, string> = {}) =>
       Object.entries({
@@ -205,41 +246,5 @@ describe("orders on chain", () => {
     const show = await runCli(["order", "show", String(order.id), "--config", path]);
     expect(show.stdout).toContain("authorized -> voided_offchain  voided");
     expect((await runCli(["order", "show", "999", "--config", path])).code).toBe(1);
-  }, 120_000);
-
-  test("`order add` takes a smart wallet's (ERC-1271) long signature and stores what the token accepts; one the wallet refuses exits 1", async () => {
-    const { devnet, config } = await startFollower({ pendingPoll: 0 }, open);
-    const p = await parties(devnet);
-    const path = cliConfig(devnet, config.database.path);
-    const wallet = devnet.wallet!;
-    expect(wallet).toMatch(/^0x[0-9a-fA-F]{40}$/);
-    const m = p.authorization({ from: wallet });
-    const flags = (signature: Hex) =>
-      Object.entries({
-        "--token": devnet.token, "--from": m.from, "--to": m.to, "--value": m.value.toString(), "--valid-after": m.validAfter.toString(),
-        "--valid-before": m.validBefore.toString(), "--nonce": m.nonce, "--signature": signature,
-      }).flat();
-    // The devnet wallet's owner is the buyer's key; the wallet ignores the data after the first 65 bytes.
-    const long = `${(await p.sign(m, p.buyer)).signature}${"cd".repeat(100)}` as Hex;
-
-    const refused = await runCli(["order", "add", "--config", path, ...flags((await p.sign(m, privateKeyToAccount(devnet.privateKeys[4]!))).signature)]);
-    expect(refused.code, refused.stderr).toBe(1);
-    expect(refused.stderr).toContain("isValidSignature refuses");
-
-    const added = await runCli(["order", "add", "--config", path, "--json", ...flags(long)]);
-    expect(added.code, added.stderr).toBe(0);
-    const order = JSON.parse(added.stdout) as { id: number; state: string; signature: Hex; authorizer: string };
-    expect(order).toMatchObject({ state: "authorized", signature: long.toLowerCase(), authorizer: wallet.toLowerCase() });
-
-    // The stored signature captures on chain through the bytes overload.
-    const merchant = createWalletClient({ account: p.merchant, transport: http(devnet.httpUrl) });
-    const hash = await merchant.writeContract({
-      address: devnet.token, abi: flashTestTokenAbi, functionName: "transferWithAuthorization", chain: null, gas: 300_000n,
-      args: [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, order.signature],
-      nonce: await p.publicClient.getTransactionCount({ address: p.merchant.address, blockTag: "pending" }),
-    });
-    await p.flashblock();
-    await p.mine();
-    expect((await p.publicClient.getTransactionReceipt({ hash })).status).toBe("success");
   }, 120_000);
 });

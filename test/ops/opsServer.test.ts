@@ -2,13 +2,18 @@ import { readFileSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, test } from "vitest";
+import { afterAll, describe, expect, test } from "vitest";
+import { startDemoTraffic } from "../../src/devnet/demoTraffic.js";
+import { startDevnet } from "../../src/devnet/startDevnet.js";
 import { createHealth, HEAD_STALE_AFTER_MS } from "../../src/ops/health.js";
 import { startOpsServer } from "../../src/ops/httpServer.js";
 import { createMetrics } from "../../src/ops/metrics.js";
+import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { createMemoryLogger } from "../helpers/context.js";
 import { waitFor } from "../helpers/devnetPayments.js";
+
+afterAll(() => stopFileBackends());
 
 /** Metric names the README documents (first column of the metrics table). */
 function documentedMetrics(): string[] {
@@ -53,15 +58,19 @@ describe("ops server", () => {
       await server.close();
     }
   });
+});
 
-  test("the daemon's metrics move as the devnet's payments are indexed, and SIGTERM exits 0", async () => {
+describe.each(BACKENDS)("the metrics server of a daemon on $name", (backend) => {
+  test("the daemon's metrics move as the devnet's payments are indexed, the database size included, and SIGTERM exits 0", async () => {
+    const devnet = await startDevnet({ blockTimeMs: 500, flashblockIntervalMs: 100 });
+    const traffic = startDemoTraffic(devnet, { paymentsPerSecond: 10, reorgEverySeconds: 0, dropEverySeconds: 0 });
     const dir = mkdtempSync(join(tmpdir(), "flashindex-ops-"));
     const path = writeConfig(dir, {
-      chainId: 8453,
-      devnet: { blockTimeMs: 500, flashblockIntervalMs: 100, paymentsPerSecond: 10, reorgEverySeconds: 0, dropEverySeconds: 0, port: 0 },
-      tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }],
+      chainId: devnet.chainId,
+      rpc: { http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl },
+      tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
       finality: { depth: 4 },
-      database: { path: join(dir, "ops.db") },
+      database: backend.name === "sqlite" ? { path: join(dir, "ops.db") } : await backend.freshDatabase(),
       metrics: { port: 0 },
     });
     const child = spawnCli(["start", "--config", path]);
@@ -75,10 +84,12 @@ describe("ops server", () => {
       await waitFor(async () => (await value("flashindex_preconf_logs_total")) > 0, 20_000, "pre-confirmed logs");
       expect(await value("flashindex_chain_head_block")).toBeGreaterThan(0);
       expect(await value("flashindex_db_size_bytes")).toBeGreaterThan(0);
-      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, 20_000, "ready");
     } finally {
       child.kill("SIGTERM");
+      await traffic.stop();
     }
     expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(0);
-  }, 60_000);
+    await devnet.stop();
+  }, 90_000);
 });
