@@ -68,4 +68,25 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
     expect(await again.commit(window(41, 80, 25), 2)).toMatchObject({ inserted: 0, duplicates: 1_000 });
     await again.close();
   });
+
+  test("a window holding logs already stored, or one log twice, stores the others once with their transfers", async () => {
+    // On Postgres the bulk COPY cannot skip a stored log: it steps back and stores the window with the statement that can.
+    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+    open.push(store);
+    const writer = store.openWindowWriter({ bulk: false });
+    expect(await writer.commit(window(21, 40, 5), 1)).toMatchObject({ inserted: 100, duplicates: 0 });
+    expect(await writer.commit(window(1, 40, 5), 1)).toMatchObject({ inserted: 100, duplicates: 100 });
+    const twice = window(41, 50, 5);
+    expect(await writer.commit({ ...twice, rows: [...twice.rows, twice.rows[7]!] }, 1)).toMatchObject({ inserted: 50, duplicates: 1 });
+    await writer.close();
+    expect(await store.syncedRanges(TOKEN)).toEqual([{ from: 1, to: 50 }]);
+    const raw = await backend.reader(config.database as Config["database"]);
+    open.push(raw);
+    const [stored] = await raw.all<{ logs: number; transfers: number; orphans: number }>(
+      `SELECT (SELECT COUNT(*) FROM logs) AS logs, (SELECT COUNT(*) FROM transfers) AS transfers,
+              (SELECT COUNT(*) FROM transfers t LEFT JOIN logs l ON l.id = t.log_id WHERE l.id IS NULL OR l.tx_hash <> t.tx_hash) AS orphans`,
+    );
+    expect({ logs: Number(stored!.logs), transfers: Number(stored!.transfers), orphans: Number(stored!.orphans) }).toEqual({ logs: 250, transfers: 250, orphans: 0 });
+  });
 });

@@ -5,6 +5,7 @@ import type { Metrics } from "../../ops/metrics.js";
 import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStates.js";
 import type { BlockApplied } from "../lifecycle.js";
 import { READER_INDEXES } from "../readerIndexes.js";
+import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
 import type { RegistrationRow } from "../registrations.js";
 import type { Store, WindowWriter } from "../store.js";
 import { timed, type WriteKind } from "../timedWrite.js";
@@ -16,7 +17,8 @@ import { postgresOrders } from "./orders.js";
 import { RECENT_WEBHOOK_ATTEMPTS } from "../statusPageQueries.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
-import { insertAttributionRows, insertLogRows, prepareLogRows } from "./rowWriter.js";
+import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
+import { copyWindow } from "./windowCopy.js";
 
 export type PostgresStoreDeps = {
   pool: pg.Pool;
@@ -98,10 +100,9 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     const sent = new Set<Promise<unknown>>();
     return {
       commit(window, now) {
-        // Built now, while an earlier window may still be writing: the client's work overlaps the server's.
-        const rows = prepareLogRows(window.rows, now);
         const committed = writeWindow(window.to, async (client) => {
-          const counts = await insertLogRows(client, rows, now);
+          // Bulk COPY; a window holding an already stored log goes in by the statement that skips it.
+          const counts = (await copyWindow(client, window.rows, now)) ?? (await insertLogRows(client, window.rows, now));
           await insertAttributionRows(client, window.transactions, now);
           const synced = postgresSyncedRanges(client, chainId);
           for (const token of window.tokens) await synced.add(token, window);
@@ -135,10 +136,20 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     readerIndexes: {
       missing: () =>
         read(async (c) => {
-          const { rows } = await c.query("SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NULL", [READER_INDEXES.map((i) => i.name)]);
+          const { rows } = await c.query(
+            `SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NULL
+             UNION ALL
+             SELECT name FROM unnest($2::text[]) AS name
+             WHERE NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = name AND connamespace = current_schema()::regnamespace)`,
+            [READER_INDEXES.map((i) => i.name), DEFERRED_FOREIGN_KEYS.map((k) => k.name)],
+          );
           return rows.map((r: { name: string }) => r.name);
         }),
-      drop: () => write("index_build", async (c) => void (await c.query(READER_INDEXES.map((i) => `DROP INDEX IF EXISTS ${i.name}`).join("; ")))),
+      drop: () =>
+        write("index_build", async (c) => {
+          await c.query(READER_INDEXES.map((i) => `DROP INDEX IF EXISTS ${i.name}`).join("; "));
+          await c.query(DEFERRED_FOREIGN_KEYS.map((k) => `ALTER TABLE ${k.table} DROP CONSTRAINT IF EXISTS ${k.name}`).join("; "));
+        }),
       build: async () => {
         const built: string[] = [];
         for (const index of READER_INDEXES) {
@@ -148,6 +159,17 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
             return true;
           });
           if (created) built.push(index.name);
+        }
+        for (const key of DEFERRED_FOREIGN_KEYS) {
+          const created = await write("index_build", async (c) => {
+            const present = await c.query("SELECT 1 FROM pg_constraint WHERE conname = $1 AND connamespace = current_schema()::regnamespace", [key.name]);
+            if (present.rows.length > 0) return false;
+            // Checked against every stored row (one join, not a lookup per row): a row without its
+            // log fails the build loudly and leaves the key missing, never silently unchecked.
+            await c.query(`ALTER TABLE ${key.table} ADD CONSTRAINT ${key.name} ${key.definition}`);
+            return true;
+          });
+          if (created) built.push(key.name);
         }
         return built;
       },

@@ -85,10 +85,8 @@ authorizations_inserted AS (
 )
 SELECT event, status, count(*)::integer AS logs FROM matched GROUP BY event, status`;
 
-/** A batch of rows as the statement's parameters: built before the write slot is taken, so it overlaps the previous write. */
-export type PreparedLogRows = { count: number; params: string[] };
-
-export function prepareLogRows(rows: readonly LogRow[], now: number): PreparedLogRows {
+/** A batch of rows as the statement's parameters: one array literal per input column. */
+function logRowParams(rows: readonly LogRow[], now: number): string[] {
   // Column by column, straight into array-literal elements. Every value here is a validated hex
   // string, a number, a decimal string or one of our own words: none needs quoting (arrayLiteral
   // checks each element; at 24 columns a row that check was a tenth of the client's time).
@@ -108,20 +106,19 @@ export function prepareLogRows(rows: readonly LogRow[], now: number): PreparedLo
     ];
     for (let c = 0; c < values.length; c++) columns[c]![r] = bare(values[c]);
   });
-  return { count: rows.length, params: columns.map((parts) => `{${parts.join(",")}}`) };
+  return columns.map((parts) => `{${parts.join(",")}}`);
 }
 
 /**
  * Inserts decoded rows into `logs` and their decoded table, skipping logs already stored (the unique
  * key), in one statement. Call inside a transaction.
  */
-export async function insertLogRows(client: pg.ClientBase, rows: readonly LogRow[] | PreparedLogRows, now: number): Promise<InsertCounts> {
-  const prepared = "params" in rows ? rows : prepareLogRows(rows, now);
-  if (prepared.count === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
-  const { rows: byEvent } = await client.query(INSERT_LOGS_SQL, prepared.params);
+export async function insertLogRows(client: pg.ClientBase, rows: readonly LogRow[], now: number): Promise<InsertCounts> {
+  if (rows.length === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
+  const { rows: byEvent } = await client.query(INSERT_LOGS_SQL, logRowParams(rows, now));
   const counts = byEvent as EventCount[];
   const inserted = counts.reduce((sum, c) => sum + c.logs, 0);
-  return { inserted, duplicates: prepared.count - inserted, byEvent: counts };
+  return { inserted, duplicates: rows.length - inserted, byEvent: counts };
 }
 
 const TRANSACTION_COLUMNS: readonly Column[] = [
