@@ -27,8 +27,8 @@ describe("createWindowSize()", () => {
 
   test("never grows past what the density allows in one step", () => {
     const size = createWindowSize(1_000);
-    // 10 blocks brought 3,000 logs: 16 blocks would bring the target; growth stops there, not at 20.
-    size.recordSuccess(10, 3_000);
+    // 10 blocks brought 10/16 of the target: 16 blocks would bring the target; growth stops there, not at 20.
+    size.recordSuccess(10, (TARGET_LOGS_PER_WINDOW * 10) / 16);
     expect(size.current()).toBe(16);
   });
 
