@@ -2,6 +2,7 @@ import { statSync } from "node:fs";
 import type { Metrics } from "../ops/metrics.js";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createAuthorizationStates } from "./authorizationStates.js";
+import { createCommitSignal } from "./commitSignal.js";
 import { createLifecycle, type BlockApplied } from "./lifecycle.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
@@ -40,14 +41,16 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const indexes = createReaderIndexes(db);
   const gate = createLiveWriteGate(createWriteGateMemory());
   /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
-  const write = <T>(kind: WriteKind, work: () => T): T => timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()));
+  const committed = createCommitSignal();
+  const afterCommit = <T>(result: T): T => (committed.notify(), result);
+  const write = <T>(kind: WriteKind, work: () => T): T => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate())));
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
   // Prepared on first use: a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
     gate.hold(() => db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value));
   // Each order operation opens its own transaction (orders.ts).
-  const timedOrders = <T>(work: () => T): T => timed(metrics, "orders", () => gate.hold(work));
+  const timedOrders = <T>(work: () => T): T => afterCommit(timed(metrics, "orders", () => gate.hold(work)));
   let closed = false;
   let outbox: WebhookOutbox | undefined;
   const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, gate));
@@ -60,7 +63,10 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     // Ids only grow: the highest one counts the rows ever stored, cheaper than COUNT(*) and close enough.
     storedLogCount: async () => maxLogId.get() as number,
     sizeBytes: async () => fileSizes(db.name),
-    openWindowWriter: ({ bulk }) => createWindowWriter(db, { chainId, onThread: bulk, gate }),
+    openWindowWriter: ({ bulk }) => {
+      const writer = createWindowWriter(db, { chainId, onThread: bulk, gate });
+      return { ...writer, commit: (window, now) => writer.commit(window, now).then(afterCommit) };
+    },
     readerIndexes: {
       missing: async () => indexes.missing(),
       drop: async () => gate.hold(() => indexes.drop()),
@@ -109,6 +115,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
       return webhooks();
     },
 
+    onCommit: (listener) => committed.subscribe(listener),
     isClosed: () => closed,
     close: async () => {
       if (closed) return;

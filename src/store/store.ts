@@ -126,6 +126,8 @@ export type Store = {
 
   // Webhooks: the outbox the triggers fill in the same transactions as the rows above.
   readonly webhooks: WebhookOutbox;
+  /** Calls `listener` after each write transaction of this process commits; returns the unsubscribe. */
+  onCommit: (listener: () => void) => () => void;
 
   /** Whether close() was called. */
   isClosed: () => boolean;

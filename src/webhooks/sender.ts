@@ -4,15 +4,19 @@ import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { requestDeadline } from "../ops/requestDeadline.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import type { Shutdown } from "../ops/shutdown.js";
 import type { Store } from "../store/store.js";
 import type { DueDelivery, WebhookOutbox } from "../store/webhookOutbox.js";
 import { buildEventBody, eventId } from "./eventBody.js";
 import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from "./signature.js";
 import { wantsEvent } from "./subscriptionFilter.js";
 
-/** How often the sender looks for new outbox rows and due retries (the outbox is filled by triggers it cannot hear). */
-export const WEBHOOK_POLL_INTERVAL_MS = 10;
+/**
+ * How often the sender looks at the outbox when nothing woke it. It wakes at once when a write of
+ * this process commits (the triggers fill the outbox in the same transaction), when a delivery
+ * ends and when a retry falls due; this poll finds what other processes wrote (`order void`).
+ */
+export const WEBHOOK_IDLE_POLL_MS = 250;
 /** Outbox rows read per subscription per pass. */
 export const WEBHOOK_FANOUT_BATCH = 500;
 /** How often the pending/parked gauges are refreshed. */
@@ -28,7 +32,9 @@ export type WebhookSenderDeps = {
   logger: Logger;
   metrics: Metrics;
   shutdown: Shutdown;
-  store: Pick<Store, "webhooks">;
+  store: Pick<Store, "webhooks" | "onCommit">;
+  /** The poll when nothing wakes the sender (WEBHOOK_IDLE_POLL_MS). */
+  idlePollMs?: number;
 };
 
 /** `cursor`: the subscription's fan-out cursor as last written (only this sender moves it). */
@@ -52,11 +58,15 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     subscriptions.push({ id, hook, secret: secrets[i]!, fromBlock, cursor: await outbox.cursorOf(id), busy: false });
   }
   const delivery = config.webhookDelivery;
+  const idlePollMs = deps.idlePollMs ?? WEBHOOK_IDLE_POLL_MS;
   let inFlight = 0;
   let countedThrough = await outbox.maxEventId();
   let backlogRefreshedAt = 0;
   let prunedAt = 0;
   const running = new Set<Promise<void>>();
+  /** When the earliest retry seen in the last pass falls due. */
+  let nextDueAt = Number.POSITIVE_INFINITY;
+  const wake = createWake();
 
   /** Counts new outbox rows by type (the triggers cannot touch a metric). */
   async function countEnqueued(): Promise<void> {
@@ -137,12 +147,17 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
   /** One pass: count, fan out, and start every due delivery the concurrency bound allows. */
   async function pass(): Promise<void> {
     const now = Date.now();
+    nextDueAt = Number.POSITIVE_INFINITY;
     await countEnqueued();
     for (const subscription of subscriptions) {
       await fanOut(subscription, now);
       if (subscription.busy || inFlight >= delivery.concurrency) continue;
       const due = await outbox.oldestOpen(subscription.id);
-      if (due === undefined || due.nextAttemptAt > now) continue;
+      if (due === undefined) continue;
+      if (due.nextAttemptAt > now) {
+        nextDueAt = Math.min(nextDueAt, due.nextAttemptAt);
+        continue;
+      }
       subscription.busy = true;
       inFlight++;
       const work = deliver(subscription, due)
@@ -151,6 +166,8 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
           subscription.busy = false;
           inFlight--;
           running.delete(work);
+          // The subscription's next event, or a request the concurrency bound held back, can go now.
+          wake.raise();
         });
       running.add(work);
     }
@@ -175,16 +192,53 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     async run(): Promise<void> {
       if (subscriptions.length === 0) return;
       logger.info({ msg: "Started webhook sender", subscriptions: subscriptions.map((s) => ({ id: s.id, url: redactUrl(s.hook.url), from_block: s.fromBlock })) });
-      while (!shutdown.isKilled()) {
-        try {
-          await pass();
-        } catch (failure) {
-          // A busy database or a bug in one pass must not end the loop: the outbox is still there next time.
-          logger.error({ msg: "Failed a webhook sender pass", error: String(failure) });
+      const unsubscribe = deps.store.onCommit(wake.raise);
+      try {
+        while (!shutdown.isKilled()) {
+          wake.clear();
+          try {
+            await pass();
+          } catch (failure) {
+            // A busy database or a bug in one pass must not end the loop: the outbox is still there next time.
+            logger.error({ msg: "Failed a webhook sender pass", error: String(failure) });
+          }
+          await wake.wait(Math.max(0, Math.min(idlePollMs, nextDueAt - Date.now())), shutdown.signal);
         }
-        await sleep(WEBHOOK_POLL_INTERVAL_MS, shutdown.signal).catch(() => undefined);
+      } finally {
+        unsubscribe();
       }
       await Promise.allSettled([...running]);
+    },
+  };
+}
+
+/** A flag that ends a wait early: raised while a pass runs, it makes the next wait return at once. */
+function createWake() {
+  let raised = false;
+  let release: (() => void) | undefined;
+  return {
+    raise: (): void => {
+      raised = true;
+      release?.();
+    },
+    clear: (): void => {
+      raised = false;
+    },
+    /** Resolves when raised, after `ms`, or on shutdown. */
+    async wait(ms: number, signal: AbortSignal): Promise<void> {
+      if (raised || ms === 0) return;
+      if (signal.aborted) return;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          release = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        signal.addEventListener("abort", done, { once: true });
+        release = done;
+      });
     },
   };
 }

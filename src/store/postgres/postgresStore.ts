@@ -4,6 +4,7 @@ import { FatalError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
 import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStates.js";
 import type { BlockApplied } from "../lifecycle.js";
+import { createCommitSignal } from "../commitSignal.js";
 import { READER_INDEXES } from "../readerIndexes.js";
 import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
 import type { RegistrationRow } from "../registrations.js";
@@ -45,13 +46,17 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
   /** Everything submitted so far (what the next exclusive write waits for), and the last exclusive write. */
   let tail: Promise<unknown> = Promise.resolve();
   let lastExclusive: Promise<unknown> = Promise.resolve();
+  const committed = createCommitSignal();
 
   /** Runs `work` in one transaction, timed under `kind`; a connection lost mid-run is an outage (exit 75), named without credentials. */
   function transaction<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>, outboxLock: boolean): Promise<T> {
     deps.checkWriter?.();
-    return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock })).catch((error: unknown) => {
-      throw asPostgresError(error, deps.location);
-    });
+    return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock })).then(
+      (result) => (committed.notify(), result),
+      (error: unknown) => {
+        throw asPostgresError(error, deps.location);
+      },
+    );
   }
 
   /** One write transaction, after every write submitted before it. */
@@ -260,6 +265,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     },
     webhooks,
 
+    onCommit: (listener) => committed.subscribe(listener),
     isClosed: () => closed,
     close: async () => {
       if (closed) return;
@@ -271,7 +277,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
   };
 
   function timedOrders<T>(work: () => Promise<T>): Promise<T> {
-    return timed(metrics, "orders", work);
+    return timed(metrics, "orders", work).then((result) => (committed.notify(), result));
   }
 }
 
