@@ -1,4 +1,4 @@
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, Help, Option } from "commander";
 import { UsageError } from "../errors/base.js";
 import type { Shutdown } from "../ops/shutdown.js";
 
@@ -50,8 +50,17 @@ export function defineCommand<const T extends OptionDefinitions>(definition: Com
   return definition;
 }
 
-/** Our texts are laid out by hand (paragraphs, indented examples): commander must not re-wrap them. */
-const HELP_LAYOUT = { sortOptions: false, minWidthToWrap: Number.MAX_SAFE_INTEGER } as const;
+/**
+ * Descriptions of commands are laid out by hand (paragraphs, indented examples): commander must not
+ * re-wrap them. One-line texts (an option's or a command's summary) are wrapped at 100 columns.
+ */
+const HELP_LAYOUT = {
+  sortOptions: false,
+  helpWidth: 100,
+  boxWrap(this: Help, text: string, width: number): string {
+    return text.includes("\n") ? text : Help.prototype.boxWrap.call(this, text, width);
+  },
+};
 
 /** The commander program of every command: the source of parsing and help. */
 export function buildProgram(commands: readonly CommandDefinition[]): Command {

@@ -23,6 +23,16 @@ describe("the command line says what the parser does", () => {
     expect(help.stdout).not.toContain("realtime.ws");
   });
 
+  test("every command's help fits in 100 columns, usage lines aside, and options wrap under their column", async () => {
+    for (const command of ["start", "backfill", "status", "auth", "order", "cancel", "register", "webhooks", "devnet"]) {
+      const help = await runCli([command, "--help"]);
+      const long = help.stdout.split("\n").filter((line) => !line.startsWith("Usage:") && [...line].length > 100);
+      expect(long, command).toEqual([]);
+    }
+    const cancel = (await runCli(["cancel", "--help"])).stdout;
+    expect(cancel).toMatch(/--log-level <LEVEL> +trace, debug.*\n {10,}\S/);
+  });
+
   test("bad flags get one line in flashindex's words, never Node's parser messages", async () => {
     const cases: Array<[string[], string]> = [
       [["backfill", "--from", "-5"], 'flashindex: error: --from: expected a block number (a whole number of 0 or more), got "-5"'],

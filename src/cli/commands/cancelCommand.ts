@@ -43,10 +43,11 @@ export const CANCEL_COMMAND = defineCommand({
   name: "cancel",
   summary: "relay a buyer's cancelAuthorization on chain (or --dry-run: compare voiding costs)",
   usage: "--authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]",
-  description: `Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the token's
-cancelAuthorization from the relayer account, waits for the confirmations, and checks that
-authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's domain,
-checks the signature exactly as the token will, refuses a nonce already used, and simulates the call.
+  description: `Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the
+token's cancelAuthorization from the relayer account, waits for the confirmations, and checks that
+authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's
+domain, checks the signature exactly as the token will, refuses a nonce already used, and simulates
+the call.
 
 The signature check follows FiatToken v2.2: an authorizer with code (a smart-contract wallet, or an
 EOA delegated under EIP-7702) must answer ERC-1271 isValidSignature with 0x1626ba7e, and its
@@ -55,11 +56,12 @@ without code needs a 65-byte ECDSA signature, v 27/28 (0/1 are mapped onto them)
 
 Confirmations are counted on canonical blocks only: a Base node with Flashblocks answers a receipt
 for a pre-confirmed transaction (zero block hash) before its block exists; the relay reports it and
-keeps waiting. Reads and sends go through the configured rpc.http endpoints with retries and failover.
+keeps waiting. Reads and sends go through the configured rpc.http endpoints with retries and
+failover.
 
 The buyer's CancelAuthorization comes from --signature (65 bytes r ‖ s ‖ v, or a wallet's signature
-of any length), from --v/--r/--s, or is signed here with the buyer's key (for a wallet authorizer: its
-owner's key). Keys are never taken from the command line and never printed:
+of any length), from --v/--r/--s, or is signed here with the buyer's key (for a wallet authorizer:
+its owner's key). Keys are never taken from the command line and never printed:
   buyer key     ${BUYER_KEY_ENV} or --buyer-key-file PATH
   relayer key   ${RELAYER_KEY_ENV} or --relayer-key-file PATH (not needed with --dry-run)
 

@@ -25,13 +25,14 @@ export const DEVNET_COMMAND = defineCommand({
   name: "devnet",
   summary: "run the bundled local Base stand-in (anvil + Flashblocks front); sign-authorization: sign with a devnet key",
   usage: "[sign-authorization] [options]",
-  description: `Runs the bundled local Base stand-in on its own: anvil (chain id 8453) behind a Flashblocks-compatible
-JSON-RPC front (HTTP and WebSocket on one port) with the EIP-3009 test token deployed and funded,
-and a stand-in for the builder-code registration API. Prints its URLs, the token address, the
-funded keys and a ready config for a separate daemon (--write-config PATH writes it to a file),
-then runs until Ctrl-C. With --config, the flags' defaults come from the file's devnet section
-(devnet.port, blockTimeMs, flashblockIntervalMs, paymentsPerSecond) and its logLevel. Logs go to stderr.
---db does not apply: this devnet keeps no database, and starts a new chain every run.
+  description: `Runs the bundled local Base stand-in on its own: anvil (chain id 8453) behind a
+Flashblocks-compatible JSON-RPC front (HTTP and WebSocket on one port) with the EIP-3009 test token
+deployed and funded, and a stand-in for the builder-code registration API. Prints its URLs, the
+token address, the funded keys and a ready config for a separate daemon (--write-config PATH writes
+it to a file), then runs until Ctrl-C. With --config, the flags' defaults come from the file's
+devnet section (devnet.port, blockTimeMs, flashblockIntervalMs, paymentsPerSecond) and its logLevel.
+Logs go to stderr. --db does not apply: this devnet keeps no database, and starts a new chain every
+run.
 
 devnet sign-authorization --to B --value V [--key N] [--kind transfer|receive|cancel] ...
   Signs an EIP-3009 authorization with devnet key N (anvil's public test keys; default 1, a funded

@@ -45,7 +45,8 @@ state (authorized, voided_offchain, captured, canceled, expired). The daemon mov
 captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired when
 validBefore passes unused.
 
-  order add --token T --from A --to B --value V --valid-after N --valid-before N --nonce 0x.. --signature 0x.. [--kind transfer|receive]
+  order add --token T --from A --to B --value V --valid-after N --valid-before N
+            --nonce 0x.. --signature 0x.. [--kind transfer|receive]
       Verifies the EIP-712 signature as the token will (domain: name() and version() read over the
       configured RPC, or the running devnet's with a devnet config) and stores the order. A --from
       with code (a smart-contract wallet, or an EOA delegated under EIP-7702) must answer ERC-1271
@@ -53,7 +54,7 @@ validBefore passes unused.
       needs a 65-byte ECDSA signature, v 27/28 (0/1 are stored as 27/28), low s. Exit 1 when the
       signer is not --from or the token would refuse the signature.
       'flashindex devnet sign-authorization' prints these flags for a devnet key.
-  order void <id>      marks an authorized order voided off chain (the signature will never be submitted)
+  order void <id>      marks an authorized order voided off chain (its signature is never submitted)
   order show <id>      prints the order and its transitions
   order list [--state S]`,
   options: OPTIONS,

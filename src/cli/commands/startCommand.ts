@@ -33,8 +33,9 @@ export const START_COMMAND = defineCommand({
   summary: "run the daemon: backfill, then keep up with the chain",
   description: `Runs the daemon: backfills every configured token from its start block, then follows the chain:
 new blocks (newHeads over rpc.ws, or polling), reorgs (parent hashes, the logs subscription's
-removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription). Serves /metrics, /healthz and /readyz.
-SIGINT/SIGTERM finish the write in flight, close the database and exit 0; a second signal exits at once.
+removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription).
+Serves /metrics, /healthz and /readyz. SIGINT/SIGTERM finish the write in flight, close the
+database and exit 0; a second signal exits at once.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
 once, naming the other process. A database filled from another chain (another chain id or genesis
 block) is refused with exit 2 before anything is written.
