@@ -5,10 +5,12 @@ import type { Config } from "../../src/config/types.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
+import { RetryableError } from "../../src/errors/base.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { WindowWrite } from "../../src/store/windowCommit.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
+import { waitFor } from "../helpers/fixtures.js";
 
 const TOKEN: Hex = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
@@ -89,4 +91,27 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
     );
     expect({ logs: Number(stored!.logs), transfers: Number(stored!.transfers), orphans: Number(stored!.orphans) }).toEqual({ logs: 250, transfers: 250, orphans: 0 });
   });
+
+  test.runIf(backend.name === "postgres")("a connection cut in the middle of a window's COPY stores nothing of it and is an outage (exit 75)", async () => {
+    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+    open.push(store);
+    const raw = await backend.reader(config.database as Config["database"]);
+    open.push(raw);
+    const writer = store.openWindowWriter({ bulk: true });
+    const big = window(1, 4_000, 50);
+    const committing = writer.commit(big, 1).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    // Cut the store's connection once its COPY is under way.
+    await waitFor(async () => (await raw.all("SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY logs%' AND pid <> pg_backend_pid()")).length > 0 || undefined, 20_000, "the COPY");
+    await raw.all("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'COPY logs%' AND pid <> pg_backend_pid()");
+    const error = await committing;
+    expect(error).toBeInstanceOf(RetryableError);
+    expect((error as RetryableError).exitCode).toBe(75);
+    await writer.close();
+    const [stored] = await raw.all<{ logs: number; ranges: number }>("SELECT (SELECT COUNT(*) FROM logs) AS logs, (SELECT COUNT(*) FROM synced_ranges) AS ranges");
+    expect({ logs: Number(stored!.logs), ranges: Number(stored!.ranges) }).toEqual({ logs: 0, ranges: 0 });
+  }, 60_000);
 });

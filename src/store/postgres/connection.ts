@@ -44,6 +44,9 @@ export function createPool(url: string, schema: string): pg.Pool {
   const pool = new pg.Pool({ ...connectionConfig(url, schema), max: POSTGRES_POOL_SIZE, idleTimeoutMillis: POSTGRES_IDLE_TIMEOUT_MS });
   // Note: an idle pooled connection cut by the server emits 'error' on the pool; the next query opens another.
   pool.on("error", () => undefined);
+  // A connection cut while checked out rejects its query (that is how the cut is reported); the
+  // client's own 'error' event would otherwise be an uncaught exception.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
 }
 
