@@ -40,9 +40,10 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const authorizationState = createAuthorizationStates(db, chainId);
   const indexes = createReaderIndexes(db);
   const gate = createLiveWriteGate(createWriteGateMemory());
-  /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
+  /** Tells the webhook sender (Store.onCommit) after each write transaction. */
   const committed = createCommitSignal();
   const afterCommit = <T>(result: T): T => (committed.notify(), result);
+  /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
   const write = <T>(kind: WriteKind, work: () => T): T => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate())));
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
