@@ -61,8 +61,12 @@ export type WindowWriter = {
 export type ReaderIndexes = {
   missing: () => Promise<string[]>;
   drop: () => Promise<void>;
-  /** Builds the missing ones; returns their names. */
-  build: () => Promise<string[]>;
+  /**
+   * Builds the missing ones; returns their names. `besideLiveWrites` (the daemon, whose
+   * pre-confirmations keep arriving): on Postgres, build without holding writes back (CONCURRENTLY,
+   * slower); SQLite has one writer either way.
+   */
+  build: (options?: { besideLiveWrites?: boolean }) => Promise<string[]>;
 };
 
 /**

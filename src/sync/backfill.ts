@@ -59,7 +59,7 @@ export type BackfillSummary = { windows: number; logs: number; blocks: number; d
 export async function backfill(
   deps: BackfillDeps,
   range: BackfillRange,
-  options: { bulkMinLogs?: number; writerThread?: boolean } = {},
+  options: { bulkMinLogs?: number; writerThread?: boolean; besideLiveWrites?: boolean } = {},
 ): Promise<BackfillSummary> {
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
   const { config, metrics, store, attributor } = deps;
@@ -92,7 +92,7 @@ export async function backfill(
   async function buildReaderIndexes(): Promise<void> {
     if ((await store.readerIndexes.missing()).length === 0) return;
     const started = performance.now();
-    const built = await store.readerIndexes.build();
+    const built = await store.readerIndexes.build({ besideLiveWrites: options.besideLiveWrites === true });
     metrics.dbWriteDuration.observe({ kind: "index_build" }, (performance.now() - started) / 1_000);
     logger.info({ msg: "Built reader indexes", indexes: built, duration_ms: Math.round(performance.now() - started) });
   }

@@ -60,8 +60,8 @@ async function setUp(backend: TestBackend, options: { window?: number; concurren
     ...deps,
     client,
     db,
-    run: (bulkMinLogs?: number) =>
-      backfill(createSyncDeps({ ...deps, client }, store), { to: head, finalized: head }, bulkMinLogs === undefined ? {} : { bulkMinLogs, writerThread: true }),
+    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean } = {}) =>
+      backfill(createSyncDeps({ ...deps, client }, store), { to: head, finalized: head }, bulkMinLogs === undefined ? options : { ...options, bulkMinLogs, writerThread: true }),
     close: async () => {
       await store.close();
       await db.close();
@@ -276,6 +276,21 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
         [foreignKeys],
       );
       expect(keys).toEqual([...foreignKeys].sort().map((conname) => ({ conname, convalidated: true })));
+      // A concurrent build (the daemon's) killed half way leaves its index invalid: that counts as
+      // missing, and the next run builds it again, here concurrently as the daemon does.
+      const writable = await backend.reader(second.config.database, { writable: true });
+      await writable.all("UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass('logs_by_tx')");
+      await writable.all("ALTER TABLE transfers DROP CONSTRAINT transfers_log_id_fkey");
+      await writable.close();
+      const third = await setUp(backend, { database: { ...first.config.database } });
+      await third.run(undefined, { besideLiveWrites: true });
+      expect(third.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["logs_by_tx", "transfers_log_id_fkey"]);
+      const [valid] = await third.db.all<{ indexValid: boolean; keyValid: boolean }>(
+        `SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('logs_by_tx')) AS "indexValid",
+                (SELECT convalidated FROM pg_constraint WHERE conname = 'transfers_log_id_fkey' AND connamespace = current_schema()::regnamespace) AS "keyValid"`,
+      );
+      expect(valid).toEqual({ indexValid: true, keyValid: true });
+      await third.close();
     }
     expect(await storedLogs(second.db)).toEqual(await directLogs());
     await second.close();

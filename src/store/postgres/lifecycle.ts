@@ -15,7 +15,8 @@ export function postgresLifecycle(client: pg.ClientBase) {
   /**
    * Rows with this content, as the SQLite lifecycle finds them: those that can still change through
    * logs_unsettled_by_tx_tail (schema 8); finalized ones (`finalized`) through the reader index
-   * logs_by_tx, and only while it exists (a bulk backfill drops it: no sequential scan meanwhile).
+   * logs_by_tx, and only while it is usable (a bulk backfill drops it, then builds it concurrently: no
+   * sequential scan meanwhile).
    */
   async function sameContent(row: LogRow, finalized: boolean): Promise<Array<TwinCandidate & { status: LogStatus; blockNumber: number }>> {
     const c = twinContent(row);
@@ -23,7 +24,9 @@ export function postgresLifecycle(client: pg.ClientBase) {
          AND topic3 IS NOT DISTINCT FROM $6 AND data = $7`;
     const columns = `id, status, block_number AS "blockNumber", tx_log_position AS "txLogPosition", log_index AS "logIndex", preconfirmed_at AS "preconfirmedAt"`;
     const unsettled = `SELECT ${columns} FROM logs WHERE substr(tx_hash, 51, 16) = substr($1, 51, 16) AND ${content} AND status IN ${UNSETTLED_STATUS_LIST_SQL}`;
-    const settled = `SELECT ${columns} FROM logs WHERE ${content} AND status = 'finalized' AND to_regclass('logs_by_tx') IS NOT NULL`;
+    // Valid, not only present: while a build runs concurrently the index exists but the planner cannot use it.
+    const settled = `SELECT ${columns} FROM logs WHERE ${content} AND status = 'finalized'
+      AND EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('logs_by_tx') AND indisvalid)`;
     const { rows } = await client.query(finalized ? `${unsettled} UNION ALL ${settled}` : unsettled, [c.txHash, c.address, c.topic0, c.topic1, c.topic2, c.topic3, c.data]);
     return rows;
   }

@@ -122,6 +122,20 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     };
   };
 
+  /** An index left invalid by an interrupted concurrent build, or a key added but not yet validated, counts as missing. */
+  const missingReaderIndexes = (): Promise<string[]> =>
+    read(async (c) => {
+      const { rows } = await c.query(
+        `SELECT name FROM unnest($1::text[]) AS name
+         WHERE NOT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(name) AND indisvalid)
+         UNION ALL
+         SELECT name FROM unnest($2::text[]) AS name
+         WHERE NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = name AND connamespace = current_schema()::regnamespace AND convalidated)`,
+        [READER_INDEXES.map((i) => i.name), DEFERRED_FOREIGN_KEYS.map((k) => k.name)],
+      );
+      return rows.map((r: { name: string }) => r.name);
+    });
+
   return {
     backend: "postgres",
     location: deps.location,
@@ -139,42 +153,45 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     storedLogCount: () => read(async (c) => Math.max(0, Number((await c.query("SELECT reltuples FROM pg_class WHERE oid = 'logs'::regclass")).rows[0].reltuples))),
     openWindowWriter: () => windowWriter(),
     readerIndexes: {
-      missing: () =>
-        read(async (c) => {
-          const { rows } = await c.query(
-            `SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NULL
-             UNION ALL
-             SELECT name FROM unnest($2::text[]) AS name
-             WHERE NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = name AND connamespace = current_schema()::regnamespace)`,
-            [READER_INDEXES.map((i) => i.name), DEFERRED_FOREIGN_KEYS.map((k) => k.name)],
-          );
-          return rows.map((r: { name: string }) => r.name);
-        }),
+      missing: () => missingReaderIndexes(),
       drop: () =>
         write("index_build", async (c) => {
           await c.query(READER_INDEXES.map((i) => `DROP INDEX IF EXISTS ${i.name}`).join("; "));
           await c.query(DEFERRED_FOREIGN_KEYS.map((k) => `ALTER TABLE ${k.table} DROP CONSTRAINT IF EXISTS ${k.name}`).join("; "));
         }),
-      build: async () => {
+      /**
+       * Beside live writes (the daemon), indexes are built CONCURRENTLY and keys validated under a
+       * lock that lets inserts through, outside this process's write queue: pre-confirmations keep
+       * landing during a build that may take minutes (only adding a key, NOT VALID and instant, takes
+       * a turn in it). Otherwise (`flashindex backfill`, the only writer) each is built in one
+       * exclusive write: one table scan instead of two.
+       */
+      build: async (options = {}) => {
         const built: string[] = [];
-        for (const index of READER_INDEXES) {
-          const created = await write("index_build", async (c) => {
-            if ((await c.query("SELECT to_regclass($1) IS NOT NULL AS present", [index.name])).rows[0].present) return false;
-            await c.query(index.sql);
-            return true;
+        const missing = new Set(await missingReaderIndexes());
+        const concurrently = options.besideLiveWrites === true;
+        const besideWrites = (sql: string) =>
+          timed(metrics, "index_build", () => read((c) => c.query(sql))).catch((error: unknown) => {
+            throw asPostgresError(error, deps.location);
           });
-          if (created) built.push(index.name);
+        const build = (sql: string) => (concurrently ? besideWrites(sql) : write("index_build", (c) => c.query(sql)));
+        for (const index of READER_INDEXES) {
+          if (!missing.has(index.name)) continue;
+          // An index a killed concurrent build left invalid is dropped first.
+          await build(`DROP INDEX ${concurrently ? "CONCURRENTLY " : ""}IF EXISTS ${index.name}`);
+          await build(index.sql.replace("CREATE INDEX IF NOT EXISTS", concurrently ? "CREATE INDEX CONCURRENTLY" : "CREATE INDEX"));
+          built.push(index.name);
         }
         for (const key of DEFERRED_FOREIGN_KEYS) {
-          const created = await write("index_build", async (c) => {
+          if (!missing.has(key.name)) continue;
+          await write("index_build", async (c) => {
             const present = await c.query("SELECT 1 FROM pg_constraint WHERE conname = $1 AND connamespace = current_schema()::regnamespace", [key.name]);
-            if (present.rows.length > 0) return false;
-            // Checked against every stored row (one join, not a lookup per row): a row without its
-            // log fails the build loudly and leaves the key missing, never silently unchecked.
-            await c.query(`ALTER TABLE ${key.table} ADD CONSTRAINT ${key.name} ${key.definition}`);
-            return true;
+            if (present.rows.length === 0) await c.query(`ALTER TABLE ${key.table} ADD CONSTRAINT ${key.name} ${key.definition} NOT VALID`);
           });
-          if (created) built.push(key.name);
+          // Checked against every stored row (one join, not a lookup per row): a row without its
+          // log fails the build loudly and leaves the key unvalidated, never silently unchecked.
+          await build(`ALTER TABLE ${key.table} VALIDATE CONSTRAINT ${key.name}`);
+          built.push(key.name);
         }
         return built;
       },
