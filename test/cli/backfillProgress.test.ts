@@ -55,8 +55,10 @@ describe("seeing a backfill's progress", () => {
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code, output).toBe(0);
-    // Drawn in place: the line starts over at column 1 (cli-progress moves the cursor there).
-    expect(output, JSON.stringify(output.slice(-600))).toMatch(/(?:\r|\x1b\[1G)backfill \[█{30}\] 100% 501\/501 blocks \| 0 logs, \d+ logs\/s \| ETA 0s \| window \d+/);
+    // Drawn in place: the line starts over at column 1 (cli-progress moves the cursor there)...
+    expect(output).toMatch(/\x1b\[1Gbackfill \[[█░]{30}\] \d+% \d+\/501 blocks/);
+    // ...and ends full; a log line written meanwhile ends with a newline, and the bar is drawn again below it.
+    expect(output, JSON.stringify(output.slice(-600))).toMatch(/(?:\r|\n|\x1b\[1G)backfill \[█{30}\] 100% 501\/501 blocks \| 0 logs, \d+ logs\/s \| ETA 0s \| window \d+/);
     expect(output).not.toContain('"Backfill progressed"');
   }, 30_000);
 
