@@ -35,7 +35,7 @@ export function createLogWriter(db: Database) {
    */
   function insertPacked(packed: PackedRows, now: number, between?: { every: number; run: () => void }): InsertCounts {
     const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: [] };
-    const tally = new Map<string, EventCount>();
+    const tally = createEventTally();
     const t = unpackStrings(packed);
     const n = packed.numbers;
     for (let r = 0, i = 0, k = 0; r < packed.count; r++, i += STRING_FIELDS, k += NUMBER_FIELDS) {
@@ -57,12 +57,9 @@ export function createLogWriter(db: Database) {
       if (event === "transfer") insertTransfer.run(id, n[k + 5], t[i], t[i + 11], t[i + 12], t[i + 13], n[k], t[i + 6], n[k + 1], t[i + 7], n[k + 2], n[k + 3], status);
       else insertAuthorization.run(id, n[k + 5], t[i], t[i + 11], t[i + 12], event === "authorization_used" ? "used" : "canceled", n[k], t[i + 6], n[k + 1], t[i + 7], n[k + 2], n[k + 3], status);
       counts.inserted++;
-      const key = `${event}:${status}`;
-      const count = tally.get(key);
-      if (count === undefined) tally.set(key, { event, status, logs: 1 });
-      else count.logs++;
+      tally.add(event, status);
     }
-    counts.byEvent = [...tally.values()];
+    counts.byEvent = tally.counts();
     return counts;
   }
 
@@ -73,6 +70,20 @@ export function createLogWriter(db: Database) {
 }
 
 export type LogWriter = ReturnType<typeof createLogWriter>;
+
+/** Inserted logs counted by event and status (InsertCounts.byEvent). */
+export function createEventTally() {
+  const tally = new Map<string, EventCount>();
+  return {
+    add(event: EventName, status: LogStatus): void {
+      const key = `${event}:${status}`;
+      const count = tally.get(key);
+      if (count === undefined) tally.set(key, { event, status, logs: 1 });
+      else count.logs++;
+    },
+    counts: (): EventCount[] => [...tally.values()],
+  };
+}
 
 /** Adds stored rows to `flashindex_logs_indexed_total{event,status}`. */
 export function countIndexed(metrics: Pick<Metrics, "logsIndexed">, byEvent: readonly EventCount[]): void {

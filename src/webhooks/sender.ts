@@ -226,8 +226,7 @@ function createWake() {
     },
     /** Resolves when raised, after `ms`, or on shutdown. */
     async wait(ms: number, signal: AbortSignal): Promise<void> {
-      if (raised || ms === 0) return;
-      if (signal.aborted) return;
+      if (raised || ms === 0 || signal.aborted) return;
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);

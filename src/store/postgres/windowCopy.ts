@@ -4,7 +4,7 @@ import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import type { LogRow } from "../../decode/logRow.js";
 import { eventName } from "../../decode/paymentEvents.js";
-import type { EventCount, InsertCounts } from "../logWriter.js";
+import { createEventTally, type InsertCounts } from "../logWriter.js";
 
 const LOG_COLUMNS =
   "id, chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, " +
@@ -13,19 +13,6 @@ const DECODED_TAIL = "block_number, block_hash, block_timestamp, tx_hash, tx_ind
 const TRANSFER_COLUMNS = `log_id, chain_id, token, from_address, to_address, value, ${DECODED_TAIL}`;
 const AUTHORIZATION_COLUMNS = `log_id, chain_id, token, authorizer, nonce, kind, ${DECODED_TAIL}`;
 const UNIQUE_VIOLATION = "23505";
-
-/** A window's rows counted by event and status, as the INSERT statement answers them. */
-function countByEvent(rows: readonly LogRow[]): EventCount[] {
-  const tally = new Map<string, EventCount>();
-  for (const row of rows) {
-    const name = eventName(row.event);
-    const key = `${name} ${row.status}`;
-    const counted = tally.get(key);
-    if (counted === undefined) tally.set(key, { event: name, status: row.status, logs: 1 });
-    else counted.logs++;
-  }
-  return [...tally.values()];
-}
 
 /**
  * Stores a window with COPY (bulk inserts, about 40% less server CPU than the INSERT … SELECT of
@@ -56,7 +43,9 @@ export async function copyWindow(client: pg.ClientBase, rows: readonly LogRow[],
         for (let i = 0; i < rows.length; i++) if (rows[i]!.event.kind === "authorization") encodeDecoded(out, ids[i]!, rows[i]!);
       });
     await client.query("RELEASE SAVEPOINT window_copy");
-    return { inserted: rows.length, duplicates: 0, byEvent: countByEvent(rows) };
+    const tally = createEventTally();
+    for (const row of rows) tally.add(eventName(row.event), row.status);
+    return { inserted: rows.length, duplicates: 0, byEvent: tally.counts() };
   } catch (error) {
     if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
     await client.query("ROLLBACK TO SAVEPOINT window_copy");
