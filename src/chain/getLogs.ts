@@ -36,14 +36,7 @@ export async function getLogs<T = GetLogsResult>(
   filter: LogFilter,
   accept: (answer: GetLogsResult) => T = (answer) => answer as T,
 ): Promise<T> {
-  const scope =
-    "pending" in filter
-      ? { fromBlock: "pending", toBlock: "pending" }
-      : "blockHash" in filter
-        ? { blockHash: filter.blockHash }
-        : { fromBlock: toHex(filter.from), toBlock: toHex(filter.to) };
-  const params = [{ ...scope, address: filter.addresses, topics: [filter.topic0] }];
-  return client.request("eth_getLogs", params, async (result) => {
+  return client.request("eth_getLogs", getLogsParams(filter), async (result) => {
     const checked = checkAnswer(result, filter);
     // Checking and decoding a large answer each hold the thread for milliseconds: messages received
     // in between (a pre-confirmation, a new head) are handled first.
@@ -52,7 +45,19 @@ export async function getLogs<T = GetLogsResult>(
   });
 }
 
-function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
+/** eth_getLogs's parameters for a filter. */
+export function getLogsParams(filter: LogFilter): unknown[] {
+  const scope =
+    "pending" in filter
+      ? { fromBlock: "pending", toBlock: "pending" }
+      : "blockHash" in filter
+        ? { blockHash: filter.blockHash }
+        : { fromBlock: toHex(filter.from), toBlock: toHex(filter.to) };
+  return [{ ...scope, address: filter.addresses, topics: [filter.topic0] }];
+}
+
+/** Shape-checks an answer's logs (RpcResponseError when malformed or mixing two hashes for a block) and sets apart those outside the filter. */
+export function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
   if (!Array.isArray(result)) throw new RpcResponseError("eth_getLogs answered with a non-array result");
   const parsed = result.map((item, i) => parseRpcLog(item, `eth_getLogs result[${i}]`));
   const { logs, outOfFilter } = partitionByFilter(parsed, filter);

@@ -1,4 +1,4 @@
-import { readCappedBody } from "../ops/readCappedBody.js";
+import { readCappedBytes } from "../ops/readCappedBody.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { requestDeadline } from "../ops/requestDeadline.js";
 import { RangeLimitError, RpcTransportError } from "../errors/rpc.js";
@@ -7,7 +7,16 @@ import { RangeLimitError, RpcTransportError } from "../errors/rpc.js";
  * Sends one JSON body to one endpoint and returns the body of the answer. `timeoutMs`, when given,
  * replaces the transport's default timeout for this request (the realtime path wants a short one).
  */
-export type HttpTransport = (url: string, body: string, signal: AbortSignal, timeoutMs?: number) => Promise<string>;
+export type HttpTransport = (url: string, body: string, signal: AbortSignal, timeoutMs?: number) => Promise<AnswerBody>;
+
+/**
+ * An answer's body: UTF-8 bytes as received (in a buffer of their own, so a backfill window's can
+ * move to the decode thread undecoded), or text.
+ */
+export type AnswerBody = string | Uint8Array;
+
+export const answerText = (body: AnswerBody): string =>
+  typeof body === "string" ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
 
 /**
  * fetch-based transport with a per-request timeout and a cap on the answer's size: an answer over
@@ -32,14 +41,16 @@ export function createHttpTransport(options: { timeoutMs: number; maxResponseByt
       }
       if (response.status === 413)
         throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
-      let text: string;
+      let bytes: Buffer;
       try {
-        text = await readCapped(response, response.ok ? options.maxResponseBytes : MAX_ERROR_BODY_BYTES, url);
+        bytes = await readCapped(response, response.ok ? options.maxResponseBytes : MAX_ERROR_BODY_BYTES, url);
       } catch (error) {
         if (error instanceof RangeLimitError && response.ok) throw error;
         throw transportFailure(url, error, deadline.timedOut(), signal, response.ok ? undefined : response.status);
       }
-      if (response.ok || isJsonRpcError(text)) return text;
+      if (response.ok) return bytes;
+      const text = bytes.toString("utf8");
+      if (isJsonRpcError(text)) return text;
       throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
     } finally {
       deadline.dispose();
@@ -67,10 +78,10 @@ function isJsonRpcError(text: string): boolean {
   return answers.length > 0 && answers.every((a) => typeof a === "object" && a !== null && "error" in a && !("result" in a));
 }
 
-async function readCapped(response: Response, maxBytes: number, url: string): Promise<string> {
-  const { text, truncated } = await readCappedBody(response, maxBytes);
+async function readCapped(response: Response, maxBytes: number, url: string): Promise<Buffer> {
+  const { bytes, truncated } = await readCappedBytes(response, maxBytes);
   if (truncated) throw new RangeLimitError(`${redactUrl(url)} answer exceeds rpc.maxResponseBytes (${maxBytes})`, { kind: "tooLarge" });
-  return text;
+  return bytes;
 }
 
 function transportFailure(url: string, error: unknown, timedOut: boolean, signal: AbortSignal, status?: number): Error {

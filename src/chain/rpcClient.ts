@@ -6,8 +6,9 @@ import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactUrl } from "../ops/redact.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";
-import { createHttpTransport, type HttpTransport } from "./httpTransport.js";
+import { answerText, createHttpTransport, type AnswerBody, type HttpTransport } from "./httpTransport.js";
 import { parseRangeError } from "./rangeErrors.js";
+import { unwrap } from "./jsonRpcAnswer.js";
 import { backoffDelayMs } from "../ops/backoff.js";
 import {
   PRUNED_HISTORY_CODE,
@@ -28,6 +29,12 @@ export type RpcClient = {
    * `parse` checks the result inside the retry loop (it may be async), so a garbage answer is retried like a failed request.
    */
   request: <T = unknown>(method: string, params: readonly unknown[], parse?: (result: unknown) => T | Promise<T>) => Promise<T>;
+  /**
+   * One call whose answer's body `accept` reads itself (a backfill window's goes to the decode
+   * thread unparsed): retries, failover and the rate limit as for `request`, and whatever `accept`
+   * throws is classified like a failed request (a node's error, a damaged answer).
+   */
+  requestRaw: <T>(method: string, params: readonly unknown[], accept: (answer: RawAnswer) => Promise<T>) => Promise<T>;
   /** Several calls in one JSON-RPC batch (one HTTP request); per-call errors come back as values. */
   batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
@@ -38,6 +45,9 @@ export type RpcClient = {
    */
   withTimeout: (timeoutMs: number) => RpcClient;
 };
+
+/** An answer's body as received, with the request's id and the endpoint's redacted label. */
+export type RawAnswer = { body: AnswerBody; id: number; endpoint: string };
 
 export type RpcClientDeps = {
   config: Pick<Config, "chainId" | "rpc">;
@@ -78,13 +88,16 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     return pool[attempt % pool.length]!;
   }
 
+  const send = (endpoint: Endpoint, body: string, timeoutMs: number): Promise<AnswerBody> =>
+    rateLimit.add(() => transport(endpoint.url, body, shutdown.signal, timeoutMs));
+
   async function post(endpoint: Endpoint, body: string, timeoutMs: number): Promise<unknown> {
-    const text = await rateLimit.add(() => transport(endpoint.url, body, shutdown.signal, timeoutMs));
+    const answer = await send(endpoint, body, timeoutMs);
     // Parsing a large answer holds the thread for milliseconds: messages already received (a
     // pre-confirmation, a new head) are handled first. Likewise before checking it, below.
     await yieldToEventLoop();
     try {
-      return JSON.parse(text);
+      return JSON.parse(answerText(answer));
     } catch {
       throw new RpcResponseError(`${endpoint.label} answered with invalid JSON`);
     }
@@ -162,6 +175,13 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         return parse(result);
       }),
 
+    requestRaw: (method, params, accept) =>
+      withRetries(method, async (endpoint) => {
+        const id = nextId++;
+        const body = await send(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }), timeoutMs);
+        return accept({ body, id, endpoint: endpoint.label });
+      }),
+
     batch: (calls) =>
       withRetries(calls[0]?.method ?? "batch", async (endpoint) => {
         if (calls.length === 0) return [];
@@ -201,21 +221,6 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     withTimeout: view,
   });
   return view(config.rpc.timeoutMs);
-}
-
-/** The `result` of a JSON-RPC response, or the node's error as RpcRequestError. */
-function unwrap(answer: unknown, method: string, id: number | undefined, label: string): unknown {
-  if (typeof answer !== "object" || answer === null) throw new RpcResponseError(`${label} answered ${method} with a non-object`);
-  const response = answer as { id?: unknown; result?: unknown; error?: unknown };
-  if (response.error !== undefined && response.error !== null) {
-    const error = response.error as { code?: unknown; message?: unknown; data?: unknown };
-    const code = typeof error.code === "number" ? error.code : -32603;
-    const message = typeof error.message === "string" ? error.message : JSON.stringify(response.error);
-    throw new RpcRequestError(method, { code, message, data: error.data });
-  }
-  if (id !== undefined && response.id !== id) throw new RpcResponseError(`${label} answered ${method} with id ${String(response.id)}, expected ${id}`);
-  if (!("result" in response)) throw new RpcResponseError(`${label} answered ${method} without a result`);
-  return response.result;
 }
 
 /** Maps a node's error to our vocabulary: range limits first, then retryable or fatal by code. */

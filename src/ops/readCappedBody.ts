@@ -3,11 +3,21 @@
  * hostile or runaway answer cannot exhaust memory. `truncated` says the cap was hit.
  */
 export async function readCappedBody(response: Response, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
-  if (response.body === null) return { text: "", truncated: false };
+  const { bytes, truncated } = await readCappedBytes(response, maxBytes);
+  return { text: bytes.toString("utf8"), truncated };
+}
+
+/**
+ * The same body as bytes, in a buffer of its own (never a slice of Node's shared pool), so it can
+ * be transferred to another thread.
+ */
+export async function readCappedBytes(response: Response, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+  const none = { bytes: Buffer.alloc(0), truncated: false };
+  if (response.body === null) return none;
   const declared = Number(response.headers.get("content-length") ?? Number.NaN);
   if (declared > maxBytes) {
     await response.body.cancel().catch(() => undefined);
-    return { text: "", truncated: true };
+    return { ...none, truncated: true };
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -18,9 +28,15 @@ export async function readCappedBody(response: Response, maxBytes: number): Prom
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => undefined);
-      return { text: "", truncated: true };
+      return { ...none, truncated: true };
     }
     chunks.push(value);
   }
-  return { text: Buffer.concat(chunks, size).toString("utf8"), truncated: false };
+  const bytes = Buffer.from(new ArrayBuffer(size));
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return { bytes, truncated: false };
 }

@@ -1,4 +1,4 @@
-import { startStoreThread } from "./startStoreThread.js";
+import { startThread } from "../ops/startThread.js";
 
 /** The checkpointer holds no rows: a tiny heap. */
 const CHECKPOINT_THREAD_HEAP_MB = 16;
@@ -16,7 +16,7 @@ export type Checkpointer = {
  * the writer thread's time when it checkpointed itself) then overlap the inserts.
  */
 export function createCheckpointer(path: string): Checkpointer {
-  const worker = startStoreThread("checkpointThread", { path }, { maxOldGenerationSizeMb: CHECKPOINT_THREAD_HEAP_MB });
+  const worker = startThread(import.meta.url, "checkpointThread", { path }, { maxOldGenerationSizeMb: CHECKPOINT_THREAD_HEAP_MB });
   let running = false;
   let again = false;
   let idle: (() => void) | undefined;

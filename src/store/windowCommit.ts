@@ -1,23 +1,22 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import type { LogRow } from "../decode/logRow.js";
 import { createAttributionWriter, packAttribution, type AttributedTransaction, type PackedAttribution } from "./attributionWriter.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
-import { packRows, type PackedRows } from "./packedRows.js";
+import type { PackedRows } from "../decode/packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 
-/** One fetched backfill window as the store takes it: its rows, its transactions' attribution, and the range it completes. */
-export type WindowWrite = { from: number; to: number; tokens: readonly Hex[]; rows: readonly LogRow[]; transactions: readonly AttributedTransaction[] };
+/** One fetched backfill window as the store takes it: its rows (packed: decode/packedRows.ts), its transactions' attribution, and the range it completes. */
+export type WindowWrite = { from: number; to: number; tokens: readonly Hex[]; rows: PackedRows; transactions: readonly AttributedTransaction[] };
 
-/** The same window with its rows and attribution packed (packedRows.ts, attributionWriter.ts): how it crosses to the writer thread. */
+/** The same window with its attribution packed too (attributionWriter.ts): how it crosses to the writer thread. */
 export type PackedWindow = Pick<WindowWrite, "from" | "to" | "tokens"> & { rows: PackedRows; attribution: PackedAttribution };
 
 export const packWindow = (window: WindowWrite, now: number): PackedWindow => ({
   from: window.from,
   to: window.to,
   tokens: window.tokens,
-  rows: packRows(window.rows),
+  rows: window.rows,
   attribution: packAttribution(window.transactions, now),
 });
 

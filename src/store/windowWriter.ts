@@ -1,7 +1,8 @@
+import { buffersToMove } from "../decode/packedRows.js";
 import { FatalError } from "../errors/base.js";
 import { createCheckpointer } from "./checkpointer.js";
 import type { InsertCounts } from "./logWriter.js";
-import { startStoreThread } from "./startStoreThread.js";
+import { startThread } from "../ops/startThread.js";
 import type { Database } from "./openDatabase.js";
 import type { WindowWriter } from "./store.js";
 import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
@@ -28,7 +29,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
     return { commit: async (window, now) => commit(packWindow(window, now), now), close: async () => undefined };
   }
   const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory };
-  const worker = startStoreThread("windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
+  const worker = startThread(import.meta.url, "windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
   // While the thread runs, the checkpointer copies the WAL back after each window; the main
   // connection's own automatic checkpoint would copy the thread's megabytes inside a live write.
   const checkpointer = createCheckpointer(db.name);
@@ -69,8 +70,8 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
       const committed = new Promise<InsertCounts>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
         const packed = packWindow(window, now);
-        // The numbers' buffer moves to the thread instead of being copied.
-        worker.postMessage({ id, window: packed, now } satisfies WindowRequest, [packed.rows.numbers.buffer]);
+        // The rows' buffers move to the thread instead of being copied.
+        worker.postMessage({ id, window: packed, now } satisfies WindowRequest, buffersToMove(packed.rows));
       });
       outstanding.add(committed);
       const forget = () => void outstanding.delete(committed);

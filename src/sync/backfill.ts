@@ -5,18 +5,25 @@ import { countIndexed } from "../store/logWriter.js";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
+import type { WindowWriter } from "../store/store.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;
 /**
  * A backfill that has stored this many logs, and at least BULK_SHARE_OF_STORED of what the table
  * held before it, defers the reader indexes to its end (a bulk load); a short catch-up on a large
- * table never does (rebuilding its indexes would cost more than it saves).
+ * table never does (rebuilding its indexes would cost more than it saves). A backfill into an empty
+ * store defers them from its start.
  */
 export const BULK_MIN_LOGS = 50_000;
 export const BULK_SHARE_OF_STORED = 0.25;
-/** A backfill of this many blocks or more commits on the writer thread; a short catch-up is not worth starting one. */
+/**
+ * A backfill of this many blocks or more commits on the writer thread from its start; a shorter one
+ * moves there once it has fetched WRITER_THREAD_MIN_LOGS logs (a few dense blocks can hold a
+ * million). A short catch-up is not worth starting a thread.
+ */
 export const WRITER_THREAD_MIN_BLOCKS = 2_000;
+export const WRITER_THREAD_MIN_LOGS = 20_000;
 /** Windows handed to the writer thread and not yet committed: one committing, one queued behind it. */
 export const COMMITS_IN_FLIGHT = 2;
 
@@ -59,7 +66,13 @@ export type BackfillSummary = { windows: number; logs: number; blocks: number; d
 export async function backfill(
   deps: BackfillDeps,
   range: BackfillRange,
-  options: { bulkMinLogs?: number; writerThread?: boolean; besideLiveWrites?: boolean } = {},
+  options: {
+    bulkMinLogs?: number;
+    writerThread?: boolean;
+    writerThreadMinLogs?: number;
+    decodeThreadAfterLogs?: number;
+    besideLiveWrites?: boolean;
+  } = {},
 ): Promise<BackfillSummary> {
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
   const { config, metrics, store, attributor } = deps;
@@ -87,6 +100,15 @@ export async function backfill(
   const storedBefore = await store.storedLogCount();
   let bulk = false;
   logger.info({ msg: "Started backfill", from_block: segments[0]!.from, to_block: range.to, blocks: totalBlocks, tokens: tokens.length });
+  /** Drops the reader indexes (and Postgres's per-row-checked keys) until the end: see BULK_MIN_LOGS. */
+  async function startBulkLoad(): Promise<void> {
+    bulk = true;
+    await store.readerIndexes.drop();
+    logger.info({ msg: "Deferred reader indexes to the end of the backfill", logs: summary.logs, stored_before: storedBefore });
+  }
+  // Into an empty store a bulk load always pays: building an index once, sorted, never costs more
+  // than maintaining it row by row, and there is nothing stored for readers to miss meanwhile.
+  if (storedBefore === 0) await startBulkLoad();
 
   /** Builds the reader indexes a bulk load (this one, or one killed before its end) left missing. */
   async function buildReaderIndexes(): Promise<void> {
@@ -116,11 +138,12 @@ export async function backfill(
   let lastProgress = Date.now();
   const windows = syncHistorical(deps, {
     segments,
-    statusOf: (blockNumber) => (blockNumber <= range.finalized ? "finalized" : "confirmed"),
+    finalized: range.finalized,
     attributor,
+    decodeThreadAfterLogs: options.decodeThreadAfterLogs,
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
-  async function commitWindow(window: WindowResult): Promise<void> {
+  async function commitWindow(writer: WindowWriter, window: WindowResult): Promise<void> {
     // Packing a window for the writer holds the thread too: live messages received meanwhile go first.
     await yieldToEventLoop();
     const writeStarted = performance.now();
@@ -131,11 +154,7 @@ export async function backfill(
     summary.windows++;
     summary.logs += counts.inserted;
     summary.blocks += window.to - window.from + 1;
-    if (!bulk && summary.logs >= Math.max(bulkMinLogs, storedBefore * BULK_SHARE_OF_STORED)) {
-      bulk = true;
-      await store.readerIndexes.drop();
-      logger.info({ msg: "Deferred reader indexes to the end of the backfill", logs: summary.logs, stored_before: storedBefore });
-    }
+    if (!bulk && summary.logs >= Math.max(bulkMinLogs, storedBefore * BULK_SHARE_OF_STORED)) await startBulkLoad();
     const seconds = Math.max((Date.now() - started) / 1_000, 1e-3);
     const rate = summary.blocks / seconds;
     const progress: BackfillProgress = {
@@ -167,12 +186,21 @@ export async function backfill(
   }
 
   // A long run tells the store so (SQLite then writes on a thread of its own while this one decodes the next windows).
-  const bulkWriter = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
-  const writer = store.openWindowWriter({ bulk: bulkWriter });
+  let onThread = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
+  let writer = store.openWindowWriter({ bulk: onThread });
+  let fetchedLogs = 0;
   const committing: Array<Promise<void>> = [];
   try {
     for await (const window of windows) {
-      committing.push(commitWindow(window));
+      fetchedLogs += window.rows.count;
+      if (!onThread && options.writerThread === undefined && fetchedLogs >= (options.writerThreadMinLogs ?? WRITER_THREAD_MIN_LOGS)) {
+        // Dense blocks: the rest goes to the writer thread, after the windows already sent (commits stay in order).
+        await Promise.all(committing.splice(0));
+        await writer.close();
+        onThread = true;
+        writer = store.openWindowWriter({ bulk: true });
+      }
+      committing.push(commitWindow(writer, window));
       if (committing.length >= COMMITS_IN_FLIGHT) await committing.shift();
     }
     await Promise.all(committing);

@@ -1,11 +1,14 @@
 import type { Hex } from "viem";
 import { getBlockTimestamps } from "../chain/blockHeaders.js";
-import { getLogs, partitionByFilter, type GetLogsResult, type LogFilter, type OutOfFilterReason } from "../chain/getLogs.js";
+import type { BlockRange } from "../blockRanges.js";
+import { getLogs, getLogsParams, partitionByFilter, type GetLogsResult, type LogFilter } from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { DamagedAnswerError } from "../errors/rpc.js";
+import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { RpcLog } from "../chain/rpcLog.js";
 import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
-import type { UndecodableReason } from "../decode/paymentEvents.js";
+import { NUMBER_FIELDS, type PackedRows } from "../decode/packedRows.js";
+import { UNKNOWN_TIMESTAMP, type RejectedLog } from "../decode/windowAnswer.js";
+import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 
@@ -27,13 +30,9 @@ export type RowsRequest = {
   strict: boolean;
 };
 
-export type RejectedLog = { log: RpcLog; reason: OutOfFilterReason | UndecodableReason };
-
-/** Placeholder until the block's timestamp is fetched; never stored. */
-const UNKNOWN_TIMESTAMP = -1;
-
 /**
- * The one way logs become rows: eth_getLogs, the filter check, decoding, and the report of every
+ * How logs become rows (head blocks, the pending view; backfill windows take fetchWindowRows below,
+ * the same steps off this thread): eth_getLogs, the filter check, decoding, and the report of every
  * rejected log (a metric by reason and a warning), all inside the RPC client's retry loop.
  */
 export async function fetchLogRows(deps: FetchRowsDeps, filter: LogFilter, request: RowsRequest): Promise<LogRow[]> {
@@ -47,6 +46,31 @@ export async function fetchLogRows(deps: FetchRowsDeps, filter: LogFilter, reque
   const timestamps = await getBlockTimestamps(deps.client, hashes);
   for (const row of rows) if (row.blockTimestamp === UNKNOWN_TIMESTAMP) row.blockTimestamp = timestamps.get(row.blockNumber)!;
   return rows;
+}
+
+/** A backfill window's rows, packed for the writer, and the transaction of each. */
+export type WindowRows = { rows: PackedRows; txHashes: Hex[] };
+
+/**
+ * fetchLogRows for a backfill window (always strict), with the answer's body parsed, checked,
+ * decoded and packed by `decoder` (on its own thread in a long backfill). Blocks at or below
+ * `finalized` are stored as finalized.
+ */
+export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecoder, filter: LogFilter & BlockRange, finalized: number): Promise<WindowRows> {
+  const decoded = await deps.client.requestRaw("eth_getLogs", getLogsParams(filter), async (answer) => {
+    const decoded = await decoder.decode({ ...answer, filter, chainId: deps.chainId, finalized });
+    if (decoded.kind === "nodeError") throw new RpcRequestError("eth_getLogs", decoded.error);
+    if (decoded.kind === "damaged") throw new RpcResponseError(decoded.message);
+    if (decoded.rejected.length > 0) reportRejected(deps, filter, decoded.rejected, true);
+    return decoded;
+  });
+  if (decoded.untimed.length > 0) {
+    const timestamps = await getBlockTimestamps(deps.client, new Map(decoded.untimed));
+    const numbers = decoded.rows.numbers;
+    // Numbers per row: block number at 0, block timestamp at 1 (packedRows.ts).
+    for (let k = 0; k < numbers.length; k += NUMBER_FIELDS) if (numbers[k + 1] === UNKNOWN_TIMESTAMP) numbers[k + 1] = timestamps.get(numbers[k]!)!;
+  }
+  return { rows: decoded.rows, txHashes: decoded.txHashes };
 }
 
 /** The same check, decoding and report for logs that arrived by subscription (always lenient, timestamp known). */

@@ -5,20 +5,21 @@ import { splitAfterRangeError } from "../chain/rangeErrors.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { RangeLimitError } from "../errors/rpc.js";
 import type { Config } from "../config/types.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import { createWindowSize } from "./windowSize.js";
-import { fetchLogRows } from "./fetchLogRows.js";
+import { fetchWindowRows } from "./fetchLogRows.js";
+import type { PackedRows } from "../decode/packedRows.js";
+import { createWindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedTransaction } from "../store/attributionWriter.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
 
 /** One fetched window: the rows to store and the tokens whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };
-export type WindowResult = Window & { rows: LogRow[]; transactions: AttributedTransaction[] };
+export type WindowResult = Window & { rows: PackedRows; transactions: AttributedTransaction[] };
 
 export type HistoricalDeps = {
   config: Pick<Config, "chainId" | "backfill">;
@@ -35,7 +36,14 @@ export type HistoricalDeps = {
  */
 export async function* syncHistorical(
   deps: HistoricalDeps,
-  plan: { segments: readonly Segment<Hex>[]; statusOf: (blockNumber: number) => LogStatus; attributor?: Attributor | undefined },
+  plan: {
+    segments: readonly Segment<Hex>[];
+    /** Blocks at or below this are stored as finalized, above it as confirmed. */
+    finalized: number;
+    attributor?: Attributor | undefined;
+    /** Logs decoded on this thread before the decode thread starts (windowDecoder.ts). */
+    decodeThreadAfterLogs?: number | undefined;
+  },
 ): AsyncGenerator<WindowResult> {
   const { config, metrics, shutdown, client } = deps;
   const logger = deps.logger.child({ component: "historical" });
@@ -60,24 +68,26 @@ export async function* syncHistorical(
   async function fetchWindow(window: Window): Promise<WindowResult> {
     const started = performance.now();
     // Strict: a window is stored only from an answer in which every log passed validation.
-    const rows = await fetchLogRows(
+    const { rows, txHashes } = await fetchWindowRows(
       { client, logger, metrics, chainId: config.chainId },
-      { ...window, addresses: window.tokens, topic0: PAYMENT_TOPICS },
-      { statusOf: plan.statusOf, source: "backfill", strict: true },
+      decoder,
+      { from: window.from, to: window.to, addresses: window.tokens, topic0: PAYMENT_TOPICS },
+      plan.finalized,
     );
     logger.debug({
       msg: "Fetched window",
       from_block: window.from,
       to_block: window.to,
       tokens: window.tokens.length,
-      logs: rows.length,
+      logs: rows.count,
       duration_ms: Math.round(performance.now() - started),
     });
     // One batch for the window's transactions: never more than one request per block.
-    const transactions = plan.attributor === undefined ? [] : await plan.attributor.attribute(deps.client, rows.map((r) => r.transactionHash));
+    const transactions = plan.attributor === undefined ? [] : await plan.attributor.attribute(deps.client, txHashes);
     return { ...window, rows, transactions };
   }
 
+  const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs });
   const queue = new PQueue({ concurrency });
   const finished: WindowResult[] = [];
   let failure: unknown;
@@ -89,7 +99,7 @@ export async function* syncHistorical(
     try {
       const result = await fetchWindow(window);
       finished.push(result);
-      windowSize.recordSuccess(window.to - window.from + 1, result.rows.length);
+      windowSize.recordSuccess(window.to - window.from + 1, result.rows.count);
     } catch (error) {
       if (!(error instanceof RangeLimitError)) {
         failure ??= error;
@@ -143,5 +153,7 @@ export async function* syncHistorical(
     shutdown.throwIfKilled();
   } finally {
     queue.clear();
+    // Windows still in flight (a failure or a shutdown ended the run) are abandoned with their thread.
+    await decoder.close();
   }
 }

@@ -1,4 +1,5 @@
 import DatabaseConstructor from "better-sqlite3";
+import { packRows } from "../../src/decode/packedRows.js";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
@@ -27,7 +28,7 @@ function windowOf(count: number): WindowWrite {
     removed: false,
   }));
   const { rows } = toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 });
-  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows, transactions: [] };
+  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows: packRows(rows), transactions: [] };
 }
 
 /** What another connection sees: committed logs and synced ranges. */

@@ -1,4 +1,5 @@
 import type { Hex } from "viem";
+import { packRows } from "../../src/decode/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import type { Config } from "../../src/config/types.js";
@@ -22,7 +23,8 @@ afterEach(async () => {
 afterAll(() => stopFileBackends());
 
 /** Blocks [from, to] with `perBlock` Transfers each, as one backfill window. */
-function window(from: number, to: number, perBlock: number): WindowWrite {
+/** The window's logs as rows (unpacked, so a test can list one twice), and the window that packs them. */
+function windowRows(from: number, to: number, perBlock: number) {
   const logs: RpcLog[] = [];
   for (let block = from; block <= to; block++)
     for (let i = 0; i < perBlock; i++)
@@ -38,8 +40,11 @@ function window(from: number, to: number, perBlock: number): WindowWrite {
         logIndex: i,
         removed: false,
       });
-  const { rows } = toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 });
-  return { from, to, tokens: [TOKEN], rows, transactions: [] };
+  return toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 }).rows;
+}
+
+function window(from: number, to: number, perBlock: number): WindowWrite {
+  return { from, to, tokens: [TOKEN], rows: packRows(windowRows(from, to, perBlock)), transactions: [] };
 }
 
 describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
@@ -79,8 +84,8 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
     const writer = store.openWindowWriter({ bulk: false });
     expect(await writer.commit(window(21, 40, 5), 1)).toMatchObject({ inserted: 100, duplicates: 0 });
     expect(await writer.commit(window(1, 40, 5), 1)).toMatchObject({ inserted: 100, duplicates: 100 });
-    const twice = window(41, 50, 5);
-    expect(await writer.commit({ ...twice, rows: [...twice.rows, twice.rows[7]!] }, 1)).toMatchObject({ inserted: 50, duplicates: 1 });
+    const twice = windowRows(41, 50, 5);
+    expect(await writer.commit({ ...window(41, 50, 5), rows: packRows([...twice, twice[7]!]) }, 1)).toMatchObject({ inserted: 50, duplicates: 1 });
     await writer.close();
     expect(await store.syncedRanges(TOKEN)).toEqual([{ from: 1, to: 50 }]);
     const raw = await backend.reader(config.database as Config["database"]);

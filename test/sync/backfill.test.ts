@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DEFERRED_FOREIGN_KEYS } from "../../src/store/postgres/deferredForeignKeys.js";
-import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
+import { answerText, createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { RpcTransportError } from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
@@ -60,8 +60,14 @@ async function setUp(backend: TestBackend, options: { window?: number; concurren
     ...deps,
     client,
     db,
-    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean } = {}) =>
-      backfill(createSyncDeps({ ...deps, client }, store), { to: head, finalized: head }, bulkMinLogs === undefined ? options : { ...options, bulkMinLogs, writerThread: true }),
+    store,
+    // Every window is decoded on the decode thread, as in a long backfill (a short one decodes on its caller's thread).
+    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean; writerThreadMinLogs?: number } = {}) =>
+      backfill(
+        createSyncDeps({ ...deps, client }, store),
+        { to: head, finalized: head },
+        { decodeThreadAfterLogs: 0, ...options, ...(bulkMinLogs === undefined ? {} : { bulkMinLogs, writerThread: true }) },
+      ),
     close: async () => {
       await store.close();
       await db.close();
@@ -84,6 +90,24 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     expect(await storedLogs(db)).toEqual(await directLogs());
     const ranges = await db.all("SELECT from_block, to_block FROM synced_ranges");
     expect(ranges).toEqual([{ from_block: chain.deployBlock, to_block: head }]);
+    await close();
+  });
+
+  test("a backfill into an empty store defers the reader indexes from its start; one that proves dense moves to the writer thread", async () => {
+    const { db, run, store, lines, close } = await setUp(backend, { window: 2, concurrency: 2 });
+    const opened: boolean[] = [];
+    const open = store.openWindowWriter;
+    store.openWindowWriter = (options) => {
+      opened.push(options.bulk);
+      return open(options);
+    };
+    const summary = await run(undefined, { writerThreadMinLogs: 10 });
+    expect(summary.logs).toBeGreaterThan(40);
+    expect(lines.find((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toMatchObject({ logs: 0, stored_before: 0 });
+    expect(lines.find((l) => l.msg === "Built reader indexes")?.indexes).toContain("transfers_by_from");
+    // A short range starts on the main thread; past 10 fetched logs, the rest goes to the writer thread.
+    expect(opened).toEqual([false, true]);
+    expect(await storedLogs(db)).toEqual(await directLogs());
     await close();
   });
 
@@ -156,7 +180,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
         if (range === undefined) return inner(url, body, signal);
         if (n % 5 === 0) throw new RpcTransportError("connection reset (injected)");
         if (n % 7 === 0) return '{"jsonrpc":"2.0","id":' + range.id + ',"result":[{"address":"0xnothex"}]}';
-        const answer = JSON.parse(await inner(url, body, signal)) as { result: Array<Record<string, unknown>> };
+        const answer = JSON.parse(answerText(await inner(url, body, signal))) as { result: Array<Record<string, unknown>> };
         const sample = answer.result[0];
         if (sample !== undefined && withLogs++ % 3 === 0) {
           answer.result.push({ ...sample, address: "0x00000000000000000000000000000000000000aa" });
@@ -188,7 +212,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
         const range = getLogsRange(body);
         if (range === undefined) return inner(url, body, signal);
         if (++n % 5 === 0) throw new RpcTransportError("connection reset (injected)");
-        const answer = JSON.parse(await inner(url, body, signal)) as { result: Array<Record<string, unknown>> };
+        const answer = JSON.parse(answerText(await inner(url, body, signal))) as { result: Array<Record<string, unknown>> };
         const key = `${range.from}-${range.to}`;
         if (answer.result.length > 0 && !answered.has(key)) {
           // The first answer for each window has one REAL log damaged: committing the rest would lose it for good.
@@ -216,7 +240,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
       concurrency: 1,
       wrap: (inner) => async (url, body, signal) => {
         const range = getLogsRange(body);
-        const text = await inner(url, body, signal);
+        const text = answerText(await inner(url, body, signal));
         if (range === undefined || poisoned < range.from || poisoned > range.to) return text;
         const answer = JSON.parse(text) as { result: Array<Record<string, unknown>> };
         answer.result.push({ ...answer.result[0]!, blockNumber: `0x${(range.to + 1).toString(16)}` });

@@ -57,7 +57,7 @@ async function contents(db: TableReader, backend: TestBackend) {
 describe.each(BACKENDS)("the backfill's fast path on $name", (backend) => {
   test("stores exactly what the block-by-block path stores, row for row (bulk writes, deferred reader indexes)", async () => {
     const fast = await setUp(backend);
-    await backfill(createSyncDeps(fast, fast.store), { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true });
+    await backfill(createSyncDeps(fast, fast.store), { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0 });
     expect(fast.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
 
     const slow = await setUp(backend);

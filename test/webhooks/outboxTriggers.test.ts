@@ -1,4 +1,5 @@
 import type { Hex } from "viem";
+import { packRows } from "../../src/decode/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import type { Config } from "../../src/config/types.js";
@@ -66,7 +67,7 @@ async function commitWindow(store: Store, logs: RpcLog[], tokens: readonly Hex[]
   const writer = store.openWindowWriter({ bulk: false });
   try {
     const blocks = logs.map((l) => l.blockNumber);
-    return await writer.commit({ from: Math.min(...blocks), to: Math.max(...blocks), tokens, rows: rows(logs, "confirmed"), transactions: [] }, 1);
+    return await writer.commit({ from: Math.min(...blocks), to: Math.max(...blocks), tokens, rows: packRows(rows(logs, "confirmed")), transactions: [] }, 1);
   } finally {
     await writer.close();
   }

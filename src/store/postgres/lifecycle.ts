@@ -5,6 +5,7 @@ import type { LogRow, LogStatus } from "../../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../../decode/preconfirmedTwins.js";
 import type { BlockApplied, PreconfirmedStored } from "../lifecycle.js";
 import { insertLogRows } from "./rowWriter.js";
+import { packRows } from "../../decode/packedRows.js";
 import { UNSETTLED_STATUS_LIST_SQL } from "../schemaV8.js";
 
 /**
@@ -52,7 +53,7 @@ export function postgresLifecycle(client: pg.ClientBase) {
         moved++;
         if (twin.status === "dropped") revived++;
       }
-      return { ...(await insertLogRows(client, fresh, now)), moved, revived };
+      return { ...(await insertLogRows(client, packRows(fresh), now)), moved, revived };
     },
 
     async preconfirmedThrough(blockNumber: number): Promise<Set<Hex>> {
@@ -90,7 +91,7 @@ export function postgresLifecycle(client: pg.ClientBase) {
         result.promoted++;
         if (twin.preconfirmedAt !== null) result.leadTimesMs.push(now - twin.preconfirmedAt);
       }
-      const counts = await insertLogRows(client, fresh, now);
+      const counts = await insertLogRows(client, packRows(fresh), now);
       result.inserted = counts.inserted;
       result.byEvent = counts.byEvent;
       result.duplicates += counts.duplicates;

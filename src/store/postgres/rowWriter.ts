@@ -1,7 +1,6 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import { eventName } from "../../decode/paymentEvents.js";
-import type { LogRow } from "../../decode/logRow.js";
+import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
 import { registryOfCode, type Attribution } from "../../decode/erc8021.js";
 import type { AttributedTransaction } from "../attributionWriter.js";
 import type { EventCount, InsertCounts } from "../logWriter.js";
@@ -85,40 +84,39 @@ authorizations_inserted AS (
 )
 SELECT event, status, count(*)::integer AS logs FROM matched GROUP BY event, status`;
 
-/** A batch of rows as the statement's parameters: one array literal per input column. */
-function logRowParams(rows: readonly LogRow[], now: number): string[] {
+/** A batch of packed rows (decode/packedRows.ts) as the statement's parameters: one array literal per input column. */
+function logRowParams(rows: PackedRows, now: number): string[] {
   // Column by column, straight into array-literal elements. Every value here is a validated hex
   // string, a number, a decimal string or one of our own words: none needs quoting (arrayLiteral
   // checks each element; at 24 columns a row that check was a tenth of the client's time).
-  const columns = INPUT_COLUMNS.map(() => new Array<string>(rows.length));
-  const bare = (value: string | number | null | undefined) => (value === null || value === undefined ? "NULL" : String(value));
-  rows.forEach((row, r) => {
-    const s = row.status;
-    const event = row.event;
+  const t = unpackStrings(rows);
+  const n = rows.numbers;
+  const columns = INPUT_COLUMNS.map(() => new Array<string>(rows.count));
+  const bare = (value: string | number | null) => (value === null || value === "" ? "NULL" : String(value));
+  for (let r = 0, i = 0, k = 0; r < rows.count; r++, i += STRING_FIELDS, k += NUMBER_FIELDS) {
+    const s = t[i + STRING_AT.status]!;
     const values = [
-      row.chainId, row.address, row.topics[0], row.topics[1], row.topics[2], row.topics[3], row.data,
-      row.blockNumber, row.blockHash, row.blockTimestamp, row.transactionHash, row.transactionIndex, row.logIndex, row.txLogPosition,
-      s, row.source, now, s === "preconfirmed" ? now : null, s === "confirmed" || s === "finalized" ? now : null, s === "finalized" ? now : null,
-      eventName(event),
-      event.kind === "transfer" ? event.from : event.authorizer,
-      event.kind === "transfer" ? event.to : event.nonce,
-      event.kind === "transfer" ? event.value.toString() : null,
+      n[k + NUMBER_AT.chainId]!, t[i + STRING_AT.address]!, t[i + STRING_AT.topic0]!, t[i + STRING_AT.topic1]!, t[i + STRING_AT.topic2]!,
+      t[i + STRING_AT.topic3]!, t[i + STRING_AT.data]!, n[k + NUMBER_AT.blockNumber]!, t[i + STRING_AT.blockHash]!, n[k + NUMBER_AT.blockTimestamp]!,
+      t[i + STRING_AT.txHash]!, n[k + NUMBER_AT.txIndex]!, n[k + NUMBER_AT.logIndex]!, n[k + NUMBER_AT.txLogPosition]!,
+      s, t[i + STRING_AT.source]!, now, s === "preconfirmed" ? now : null, s === "confirmed" || s === "finalized" ? now : null, s === "finalized" ? now : null,
+      t[i + STRING_AT.event]!, t[i + STRING_AT.first]!, t[i + STRING_AT.second]!, t[i + STRING_AT.value]!,
     ];
-    for (let c = 0; c < values.length; c++) columns[c]![r] = bare(values[c]);
-  });
+    for (let c = 0; c < values.length; c++) columns[c]![r] = bare(values[c]!);
+  }
   return columns.map((parts) => `{${parts.join(",")}}`);
 }
 
 /**
- * Inserts decoded rows into `logs` and their decoded table, skipping logs already stored (the unique
+ * Inserts packed rows into `logs` and their decoded table, skipping logs already stored (the unique
  * key), in one statement. Call inside a transaction.
  */
-export async function insertLogRows(client: pg.ClientBase, rows: readonly LogRow[], now: number): Promise<InsertCounts> {
-  if (rows.length === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
+export async function insertLogRows(client: pg.ClientBase, rows: PackedRows, now: number): Promise<InsertCounts> {
+  if (rows.count === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
   const { rows: byEvent } = await client.query(INSERT_LOGS_SQL, logRowParams(rows, now));
   const counts = byEvent as EventCount[];
   const inserted = counts.reduce((sum, c) => sum + c.logs, 0);
-  return { inserted, duplicates: rows.length - inserted, byEvent: counts };
+  return { inserted, duplicates: rows.count - inserted, byEvent: counts };
 }
 
 const TRANSACTION_COLUMNS: readonly Column[] = [

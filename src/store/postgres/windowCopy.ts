@@ -2,8 +2,9 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
-import type { LogRow } from "../../decode/logRow.js";
-import { eventName } from "../../decode/paymentEvents.js";
+import type { LogStatus } from "../../decode/logRow.js";
+import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
+import type { EventName } from "../../decode/paymentEvents.js";
 import { createEventTally, type InsertCounts } from "../logWriter.js";
 
 const LOG_COLUMNS =
@@ -21,31 +22,37 @@ const UNIQUE_VIOLATION = "23505";
  * twice), the COPY is rolled back to its savepoint and undefined is returned, and the caller
  * stores the window with the statement that skips duplicates. Call inside a transaction.
  */
-export async function copyWindow(client: pg.ClientBase, rows: readonly LogRow[], now: number): Promise<InsertCounts | undefined> {
-  if (rows.length === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
+export async function copyWindow(client: pg.ClientBase, rows: PackedRows, now: number): Promise<InsertCounts | undefined> {
+  if (rows.count === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
+  const t = unpackStrings(rows);
+  const n = rows.numbers;
+  const eventOf = (r: number) => t[r * STRING_FIELDS + STRING_AT.event] as EventName;
   await client.query("SAVEPOINT window_copy");
   try {
     const reserved = await client.query({
       text: "SELECT nextval(pg_get_serial_sequence('logs', 'id'))::text AS id FROM generate_series(1, $1)",
-      values: [rows.length],
+      values: [rows.count],
       rowMode: "array",
     });
     const ids = (reserved.rows as string[][]).map((r) => r[0]!);
+    const all = [...ids.keys()];
+    const transfers = all.filter((r) => eventOf(r) === "transfer");
+    const authorizations = all.filter((r) => eventOf(r) !== "transfer");
     await copyInto(client, `COPY logs (${LOG_COLUMNS}) FROM STDIN`, (out) => {
-      for (let i = 0; i < rows.length; i++) encodeLog(out, ids[i]!, rows[i]!, now);
+      for (const r of all) encodeLog(out, ids[r]!, t, r * STRING_FIELDS, n, r * NUMBER_FIELDS, now);
     });
-    if (rows.some((row) => row.event.kind === "transfer"))
+    if (transfers.length > 0)
       await copyInto(client, `COPY transfers (${TRANSFER_COLUMNS}) FROM STDIN`, (out) => {
-        for (let i = 0; i < rows.length; i++) if (rows[i]!.event.kind === "transfer") encodeDecoded(out, ids[i]!, rows[i]!);
+        for (const r of transfers) encodeDecoded(out, ids[r]!, t, r * STRING_FIELDS, n, r * NUMBER_FIELDS);
       });
-    if (rows.some((row) => row.event.kind === "authorization"))
+    if (authorizations.length > 0)
       await copyInto(client, `COPY authorization_events (${AUTHORIZATION_COLUMNS}) FROM STDIN`, (out) => {
-        for (let i = 0; i < rows.length; i++) if (rows[i]!.event.kind === "authorization") encodeDecoded(out, ids[i]!, rows[i]!);
+        for (const r of authorizations) encodeDecoded(out, ids[r]!, t, r * STRING_FIELDS, n, r * NUMBER_FIELDS);
       });
     await client.query("RELEASE SAVEPOINT window_copy");
     const tally = createEventTally();
-    for (const row of rows) tally.add(eventName(row.event), row.status);
-    return { inserted: rows.length, duplicates: 0, byEvent: tally.counts() };
+    for (const r of all) tally.add(eventOf(r), t[r * STRING_FIELDS + STRING_AT.status] as LogStatus);
+    return { inserted: rows.count, duplicates: 0, byEvent: tally.counts() };
   } catch (error) {
     if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
     await client.query("ROLLBACK TO SAVEPOINT window_copy");
@@ -54,28 +61,29 @@ export async function copyWindow(client: pg.ClientBase, rows: readonly LogRow[],
 }
 
 /**
- * One log as a line of COPY text. Every value is a validated hex string, a number, a decimal
- * string or one of our own words: none holds a tab, newline or backslash, so none is escaped.
+ * One log (strings from `t[i]`, numbers from `n[k]`: decode/packedRows.ts) as a line of COPY text.
+ * Every value is a validated hex string, a number, a decimal string or one of our own words: none
+ * holds a tab, newline or backslash, so none is escaped. A packed "" is NULL.
  */
-function encodeLog(out: CopyText, id: string, row: LogRow, now: number): void {
-  const s = row.status;
-  const [topic0, topic1, topic2, topic3] = row.topics;
-  out.field(id).field(String(row.chainId)).field(row.address).nullable(topic0).nullable(topic1).nullable(topic2).nullable(topic3).field(row.data);
-  out.field(String(row.blockNumber)).field(row.blockHash).field(String(row.blockTimestamp)).field(row.transactionHash);
-  out.field(String(row.transactionIndex)).field(String(row.logIndex)).field(String(row.txLogPosition)).field(s).field(row.source);
+function encodeLog(out: CopyText, id: string, t: readonly string[], i: number, n: Float64Array, k: number, now: number): void {
+  const s = t[i + STRING_AT.status]!;
+  out.field(id).field(String(n[k + NUMBER_AT.chainId])).field(t[i + STRING_AT.address]!);
+  out.nullable(t[i + STRING_AT.topic0]).nullable(t[i + STRING_AT.topic1]).nullable(t[i + STRING_AT.topic2]).nullable(t[i + STRING_AT.topic3]);
+  out.field(t[i + STRING_AT.data]!).field(String(n[k + NUMBER_AT.blockNumber])).field(t[i + STRING_AT.blockHash]!);
+  out.field(String(n[k + NUMBER_AT.blockTimestamp])).field(t[i + STRING_AT.txHash]!).field(String(n[k + NUMBER_AT.txIndex]));
+  out.field(String(n[k + NUMBER_AT.logIndex])).field(String(n[k + NUMBER_AT.txLogPosition])).field(s).field(t[i + STRING_AT.source]!);
   const at = String(now);
   out.field(at).nullable(s === "preconfirmed" ? at : undefined).nullable(s === "confirmed" || s === "finalized" ? at : undefined);
   out.nullable(s === "finalized" ? at : undefined).endLine();
 }
 
 /** A transfer or authorization event row of the log `id`. */
-function encodeDecoded(out: CopyText, id: string, row: LogRow): void {
-  const event = row.event;
-  out.field(id).field(String(row.chainId)).field(row.address);
-  if (event.kind === "transfer") out.field(event.from).field(event.to).field(event.value);
-  else out.field(event.authorizer).field(event.nonce).field(event.used ? "used" : "canceled");
-  out.field(String(row.blockNumber)).field(row.blockHash).field(String(row.blockTimestamp)).field(row.transactionHash);
-  out.field(String(row.transactionIndex)).field(String(row.logIndex)).field(row.status).endLine();
+function encodeDecoded(out: CopyText, id: string, t: readonly string[], i: number, n: Float64Array, k: number): void {
+  const event = t[i + STRING_AT.event] as EventName;
+  out.field(id).field(String(n[k + NUMBER_AT.chainId])).field(t[i + STRING_AT.address]!).field(t[i + STRING_AT.first]!).field(t[i + STRING_AT.second]!);
+  out.field(event === "transfer" ? t[i + STRING_AT.value]! : event === "authorization_used" ? "used" : "canceled");
+  out.field(String(n[k + NUMBER_AT.blockNumber])).field(t[i + STRING_AT.blockHash]!).field(String(n[k + NUMBER_AT.blockTimestamp]));
+  out.field(t[i + STRING_AT.txHash]!).field(String(n[k + NUMBER_AT.txIndex])).field(String(n[k + NUMBER_AT.logIndex])).field(t[i + STRING_AT.status]!).endLine();
 }
 
 /**
@@ -97,9 +105,9 @@ class CopyText {
     return this;
   }
 
-  /** `\N` (COPY's NULL) for undefined. */
+  /** `\N` (COPY's NULL) for undefined or "" (a packed NULL). */
   nullable(value: string | undefined): this {
-    return this.field(value ?? "\\N");
+    return this.field(value === undefined || value === "" ? "\\N" : value);
   }
 
   endLine(): void {

@@ -4,15 +4,15 @@ import { pathToFileURL } from "node:url";
 import { Worker, type ResourceLimits } from "node:worker_threads";
 
 /**
- * Starts one of the store's threads (`entry`: the file's base name in src/store, without extension).
- * The thread runs the compiled .js next to this file. From TypeScript sources (tests under tsx or
+ * Starts a thread running `entry` (a file's base name, without extension, beside the module whose
+ * `import.meta.url` is `beside`): the compiled .js. From TypeScript sources (tests under tsx or
  * vitest) it first registers tsx's loader in the new thread, then imports the .ts entry.
  */
-export function startStoreThread(entry: string, workerData: unknown, resourceLimits: ResourceLimits): Worker {
+export function startThread(beside: string, entry: string, workerData: unknown, resourceLimits: ResourceLimits): Worker {
   const options = { workerData, resourceLimits };
-  if (!import.meta.url.endsWith(".ts")) return new Worker(new URL(`./${entry}.js`, import.meta.url), options);
+  if (!beside.endsWith(".ts")) return new Worker(new URL(`./${entry}.js`, beside), options);
   const tsx = pathToFileURL(tsxEsmApiPath()).href;
-  const source = new URL(`./${entry}.ts`, import.meta.url).href;
+  const source = new URL(`./${entry}.ts`, beside).href;
   const bootstrap = `import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(source)});`;
   return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`), options);
 }

@@ -1,0 +1,95 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { Worker } from "node:worker_threads";
+import { FatalError } from "../errors/base.js";
+import { startThread } from "../ops/startThread.js";
+import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "./windowAnswer.js";
+import type { DecodeReply, DecodeRequest } from "./windowDecoderThread.js";
+
+/**
+ * A backfill that has decoded this many logs decodes the rest on a thread of its own; a short
+ * catch-up is not worth starting one.
+ */
+export const DECODE_THREAD_MIN_LOGS = 20_000;
+/** The thread holds a few windows' answers and rows at a time. */
+const DECODE_THREAD_HEAP_MB = 96;
+/**
+ * Its young generation: everything it makes (parsed JSON, checked logs, rows) dies within one
+ * window, so a nursery of a few windows' garbage keeps it out of the old generation.
+ */
+const DECODE_THREAD_YOUNG_MB = 24;
+
+export type WindowDecoder = {
+  decode: (answer: WindowAnswer) => Promise<DecodedWindow>;
+  close: () => Promise<void>;
+};
+
+/**
+ * Decodes backfill windows' answers (windowAnswer.ts). Parsing, checking, decoding and packing an
+ * answer is most of the main thread's work in a backfill and its garbage; on the decode thread it
+ * no longer holds up live messages (pre-confirmations, heads) for milliseconds at a time. The
+ * first DECODE_THREAD_MIN_LOGS logs (`threadAfterLogs`) are decoded on the caller's thread.
+ */
+export function createWindowDecoder(options: { threadAfterLogs?: number | undefined } = {}): WindowDecoder {
+  const threadAfterLogs = options.threadAfterLogs ?? DECODE_THREAD_MIN_LOGS;
+  let decodedLogs = 0;
+  let thread: ReturnType<typeof startDecodeThread> | undefined;
+  return {
+    async decode(answer) {
+      if (thread !== undefined) return thread.decode(answer);
+      // Decoding holds this thread: live messages received meanwhile go first.
+      await yieldToEventLoop();
+      const decoded = decodeWindowAnswer(answer);
+      if (decoded.kind === "rows") decodedLogs += decoded.rows.count;
+      if (decodedLogs >= threadAfterLogs) thread ??= startDecodeThread();
+      return decoded;
+    },
+    close: async () => thread?.close(),
+  };
+}
+
+function startDecodeThread() {
+  const worker: Worker = startThread(import.meta.url, "windowDecoderThread", undefined, {
+    maxOldGenerationSizeMb: DECODE_THREAD_HEAP_MB,
+    maxYoungGenerationSizeMb: DECODE_THREAD_YOUNG_MB,
+  });
+  const waiting = new Map<number, { resolve: (decoded: DecodedWindow) => void; reject: (error: Error) => void }>();
+  let nextId = 1;
+  let failure: Error | undefined;
+  const failAll = (error: Error) => {
+    failure ??= error;
+    for (const { reject } of waiting.values()) reject(failure);
+    waiting.clear();
+  };
+  worker.on("message", (reply: DecodeReply) => {
+    const pending = waiting.get(reply.id);
+    if (pending === undefined) return;
+    waiting.delete(reply.id);
+    if (reply.decoded !== undefined) pending.resolve(reply.decoded);
+    else pending.reject(new FatalError(`Could not decode a backfill window: ${reply.error}`));
+  });
+  worker.on("error", (error) => failAll(new FatalError(`The decode thread failed: ${error.message}`, { cause: error })));
+  const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+  void exited.then(() => failAll(new FatalError("The decode thread exited")));
+  let closing: Promise<void> | undefined;
+  return {
+    decode(answer: WindowAnswer): Promise<DecodedWindow> {
+      if (failure !== undefined) return Promise.reject(failure);
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        waiting.set(id, { resolve, reject });
+        // The body's bytes (a buffer of their own: chain/httpTransport.ts) move instead of being copied.
+        const body = answer.body;
+        const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
+        worker.postMessage({ id, answer } satisfies DecodeRequest, movable ? [body.buffer as ArrayBuffer] : []);
+      });
+    },
+    close(): Promise<void> {
+      closing ??= (async () => {
+        if (failure === undefined && waiting.size === 0) worker.postMessage("close");
+        else await worker.terminate();
+        await exited;
+      })();
+      return closing;
+    },
+  };
+}
