@@ -59,7 +59,7 @@ export function createLifecycle(db: Database) {
   const finalizedSameContent = createFinalizedLookup(db, `SELECT ${COLUMNS} FROM logs INDEXED BY logs_by_tx WHERE ${CONTENT} AND status = 'finalized'`);
   type Announced = TwinCandidate & { status: LogStatus; blockNumber: number };
   const unsettledSameContent = (row: LogRow) => findUnsettledSameContent.all(twinContent(row)) as Announced[];
-  const sameContent = (row: LogRow): Announced[] => [...unsettledSameContent(row), ...(finalizedSameContent(twinContent(row)) as Announced[])];
+  const sameContent = (row: LogRow): Announced[] => [...unsettledSameContent(row), ...(finalizedSameContent.all(twinContent(row)) as Announced[])];
   const moveAnnounced = db.prepare(`
     UPDATE logs SET status = 'preconfirmed', block_number = @blockNumber, block_timestamp = @blockTimestamp, tx_index = @txIndex,
       log_index = @logIndex, tx_log_position = @txLogPosition, removed_at = NULL
@@ -79,6 +79,8 @@ export function createLifecycle(db: Database) {
     SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs WHERE status = 'confirmed' ORDER BY block_number`);
 
   return {
+    /** The reader indexes were built (readerIndexes.ts): finalized rows can be looked up again. */
+    readerIndexesBuilt: () => finalizedSameContent.indexBuilt(),
     /**
      * Stores pre-confirmed rows. A log already confirmed, or already pre-confirmed for this block,
      * changes nothing; one announced for a later block than stored (or stored as dropped) moves its
@@ -196,18 +198,28 @@ export type Lifecycle = ReturnType<typeof createLifecycle>;
  * A lookup of finalized rows through `logs_by_tx`, the full-hash reader index. While a bulk backfill
  * has dropped that index (readerIndexes.ts) the lookup finds nothing instead of scanning the table:
  * it only serves a pre-confirmation announced again after its log was finalized, and a bulk load
- * writes history far below the pending block. `INDEXED BY` makes SQLite refuse, never scan.
+ * writes history far below the pending block. `INDEXED BY` makes SQLite refuse, never scan. Once
+ * refused it stays empty, without preparing again for every row, until `indexBuilt` (only this
+ * process, the one writer, builds the reader indexes).
  */
-function createFinalizedLookup(db: Database, sql: string): (params: object) => unknown[] {
+function createFinalizedLookup(db: Database, sql: string) {
   let statement: Statement | undefined;
-  return (params) => {
-    try {
-      statement ??= db.prepare(sql);
-      return statement.all(params);
-    } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith("no such index"))) throw error;
-      statement = undefined;
-      return [];
-    }
+  let missing = false;
+  return {
+    all(params: object): unknown[] {
+      if (missing) return [];
+      try {
+        statement ??= db.prepare(sql);
+        return statement.all(params);
+      } catch (error) {
+        if (!(error instanceof Error && error.message.startsWith("no such index"))) throw error;
+        statement = undefined;
+        missing = true;
+        return [];
+      }
+    },
+    indexBuilt(): void {
+      missing = false;
+    },
   };
 }

@@ -71,7 +71,12 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     readerIndexes: {
       missing: async () => indexes.missing(),
       drop: async () => gate.hold(() => indexes.drop()),
-      build: async () => gate.hold(() => indexes.build()),
+      build: async () =>
+        gate.hold(() => {
+          const built = indexes.build();
+          lifecycle.readerIndexesBuilt();
+          return built;
+        }),
     },
 
     applyChainChange: async (change, now) =>

@@ -77,9 +77,19 @@ describe("lifecycle of a pre-confirmation of a log already settled", () => {
     expect(lifecycle.insertPreconfirmed(transfer(12, 0, "preconfirmed"), 4_000)).toMatchObject({ inserted: 0, moved: 0 });
     expect(rows()).toMatchObject([{ status: "finalized", block_number: 11 }]);
 
+    const forgetPreconfirmed = () => {
+      db.exec("DELETE FROM transfers WHERE log_id IN (SELECT id FROM logs WHERE status = 'preconfirmed')");
+      db.exec("DELETE FROM logs WHERE status = 'preconfirmed'");
+    };
     db.exec("DROP INDEX logs_by_tx");
     expect(lifecycle.insertPreconfirmed(transfer(12, 0, "preconfirmed"), 5_000)).toMatchObject({ inserted: 1 });
+    forgetPreconfirmed();
+    // Refused once, the lookup stays off (no prepare per row) until the store says the indexes are built.
     db.exec("CREATE INDEX logs_by_tx ON logs (tx_hash)");
-    expect(lifecycle.insertPreconfirmed(transfer(13, 0, "preconfirmed"), 6_000)).toMatchObject({ inserted: 0 });
+    expect(lifecycle.insertPreconfirmed(transfer(12, 0, "preconfirmed"), 6_000)).toMatchObject({ inserted: 1 });
+    forgetPreconfirmed();
+    lifecycle.readerIndexesBuilt();
+    expect(lifecycle.insertPreconfirmed(transfer(13, 0, "preconfirmed"), 7_000)).toMatchObject({ inserted: 0 });
+    expect(rows()).toMatchObject([{ status: "finalized", block_number: 11 }]);
   });
 });
