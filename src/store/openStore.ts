@@ -1,9 +1,7 @@
 import type { Config } from "../config/types.js";
 import type { Metrics } from "../ops/metrics.js";
 import { openDatabase, openDatabaseReadOnly, refuseForeignFile, type ChainIdentity } from "./openDatabase.js";
-import { describeLocation } from "./postgres/connection.js";
-import { openPostgresStore, openPostgresStoreReadOnly } from "./postgres/openPostgres.js";
-import { acquirePostgresWriterLock } from "./postgres/writerLock.js";
+import { describeLocation } from "./postgres/location.js";
 import { createSqliteStore } from "./sqliteStore.js";
 import type { Store } from "./store.js";
 import { acquireWriterLock, recordWriter, type WriterLock } from "./writerLock.js";
@@ -30,7 +28,10 @@ export type OpenStoreOptions = {
  */
 export async function acquireStoreWriterLock(config: StoreConfig, command: string): Promise<WriterLock> {
   const { database } = config;
-  if (database.url !== undefined) return acquirePostgresWriterLock(database.url, database.schema, storeLocation(database), command);
+  if (database.url !== undefined) {
+    const { acquirePostgresWriterLock } = await import("./postgres/writerLock.js");
+    return acquirePostgresWriterLock(database.url, database.schema, storeLocation(database), command);
+  }
   refuseForeignFile(database.path);
   return acquireWriterLock(database.path, command);
 }
@@ -39,6 +40,7 @@ export async function acquireStoreWriterLock(config: StoreConfig, command: strin
 export async function openStore(config: StoreConfig, options: OpenStoreOptions): Promise<Store> {
   const { database } = config;
   if (database.url !== undefined) {
+    const { openPostgresStore } = await import("./postgres/openPostgres.js");
     const lock = options.lock as (WriterLock & { check?: () => void }) | undefined;
     return openPostgresStore(
       { url: database.url, schema: database.schema, chainId: config.chainId },
@@ -58,7 +60,10 @@ export async function openStore(config: StoreConfig, options: OpenStoreOptions):
 /** Opens an existing flashindex database for reading only (status, auth, order show/list, cancel). */
 export async function openReadOnlyStore(config: StoreConfig, metrics: Pick<Metrics, "dbWriteDuration">): Promise<Store> {
   const { database } = config;
-  if (database.url !== undefined) return openPostgresStoreReadOnly({ url: database.url, schema: database.schema, chainId: config.chainId }, metrics);
+  if (database.url !== undefined) {
+    const { openPostgresStoreReadOnly } = await import("./postgres/openPostgres.js");
+    return openPostgresStoreReadOnly({ url: database.url, schema: database.schema, chainId: config.chainId }, metrics);
+  }
   const db = openDatabaseReadOnly(database.path, config.chainId);
   return createSqliteStore({ db, chainId: config.chainId, metrics });
 }

@@ -1,5 +1,4 @@
 import pg from "pg";
-import { redactDatabaseUrl } from "../../ops/redact.js";
 import { OUTBOX_LOCK_SQL } from "./schemaV7.js";
 
 /** Connections of the pool a store opens: the writer's transactions, readers and late attribution. */
@@ -48,11 +47,6 @@ export function createPool(url: string, schema: string): pg.Pool {
   // client's own 'error' event would otherwise be an uncaught exception.
   pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
-}
-
-/** `postgres://host:5432/db (schema flashindex)`, credentials redacted: how messages name the database. */
-export function describeLocation(url: string, schema: string): string {
-  return `${redactDatabaseUrl(url)} (schema ${schema})`;
 }
 
 /**
