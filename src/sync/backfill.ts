@@ -144,7 +144,7 @@ export async function backfill(
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
   async function commitWindow(writer: WindowWriter, window: WindowResult): Promise<void> {
-    // Packing a window for the writer holds the thread too: live messages received meanwhile go first.
+    // Packing a window (its attribution; a short backfill's rows too) holds the thread: live messages received meanwhile go first.
     await yieldToEventLoop();
     const writeStarted = performance.now();
     const counts = await writer.commit(window, Date.now());
@@ -185,7 +185,7 @@ export async function backfill(
     }
   }
 
-  // A long run tells the store so (SQLite then writes on a thread of its own while this one decodes the next windows).
+  // A long run tells the store so (SQLite then writes on a thread of its own while the next windows are fetched and decoded).
   let onThread = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
   let writer = store.openWindowWriter({ bulk: onThread });
   let fetchedLogs = 0;
