@@ -2,6 +2,7 @@ import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
 import { FatalError } from "../errors/base.js";
 import { startThread } from "../ops/startThread.js";
+import { createThreadCalls } from "../ops/threadCalls.js";
 import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "./windowAnswer.js";
 import type { DecodeReply, DecodeRequest } from "./windowDecoderThread.js";
 
@@ -52,31 +53,15 @@ function startDecodeThread() {
     maxOldGenerationSizeMb: DECODE_THREAD_HEAP_MB,
     maxYoungGenerationSizeMb: DECODE_THREAD_YOUNG_MB,
   });
-  const waiting = new Map<number, { resolve: (decoded: DecodedWindow) => void; reject: (error: Error) => void }>();
-  let nextId = 1;
-  let failure: Error | undefined;
-  const failAll = (error: Error) => {
-    failure ??= error;
-    for (const { reject } of waiting.values()) reject(failure);
-    waiting.clear();
-  };
-  worker.on("message", (reply: DecodeReply) => {
-    const pending = waiting.get(reply.id);
-    if (pending === undefined) return;
-    waiting.delete(reply.id);
-    if (reply.decoded !== undefined) pending.resolve(reply.decoded);
-    else pending.reject(new FatalError(`Could not decode a backfill window: ${reply.error}`));
+  const calls = createThreadCalls<DecodeReply, DecodedWindow>(worker, {
+    thread: "decode thread",
+    settle: (reply) => reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`),
   });
-  worker.on("error", (error) => failAll(new FatalError(`The decode thread failed: ${error.message}`, { cause: error })));
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
-  void exited.then(() => failAll(new FatalError("The decode thread exited")));
   let closing: Promise<void> | undefined;
   return {
     decode(answer: WindowAnswer): Promise<DecodedWindow> {
-      if (failure !== undefined) return Promise.reject(failure);
-      const id = nextId++;
-      return new Promise((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
+      return calls.call((id) => {
         // The body's bytes (a buffer of their own: chain/httpTransport.ts) move instead of being copied.
         const body = answer.body;
         const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
@@ -85,7 +70,7 @@ function startDecodeThread() {
     },
     close(): Promise<void> {
       closing ??= (async () => {
-        if (failure === undefined && waiting.size === 0) worker.postMessage("close");
+        if (!calls.failed() && calls.waiting() === 0) worker.postMessage("close");
         else await worker.terminate();
         await exited;
       })();

@@ -3,6 +3,7 @@ import { FatalError } from "../errors/base.js";
 import { createCheckpointer } from "./checkpointer.js";
 import type { InsertCounts } from "./logWriter.js";
 import { startThread } from "../ops/startThread.js";
+import { createThreadCalls } from "../ops/threadCalls.js";
 import type { Database } from "./openDatabase.js";
 import type { WindowWriter } from "./store.js";
 import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
@@ -35,23 +36,12 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
   const checkpointer = createCheckpointer(db.name);
   const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
   db.pragma("wal_autocheckpoint = 0");
-  const waiting = new Map<number, { resolve: (counts: InsertCounts) => void; reject: (error: Error) => void }>();
-  let nextId = 1;
-  let failure: Error | undefined;
-  const failAll = (error: Error) => {
-    failure ??= error;
-    for (const { reject } of waiting.values()) reject(failure);
-    waiting.clear();
-  };
-  worker.on("message", (reply: WindowReply) => {
-    checkpointer.nudge();
-    const pending = waiting.get(reply.id);
-    if (pending === undefined) return;
-    waiting.delete(reply.id);
-    if (reply.error !== undefined) pending.reject(new FatalError(`Could not store a backfill window: ${reply.error}`));
-    else pending.resolve(reply.counts as InsertCounts);
+  const calls = createThreadCalls<WindowReply, InsertCounts>(worker, {
+    thread: "window writer thread",
+    // Each reply means a committed window (or a failed one): the checkpointer may copy the WAL back.
+    onReply: () => checkpointer.nudge(),
+    settle: (reply) => (reply.error !== undefined ? new FatalError(`Could not store a backfill window: ${reply.error}`) : (reply.counts as InsertCounts)),
   });
-  worker.on("error", (error) => failAll(new FatalError(`The window writer thread failed: ${error.message}`, { cause: error })));
   const exited = new Promise<void>((resolve) =>
     worker.once("exit", () => {
       // A thread that died inside a transaction must not leave live writes waiting for it.
@@ -59,16 +49,12 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
       resolve();
     }),
   );
-  void exited.then(() => failAll(new FatalError("The window writer thread exited")));
   let closing: Promise<void> | undefined;
   const outstanding = new Set<Promise<InsertCounts>>();
 
   return {
     commit(window, now) {
-      if (failure !== undefined) return Promise.reject(failure);
-      const id = nextId++;
-      const committed = new Promise<InsertCounts>((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
+      const committed = calls.call((id) => {
         const packed = packWindow(window, now);
         // The rows' buffers move to the thread instead of being copied.
         worker.postMessage({ id, window: packed, now } satisfies WindowRequest, buffersToMove(packed.rows));
@@ -81,7 +67,7 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
     close() {
       closing ??= (async () => {
         await Promise.allSettled([...outstanding]);
-        if (failure === undefined) worker.postMessage("close");
+        if (!calls.failed()) worker.postMessage("close");
         else await worker.terminate();
         await exited;
         await checkpointer.close();
