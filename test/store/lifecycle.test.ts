@@ -7,6 +7,8 @@ import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createLifecycle } from "../../src/store/lifecycle.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { createMetrics } from "../../src/ops/metrics.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as const;
@@ -91,5 +93,20 @@ describe("lifecycle of a pre-confirmation of a log already settled", () => {
     lifecycle.readerIndexesBuilt();
     expect(lifecycle.insertPreconfirmed(transfer(13, 0, "preconfirmed"), 7_000)).toMatchObject({ inserted: 0 });
     expect(rows()).toMatchObject([{ status: "finalized", block_number: 11 }]);
+  });
+});
+
+describe("the SQLite store's finalized-twin lookup across a bulk load", () => {
+  test("once refused for a missing logs_by_tx, it looks finalized rows up again after the store builds the reader indexes", async () => {
+    const { db, lifecycle } = setUp();
+    const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+    lifecycle.applyCanonicalBlock(11, transfer(11, 0, "confirmed"), 1_000);
+    lifecycle.applyCanonicalBlock(12, transfer(12, 0, "confirmed", OTHER_TX), 1_000);
+    lifecycle.finalizeThrough(12, 2_000);
+
+    await store.readerIndexes.drop();
+    expect(await store.insertPreconfirmed(transfer(13, 0, "preconfirmed"), 3_000)).toMatchObject({ inserted: 1 });
+    expect(await store.readerIndexes.build()).toContain("logs_by_tx");
+    expect(await store.insertPreconfirmed(transfer(13, 0, "preconfirmed", OTHER_TX), 4_000)).toMatchObject({ inserted: 0 });
   });
 });
