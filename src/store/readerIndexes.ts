@@ -29,24 +29,22 @@ export function createReaderIndexes(db: Database) {
       }).immediate();
     },
     /**
-     * Builds the missing ones, each in its own transaction; returns their names. The sort spills to a
-     * temporary file, not to memory: building over millions of rows would otherwise lift peak RSS by
-     * the size of the keys.
+     * Builds the first missing one in its own transaction and returns its name (undefined when none
+     * is missing): the caller serves other work between indexes, each a fraction of a second to
+     * seconds on millions of rows. The sort spills to a temporary file, not to memory: building over
+     * millions of rows would otherwise lift peak RSS by the size of the keys.
      */
-    build(): string[] {
-      const built: string[] = [];
+    buildNext(): string | undefined {
+      const index = READER_INDEXES.find((i) => present.get(i.name) === undefined);
+      if (index === undefined) return undefined;
       const tempStore = db.pragma("temp_store", { simple: true }) as number;
       db.pragma("temp_store = FILE");
       try {
-        for (const index of READER_INDEXES) {
-          if (present.get(index.name) !== undefined) continue;
-          db.transaction(() => db.exec(index.sql)).immediate();
-          built.push(index.name);
-        }
+        db.transaction(() => db.exec(index.sql)).immediate();
       } finally {
         db.pragma(`temp_store = ${tempStore}`);
       }
-      return built;
+      return index.name;
     },
   };
 }

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { statSync } from "node:fs";
 import type { Metrics } from "../ops/metrics.js";
 import { createAttributionWriter } from "./attributionWriter.js";
@@ -71,12 +72,18 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     readerIndexes: {
       missing: async () => indexes.missing(),
       drop: async () => gate.hold(() => indexes.drop()),
-      build: async () =>
-        gate.hold(() => {
-          const built = indexes.build();
-          lifecycle.readerIndexesBuilt();
-          return built;
-        }),
+      async build() {
+        // One index per turn of the event loop: live messages wait for one index, not for all of them.
+        const built: string[] = [];
+        for (;;) {
+          const name = gate.hold(() => indexes.buildNext());
+          if (name === undefined) break;
+          built.push(name);
+          await yieldToEventLoop();
+        }
+        lifecycle.readerIndexesBuilt();
+        return built;
+      },
     },
 
     applyChainChange: async (change, now) =>
