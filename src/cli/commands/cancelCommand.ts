@@ -42,7 +42,8 @@ const OPTIONS = {
 export const CANCEL_COMMAND = defineCommand({
   name: "cancel",
   summary: "relay a buyer's cancelAuthorization on chain (or --dry-run: compare voiding costs)",
-  usage: "--authorizer A --nonce 0x… [--token T] (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]",
+  // Two lines, the second under the first's flags: on one line it was the only help line past 100 columns.
+  usage: "--authorizer A --nonce 0x… [--token T]\n                         (--signature 0x… | --v N --r 0x… --s 0x… | buyer key) [options]",
   description: `Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the
 token's cancelAuthorization from the relayer account, waits for the confirmations, and checks that
 authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's
