@@ -2,12 +2,13 @@ import type { LogRow } from "./logRow.js";
 import { eventName } from "./paymentEvents.js";
 
 /**
- * Rows as the writer thread takes them: all their strings joined into ONE string, and all their
+ * Rows as the writer thread takes them: all their strings joined into ONE text, and all their
  * numbers in one Float64Array. A structured clone of row objects wrote every key of every row and
  * the receiving thread built every object again; a flat array of values still cost a clone per
- * string (an eighth of the main thread, and most of the writer thread's garbage). One string is
- * copied in one sweep and split on the other side into slices of it; the numbers' buffer is
- * transferred, not copied.
+ * string (an eighth of the main thread, and most of the writer thread's garbage). The text is
+ * split on the other side into slices of it. Rows decoded on the decode thread carry it as ASCII
+ * bytes (packRowsToMove), so both buffers are transferred, never copied; rows packed on the main
+ * thread (live writes, a short backfill) carry a string, copied in one sweep.
  *
  * Every string is a validated hex, decimal or enum value (never empty, never holding NUL), so NUL
  * separates them and an empty string stands for NULL.
