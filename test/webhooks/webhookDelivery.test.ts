@@ -194,7 +194,10 @@ describe.each(BACKENDS)("webhooks on $name", (backend) => {
         const removed = await waitFor(() => good.delivered().find((r) => r.type === "payment.removed" && r.body.log.tx_hash === tx), 30_000, "payment.removed");
         expect(removed.body.status).toBe("removed");
         const order = good.delivered().filter((r) => r.body.log?.tx_hash === tx).map((r) => r.type);
-        expect(order.slice(0, 2)).toEqual(["payment.preconfirmed", "payment.confirmed"]);
+        // The pre-confirmation comes first whenever the daemon saw one: a block applied before the
+        // flashblock's notification was committed makes it stale, and the payment is first seen confirmed.
+        const seenPreconfirmed = order[0] === "payment.preconfirmed" ? ["payment.preconfirmed"] : [];
+        expect(order.slice(0, seenPreconfirmed.length + 1)).toEqual([...seenPreconfirmed, "payment.confirmed"]);
         expect(order.at(-1)).toBe("payment.removed");
 
         // The second subscription only wanted payment.confirmed to SHOP, and every attempt failed: parked.
