@@ -1,4 +1,5 @@
-import { getAddress, type Address } from "viem";
+import type { Address } from "viem";
+import { checksum } from "ox/Address";
 import { readCappedBody } from "../ops/readCappedBody.js";
 import { readAddress } from "../config/fields.js";
 import { ConfigError, RetryableError, UsageError } from "../errors/base.js";
@@ -135,7 +136,7 @@ function parseAnswer(text: string, requested: Address, prefix: string): Registra
     if (echoed.toLowerCase() !== requested.toLowerCase())
       throw new RegistrationRejectedError(`${prefix} with the code of another wallet (${quote(echoed)}, asked for ${requested})`);
   }
-  return { walletAddress: getAddress(requested), builderCode: code };
+  return { walletAddress: checksum(requested), builderCode: code };
 }
 
 /** The `message` or `error` of a JSON error body (`error` may be an object with a `message`), quoted safely. */

@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import DatabaseConstructor from "better-sqlite3";
-import { createPublicClient, http, type Hex } from "viem";
+import type { Hex } from "viem";
 import { requireRpc, runsDevnet, withDevnetEndpoints } from "../config/parseConfig.js";
 import type { Config, ConfigSettings } from "../config/types.js";
 import { devnetEndpointsPath, removeDevnetEndpoints, writeDevnetEndpoints } from "../devnet/devnetEndpoints.js";
@@ -136,6 +136,8 @@ async function compareWithDatabase(databasePath: string, anvilUrl: string): Prom
   } finally {
     db.close();
   }
+  // viem whole only here, where a saved devnet chain is checked: `start` on a network never loads it.
+  const { createPublicClient, http } = await import("viem");
   const client = createPublicClient({ transport: http(anvilUrl) });
   const [genesis, head] = await Promise.all([client.getBlock({ blockNumber: 0n }), client.getBlockNumber({ cacheTime: 0 })]);
   if (stored.genesis !== undefined && genesis.hash !== stored.genesis)

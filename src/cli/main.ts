@@ -10,37 +10,40 @@ import { LOG_LEVELS, type LogLevel } from "../config/types.js";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
-import { AUTH_COMMAND } from "./commands/authCommand.js";
-import { BACKFILL_COMMAND } from "./commands/backfillCommand.js";
-import { CANCEL_COMMAND } from "./commands/cancelCommand.js";
-import { DEVNET_COMMAND } from "./commands/devnetCommand.js";
-import { ORDER_COMMAND } from "./commands/orderCommand.js";
-import { REGISTER_COMMAND } from "./commands/registerCommand.js";
-import { START_COMMAND } from "./commands/startCommand.js";
-import { STATUS_COMMAND } from "./commands/statusCommand.js";
-import { WEBHOOKS_COMMAND } from "./commands/webhooksCommand.js";
 import { buildProgram, parseCommand, type CommandDefinition } from "./commandLine.js";
 import { jsonError } from "./output.js";
 
 /** After the first SIGINT/SIGTERM, work has this long to finish before the process exits anyway. */
 export const SHUTDOWN_GRACE_MS = 15_000;
 
-/** Every command, each defined once (options, help and run): the lead merges new ones here. */
-const COMMANDS: readonly CommandDefinition[] = [
-  START_COMMAND,
-  BACKFILL_COMMAND,
-  STATUS_COMMAND,
-  DEVNET_COMMAND,
-  REGISTER_COMMAND,
-  AUTH_COMMAND,
-  ORDER_COMMAND,
-  CANCEL_COMMAND,
-  WEBHOOKS_COMMAND,
+/**
+ * Every command, each defined once (options, help and run) in a module of its own, in the order
+ * `--help` lists them: the lead merges new ones here. Only the command being run is imported
+ * (importing all of them, the devnet and signing ones with viem whole, cost every command about a
+ * tenth of a second at start); help and an unknown name load them all.
+ */
+const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandDefinition>]> = [
+  ["start", async () => (await import("./commands/startCommand.js")).START_COMMAND],
+  ["backfill", async () => (await import("./commands/backfillCommand.js")).BACKFILL_COMMAND],
+  ["status", async () => (await import("./commands/statusCommand.js")).STATUS_COMMAND],
+  ["devnet", async () => (await import("./commands/devnetCommand.js")).DEVNET_COMMAND],
+  ["register", async () => (await import("./commands/registerCommand.js")).REGISTER_COMMAND],
+  ["auth", async () => (await import("./commands/authCommand.js")).AUTH_COMMAND],
+  ["order", async () => (await import("./commands/orderCommand.js")).ORDER_COMMAND],
+  ["cancel", async () => (await import("./commands/cancelCommand.js")).CANCEL_COMMAND],
+  ["webhooks", async () => (await import("./commands/webhooksCommand.js")).WEBHOOKS_COMMAND],
 ];
+
+/** The definition of command `name` alone when it is one; every command's otherwise. */
+function loadCommands(name: string | undefined): Promise<CommandDefinition[]> {
+  const one = COMMANDS.find(([key]) => key === name);
+  return Promise.all((one === undefined ? COMMANDS : [one]).map(([, load]) => load()));
+}
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
-  const program = buildProgram(COMMANDS);
+  const commands = await loadCommands(name);
+  const program = buildProgram(commands);
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     const command = name === "help" && args[0] !== undefined ? program.commands.find((c) => c.name() === args[0]) : undefined;
     process.stdout.write((command ?? program).helpInformation());
@@ -54,7 +57,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(parsed.text);
       return 0;
     }
-    await COMMANDS.find((c) => c.name === name)!.run(parsed, shutdown);
+    await commands.find((c) => c.name === name)!.run(parsed, shutdown);
     return 0;
   } catch (error) {
     return report(error, wantsJson(args));

@@ -1,4 +1,6 @@
-import { decodeAbiParameters, parseAbiParameters, type Hex } from "viem";
+import type { Hex } from "viem";
+// ox's module, not viem's index (the same decoder): importing viem whole costs every command about 150 ms at start.
+import { decode as decodeAbiParameters, from as parseAbiParameters } from "ox/AbiParameters";
 
 /** Well-known EntryPoint deployments, for information: bundles are detected by selector, not address. */
 export const ENTRY_POINT_ADDRESSES = {
@@ -56,7 +58,7 @@ export function decodeHandleOps(calldata: Hex): UserOperationCall[] | undefined 
   const selector = calldata.slice(0, 10).toLowerCase();
   const data: Hex = `0x${calldata.slice(10)}`;
   try {
-    // viem bounds-checks every read and caps repeated reads of one position (ABI "bombs").
+    // ox bounds-checks every read and caps repeated reads of one position (ABI "bombs").
     switch (selector) {
       case HANDLE_OPS_V06_SELECTOR:
         return fromOps(decodeAbiParameters(HANDLE_OPS_V06_PARAMETERS, data)[0]);

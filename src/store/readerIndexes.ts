@@ -17,6 +17,12 @@ export const READER_INDEXES: ReadonlyArray<{ name: string; sql: string }> = [
   { name: "attribution_codes_by_code", sql: "CREATE INDEX IF NOT EXISTS attribution_codes_by_code ON attribution_codes (code)" },
 ];
 
+/**
+ * Helper threads SQLite may sort with while it builds an index (PRAGMA threads; 0 is its default).
+ * Measured in `flashindex backfill` of 1,000,000 logs: the indexes built in 2.4–2.5 s instead of 2.7–2.8 s.
+ */
+const SORT_HELPER_THREADS = 2;
+
 export function createReaderIndexes(db: Database) {
   const present = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?").pluck();
   return {
@@ -38,11 +44,14 @@ export function createReaderIndexes(db: Database) {
       const index = READER_INDEXES.find((i) => present.get(i.name) === undefined);
       if (index === undefined) return undefined;
       const tempStore = db.pragma("temp_store", { simple: true }) as number;
+      const threads = db.pragma("threads", { simple: true }) as number;
       db.pragma("temp_store = FILE");
+      db.pragma(`threads = ${SORT_HELPER_THREADS}`);
       try {
         db.transaction(() => db.exec(index.sql)).immediate();
       } finally {
         db.pragma(`temp_store = ${tempStore}`);
+        db.pragma(`threads = ${threads}`);
       }
       return index.name;
     },
