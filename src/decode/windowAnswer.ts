@@ -7,6 +7,7 @@ import type { RpcLog } from "../chain/rpcLog.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { toLogRows } from "./logRow.js";
 import { packRowsToMove, type PackedRows } from "./packedRows.js";
+import { scanWindowAnswer } from "./scanWindowAnswer.js";
 import type { UndecodableReason } from "./paymentEvents.js";
 
 /** The body of one eth_getLogs answer for a backfill window (as received), with what decoding it needs. */
@@ -52,6 +53,11 @@ export type DecodedWindow =
  * (windowDecoder.ts) or, for a short backfill, on the caller's.
  */
 export function decodeWindowAnswer(answer: WindowAnswer): DecodedWindow {
+  return scanWindowAnswer(answer) ?? decodeParsedWindowAnswer(answer);
+}
+
+/** The full path: JSON.parse, then each log checked, decoded and packed as every other path does (chain/, decode/). */
+export function decodeParsedWindowAnswer(answer: WindowAnswer): DecodedWindow {
   let parsed: unknown;
   try {
     parsed = JSON.parse(answerText(answer.body));
