@@ -20,10 +20,11 @@ export const BULK_SHARE_OF_STORED = 0.25;
 /**
  * A backfill of this many blocks or more commits on the writer thread from its start; a shorter one
  * moves there once it has fetched WRITER_THREAD_MIN_LOGS logs (a few dense blocks can hold a
- * million). A short catch-up is not worth starting a thread.
+ * million). A short catch-up is not worth starting a thread; past two windows' worth of logs the
+ * rest goes faster on it (see DECODE_THREAD_MIN_LOGS).
  */
 export const WRITER_THREAD_MIN_BLOCKS = 2_000;
-export const WRITER_THREAD_MIN_LOGS = 20_000;
+export const WRITER_THREAD_MIN_LOGS = 4_000;
 /** Windows handed to the writer thread and not yet committed: one committing, one queued behind it. */
 export const COMMITS_IN_FLIGHT = 2;
 
