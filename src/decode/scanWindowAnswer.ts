@@ -34,15 +34,15 @@ function giveUp(): never {
 const QUOTE = 0x22;
 const ZERO = 0x30;
 const X = 0x78;
-/** Each byte's hex digit value; 16 for an upper-case digit's marker is not needed: 255 for a byte that is not one. */
+/** Each byte's value as a hex digit (either case), 255 for a byte that is not one. */
 const HEX_VALUE = new Uint8Array(256).fill(255);
 for (let i = 0; i < 16; i++) {
   HEX_VALUE["0123456789abcdef".charCodeAt(i)] = i;
   HEX_VALUE["0123456789ABCDEF".charCodeAt(i)] = i;
 }
 
-/** The keys of a log object, in the order of the span slots below; `removed` may be missing. */
-const LOG_KEYS = ["address", "topics", "data", "blockNumber", "blockHash", "blockTimestamp", "transactionHash", "transactionIndex", "logIndex", "removed"];
+/** The keys of a log object (a bit each in log()'s `seen`); `removed` may be missing. */
+const LOG_KEYS = ["address", "topics", "data", "blockNumber", "blockHash", "blockTimestamp", "transactionHash", "transactionIndex", "logIndex", "removed"] as const;
 const LOG_KEY_BYTES = LOG_KEYS.map((name) => Uint8Array.from(Buffer.from(name)));
 const ALL_KEYS = (1 << LOG_KEYS.length) - 1;
 const REMOVED_BIT = 1 << LOG_KEYS.indexOf("removed");
@@ -153,32 +153,32 @@ class Scanner {
       const key = this.key();
       if ((seen & (1 << key)) !== 0) giveUp();
       seen |= 1 << key;
-      switch (key) {
-        case 0:
+      switch (LOG_KEYS[key]) {
+        case "address":
           this.hex(ADDRESS, 40);
           break;
-        case 1:
+        case "topics":
           this.topicList();
           break;
-        case 2:
+        case "data":
           this.hex(DATA, -1);
           break;
-        case 3:
+        case "blockNumber":
           blockNumber = this.quantity();
           break;
-        case 4:
+        case "blockHash":
           this.hex(BLOCK_HASH, 64);
           break;
-        case 5:
+        case "blockTimestamp":
           timestamp = this.quantity();
           break;
-        case 6:
+        case "transactionHash":
           this.hex(TX_HASH, 64);
           break;
-        case 7:
+        case "transactionIndex":
           txIndex = this.quantity();
           break;
-        case 8:
+        case "logIndex":
           logIndex = this.quantity();
           break;
         default:
