@@ -66,6 +66,8 @@ const SMALLEST_LOG_JSON = 360;
 
 /** The packed text is written here, then copied out at its length: one buffer for every window (a scan is synchronous). */
 let scratch = new Uint8Array(0);
+/** A larger text (a rare, outsized answer) gets a buffer of its own, so the scratch never holds on to it. */
+const SCRATCH_KEPT_BYTES = 8 * 1024 * 1024;
 
 /** Scratch for putDecimal: a uint256 as 16-bit limbs, most significant first, and its base-10^9 digits. */
 const LIMBS = new Float64Array(16);
@@ -105,8 +107,11 @@ class Scanner {
     this.addresses = context.filter.addresses.map(digitsOf);
     this.events = EVENTS.filter((e) => context.filter.topic0.includes(e.topic)).map((e) => ({ name: e.name, topic: digitsOf(e.topic) }));
     const size = body.length + (Math.floor(body.length / SMALLEST_LOG_JSON) + 1) * EXTRA_TEXT_PER_LOG;
-    if (scratch.length < size) scratch = new Uint8Array(size);
-    this.out = scratch;
+    if (size > SCRATCH_KEPT_BYTES) this.out = new Uint8Array(size);
+    else {
+      if (scratch.length < size) scratch = new Uint8Array(size);
+      this.out = scratch;
+    }
   }
 
   /** `{"jsonrpc": …, "id": <our id>, "result": [logs…]}`, keys in any order, nothing else. */
