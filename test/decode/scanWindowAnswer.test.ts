@@ -108,7 +108,7 @@ describe("scanWindowAnswer()", () => {
 
   test("an outsized answer (past the kept scratch buffer) is scanned into a buffer of its own, to the same rows", () => {
     const template = (JSON.parse(plainWindow(5).body) as { result: Array<Record<string, unknown>> }).result[0]!;
-    const result = Array.from({ length: 12_000 }, (_, i) => ({ ...template, blockNumber: `0x${(filter.from + Math.floor(i / 1_000)).toString(16)}`, logIndex: `0x${(i % 1_000).toString(16)}` }));
+    const result: Array<Record<string, unknown>> = Array.from({ length: 12_000 }, (_, i) => ({ ...template, blockNumber: `0x${(filter.from + Math.floor(i / 1_000)).toString(16)}`, logIndex: `0x${(i % 1_000).toString(16)}` }));
     // One hash per block, as a node sends them.
     for (const log of result) log.blockHash = `0x${(log.blockNumber as string).slice(2).padStart(64, "0")}`;
     const body = JSON.stringify({ jsonrpc: "2.0", id: 7, result });
