@@ -110,9 +110,11 @@ export function checkpointBeside(db: Database): void {
 
 /**
  * A WAL that every checkpoint so far found growing again (a writer that never pauses: the WAL only
- * starts over when a write begins after a complete checkpoint) is copied back and emptied by its
- * writer itself once it passes WAL_SIZE_LIMIT_BYTES: the rest to copy is what the last passive
- * checkpoint missed, so this is short, and the file stays bounded.
+ * starts over when a write begins after a complete checkpoint) is copied back by its writer itself
+ * once it passes WAL_SIZE_LIMIT_BYTES, between two windows: what remains is what the checkpointer
+ * thread's last run missed, so this is short, and the next window's first write starts the WAL over,
+ * cut back to journal_size_limit. A passive checkpoint: a TRUNCATE one blocked every other writer
+ * (a live write) for the tens of milliseconds of its copy and fsync.
  */
 export function resetWalWhenLarge(db: Database, limitBytes = WAL_SIZE_LIMIT_BYTES): void {
   let size: number;
@@ -121,7 +123,7 @@ export function resetWalWhenLarge(db: Database, limitBytes = WAL_SIZE_LIMIT_BYTE
   } catch {
     return;
   }
-  if (size > limitBytes) db.pragma("wal_checkpoint(TRUNCATE)");
+  if (size > limitBytes) db.pragma("wal_checkpoint(PASSIVE)");
 }
 
 /**
