@@ -436,7 +436,7 @@ class Scanner {
     return true;
   }
 
-  /** A hex field as lower-case `0x…` text (the few the checks compare as strings). */
+  /** A hex field as lower-case `0x…` text: a transaction's hash, once per transaction (txHashes). */
   private text(slot: number): string {
     const text = `0x${latin1(this.body, this.spans[slot * 2]!, this.spans[slot * 2 + 1]!)}`;
     return this.upper[slot] === 0 ? text : text.toLowerCase();
