@@ -9,7 +9,7 @@ import type { DecodeReply, DecodeRequest } from "./windowDecoderThread.js";
 /**
  * A backfill that has decoded this many logs (two windows' worth) decodes the rest on a thread of
  * its own; a short catch-up is not worth starting one. Measured at 200,000 logs end to end against
- * 20,000: 3.71–3.87 → 3.43–3.64 s, the same peak RSS (with WRITER_THREAD_MIN_LOGS alike).
+ * 20,000: 3.71–3.87 → 3.43–3.64 s, the same peak RSS (the writer thread switches at the same count).
  */
 export const DECODE_THREAD_MIN_LOGS = 4_000;
 /**

@@ -28,6 +28,6 @@ parentPort!.on("message", (message: WindowRequest | "close") => {
     // After the reply (the window is committed; the main thread now nudges the checkpointer).
     resetWalWhenLarge(db);
   } catch {
-    // A reset that cannot run now (a busy reader) runs after the next window; nothing is lost.
+    // A reset that cannot run now (another checkpoint under way) runs after the next window; nothing is lost.
   }
 });

@@ -5,6 +5,7 @@ import { countIndexed } from "../store/logWriter.js";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
+import { DECODE_THREAD_MIN_LOGS } from "../decode/windowDecoder.js";
 import type { WindowWriter } from "../store/store.js";
 
 /** How often the backfill reports progress at info level. */
@@ -21,10 +22,10 @@ export const BULK_SHARE_OF_STORED = 0.25;
  * A backfill of this many blocks or more commits on the writer thread from its start; a shorter one
  * moves there once it has fetched WRITER_THREAD_MIN_LOGS logs (a few dense blocks can hold a
  * million). A short catch-up is not worth starting a thread; past two windows' worth of logs the
- * rest goes faster on it (see DECODE_THREAD_MIN_LOGS).
+ * rest goes faster on it, as decoding does on the decode thread: the two switch at the same count.
  */
 export const WRITER_THREAD_MIN_BLOCKS = 2_000;
-export const WRITER_THREAD_MIN_LOGS = 4_000;
+export const WRITER_THREAD_MIN_LOGS = DECODE_THREAD_MIN_LOGS;
 /** Windows handed to the writer thread and not yet committed: one committing, one queued behind it. */
 export const COMMITS_IN_FLIGHT = 2;
 
