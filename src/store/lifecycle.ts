@@ -3,7 +3,7 @@ import type { Hex } from "viem";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../decode/preconfirmedTwins.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
-import { UNSETTLED_STATUS_LIST_SQL } from "./schemaV8.js";
+import { UNSETTLED_STATUS_SQL } from "./schemaV9.js";
 
 export type PreconfirmedStored = InsertCounts & {
   /** Stored pre-confirmations announced again for a later block, moved there (protocol-notes §8: the pending block was rebuilt). */
@@ -49,13 +49,13 @@ export function createLifecycle(db: Database) {
   // Every live or announced row with this content, found by content (twins are matched in
   // decode/preconfirmedTwins.ts): pre-confirmed and dropped ones are twin candidates; confirmed and
   // finalized ones make a late pre-confirmation old news. Rows that can still change are found through
-  // logs_unsettled_by_tx_tail (schema v8: the condition is repeated word for word so SQLite uses it).
+  // logs_unsettled_by_tx_tail (schemas v8 and v9: the condition is repeated word for word so SQLite uses it).
   const CONTENT = `tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
       AND topic3 IS @topic3 AND data = @data`;
   const COLUMNS = "id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt";
   const findUnsettledSameContent = db.prepare(`
     SELECT ${COLUMNS} FROM logs
-    WHERE substr(tx_hash, 51, 16) = substr(@txHash, 51, 16) AND ${CONTENT} AND status IN ${UNSETTLED_STATUS_LIST_SQL}`);
+    WHERE substr(tx_hash, 51, 16) = substr(@txHash, 51, 16) AND ${CONTENT} AND ${UNSETTLED_STATUS_SQL}`);
   const finalizedSameContent = createFinalizedLookup(db, `SELECT ${COLUMNS} FROM logs INDEXED BY logs_by_tx WHERE ${CONTENT} AND status = 'finalized'`);
   type Announced = TwinCandidate & { status: LogStatus; blockNumber: number };
   const unsettledSameContent = (row: LogRow) => findUnsettledSameContent.all(twinContent(row)) as Announced[];

@@ -8,6 +8,7 @@ import { migrateToV5 } from "./schemaV5.js";
 import { SCHEMA_V6 } from "./schemaV6.js";
 import { SCHEMA_V7 } from "./schemaV7.js";
 import { SCHEMA_V8 } from "./schemaV8.js";
+import { migrateToV9 } from "./schemaV9.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -22,6 +23,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 6, apply: SCHEMA_V6 },
   { version: 7, apply: SCHEMA_V7 },
   { version: 8, apply: SCHEMA_V8 },
+  { version: 9, apply: migrateToV9 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

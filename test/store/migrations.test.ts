@@ -8,7 +8,7 @@ import { addOrder } from "../../src/store/orders.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createLogWriter } from "../../src/store/logWriter.js";
-import { UNSETTLED_STATUS_LIST_SQL } from "../../src/store/schemaV8.js";
+import { listTestsAsEqualities, UNSETTLED_STATUS_SQL } from "../../src/store/schemaV9.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SCHEMA_V1 } from "../../src/store/schemaV1.js";
 import { SCHEMA_V2 } from "../../src/store/schemaV2.js";
@@ -76,13 +76,13 @@ describe("migrate() to schema 5", () => {
     db.close();
   });
 
-  test("schema 8: the lookup of rows that can still change stays indexed while a bulk load has dropped logs_by_tx", () => {
+  test("schemas 8 and 9: the lookup of rows that can still change stays indexed while a bulk load has dropped logs_by_tx", () => {
     const db = v4Database();
     migrate(db);
     db.exec("DROP INDEX logs_by_tx");
     // The form lifecycle's by-content lookup uses: the tail of the hash, the hash itself, the unsettled statuses.
     const plan = db
-      .prepare(`EXPLAIN QUERY PLAN SELECT id FROM logs WHERE substr(tx_hash, 51, 16) = substr(?, 51, 16) AND tx_hash = ? AND status IN ${UNSETTLED_STATUS_LIST_SQL}`)
+      .prepare(`EXPLAIN QUERY PLAN SELECT id FROM logs WHERE substr(tx_hash, 51, 16) = substr(?, 51, 16) AND tx_hash = ? AND ${UNSETTLED_STATUS_SQL}`)
       .all(word("t1"), word("t1"));
     expect(plan.map((step) => (step as { detail: string }).detail).join("; ")).toMatch(/USING INDEX logs_unsettled_by_tx_tail/);
     db.close();
@@ -95,5 +95,75 @@ describe("migrate() to schema 5", () => {
     expect(migrate(db)).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
     expect(db.prepare("SELECT sql FROM sqlite_master ORDER BY name").pluck().all()).toEqual(schema);
     db.close();
+  });
+});
+
+describe("migrate() to schema 9", () => {
+  const longListTests = (db: DatabaseConstructor.Database) =>
+    (db.prepare("SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'trigger', 'index') AND sql IS NOT NULL").all() as Array<{ type: string; name: string; sql: string }>)
+      .filter((o) => /\bIN\s*\(\s*'[^']*'\s*,\s*'[^']*'\s*,/.test(o.sql))
+      .map((o) => `${o.type} ${o.name}`);
+
+  test("checks values with equalities, not lists SQLite turns into a table on every insert; rows and constraints unchanged", () => {
+    const db = v4Database();
+    expect(longListTests(db)).toContain("table logs");
+    const before = db.prepare("SELECT * FROM logs ORDER BY id").all();
+    migrate(db);
+    expect(longListTests(db)).toEqual([]);
+    expect(db.prepare("SELECT * FROM logs ORDER BY id").all()).toEqual(before);
+    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+
+    // Every value the old lists allowed is still allowed, and nothing else is.
+    const row = db.prepare("SELECT * FROM logs LIMIT 1").get() as Record<string, unknown>;
+    const insert = (changes: Record<string, unknown>) => {
+      const values = { ...row, ...changes, id: null, log_index: Math.floor(Math.random() * 1e9) };
+      const columns = Object.keys(values);
+      db.prepare(`INSERT INTO logs (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`).run(values);
+    };
+    for (const status of ["preconfirmed", "confirmed", "finalized", "removed", "dropped"]) insert({ status });
+    for (const source of ["backfill", "head", "pending", "pending_ws"]) insert({ source });
+    expect(() => insert({ status: "pending" })).toThrow(/CHECK constraint failed/);
+    expect(() => insert({ source: "rpc" })).toThrow(/CHECK constraint failed/);
+    const code = db.prepare("INSERT INTO attribution_codes (tx_hash, op_index, position, code, role, registry) VALUES (?, -1, ?, 'bc', ?, 'canonical')");
+    db.prepare("INSERT INTO transactions (tx_hash, chain_id, from_address, input_bytes, attribution, fetched_at) VALUES (?, 8453, ?, 0, 'codes', 1)").run(word("t9"), ALICE);
+    expect(() => code.run(word("t9"), 0, "wallet")).not.toThrow();
+    expect(() => code.run(word("t9"), 1, "owner")).toThrow(/CHECK constraint failed/);
+
+    // The rewritten trigger still announces a captured authorization to an active subscription.
+    db.prepare("INSERT INTO webhook_subscriptions (url, active, from_block, cursor_event_id, created_at) VALUES ('http://h', 1, 0, 0, 1)").run();
+    const events = () => db.prepare("SELECT type FROM webhook_events WHERE type LIKE 'authorization.%'").pluck().all();
+    const authorization = db.prepare("SELECT * FROM authorization_events").get() as Record<string, unknown>;
+    db.prepare("DELETE FROM authorization_events").run();
+    const columns = Object.keys(authorization);
+    db.prepare(`INSERT INTO authorization_events (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`).run({ ...authorization, status: "removed" });
+    expect(events()).toEqual([]);
+    db.prepare("DELETE FROM authorization_events").run();
+    db.prepare(`INSERT INTO authorization_events (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`).run({ ...authorization, status: "confirmed" });
+    expect(events()).toEqual(["authorization.captured"]);
+    db.close();
+  });
+
+  test("a connection opened before the step reloads the schema and keeps enforcing it", () => {
+    const db = v4Database();
+    const other = new DatabaseConstructor(db.name);
+    const version = other.pragma("schema_version", { simple: true }) as number;
+    const setStatus = other.prepare("UPDATE logs SET status = ? WHERE id = 1");
+    migrate(db);
+    expect(other.pragma("schema_version", { simple: true })).toBeGreaterThan(version);
+    expect(() => setStatus.run("finalized")).not.toThrow();
+    expect(() => setStatus.run("pending")).toThrow(/CHECK constraint failed/);
+    expect(other.prepare("SELECT status FROM logs WHERE id = 1").pluck().get()).toBe("finalized");
+    other.close();
+    db.close();
+  });
+});
+
+describe("listTestsAsEqualities", () => {
+  test("rewrites lists of three or more literals, leaves shorter lists and other IN forms alone", () => {
+    expect(listTestsAsEqualities("CHECK (s IN ('a', 'b', 'c'))")).toBe("CHECK ((s = 'a' OR s = 'b' OR s = 'c'))");
+    expect(listTestsAsEqualities("WHEN NEW.status IN ('a',\n    'b','c') AND x")).toBe("WHEN (NEW.status = 'a' OR NEW.status = 'b' OR NEW.status = 'c') AND x");
+    expect(listTestsAsEqualities("CHECK (kind IN ('used', 'canceled'))")).toBe("CHECK (kind IN ('used', 'canceled'))");
+    expect(listTestsAsEqualities("CHECK (active IN (0, 1, 2))")).toBe("CHECK (active IN (0, 1, 2))");
+    expect(listTestsAsEqualities("WHERE x IN (SELECT y FROM t)")).toBe("WHERE x IN (SELECT y FROM t)");
   });
 });
