@@ -14,6 +14,7 @@ import { countRowsByStatus } from "./statusQueries.js";
 import type { Store } from "./store.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { timed, type WriteKind } from "./timedWrite.js";
+import { createWalCheckpoints } from "./walCheckpoints.js";
 import { createSqliteWebhookOutbox, type WebhookOutbox } from "./webhookOutbox.js";
 import { createWindowWriter } from "./windowWriter.js";
 import { createLiveWriteGate, createWriteGateMemory } from "./writeGate.js";
@@ -41,6 +42,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const authorizationState = createAuthorizationStates(db, chainId);
   const indexes = createReaderIndexes(db);
   const gate = createLiveWriteGate(createWriteGateMemory());
+  const checkpoints = createWalCheckpoints(db);
   /** Tells the webhook sender (Store.onCommit) after each write transaction. */
   const committed = createCommitSignal();
   const afterCommit = <T>(result: T): T => (committed.notify(), result);
@@ -66,7 +68,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     storedLogCount: async () => maxLogId.get() as number,
     sizeBytes: async () => fileSizes(db.name),
     openWindowWriter: ({ bulk }) => {
-      const writer = createWindowWriter(db, { chainId, onThread: bulk, gate });
+      const writer = createWindowWriter(db, { chainId, onThread: bulk, gate, checkpoints });
       return { ...writer, commit: (window, now) => writer.commit(window, now).then(afterCommit) };
     },
     readerIndexes: {
@@ -79,6 +81,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
           const name = gate.hold(() => indexes.buildNext());
           if (name === undefined) break;
           built.push(name);
+          // An index is pages, not changed rows: the store's look at its writes would not see it.
+          checkpoints.nudge();
           await yieldToEventLoop();
         }
         lifecycle.readerIndexesBuilt();
@@ -133,6 +137,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     close: async () => {
       if (closed) return;
       closed = true;
+      await checkpoints.close();
       db.close();
       deps.onClose?.();
     },

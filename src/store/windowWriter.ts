@@ -1,6 +1,5 @@
 import { buffersToMove } from "../decode/packedRows.js";
 import { FatalError } from "../errors/base.js";
-import { createCheckpointer } from "./checkpointer.js";
 import type { InsertCounts } from "./logWriter.js";
 import { startThread } from "../ops/startThread.js";
 import { createThreadCalls } from "../ops/threadCalls.js";
@@ -8,6 +7,7 @@ import type { Database } from "./openDatabase.js";
 import type { WindowWriter } from "./store.js";
 import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
 import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWriterThread.js";
+import type { WalCheckpoints } from "./walCheckpoints.js";
 import type { LiveWriteGate } from "./writeGate.js";
 
 /** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
@@ -22,24 +22,23 @@ const WRITER_THREAD_YOUNG_MB = 8;
  * parses and decodes the next windows on the other. Commits are applied in the order they are sent.
  * A short backfill (not worth a thread) and an in-memory database (which cannot be shared) are
  * written on the main thread through the same commit function. The thread shares the main
- * connection's live-write gate (writeGate.ts), so live writes go first.
+ * connection's live-write gate (writeGate.ts), so live writes go first, and the store's checkpointer
+ * (walCheckpoints.ts), which copies the WAL back after each window while the thread inserts the next.
  */
-export function createWindowWriter(db: Database, options: { chainId: number; onThread: boolean; gate: LiveWriteGate }): WindowWriter {
+export function createWindowWriter(
+  db: Database,
+  options: { chainId: number; onThread: boolean; gate: LiveWriteGate; checkpoints: Pick<WalCheckpoints, "nudge"> },
+): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
     return { commit: async (window, now) => commit(packWindow(window, now), now), close: async () => undefined };
   }
   const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory };
   const worker = startThread(import.meta.url, "windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
-  // While the thread runs, the checkpointer copies the WAL back after each window; the main
-  // connection's own automatic checkpoint would copy the thread's megabytes inside a live write.
-  const checkpointer = createCheckpointer(db.name);
-  const autocheckpoint = db.pragma("wal_autocheckpoint", { simple: true }) as number;
-  db.pragma("wal_autocheckpoint = 0");
   const calls = createThreadCalls<WindowReply, InsertCounts>(worker, {
     thread: "window writer thread",
     // Each reply means a committed window (or a failed one): the checkpointer may copy the WAL back.
-    onReply: () => checkpointer.nudge(),
+    onReply: () => options.checkpoints.nudge(),
     settle: (reply) => (reply.error !== undefined ? new FatalError(`Could not store a backfill window: ${reply.error}`) : (reply.counts as InsertCounts)),
   });
   const exited = new Promise<void>((resolve) =>
@@ -70,8 +69,6 @@ export function createWindowWriter(db: Database, options: { chainId: number; onT
         if (!calls.failed()) worker.postMessage("close");
         else await worker.terminate();
         await exited;
-        await checkpointer.close();
-        if (db.open) db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
       })();
       return closing;
     },

@@ -1,7 +1,11 @@
-import { statSync } from "node:fs";
+import { copyFileSync, statSync } from "node:fs";
+import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { createCheckpointer } from "../../src/store/checkpointer.js";
-import { openDatabase, resetWalWhenLarge } from "../../src/store/openDatabase.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openDatabase, openDatabaseReadOnly, resetWalWhenLarge } from "../../src/store/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { WAL_CHECK_INTERVAL_MS } from "../../src/store/walCheckpoints.js";
 import { freshDbPath, waitFor } from "../helpers/fixtures.js";
 
 const size = (path: string) => statSync(path).size;
@@ -46,5 +50,52 @@ describe("checkpoints beside the window writer", () => {
     expect(size(`${path}-wal`)).toBeLessThanOrEqual(2 ** 19);
     expect(db.prepare("SELECT COUNT(*) FROM filler").pluck().get()).toBe(2 * 256 + 1);
     db.close();
+  });
+});
+
+describe("checkpoints beside the store's own writes", () => {
+  /**
+   * Rows of `meta` stored in the database file itself (not only in its WAL): a copy of the file
+   * alone, opened on its own. A copy taken while a checkpoint writes the file can be torn: undefined.
+   */
+  function rowsInMainFile(path: string): number | undefined {
+    const copy = freshDbPath("flashindex-main-file-");
+    copyFileSync(path, copy);
+    const db = new DatabaseConstructor(copy, { readonly: true });
+    try {
+      return db.prepare("SELECT COUNT(*) FROM meta").pluck().get() as number;
+    } catch {
+      return undefined;
+    } finally {
+      db.close();
+    }
+  }
+
+  test("a commit never copies the WAL back itself; the checkpointer thread does, soon after", async () => {
+    const path = freshDbPath("flashindex-live-checkpoint-");
+    const db = openDatabase(path, 8453);
+    db.pragma("wal_checkpoint(TRUNCATE)");
+    const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+    expect(db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+    const before = rowsInMainFile(path)!;
+    // More than SQLite's default automatic checkpoint (1,000 pages): without one of its own, this stays in the WAL.
+    db.exec("CREATE TABLE filler (bytes BLOB)");
+    const insert = db.prepare("INSERT INTO filler VALUES (randomblob(4096))");
+    db.transaction(() => {
+      for (let i = 0; i < 1_200; i++) insert.run();
+    })();
+    db.prepare("INSERT INTO meta (key, value) VALUES ('test', 'x')").run();
+    expect(rowsInMainFile(path)).toBe(before);
+    await waitFor(() => rowsInMainFile(path) === before + 1, 5 * WAL_CHECK_INTERVAL_MS, "the checkpointer to copy the write into the database file");
+    await store.close();
+  });
+
+  test("a read-only store starts no checkpointer and leaves the file alone", async () => {
+    const path = freshDbPath("flashindex-readonly-checkpoint-");
+    openDatabase(path, 8453).close();
+    const db = openDatabaseReadOnly(path, 8453);
+    const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+    expect(db.pragma("wal_autocheckpoint", { simple: true })).toBe(1_000);
+    await store.close();
   });
 });
