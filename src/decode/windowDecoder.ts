@@ -13,6 +13,12 @@ import type { DecodeReply, DecodeRequest } from "./windowDecoderThread.js";
  */
 export const DECODE_THREAD_MIN_LOGS = 4_000;
 /**
+ * An answer this large (about 400 logs) goes to the decode thread even before DECODE_THREAD_MIN_LOGS:
+ * decoding it here would hold the main thread for milliseconds, and a daemon catching up decodes
+ * beside its live path (a flashblock's burst of pre-confirmations would wait that long).
+ */
+export const DECODE_THREAD_MIN_ANSWER_BYTES = 256 * 1024;
+/**
  * The thread holds one window's answer and rows at a time (a few MB at 2,000 logs). Measured at
  * 200,000 and 1,000,000 logs: 48/12 MB keeps the same speed as 96/24, with a little less RSS.
  */
@@ -29,7 +35,8 @@ export type WindowDecoder = {
  * Decodes backfill windows' answers (windowAnswer.ts). Parsing, checking, decoding and packing an
  * answer is most of the main thread's work in a backfill and its garbage; on the decode thread it
  * no longer holds up live messages (pre-confirmations, heads) for milliseconds at a time. The
- * first DECODE_THREAD_MIN_LOGS logs (`threadAfterLogs`) are decoded on the caller's thread.
+ * first DECODE_THREAD_MIN_LOGS logs (`threadAfterLogs`) are decoded on the caller's thread, unless
+ * an answer is too large for it (DECODE_THREAD_MIN_ANSWER_BYTES).
  */
 export function createWindowDecoder(options: { threadAfterLogs?: number | undefined } = {}): WindowDecoder {
   const threadAfterLogs = options.threadAfterLogs ?? DECODE_THREAD_MIN_LOGS;
@@ -37,6 +44,7 @@ export function createWindowDecoder(options: { threadAfterLogs?: number | undefi
   let thread: ReturnType<typeof startDecodeThread> | undefined;
   return {
     async decode(answer) {
+      if (thread === undefined && answerBytes(answer) >= DECODE_THREAD_MIN_ANSWER_BYTES) thread = startDecodeThread();
       if (thread !== undefined) return thread.decode(answer);
       // Decoding holds this thread: live messages received meanwhile go first.
       await yieldToEventLoop();
@@ -48,6 +56,8 @@ export function createWindowDecoder(options: { threadAfterLogs?: number | undefi
     close: async () => thread?.close(),
   };
 }
+
+const answerBytes = (answer: WindowAnswer): number => (typeof answer.body === "string" ? answer.body.length : answer.body.byteLength);
 
 function startDecodeThread() {
   const worker: Worker = startThread(import.meta.url, "windowDecoderThread", undefined, {

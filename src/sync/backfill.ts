@@ -26,6 +26,12 @@ export const BULK_SHARE_OF_STORED = 0.25;
  */
 export const WRITER_THREAD_MIN_BLOCKS = 2_000;
 export const WRITER_THREAD_MIN_LOGS = DECODE_THREAD_MIN_LOGS;
+/**
+ * A window this large goes to the writer thread even before WRITER_THREAD_MIN_LOGS: inserting it
+ * on the main thread would hold up the live path (a flashblock's pre-confirmations) for milliseconds,
+ * as decoding it would (windowDecoder.ts: the same size, about 400 logs).
+ */
+export const WRITER_THREAD_MIN_WINDOW_LOGS = 400;
 /** Windows handed to the writer thread and not yet committed: one committing, one queued behind it. */
 export const COMMITS_IN_FLIGHT = 2;
 
@@ -72,6 +78,7 @@ export async function backfill(
     bulkMinLogs?: number;
     writerThread?: boolean;
     writerThreadMinLogs?: number;
+    writerThreadMinWindowLogs?: number;
     decodeThreadAfterLogs?: number;
     besideLiveWrites?: boolean;
   } = {},
@@ -195,7 +202,8 @@ export async function backfill(
   try {
     for await (const window of windows) {
       fetchedLogs += window.rows.count;
-      if (!onThread && options.writerThread === undefined && fetchedLogs >= (options.writerThreadMinLogs ?? WRITER_THREAD_MIN_LOGS)) {
+      const dense = fetchedLogs >= (options.writerThreadMinLogs ?? WRITER_THREAD_MIN_LOGS) || window.rows.count >= (options.writerThreadMinWindowLogs ?? WRITER_THREAD_MIN_WINDOW_LOGS);
+      if (!onThread && options.writerThread === undefined && dense) {
         // Dense blocks: the rest goes to the writer thread, after the windows already sent (commits stay in order).
         await Promise.all(committing.splice(0));
         await writer.close();

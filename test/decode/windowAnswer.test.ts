@@ -4,7 +4,7 @@ import { toLogRows } from "../../src/decode/logRow.js";
 import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedRows.js";
 import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { decodeWindowAnswer, UNKNOWN_TIMESTAMP, type WindowAnswer } from "../../src/decode/windowAnswer.js";
-import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
+import { createWindowDecoder, DECODE_THREAD_MIN_ANSWER_BYTES } from "../../src/decode/windowDecoder.js";
 import { word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
@@ -103,6 +103,24 @@ describe("createWindowDecoder()", () => {
       expect(unpackStrings(threaded.rows)).toEqual(unpackStrings(inline.rows));
       expect([...threaded.rows.numbers]).toEqual([...inline.rows.numbers]);
       expect(await decoder.decode(answer("not json"))).toEqual({ kind: "damaged", message: "http://node.test answered with invalid JSON" });
+    } finally {
+      await decoder.close();
+    }
+  });
+
+  test("an answer too large to decode without holding up the main thread goes to the decode thread at once", async () => {
+    const decoder = createWindowDecoder({ threadAfterLogs: 1_000_000 });
+    try {
+      const small = new Uint8Array(new TextEncoder().encode(bodyOf([rpcLog(100, 0)])));
+      await decoder.decode(answer(small));
+      expect(small.byteLength).toBeGreaterThan(0);
+      const logs = Array.from({ length: 600 }, (_, i) => rpcLog(100 + Math.floor(i / 100), i % 100));
+      const large = new Uint8Array(new TextEncoder().encode(bodyOf(logs)));
+      expect(large.byteLength).toBeGreaterThanOrEqual(DECODE_THREAD_MIN_ANSWER_BYTES);
+      const decoded = await decoder.decode(answer(large));
+      // Moved to the decode thread: detached here.
+      expect(large.byteLength).toBe(0);
+      expect(decoded).toMatchObject({ kind: "rows", rows: { count: 600 } });
     } finally {
       await decoder.close();
     }

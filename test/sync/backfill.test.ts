@@ -62,7 +62,7 @@ async function setUp(backend: TestBackend, options: { window?: number; concurren
     db,
     store,
     // Every window is decoded on the decode thread, as in a long backfill (a short one decodes on its caller's thread).
-    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean; writerThreadMinLogs?: number } = {}) =>
+    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean; writerThreadMinLogs?: number; writerThreadMinWindowLogs?: number } = {}) =>
       backfill(
         createSyncDeps({ ...deps, client }, store),
         { to: head, finalized: head },
@@ -106,6 +106,21 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     expect(lines.find((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toMatchObject({ logs: 0, stored_before: 0 });
     expect(lines.find((l) => l.msg === "Built reader indexes")?.indexes).toContain("transfers_by_from");
     // A short range starts on the main thread; past 10 fetched logs, the rest goes to the writer thread.
+    expect(opened).toEqual([false, true]);
+    expect(await storedLogs(db)).toEqual(await directLogs());
+    await close();
+  });
+
+  test("a window too large for the main thread moves the rest to the writer thread before the log count would", async () => {
+    const { db, run, store, close } = await setUp(backend, { window: 2, concurrency: 1 });
+    const opened: boolean[] = [];
+    const open = store.openWindowWriter;
+    store.openWindowWriter = (options) => {
+      opened.push(options.bulk);
+      return open(options);
+    };
+    // Far below the log count that would switch; a window of two logs is "too large" here.
+    await run(undefined, { writerThreadMinLogs: 1_000_000, writerThreadMinWindowLogs: 2 });
     expect(opened).toEqual([false, true]);
     expect(await storedLogs(db)).toEqual(await directLogs());
     await close();
