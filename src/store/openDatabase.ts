@@ -20,7 +20,7 @@ export const CACHE_SIZE_KIB = 8 * 1024;
  * 8 MiB instead of 32 costs about 5%, 16 MiB about 2%).
  */
 export const WINDOW_WRITER_CACHE_SIZE_KIB = 16 * 1024;
-/** WAL pages before an automatic checkpoint (SQLite's default is 1,000). */
+/** WAL pages before an automatic checkpoint (SQLite's default is 1,000); the store's connection turns it off (walCheckpoints.ts). */
 export const WAL_AUTOCHECKPOINT_PAGES = 1_000;
 /** The WAL file is truncated to this after a checkpoint. */
 export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
