@@ -11,17 +11,25 @@ export type Checkpointer = {
 };
 
 /**
- * Copies the WAL back into the database on a thread of its own while the window writer keeps
- * inserting: a passive checkpoint takes no write lock, and its page copies and fsyncs (a sixth of
- * the writer thread's time when it checkpointed itself) then overlap the inserts.
+ * Copies the WAL back into the database on a thread of its own while the writers keep inserting
+ * (the window writer's thread, the store's own connection: walCheckpoints.ts): a passive checkpoint
+ * takes no write lock, and its page copies and fsyncs (a sixth of the writer thread's time when it
+ * checkpointed itself) then overlap the inserts. `onFailure` runs if the thread dies before close.
  */
-export function createCheckpointer(path: string): Checkpointer {
+export function createCheckpointer(path: string, onFailure: () => void = () => undefined): Checkpointer {
   const worker = startThread(import.meta.url, "checkpointThread", { path }, { maxOldGenerationSizeMb: CHECKPOINT_THREAD_HEAP_MB });
   let running = false;
   let again = false;
   let idle: (() => void) | undefined;
-  const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
-  // A failed checkpointer loses nothing: the writer thread's own bounded reset (windowWriterThread.ts) still copies the WAL back.
+  let closing: Promise<void> | undefined;
+  const exited = new Promise<void>((resolve) =>
+    worker.once("exit", () => {
+      if (closing === undefined) onFailure();
+      resolve();
+    }),
+  );
+  // A failed checkpointer loses nothing: its owner checkpoints another way (onFailure), and the
+  // writer thread's own bounded reset (windowWriterThread.ts) still copies the WAL back.
   worker.on("error", () => undefined);
   worker.on("message", () => {
     if (again) {
@@ -32,7 +40,6 @@ export function createCheckpointer(path: string): Checkpointer {
     running = false;
     idle?.();
   });
-  let closing: Promise<void> | undefined;
   return {
     nudge() {
       if (closing !== undefined) return;

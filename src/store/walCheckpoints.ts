@@ -1,5 +1,5 @@
 import { createCheckpointer, type Checkpointer } from "./checkpointer.js";
-import type { Database } from "./openDatabase.js";
+import { WAL_AUTOCHECKPOINT_PAGES, type Database } from "./openDatabase.js";
 
 /** How often the store's connection is asked whether it wrote since the last look. */
 export const WAL_CHECK_INTERVAL_MS = 1_000;
@@ -21,7 +21,8 @@ export type WalCheckpoints = {
  * second, if the connection wrote since the last look (`total_changes()` counts every write of
  * it, whatever the path), the checkpointer thread runs a PASSIVE checkpoint, which copies and
  * syncs while the writers carry on. The thread starts on the first need: a store that never writes
- * (status, a read-only command) never starts one.
+ * (status, a read-only command) never starts one. Should the thread die, SQLite's automatic
+ * checkpoint is turned back on.
  */
 export function createWalCheckpoints(db: Database): WalCheckpoints {
   if (db.memory || db.readonly) return { nudge: () => undefined, close: async () => undefined };
@@ -29,7 +30,16 @@ export function createWalCheckpoints(db: Database): WalCheckpoints {
   const changes = db.prepare("SELECT total_changes()").pluck();
   let seen = changes.get() as number;
   let checkpointer: Checkpointer | undefined;
-  const nudge = () => (checkpointer ??= createCheckpointer(db.name)).nudge();
+  let failed = false;
+  // A checkpointer thread that died hands the WAL back to SQLite's own automatic checkpoint.
+  const fallBack = () => {
+    failed = true;
+    clearInterval(timer);
+    if (db.open) db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+  };
+  const nudge = () => {
+    if (!failed) (checkpointer ??= createCheckpointer(db.name, fallBack)).nudge();
+  };
   const timer = setInterval(() => {
     if (!db.open) return;
     const now = changes.get() as number;

@@ -1,11 +1,11 @@
-import { copyFileSync, statSync } from "node:fs";
+import { copyFileSync, renameSync, statSync } from "node:fs";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { createCheckpointer } from "../../src/store/checkpointer.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase, openDatabaseReadOnly, resetWalWhenLarge } from "../../src/store/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
-import { WAL_CHECK_INTERVAL_MS } from "../../src/store/walCheckpoints.js";
+import { createWalCheckpoints, WAL_CHECK_INTERVAL_MS } from "../../src/store/walCheckpoints.js";
 import { freshDbPath, waitFor } from "../helpers/fixtures.js";
 
 const size = (path: string) => statSync(path).size;
@@ -88,6 +88,20 @@ describe("checkpoints beside the store's own writes", () => {
     expect(rowsInMainFile(path)).toBe(before);
     await waitFor(() => rowsInMainFile(path) === before + 1, 5 * WAL_CHECK_INTERVAL_MS, "the checkpointer to copy the write into the database file");
     await store.close();
+  });
+
+  test("should the checkpointer thread die, SQLite's automatic checkpoint is turned back on", async () => {
+    const path = freshDbPath("flashindex-dead-checkpointer-");
+    const db = openDatabase(path, 8453);
+    const checkpoints = createWalCheckpoints(db);
+    expect(db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+    // The thread opens the file by name: moved away, it cannot, and exits with an error.
+    renameSync(path, `${path}.moved`);
+    checkpoints.nudge();
+    await waitFor(() => db.pragma("wal_autocheckpoint", { simple: true }) === 1_000, 10_000, "the automatic checkpoint to be back");
+    renameSync(`${path}.moved`, path);
+    await checkpoints.close();
+    db.close();
   });
 
   test("a read-only store starts no checkpointer and leaves the file alone", async () => {
