@@ -1,4 +1,5 @@
-import { readCappedBytes } from "../ops/readCappedBody.js";
+import type { IncomingMessage } from "node:http";
+import { postJson, readAnswer } from "./httpPost.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { requestDeadline } from "../ops/requestDeadline.js";
 import { RangeLimitError, RpcTransportError } from "../errors/rpc.js";
@@ -19,39 +20,38 @@ export const answerText = (body: AnswerBody): string =>
   typeof body === "string" ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
 
 /**
- * fetch-based transport with a per-request timeout and a cap on the answer's size: an answer over
- * `maxResponseBytes` is cut off while streaming (memory stays bounded) and reported as a range
- * limit so the caller splits the window.
+ * A transport over Node's HTTP client (httpPost.ts) with a per-request timeout and a cap on the
+ * answer's size: an answer over `maxResponseBytes` is cut off while streaming (memory stays
+ * bounded) and reported as a range limit so the caller splits the window.
  */
 export function createHttpTransport(options: { timeoutMs: number; maxResponseBytes: number }): HttpTransport {
   return async (url, body, signal, timeoutMs = options.timeoutMs) => {
     // One deadline per request, fed by the timeout and the shutdown signal (ops/requestDeadline.ts).
     const deadline = requestDeadline(timeoutMs, signal);
     try {
-      let response: Response;
+      let response: IncomingMessage;
       try {
-        response = await fetch(url, {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json" },
-          body,
-          signal: deadline.signal,
-        });
+        response = await postJson(url, body, deadline.signal);
       } catch (error) {
         throw transportFailure(url, error, deadline.timedOut(), signal);
       }
-      if (response.status === 413)
+      const status = response.statusCode ?? 0;
+      const ok = status >= 200 && status < 300;
+      if (status === 413) {
+        response.destroy();
         throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
+      }
       let bytes: Buffer;
       try {
-        bytes = await readCapped(response, response.ok ? options.maxResponseBytes : MAX_ERROR_BODY_BYTES, url);
+        bytes = await readCapped(response, ok ? options.maxResponseBytes : MAX_ERROR_BODY_BYTES, url);
       } catch (error) {
-        if (error instanceof RangeLimitError && response.ok) throw error;
-        throw transportFailure(url, error, deadline.timedOut(), signal, response.ok ? undefined : response.status);
+        if (error instanceof RangeLimitError && ok) throw error;
+        throw transportFailure(url, error, deadline.timedOut(), signal, ok ? undefined : status);
       }
-      if (response.ok) return bytes;
+      if (ok) return bytes;
       const text = bytes.toString("utf8");
       if (isJsonRpcError(text)) return text;
-      throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${response.status}`);
+      throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${status}`);
     } finally {
       deadline.dispose();
     }
@@ -78,8 +78,8 @@ function isJsonRpcError(text: string): boolean {
   return answers.length > 0 && answers.every((a) => typeof a === "object" && a !== null && "error" in a && !("result" in a));
 }
 
-async function readCapped(response: Response, maxBytes: number, url: string): Promise<Buffer> {
-  const { bytes, truncated } = await readCappedBytes(response, maxBytes);
+async function readCapped(response: IncomingMessage, maxBytes: number, url: string): Promise<Buffer> {
+  const { bytes, truncated } = await readAnswer(response, maxBytes);
   if (truncated) throw new RangeLimitError(`${redactUrl(url)} answer exceeds rpc.maxResponseBytes (${maxBytes})`, { kind: "tooLarge" });
   return bytes;
 }

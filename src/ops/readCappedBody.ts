@@ -7,11 +7,8 @@ export async function readCappedBody(response: Response, maxBytes: number): Prom
   return { text: bytes.toString("utf8"), truncated };
 }
 
-/**
- * The same body as bytes, in a buffer of its own (never a slice of Node's shared pool), so it can
- * be transferred to another thread.
- */
-export async function readCappedBytes(response: Response, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+/** The same body as bytes. */
+async function readCappedBytes(response: Response, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean }> {
   const none = { bytes: Buffer.alloc(0), truncated: false };
   if (response.body === null) return none;
   const declared = Number(response.headers.get("content-length") ?? Number.NaN);
