@@ -38,7 +38,7 @@ export function postJson(url: string, body: string, signal: AbortSignal): Promis
       },
       resolve,
     );
-    request.once("error", reject);
+    request.on("error", reject);
     request.end(body);
   });
 }
@@ -92,8 +92,8 @@ export function readAnswer(response: IncomingMessage, maxBytes: number): Promise
         resolve({ bytes: exact ?? joined(chunks, size), truncated: false });
       }),
     );
-    stream.once("error", (error) => settle(() => reject(error)));
-    response.once("error", (error) => settle(() => reject(error)));
+    stream.on("error", (error) => settle(() => reject(error)));
+    response.on("error", (error) => settle(() => reject(error)));
     // Closed before the whole message arrived (a decompressed answer may still be flushing after a complete one).
     response.once("close", () => {
       if (!response.complete) settle(() => reject(new Error("the connection closed before the answer ended")));

@@ -17,6 +17,7 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
   "/gzip": (_req, res) => res.writeHead(200, { "content-encoding": "gzip" }).end(gzipSync(ANSWER)),
   "/deflate": (_req, res) => res.writeHead(200, { "content-encoding": "deflate" }).end(deflateSync(ANSWER)),
   "/br": (_req, res) => res.writeHead(200, { "content-encoding": "br" }).end(brotliCompressSync(ANSWER)),
+  "/bad-gzip": (_req, res) => res.writeHead(200, { "content-encoding": "gzip" }).end(Buffer.from("not gzip at all")),
   "/zstd": (_req, res) => res.writeHead(200, { "content-encoding": "zstd" }).end(ANSWER),
   "/cut": (_req, res) => {
     res.writeHead(200, { "content-length": ANSWER.length });
@@ -63,6 +64,7 @@ describe("postJson() and readAnswer()", () => {
       expect(answer.bytes.buffer.byteLength).toBe(ANSWER.length);
     }
     await expect(fetchAnswer("/zstd")).rejects.toThrow(/content-encoding "zstd" is not supported/);
+    await expect(fetchAnswer("/bad-gzip")).rejects.toThrow(/incorrect header check/);
   });
 
   test("stops at the cap: by the declared length before reading, or while streaming, after decompression too", async () => {
