@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { UNSETTLED_STATUS_LIST_SQL } from "./schemaV8.js";
 
 /**
  * Schema version 9: no insert builds a throwaway table to check a value against a list.
@@ -17,7 +18,6 @@ import type { Database } from "better-sqlite3";
  * index is dropped and built again: its condition decides what it holds. Views are left as they
  * are: a query runs once over many rows.
  */
-export const UNSETTLED_STATUS_SQL = "(status = 'preconfirmed' OR status = 'dropped' OR status = 'confirmed')";
 
 /** A column (or NEW.column) tested against a list of three or more string literals. */
 const LONG_LIST_TEST = /([\w.]+) IN \(('[^']*'(?:,\s*'[^']*'){2,})\)/g;
@@ -29,6 +29,9 @@ export function listTestsAsEqualities(sql: string): string {
     return `(${values.map((value) => `${column} = ${value}`).join(" OR ")})`;
   });
 }
+
+/** The statuses that can still change (schema v8's list), as the rewritten index and its lookup write them. */
+export const UNSETTLED_STATUS_SQL = listTestsAsEqualities(`status IN ${UNSETTLED_STATUS_LIST_SQL}`);
 
 export function migrateToV9(db: Database): void {
   const definitions = db
