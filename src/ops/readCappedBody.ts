@@ -29,11 +29,6 @@ async function readCappedBytes(response: Response, maxBytes: number): Promise<{ 
     }
     chunks.push(value);
   }
-  const bytes = Buffer.from(new ArrayBuffer(size));
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return { bytes, truncated: false };
+  // Read as text only: no buffer of its own is needed (the RPC transport's answers: chain/httpPost.ts).
+  return { bytes: Buffer.concat(chunks, size), truncated: false };
 }
