@@ -17,6 +17,14 @@ const GENESIS_TIME = 1_700_000_000;
 /** Schema 0, code "bc_b8nos5a8" (protocol-notes §3). */
 const ATTRIBUTION_SUFFIX = "62635f62386e6f733561380b0080218021802180218021802180218021";
 
+/**
+ * Transaction `k`'s hash: 8 scattered hex digits, then k. Real hashes are random, and where a
+ * random key lands in a b-tree is what storing one costs: sequential hashes would flatter the
+ * attribution tables (keyed by hash). The tail still tells the server which transaction is asked for.
+ */
+const txHash = (k: number) => `0x${(Math.imul(k, 0x9e3779b1) >>> 0).toString(16).padStart(8, "0")}${k.toString(16).padStart(56, "0")}`;
+const txOfHash = (hash: string) => Number.parseInt(hash.slice(10), 16);
+
 function blockHash(n: number): string {
   return hex64(n, "b1");
 }
@@ -34,7 +42,7 @@ function logsOf(chain: SyntheticChain, n: number): string[] {
     logs.push(
       `{"address":"${chain.token}","topics":["${TRANSFER}","${from}","${to}"],"data":"${hex64(n * 1000 + i + 1, "")}",` +
         `"blockNumber":"${quantity(n)}","blockHash":"${hash}","blockTimestamp":"${quantity(GENESIS_TIME + 2 * n)}",` +
-        `"transactionHash":"${hex64(n * 10_000 + i, "7a")}","transactionIndex":"${quantity(i)}","logIndex":"${quantity(i)}","removed":false}`,
+        `"transactionHash":"${txHash(n * 10_000 + i)}","transactionIndex":"${quantity(i)}","logIndex":"${quantity(i)}","removed":false}`,
     );
   }
   return logs;
@@ -55,7 +63,7 @@ function answer(chain: SyntheticChain, method: string, params: unknown[]): strin
     case "eth_getTransactionByHash": {
       // Every synthetic transaction is a token transfer carrying one ERC-8021 schema 0 suffix.
       const hash = params[0] as string;
-      const n = Number.parseInt(hash.slice(4), 16);
+      const n = txOfHash(hash);
       const to = (n % 9_973).toString(16).padStart(64, "0");
       return `{"hash":"${hash}","from":"0x${(n % 65_521).toString(16).padStart(40, "0")}","to":"${chain.token}","input":"0xa9059cbb${to}${hex64(n, "").slice(2)}${ATTRIBUTION_SUFFIX}","nonce":"0x0","value":"0x0","gas":"0x186a0"}`;
     }

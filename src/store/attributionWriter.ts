@@ -15,45 +15,59 @@ const OWN_CALLDATA = -1;
  * stored is skipped. Call inside the transaction that stores the logs it explains.
  */
 export function createAttributionWriter(db: Database) {
-  const insertTransaction = db.prepare(`
-    INSERT INTO transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
-      schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (tx_hash) DO NOTHING`);
-  const insertUserOperation = db.prepare(`
-    INSERT INTO user_operations (tx_hash, op_index, sender, aggregator, attribution, schema_id, malformed_reason, registry_error)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
-  const insertCode = db.prepare(`
-    INSERT INTO attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
+  const keyed = prepareInserts(db, "", { transactions: "ON CONFLICT (tx_hash) DO NOTHING", rest: "ON CONFLICT DO NOTHING" });
+  // Prepared on first use: a file opened read-only may predate the staging tables (schema v10).
+  let staged: Inserts | undefined;
   const exists = db.prepare("SELECT 1 FROM transactions WHERE tx_hash = ?").pluck();
 
-  /** Inserts packed attribution (packAttribution): a transaction already stored is skipped with its codes and operations. */
-  function insertPacked({ values: v }: PackedAttribution): number {
-    let inserted = 0;
-    for (let i = 0; i < v.length; ) {
-      const hash = v[i];
-      const fresh =
-        insertTransaction.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], v[i + 12], v[i + 13])
-          .changes > 0;
-      const records = v[i + TRANSACTION_FIELDS] as number;
-      i += TRANSACTION_FIELDS + 1;
-      for (let r = 0; r < records; r++, i += RECORD_FIELDS) {
-        if (!fresh) continue;
-        const insert = v[i] === OPERATION ? insertUserOperation : insertCode;
-        insert.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7]);
-      }
-      if (fresh) inserted++;
-    }
-    return inserted;
-  }
-
   return {
-    /** Whether the transaction's attribution is already stored. */
+    /** Whether the transaction's attribution is already stored (staged attribution is not: see schemaV10.ts). */
     has: (hash: Hex): boolean => exists.get(hash) !== undefined,
-    insertPacked,
-    insert: (transactions: readonly AttributedTransaction[], now: number): number => insertPacked(packAttribution(transactions, now)),
+    /** Inserts packed attribution (packAttribution): a transaction already stored is skipped with its codes and operations. */
+    insertPacked: (packed: PackedAttribution): number => insertPacked(keyed, packed),
+    /** Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves it); returns the transactions staged. */
+    stagePacked: (packed: PackedAttribution): number =>
+      insertPacked((staged ??= prepareInserts(db, "staged_", { transactions: "", rest: "" })), packed),
+    insert: (transactions: readonly AttributedTransaction[], now: number): number => insertPacked(keyed, packAttribution(transactions, now)),
   };
+}
+
+type Inserts = ReturnType<typeof prepareInserts>;
+
+/** The three inserts into the attribution tables, or into their staging twins (`prefix` "staged_", no keys to conflict on). */
+function prepareInserts(db: Database, prefix: "" | "staged_", onConflict: { transactions: string; rest: string }) {
+  return {
+    transaction: db.prepare(`
+      INSERT INTO ${prefix}transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
+        schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${onConflict.transactions}`),
+    userOperation: db.prepare(`
+      INSERT INTO ${prefix}user_operations (tx_hash, op_index, sender, aggregator, attribution, schema_id, malformed_reason, registry_error)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ${onConflict.rest}`),
+    code: db.prepare(`
+      INSERT INTO ${prefix}attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ${onConflict.rest}`),
+  };
+}
+
+/** Writes packed attribution with `inserts`; a transaction the insert skips (already stored) is skipped with its codes and operations. */
+function insertPacked(inserts: Inserts, { values: v }: PackedAttribution): number {
+  let inserted = 0;
+  for (let i = 0; i < v.length; ) {
+    const hash = v[i];
+    const fresh =
+      inserts.transaction.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], v[i + 12], v[i + 13])
+        .changes > 0;
+    const records = v[i + TRANSACTION_FIELDS] as number;
+    i += TRANSACTION_FIELDS + 1;
+    for (let r = 0; r < records; r++, i += RECORD_FIELDS) {
+      if (!fresh) continue;
+      const insert = v[i] === OPERATION ? inserts.userOperation : inserts.code;
+      insert.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7]);
+    }
+    if (fresh) inserted++;
+  }
+  return inserted;
 }
 
 /**

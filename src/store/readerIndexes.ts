@@ -37,23 +37,32 @@ export function createReaderIndexes(db: Database) {
     /**
      * Builds the first missing one in its own transaction and returns its name (undefined when none
      * is missing): the caller serves other work between indexes, each a fraction of a second to
-     * seconds on millions of rows. The sort spills to a temporary file, not to memory: building over
-     * millions of rows would otherwise lift peak RSS by the size of the keys.
+     * seconds on millions of rows. The sort spills to a temporary file (sortingOnDisk).
      */
     buildNext(): string | undefined {
       const index = READER_INDEXES.find((i) => present.get(i.name) === undefined);
       if (index === undefined) return undefined;
-      const tempStore = db.pragma("temp_store", { simple: true }) as number;
-      const threads = db.pragma("threads", { simple: true }) as number;
-      db.pragma("temp_store = FILE");
-      db.pragma(`threads = ${SORT_HELPER_THREADS}`);
-      try {
-        db.transaction(() => db.exec(index.sql)).immediate();
-      } finally {
-        db.pragma(`temp_store = ${tempStore}`);
-        db.pragma(`threads = ${threads}`);
-      }
+      sortingOnDisk(db, () => db.transaction(() => db.exec(index.sql)).immediate());
       return index.name;
     },
   };
+}
+
+/**
+ * Runs `work` (a sort over millions of rows: an index build, staged attribution's move) with its
+ * sorts spilling to a temporary file, not to memory (it would lift peak RSS by the size of the
+ * keys), and with SORT_HELPER_THREADS helper threads. Outside a transaction: both settings apply
+ * to the next statements.
+ */
+export function sortingOnDisk<T>(db: Database, work: () => T): T {
+  const tempStore = db.pragma("temp_store", { simple: true }) as number;
+  const threads = db.pragma("threads", { simple: true }) as number;
+  db.pragma("temp_store = FILE");
+  db.pragma(`threads = ${SORT_HELPER_THREADS}`);
+  try {
+    return work();
+  } finally {
+    db.pragma(`temp_store = ${tempStore}`);
+    db.pragma(`threads = ${threads}`);
+  }
 }

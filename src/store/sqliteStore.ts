@@ -8,6 +8,7 @@ import { createLifecycle, type BlockApplied } from "./lifecycle.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createReaderIndexes } from "./readerIndexes.js";
+import { createStagedAttribution } from "./stagedAttribution.js";
 import { saveRegistration } from "./registrations.js";
 import { readStatusSnapshot } from "./statusPageQueries.js";
 import { countRowsByStatus } from "./statusQueries.js";
@@ -55,6 +56,9 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     gate.hold(() => db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value));
   // Each order operation opens its own transaction (orders.ts).
   const timedOrders = <T>(work: () => T): T => afterCommit(timed(metrics, "orders", () => gate.hold(work)));
+  // Prepared on first use, as writeMeta: a read-only store may open a file older than the staging tables.
+  let staged: ReturnType<typeof createStagedAttribution> | undefined;
+  const stagedAttribution = () => (staged ??= createStagedAttribution(db));
   let closed = false;
   let outbox: WebhookOutbox | undefined;
   const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, gate));
@@ -87,6 +91,15 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
         }
         lifecycle.readerIndexesBuilt();
         return built;
+      },
+    },
+
+    stagedAttribution: {
+      pending: async () => stagedAttribution().pending(),
+      move: async () => {
+        const moved = afterCommit(timed(metrics, "staged_attribution", () => gate.hold(() => stagedAttribution().move())));
+        checkpoints.nudge();
+        return moved;
       },
     },
 

@@ -57,6 +57,16 @@ export type WindowWriter = {
   close: () => Promise<void>;
 };
 
+/**
+ * A bulk backfill's attribution, staged window by window and moved once at its end (SQLite:
+ * schemaV10.ts). Postgres stores it as it comes (windows never ask it to stage).
+ */
+export type StagedAttribution = {
+  pending: () => Promise<boolean>;
+  /** Moves it into the attribution tables; returns the transactions new to them. */
+  move: () => Promise<number>;
+};
+
 /** Reader indexes a bulk backfill drops and builds once at its end. */
 export type ReaderIndexes = {
   missing: () => Promise<string[]>;
@@ -91,6 +101,7 @@ export type Store = {
   /** A writer for backfill windows; `bulk` hints that it is a long run (SQLite: commit on a thread of its own). */
   openWindowWriter: (options: { bulk: boolean }) => WindowWriter;
   readerIndexes: ReaderIndexes;
+  stagedAttribution: StagedAttribution;
 
   // Realtime and pending
   applyChainChange: (change: ChainChange, now: number) => Promise<ChainChangeApplied>;

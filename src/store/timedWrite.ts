@@ -1,7 +1,7 @@
 import type { Metrics } from "../ops/metrics.js";
 
 /** What a write transaction does, for `flashindex_db_write_duration_seconds{kind}` (a closed set: low cardinality). */
-export type WriteKind = "backfill_window" | "index_build" | "head_block" | "reorg" | "finalize" | "removed_flag" | "preconfirmed" | "restart_settle" | "attribution" | "orders";
+export type WriteKind = "backfill_window" | "index_build" | "head_block" | "reorg" | "finalize" | "removed_flag" | "preconfirmed" | "restart_settle" | "attribution" | "staged_attribution" | "orders";
 
 /**
  * Runs `work` (which opens its own transaction) and records how long it took under `kind`, whether it

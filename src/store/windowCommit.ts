@@ -6,16 +6,28 @@ import type { PackedRows } from "../decode/packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 
-/** One fetched backfill window as the store takes it: its rows (packed: decode/packedRows.ts), its transactions' attribution, and the range it completes. */
-export type WindowWrite = { from: number; to: number; tokens: readonly Hex[]; rows: PackedRows; transactions: readonly AttributedTransaction[] };
+/**
+ * One fetched backfill window as the store takes it: its rows (packed: decode/packedRows.ts), its
+ * transactions' attribution, and the range it completes. `stageAttribution` (a bulk backfill):
+ * SQLite appends the attribution to its staging tables, moved at the backfill's end (schemaV10.ts).
+ */
+export type WindowWrite = {
+  from: number;
+  to: number;
+  tokens: readonly Hex[];
+  rows: PackedRows;
+  transactions: readonly AttributedTransaction[];
+  stageAttribution?: boolean | undefined;
+};
 
 /** The same window with its attribution packed too (attributionWriter.ts): how it crosses to the writer thread. */
-export type PackedWindow = Pick<WindowWrite, "from" | "to" | "tokens"> & { rows: PackedRows; attribution: PackedAttribution };
+export type PackedWindow = Pick<WindowWrite, "from" | "to" | "tokens" | "stageAttribution"> & { rows: PackedRows; attribution: PackedAttribution };
 
 export const packWindow = (window: WindowWrite, now: number): PackedWindow => ({
   from: window.from,
   to: window.to,
   tokens: window.tokens,
+  stageAttribution: window.stageAttribution,
   rows: window.rows,
   attribution: packAttribution(window.transactions, now),
 });
@@ -63,7 +75,8 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
   return (window, now) => {
     open();
     try {
-      attribution.insertPacked(window.attribution);
+      if (window.stageAttribution === true) attribution.stagePacked(window.attribution);
+      else attribution.insertPacked(window.attribution);
       const counts = logs.insertPacked(window.rows, now, { every: WINDOW_YIELD_EVERY_ROWS, run: stepAside });
       for (const token of window.tokens) synced.add(token, window);
       close(commit);

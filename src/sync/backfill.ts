@@ -103,7 +103,7 @@ export async function backfill(
   metrics.chainHeadBlock.set(range.head ?? range.to);
   if (segments.length === 0) {
     logger.debug({ msg: "Found nothing to backfill", to_block: range.to });
-    await buildReaderIndexes();
+    await finishBulkLoad();
     return summary;
   }
   const storedBefore = await store.storedLogCount();
@@ -119,8 +119,17 @@ export async function backfill(
   // than maintaining it row by row, and there is nothing stored for readers to miss meanwhile.
   if (storedBefore === 0) await startBulkLoad();
 
-  /** Builds the reader indexes a bulk load (this one, or one killed before its end) left missing. */
-  async function buildReaderIndexes(): Promise<void> {
+  /**
+   * Finishes what a bulk load (this one, or one killed before its end) left: moves its staged
+   * attribution into place, then builds the reader indexes it dropped (the one by code indexes
+   * what was just moved).
+   */
+  async function finishBulkLoad(): Promise<void> {
+    if (await store.stagedAttribution.pending()) {
+      const started = performance.now();
+      const transactions = await store.stagedAttribution.move();
+      logger.info({ msg: "Moved staged attribution into place", transactions, duration_ms: Math.round(performance.now() - started) });
+    }
     if ((await store.readerIndexes.missing()).length === 0) return;
     const started = performance.now();
     const built = await store.readerIndexes.build({ besideLiveWrites: options.besideLiveWrites === true });
@@ -156,7 +165,8 @@ export async function backfill(
     // Packing a window (its attribution; a short backfill's rows too) holds the thread: live messages received meanwhile go first.
     await yieldToEventLoop();
     const writeStarted = performance.now();
-    const counts = await writer.commit(window, Date.now());
+    // A bulk load stages attribution too (schemaV10.ts: its keys are random hashes), and moves it at the end.
+    const counts = await writer.commit({ ...window, stageAttribution: bulk }, Date.now());
     attributor?.remember(window.transactions);
     metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);
     countIndexed(metrics, counts.byEvent);
@@ -219,7 +229,7 @@ export async function backfill(
     await writer.close();
   }
   await updateCheckpoint();
-  await buildReaderIndexes();
+  await finishBulkLoad();
   summary.durationMs = Date.now() - started;
   logger.info({ msg: "Finished backfill", to_block: range.to, windows: summary.windows, logs: summary.logs, duration_ms: summary.durationMs });
   return summary;

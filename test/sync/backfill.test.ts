@@ -43,8 +43,12 @@ async function storedLogs(db: TableReader): Promise<string[]> {
     .sort();
 }
 
-async function setUp(backend: TestBackend, options: { window?: number; concurrency?: number; database?: Record<string, unknown>; wrap?: (inner: HttpTransport) => HttpTransport } = {}) {
+async function setUp(
+  backend: TestBackend,
+  options: { window?: number; concurrency?: number; database?: Record<string, unknown>; attribution?: boolean; wrap?: (inner: HttpTransport) => HttpTransport } = {},
+) {
   const config = testConfig({
+    attribution: { enabled: options.attribution === true },
     rpc: { http: [chain.anvil.httpUrl], retry: { maxAttempts: 10, initialDelayMs: 1, maxDelayMs: 5 } },
     tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
     backfill: { windowBlocks: options.window ?? 4, concurrency: options.concurrency ?? 3 },
@@ -279,7 +283,8 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     await close();
   });
 
-  test("a bulk load defers the reader indexes and builds them at its end; a run killed before that leaves them to the next run", async () => {
+  test("a bulk load defers the reader indexes (and stages attribution) to its end; a run killed before that leaves them to the next run", async () => {
+    const count = async (db: TableReader, sql: string) => Number(Object.values((await db.all(sql))[0]!)[0]);
     const indexes = async (db: TableReader) => (await db.indexNames(["transfers_by_from", "transfers_by_to", "authorization_events_by_tx"])).join();
     const all = "authorization_events_by_tx,transfers_by_from,transfers_by_to";
     let windows = 0;
@@ -287,6 +292,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     const first = await setUp(backend, {
       window: 2,
       concurrency: 1,
+      attribution: true,
       wrap: (inner) => async (url, body, signal) => {
         if (getLogsRange(body) !== undefined && ++windows === 6) {
           seenDuring.push(await indexes(first.db));
@@ -299,11 +305,23 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     expect(seenDuring).toEqual([""]);
     expect(await indexes(first.db)).toBe("");
     expect(first.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
+    const attributedTransactions = "SELECT COUNT(*) FROM transactions";
+    const loggedTransactions = "SELECT COUNT(DISTINCT tx_hash) FROM logs";
+    if (backend.name === "sqlite") {
+      // Staged with the committed windows, not yet in place.
+      expect(await count(first.db, "SELECT COUNT(*) FROM staged_transactions")).toBe(await count(first.db, loggedTransactions));
+      expect(await count(first.db, attributedTransactions)).toBe(0);
+    }
     await first.close();
 
-    const second = await setUp(backend, { database: { ...first.config.database } });
+    const second = await setUp(backend, { database: { ...first.config.database }, attribution: true });
     await second.run();
     expect(await indexes(second.db)).toBe(all);
+    expect(await count(second.db, attributedTransactions)).toBe(await count(second.db, loggedTransactions));
+    if (backend.name === "sqlite") {
+      expect(await count(second.db, "SELECT COUNT(*) FROM staged_transactions")).toBe(0);
+      expect(second.lines.find((l) => l.msg === "Moved staged attribution into place")?.transactions).toBeGreaterThan(0);
+    }
     // Postgres also drops the per-row-checked foreign keys during the load and validates them at its end.
     const foreignKeys = backend.name === "postgres" ? DEFERRED_FOREIGN_KEYS.map((k) => k.name) : [];
     expect(second.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual([

@@ -5,10 +5,14 @@ import type { Config } from "../../src/config/types.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { getBlockRows } from "../../src/sync/canonicalBlocks.js";
+import { toLogRows } from "../../src/decode/logRow.js";
+import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { startPaymentChain, type PaymentChain } from "../helpers/paymentChain.js";
+
+const ZERO_WORD = `0x${"0".repeat(64)}` as const;
 
 let chain: PaymentChain;
 let head: number;
@@ -22,8 +26,9 @@ afterAll(async () => {
   await stopFileBackends();
 });
 
-async function setUp(backend: TestBackend) {
+async function setUp(backend: TestBackend, options: { attribution?: boolean } = {}) {
   const config = testConfig({
+    attribution: { enabled: options.attribution === true },
     rpc: { http: [chain.anvil.httpUrl] },
     tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
     backfill: { windowBlocks: 3, concurrency: 3 },
@@ -74,5 +79,43 @@ describe.each(BACKENDS)("the backfill's fast path on $name", (backend) => {
     expect(await contents(fast.reader, backend)).toEqual(expected);
     await fast.close();
     await slow.close();
+  });
+
+  test("moves a bulk load's staged attribution into place at its end: the rows windows written one by one store", async () => {
+    // Every column but our own clock.
+    const attribution = async (db: TableReader) => ({
+      transactions: await db.all(
+        "SELECT tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution, schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations FROM transactions ORDER BY tx_hash",
+      ),
+      codes: await db.all("SELECT * FROM attribution_codes ORDER BY tx_hash, op_index, position"),
+      userOperations: await db.all("SELECT * FROM user_operations ORDER BY tx_hash, op_index"),
+    });
+    const bulk = await setUp(backend, { attribution: true });
+    await backfill(createSyncDeps(bulk, bulk.store), { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0 });
+    // A store holding a log (a pre-confirmation far ahead) and a bulk threshold never reached: windows one by one.
+    const oneByOne = await setUp(backend, { attribution: true });
+    const ahead = head + 1_000;
+    const { rows } = toLogRows(
+      [{ address: chain.token, topics: [TRANSFER_TOPIC, ZERO_WORD, ZERO_WORD], data: ZERO_WORD, blockNumber: ahead, blockHash: ZERO_WORD, blockTimestamp: 0, transactionHash: `0x${"ab".repeat(32)}`, transactionIndex: 0, logIndex: 0, removed: false }],
+      { chainId: oneByOne.config.chainId, statusOf: () => "preconfirmed", source: "pending", timestampOf: () => 0 },
+    );
+    await oneByOne.store.insertPreconfirmed(rows, Date.now());
+    await backfill(createSyncDeps(oneByOne, oneByOne.store), { to: head, finalized: head }, { bulkMinLogs: Number.MAX_SAFE_INTEGER, writerThread: true, decodeThreadAfterLogs: 0 });
+    // Postgres counts stored rows by estimate (none before its statistics run): it may load in bulk, and never stages anyway.
+    if (backend.name === "sqlite") expect(oneByOne.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(false);
+
+    const expected = await attribution(oneByOne.reader);
+    const transactions = await bulk.reader.all("SELECT DISTINCT tx_hash FROM logs");
+    expect(transactions.length).toBeGreaterThan(10);
+    expect(expected.transactions).toHaveLength(transactions.length);
+    expect(await attribution(bulk.reader)).toEqual(expected);
+    expect(await bulk.store.stagedAttribution.pending()).toBe(false);
+    if (backend.name === "sqlite") {
+      const moved = bulk.lines.find((l) => l.msg === "Moved staged attribution into place");
+      // The first window goes in before the load turns bulk (an empty store: from the start).
+      expect(moved?.transactions).toBe(transactions.length);
+    }
+    await bulk.close();
+    await oneByOne.close();
   });
 });

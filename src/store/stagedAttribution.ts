@@ -1,0 +1,56 @@
+import type { Database } from "better-sqlite3";
+import { sortingOnDisk } from "./readerIndexes.js";
+
+/**
+ * Moves a bulk backfill's staged attribution (schemaV10.ts) into `transactions`, `user_operations`
+ * and `attribution_codes`, in hash order: each page of their keys is then written once, where a
+ * window at a time wrote thousands of them over and over. One transaction: a reader sees all of it
+ * or none, and a crash leaves it staged for the next backfill.
+ *
+ * The rows stored are those the window-by-window inserts store: a transaction already stored (the
+ * live path attributed it meanwhile) keeps its row, codes and operations, and its staged ones are
+ * dropped; a transaction staged twice (a window fetched again after a crash) is stored once.
+ */
+export function createStagedAttribution(db: Database) {
+  const staged = db.prepare("SELECT EXISTS (SELECT 1 FROM staged_transactions)").pluck();
+  const unstored = "NOT EXISTS (SELECT 1 FROM transactions t WHERE t.tx_hash = s.tx_hash)";
+  // Operations and codes first, while `transactions` still tells which transactions are new; their
+  // parents follow in the same transaction (the foreign keys are checked at its commit).
+  const moveUserOperations = db.prepare(`
+    INSERT INTO user_operations (tx_hash, op_index, sender, aggregator, attribution, schema_id, malformed_reason, registry_error)
+    SELECT s.tx_hash, s.op_index, s.sender, s.aggregator, s.attribution, s.schema_id, s.malformed_reason, s.registry_error
+    FROM staged_user_operations s WHERE ${unstored} ORDER BY s.tx_hash, s.op_index
+    ON CONFLICT DO NOTHING`);
+  const moveCodes = db.prepare(`
+    INSERT INTO attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address)
+    SELECT s.tx_hash, s.op_index, s.position, s.code, s.role, s.registry, s.registry_chain_id, s.registry_address
+    FROM staged_attribution_codes s WHERE ${unstored} ORDER BY s.tx_hash, s.op_index, s.position
+    ON CONFLICT DO NOTHING`);
+  const moveTransactions = db.prepare(`
+    INSERT INTO transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
+      schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at)
+    SELECT tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
+      schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at
+    FROM staged_transactions WHERE true ORDER BY tx_hash
+    ON CONFLICT (tx_hash) DO NOTHING`);
+  const empty = ["staged_user_operations", "staged_attribution_codes", "staged_transactions"].map((table) => db.prepare(`DELETE FROM ${table}`));
+
+  return {
+    /** Whether attribution is staged (a bulk backfill stored windows and has not moved it yet). */
+    pending: (): boolean => staged.get() === 1,
+    /** Moves it all; returns how many transactions were new to `transactions`. */
+    move: (): number =>
+      sortingOnDisk(db, () =>
+        db
+          .transaction(() => {
+            db.pragma("defer_foreign_keys = ON");
+            moveUserOperations.run();
+            moveCodes.run();
+            const moved = moveTransactions.run().changes;
+            for (const statement of empty) statement.run();
+            return moved;
+          })
+          .immediate(),
+      ),
+  };
+}

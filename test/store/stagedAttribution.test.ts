@@ -1,0 +1,117 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Database } from "better-sqlite3";
+import { Attribution as OxAttribution } from "ox/erc8021";
+import { concat, encodeFunctionData, type Hex } from "viem";
+import { entryPoint07Abi } from "viem/account-abstraction";
+import { describe, expect, test } from "vitest";
+import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
+import { createAttributionWriter, packAttribution, type AttributedTransaction } from "../../src/store/attributionWriter.js";
+import { openDatabase } from "../../src/store/openDatabase.js";
+import { createStagedAttribution } from "../../src/store/stagedAttribution.js";
+
+const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+const SHOP = "0x000000000000000000000000000000000000c0de";
+const BUYER = "0x00000000000000000000000000000000000b0e01";
+const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
+const TRANSFER_CALL: Hex = `0xa9059cbb${word(SHOP).slice(2)}${word("64").slice(2)}`;
+const withSuffix = (suffix: Hex): Hex => concat([TRANSFER_CALL, suffix]);
+
+/** Transaction `hash` sending `input`, decoded as the attributor decodes it. */
+function attributed(hash: Hex, input: Hex): AttributedTransaction {
+  const tx = { hash, from: BUYER as Hex, to: TOKEN as Hex, input };
+  return { chainId: 8453, tx, attribution: attributeTransaction(tx) };
+}
+
+/** A handleOps bundle of two user operations, the second with a schema 2 suffix. */
+function bundle(hash: Hex): AttributedTransaction {
+  const op = (suffix?: Hex) => ({
+    sender: "0x00000000000000000000000000000000000000a1" as Hex,
+    nonce: 0n,
+    initCode: "0x" as Hex,
+    callData: suffix === undefined ? TRANSFER_CALL : withSuffix(suffix),
+    accountGasLimits: word("0"),
+    preVerificationGas: 0n,
+    gasFees: word("0"),
+    paymasterAndData: "0x" as Hex,
+    signature: "0x" as Hex,
+  });
+  const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: "handleOps", args: [[op(), op(OxAttribution.toDataSuffix({ appCode: "morpho", walletCode: "bc_k2x9q7m1" }))], BUYER] });
+  return attributed(hash, input);
+}
+
+// Hashes out of order, as real ones are: the move sorts them.
+const FIRST_WINDOW = [
+  attributed(word("f3"), withSuffix(OxAttribution.toDataSuffix({ codes: ["bc_b8nos5a8", "baseapp"] }))),
+  attributed(word("a1"), TRANSFER_CALL),
+  bundle(word("c7")),
+];
+const SECOND_WINDOW = [
+  attributed(word("b2"), `${TRANSFER_CALL}dddddddd62617365617070200080218021802180218021802180218021` as Hex),
+  attributed(word("e5"), withSuffix(OxAttribution.toDataSuffix({ codes: ["bc_demo0001"], codeRegistry: { address: "0x00000000000000000000000000000000000c0c0a", chainId: 8453 } }))),
+];
+/** Stored before the backfill (the live path attributed it): the staged copy of it below must not change it. */
+const ALREADY_STORED = attributed(word("d4"), withSuffix(OxAttribution.toDataSuffix({ codes: ["first"] })));
+const ALREADY_STORED_AGAIN = attributed(word("d4"), withSuffix(OxAttribution.toDataSuffix({ codes: ["other", "codes"] })));
+
+function database(): Database {
+  const db = openDatabase(join(mkdtempSync(join(tmpdir(), "flashindex-staged-")), "test.db"), 8453);
+  createAttributionWriter(db).insert([ALREADY_STORED], 1);
+  return db;
+}
+
+/** Every column of the three attribution tables, in key order. */
+const contents = (db: Database) => ({
+  transactions: db.prepare("SELECT * FROM transactions ORDER BY tx_hash").all(),
+  userOperations: db.prepare("SELECT * FROM user_operations ORDER BY tx_hash, op_index").all(),
+  codes: db.prepare("SELECT * FROM attribution_codes ORDER BY tx_hash, op_index, position").all(),
+});
+const stagedCount = (db: Database) =>
+  ["staged_transactions", "staged_user_operations", "staged_attribution_codes"].map((table) => db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get());
+
+describe("a bulk backfill's staged attribution", () => {
+  test("once moved, the attribution tables hold exactly what window-by-window inserts store", () => {
+    const windows = [FIRST_WINDOW, [...SECOND_WINDOW, ALREADY_STORED_AGAIN]].map((window, i) => packAttribution(window, 100 + i));
+
+    const direct = database();
+    const writer = createAttributionWriter(direct);
+    for (const packed of windows) writer.insertPacked(packed);
+
+    const staging = database();
+    const stagingWriter = createAttributionWriter(staging);
+    const staged = createStagedAttribution(staging);
+    expect(staged.pending()).toBe(false);
+    // The first window twice: a window fetched again after a crash stages its transactions again.
+    for (const packed of [windows[0]!, ...windows]) expect(stagingWriter.stagePacked(packed)).toBeGreaterThan(0);
+    expect(staged.pending()).toBe(true);
+    expect(stagingWriter.has(word("f3"))).toBe(false);
+    expect(contents(staging).transactions).toHaveLength(1);
+
+    expect(staged.move()).toBe(FIRST_WINDOW.length + SECOND_WINDOW.length);
+    const expected = contents(direct);
+    expect(expected.userOperations).toHaveLength(2);
+    expect(expected.codes.length).toBeGreaterThan(5);
+    expect(contents(staging)).toEqual(expected);
+    expect(staged.pending()).toBe(false);
+    expect(stagedCount(staging)).toEqual([0, 0, 0]);
+    expect(staging.pragma("foreign_key_check")).toEqual([]);
+    // Nothing left to move: a second move changes nothing.
+    expect(staged.move()).toBe(0);
+    expect(contents(staging)).toEqual(expected);
+    direct.close();
+    staging.close();
+  });
+
+  test("a failed move leaves everything staged and the tables untouched", () => {
+    const db = database();
+    createAttributionWriter(db).stagePacked(packAttribution(FIRST_WINDOW, 100));
+    const before = contents(db);
+    // A code row whose role no CHECK allows: the move's insert fails halfway, and rolls back.
+    db.prepare("UPDATE staged_attribution_codes SET role = 'bogus' WHERE position = 1").run();
+    expect(() => createStagedAttribution(db).move()).toThrow(/CHECK constraint failed/);
+    expect(contents(db)).toEqual(before);
+    expect(stagedCount(db)).toEqual([3, 2, 4]);
+    db.close();
+  });
+});
