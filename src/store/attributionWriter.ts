@@ -7,6 +7,12 @@ import { registryOfCode, type Attribution } from "../decode/erc8021.js";
 /** One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. */
 export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution };
 
+/**
+ * Hashes looked up per query by `unstored`: one query per hash cost 1–1.9 µs a hash (the call
+ * itself, mostly), a hundred per query 0.3–1 µs (measured on 2,000 hashes, 0 and 100,000 stored).
+ */
+const LOOKUP_BATCH = 100;
+
 /** op_index of the transaction's own calldata in attribution_codes. */
 const OWN_CALLDATA = -1;
 
@@ -18,11 +24,23 @@ export function createAttributionWriter(db: Database) {
   const keyed = prepareInserts(db, "", { transactions: "ON CONFLICT (tx_hash) DO NOTHING", rest: "ON CONFLICT DO NOTHING" });
   // Prepared on first use: a file opened read-only may predate the staging tables (schema v10).
   let staged: Inserts | undefined;
-  const exists = db.prepare("SELECT 1 FROM transactions WHERE tx_hash = ?").pluck();
+  const stored = db.prepare(`SELECT tx_hash FROM transactions WHERE tx_hash IN (${Array.from({ length: LOOKUP_BATCH }, () => "?").join(", ")})`).pluck();
 
   return {
-    /** Whether the transaction's attribution is already stored (staged attribution is not: see schemaV10.ts). */
-    has: (hash: Hex): boolean => exists.get(hash) !== undefined,
+    /**
+     * Of these transactions, those whose attribution is not stored yet (staged attribution counts
+     * as not stored: see schemaV10.ts), LOOKUP_BATCH hashes a query.
+     */
+    unstored(hashes: readonly Hex[]): Hex[] {
+      const found = new Set<unknown>();
+      for (let start = 0; start < hashes.length; start += LOOKUP_BATCH) {
+        const batch: Array<Hex | null> = hashes.slice(start, start + LOOKUP_BATCH);
+        // The last batch is filled with NULLs, which match nothing.
+        while (batch.length < LOOKUP_BATCH) batch.push(null);
+        for (const hash of stored.all(batch)) found.add(hash);
+      }
+      return found.size === 0 ? [...hashes] : hashes.filter((hash) => !found.has(hash));
+    },
     /** Inserts packed attribution (packAttribution): a transaction already stored is skipped with its codes and operations. */
     insertPacked: (packed: PackedAttribution): number => insertPacked(keyed, packed),
     /** Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves it); returns the transactions staged. */

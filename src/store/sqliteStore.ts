@@ -121,7 +121,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     removeLog: async (log, now) => write("removed_flag", () => lifecycle.removeLog(log, now)),
     unsettledBlocks: async () => lifecycle.unsettledBlocks(),
 
-    unattributed: async (txHashes) => txHashes.filter((hash) => !attribution.has(hash)),
+    unattributed: async (txHashes) => attribution.unstored(txHashes),
     insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
     saveRegistration: async (wallet, code, now) => gate.hold(() => saveRegistration(db, wallet, code, now)),
 

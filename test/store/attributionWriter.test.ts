@@ -65,6 +65,18 @@ const TRANSFER_CALL: Hex = `0xa9059cbb${word(SHOP).slice(2)}${word("64").slice(2
 const withSuffix = (suffix: Hex): Hex => concat([TRANSFER_CALL, suffix]);
 
 describe("attribution writer on schema v4", () => {
+  test("tells stored transactions from new ones across lookup batches, in the order asked", () => {
+    const db = openDatabase(tempPath(), 8453);
+    for (let n = 0; n < 150; n++) storeTransaction(db, n * 2, TRANSFER_CALL);
+    // 250 hashes, the even ones stored: three lookup batches, the last one short.
+    const asked = Array.from({ length: 250 }, (_, i) => txHash(i));
+    const unstored = createAttributionWriter(db).unstored(asked);
+    expect(unstored).toHaveLength(125);
+    expect(unstored).toEqual(asked.filter((_, i) => i % 2 === 1));
+    expect(createAttributionWriter(db).unstored([])).toEqual([]);
+    db.close();
+  });
+
   test("a code of a custom registry is never merged with the same text in the canonical registry", () => {
     const db = openDatabase(tempPath(), 8453);
     // 1: schema 0 "baseapp" (canonical); 2: schema 1 "baseapp" in REGISTRY on chain 8453;
