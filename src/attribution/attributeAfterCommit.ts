@@ -26,7 +26,7 @@ export function createLateAttribution(deps: {
       .then(async (transactions) => {
         if (transactions.length === 0 || shutdown.isKilled()) return;
         await store.insertAttribution(transactions, Date.now());
-        attributor.remember(transactions);
+        attributor.remember(transactions.map((t) => t.tx.hash));
       })
       .catch((error: unknown) => logger.warn({ msg: `Failed to attribute ${what} transactions`, error: (error as Error).message }));
   };

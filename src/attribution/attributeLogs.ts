@@ -1,9 +1,11 @@
 import type { Hex } from "viem";
-import { getTransactions } from "../chain/getTransactions.js";
+import { BATCH_SIZE, getTransactions } from "../chain/getTransactions.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { attributeTransaction } from "../decode/attributeTransaction.js";
+import { attributeTransaction, attributionLabels } from "../decode/attributeTransaction.js";
+import type { WindowDecoder } from "../decode/windowDecoder.js";
+import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
-import type { AttributedTransaction } from "../store/attributionWriter.js";
+import type { AttributedTransaction, PackedAttribution } from "../store/attributionWriter.js";
 import type { Store } from "../store/store.js";
 
 /**
@@ -13,6 +15,9 @@ import type { Store } from "../store/store.js";
  */
 const SEEN_LIMIT = 20_000;
 
+/** A backfill window's attribution, packed for the writer, and the transactions it holds. */
+export type WindowAttribution = { attribution: PackedAttribution; hashes: Hex[] };
+
 /**
  * Fetches and decodes the calldata of the transactions behind a batch of logs: only those not
  * attributed yet (memory, then the database), in one JSON-RPC batch per call. One per daemon: the
@@ -20,25 +25,52 @@ const SEEN_LIMIT = 20_000;
  */
 export function createAttributor(deps: { metrics: Metrics; chainId: number; store: Pick<Store, "unattributed"> }) {
   const seen = new Set<Hex>();
+  /** Of these transactions, those not attributed yet, each once. */
+  async function wanted(txHashes: Iterable<Hex>): Promise<Hex[]> {
+    const unseen = [...new Set(txHashes)].filter((hash) => !seen.has(hash));
+    return unseen.length === 0 ? [] : deps.store.unattributed(unseen);
+  }
   return {
     async attribute(client: RpcClient, txHashes: Iterable<Hex>): Promise<AttributedTransaction[]> {
-      const unseen = [...new Set(txHashes)].filter((hash) => !seen.has(hash));
-      const wanted = unseen.length === 0 ? [] : await deps.store.unattributed(unseen);
-      if (wanted.length === 0) return [];
-      const found = await getTransactions(client, wanted);
+      const hashes = await wanted(txHashes);
+      if (hashes.length === 0) return [];
+      const found = await getTransactions(client, hashes);
       const result: AttributedTransaction[] = [];
       for (const tx of found.values()) {
         const attribution = attributeTransaction(tx);
-        const own = attribution.attribution;
-        deps.metrics.attributions.inc({ result: own.kind, schema: "schemaId" in own && own.schemaId !== undefined ? String(own.schemaId) : "none" });
+        deps.metrics.attributions.inc(attributionLabels(attribution.attribution));
         result.push({ chainId: deps.chainId, tx, attribution });
       }
       return result;
     },
+    /**
+     * The same for a backfill window, with the answers' bytes handed to `decoder` unparsed (the
+     * decode thread, in a long backfill, as the window's logs are): it checks, attributes and packs
+     * them. What the answers must be, and what a damaged one costs (the batch is asked again), is
+     * as for `attribute`.
+     */
+    async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<WindowAttribution> {
+      const hashes = await wanted(txHashes);
+      const window: WindowAttribution = { attribution: { values: [] }, hashes: [] };
+      for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
+        const batch = hashes.slice(start, start + BATCH_SIZE);
+        const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
+        const attributed = await client.batchRaw(calls, async (answer) => {
+          const result = await decoder.attribute({ ...answer, hashes: batch, chainId: deps.chainId, now: Date.now() });
+          if (result.kind === "nodeError") throw new RpcRequestError(result.method, result.error);
+          if (result.kind === "damaged") throw new RpcResponseError(result.message);
+          return result;
+        });
+        for (const value of attributed.attribution.values) window.attribution.values.push(value);
+        window.hashes.push(...attributed.hashes);
+        for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
+      }
+      return window;
+    },
     /** Marks transactions as stored (after their commit). */
-    remember(transactions: readonly AttributedTransaction[]): void {
+    remember(hashes: Iterable<Hex>): void {
       if (seen.size > SEEN_LIMIT) seen.clear();
-      for (const { tx } of transactions) seen.add(tx.hash);
+      for (const hash of hashes) seen.add(hash);
     },
   };
 }

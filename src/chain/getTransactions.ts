@@ -6,7 +6,7 @@ import type { RpcClient } from "./rpcClient.js";
 export type TransactionInput = { hash: Hex; from: Hex; to: Hex | null; input: Hex };
 
 /** Transactions per JSON-RPC batch: one HTTP request carries a whole window's worth. */
-const BATCH_SIZE = 500;
+export const BATCH_SIZE = 500;
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const WORD = /^0x[0-9a-fA-F]{64}$/;
@@ -33,7 +33,8 @@ export async function getTransactions(client: RpcClient, hashes: readonly Hex[])
   return found;
 }
 
-function parseTransaction(value: unknown, where: string): TransactionInput {
+/** Checks one eth_getTransactionByHash result and keeps what attribution needs, in lower case. */
+export function parseTransaction(value: unknown, where: string): TransactionInput {
   if (typeof value !== "object" || value === null) throw new RpcResponseError(`${where} is not a transaction object`);
   const tx = value as Record<string, unknown>;
   const field = (key: string, pattern: RegExp): Hex => {

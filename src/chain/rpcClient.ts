@@ -8,7 +8,7 @@ import { redactUrl } from "../ops/redact.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";
 import { answerText, createHttpTransport, type AnswerBody, type HttpTransport } from "./httpTransport.js";
 import { parseRangeError } from "./rangeErrors.js";
-import { unwrap } from "./jsonRpcAnswer.js";
+import { batchResults, unwrap, type BatchResult } from "./jsonRpcAnswer.js";
 import { backoffDelayMs } from "../ops/backoff.js";
 import {
   PRUNED_HISTORY_CODE,
@@ -21,7 +21,7 @@ import {
 } from "../errors/rpc.js";
 
 export type RpcCall = { method: string; params: readonly unknown[] };
-export type BatchResult = { ok: true; result: unknown } | { ok: false; error: RpcRequestError };
+export type { BatchResult };
 
 export type RpcClient = {
   /**
@@ -37,6 +37,8 @@ export type RpcClient = {
   requestRaw: <T>(method: string, params: readonly unknown[], accept: (answer: RawAnswer) => Promise<T>) => Promise<T>;
   /** Several calls in one JSON-RPC batch (one HTTP request); per-call errors come back as values. */
   batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
+  /** A batch whose answer's body `accept` reads itself (jsonRpcAnswer.ts's batchResults checks it), as requestRaw. */
+  batchRaw: <T>(calls: readonly RpcCall[], accept: (answer: RawBatchAnswer) => Promise<T>) => Promise<T>;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
   /**
@@ -48,6 +50,8 @@ export type RpcClient = {
 
 /** An answer's body as received, with the request's id and the endpoint's redacted label. */
 export type RawAnswer = { body: AnswerBody; id: number; endpoint: string };
+/** A batch's answer as received: its calls' ids run from `firstId`. */
+export type RawBatchAnswer = { body: AnswerBody; firstId: number; endpoint: string };
 
 export type RpcClientDeps = {
   config: Pick<Config, "chainId" | "rpc">;
@@ -187,24 +191,16 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         if (calls.length === 0) return [];
         const firstId = nextId;
         nextId += calls.length;
-        const body = calls.map((call, i) => ({ jsonrpc: "2.0", id: firstId + i, method: call.method, params: call.params }));
-        const answer = await post(endpoint, JSON.stringify(body), timeoutMs);
-        if (!Array.isArray(answer)) {
-          // Some nodes answer a whole batch with one error object (batch too large, not supported).
-          unwrap(answer, "batch", undefined, endpoint.label);
-          throw new RpcResponseError(`${endpoint.label} answered a batch with a non-array`);
-        }
-        const byId = new Map<unknown, unknown>(answer.map((item) => [(item as { id?: unknown } | null)?.id, item]));
-        return calls.map((call, i): BatchResult => {
-          const item = byId.get(firstId + i);
-          if (item === undefined) throw new RpcResponseError(`${endpoint.label} left call ${i} (${call.method}) of a batch unanswered`);
-          try {
-            return { ok: true, result: unwrap(item, call.method, firstId + i, endpoint.label) };
-          } catch (error) {
-            if (error instanceof RpcRequestError && !isRetryableRpcError(error)) return { ok: false, error };
-            throw error;
-          }
-        });
+        const answer = await post(endpoint, batchBody(calls, firstId), timeoutMs);
+        return batchResults(answer, calls.map((call) => call.method), firstId, endpoint.label);
+      }),
+
+    batchRaw: (calls, accept) =>
+      withRetries(calls[0]?.method ?? "batch", async (endpoint) => {
+        const firstId = nextId;
+        nextId += calls.length;
+        const body = await send(endpoint, batchBody(calls, firstId), timeoutMs);
+        return accept({ body, firstId, endpoint: endpoint.label });
       }),
 
     verifyEndpoints: async () => {
@@ -222,6 +218,10 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   });
   return view(config.rpc.timeoutMs);
 }
+
+/** A batch request's JSON: the calls with ids from `firstId`. */
+const batchBody = (calls: readonly RpcCall[], firstId: number): string =>
+  JSON.stringify(calls.map((call, i) => ({ jsonrpc: "2.0", id: firstId + i, method: call.method, params: call.params })));
 
 /** Maps a node's error to our vocabulary: range limits first, then retryable or fatal by code. */
 function classify(method: string, error: unknown): Error & { shortMessage?: string } {

@@ -3,6 +3,7 @@ import type { Worker } from "node:worker_threads";
 import { FatalError } from "../errors/base.js";
 import { startThread } from "../ops/startThread.js";
 import { createThreadCalls } from "../ops/threadCalls.js";
+import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer } from "./transactionsAnswer.js";
 import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "./windowAnswer.js";
 import type { DecodeReply, DecodeRequest } from "./windowDecoderThread.js";
 
@@ -28,6 +29,8 @@ const DECODE_THREAD_YOUNG_MB = 12;
 
 export type WindowDecoder = {
   decode: (answer: WindowAnswer) => Promise<DecodedWindow>;
+  /** A window's transactions (transactionsAnswer.ts): on the thread once it runs, else here. */
+  attribute: (answer: TransactionsAnswer) => Promise<AttributedAnswer>;
   close: () => Promise<void>;
 };
 
@@ -53,6 +56,11 @@ export function createWindowDecoder(options: { threadAfterLogs?: number | undefi
       if (decodedLogs >= threadAfterLogs) thread ??= startDecodeThread();
       return decoded;
     },
+    async attribute(answer) {
+      if (thread !== undefined) return thread.attribute(answer);
+      await yieldToEventLoop();
+      return attributeTransactionsAnswer(answer);
+    },
     close: async () => thread?.close(),
   };
 }
@@ -64,21 +72,20 @@ function startDecodeThread() {
     maxOldGenerationSizeMb: DECODE_THREAD_HEAP_MB,
     maxYoungGenerationSizeMb: DECODE_THREAD_YOUNG_MB,
   });
-  const calls = createThreadCalls<DecodeReply, DecodedWindow>(worker, {
+  const calls = createThreadCalls<DecodeReply, DecodedWindow | AttributedAnswer>(worker, {
     thread: "decode thread",
     settle: (reply) => reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`),
   });
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   let closing: Promise<void> | undefined;
+  /** Posts a request; the answer body's bytes (a buffer of their own: chain/httpTransport.ts) move instead of being copied. */
+  const send = (request: DecodeRequest, body: WindowAnswer["body"]) => {
+    const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
+    worker.postMessage(request, movable ? [body.buffer as ArrayBuffer] : []);
+  };
   return {
-    decode(answer: WindowAnswer): Promise<DecodedWindow> {
-      return calls.call((id) => {
-        // The body's bytes (a buffer of their own: chain/httpTransport.ts) move instead of being copied.
-        const body = answer.body;
-        const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
-        worker.postMessage({ id, answer } satisfies DecodeRequest, movable ? [body.buffer as ArrayBuffer] : []);
-      });
-    },
+    decode: (answer: WindowAnswer) => calls.call((id) => send({ id, answer }, answer.body)) as Promise<DecodedWindow>,
+    attribute: (transactions: TransactionsAnswer) => calls.call((id) => send({ id, transactions }, transactions.body)) as Promise<AttributedAnswer>,
     close(): Promise<void> {
       closing ??= (async () => {
         if (!calls.failed() && calls.waiting() === 0) worker.postMessage("close");

@@ -1,19 +1,20 @@
 import { parentPort } from "node:worker_threads";
 import { buffersToMove } from "./packedRows.js";
+import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer } from "./transactionsAnswer.js";
 import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "./windowAnswer.js";
 
-/** The decode thread: window answers in, decoded windows out, in any order (matched by id). */
-export type DecodeRequest = { id: number; answer: WindowAnswer };
-export type DecodeReply = { id: number; decoded?: DecodedWindow; error?: string };
+/** The decode thread: window answers (or their transactions' answers) in, decoded windows (or packed attribution) out, in any order (matched by id). */
+export type DecodeRequest = { id: number; answer: WindowAnswer } | { id: number; transactions: TransactionsAnswer };
+export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnswer; error?: string };
 
 parentPort!.on("message", (message: DecodeRequest | "close") => {
   if (message === "close") {
     parentPort!.close();
     return;
   }
-  let decoded: DecodedWindow;
+  let decoded: DecodedWindow | AttributedAnswer;
   try {
-    decoded = decodeWindowAnswer(message.answer);
+    decoded = "answer" in message ? decodeWindowAnswer(message.answer) : attributeTransactionsAnswer(message.transactions);
   } catch (error) {
     parentPort!.postMessage({ id: message.id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies DecodeReply);
     return;

@@ -15,10 +15,15 @@ export class RpcRequestError extends BaseError {
   override name = "RpcRequestError";
   readonly code: number;
   readonly data: unknown;
+  /** What it was constructed from: the error again from another thread's copy (`new RpcRequestError(method, nodeError)`). */
+  readonly method: string;
+  readonly nodeError: { code: number; message: string; data?: unknown };
   constructor(method: string, error: { code: number; message: string; data?: unknown }, options: BaseErrorOptions = {}) {
     super(`${method} failed: ${error.message} (code ${error.code})`, options);
     this.code = error.code;
     this.data = error.data;
+    this.method = method;
+    this.nodeError = { code: error.code, message: error.message, data: error.data };
   }
 }
 

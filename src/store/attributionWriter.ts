@@ -137,6 +137,24 @@ export function packAttribution(transactions: readonly AttributedTransaction[], 
   return { values };
 }
 
+/** Packed attribution's rows per transaction, each row's values in its table's column order (the inserts above), hash first. */
+export type UnpackedTransaction = { transaction: unknown[]; userOperations: unknown[][]; codes: unknown[][] };
+
+export function unpackAttribution({ values: v }: PackedAttribution): UnpackedTransaction[] {
+  const transactions: UnpackedTransaction[] = [];
+  for (let i = 0; i < v.length; ) {
+    const unpacked: UnpackedTransaction = { transaction: v.slice(i, i + TRANSACTION_FIELDS), userOperations: [], codes: [] };
+    const records = v[i + TRANSACTION_FIELDS] as number;
+    i += TRANSACTION_FIELDS + 1;
+    for (let r = 0; r < records; r++, i += RECORD_FIELDS) {
+      const row = [unpacked.transaction[0], ...v.slice(i + 1, i + RECORD_FIELDS)];
+      (v[i] === OPERATION ? unpacked.userOperations : unpacked.codes).push(row);
+    }
+    transactions.push(unpacked);
+  }
+  return transactions;
+}
+
 /** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */
 function registryErrorOf(attribution: Attribution): string | null {
   return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.registryError?.reason ?? null) : null;

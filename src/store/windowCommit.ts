@@ -1,35 +1,34 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { createAttributionWriter, packAttribution, type AttributedTransaction, type PackedAttribution } from "./attributionWriter.js";
+import { createAttributionWriter, type PackedAttribution } from "./attributionWriter.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 
 /**
- * One fetched backfill window as the store takes it: its rows (packed: decode/packedRows.ts), its
- * transactions' attribution, and the range it completes. `stageAttribution` (a bulk backfill):
- * SQLite appends the attribution to its staging tables, moved at the backfill's end (schemaV10.ts).
+ * One fetched backfill window as the store takes it: its rows (decode/packedRows.ts), its
+ * transactions' attribution (packed: attributionWriter.ts), and the range it completes; as plain
+ * values, it crosses to the writer thread. `stageAttribution` (a bulk backfill): SQLite appends the
+ * attribution to its staging tables, moved at the backfill's end (schemaV10.ts).
  */
 export type WindowWrite = {
   from: number;
   to: number;
   tokens: readonly Hex[];
   rows: PackedRows;
-  transactions: readonly AttributedTransaction[];
+  attribution: PackedAttribution;
   stageAttribution?: boolean | undefined;
 };
 
-/** The same window with its attribution packed too (attributionWriter.ts): how it crosses to the writer thread. */
-export type PackedWindow = Pick<WindowWrite, "from" | "to" | "tokens" | "stageAttribution"> & { rows: PackedRows; attribution: PackedAttribution };
-
-export const packWindow = (window: WindowWrite, now: number): PackedWindow => ({
+/** Just the window's own fields (a fetched window carries more): what is posted to the writer thread. */
+export const windowFields = (window: WindowWrite): WindowWrite => ({
   from: window.from,
   to: window.to,
   tokens: window.tokens,
-  stageAttribution: window.stageAttribution,
   rows: window.rows,
-  attribution: packAttribution(window.transactions, now),
+  attribution: window.attribution,
+  stageAttribution: window.stageAttribution,
 });
 
 /**
@@ -42,7 +41,7 @@ export const packWindow = (window: WindowWrite, now: number): PackedWindow => ({
  * resumes after the live write: a crash in between leaves the range unsynced, the next backfill
  * fetches the window again, and the unique key skips the rows already stored.
  */
-export function createWindowCommit(db: Database, chainId: number, gate: WindowGate = UNSHARED_WINDOW_GATE): (window: PackedWindow, now: number) => InsertCounts {
+export function createWindowCommit(db: Database, chainId: number, gate: WindowGate = UNSHARED_WINDOW_GATE): (window: WindowWrite, now: number) => InsertCounts {
   const logs = createLogWriter(db);
   const attribution = createAttributionWriter(db);
   const synced = createSyncedRanges(db, chainId);

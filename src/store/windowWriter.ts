@@ -5,7 +5,7 @@ import { startThread } from "../ops/startThread.js";
 import { createThreadCalls } from "../ops/threadCalls.js";
 import type { Database } from "./openDatabase.js";
 import type { WindowWriter } from "./store.js";
-import { createWindowCommit, packWindow, type WindowWrite } from "./windowCommit.js";
+import { createWindowCommit, windowFields } from "./windowCommit.js";
 import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWriterThread.js";
 import type { WalCheckpoints } from "./walCheckpoints.js";
 import type { LiveWriteGate } from "./writeGate.js";
@@ -31,7 +31,7 @@ export function createWindowWriter(
 ): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
-    return { commit: async (window, now) => commit(packWindow(window, now), now), close: async () => undefined };
+    return { commit: async (window, now) => commit(window, now), close: async () => undefined };
   }
   const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory };
   const worker = startThread(import.meta.url, "windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
@@ -54,9 +54,8 @@ export function createWindowWriter(
   return {
     commit(window, now) {
       const committed = calls.call((id) => {
-        const packed = packWindow(window, now);
         // The rows' buffers move to the thread instead of being copied.
-        worker.postMessage({ id, window: packed, now } satisfies WindowRequest, buffersToMove(packed.rows));
+        worker.postMessage({ id, window: windowFields(window), now } satisfies WindowRequest, buffersToMove(window.rows));
       });
       outstanding.add(committed);
       const forget = () => void outstanding.delete(committed);

@@ -1,10 +1,10 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openWriterConnection, resetWalWhenLarge } from "./openDatabase.js";
-import { createWindowCommit, type PackedWindow } from "./windowCommit.js";
+import { createWindowCommit, type WindowWrite } from "./windowCommit.js";
 import { createWindowGate, type WriteGateMemory } from "./writeGate.js";
 
 /** The window writer's thread: its own connection to the database, committing windows one at a time, in arrival order. */
-export type WindowRequest = { id: number; window: PackedWindow; now: number };
+export type WindowRequest = { id: number; window: WindowWrite; now: number };
 export type WindowReply = { id: number; counts?: unknown; error?: string };
 export type WindowWriterData = { path: string; chainId: number; gate: WriteGateMemory };
 

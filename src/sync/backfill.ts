@@ -162,12 +162,12 @@ export async function backfill(
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
   async function commitWindow(writer: WindowWriter, window: WindowResult): Promise<void> {
-    // Packing a window (its attribution; a short backfill's rows too) holds the thread: live messages received meanwhile go first.
+    // Committing a window here (a short backfill), or posting one to the writer thread, holds this thread: live messages received meanwhile go first.
     await yieldToEventLoop();
     const writeStarted = performance.now();
     // A bulk load stages attribution too (schemaV10.ts: its keys are random hashes), and moves it at the end.
     const counts = await writer.commit({ ...window, stageAttribution: bulk }, Date.now());
-    attributor?.remember(window.transactions);
+    attributor?.remember(window.attributed);
     metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);
     countIndexed(metrics, counts.byEvent);
     summary.windows++;

@@ -7,7 +7,7 @@ import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
-import { createWindowCommit, packWindow, type WindowWrite } from "../../src/store/windowCommit.js";
+import { createWindowCommit, type WindowWrite } from "../../src/store/windowCommit.js";
 import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
 import { freshDbPath, waitFor, word } from "../helpers/fixtures.js";
 
@@ -28,7 +28,7 @@ function windowOf(count: number): WindowWrite {
     removed: false,
   }));
   const { rows } = toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 });
-  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows: packRows(rows), transactions: [] };
+  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows: packRows(rows), attribution: { values: [] } };
 }
 
 /** What another connection sees: committed logs and synced ranges. */
@@ -81,7 +81,7 @@ describe("a backfill window's commit", () => {
     let whileAside: ReturnType<typeof seenFrom> | undefined;
     const commit = createWindowCommit(db, 8453, gateWaitingOnce(2 * WINDOW_YIELD_EVERY_ROWS, () => (whileAside = seenFrom(path))));
 
-    const counts = commit(packWindow(window, 1), 1);
+    const counts = commit(window, 1);
 
     expect(whileAside).toEqual({ logs: 2 * WINDOW_YIELD_EVERY_ROWS, transfers: 2 * WINDOW_YIELD_EVERY_ROWS, ranges: [] });
     expect(counts).toMatchObject({ inserted: 1_000, duplicates: 0 });
@@ -96,11 +96,11 @@ describe("a backfill window's commit", () => {
     const crashing = createWindowCommit(db, 8453, gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
       throw new Error("killed");
     }));
-    expect(() => crashing(packWindow(window, 1), 1)).toThrow("killed");
+    expect(() => crashing(window, 1)).toThrow("killed");
     expect(db.inTransaction).toBe(false);
     expect(seenFrom(path)).toEqual({ logs: WINDOW_YIELD_EVERY_ROWS, transfers: WINDOW_YIELD_EVERY_ROWS, ranges: [] });
 
-    const counts = createWindowCommit(db, 8453)(packWindow(window, 1), 2);
+    const counts = createWindowCommit(db, 8453)(window, 2);
 
     expect(counts).toMatchObject({ inserted: 1_000 - WINDOW_YIELD_EVERY_ROWS, duplicates: WINDOW_YIELD_EVERY_ROWS });
     expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });

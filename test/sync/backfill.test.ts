@@ -187,6 +187,55 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     await close();
   });
 
+  test("a damaged or failed batch of transactions is asked again: the attribution stored equals a clean run's", async () => {
+    const attribution = async (db: TableReader) => ({
+      transactions: await db.all("SELECT tx_hash, from_address, to_address, selector, input_bytes, attribution, schema_id FROM transactions ORDER BY tx_hash"),
+      codes: await db.all("SELECT * FROM attribution_codes ORDER BY tx_hash, op_index, position"),
+    });
+    const clean = await setUp(backend, { attribution: true });
+    await clean.run();
+    let batches = 0;
+    const faults: string[] = [];
+    const faulty = await setUp(backend, {
+      attribution: true,
+      wrap: (inner) => async (url, body, signal) => {
+        if (!body.startsWith("[") || !body.includes("eth_getTransactionByHash")) return inner(url, body, signal);
+        const calls = JSON.parse(body) as Array<{ id: number; params: [string] }>;
+        batches++;
+        if (batches === 1) {
+          faults.push("invalid JSON");
+          return "[{";
+        }
+        if (batches === 2) {
+          faults.push("node error");
+          return JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "internal error" } });
+        }
+        if (batches === 3) {
+          // Another transaction than the one asked for.
+          faults.push("other transaction");
+          const answer = JSON.parse(answerText(await inner(url, body, signal))) as Array<{ id: number; result: { hash: string } | null }>;
+          const first = answer.find((item) => item.id === calls[0]!.id)!;
+          if (first.result !== null) first.result.hash = `0x${"ee".repeat(32)}`;
+          return JSON.stringify(answer);
+        }
+        return inner(url, body, signal);
+      },
+    });
+    await faulty.run();
+    expect(faults).toEqual(["invalid JSON", "node error", "other transaction"]);
+    const expected = await attribution(clean.db);
+    expect(expected.transactions.length).toBeGreaterThan(10);
+    expect(await attribution(faulty.db)).toEqual(expected);
+    const retried = faulty.lines.filter((l) => l.msg === "Retrying RPC request" && l.method === "eth_getTransactionByHash").map((l) => String(l.error));
+    expect(retried).toEqual([
+      expect.stringMatching(/answered with invalid JSON/),
+      expect.stringMatching(/internal error/),
+      expect.stringMatching(/answered transaction 0xeeee/),
+    ]);
+    await clean.close();
+    await faulty.close();
+  });
+
   test("retries transient faults and garbage answers, and rejects logs outside the filter", async () => {
     let n = 0;
     // Answers that hold logs are counted apart: every third of them gets foreign logs, however the

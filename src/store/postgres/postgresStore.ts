@@ -18,7 +18,7 @@ import { RECENT_WEBHOOK_ATTEMPTS } from "../statusPageQueries.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
-import { insertAttributionRows, insertLogRows } from "./rowWriter.js";
+import { insertAttributionRows, insertLogRows, insertPackedAttribution } from "./rowWriter.js";
 import { copyWindow } from "./windowCopy.js";
 
 export type PostgresStoreDeps = {
@@ -108,7 +108,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         const committed = writeWindow(window.to, async (client) => {
           // Bulk COPY; a window holding an already stored log goes in by the statement that skips it.
           const counts = (await copyWindow(client, window.rows, now)) ?? (await insertLogRows(client, window.rows, now));
-          await insertAttributionRows(client, window.transactions, now);
+          await insertPackedAttribution(client, window.attribution);
           const synced = postgresSyncedRanges(client, chainId);
           for (const token of window.tokens) await synced.add(token, window);
           return counts;

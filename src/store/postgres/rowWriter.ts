@@ -1,12 +1,8 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import { registryOfCode, type Attribution } from "../../decode/erc8021.js";
-import type { AttributedTransaction } from "../attributionWriter.js";
+import { packAttribution, unpackAttribution, type AttributedTransaction, type PackedAttribution } from "../attributionWriter.js";
 import type { EventCount, InsertCounts } from "../logWriter.js";
-
-/** op_index of the transaction's own calldata in attribution_codes. */
-const OWN_CALLDATA = -1;
 
 type Column = readonly [name: string, type: string];
 
@@ -134,46 +130,23 @@ const CODE_COLUMNS: readonly Column[] = [
 ];
 
 /** Writes attribution rows as the SQLite attribution writer does; a transaction already stored is skipped. Call inside a transaction. */
-export async function insertAttributionRows(client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> {
+export const insertAttributionRows = (client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> =>
+  insertPackedAttribution(client, packAttribution(transactions, now));
+
+/** The same for packed attribution (a backfill window's, packed on the decode thread). */
+export async function insertPackedAttribution(client: pg.ClientBase, packed: PackedAttribution): Promise<number> {
+  const transactions = unpackAttribution(packed);
   if (transactions.length === 0) return 0;
-  const rows = transactions.map(({ chainId, tx, attribution }) => {
-    const own = attribution.attribution;
-    const registry = own.kind === "codes" && own.schemaId === 1 ? own.registry : undefined;
-    return [
-      tx.hash, chainId, tx.from, tx.to, tx.input.length >= 10 ? tx.input.slice(0, 10) : null, (tx.input.length - 2) / 2, own.kind,
-      "schemaId" in own ? (own.schemaId ?? null) : null, registry?.address ?? null, registry === undefined ? null : registry.chainId.toString(),
-      own.kind === "malformed" ? own.reason : null, registryErrorOf(own), attribution.userOperations?.length ?? 0, now,
-    ];
-  });
-  const inserted = await insertColumns(client, "transactions", TRANSACTION_COLUMNS, rows, "ON CONFLICT (tx_hash) DO NOTHING RETURNING tx_hash");
+  const inserted = await insertColumns(client, "transactions", TRANSACTION_COLUMNS, transactions.map((t) => t.transaction), "ON CONFLICT (tx_hash) DO NOTHING RETURNING tx_hash");
   const fresh = new Set((inserted.rows as Array<{ tx_hash: Hex }>).map((r) => r.tx_hash));
   const operations: unknown[][] = [];
   const codes: unknown[][] = [];
-  const addCodes = (hash: Hex, opIndex: number, a: Attribution) => {
-    if (a.kind !== "codes") return;
-    a.codes.forEach((code, position) => {
-      const registry = registryOfCode(a, code);
-      const custom = registry.kind === "custom" ? registry.registry : undefined;
-      codes.push([hash, opIndex, position, code.code, code.role, registry.kind, custom?.chainId.toString() ?? null, custom?.address ?? null]);
-    });
-  };
-  for (const { tx, attribution } of transactions) {
-    if (!fresh.delete(tx.hash)) continue;
-    addCodes(tx.hash, OWN_CALLDATA, attribution.attribution);
-    for (const op of attribution.userOperations ?? []) {
-      const a = op.attribution;
-      operations.push([
-        tx.hash, op.userOpIndex, op.sender.toLowerCase(), op.aggregator?.toLowerCase() ?? null, a.kind,
-        "schemaId" in a ? (a.schemaId ?? null) : null, a.kind === "malformed" ? a.reason : null, registryErrorOf(a),
-      ]);
-      addCodes(tx.hash, op.userOpIndex, a);
-    }
+  for (const t of transactions) {
+    if (!fresh.delete(t.transaction[0] as Hex)) continue;
+    operations.push(...t.userOperations);
+    codes.push(...t.codes);
   }
   if (operations.length > 0) await insertColumns(client, "user_operations", USER_OPERATION_COLUMNS, operations, "ON CONFLICT DO NOTHING");
   if (codes.length > 0) await insertColumns(client, "attribution_codes", CODE_COLUMNS, codes, "ON CONFLICT DO NOTHING");
   return inserted.rowCount ?? 0;
-}
-
-function registryErrorOf(attribution: Attribution): string | null {
-  return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.registryError?.reason ?? null) : null;
 }

@@ -1,0 +1,98 @@
+import { Attribution as OxAttribution } from "ox/erc8021";
+import type { Hex } from "viem";
+import { describe, expect, test } from "vitest";
+import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
+import { attributeTransactionsAnswer, type TransactionsAnswer } from "../../src/decode/transactionsAnswer.js";
+import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
+import { RpcRequestError } from "../../src/errors/rpc.js";
+import { batchResults } from "../../src/chain/jsonRpcAnswer.js";
+import { packAttribution } from "../../src/store/attributionWriter.js";
+
+const word = (hex: string) => `0x${hex.padStart(64, "0")}` as Hex;
+const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+const TRANSFER_CALL = `0xa9059cbb${"0".repeat(24)}${"c0de".padStart(40, "0")}${"64".padStart(64, "0")}`;
+const HASHES = [word("a1"), word("b2"), word("c3")];
+/** What the node knows of each: the first with a schema 0 code, in upper case; the second is a contract creation; the third unknown. */
+const TRANSACTIONS: Array<Record<string, unknown> | null> = [
+  { hash: word("A1"), from: "0x00000000000000000000000000000000000B0E01", to: TOKEN, input: `${TRANSFER_CALL}${OxAttribution.toDataSuffix({ codes: ["bc_b8nos5a8"] }).slice(2)}`, nonce: "0x1", gas: "0x5208", accessList: [{ address: TOKEN, storageKeys: [word("1")] }], r: "0x1", s: "0x2" },
+  { hash: HASHES[1], from: "0x00000000000000000000000000000000000b0e01", to: null, input: "0x6080" },
+  null,
+];
+const FIRST_ID = 40;
+
+function answerOf(items: unknown, hashes: readonly Hex[] = HASHES): TransactionsAnswer {
+  return { body: Buffer.from(typeof items === "string" ? items : JSON.stringify(items)), firstId: FIRST_ID, endpoint: "http://node", hashes, chainId: 8453, now: 7 };
+}
+const results = (transactions: ReadonlyArray<unknown>) => transactions.map((result, i) => ({ jsonrpc: "2.0", id: FIRST_ID + i, result }));
+
+describe("a batch of eth_getTransactionByHash answers, attributed off the main thread", () => {
+  test("packs what the row by row path packs: checked, in lower case, a transaction the node does not know left out", () => {
+    // The answers in another order than asked: matched by id.
+    const attributed = attributeTransactionsAnswer(answerOf(results(TRANSACTIONS).reverse()));
+    const expected = [
+      { hash: HASHES[0]!, from: "0x00000000000000000000000000000000000b0e01" as Hex, to: TOKEN as Hex, input: (TRANSACTIONS[0]!.input as string).toLowerCase() as Hex },
+      { hash: HASHES[1]!, from: "0x00000000000000000000000000000000000b0e01" as Hex, to: null, input: "0x6080" as Hex },
+    ].map((tx) => ({ chainId: 8453, tx, attribution: attributeTransaction(tx) }));
+    expect(attributed).toEqual({
+      kind: "attributed",
+      attribution: packAttribution(expected, 7),
+      hashes: HASHES.slice(0, 2),
+      tallies: [{ result: "codes", schema: "0", count: 1 }, { result: "none", schema: "none", count: 1 }],
+    });
+  });
+
+  test("a node's error comes back as the error the RPC client would have thrown, for the batch or for one call", () => {
+    const direct = (items: unknown) => {
+      try {
+        batchResults(items, HASHES.map(() => "eth_getTransactionByHash"), FIRST_ID, "http://node").forEach((r) => {
+          if (!r.ok) throw r.error;
+        });
+      } catch (error) {
+        return (error as RpcRequestError).shortMessage;
+      }
+      return undefined;
+    };
+    const rebuilt = (items: unknown) => {
+      const result = attributeTransactionsAnswer(answerOf(items));
+      if (result.kind !== "nodeError") throw new Error(`expected a node error, got ${result.kind}`);
+      return new RpcRequestError(result.method, result.error).shortMessage;
+    };
+    const whole = { jsonrpc: "2.0", id: null, error: { code: -32005, message: "batch too large" } };
+    const oneCall = results(TRANSACTIONS).map((item, i) => (i === 1 ? { jsonrpc: "2.0", id: item.id, error: { code: -32602, message: "invalid argument 0", data: "x" } } : item));
+    expect(rebuilt(whole)).toBe("batch failed: batch too large (code -32005)");
+    expect(rebuilt(whole)).toBe(direct(whole));
+    expect(rebuilt(oneCall)).toBe("eth_getTransactionByHash failed: invalid argument 0 (code -32602)");
+    expect(rebuilt(oneCall)).toBe(direct(oneCall));
+  });
+
+  test("a damaged answer is refused with what is wrong (the client asks again)", () => {
+    const damaged = (items: unknown) => {
+      const result = attributeTransactionsAnswer(answerOf(items));
+      return result.kind === "damaged" ? result.message : result.kind;
+    };
+    expect(damaged("[{")).toBe("http://node answered with invalid JSON");
+    expect(damaged(results(TRANSACTIONS).slice(0, 2))).toBe("http://node left call 2 (eth_getTransactionByHash) of a batch unanswered");
+    expect(damaged({ jsonrpc: "2.0", id: FIRST_ID, result: [] })).toBe("http://node answered a batch with a non-array");
+    const other = results([{ ...TRANSACTIONS[1], hash: word("d4") }, TRANSACTIONS[1], null]);
+    expect(damaged(other)).toBe(`eth_getTransactionByHash(${HASHES[0]}) answered transaction ${word("d4")}`);
+    const malformed = results([{ ...TRANSACTIONS[1], hash: HASHES[0], input: "0x123" }, TRANSACTIONS[1], null]);
+    expect(damaged(malformed)).toBe(`eth_getTransactionByHash(${HASHES[0]}).input is malformed`);
+  });
+
+  test("the decode thread attributes a batch as this thread does, its bytes moved to it", async () => {
+    const decoder = createWindowDecoder({ threadAfterLogs: 0 });
+    try {
+      const inline = await decoder.attribute(answerOf(results(TRANSACTIONS)));
+      // The first window's logs start the thread (threadAfterLogs 0).
+      await decoder.decode({ body: '{"jsonrpc":"2.0","id":1,"result":[]}', id: 1, endpoint: "http://node", filter: { from: 1, to: 2, addresses: [TOKEN], topic0: [TRANSFER_TOPIC] }, chainId: 8453, finalized: 0 });
+      const body = new Uint8Array(Buffer.from(JSON.stringify(results(TRANSACTIONS))));
+      const threaded = await decoder.attribute({ ...answerOf([]), body });
+      expect(body.byteLength).toBe(0);
+      expect(threaded).toEqual(inline);
+      expect(inline).toMatchObject({ kind: "attributed", hashes: HASHES.slice(0, 2) });
+    } finally {
+      await decoder.close();
+    }
+  });
+});
