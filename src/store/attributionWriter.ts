@@ -42,10 +42,13 @@ export function createAttributionWriter(db: Database) {
       return found.size === 0 ? [...hashes] : hashes.filter((hash) => !found.has(hash));
     },
     /** Inserts packed attribution (packAttribution): a transaction already stored is skipped with its codes and operations. */
-    insertPacked: (packed: PackedAttribution): number => insertPacked(keyed, packed),
-    /** Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves it); returns the transactions staged. */
-    stagePacked: (packed: PackedAttribution): number =>
-      insertPacked((staged ??= prepareInserts(db, "staged_", { transactions: "", rest: "" })), packed),
+    insertPacked: (packed: PackedAttribution, between?: Between): number => insertPacked(keyed, packed, between),
+    /**
+     * Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves
+     * it); returns the transactions staged. `between` as for the log writer's insertPacked.
+     */
+    stagePacked: (packed: PackedAttribution, between?: Between): number =>
+      insertPacked((staged ??= prepareInserts(db, "staged_", { transactions: "", rest: "" })), packed, between),
     insert: (transactions: readonly AttributedTransaction[], now: number): number => insertPacked(keyed, packAttribution(transactions, now)),
   };
 }
@@ -68,10 +71,14 @@ function prepareInserts(db: Database, prefix: "" | "staged_", onConflict: { tran
   };
 }
 
+/** Called after every `every` transactions (the window writer steps aside there for a live write). */
+type Between = { every: number; run: () => void };
+
 /** Writes packed attribution with `inserts`; a transaction the insert skips (already stored) is skipped with its codes and operations. */
-function insertPacked(inserts: Inserts, { values: v }: PackedAttribution): number {
+function insertPacked(inserts: Inserts, { values: v }: PackedAttribution, between?: Between): number {
   let inserted = 0;
-  for (let i = 0; i < v.length; ) {
+  for (let i = 0, t = 0; i < v.length; t++) {
+    if (between !== undefined && t > 0 && t % between.every === 0) between.run();
     const hash = v[i];
     const fresh =
       inserts.transaction.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], v[i + 12], v[i + 13])

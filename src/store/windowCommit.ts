@@ -74,9 +74,10 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
   return (window, now) => {
     open();
     try {
-      if (window.stageAttribution === true) attribution.stagePacked(window.attribution);
-      else attribution.insertPacked(window.attribution);
-      const counts = logs.insertPacked(window.rows, now, { every: WINDOW_YIELD_EVERY_ROWS, run: stepAside });
+      const between = { every: WINDOW_YIELD_EVERY_ROWS, run: stepAside };
+      if (window.stageAttribution === true) attribution.stagePacked(window.attribution, between);
+      else attribution.insertPacked(window.attribution, between);
+      const counts = logs.insertPacked(window.rows, now, between);
       for (const token of window.tokens) synced.add(token, window);
       close(commit);
       return counts;

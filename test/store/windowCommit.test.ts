@@ -1,3 +1,4 @@
+import type { Hex } from "viem";
 import DatabaseConstructor from "better-sqlite3";
 import { packRows } from "../../src/decode/packedRows.js";
 import { describe, expect, test } from "vitest";
@@ -8,6 +9,8 @@ import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
 import { createWindowCommit, type WindowWrite } from "../../src/store/windowCommit.js";
+import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
+import { packAttribution } from "../../src/store/attributionWriter.js";
 import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
 import { freshDbPath, waitFor, word } from "../helpers/fixtures.js";
 
@@ -85,6 +88,29 @@ describe("a backfill window's commit", () => {
 
     expect(whileAside).toEqual({ logs: 2 * WINDOW_YIELD_EVERY_ROWS, transfers: 2 * WINDOW_YIELD_EVERY_ROWS, ranges: [] });
     expect(counts).toMatchObject({ inserted: 1_000, duplicates: 0 });
+    expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
+    db.close();
+  });
+
+  test("steps aside while it stages a bulk load's attribution too, before the window's logs", () => {
+    const path = freshDbPath("flashindex-window-");
+    const db = openDatabase(path, 8453);
+    const transactions = Array.from({ length: 1_000 }, (_, i) => {
+      const tx = { hash: word(`7${i.toString(16)}`), from: word("a11ce").slice(0, 42) as Hex, to: TOKEN as Hex, input: "0xa9059cbb" as Hex };
+      return { chainId: 8453, tx, attribution: attributeTransaction(tx) };
+    });
+    const window = { ...windowOf(1_000), attribution: packAttribution(transactions, 1), stageAttribution: true };
+    let staged: unknown;
+    const commit = createWindowCommit(db, 8453, gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
+      const reader = new DatabaseConstructor(path, { readonly: true });
+      staged = reader.prepare("SELECT COUNT(*) FROM staged_transactions").pluck().get();
+      reader.close();
+    }));
+
+    commit(window, 1);
+
+    expect(staged).toBe(WINDOW_YIELD_EVERY_ROWS);
+    expect(db.prepare("SELECT COUNT(*) FROM staged_transactions").pluck().get()).toBe(1_000);
     expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
     db.close();
   });
