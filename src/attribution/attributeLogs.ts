@@ -15,9 +15,6 @@ import type { Store } from "../store/store.js";
  */
 const SEEN_LIMIT = 20_000;
 
-/** A backfill window's attribution, packed for the writer, and the transactions it holds. */
-export type WindowAttribution = { attribution: PackedAttribution; hashes: Hex[] };
-
 /**
  * Fetches and decodes the calldata of the transactions behind a batch of logs: only those not
  * attributed yet (memory, then the database), in one JSON-RPC batch per call. One per daemon: the
@@ -47,11 +44,12 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
      * The same for a backfill window, with the answers' bytes handed to `decoder` unparsed (the
      * decode thread, in a long backfill, as the window's logs are): it checks, attributes and packs
      * them. What the answers must be, and what a damaged one costs (the batch is asked again), is
-     * as for `attribute`.
+     * as for `attribute`. A backfill's transactions are not remembered: no other window or stage
+     * asks for them again (a million of them cost the main thread 0.6 s).
      */
-    async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<WindowAttribution> {
+    async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
       const hashes = await wanted(txHashes);
-      const window: WindowAttribution = { attribution: { values: [] }, hashes: [] };
+      const packed: PackedAttribution = { values: [] };
       for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
         const batch = hashes.slice(start, start + BATCH_SIZE);
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
@@ -61,11 +59,10 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
           if (result.kind === "damaged") throw new RpcResponseError(result.message);
           return result;
         });
-        for (const value of attributed.attribution.values) window.attribution.values.push(value);
-        window.hashes.push(...attributed.hashes);
+        for (const value of attributed.attribution.values) packed.values.push(value);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
       }
-      return window;
+      return packed;
     },
     /** Marks transactions as stored (after their commit). */
     remember(hashes: Iterable<Hex>): void {

@@ -23,7 +23,7 @@ export type AttributionTally = { result: string; schema: string; count: number }
 
 export type AttributedAnswer =
   /** Every transaction the node knows, attributed and packed for the writer; a hash it does not know (a dropped pre-confirmation) is left out. */
-  | { kind: "attributed"; attribution: PackedAttribution; hashes: Hex[]; tallies: AttributionTally[] }
+  | { kind: "attributed"; attribution: PackedAttribution; tallies: AttributionTally[] }
   /** The node answered the batch, or a call of it, with an error: the RPC client classifies it. */
   | { kind: "nodeError"; method: string; error: NodeError }
   /** Not a well-formed answer (bad JSON, a missing call, a malformed or other transaction): retried. */
@@ -41,7 +41,7 @@ export function attributeTransactionsAnswer(answer: TransactionsAnswer): Attribu
   const found = parseTransactionsAnswer(answer);
   if (!Array.isArray(found)) return found;
   const transactions = found.map((tx): AttributedTransaction => ({ chainId: answer.chainId, tx, attribution: attributeTransaction(tx) }));
-  return { kind: "attributed", attribution: packAttribution(transactions, answer.now), hashes: found.map((tx) => tx.hash), tallies: tally(transactions) };
+  return { kind: "attributed", attribution: packAttribution(transactions, answer.now), tallies: tally(transactions) };
 }
 
 /**

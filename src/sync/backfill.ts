@@ -84,7 +84,7 @@ export async function backfill(
   } = {},
 ): Promise<BackfillSummary> {
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
-  const { config, metrics, store, attributor } = deps;
+  const { config, metrics, store } = deps;
   const logger = deps.logger.child({ component: "backfill" });
   const tokens = config.tokens;
 
@@ -157,7 +157,7 @@ export async function backfill(
   const windows = syncHistorical(deps, {
     segments,
     finalized: range.finalized,
-    attributor,
+    attributor: deps.attributor,
     decodeThreadAfterLogs: options.decodeThreadAfterLogs,
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
@@ -167,7 +167,6 @@ export async function backfill(
     const writeStarted = performance.now();
     // A bulk load stages attribution too (schemaV10.ts: its keys are random hashes), and moves it at the end.
     const counts = await writer.commit({ ...window, stageAttribution: bulk }, Date.now());
-    attributor?.remember(window.attributed);
     metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);
     countIndexed(metrics, counts.byEvent);
     summary.windows++;

@@ -14,13 +14,13 @@ import { createWindowSize } from "./windowSize.js";
 import { fetchWindowRows } from "./fetchLogRows.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
-import type { Attributor, WindowAttribution } from "../attribution/attributeLogs.js";
+import type { Attributor } from "../attribution/attributeLogs.js";
 import type { PackedAttribution } from "../store/attributionWriter.js";
 
 /** One fetched window: the rows to store and the tokens whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };
-/** A fetched window: its rows and the packed attribution of their transactions (`attributed`: those it holds). */
-export type WindowResult = Window & { rows: PackedRows; attribution: PackedAttribution; attributed: Hex[] };
+/** A fetched window: its rows and the packed attribution of their transactions. */
+export type WindowResult = Window & { rows: PackedRows; attribution: PackedAttribution };
 
 export type HistoricalDeps = {
   config: Pick<Config, "chainId" | "backfill">;
@@ -29,8 +29,6 @@ export type HistoricalDeps = {
   shutdown: Shutdown;
   client: RpcClient;
 };
-
-const NO_ATTRIBUTION = (): WindowAttribution => ({ attribution: { values: [] }, hashes: [] });
 
 /**
  * Fetches the segments window by window, `backfill.concurrency` at a time, and yields each finished
@@ -86,8 +84,8 @@ export async function* syncHistorical(
       duration_ms: Math.round(performance.now() - started),
     });
     // One batch for the window's transactions: never more than one request per block.
-    const { attribution, hashes } = plan.attributor === undefined ? NO_ATTRIBUTION() : await plan.attributor.attributeWindow(deps.client, decoder, txHashes);
-    return { ...window, rows, attribution, attributed: hashes };
+    const attribution = plan.attributor === undefined ? { values: [] } : await plan.attributor.attributeWindow(deps.client, decoder, txHashes);
+    return { ...window, rows, attribution };
   }
 
   const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs });
