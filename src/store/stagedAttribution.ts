@@ -9,7 +9,8 @@ import { sortingOnDisk } from "./readerIndexes.js";
  *
  * The rows stored are those the window-by-window inserts store: a transaction already stored (the
  * live path attributed it meanwhile) keeps its row, codes and operations, and its staged ones are
- * dropped; a transaction staged twice (a window fetched again after a crash) is stored once.
+ * dropped; a transaction staged twice (a window fetched again after a crash) is stored once, as
+ * first fetched (the rows insert in that order, and the first one's key makes the next conflict).
  */
 export function createStagedAttribution(db: Database) {
   const staged = db.prepare("SELECT EXISTS (SELECT 1 FROM staged_transactions)").pluck();
@@ -31,7 +32,7 @@ export function createStagedAttribution(db: Database) {
       schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at)
     SELECT tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
       schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at
-    FROM staged_transactions WHERE true ORDER BY tx_hash
+    FROM staged_transactions WHERE true ORDER BY tx_hash, fetched_at
     ON CONFLICT (tx_hash) DO NOTHING`);
   const empty = ["staged_user_operations", "staged_attribution_codes", "staged_transactions"].map((table) => db.prepare(`DELETE FROM ${table}`));
 
