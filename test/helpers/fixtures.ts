@@ -37,3 +37,18 @@ export function quietly<T>(check: () => T): () => T | undefined {
     }
   };
 }
+
+/** An ERC-4337 v0.7 user operation of `sender` calling `callData`, every other field empty (what attribution reads is the callData). */
+export function userOperation(sender: Hex, callData: Hex) {
+  return {
+    sender,
+    nonce: 0n,
+    initCode: "0x" as Hex,
+    callData,
+    accountGasLimits: word("0"),
+    preVerificationGas: 0n,
+    gasFees: word("0"),
+    paymasterAndData: "0x" as Hex,
+    signature: "0x" as Hex,
+  };
+}

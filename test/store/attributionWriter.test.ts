@@ -18,6 +18,7 @@ import { openDatabase } from "../../src/store/openDatabase.js";
 import { SCHEMA_V1 } from "../../src/store/schemaV1.js";
 import { SCHEMA_V2 } from "../../src/store/schemaV2.js";
 import { SCHEMA_V3 } from "../../src/store/schemaV3.js";
+import { userOperation } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const BUYER = "0x00000000000000000000000000000000000b0e01";
@@ -128,17 +129,7 @@ describe("attribution writer on schema v4", () => {
 
   test("a handleAggregatedOps bundle stores each operation with its index across groups, sender and aggregator", () => {
     const db = openDatabase(tempPath(), 8453);
-    const op = (sender: Hex, suffix?: Hex) => ({
-      sender,
-      nonce: 0n,
-      initCode: "0x" as Hex,
-      callData: suffix === undefined ? TRANSFER_CALL : withSuffix(suffix),
-      accountGasLimits: word("0"),
-      preVerificationGas: 0n,
-      gasFees: word("0"),
-      paymasterAndData: "0x" as Hex,
-      signature: "0x" as Hex,
-    });
+    const op = (sender: Hex, suffix?: Hex) => userOperation(sender, suffix === undefined ? TRANSFER_CALL : withSuffix(suffix));
     const senders = ["0x00000000000000000000000000000000000000a1", getAddress("0xd8da6bf26964af9d7eed9e03e53415d37aa96045")] as const;
     const aggregators = [getAddress("0xabcdef0123456789abcdef0123456789abcdef01"), "0x00000000000000000000000000000000000000ac"] as const;
     const input = encodeFunctionData({

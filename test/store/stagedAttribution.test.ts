@@ -12,6 +12,7 @@ import { createMetrics } from "../../src/ops/metrics.js";
 import { openStore } from "../../src/store/openStore.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
+import { userOperation } from "../helpers/fixtures.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { createAttributionWriter, packAttribution, type AttributedTransaction } from "../../src/store/attributionWriter.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
@@ -32,17 +33,7 @@ function attributed(hash: Hex, input: Hex): AttributedTransaction {
 
 /** A handleOps bundle of two user operations, the second with a schema 2 suffix. */
 function bundle(hash: Hex): AttributedTransaction {
-  const op = (suffix?: Hex) => ({
-    sender: "0x00000000000000000000000000000000000000a1" as Hex,
-    nonce: 0n,
-    initCode: "0x" as Hex,
-    callData: suffix === undefined ? TRANSFER_CALL : withSuffix(suffix),
-    accountGasLimits: word("0"),
-    preVerificationGas: 0n,
-    gasFees: word("0"),
-    paymasterAndData: "0x" as Hex,
-    signature: "0x" as Hex,
-  });
+  const op = (suffix?: Hex) => userOperation("0x00000000000000000000000000000000000000a1", suffix === undefined ? TRANSFER_CALL : withSuffix(suffix));
   const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: "handleOps", args: [[op(), op(OxAttribution.toDataSuffix({ appCode: "morpho", walletCode: "bc_k2x9q7m1" }))], BUYER] });
   return attributed(hash, input);
 }
