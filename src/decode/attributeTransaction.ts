@@ -28,7 +28,7 @@ export function attributeTransaction(tx: { input: Hex }): TransactionAttribution
   return { attribution: decodeAttribution(tx.input), userOperations };
 }
 
-/** flashindex_attributions_total's labels for a transaction's own attribution. */
+/** flashindex_attribution_transactions_total's labels for a transaction's own attribution. */
 export function attributionLabels(attribution: Attribution): { result: Attribution["kind"]; schema: string } {
   return { result: attribution.kind, schema: "schemaId" in attribution && attribution.schemaId !== undefined ? String(attribution.schemaId) : "none" };
 }

@@ -18,7 +18,7 @@ export type TransactionsAnswer = {
   now: number;
 };
 
-/** How many transactions came out with each attribution kind and schema: flashindex_attributions_total's labels. */
+/** How many transactions came out with each attribution kind and schema: flashindex_attribution_transactions_total's labels. */
 export type AttributionTally = { result: string; schema: string; count: number };
 
 export type AttributedAnswer =

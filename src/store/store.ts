@@ -59,7 +59,7 @@ export type WindowWriter = {
 
 /**
  * A bulk backfill's attribution, staged window by window and moved once at its end (SQLite:
- * schemaV10.ts). Postgres stores it as it comes (windows never ask it to stage).
+ * schemaV10.ts). Postgres stores a window's attribution with it, staged or not (postgresStore.ts).
  */
 export type StagedAttribution = {
   pending: () => Promise<boolean>;

@@ -84,7 +84,7 @@ export async function backfill(
   } = {},
 ): Promise<BackfillSummary> {
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
-  const { config, metrics, store } = deps;
+  const { config, metrics, store, attributor } = deps;
   const logger = deps.logger.child({ component: "backfill" });
   const tokens = config.tokens;
 
@@ -157,7 +157,7 @@ export async function backfill(
   const windows = syncHistorical(deps, {
     segments,
     finalized: range.finalized,
-    attributor: deps.attributor,
+    attributor,
     decodeThreadAfterLogs: options.decodeThreadAfterLogs,
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
