@@ -1,3 +1,4 @@
+import DatabaseConstructor from "better-sqlite3";
 import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -78,9 +79,16 @@ describe("flashindex CLI", () => {
       ((await (await fetch(anvil.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result: string }).result;
     await rpc("anvil_mine", ["0x2"]);
     const head = Number(await rpc("eth_blockNumber"));
-    const path = writeConfig(dir, config({ tokens: [{ address: token.address, startBlock: token.blockNumber }] }), "status.json");
+    const database = { path: join(dir, "status.db") };
+    const path = writeConfig(dir, config({ tokens: [{ address: token.address, startBlock: token.blockNumber }], database }), "status.json");
     const backfill = await runCli(["backfill", "--config", path]);
     expect(backfill.code, backfill.stderr).toBe(0);
+    // `backfill` into an empty file is a bulk load: its attribution is staged, then moved into place.
+    expect(backfill.stdout + backfill.stderr).toContain('"msg":"Moved staged attribution into place"');
+    const db = new DatabaseConstructor(database.path, { readonly: true });
+    expect(db.prepare("SELECT (SELECT COUNT(*) FROM transactions) - (SELECT COUNT(DISTINCT tx_hash) FROM logs)").pluck().get()).toBe(0);
+    expect(db.prepare("SELECT COUNT(*) FROM staged_transactions").pluck().get()).toBe(0);
+    db.close();
     const status = await runCli(["status", "--config", path, "--json"]);
     expect(status.code, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({

@@ -66,7 +66,7 @@ async function setUp(
     db,
     store,
     // Every window is decoded on the decode thread, as in a long backfill (a short one decodes on its caller's thread).
-    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean; writerThreadMinLogs?: number; writerThreadMinWindowLogs?: number } = {}) =>
+    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean; writerThreadMinLogs?: number; writerThreadMinWindowLogs?: number; stageAttribution?: boolean } = {}) =>
       backfill(
         createSyncDeps({ ...deps, client }, store),
         { to: head, finalized: head },
@@ -185,6 +185,28 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
     expect(identical).toEqual([]);
     expect((await metrics.backfillWindowBlocks.get()).values[0]?.value).toBeLessThanOrEqual(2);
     await close();
+  });
+
+  test("without staging (the daemon), a bulk load's attribution is in place as its windows commit", async () => {
+    const count = async (db: TableReader, sql: string) => Number(Object.values((await db.all(sql))[0]!)[0]);
+    let windows = 0;
+    const seenDuring: number[] = [];
+    const daemon = await setUp(backend, {
+      window: 2,
+      concurrency: 1,
+      attribution: true,
+      wrap: (inner) => async (url, body, signal) => {
+        if (getLogsRange(body) !== undefined && ++windows === 6) seenDuring.push(await count(daemon.db, "SELECT COUNT(*) FROM transactions"));
+        return inner(url, body, signal);
+      },
+    });
+    await daemon.run(1);
+    expect(daemon.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
+    // Five windows committed: their transactions are readable before the load ends.
+    expect(seenDuring[0]).toBeGreaterThan(0);
+    expect(daemon.lines.some((l) => l.msg === "Moved staged attribution into place")).toBe(false);
+    expect(await count(daemon.db, "SELECT COUNT(*) FROM transactions")).toBe(await count(daemon.db, "SELECT COUNT(DISTINCT tx_hash) FROM logs"));
+    await daemon.close();
   });
 
   test("a damaged or failed batch of transactions is asked again: the attribution stored equals a clean run's", async () => {
@@ -350,7 +372,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
         return inner(url, body, signal);
       },
     });
-    await expect(first.run(1)).rejects.toThrow(/provider vanished/);
+    await expect(first.run(1, { stageAttribution: true })).rejects.toThrow(/provider vanished/);
     expect(seenDuring).toEqual([""]);
     expect(await indexes(first.db)).toBe("");
     expect(first.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);

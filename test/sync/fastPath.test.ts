@@ -91,7 +91,7 @@ describe.each(BACKENDS)("the backfill's fast path on $name", (backend) => {
       userOperations: await db.all("SELECT * FROM user_operations ORDER BY tx_hash, op_index"),
     });
     const bulk = await setUp(backend, { attribution: true });
-    await backfill(createSyncDeps(bulk, bulk.store), { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0 });
+    await backfill(createSyncDeps(bulk, bulk.store), { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0, stageAttribution: true });
     // A store holding a log (a pre-confirmation far ahead) and a bulk threshold never reached: windows one by one.
     const oneByOne = await setUp(backend, { attribution: true });
     const ahead = head + 1_000;

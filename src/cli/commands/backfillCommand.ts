@@ -63,7 +63,12 @@ async function runBackfill(context: Context, lock: WriterLock, from: number | un
     const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;
     let summary;
     try {
-      summary = await backfill(createSyncDeps(context, store), { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update });
+      // A batch the user waits for: a bulk load's attribution is staged and moved into place at its end.
+      summary = await backfill(
+        createSyncDeps(context, store),
+        { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update },
+        { stageAttribution: true },
+      );
     } finally {
       display?.stop();
     }
