@@ -79,6 +79,9 @@ async function setUp(
   };
 }
 
+/** The one number a query answers (a COUNT), on either backend. */
+const count = async (db: TableReader, sql: string) => Number(Object.values((await db.all(sql))[0]!)[0]);
+
 /** The block range an eth_getLogs body asks for, or undefined for other methods. */
 function getLogsRange(body: string): { from: number; to: number; id: number } | undefined {
   const request = JSON.parse(body) as { id: number; method?: string; params?: Array<{ fromBlock: string; toBlock: string }> };
@@ -188,7 +191,6 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
   });
 
   test("without staging (the daemon), a bulk load's attribution is in place as its windows commit", async () => {
-    const count = async (db: TableReader, sql: string) => Number(Object.values((await db.all(sql))[0]!)[0]);
     let windows = 0;
     const seenDuring: number[] = [];
     const daemon = await setUp(backend, {
@@ -355,7 +357,6 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
   });
 
   test("a bulk load defers the reader indexes (and stages attribution) to its end; a run killed before that leaves them to the next run", async () => {
-    const count = async (db: TableReader, sql: string) => Number(Object.values((await db.all(sql))[0]!)[0]);
     const indexes = async (db: TableReader) => (await db.indexNames(["transfers_by_from", "transfers_by_to", "authorization_events_by_tx"])).join();
     const all = "authorization_events_by_tx,transfers_by_from,transfers_by_to";
     let windows = 0;
