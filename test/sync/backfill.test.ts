@@ -79,6 +79,15 @@ async function setUp(
   };
 }
 
+/** A transport that runs `before` when the `n`th eth_getLogs is asked, then asks it (unless `before` threw). */
+const beforeWindow = (n: number, before: () => Promise<void>) => (inner: HttpTransport): HttpTransport => {
+  let windows = 0;
+  return async (url, body, signal) => {
+    if (getLogsRange(body) !== undefined && ++windows === n) await before();
+    return inner(url, body, signal);
+  };
+};
+
 /** The one number a query answers (a COUNT), on either backend. */
 const count = async (db: TableReader, sql: string) => Number(Object.values((await db.all(sql))[0]!)[0]);
 
@@ -191,16 +200,12 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
   });
 
   test("without staging (the daemon), a bulk load's attribution is in place as its windows commit", async () => {
-    let windows = 0;
     const seenDuring: number[] = [];
     const daemon = await setUp(backend, {
       window: 2,
       concurrency: 1,
       attribution: true,
-      wrap: (inner) => async (url, body, signal) => {
-        if (getLogsRange(body) !== undefined && ++windows === 6) seenDuring.push(await count(daemon.db, "SELECT COUNT(*) FROM transactions"));
-        return inner(url, body, signal);
-      },
+      wrap: beforeWindow(6, async () => void seenDuring.push(await count(daemon.db, "SELECT COUNT(*) FROM transactions"))),
     });
     await daemon.run(1);
     expect(daemon.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
@@ -359,19 +364,15 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
   test("a bulk load defers the reader indexes (and stages attribution) to its end; a run killed before that leaves them to the next run", async () => {
     const indexes = async (db: TableReader) => (await db.indexNames(["transfers_by_from", "transfers_by_to", "authorization_events_by_tx"])).join();
     const all = "authorization_events_by_tx,transfers_by_from,transfers_by_to";
-    let windows = 0;
     const seenDuring: string[] = [];
     const first = await setUp(backend, {
       window: 2,
       concurrency: 1,
       attribution: true,
-      wrap: (inner) => async (url, body, signal) => {
-        if (getLogsRange(body) !== undefined && ++windows === 6) {
-          seenDuring.push(await indexes(first.db));
-          throw new Error("provider vanished (injected, not retryable)");
-        }
-        return inner(url, body, signal);
-      },
+      wrap: beforeWindow(6, async () => {
+        seenDuring.push(await indexes(first.db));
+        throw new Error("provider vanished (injected, not retryable)");
+      }),
     });
     await expect(first.run(1, { stageAttribution: true })).rejects.toThrow(/provider vanished/);
     expect(seenDuring).toEqual([""]);
