@@ -55,19 +55,29 @@ export function createAttributionWriter(db: Database) {
 
 type Inserts = ReturnType<typeof prepareInserts>;
 
+/**
+ * The attribution tables' columns in packed order (packAttribution): the inserts below and the
+ * staged attribution's move (stagedAttribution.ts) name them from here.
+ */
+export const ATTRIBUTION_COLUMNS = {
+  transactions: [
+    "tx_hash", "chain_id", "from_address", "to_address", "selector", "input_bytes", "attribution",
+    "schema_id", "registry_address", "registry_chain_id", "malformed_reason", "registry_error", "user_operations", "fetched_at",
+  ],
+  user_operations: ["tx_hash", "op_index", "sender", "aggregator", "attribution", "schema_id", "malformed_reason", "registry_error"],
+  attribution_codes: ["tx_hash", "op_index", "position", "code", "role", "registry", "registry_chain_id", "registry_address"],
+} as const;
+
 /** The three inserts into the attribution tables, or into their staging twins (`prefix` "staged_", no keys to conflict on). */
 function prepareInserts(db: Database, prefix: "" | "staged_", onConflict: { transactions: string; rest: string }) {
+  const insert = (table: keyof typeof ATTRIBUTION_COLUMNS, tail: string) => {
+    const columns = ATTRIBUTION_COLUMNS[table];
+    return db.prepare(`INSERT INTO ${prefix}${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${tail}`);
+  };
   return {
-    transaction: db.prepare(`
-      INSERT INTO ${prefix}transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
-        schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${onConflict.transactions}`),
-    userOperation: db.prepare(`
-      INSERT INTO ${prefix}user_operations (tx_hash, op_index, sender, aggregator, attribution, schema_id, malformed_reason, registry_error)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ${onConflict.rest}`),
-    code: db.prepare(`
-      INSERT INTO ${prefix}attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ${onConflict.rest}`),
+    transaction: insert("transactions", onConflict.transactions),
+    userOperation: insert("user_operations", onConflict.rest),
+    code: insert("attribution_codes", onConflict.rest),
   };
 }
 

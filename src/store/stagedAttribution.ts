@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { ATTRIBUTION_COLUMNS } from "./attributionWriter.js";
 import { sortingOnDisk } from "./readerIndexes.js";
 
 /**
@@ -17,23 +18,17 @@ export function createStagedAttribution(db: Database) {
   const unstored = "NOT EXISTS (SELECT 1 FROM transactions t WHERE t.tx_hash = s.tx_hash)";
   // Operations and codes first, while `transactions` still tells which transactions are new; their
   // parents follow in the same transaction (the foreign keys are checked at its commit).
-  const moveUserOperations = db.prepare(`
-    INSERT INTO user_operations (tx_hash, op_index, sender, aggregator, attribution, schema_id, malformed_reason, registry_error)
-    SELECT s.tx_hash, s.op_index, s.sender, s.aggregator, s.attribution, s.schema_id, s.malformed_reason, s.registry_error
-    FROM staged_user_operations s WHERE ${unstored} ORDER BY s.tx_hash, s.op_index
-    ON CONFLICT DO NOTHING`);
-  const moveCodes = db.prepare(`
-    INSERT INTO attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address)
-    SELECT s.tx_hash, s.op_index, s.position, s.code, s.role, s.registry, s.registry_chain_id, s.registry_address
-    FROM staged_attribution_codes s WHERE ${unstored} ORDER BY s.tx_hash, s.op_index, s.position
-    ON CONFLICT DO NOTHING`);
-  const moveTransactions = db.prepare(`
-    INSERT INTO transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
-      schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at)
-    SELECT tx_hash, chain_id, from_address, to_address, selector, input_bytes, attribution,
-      schema_id, registry_address, registry_chain_id, malformed_reason, registry_error, user_operations, fetched_at
-    FROM staged_transactions WHERE true ORDER BY tx_hash, fetched_at
-    ON CONFLICT (tx_hash) DO NOTHING`);
+  /** INSERT … SELECT from a table's staging twin (aliased `s`), in `order`. */
+  const move = (table: keyof typeof ATTRIBUTION_COLUMNS, where: string, order: string, onConflict: string) => {
+    const columns = ATTRIBUTION_COLUMNS[table];
+    return db.prepare(`
+      INSERT INTO ${table} (${columns.join(", ")})
+      SELECT ${columns.map((c) => `s.${c}`).join(", ")} FROM staged_${table} s
+      WHERE ${where} ORDER BY ${order} ${onConflict}`);
+  };
+  const moveUserOperations = move("user_operations", unstored, "s.tx_hash, s.op_index", "ON CONFLICT DO NOTHING");
+  const moveCodes = move("attribution_codes", unstored, "s.tx_hash, s.op_index, s.position", "ON CONFLICT DO NOTHING");
+  const moveTransactions = move("transactions", "true", "s.tx_hash, s.fetched_at", "ON CONFLICT (tx_hash) DO NOTHING");
   const empty = ["staged_user_operations", "staged_attribution_codes", "staged_transactions"].map((table) => db.prepare(`DELETE FROM ${table}`));
 
   return {
