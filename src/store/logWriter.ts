@@ -32,11 +32,12 @@ export function createLogWriter(db: Database) {
   /**
    * Inserts packed rows (see packedRows.ts); the one insert path, for backfill windows and live rows
    * alike. `between.run` is called after every `between.every` rows (the window writer steps aside there).
+   * `strings`: the rows' strings already unpacked (the window writer splits them before it takes the lock).
    */
-  function insertPacked(packed: PackedRows, now: number, between?: { every: number; run: () => void }): InsertCounts {
+  function insertPacked(packed: PackedRows, now: number, between?: { every: number; run: () => void }, strings = unpackStrings(packed)): InsertCounts {
     const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: [] };
     const tally = createEventTally();
-    const t = unpackStrings(packed);
+    const t = strings;
     const n = packed.numbers;
     for (let r = 0, i = 0, k = 0; r < packed.count; r++, i += STRING_FIELDS, k += NUMBER_FIELDS) {
       if (between !== undefined && r > 0 && r % between.every === 0) between.run();

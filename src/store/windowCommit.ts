@@ -3,6 +3,7 @@ import type { Hex } from "viem";
 import { createAttributionWriter, type PackedAttribution } from "./attributionWriter.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
 import type { PackedRows } from "../decode/packedRows.js";
+import { unpackStrings } from "../decode/packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 
@@ -40,6 +41,12 @@ export const windowFields = (window: WindowWrite): WindowWrite => ({
  * writeGate.ts), the rows inserted so far are committed first, without the range, and the insert
  * resumes after the live write: a crash in between leaves the range unsynced, the next backfill
  * fetches the window again, and the unique key skips the rows already stored.
+ *
+ * What a live write waits for is the writer reaching its next check and committing what it holds, so
+ * the lock is held for as little as it can be: the rows' strings are split before BEGIN, and while
+ * live writes are running (one came through the gate in the last LIVE_RECENTLY_MS) the rows are also
+ * committed every COMMIT_EVERY_ROWS_WHILE_LIVE rows, so a step aside never has a whole window's pages
+ * to write. A bulk load with no live writes keeps one transaction per window.
  */
 export function createWindowCommit(db: Database, chainId: number, gate: WindowGate = UNSHARED_WINDOW_GATE): (window: WindowWrite, now: number) => InsertCounts {
   const logs = createLogWriter(db);
@@ -64,20 +71,28 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
       gate.leave();
     }
   };
+  const commitAndReopen = () => {
+    close(commit);
+    uncommittedRows = 0;
+    open();
+  };
+  let uncommittedRows = 0;
+  const live = createLiveWriteWatch(gate);
   /** Between rows: when a live write waits, commit what is inserted and let it go first. */
   const stepAside = () => {
-    if (!gate.liveWriteWaiting()) return;
-    close(commit);
-    open();
+    uncommittedRows += WINDOW_YIELD_EVERY_ROWS;
+    if (gate.liveWriteWaiting() || (uncommittedRows >= COMMIT_EVERY_ROWS_WHILE_LIVE && live.recently())) commitAndReopen();
   };
 
   return (window, now) => {
+    const strings = unpackStrings(window.rows);
     open();
+    uncommittedRows = 0;
     try {
       const between = { every: WINDOW_YIELD_EVERY_ROWS, run: stepAside };
       if (window.stageAttribution === true) attribution.stagePacked(window.attribution, between);
       else attribution.insertPacked(window.attribution, between);
-      const counts = logs.insertPacked(window.rows, now, between);
+      const counts = logs.insertPacked(window.rows, now, between, strings);
       for (const token of window.tokens) synced.add(token, window);
       close(commit);
       return counts;
@@ -86,5 +101,27 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
       else gate.leave();
       throw error;
     }
+  };
+}
+
+/** While live writes are running, a window's rows are committed at least this often (see createWindowCommit). */
+export const COMMIT_EVERY_ROWS_WHILE_LIVE = 1_000;
+/** Live writes count as running for this long after the last one. */
+export const LIVE_RECENTLY_MS = 2_000;
+
+/** Whether a live write went through the gate in the last LIVE_RECENTLY_MS, as seen from the writer's side. */
+function createLiveWriteWatch(gate: WindowGate) {
+  let seen = gate.liveWrites();
+  let seenAt = Number.NEGATIVE_INFINITY;
+  return {
+    recently(): boolean {
+      const now = performance.now();
+      const count = gate.liveWrites();
+      if (count !== seen) {
+        seen = count;
+        seenAt = now;
+      }
+      return now - seenAt < LIVE_RECENTLY_MS;
+    },
   };
 }

@@ -8,10 +8,13 @@
  *
  * Two 32-bit cells of shared memory, each written by one side only (Dekker's handshake: each side
  * raises its own flag, then reads the other's; sequentially consistent atomics guarantee that at
- * least one of them sees the other, and the writer thread is the one that always steps back).
+ * least one of them sees the other, and the writer thread is the one that always steps back), and a
+ * third that counts live writes, so the writer thread knows when live writes are running.
  */
 const LIVE_WRITE_WAITING = 0;
 const WINDOW_IN_TRANSACTION = 1;
+/** How many live writes went through the gate so far (wraps around; only its changes matter). */
+const LIVE_WRITES = 2;
 
 /** How often, in rows, a window being inserted looks for a waiting live write. */
 export const WINDOW_YIELD_EVERY_ROWS = 250;
@@ -25,7 +28,7 @@ const WINDOW_WAIT_SLICE_MS = 100;
 
 export type WriteGateMemory = SharedArrayBuffer;
 
-export const createWriteGateMemory = (): WriteGateMemory => new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT);
+export const createWriteGateMemory = (): WriteGateMemory => new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
 
 /** The main thread's side: every write of its connection runs through `hold`. */
 export function createLiveWriteGate(memory: WriteGateMemory) {
@@ -42,6 +45,7 @@ export function createLiveWriteGate(memory: WriteGateMemory) {
       // A write inside a write (one transaction calling a helper that also holds) is already first in line.
       if (depth > 0) return work();
       depth++;
+      Atomics.add(cells, LIVE_WRITES, 1);
       Atomics.store(cells, LIVE_WRITE_WAITING, 1);
       try {
         const deadline = performance.now() + LIVE_WRITE_MAX_WAIT_MS;
@@ -70,6 +74,8 @@ export type WindowGate = {
   leave: () => void;
   /** Whether a live write is waiting for the lock (checked every WINDOW_YIELD_EVERY_ROWS rows). */
   liveWriteWaiting: () => boolean;
+  /** How many live writes went through the gate so far: a change means live writes are running. */
+  liveWrites: () => number;
 };
 
 export function createWindowGate(memory: WriteGateMemory): WindowGate {
@@ -89,8 +95,9 @@ export function createWindowGate(memory: WriteGateMemory): WindowGate {
     },
     leave,
     liveWriteWaiting: () => Atomics.load(cells, LIVE_WRITE_WAITING) === 1,
+    liveWrites: () => Atomics.load(cells, LIVE_WRITES),
   };
 }
 
 /** A gate for a writer with no other side (a window committed on the main thread itself). */
-export const UNSHARED_WINDOW_GATE: WindowGate = { enter: () => undefined, leave: () => undefined, liveWriteWaiting: () => false };
+export const UNSHARED_WINDOW_GATE: WindowGate = { enter: () => undefined, leave: () => undefined, liveWriteWaiting: () => false, liveWrites: () => 0 };

@@ -8,7 +8,7 @@ import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
-import { createWindowCommit, type WindowWrite } from "../../src/store/windowCommit.js";
+import { COMMIT_EVERY_ROWS_WHILE_LIVE, createWindowCommit, type WindowWrite } from "../../src/store/windowCommit.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { packAttribution } from "../../src/store/attributionWriter.js";
 import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
@@ -73,6 +73,7 @@ function gateWaitingOnce(afterRows: number, onStepAside: () => void): WindowGate
     },
     leave: () => undefined,
     liveWriteWaiting: () => ++checks * WINDOW_YIELD_EVERY_ROWS === afterRows,
+    liveWrites: () => 0,
   };
 }
 
@@ -130,6 +131,34 @@ describe("a backfill window's commit", () => {
 
     expect(counts).toMatchObject({ inserted: 1_000 - WINDOW_YIELD_EVERY_ROWS, duplicates: WINDOW_YIELD_EVERY_ROWS });
     expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
+    db.close();
+  });
+
+  test("while live writes are running it commits every COMMIT_EVERY_ROWS_WHILE_LIVE rows; with none, once per window", () => {
+    const path = freshDbPath("flashindex-window-");
+    const db = openDatabase(path, 8453);
+    const rows = 2 * COMMIT_EVERY_ROWS_WHILE_LIVE + WINDOW_YIELD_EVERY_ROWS;
+    const seen: number[] = [];
+    let liveWrites = 0;
+    const gate: WindowGate = {
+      enter: () => void seen.push(seenFrom(path).logs),
+      leave: () => undefined,
+      liveWriteWaiting: () => false,
+      liveWrites: () => liveWrites,
+    };
+    const commit = createWindowCommit(db, 8453, gate);
+
+    commit(windowOf(rows), 1);
+    expect(seen).toEqual([0]);
+
+    // A live write went through the gate: the next window's rows are committed as they go.
+    liveWrites++;
+    seen.length = 0;
+    const later = { ...windowOf(rows), from: 1_001, to: 1_000 + rows / 10 };
+    db.exec("DELETE FROM transfers; DELETE FROM logs; DELETE FROM synced_ranges");
+    commit(later, 2);
+    expect(seen).toEqual([0, COMMIT_EVERY_ROWS_WHILE_LIVE, 2 * COMMIT_EVERY_ROWS_WHILE_LIVE]);
+    expect(seenFrom(path)).toMatchObject({ logs: rows, transfers: rows });
     db.close();
   });
 
