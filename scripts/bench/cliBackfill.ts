@@ -7,6 +7,18 @@ import DatabaseConstructor from "better-sqlite3";
 const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
 const CLOCK_TICKS = 100;
 
+/**
+ * The Node flags the bin gives itself in its shebang (`#!/usr/bin/env -S node --flag ...`): the
+ * bench's in-process measurements of the daemon's paths (latency, rollback) run with them too, so
+ * they see the heap the daemon has.
+ */
+export function cliNodeFlags(): string[] {
+  const shebang = readFileSync(CLI, "utf8").split("\n", 1)[0]!;
+  const words = shebang.replace(/^#!\S+\s+(-S\s+)?/, "").split(/\s+/);
+  if (!/(^|\/)node$/.test(words[0] ?? "")) throw new Error(`${CLI} does not start node in its first line: ${shebang}`);
+  return words.slice(1).filter((word) => word !== "");
+}
+
 export type ProcessFigures = { logs: number; durationMs: number; peakRssMb: number; cpuSeconds: number };
 
 /**

@@ -4,7 +4,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
-import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { cliNodeFlags, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
@@ -12,7 +12,9 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  * user starts it (the bin, no Node flags added), timed from spawn to exit:
  * (a) end to end against anvil serving a saved chain (generated once under .bench/, identical on every run);
  * (b) against a synthetic JSON-RPC server in its own process, so the RPC is not the bottleneck;
- * then pre-confirmation latency and reorg rollback. Prints one table; copy it into the README with the machine it ran on.
+ * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
+ * started with the bin's Node flags (the daemon's heap settings). Prints one table; copy it into the
+ * README with the machine it ran on.
  */
 const HERE = import.meta.dirname;
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
@@ -22,9 +24,10 @@ const LOGS_PER_BLOCK = 20;
 
 type Row = { name: string; figures: ProcessFigures };
 
+/** Runs one of the bench's scripts with the bin's Node flags and returns its last line of output. */
 function runNode(script: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [...cliNodeFlags(), join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     // The figures are the last line; anything before it is diagnostics.
@@ -68,7 +71,9 @@ for (const logs of ANVIL_LOGS) {
   const { name, ...figures } = await anvilEndToEnd(logs);
   rows.push({ name, figures });
 }
+// Attribution's cost, at the 1,000,000 logs and at a tenth of it.
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
+rows.push(await synthetic(SYNTHETIC_LOGS, true));
 rows.push(await synthetic(SYNTHETIC_LOGS / 10, false));
 rows.push(await synthetic(SYNTHETIC_LOGS / 10, true));
 const postgres = await startBenchPostgres();

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-old-space-size=160 --max-semi-space-size=4
+#!/usr/bin/env -S node --max-semi-space-size=4
 // The heap limits above are part of flashindex's memory budget (peak RSS under 256 MB on a long
 // backfill): without them V8 sizes the heap on the machine's memory and lets garbage pile up
 // (over 1 GB RSS for a live set of about 30 MB); a 4 MB nursery saves another ~20 MB at no
