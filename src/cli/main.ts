@@ -1,9 +1,10 @@
 #!/usr/bin/env -S node --max-semi-space-size=4
-// The heap limits above are part of flashindex's memory budget (peak RSS under 256 MB on a long
-// backfill): without them V8 sizes the heap on the machine's memory and lets garbage pile up
-// (over 1 GB RSS for a live set of about 30 MB); a 4 MB nursery saves another ~20 MB at no
-// measurable cost. The npm scripts and the Docker image run this file through its shebang, so the
-// limits apply however flashindex is started.
+// A 4 MB nursery is part of flashindex's memory budget (peak RSS under 256 MB on a long backfill:
+// it saves about 20 MB at no measurable cost). The old generation is not capped: any
+// --max-old-space-size below a few GB lowers V8's heap-growing factor, and with a cap of 160 MB
+// the main thread collected its 10–20 MB heap three times as often, which cost pre-confirmation
+// latency and backfill throughput (README, "A small nursery, no heap cap"). The npm scripts and the
+// Docker image run this file through its shebang, so the flag applies however flashindex is started.
 import { BaseError, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors/base.js";
 import { pino } from "pino";
 import { LOG_LEVELS, type LogLevel } from "../config/types.js";

@@ -2,8 +2,7 @@ import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import { createAttributionWriter, type PackedAttribution } from "./attributionWriter.js";
 import { createLogWriter, type InsertCounts } from "./logWriter.js";
-import type { PackedRows } from "../decode/packedRows.js";
-import { unpackStrings } from "../decode/packedRows.js";
+import { unpackStrings, type PackedRows } from "../decode/packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 
@@ -71,14 +70,17 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
       gate.leave();
     }
   };
+  let uncommittedRows = 0;
+  const live = createLiveWriteWatch(gate);
   const commitAndReopen = () => {
     close(commit);
     uncommittedRows = 0;
     open();
   };
-  let uncommittedRows = 0;
-  const live = createLiveWriteWatch(gate);
-  /** Between rows: when a live write waits, commit what is inserted and let it go first. */
+  /**
+   * Between rows: when a live write waits, commit what is inserted and let it go first; while live
+   * writes are running, commit every COMMIT_EVERY_ROWS_WHILE_LIVE rows anyway.
+   */
   const stepAside = () => {
     uncommittedRows += WINDOW_YIELD_EVERY_ROWS;
     if (gate.liveWriteWaiting() || (uncommittedRows >= COMMIT_EVERY_ROWS_WHILE_LIVE && live.recently())) commitAndReopen();
