@@ -197,4 +197,16 @@ describe("the live-write gate", () => {
     // Without the release it would wait out LIVE_WRITE_MAX_WAIT_MS.
     expect(performance.now() - started).toBeLessThan(LIVE_WRITE_MAX_WAIT_MS / 2);
   });
+
+  test("the window writer's side sees how many live writes went through, a write inside a write counted once", () => {
+    const memory = createWriteGateMemory();
+    const live = createLiveWriteGate(memory);
+    const window = createWindowGate(memory);
+    expect(window.liveWrites()).toBe(0);
+
+    live.hold(() => live.hold(() => "nested"));
+    live.hold(() => "second");
+
+    expect(window.liveWrites()).toBe(2);
+  });
 });
