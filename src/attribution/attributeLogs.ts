@@ -3,6 +3,7 @@ import { BATCH_SIZE, getTransactions } from "../chain/getTransactions.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { attributeTransaction, attributionLabels } from "../decode/attributeTransaction.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
+import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { AttributedTransaction, PackedAttribution } from "../store/attributionWriter.js";
@@ -53,12 +54,13 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
       for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
         const batch = hashes.slice(start, start + BATCH_SIZE);
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
-        const attributed = await client.batchRaw(calls, async (answer) => {
-          const result = await decoder.attribute({ ...answer, hashes: batch, chainId: deps.chainId, now: Date.now() });
-          if (result.kind === "nodeError") throw new RpcRequestError(result.method, result.error);
-          if (result.kind === "damaged") throw new RpcResponseError(result.message);
-          return result;
-        });
+        const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now() });
+        const thread = decoder.sender();
+        const attributed = await client.batchRaw(
+          calls,
+          async (answer) => accepted(await decoder.attribute({ ...answer, ...context() })),
+          thread && (async (request, signal) => accepted(await thread.attribute(request, context(), signal))),
+        );
         for (const value of attributed.attribution.values) packed.values.push(value);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
       }
@@ -73,3 +75,10 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
 }
 
 export type Attributor = ReturnType<typeof createAttributor>;
+
+/** An attributed answer, or the error that makes the client ask again (or give up). */
+function accepted(result: AttributedAnswer): Extract<AttributedAnswer, { kind: "attributed" }> {
+  if (result.kind === "nodeError") throw new RpcRequestError(result.method, result.error);
+  if (result.kind === "damaged") throw new RpcResponseError(result.message);
+  return result;
+}

@@ -2,13 +2,22 @@ import type { IncomingMessage } from "node:http";
 import { postJson, readAnswer } from "./httpPost.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { requestDeadline } from "../ops/requestDeadline.js";
-import { RangeLimitError, RpcTransportError } from "../errors/rpc.js";
+import { RangeLimitError, RpcTransportError, type RangeErrorHint } from "../errors/rpc.js";
 
 /**
  * Sends one JSON body to one endpoint and returns the body of the answer. `timeoutMs`, when given,
  * replaces the transport's default timeout for this request (the realtime path wants a short one).
  */
-export type HttpTransport = (url: string, body: string, signal: AbortSignal, timeoutMs?: number) => Promise<AnswerBody>;
+export type HttpTransport = ((url: string, body: string, signal: AbortSignal, timeoutMs?: number) => Promise<AnswerBody>) & {
+  /**
+   * A transport made by createHttpTransport carries its settings, so another thread (the decode
+   * thread) can make the same one and send a request itself. A test's wrapper around it has none:
+   * every request then goes through the wrapper, on the client's thread.
+   */
+  settings?: HttpTransportSettings;
+};
+
+export type HttpTransportSettings = { timeoutMs: number; maxResponseBytes: number };
 
 /**
  * An answer's body: UTF-8 bytes as received (in a buffer of their own, so a backfill window's can
@@ -24,8 +33,8 @@ export const answerText = (body: AnswerBody): string =>
  * answer's size: an answer over `maxResponseBytes` is cut off while streaming (memory stays
  * bounded) and reported as a range limit so the caller splits the window.
  */
-export function createHttpTransport(options: { timeoutMs: number; maxResponseBytes: number }): HttpTransport {
-  return async (url, body, signal, timeoutMs = options.timeoutMs) => {
+export function createHttpTransport(options: HttpTransportSettings): HttpTransport {
+  const transport: HttpTransport = async (url, body, signal, timeoutMs = options.timeoutMs) => {
     // One deadline per request, fed by the timeout and the shutdown signal (ops/requestDeadline.ts).
     const deadline = requestDeadline(timeoutMs, signal);
     try {
@@ -56,6 +65,29 @@ export function createHttpTransport(options: { timeoutMs: number; maxResponseByt
       deadline.dispose();
     }
   };
+  transport.settings = { timeoutMs: options.timeoutMs, maxResponseBytes: options.maxResponseBytes };
+  return transport;
+}
+
+/**
+ * How a request sent on another thread failed, as plain data (errors lose their class crossing
+ * threads): the transport's two failures, or the abort that the shutdown asked for.
+ */
+export type TransportFailure = { kind: "rangeLimit"; message: string; hint: RangeErrorHint } | { kind: "transport"; message: string } | { kind: "aborted" };
+
+/** The failure a transport threw, as data; anything else is not a transport's failure (a bug) and is rethrown. */
+export function describeTransportFailure(error: unknown, aborted: boolean): TransportFailure {
+  if (aborted) return { kind: "aborted" };
+  if (error instanceof RangeLimitError) return { kind: "rangeLimit", message: error.shortMessage, hint: error.hint };
+  if (error instanceof RpcTransportError) return { kind: "transport", message: error.shortMessage };
+  throw error;
+}
+
+/** The error the transport threw on the other thread, rebuilt: an abort is `signal`'s (the shutdown's). */
+export function transportFailureError(failure: TransportFailure, signal: AbortSignal): Error {
+  if (failure.kind === "rangeLimit") return new RangeLimitError(failure.message, failure.hint);
+  if (failure.kind === "transport") return new RpcTransportError(failure.message);
+  return signal.reason instanceof Error ? signal.reason : new Error("aborted");
 }
 
 /** Error bodies are short; one longer than this is not a JSON-RPC error worth reading. */

@@ -6,7 +6,7 @@ import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactUrl } from "../ops/redact.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";
-import { answerText, createHttpTransport, type AnswerBody, type HttpTransport } from "./httpTransport.js";
+import { answerText, createHttpTransport, type AnswerBody, type HttpTransport, type HttpTransportSettings } from "./httpTransport.js";
 import { parseRangeError } from "./rangeErrors.js";
 import { batchResults, unwrap, type BatchResult } from "./jsonRpcAnswer.js";
 import { backoffDelayMs } from "../ops/backoff.js";
@@ -34,11 +34,11 @@ export type RpcClient = {
    * thread unparsed): retries, failover and the rate limit as for `request`, and whatever `accept`
    * throws is classified like a failed request (a node's error, a damaged answer).
    */
-  requestRaw: <T>(method: string, params: readonly unknown[], accept: (answer: RawAnswer) => Promise<T>) => Promise<T>;
+  requestRaw: <T>(method: string, params: readonly unknown[], accept: (answer: RawAnswer) => Promise<T>, elsewhere?: SendElsewhere<T>) => Promise<T>;
   /** Several calls in one JSON-RPC batch (one HTTP request); per-call errors come back as values. */
   batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
   /** A batch whose answer's body `accept` reads itself (jsonRpcAnswer.ts's batchResults checks it), as requestRaw. */
-  batchRaw: <T>(calls: readonly RpcCall[], accept: (answer: RawBatchAnswer) => Promise<T>) => Promise<T>;
+  batchRaw: <T>(calls: readonly RpcCall[], accept: (answer: RawBatchAnswer) => Promise<T>, elsewhere?: SendElsewhere<T>) => Promise<T>;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
   /**
@@ -52,6 +52,17 @@ export type RpcClient = {
 export type RawAnswer = { body: AnswerBody; id: number; endpoint: string };
 /** A batch's answer as received: its calls' ids run from `firstId`. */
 export type RawBatchAnswer = { body: AnswerBody; firstId: number; endpoint: string };
+
+/**
+ * Sends a request and reads its answer somewhere else than the client's thread (the decode thread
+ * sends a backfill window's, so the answer's bytes never reach the main thread), with a transport
+ * made from `request.transport`. It throws what the transport would (transportFailureError
+ * rebuilds it) and what `accept` would: the client's rate limit, retries, failover and
+ * classification are the same. Used only when the client's transport is createHttpTransport's.
+ */
+export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal) => Promise<T>;
+/** One JSON-RPC request as the client would send it: `id` is the request's (a batch's first call's). */
+export type OutgoingRequest = { url: string; body: string; id: number; endpoint: string; timeoutMs: number; transport: HttpTransportSettings };
 
 export type RpcClientDeps = {
   config: Pick<Config, "chainId" | "rpc">;
@@ -94,6 +105,16 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
 
   const send = (endpoint: Endpoint, body: string, timeoutMs: number): Promise<AnswerBody> =>
     rateLimit.add(() => transport(endpoint.url, body, shutdown.signal, timeoutMs));
+
+  /** Sends a request whose answer `accept` reads, or that `elsewhere` sends and reads when it can. */
+  function sendRaw<T>(endpoint: Endpoint, body: string, id: number, timeoutMs: number, accept: (body: AnswerBody) => Promise<T>, elsewhere?: SendElsewhere<T>): Promise<T> {
+    const settings = transport.settings;
+    if (elsewhere !== undefined && settings !== undefined) {
+      const request = { url: endpoint.url, body, id, endpoint: endpoint.label, timeoutMs, transport: settings };
+      return rateLimit.add(() => elsewhere(request, shutdown.signal));
+    }
+    return send(endpoint, body, timeoutMs).then(accept);
+  }
 
   async function post(endpoint: Endpoint, body: string, timeoutMs: number): Promise<unknown> {
     const answer = await send(endpoint, body, timeoutMs);
@@ -179,11 +200,11 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         return parse(result);
       }),
 
-    requestRaw: (method, params, accept) =>
-      withRetries(method, async (endpoint) => {
+    requestRaw: (method, params, accept, elsewhere) =>
+      withRetries(method, (endpoint) => {
         const id = nextId++;
-        const body = await send(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }), timeoutMs);
-        return accept({ body, id, endpoint: endpoint.label });
+        const body = JSON.stringify({ jsonrpc: "2.0", id, method, params });
+        return sendRaw(endpoint, body, id, timeoutMs, (answer) => accept({ body: answer, id, endpoint: endpoint.label }), elsewhere);
       }),
 
     batch: (calls) =>
@@ -195,12 +216,12 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         return batchResults(answer, calls.map((call) => call.method), firstId, endpoint.label);
       }),
 
-    batchRaw: (calls, accept) =>
-      withRetries(calls[0]?.method ?? "batch", async (endpoint) => {
+    batchRaw: (calls, accept, elsewhere) =>
+      withRetries(calls[0]?.method ?? "batch", (endpoint) => {
         const firstId = nextId;
         nextId += calls.length;
-        const body = await send(endpoint, batchBody(calls, firstId), timeoutMs);
-        return accept({ body, firstId, endpoint: endpoint.label });
+        const body = batchBody(calls, firstId);
+        return sendRaw(endpoint, body, firstId, timeoutMs, (answer) => accept({ body: answer, firstId, endpoint: endpoint.label }), elsewhere);
       }),
 
     verifyEndpoints: async () => {

@@ -7,11 +7,16 @@ import { packAttribution, type AttributedTransaction, type PackedAttribution } f
 import { attributeTransaction, attributionLabels } from "./attributeTransaction.js";
 
 /** The body of one eth_getTransactionByHash batch answer (as received), with what attributing it needs. */
-export type TransactionsAnswer = {
+export type TransactionsAnswer = TransactionsContext & {
   body: AnswerBody;
-  /** The batch's first id (call i has firstId + i), the endpoint's redacted label, and the hash each call asked for. */
+  /** The batch's first id (call i has firstId + i), and the endpoint's redacted label. */
   firstId: number;
   endpoint: string;
+};
+
+/** What attributing a batch's answer needs besides the answer. */
+export type TransactionsContext = {
+  /** The hash each call asked for. */
   hashes: readonly Hex[];
   chainId: number;
   /** fetched_at of the rows. */

@@ -11,11 +11,15 @@ import { scanWindowAnswer } from "./scanWindowAnswer.js";
 import type { UndecodableReason } from "./paymentEvents.js";
 
 /** The body of one eth_getLogs answer for a backfill window (as received), with what decoding it needs. */
-export type WindowAnswer = {
+export type WindowAnswer = WindowContext & {
   body: AnswerBody;
   /** The request's JSON-RPC id, and the endpoint's redacted label (for messages). */
   id: number;
   endpoint: string;
+};
+
+/** What decoding a window's answer needs besides the answer. */
+export type WindowContext = {
   filter: LogFilter & BlockRange;
   chainId: number;
   /** Blocks at or below this are stored as finalized, above it as confirmed. */

@@ -3,9 +3,11 @@ import type { Worker } from "node:worker_threads";
 import { FatalError } from "../errors/base.js";
 import { startThread } from "../ops/startThread.js";
 import { createThreadCalls } from "../ops/threadCalls.js";
-import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer } from "./transactionsAnswer.js";
-import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "./windowAnswer.js";
-import type { DecodeReply, DecodeRequest } from "./windowDecoderThread.js";
+import { transportFailureError } from "../chain/httpTransport.js";
+import type { OutgoingRequest } from "../chain/rpcClient.js";
+import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
+import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
+import type { DecodeReply, DecodeRequest, DecodeThreadData, SendRequest } from "./windowDecoderThread.js";
 
 /**
  * A backfill that has decoded this many logs (two windows' worth) decodes the rest on a thread of
@@ -26,12 +28,29 @@ export const DECODE_THREAD_MIN_ANSWER_BYTES = 256 * 1024;
 const DECODE_THREAD_HEAP_MB = 48;
 /** Its young generation: everything it makes (parsed JSON, checked logs, rows) dies within one window. */
 const DECODE_THREAD_YOUNG_MB = 12;
+/**
+ * Its nice value (Linux) when live work runs in the same process (the daemon catching up): on two
+ * cores, pre-confirmations waited for the CPU that the thread took sending and decoding windows.
+ * Measured with the bench's latency harness beside a backfill, three runs each: p99 36–38 ms at
+ * nice 0 against 21–28 at 19. The thread still gets a core whenever live work does not need it.
+ */
+export const DECODE_THREAD_NICE_BESIDE_LIVE_WORK = 19;
 
 export type WindowDecoder = {
   decode: (answer: WindowAnswer) => Promise<DecodedWindow>;
   /** A window's transactions (transactionsAnswer.ts): on the thread once it runs, else here. */
   attribute: (answer: TransactionsAnswer) => Promise<AttributedAnswer>;
+  /**
+   * Once the thread runs, the same two with the request sent from the thread as well (the RPC
+   * client's SendElsewhere): the answer's bytes never reach this thread. Undefined before.
+   */
+  sender: () => ThreadSender | undefined;
   close: () => Promise<void>;
+};
+
+export type ThreadSender = {
+  decode: (request: OutgoingRequest, window: WindowContext, signal: AbortSignal) => Promise<DecodedWindow>;
+  attribute: (request: OutgoingRequest, batch: TransactionsContext, signal: AbortSignal) => Promise<AttributedAnswer>;
 };
 
 /**
@@ -41,8 +60,9 @@ export type WindowDecoder = {
  * first DECODE_THREAD_MIN_LOGS logs (`threadAfterLogs`) are decoded on the caller's thread, unless
  * an answer is too large for it (DECODE_THREAD_MIN_ANSWER_BYTES).
  */
-export function createWindowDecoder(options: { threadAfterLogs?: number | undefined } = {}): WindowDecoder {
+export function createWindowDecoder(options: { threadAfterLogs?: number | undefined; besideLiveWork?: boolean | undefined } = {}): WindowDecoder {
   const threadAfterLogs = options.threadAfterLogs ?? DECODE_THREAD_MIN_LOGS;
+  const startDecodeThread = () => startThreadOfDecoder(options.besideLiveWork === true ? DECODE_THREAD_NICE_BESIDE_LIVE_WORK : 0);
   let decodedLogs = 0;
   let thread: ReturnType<typeof startDecodeThread> | undefined;
   return {
@@ -61,20 +81,28 @@ export function createWindowDecoder(options: { threadAfterLogs?: number | undefi
       await yieldToEventLoop();
       return attributeTransactionsAnswer(answer);
     },
+    sender: () => thread?.sender,
     close: async () => thread?.close(),
   };
 }
 
 const answerBytes = (answer: WindowAnswer): number => (typeof answer.body === "string" ? answer.body.length : answer.body.byteLength);
 
-function startDecodeThread() {
-  const worker: Worker = startThread(import.meta.url, "windowDecoderThread", undefined, {
+function startThreadOfDecoder(nice: number) {
+  const worker: Worker = startThread(import.meta.url, "windowDecoderThread", { nice } satisfies DecodeThreadData, {
     maxOldGenerationSizeMb: DECODE_THREAD_HEAP_MB,
     maxYoungGenerationSizeMb: DECODE_THREAD_YOUNG_MB,
   });
+  // A request the thread sends fails with the transport's error, rebuilt here (its abort is the shutdown's).
+  const signals = new Map<number, AbortSignal>();
   const calls = createThreadCalls<DecodeReply, DecodedWindow | AttributedAnswer>(worker, {
     thread: "decode thread",
-    settle: (reply) => reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`),
+    settle: (reply) => {
+      const signal = signals.get(reply.id);
+      signals.delete(reply.id);
+      if (reply.failure !== undefined) return transportFailureError(reply.failure, signal ?? AbortSignal.abort());
+      return reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`);
+    },
   });
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   let closing: Promise<void> | undefined;
@@ -83,9 +111,27 @@ function startDecodeThread() {
     const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
     worker.postMessage(request, movable ? [body.buffer as ArrayBuffer] : []);
   };
+  /** Posts a request that the thread sends itself; a shutdown aborts it there. */
+  const sendFromThread = (request: SendRequest, signal: AbortSignal) => {
+    const abort = () => worker.postMessage({ abort: request.id } satisfies DecodeRequest);
+    signals.set(request.id, signal);
+    signal.addEventListener("abort", abort, { once: true });
+    worker.postMessage(request);
+    // Killed while the request waited for the rate limit: the listener never fires; abort it now.
+    if (signal.aborted) abort();
+    return () => signal.removeEventListener("abort", abort);
+  };
+  const callFromThread = (signal: AbortSignal, request: (id: number) => SendRequest) => {
+    let done = () => {};
+    return calls.call((id) => (done = sendFromThread(request(id), signal))).finally(() => done());
+  };
   return {
     decode: (answer: WindowAnswer) => calls.call((id) => send({ id, answer }, answer.body)) as Promise<DecodedWindow>,
     attribute: (transactions: TransactionsAnswer) => calls.call((id) => send({ id, transactions }, transactions.body)) as Promise<AttributedAnswer>,
+    sender: {
+      decode: (fetch, window, signal) => callFromThread(signal, (id) => ({ id, fetch, window })) as Promise<DecodedWindow>,
+      attribute: (fetch, batch, signal) => callFromThread(signal, (id) => ({ id, fetch, batch })) as Promise<AttributedAnswer>,
+    } satisfies ThreadSender,
     close(): Promise<void> {
       closing ??= (async () => {
         if (!calls.failed() && calls.waiting() === 0) worker.postMessage("close");

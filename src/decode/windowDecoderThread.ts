@@ -1,25 +1,99 @@
-import { parentPort } from "node:worker_threads";
+import { setPriority } from "node:os";
+import { parentPort, workerData } from "node:worker_threads";
+import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
+import type { OutgoingRequest } from "../chain/rpcClient.js";
 import { buffersToMove } from "./packedRows.js";
-import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer } from "./transactionsAnswer.js";
-import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "./windowAnswer.js";
+import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
+import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
 
-/** The decode thread: window answers (or their transactions' answers) in, decoded windows (or packed attribution) out, in any order (matched by id). */
-export type DecodeRequest = { id: number; answer: WindowAnswer } | { id: number; transactions: TransactionsAnswer };
-export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnswer; error?: string };
+/**
+ * The decode thread: window answers (or their transactions' answers) in, decoded windows (or packed
+ * attribution) out, in any order (matched by id). A request with `fetch` is sent from here first
+ * (its answer's bytes never reach the main thread); `abort` cancels one (a shutdown).
+ */
+export type DecodeRequest =
+  | { id: number; answer: WindowAnswer }
+  | { id: number; transactions: TransactionsAnswer }
+  | { id: number; fetch: OutgoingRequest; window: WindowContext }
+  | { id: number; fetch: OutgoingRequest; batch: TransactionsContext }
+  | { abort: number };
+/** A request the thread sends itself before decoding its answer. */
+export type SendRequest = Extract<DecodeRequest, { fetch: OutgoingRequest }>;
+export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnswer; failure?: TransportFailure; error?: string };
+
+export type DecodeThreadData = { nice: number };
+
+const { nice } = workerData as DecodeThreadData;
+// On Linux a nice value set from a thread is that thread's alone (elsewhere it would be the process's).
+if (nice !== 0 && process.platform === "linux") setPriority(nice);
+
+/** Requests being sent from here, by id, for `abort`. */
+const sending = new Map<number, AbortController>();
+/** One transport per settings (in practice one): its connections are kept alive across windows. */
+const transports = new Map<string, HttpTransport>();
 
 parentPort!.on("message", (message: DecodeRequest | "close") => {
   if (message === "close") {
     parentPort!.close();
     return;
   }
+  if ("abort" in message) {
+    sending.get(message.abort)?.abort();
+    return;
+  }
+  if ("fetch" in message) {
+    void sendThenDecode(message);
+    return;
+  }
+  reply(message.id, () => ("answer" in message ? decodeWindowAnswer(message.answer) : attributeTransactionsAnswer(message.transactions)));
+});
+
+async function sendThenDecode(message: SendRequest): Promise<void> {
+  const { id, fetch } = message;
+  const controller = new AbortController();
+  sending.set(id, controller);
+  let body: AnswerBody;
+  try {
+    body = await transportFor(fetch)(fetch.url, fetch.body, controller.signal, fetch.timeoutMs);
+  } catch (error) {
+    let answer: DecodeReply;
+    try {
+      answer = { id, failure: describeTransportFailure(error, controller.signal.aborted) };
+    } catch (unexpected) {
+      answer = { id, error: errorText(unexpected) };
+    }
+    parentPort!.postMessage(answer);
+    return;
+  } finally {
+    sending.delete(id);
+  }
+  const answered = { body, endpoint: fetch.endpoint };
+  reply(id, () =>
+    "window" in message
+      ? decodeWindowAnswer({ ...message.window, ...answered, id: fetch.id })
+      : attributeTransactionsAnswer({ ...message.batch, ...answered, firstId: fetch.id }),
+  );
+}
+
+function transportFor(request: OutgoingRequest): HttpTransport {
+  const key = `${request.transport.timeoutMs}/${request.transport.maxResponseBytes}`;
+  let transport = transports.get(key);
+  if (transport === undefined) transports.set(key, (transport = createHttpTransport(request.transport)));
+  return transport;
+}
+
+/** Posts what `work` made (its rows moved, not copied), or the error it threw. */
+function reply(id: number, work: () => DecodedWindow | AttributedAnswer): void {
   let decoded: DecodedWindow | AttributedAnswer;
   try {
-    decoded = "answer" in message ? decodeWindowAnswer(message.answer) : attributeTransactionsAnswer(message.transactions);
+    decoded = work();
   } catch (error) {
-    parentPort!.postMessage({ id: message.id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies DecodeReply);
+    parentPort!.postMessage({ id, error: errorText(error) } satisfies DecodeReply);
     return;
   }
   // The rows move to the main thread (and on to the writer's) instead of being copied.
   const transfer = decoded.kind === "rows" ? buffersToMove(decoded.rows) : [];
-  parentPort!.postMessage({ id: message.id, decoded } satisfies DecodeReply, transfer);
-});
+  parentPort!.postMessage({ id, decoded } satisfies DecodeReply, transfer);
+}
+
+const errorText = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));

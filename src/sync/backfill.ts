@@ -166,6 +166,7 @@ export async function backfill(
     finalized: range.finalized,
     attributor,
     decodeThreadAfterLogs: options.decodeThreadAfterLogs,
+    besideLiveWork: options.besideLiveWrites,
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
   async function commitWindow(writer: WindowWriter, window: WindowResult): Promise<void> {

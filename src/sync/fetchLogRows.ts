@@ -7,7 +7,7 @@ import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors
 import type { RpcLog } from "../chain/rpcLog.js";
 import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
 import { NUMBER_FIELDS, type PackedRows } from "../decode/packedRows.js";
-import { UNKNOWN_TIMESTAMP, type RejectedLog } from "../decode/windowAnswer.js";
+import { UNKNOWN_TIMESTAMP, type DecodedWindow, type RejectedLog } from "../decode/windowAnswer.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
@@ -53,17 +53,25 @@ export type WindowRows = { rows: PackedRows; txHashes: Hex[] };
 
 /**
  * fetchLogRows for a backfill window (always strict), with the answer's body parsed, checked,
- * decoded and packed by `decoder` (on its own thread in a long backfill). Blocks at or below
- * `finalized` are stored as finalized.
+ * decoded and packed by `decoder`. In a long backfill that is on the decode thread, which also
+ * sends the request (the answer never reaches this thread; the client's retries, failover and rate
+ * limit stay here). Blocks at or below `finalized` are stored as finalized.
  */
 export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecoder, filter: LogFilter & BlockRange, finalized: number): Promise<WindowRows> {
-  const decoded = await deps.client.requestRaw("eth_getLogs", getLogsParams(filter), async (answer) => {
-    const decoded = await decoder.decode({ ...answer, filter, chainId: deps.chainId, finalized });
+  const window = { filter, chainId: deps.chainId, finalized };
+  const accepted = (decoded: DecodedWindow) => {
     if (decoded.kind === "nodeError") throw new RpcRequestError("eth_getLogs", decoded.error);
     if (decoded.kind === "damaged") throw new RpcResponseError(decoded.message);
     if (decoded.rejected.length > 0) reportRejected(deps, filter, decoded.rejected, true);
     return decoded;
-  });
+  };
+  const thread = decoder.sender();
+  const decoded = await deps.client.requestRaw(
+    "eth_getLogs",
+    getLogsParams(filter),
+    async (answer) => accepted(await decoder.decode({ ...answer, ...window })),
+    thread && (async (request, signal) => accepted(await thread.decode(request, window, signal))),
+  );
   if (decoded.untimed.length > 0) {
     const timestamps = await getBlockTimestamps(deps.client, new Map(decoded.untimed));
     const numbers = decoded.rows.numbers;

@@ -44,6 +44,8 @@ export async function* syncHistorical(
     attributor?: Attributor | undefined;
     /** Logs decoded on this thread before the decode thread starts (windowDecoder.ts). */
     decodeThreadAfterLogs?: number | undefined;
+    /** Live work (the daemon's) runs in this process: the decode thread yields the CPU to it. */
+    besideLiveWork?: boolean | undefined;
   },
 ): AsyncGenerator<WindowResult> {
   const { config, metrics, shutdown, client } = deps;
@@ -88,7 +90,7 @@ export async function* syncHistorical(
     return { ...window, rows, attribution };
   }
 
-  const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs });
+  const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs, besideLiveWork: plan.besideLiveWork });
   const queue = new PQueue({ concurrency });
   const finished: WindowResult[] = [];
   let failure: unknown;

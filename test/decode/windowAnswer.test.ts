@@ -1,10 +1,11 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { parseRpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedRows.js";
 import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { decodeWindowAnswer, UNKNOWN_TIMESTAMP, type WindowAnswer } from "../../src/decode/windowAnswer.js";
-import { createWindowDecoder, DECODE_THREAD_MIN_ANSWER_BYTES } from "../../src/decode/windowDecoder.js";
+import { createWindowDecoder, DECODE_THREAD_MIN_ANSWER_BYTES, DECODE_THREAD_NICE_BESIDE_LIVE_WORK } from "../../src/decode/windowDecoder.js";
 import { word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
@@ -123,6 +124,25 @@ describe("createWindowDecoder()", () => {
       expect(decoded).toMatchObject({ kind: "rows", rows: { count: 600 } });
     } finally {
       await decoder.close();
+    }
+  });
+
+  /** The nice value of each of this process's threads (Linux: /proc/self/task/<tid>/stat, field 19). */
+  const threadNices = (): number[] =>
+    readdirSync("/proc/self/task").map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]));
+
+  test.runIf(process.platform === "linux")("beside live work the decode thread runs at a lower CPU priority; the rest of the process does not", async () => {
+    for (const besideLiveWork of [false, true]) {
+      const decoder = createWindowDecoder({ threadAfterLogs: 0, besideLiveWork });
+      try {
+        expect(threadNices().filter((nice) => nice !== 0)).toEqual([]);
+        await decoder.decode(answer(bodyOf([rpcLog(100, 0)])));
+        // The first answer starts the thread; the second is decoded there, after it set its priority.
+        expect(await decoder.decode(answer(bodyOf([rpcLog(100, 0)])))).toMatchObject({ kind: "rows" });
+        expect(threadNices().filter((nice) => nice !== 0)).toEqual(besideLiveWork ? [DECODE_THREAD_NICE_BESIDE_LIVE_WORK] : []);
+      } finally {
+        await decoder.close();
+      }
     }
   });
 });
