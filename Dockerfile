@@ -33,6 +33,6 @@ VOLUME ["/data"]
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:9464/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-# The bin itself: its shebang caps the V8 heap (see src/cli/main.ts and the benchmark in the README).
+# The bin itself: its shebang sets the nursery and the allocator (see src/cli/main.ts and the benchmark in the README).
 ENTRYPOINT ["./dist/src/cli/main.js"]
 CMD ["start", "--config", "config/base-mainnet.json"]

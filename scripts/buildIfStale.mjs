@@ -42,7 +42,7 @@ try {
   process.exit(0);
 }
 
-/** The bin runs through its shebang (which caps the V8 heap): it must be executable. */
+/** The bin runs through its shebang (which sets its Node flags and allocator): it must be executable. */
 const BIN = join(ROOT, "dist", "src", "cli", "main.js");
 const makeBinExecutable = () => existsSync(BIN) && chmodSync(BIN, 0o755);
 

@@ -8,15 +8,20 @@ const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
 const CLOCK_TICKS = 100;
 
 /**
- * The Node flags the bin gives itself in its shebang (`#!/usr/bin/env -S node --flag ...`): the
- * bench's in-process measurements of the daemon's paths (latency, rollback) run with them too, so
- * they see the heap the daemon has.
+ * How the bin starts Node in its shebang (`#!/usr/bin/env -S NAME=value node --flag ...`): the
+ * environment it sets and Node's flags. The bench's in-process measurements of the daemon's paths
+ * (latency, rollback) run with them too, so they see the heap and the allocator the daemon has.
  */
-export function cliNodeFlags(): string[] {
+export function cliLaunch(): { env: Record<string, string>; nodeFlags: string[] } {
   const shebang = readFileSync(CLI, "utf8").split("\n", 1)[0]!;
-  const words = shebang.replace(/^#!\S+\s+(-S\s+)?/, "").split(/\s+/);
+  const words = shebang.replace(/^#!\S+\s+(-S\s+)?/, "").split(/\s+/).filter((word) => word !== "");
+  const env: Record<string, string> = {};
+  while (/^[A-Z_][A-Z0-9_]*=/.test(words[0] ?? "")) {
+    const [name, ...value] = words.shift()!.split("=");
+    env[name!] = value.join("=");
+  }
   if (!/(^|\/)node$/.test(words[0] ?? "")) throw new Error(`${CLI} does not start node in its first line: ${shebang}`);
-  return words.slice(1).filter((word) => word !== "");
+  return { env, nodeFlags: words.slice(1) };
 }
 
 export type ProcessFigures = { logs: number; durationMs: number; peakRssMb: number; cpuSeconds: number };

@@ -4,7 +4,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
-import { cliNodeFlags, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
@@ -13,7 +13,7 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  * (a) end to end against anvil serving a saved chain (generated once under .bench/, identical on every run);
  * (b) against a synthetic JSON-RPC server in its own process, so the RPC is not the bottleneck;
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
- * started with the bin's Node flags (the daemon's heap settings). Prints one table; copy it into the
+ * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and allocator). Prints one table; copy it into the
  * README with the machine it ran on.
  */
 const HERE = import.meta.dirname;
@@ -27,7 +27,8 @@ type Row = { name: string; figures: ProcessFigures };
 /** Runs one of the bench's scripts with the bin's Node flags and returns its last line of output. */
 function runNode(script: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...cliNodeFlags(), join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    const launch = cliLaunch();
+    const child = spawn(process.execPath, [...launch.nodeFlags, join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...launch.env } });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     // The figures are the last line; anything before it is diagnostics.
