@@ -22,8 +22,9 @@ export const DECODE_THREAD_MIN_LOGS = 4_000;
  */
 export const DECODE_THREAD_MIN_ANSWER_BYTES = 256 * 1024;
 /**
- * The thread holds one window's answer and rows at a time (a few MB at 2,000 logs). Measured at
- * 200,000 and 1,000,000 logs: 48/12 MB keeps the same speed as 96/24, with a little less RSS.
+ * The thread's heap holds one window's answer and rows at a time (a few MB at 2,000 logs; the
+ * answers it is receiving are buffers outside it). Measured at 200,000 and 1,000,000 logs: 48/12 MB
+ * keeps the same speed as 96/24, with a little less RSS.
  */
 const DECODE_THREAD_HEAP_MB = 48;
 /** Its young generation: everything it makes (parsed JSON, checked logs, rows) dies within one window. */
@@ -31,8 +32,9 @@ const DECODE_THREAD_YOUNG_MB = 12;
 /**
  * Its nice value (Linux) when live work runs in the same process (the daemon catching up): on two
  * cores, pre-confirmations waited for the CPU that the thread took sending and decoding windows.
- * Measured with the bench's latency harness beside a backfill, three runs each: p99 36–38 ms at
- * nice 0 against 21–28 at 19. The thread still gets a core whenever live work does not need it.
+ * Measured with the bench's latency harness beside a backfill: p99 30–38 ms at nice 0 (seven runs)
+ * against 21–34 at 19 (six; 23–34 at 5 and 26–37 at 10, three each). The thread still gets a core
+ * whenever live work does not need it.
  */
 export const DECODE_THREAD_NICE_BESIDE_LIVE_WORK = 19;
 
@@ -54,11 +56,12 @@ export type ThreadSender = {
 };
 
 /**
- * Decodes backfill windows' answers (windowAnswer.ts). Parsing, checking, decoding and packing an
- * answer is most of the main thread's work in a backfill and its garbage; on the decode thread it
- * no longer holds up live messages (pre-confirmations, heads) for milliseconds at a time. The
- * first DECODE_THREAD_MIN_LOGS logs (`threadAfterLogs`) are decoded on the caller's thread, unless
- * an answer is too large for it (DECODE_THREAD_MIN_ANSWER_BYTES).
+ * Decodes backfill windows' answers (windowAnswer.ts). Receiving, parsing, checking, decoding and
+ * packing an answer is most of the main thread's work in a backfill and its garbage; on the decode
+ * thread (which sends the requests too, `sender`) it no longer holds up live messages
+ * (pre-confirmations, heads) for milliseconds at a time. The first DECODE_THREAD_MIN_LOGS logs
+ * (`threadAfterLogs`) are decoded on the caller's thread, unless an answer is too large for it
+ * (DECODE_THREAD_MIN_ANSWER_BYTES).
  */
 export function createWindowDecoder(options: { threadAfterLogs?: number | undefined; besideLiveWork?: boolean | undefined } = {}): WindowDecoder {
   const threadAfterLogs = options.threadAfterLogs ?? DECODE_THREAD_MIN_LOGS;
