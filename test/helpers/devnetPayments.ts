@@ -1,7 +1,7 @@
 import { createPublicClient, createWalletClient, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
-import type { Devnet } from "../../src/devnet/startDevnet.js";
+import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 
 /** Sends test-token transfers through the devnet front with explicit nonces (automine is off there). */
 export function createPayer(devnet: Devnet, keyIndex = 1) {
@@ -34,6 +34,20 @@ export function createPayer(devnet: Devnet, keyIndex = 1) {
       nonce = undefined;
     },
   };
+}
+
+/**
+ * A devnet with no block timer and no flashblocks, holding `blocks` mined blocks of one payment
+ * transaction each (`transfersPerBlock` Transfer logs): a fixed range to backfill.
+ */
+export async function startDevnetWithPayments(blocks: number, transfersPerBlock: number): Promise<{ devnet: Devnet; head: number }> {
+  const devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 });
+  const payer = createPayer(devnet);
+  for (let block = 0; block < blocks; block++) {
+    await payer.pay("0x00000000000000000000000000000000000000b1", transfersPerBlock);
+    await payer.rpc("devnet_mine");
+  }
+  return { devnet, head: Number(await payer.rpc<string>("eth_blockNumber")) };
 }
 
 /** Polls until `check` returns a value that is not undefined/false, or throws after `timeoutMs`. */

@@ -4,24 +4,18 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { testConfig, testDeps, withSqliteStore } from "../helpers/context.js";
-import { createPayer } from "../helpers/devnetPayments.js";
+import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 
 let devnet: Devnet;
 let head: number;
 const rpc = <T>(method: string, params: unknown[] = []) => createPayer(devnet).rpc<T>(method, params);
 
 beforeAll(async () => {
-  devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 });
-  const payer = createPayer(devnet);
-  for (let block = 0; block < 12; block++) {
-    await payer.pay("0x00000000000000000000000000000000000000b1", 3);
-    await rpc("devnet_mine");
-  }
-  head = Number(await rpc<string>("eth_blockNumber"));
+  ({ devnet, head } = await startDevnetWithPayments(12, 3));
 }, 60_000);
 afterAll(() => devnet?.stop());
 

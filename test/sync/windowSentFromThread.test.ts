@@ -6,25 +6,19 @@ import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTra
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { RetryableError, ShutdownError } from "../../src/errors/base.js";
 import { RangeLimitError } from "../../src/errors/rpc.js";
 import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";
-import { createPayer } from "../helpers/devnetPayments.js";
+import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 
 let devnet: Devnet;
 let head: number;
 const rpc = <T>(method: string, params: unknown[] = []) => createPayer(devnet).rpc<T>(method, params);
 
 beforeAll(async () => {
-  devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 });
-  const payer = createPayer(devnet);
-  for (let block = 0; block < 6; block++) {
-    await payer.pay("0x00000000000000000000000000000000000000b1", 3);
-    await rpc("devnet_mine");
-  }
-  head = Number(await rpc<string>("eth_blockNumber"));
+  ({ devnet, head } = await startDevnetWithPayments(6, 3));
 }, 60_000);
 afterAll(() => devnet?.stop());
 
