@@ -13,8 +13,8 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  * (a) end to end against anvil serving a saved chain (generated once under .bench/, identical on every run);
  * (b) against a synthetic JSON-RPC server in its own process, so the RPC is not the bottleneck;
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
- * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and allocator). Prints one table; copy it into the
- * README with the machine it ran on.
+ * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
+ * allocator). Prints one table; copy it into the README with the machine it ran on.
  */
 const HERE = import.meta.dirname;
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
@@ -24,7 +24,7 @@ const LOGS_PER_BLOCK = 20;
 
 type Row = { name: string; figures: ProcessFigures };
 
-/** Runs one of the bench's scripts with the bin's Node flags and returns its last line of output. */
+/** Runs one of the bench's scripts as the bin starts Node and returns its last line of output. */
 function runNode(script: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const launch = cliLaunch();

@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import { postJson, readAnswer } from "./httpPost.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { requestDeadline } from "../ops/requestDeadline.js";
+import { ShutdownError } from "../errors/base.js";
 import { RangeLimitError, RpcTransportError, type RangeErrorHint } from "../errors/rpc.js";
 
 /**
@@ -83,11 +84,11 @@ export function describeTransportFailure(error: unknown, aborted: boolean): Tran
   throw error;
 }
 
-/** The error the transport threw on the other thread, rebuilt: an abort is `signal`'s (the shutdown's). */
-export function transportFailureError(failure: TransportFailure, signal: AbortSignal): Error {
+/** The error the transport threw on the other thread, rebuilt: an abort is the shutdown's (the only signal that aborts one). */
+export function transportFailureError(failure: TransportFailure): Error {
   if (failure.kind === "rangeLimit") return new RangeLimitError(failure.message, failure.hint);
   if (failure.kind === "transport") return new RpcTransportError(failure.message);
-  return signal.reason instanceof Error ? signal.reason : new Error("aborted");
+  return new ShutdownError();
 }
 
 /** Error bodies are short; one longer than this is not a JSON-RPC error worth reading. */

@@ -58,7 +58,8 @@ export type RawBatchAnswer = { body: AnswerBody; firstId: number; endpoint: stri
  * sends a backfill window's, so the answer's bytes never reach the main thread), with a transport
  * made from `request.transport`. It throws what the transport would (transportFailureError
  * rebuilds it) and what `accept` would: the client's rate limit, retries, failover and
- * classification are the same. Used only when the client's transport is createHttpTransport's.
+ * classification are the same. `signal` is the shutdown's. Used only when the client's transport
+ * is createHttpTransport's.
  */
 export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal) => Promise<T>;
 /** One JSON-RPC request as the client would send it: `id` is the request's (a batch's first call's). */

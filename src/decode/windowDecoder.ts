@@ -96,16 +96,11 @@ function startThreadOfDecoder(nice: number) {
     maxOldGenerationSizeMb: DECODE_THREAD_HEAP_MB,
     maxYoungGenerationSizeMb: DECODE_THREAD_YOUNG_MB,
   });
-  // A request the thread sends fails with the transport's error, rebuilt here (its abort is the shutdown's).
-  const signals = new Map<number, AbortSignal>();
   const calls = createThreadCalls<DecodeReply, DecodedWindow | AttributedAnswer>(worker, {
     thread: "decode thread",
-    settle: (reply) => {
-      const signal = signals.get(reply.id);
-      signals.delete(reply.id);
-      if (reply.failure !== undefined) return transportFailureError(reply.failure, signal ?? AbortSignal.abort());
-      return reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`);
-    },
+    // A request the thread sent fails with the transport's error, rebuilt here.
+    settle: (reply) =>
+      reply.failure !== undefined ? transportFailureError(reply.failure) : (reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`)),
   });
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   let closing: Promise<void> | undefined;
@@ -114,19 +109,19 @@ function startThreadOfDecoder(nice: number) {
     const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
     worker.postMessage(request, movable ? [body.buffer as ArrayBuffer] : []);
   };
-  /** Posts a request that the thread sends itself; a shutdown aborts it there. */
-  const sendFromThread = (request: SendRequest, signal: AbortSignal) => {
-    const abort = () => worker.postMessage({ abort: request.id } satisfies DecodeRequest);
-    signals.set(request.id, signal);
-    signal.addEventListener("abort", abort, { once: true });
-    worker.postMessage(request);
-    // Killed while the request waited for the rate limit: the listener never fires; abort it now.
-    if (signal.aborted) abort();
-    return () => signal.removeEventListener("abort", abort);
-  };
+  /** Posts a request that the thread sends itself; the shutdown (`signal`) aborts it there. */
   const callFromThread = (signal: AbortSignal, request: (id: number) => SendRequest) => {
-    let done = () => {};
-    return calls.call((id) => (done = sendFromThread(request(id), signal))).finally(() => done());
+    let stopListening = () => {};
+    return calls
+      .call((id) => {
+        const abort = () => worker.postMessage({ abort: id } satisfies DecodeRequest);
+        signal.addEventListener("abort", abort, { once: true });
+        stopListening = () => signal.removeEventListener("abort", abort);
+        worker.postMessage(request(id));
+        // Killed while the request waited for the rate limit: the listener never fires; abort it now.
+        if (signal.aborted) abort();
+      })
+      .finally(() => stopListening());
   };
   return {
     decode: (answer: WindowAnswer) => calls.call((id) => send({ id, answer }, answer.body)) as Promise<DecodedWindow>,
