@@ -25,7 +25,15 @@ export type DecodeThreadData = { nice: number };
 
 const { nice } = workerData as DecodeThreadData;
 // On Linux a nice value set from a thread is that thread's alone (elsewhere it would be the process's).
-if (nice !== 0 && process.platform === "linux") setPriority(nice);
+// A sandbox that refuses it leaves the thread at the process's priority: slower live work beside a
+// backfill, nothing worse, so the thread goes on.
+if (nice !== 0 && process.platform === "linux") {
+  try {
+    setPriority(nice);
+  } catch {
+    // Kept at the process's priority.
+  }
+}
 
 /** Requests being sent from here, by id, for `abort`. */
 const sending = new Map<number, AbortController>();
