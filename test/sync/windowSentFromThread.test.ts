@@ -12,6 +12,7 @@ import { RangeLimitError } from "../../src/errors/rpc.js";
 import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
+import { startScriptedRpcServer } from "../helpers/scriptedRpcServer.js";
 
 let devnet: Devnet;
 let head: number;
@@ -103,6 +104,27 @@ describe("a backfill window sent from the decode thread", () => {
     expect((error as RangeLimitError).hint).toMatchObject({ kind: "tooLarge" });
     expect((error as RangeLimitError).shortMessage).toContain("exceeds rpc.maxResponseBytes (4000)");
     await decoder.close();
+  });
+
+  test("a failure on the thread moves the request to the next endpoint, as on this thread", async () => {
+    const chainId = await rpc<string>("eth_chainId");
+    // Verifies as the right chain and answers the first (empty) window, then fails every eth_getLogs with 503.
+    const failing = await startScriptedRpcServer((request) => {
+      if (request.method === "eth_chainId") return { result: chainId };
+      const [filter] = request.params as Array<{ fromBlock: string }>;
+      return filter?.fromBlock === "0x0" ? { result: [] } : { http: 503, body: "Service Unavailable" };
+    });
+    try {
+      const { deps, fetch, decoder, sentHere } = await setUp({ http: [failing.url, devnet.httpUrl] });
+      const rows = await fetch(devnet.tokenDeployBlock, head);
+      expect(rows.rows.count).toBeGreaterThanOrEqual(18);
+      expect(sentHere()).toBe(1);
+      expect(failing.requests.filter((r) => r.method === "eth_getLogs")).toHaveLength(2);
+      expect(deps.lines.find((l) => l.msg === "Retrying RPC request")).toMatchObject({ method: "eth_getLogs", endpoint: failing.url, error: `${failing.url} answered HTTP 503` });
+      await decoder.close();
+    } finally {
+      await failing.close();
+    }
   });
 
   test("timeouts and 503s are retried and then reported as the transport's failures", async () => {
