@@ -57,6 +57,7 @@ async function setUp(rpcOverrides: Record<string, unknown> = {}) {
   return { deps, fetch, attribute, decoder, sentHere: () => sentHere };
 }
 
+// Every test checks that only its first window (before the thread ran) went through this thread's transport.
 describe("a backfill window sent from the decode thread", () => {
   test("decodes and attributes to what the same answers give here, and its requests never pass this thread", async () => {
     const { fetch, attribute, decoder, sentHere } = await setUp();
@@ -85,12 +86,13 @@ describe("a backfill window sent from the decode thread", () => {
   });
 
   test("a node's range limit sent with an HTTP error status (proxyd) reaches the client as a range limit", async () => {
-    const { fetch, decoder } = await setUp();
+    const { fetch, decoder, sentHere } = await setUp();
     await rpc("devnet_setFaults", [{ maxBlockRange: 2, proxyErrors: true }]);
     try {
       const error = await fetch(devnet.tokenDeployBlock, head).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RangeLimitError);
       expect((error as RangeLimitError).hint).toEqual({ kind: "maxRange", blocks: 2n });
+      expect(sentHere()).toBe(1);
     } finally {
       await rpc("devnet_setFaults", [{}]);
       await decoder.close();
@@ -98,8 +100,9 @@ describe("a backfill window sent from the decode thread", () => {
   });
 
   test("an answer over rpc.maxResponseBytes, cut off on the thread, is a range limit (the window is split)", async () => {
-    const { fetch, decoder } = await setUp({ maxResponseBytes: 4_000 });
+    const { fetch, decoder, sentHere } = await setUp({ maxResponseBytes: 4_000 });
     const error = await fetch(devnet.tokenDeployBlock, head).catch((e: unknown) => e);
+    expect(sentHere()).toBe(1);
     expect(error).toBeInstanceOf(RangeLimitError);
     expect((error as RangeLimitError).hint).toMatchObject({ kind: "tooLarge" });
     expect((error as RangeLimitError).shortMessage).toContain("exceeds rpc.maxResponseBytes (4000)");
@@ -128,7 +131,7 @@ describe("a backfill window sent from the decode thread", () => {
   });
 
   test("timeouts and 503s are retried and then reported as the transport's failures", async () => {
-    const { deps, fetch, decoder } = await setUp({ timeoutMs: 300 });
+    const { deps, fetch, decoder, sentHere } = await setUp({ timeoutMs: 300 });
     try {
       await rpc("devnet_setFaults", [{ latencyMs: 1_000 }]);
       const timedOut = await fetch(devnet.tokenDeployBlock, head).catch((e: unknown) => e);
@@ -140,6 +143,7 @@ describe("a backfill window sent from the decode thread", () => {
       // The devnet answers 503 with a plain body (the transport's failure) or 429 with a JSON-RPC error (the node's).
       expect((unavailable as RetryableError).shortMessage).toMatch(/failed after 2 attempts .*(answered HTTP 503|Too Many Requests \(code 429\))/);
       expect(deps.lines.filter((l) => l.msg === "Retrying RPC request" && l.method === "eth_getLogs")).toHaveLength(2);
+      expect(sentHere()).toBe(1);
     } finally {
       await rpc("devnet_setFaults", [{}]);
       await decoder.close();
@@ -147,7 +151,7 @@ describe("a backfill window sent from the decode thread", () => {
   });
 
   test("a shutdown aborts the request on the thread at once", async () => {
-    const { deps, fetch, decoder } = await setUp({ timeoutMs: 30_000 });
+    const { deps, fetch, decoder, sentHere } = await setUp({ timeoutMs: 30_000 });
     await rpc("devnet_setFaults", [{ latencyMs: 10_000 }]);
     try {
       const pending = fetch(devnet.tokenDeployBlock, head).catch((e: unknown) => e);
@@ -156,6 +160,7 @@ describe("a backfill window sent from the decode thread", () => {
       await deps.shutdown.kill();
       expect(await pending).toBeInstanceOf(ShutdownError);
       expect(performance.now() - started).toBeLessThan(1_000);
+      expect(sentHere()).toBe(1);
     } finally {
       await rpc("devnet_setFaults", [{}]);
       await decoder.close();
