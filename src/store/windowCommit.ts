@@ -54,6 +54,8 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
   const begin = db.prepare("BEGIN IMMEDIATE");
   const commit = db.prepare("COMMIT");
   const rollback = db.prepare("ROLLBACK");
+  /** Rows inserted since the transaction opened (counted in steps of WINDOW_YIELD_EVERY_ROWS). */
+  let uncommittedRows = 0;
   const open = () => {
     gate.enter();
     try {
@@ -62,6 +64,7 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
       gate.leave();
       throw error;
     }
+    uncommittedRows = 0;
   };
   const close = (statement: typeof commit) => {
     try {
@@ -70,26 +73,22 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
       gate.leave();
     }
   };
-  let uncommittedRows = 0;
   const live = createLiveWriteWatch(gate);
-  const commitAndReopen = () => {
-    close(commit);
-    uncommittedRows = 0;
-    open();
-  };
   /**
    * Between rows: when a live write waits, commit what is inserted and let it go first; while live
    * writes are running, commit every COMMIT_EVERY_ROWS_WHILE_LIVE rows anyway.
    */
   const stepAside = () => {
     uncommittedRows += WINDOW_YIELD_EVERY_ROWS;
-    if (gate.liveWriteWaiting() || (uncommittedRows >= COMMIT_EVERY_ROWS_WHILE_LIVE && live.recently())) commitAndReopen();
+    if (gate.liveWriteWaiting() || (uncommittedRows >= COMMIT_EVERY_ROWS_WHILE_LIVE && live.recently())) {
+      close(commit);
+      open();
+    }
   };
 
   return (window, now) => {
     const strings = unpackStrings(window.rows);
     open();
-    uncommittedRows = 0;
     try {
       const between = { every: WINDOW_YIELD_EVERY_ROWS, run: stepAside };
       if (window.stageAttribution === true) attribution.stagePacked(window.attribution, between);
