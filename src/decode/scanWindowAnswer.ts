@@ -91,9 +91,16 @@ class Scanner {
   private readonly addresses: Uint8Array[];
   /** EVENTS' entries the filter asks for. */
   private readonly events: Array<{ name: string; topic: Uint8Array }>;
-  /** Next position per transaction and token (preconfirmedTwins.ts), for all but the current run of logs. */
+  /**
+   * Next position per transaction and token (preconfirmedTwins.ts), for all but the current run of
+   * logs: keyed by the transaction's hash (the string kept for txHashes) and, past the filter's first
+   * address, the address's index in it, so a run makes no string of its own.
+   */
   private readonly positions = new Map<string, number>();
   private position = 0;
+  /** The filter address (its index in `addresses`) of the log being read, and of the previous one. */
+  private address = -1;
+  private previousAddress = -1;
   private previousBlock = -1;
   private previousLogIndex = -1;
   /** The previous log's spans: same block, same hash; same transaction and token, next position. */
@@ -194,7 +201,8 @@ class Scanner {
 
     // In the filter, one hash per block, in (block, logIndex) order: else the full path says what is wrong.
     if (blockNumber < this.range.from || blockNumber > this.range.to || this.topics !== 3) giveUp();
-    if (!this.matchesAddress()) giveUp();
+    this.address = this.addressIndex();
+    if (this.address === -1) giveUp();
     const event = this.eventName();
     const sameBlock = blockNumber === this.previousBlock;
     if (blockNumber < this.previousBlock || (sameBlock && logIndex <= this.previousLogIndex)) giveUp();
@@ -212,11 +220,13 @@ class Scanner {
     // string only where the transaction or the token changes.
     const first = this.txHashes.length === 0;
     const sameTx = !first && this.sameAsPrevious(TX_HASH);
-    if (first || !sameTx || !this.sameAsPrevious(ADDRESS)) {
-      if (!first) this.positions.set(this.runKey(this.previous), this.position);
-      this.position = this.positions.get(this.runKey(s)) ?? 0;
+    const tx = sameTx ? this.txHashes.at(-1)! : (this.text(TX_HASH) as Hex);
+    if (first || !sameTx || this.address !== this.previousAddress) {
+      if (!first) this.positions.set(this.runKey(this.txHashes.at(-1)!, this.previousAddress), this.position);
+      this.position = this.positions.get(this.runKey(tx, this.address)) ?? 0;
     }
-    this.txHashes.push(sameTx ? this.txHashes.at(-1)! : (this.text(TX_HASH) as Hex));
+    this.txHashes.push(tx);
+    this.previousAddress = this.address;
     this.previous.set(s);
 
     // The packed strings (packedRows.ts): address, topics 0–3, data, hashes, status, source, event, two fields, value.
@@ -356,9 +366,10 @@ class Scanner {
     this.at = at + 5;
   }
 
-  private matchesAddress(): boolean {
-    for (const address of this.addresses) if (this.equals(ADDRESS, address)) return true;
-    return false;
+  /** The log's address as an index in the filter's addresses, -1 when it is not one of them. */
+  private addressIndex(): number {
+    for (let i = 0; i < this.addresses.length; i++) if (this.equals(ADDRESS, this.addresses[i]!)) return i;
+    return -1;
   }
 
   /** The event of topic0, when the filter asks for it. */
@@ -385,9 +396,9 @@ class Scanner {
     return true;
   }
 
-  /** The positions map's key (lower-case transaction hash and address) of a log's spans: made once per run of logs. */
-  private runKey(spans: Int32Array): string {
-    return (latin1(this.body, spans[TX_HASH * 2]!, spans[TX_HASH * 2 + 1]!) + latin1(this.body, spans[ADDRESS * 2]!, spans[ADDRESS * 2 + 1]!)).toLowerCase();
+  /** The positions map's key of a run: the transaction's hash, with the address's index past the first address. */
+  private runKey(tx: Hex, address: number): string {
+    return address === 0 ? tx : `${tx}:${address}`;
   }
 
   /** The 64 hex digits at `start` as a decimal (uint256), as the text's next string. */
@@ -451,10 +462,9 @@ class Scanner {
     out[w++] = ZERO;
     out[w++] = X;
     const start = this.spans[slot * 2]! + skip;
-    if (this.upper[slot] === 0) {
-      out.set(body.subarray(start, end), w);
-      w += end - start;
-    } else for (let i = this.spans[slot * 2]! + skip; i < end; i++) out[w++] = body[i]! | (body[i]! >= 0x41 && body[i]! <= 0x46 ? 0x20 : 0);
+    // Byte by byte: a field is at most 64 digits, and a subarray to copy from cost more than the copy.
+    if (this.upper[slot] === 0) for (let i = start; i < end; i++) out[w++] = body[i]!;
+    else for (let i = start; i < end; i++) out[w++] = body[i]! | (body[i]! >= 0x41 && body[i]! <= 0x46 ? 0x20 : 0);
     out[w++] = 0;
     this.w = w;
   }
