@@ -6,7 +6,7 @@ import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
-import type { AttributedTransaction, PackedAttribution } from "../store/attributionWriter.js";
+import { NO_ATTRIBUTION, type AttributedTransaction, type PackedAttribution } from "../store/attributionWriter.js";
 import type { Store } from "../store/store.js";
 
 /**
@@ -50,7 +50,7 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
      */
     async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
       const hashes = await wanted(txHashes);
-      const packed: PackedAttribution = { values: [] };
+      const packed = NO_ATTRIBUTION();
       for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
         const batch = hashes.slice(start, start + BATCH_SIZE);
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
@@ -61,7 +61,7 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
           async (answer) => accepted(await decoder.attribute({ ...answer, ...context() })),
           thread && (async (request, signal) => accepted(await thread.attribute(request, context(), signal))),
         );
-        for (const value of attributed.attribution.values) packed.values.push(value);
+        packed.batches.push(...attributed.attribution.batches);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
       }
       return packed;

@@ -2,6 +2,7 @@ import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
+import { attributionToMove } from "../store/attributionWriter.js";
 import { buffersToMove } from "./packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
@@ -99,8 +100,14 @@ function reply(id: number, work: () => DecodedWindow | AttributedAnswer): void {
     parentPort!.postMessage({ id, error: errorText(error) } satisfies DecodeReply);
     return;
   }
-  // The rows move to the main thread (and on to the writer's) instead of being copied.
-  const transfer = decoded.kind === "rows" ? buffersToMove(decoded.rows) : [];
+  // The rows and the attribution move to the main thread (and on to the writer's) instead of being copied.
+  let transfer: ArrayBuffer[] = [];
+  if (decoded.kind === "rows") transfer = buffersToMove(decoded.rows);
+  else if (decoded.kind === "attributed") {
+    const moved = attributionToMove(decoded.attribution);
+    decoded = { ...decoded, attribution: moved.packed };
+    transfer = moved.transfer;
+  }
   parentPort!.postMessage({ id, decoded } satisfies DecodeReply, transfer);
 }
 

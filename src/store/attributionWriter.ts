@@ -85,10 +85,21 @@ function prepareInserts(db: Database, prefix: "" | "staged_", onConflict: { tran
 type Between = { every: number; run: () => void };
 
 /** Writes packed attribution with `inserts`; a transaction the insert skips (already stored) is skipped with its codes and operations. */
-function insertPacked(inserts: Inserts, { values: v }: PackedAttribution, between?: Between): number {
+function insertPacked(inserts: Inserts, packed: PackedAttribution, between?: Between): number {
   let inserted = 0;
-  for (let i = 0, t = 0; i < v.length; t++) {
+  let t = 0;
+  for (const batch of packed.batches) inserted += insertValues(inserts, valuesOf(batch), () => {
     if (between !== undefined && t > 0 && t % between.every === 0) between.run();
+    t++;
+  });
+  return inserted;
+}
+
+/** insertPacked for one batch's values; `next` runs before each transaction. */
+function insertValues(inserts: Inserts, v: unknown[], next: () => void): number {
+  let inserted = 0;
+  for (let i = 0; i < v.length; ) {
+    next();
     const hash = v[i];
     const fresh =
       inserts.transaction.run(hash, v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7], v[i + 8], v[i + 9], v[i + 10], v[i + 11], v[i + 12], v[i + 13])
@@ -106,13 +117,31 @@ function insertPacked(inserts: Inserts, { values: v }: PackedAttribution, betwee
 }
 
 /**
- * Attribution rows flattened into one array of plain values, as a window's rows are (packedRows.ts):
+ * Attribution rows flattened into arrays of plain values, as a window's rows are (packedRows.ts):
  * per transaction its TRANSACTION_FIELDS column values (hash first) and the number of records that
  * follow, each a tag (OPERATION or CODE) and RECORD_FIELDS - 1 column values without the hash, in
- * insert order (its own codes, then each user operation followed by its codes). What crosses to the
- * writer thread: no calldata, no nested objects.
+ * insert order (its own codes, then each user operation followed by its codes). No calldata, no
+ * nested objects. A window's attribution comes in batches (one per JSON-RPC batch of transactions);
+ * a batch that crossed between threads is its values' JSON text as bytes (attributionToMove), moved
+ * with the transfer list: cloned value by value, a million transactions' 23 million values cost the
+ * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
  */
-export type PackedAttribution = { values: unknown[] };
+export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>> };
+export const NO_ATTRIBUTION = (): PackedAttribution => ({ batches: [] });
+
+/** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */
+export function attributionToMove(packed: PackedAttribution): { packed: PackedAttribution; transfer: ArrayBuffer[] } {
+  const batches = packed.batches.map((batch) => (Array.isArray(batch) ? new TextEncoder().encode(JSON.stringify(batch)) : batch));
+  return { packed: { batches }, transfer: batches.map((batch) => batch.buffer) };
+}
+
+/** A batch's values (parsing the JSON of one that crossed threads). */
+function valuesOf(batch: unknown[] | Uint8Array): unknown[] {
+  if (Array.isArray(batch)) return batch;
+  const values: unknown = JSON.parse(new TextDecoder().decode(batch));
+  if (!Array.isArray(values)) throw new Error("packed attribution: a moved batch does not hold an array");
+  return values;
+}
 const TRANSACTION_FIELDS = 14;
 const RECORD_FIELDS = 8;
 const OPERATION = 0;
@@ -151,14 +180,19 @@ export function packAttribution(transactions: readonly AttributedTransaction[], 
     }
     values[countAt] = records;
   }
-  return { values };
+  return { batches: [values] };
 }
 
 /** Packed attribution's rows per transaction, each row's values in its table's column order (the inserts above), hash first. */
 export type UnpackedTransaction = { transaction: unknown[]; userOperations: unknown[][]; codes: unknown[][] };
 
-export function unpackAttribution({ values: v }: PackedAttribution): UnpackedTransaction[] {
+export function unpackAttribution(packed: PackedAttribution): UnpackedTransaction[] {
   const transactions: UnpackedTransaction[] = [];
+  for (const batch of packed.batches) unpackValues(valuesOf(batch), transactions);
+  return transactions;
+}
+
+function unpackValues(v: unknown[], transactions: UnpackedTransaction[]): void {
   for (let i = 0; i < v.length; ) {
     const unpacked: UnpackedTransaction = { transaction: v.slice(i, i + TRANSACTION_FIELDS), userOperations: [], codes: [] };
     const records = v[i + TRANSACTION_FIELDS] as number;
@@ -169,7 +203,6 @@ export function unpackAttribution({ values: v }: PackedAttribution): UnpackedTra
     }
     transactions.push(unpacked);
   }
-  return transactions;
 }
 
 /** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */

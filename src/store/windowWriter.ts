@@ -1,4 +1,5 @@
 import { buffersToMove } from "../decode/packedRows.js";
+import { attributionToMove } from "./attributionWriter.js";
 import { FatalError } from "../errors/base.js";
 import type { InsertCounts } from "./logWriter.js";
 import { startThread } from "../ops/startThread.js";
@@ -54,8 +55,10 @@ export function createWindowWriter(
   return {
     commit(window, now) {
       const committed = calls.call((id) => {
-        // The rows' buffers move to the thread instead of being copied.
-        worker.postMessage({ id, window: windowFields(window), now } satisfies WindowRequest, buffersToMove(window.rows));
+        // The rows' and the attribution's buffers move to the thread instead of being copied.
+        const attribution = attributionToMove(window.attribution);
+        const request = { id, window: { ...windowFields(window), attribution: attribution.packed }, now } satisfies WindowRequest;
+        worker.postMessage(request, [...buffersToMove(window.rows), ...attribution.transfer]);
       });
       outstanding.add(committed);
       const forget = () => void outstanding.delete(committed);

@@ -91,7 +91,7 @@ describe.each(BACKENDS)("status snapshot from the store on $name", (backend) => 
     try {
       const subscription = (await store.webhooks.syncSubscriptions(["http://127.0.0.1:1/hook"], 0, 1)).get("http://127.0.0.1:1/hook")!.id;
       const writer = store.openWindowWriter({ bulk: false });
-      await writer.commit({ from: 5, to: 9, tokens: [TOKEN], rows: packRows(rows([transfer(6, 0)], "confirmed", "backfill")), attribution: { values: [] } }, 1);
+      await writer.commit({ from: 5, to: 9, tokens: [TOKEN], rows: packRows(rows([transfer(6, 0)], "confirmed", "backfill")), attribution: { batches: [] } }, 1);
       await writer.close();
       const now = Date.now();
       await store.insertPreconfirmed(rows([{ ...transfer(10, 0), blockHash: ZERO_HASH }], "preconfirmed", "pending_ws"), now - 300);

@@ -31,7 +31,7 @@ function windowOf(count: number): WindowWrite {
     removed: false,
   }));
   const { rows } = toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 });
-  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows: packRows(rows), attribution: { values: [] } };
+  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows: packRows(rows), attribution: { batches: [] } };
 }
 
 /** What another connection sees: committed logs and synced ranges. */

@@ -44,7 +44,7 @@ function windowRows(from: number, to: number, perBlock: number) {
 }
 
 function window(from: number, to: number, perBlock: number): WindowWrite {
-  return { from, to, tokens: [TOKEN], rows: packRows(windowRows(from, to, perBlock)), attribution: { values: [] } };
+  return { from, to, tokens: [TOKEN], rows: packRows(windowRows(from, to, perBlock)), attribution: { batches: [] } };
 }
 
 describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {

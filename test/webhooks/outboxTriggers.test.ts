@@ -67,7 +67,7 @@ async function commitWindow(store: Store, logs: RpcLog[], tokens: readonly Hex[]
   const writer = store.openWindowWriter({ bulk: false });
   try {
     const blocks = logs.map((l) => l.blockNumber);
-    return await writer.commit({ from: Math.min(...blocks), to: Math.max(...blocks), tokens, rows: packRows(rows(logs, "confirmed")), attribution: { values: [] } }, 1);
+    return await writer.commit({ from: Math.min(...blocks), to: Math.max(...blocks), tokens, rows: packRows(rows(logs, "confirmed")), attribution: { batches: [] } }, 1);
   } finally {
     await writer.close();
   }
