@@ -106,7 +106,7 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
 }
 
 /** While live writes are running, a window's rows are committed at least this often (see createWindowCommit). */
-export const COMMIT_EVERY_ROWS_WHILE_LIVE = 1_000;
+export const COMMIT_EVERY_ROWS_WHILE_LIVE = 250;
 /** Live writes count as running for this long after the last one. */
 export const LIVE_RECENTLY_MS = 2_000;
 
