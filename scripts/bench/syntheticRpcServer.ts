@@ -105,7 +105,7 @@ type Request = { id: number; method: string; params: unknown[] };
 /** The answer from the rendered bytes (copied, no text built), or undefined when a request is outside them. */
 function renderedAnswer(chain: SyntheticChain, rendered: Rendered, requests: Request | Request[]): Buffer | undefined {
   if (!Array.isArray(requests)) return requests.method === "eth_getLogs" ? renderedLogs(chain, rendered, requests) : undefined;
-  const parts: Buffer[] = [OPEN_BATCH];
+  const parts: Buffer[] = [OPEN_ARRAY];
   for (const request of requests) {
     const k = request.method === "eth_getTransactionByHash" ? txOfHash(request.params[0] as string) : Number.NaN;
     const result = rendered.transactions[Math.floor(k / 10_000)]?.[k % 10_000];
@@ -113,7 +113,7 @@ function renderedAnswer(chain: SyntheticChain, rendered: Rendered, requests: Req
     if (parts.length > 1) parts.push(COMMA);
     parts.push(Buffer.from(`{"jsonrpc":"2.0","id":${request.id},"result":`), result, CLOSE_OBJECT);
   }
-  parts.push(CLOSE_BATCH);
+  parts.push(CLOSE_ARRAY);
   return Buffer.concat(parts);
 }
 
@@ -128,12 +128,12 @@ function renderedLogs(chain: SyntheticChain, rendered: Rendered, request: Reques
     if (parts.length > 1) parts.push(COMMA);
     parts.push(rendered.logs[n]!);
   }
-  parts.push(CLOSE_BATCH, CLOSE_OBJECT);
+  parts.push(CLOSE_ARRAY, CLOSE_OBJECT);
   return Buffer.concat(parts);
 }
 const COMMA = Buffer.from(",");
-const OPEN_BATCH = Buffer.from("[");
-const CLOSE_BATCH = Buffer.from("]");
+const OPEN_ARRAY = Buffer.from("[");
+const CLOSE_ARRAY = Buffer.from("]");
 const CLOSE_OBJECT = Buffer.from("}");
 
 /** How much to render before listening (see Rendered): the first `blocks` blocks' logs, and their transactions too; the rest is built per request. */

@@ -6,7 +6,7 @@ import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
-import { NO_ATTRIBUTION, type AttributedTransaction, type PackedAttribution } from "../store/attributionWriter.js";
+import { emptyAttribution, type AttributedTransaction, type PackedAttribution } from "../store/attributionWriter.js";
 import type { Store } from "../store/store.js";
 
 /**
@@ -50,7 +50,7 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
      */
     async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
       const hashes = await wanted(txHashes);
-      const packed = NO_ATTRIBUTION();
+      const packed = emptyAttribution();
       for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
         const batch = hashes.slice(start, start + BATCH_SIZE);
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));

@@ -127,7 +127,7 @@ function insertValues(inserts: Inserts, v: unknown[], next: () => void): number 
  * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
  */
 export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>> };
-export const NO_ATTRIBUTION = (): PackedAttribution => ({ batches: [] });
+export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
 
 /** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */
 export function attributionToMove(packed: PackedAttribution): { packed: PackedAttribution; transfer: ArrayBuffer[] } {

@@ -15,7 +15,7 @@ import { fetchWindowRows } from "./fetchLogRows.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
-import { NO_ATTRIBUTION, type PackedAttribution } from "../store/attributionWriter.js";
+import { emptyAttribution, type PackedAttribution } from "../store/attributionWriter.js";
 
 /** One fetched window: the rows to store and the tokens whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };
@@ -86,7 +86,7 @@ export async function* syncHistorical(
       duration_ms: Math.round(performance.now() - started),
     });
     // One batch for the window's transactions: never more than one request per block.
-    const attribution = plan.attributor === undefined ? NO_ATTRIBUTION() : await plan.attributor.attributeWindow(deps.client, decoder, txHashes);
+    const attribution = plan.attributor === undefined ? emptyAttribution() : await plan.attributor.attributeWindow(deps.client, decoder, txHashes);
     return { ...window, rows, attribution };
   }
 
