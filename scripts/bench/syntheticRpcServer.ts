@@ -23,7 +23,7 @@ const ATTRIBUTION_SUFFIX = "62635f62386e6f733561380b0080218021802180218021802180
  * random key lands in a b-tree is what storing one costs: sequential hashes would flatter the
  * attribution tables (keyed by hash). The tail still tells the server which transaction is asked for.
  */
-const txHash = (k: number) => `0x${(Math.imul(k, 0x9e3779b1) >>> 0).toString(16).padStart(8, "0")}${k.toString(16).padStart(56, "0")}`;
+export const txHash = (k: number) => `0x${(Math.imul(k, 0x9e3779b1) >>> 0).toString(16).padStart(8, "0")}${k.toString(16).padStart(56, "0")}`;
 const txOfHash = (hash: string) => Number.parseInt(hash.slice(10), 16);
 
 function blockHash(n: number): string {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startSyntheticRpcServer } from "../../scripts/bench/syntheticRpcServer.js";
+import { startSyntheticRpcServer, txHash } from "../../scripts/bench/syntheticRpcServer.js";
 
 /**
  * The bench's synthetic node serves answers rendered before the clock starts (its own CPU would
@@ -7,7 +7,6 @@ import { startSyntheticRpcServer } from "../../scripts/bench/syntheticRpcServer.
  * bench would measure another chain.
  */
 const chain = { chainId: 8453, token: "0x00000000000000000000000000000000000f1a54", blocks: 300, logsPerBlock: 20 };
-const txHash = (k: number) => `0x${(Math.imul(k, 0x9e3779b1) >>> 0).toString(16).padStart(8, "0")}${k.toString(16).padStart(56, "0")}`;
 const getLogs = (id: number, from: number, to: number) => ({ jsonrpc: "2.0", id, method: "eth_getLogs", params: [{ fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` }] });
 const getTransaction = (id: number, k: number) => ({ jsonrpc: "2.0", id, method: "eth_getTransactionByHash", params: [txHash(k)] });
 
