@@ -80,13 +80,14 @@ export function applyWriterPragmas(db: Database, cacheSizeKib = CACHE_SIZE_KIB):
 
 /**
  * A second writing connection to a database that `openDatabase` already opened, migrated and pinned
- * in this process (the backfill's window writer thread): the same settings, no checks, except that
- * it never checkpoints inside a commit: the checkpointer thread does (checkpointer.ts).
+ * in this process (the backfill's window writer thread, the maintenance thread): the same settings,
+ * no checks, except that it never checkpoints inside a commit: the checkpointer thread does
+ * (checkpointer.ts).
  */
-export function openWriterConnection(path: string): Database {
+export function openWriterConnection(path: string, cacheSizeKib = WINDOW_WRITER_CACHE_SIZE_KIB): Database {
   const db = new DatabaseConstructor(path, { fileMustExist: true });
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  applyWriterPragmas(db, WINDOW_WRITER_CACHE_SIZE_KIB);
+  applyWriterPragmas(db, cacheSizeKib);
   db.pragma("wal_autocheckpoint = 0");
   return db;
 }

@@ -5,6 +5,7 @@ import { createAttributionWriter } from "./attributionWriter.js";
 import { createAuthorizationStates } from "./authorizationStates.js";
 import { createCommitSignal } from "./commitSignal.js";
 import { createLifecycle, type BlockApplied } from "./lifecycle.js";
+import { createMaintenance } from "./maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createReaderIndexes } from "./readerIndexes.js";
@@ -33,7 +34,9 @@ export type SqliteStoreDeps = {
  * so than any round trip); the async methods only wrap it. Backfill windows keep their fast path: a
  * writer thread with a connection of its own (windowWriter.ts). Every write of this connection goes
  * through the live-write gate (writeGate.ts): while a window commits on that thread, a live write
- * waits for the thread to step aside, not for the whole window.
+ * waits for the thread to step aside, not for the whole window. A bulk load's end (staged
+ * attribution's move, the reader indexes' build) runs on a thread of its own (maintenance.ts); this
+ * connection's writes wait for each of its jobs without blocking the event loop.
  */
 export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const { db, chainId, metrics } = deps;
@@ -44,24 +47,29 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const indexes = createReaderIndexes(db);
   const gate = createLiveWriteGate(createWriteGateMemory());
   const checkpoints = createWalCheckpoints(db);
+  /** A bulk load's end, on a thread of its own (maintenance.ts); this connection's writes wait for it without blocking. */
+  const maintenance = createMaintenance(db, gate);
+  /** Every write of this connection: after any maintenance job, through the gate. */
+  const hold = <T>(work: () => T): Promise<T> => maintenance.afterJobs(() => gate.hold(work));
   /** Tells the webhook sender (Store.onCommit) after each write transaction. */
   const committed = createCommitSignal();
   const afterCommit = <T>(result: T): T => (committed.notify(), result);
   /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
-  const write = <T>(kind: WriteKind, work: () => T): T => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate())));
+  const write = <T>(kind: WriteKind, work: () => T): Promise<T> =>
+    maintenance.afterJobs(() => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()))));
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
   // Prepared on first use: a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
-    gate.hold(() => db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value));
+    hold(() => db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value));
   // Each order operation opens its own transaction (orders.ts).
-  const timedOrders = <T>(work: () => T): T => afterCommit(timed(metrics, "orders", () => gate.hold(work)));
+  const timedOrders = <T>(work: () => T): Promise<T> => maintenance.afterJobs(() => afterCommit(timed(metrics, "orders", () => gate.hold(work))));
   // Prepared on first use, as writeMeta: a read-only store may open a file older than the staging tables.
   let staged: ReturnType<typeof createStagedAttribution> | undefined;
   const stagedAttribution = () => (staged ??= createStagedAttribution(db));
   let closed = false;
   let outbox: WebhookOutbox | undefined;
-  const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, gate));
+  const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, hold));
 
   return {
     backend: "sqlite",
@@ -73,17 +81,17 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     sizeBytes: async () => fileSizes(db.name),
     openWindowWriter: ({ bulk }) => {
       const writer = createWindowWriter(db, { chainId, onThread: bulk, gate, checkpoints });
-      return { ...writer, commit: (window, now) => writer.commit(window, now).then(afterCommit) };
+      return { ...writer, commit: (window, now) => maintenance.afterJobs(() => writer.commit(window, now)).then(afterCommit) };
     },
     readerIndexes: {
       missing: async () => indexes.missing(),
-      drop: async () => gate.hold(() => indexes.drop()),
+      drop: async () => hold(() => indexes.drop()),
       async build() {
-        // One index per turn of the event loop: live messages wait for one index, not for all of them.
+        // One index per job, a turn of the event loop between them: live writes wait for one index, not for all of them.
         const built: string[] = [];
         for (;;) {
-          const name = gate.hold(() => indexes.buildNext());
-          if (name === undefined) break;
+          const name = await maintenance.run("buildNextReaderIndex");
+          if (typeof name !== "string") break;
           built.push(name);
           // An index is pages, not changed rows: the store's look at its writes would not see it.
           checkpoints.nudge();
@@ -97,9 +105,9 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     stagedAttribution: {
       pending: async () => stagedAttribution().pending(),
       move: async () => {
-        const moved = afterCommit(timed(metrics, "staged_attribution", () => gate.hold(() => stagedAttribution().move())));
+        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution")));
         checkpoints.nudge();
-        return moved;
+        return moved as number;
       },
     },
 
@@ -123,7 +131,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
 
     unattributed: async (txHashes) => attribution.unstored(txHashes),
     insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
-    saveRegistration: async (wallet, code, now) => gate.hold(() => saveRegistration(db, wallet, code, now)),
+    saveRegistration: async (wallet, code, now) => hold(() => saveRegistration(db, wallet, code, now)),
 
     addOrder: async (order, now) => timedOrders(() => orders.addOrder(db, order, now)),
     voidOrder: async (id, now) => timedOrders(() => orders.voidOrder(db, id, now)),
@@ -150,6 +158,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     close: async () => {
       if (closed) return;
       closed = true;
+      await maintenance.close();
       await checkpoints.close();
       db.close();
       deps.onClose?.();

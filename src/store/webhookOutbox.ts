@@ -1,5 +1,4 @@
 import type { Database } from "better-sqlite3";
-import type { LiveWriteGate } from "./writeGate.js";
 
 /** An outbox row (schema v7): what happened, and the JSON snapshot written with it. */
 export type WebhookEventRow = {
@@ -75,23 +74,24 @@ const EVENT_COLUMNS = `e.id, e.type, e.block_number AS blockNumber, e.token, e.p
 /**
  * The outbox on SQLite (the triggers that fill it are in schemaV7.ts; the Postgres twin is
  * postgres/webhookOutbox.ts). Synchronous work on the store's own connection, wrapped as async; each
- * write goes through the live-write gate (writeGate.ts), like every write of that connection.
+ * write goes through `hold` (the store's: after any maintenance job, through the live-write gate), like
+ * every write of that connection.
  */
-export function createSqliteWebhookOutbox(db: Database, gate: Pick<LiveWriteGate, "hold">): WebhookOutbox {
+export function createSqliteWebhookOutbox(db: Database, hold: <T>(work: () => T) => Promise<T>): WebhookOutbox {
   const sync = createSyncWebhookOutbox(db);
   return {
-    syncSubscriptions: async (urls, headBlock, now) => gate.hold(() => sync.syncSubscriptions(urls, headBlock, now)),
+    syncSubscriptions: async (urls, headBlock, now) => hold(() => sync.syncSubscriptions(urls, headBlock, now)),
     maxEventId: async () => sync.maxEventId(),
     eventsAfter: async (afterId, limit) => sync.eventsAfter(afterId, limit),
     cursorOf: async (subscriptionId) => sync.cursorOf(subscriptionId),
-    fanOut: async (subscriptionId, matchingIds, throughId, now) => gate.hold(() => sync.fanOut(subscriptionId, matchingIds, throughId, now)),
+    fanOut: async (subscriptionId, matchingIds, throughId, now) => hold(() => sync.fanOut(subscriptionId, matchingIds, throughId, now)),
     oldestOpen: async (subscriptionId) => sync.oldestOpen(subscriptionId),
-    recordAttempt: async (attempt, outcome) => gate.hold(() => sync.recordAttempt(attempt, outcome)),
+    recordAttempt: async (attempt, outcome) => hold(() => sync.recordAttempt(attempt, outcome)),
     builderCodes: async (txHash) => sync.builderCodes(txHash),
     list: async (states, limit) => sync.list(states, limit),
-    requeue: async (eventId, now) => gate.hold(() => sync.requeue(eventId, now)),
+    requeue: async (eventId, now) => hold(() => sync.requeue(eventId, now)),
     backlog: async () => sync.backlog(),
-    prune: async (before, limit) => gate.hold(() => sync.prune(before, limit)),
+    prune: async (before, limit) => hold(() => sync.prune(before, limit)),
     lastAttempts: async (limit) => sync.lastAttempts(limit),
   };
 }

@@ -67,6 +67,27 @@ export function createLiveWriteGate(memory: WriteGateMemory) {
         Atomics.notify(cells, LIVE_WRITE_WAITING);
       }
     },
+    /**
+     * As `hold`, for work that writes from another thread (maintenance.ts): the window writer steps
+     * aside until `work` settles, and this thread waits for it without blocking its event loop. The
+     * caller keeps this thread's own writes out meanwhile (they would wait on SQLite's lock).
+     */
+    async holdWhile<T>(work: () => Promise<T>): Promise<T> {
+      Atomics.store(cells, LIVE_WRITE_WAITING, 1);
+      try {
+        const deadline = performance.now() + LIVE_WRITE_MAX_WAIT_MS;
+        while (Atomics.load(cells, WINDOW_IN_TRANSACTION) === 1) {
+          const left = deadline - performance.now();
+          if (left <= 0) break;
+          const wait = Atomics.waitAsync(cells, WINDOW_IN_TRANSACTION, 1, left);
+          if (wait.async) await wait.value;
+        }
+        return await work();
+      } finally {
+        Atomics.store(cells, LIVE_WRITE_WAITING, 0);
+        Atomics.notify(cells, LIVE_WRITE_WAITING);
+      }
+    },
   };
 }
 
