@@ -209,4 +209,32 @@ describe("the live-write gate", () => {
 
     expect(window.liveWrites()).toBe(2);
   });
+
+  test("work held from another thread (holdWhile) starts once the window writer leaves, keeps it out until it settles, and leaves the event loop free", async () => {
+    const memory = createWriteGateMemory();
+    const live = createLiveWriteGate(memory);
+    const window = createWindowGate(memory);
+    window.enter();
+
+    const steps: string[] = [];
+    let finish = () => undefined as void;
+    const held = live.holdWhile(async () => {
+      steps.push("work started");
+      await new Promise<void>((resolve) => (finish = resolve));
+      return "done";
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    steps.push("timer fired");
+    expect(window.liveWriteWaiting()).toBe(true);
+
+    window.leave();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(steps).toEqual(["timer fired", "work started"]);
+    // The window writer, trying to begin again, would wait (enter() blocks while the flag is up).
+    expect(window.liveWriteWaiting()).toBe(true);
+
+    finish();
+    expect(await held).toBe("done");
+    expect(window.liveWriteWaiting()).toBe(false);
+  });
 });
