@@ -86,10 +86,10 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     readerIndexes: {
       missing: async () => indexes.missing(),
       drop: async () => hold(() => indexes.drop()),
-      async build() {
+      async build(options = {}) {
         // One index per job, a turn of the event loop between them: live writes wait for one index, not for all of them.
         const built: string[] = [];
-        for (;;) {
+        while (options.signal?.aborted !== true) {
           const name = await maintenance.run("buildNextReaderIndex");
           if (typeof name !== "string") break;
           built.push(name);

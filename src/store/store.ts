@@ -74,9 +74,10 @@ export type ReaderIndexes = {
   /**
    * Builds the missing ones; returns their names. `besideLiveWrites` (the daemon, whose
    * pre-confirmations keep arriving): on Postgres, build without holding writes back (CONCURRENTLY,
-   * slower); SQLite has one writer either way.
+   * slower); SQLite has one writer either way. `signal`: once aborted (a shutdown), no further
+   * index is started; the one under way finishes, and the rest are left missing for the next build.
    */
-  build: (options?: { besideLiveWrites?: boolean }) => Promise<string[]>;
+  build: (options?: { besideLiveWrites?: boolean; signal?: AbortSignal }) => Promise<string[]>;
 };
 
 /**

@@ -137,11 +137,14 @@ export async function backfill(
       const transactions = await store.stagedAttribution.move();
       logger.info({ msg: "Moved staged attribution into place", transactions, duration_ms: Math.round(performance.now() - started) });
     }
+    deps.shutdown.throwIfKilled();
     if ((await store.readerIndexes.missing()).length === 0) return;
     const started = performance.now();
-    const built = await store.readerIndexes.build({ besideLiveWrites: options.besideLiveWrites === true });
+    // A stop asked for meanwhile lets the index under way finish and leaves the rest to the next start.
+    const built = await store.readerIndexes.build({ besideLiveWrites: options.besideLiveWrites === true, signal: deps.shutdown.signal });
     metrics.dbWriteDuration.observe({ kind: "index_build" }, (performance.now() - started) / 1_000);
     logger.info({ msg: "Built reader indexes", indexes: built, duration_ms: Math.round(performance.now() - started) });
+    deps.shutdown.throwIfKilled();
   }
   let lagBlockAsked = -1;
   const updateCheckpoint = async () => {

@@ -89,6 +89,19 @@ describe("a bulk load's end on the maintenance thread (SQLite)", () => {
     await store.close();
   });
 
+  test("a shutdown during the build lets the index under way finish and leaves the rest missing for the next build", async () => {
+    const { store } = freshStore();
+    await store.readerIndexes.drop();
+    const stop = new AbortController();
+    const building = store.readerIndexes.build({ signal: stop.signal });
+    stop.abort();
+    const [first, ...rest] = READER_INDEXES.map((index) => index.name);
+    expect(await building).toEqual([first]);
+    expect(await store.readerIndexes.missing()).toEqual(rest);
+    expect(await store.readerIndexes.build()).toEqual(rest);
+    await store.close();
+  });
+
   test("a job that fails rejects with the reason, and the store's writes go on after it", async () => {
     const { db, store } = freshStore();
     // The staging tables gone (as in a file another program damaged), the move cannot run.

@@ -180,6 +180,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         const build = (sql: string) => (concurrently ? besideWrites(sql) : write("index_build", (c) => c.query(sql)));
         for (const index of READER_INDEXES) {
           if (!missing.has(index.name)) continue;
+          if (options.signal?.aborted === true) return built;
           // An index a killed concurrent build left invalid is dropped first.
           await build(`DROP INDEX ${concurrently ? "CONCURRENTLY " : ""}IF EXISTS ${index.name}`);
           await build(index.sql.replace("CREATE INDEX IF NOT EXISTS", concurrently ? "CREATE INDEX CONCURRENTLY" : "CREATE INDEX"));
@@ -187,6 +188,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         }
         for (const key of DEFERRED_FOREIGN_KEYS) {
           if (!missing.has(key.name)) continue;
+          if (options.signal?.aborted === true) return built;
           await write("index_build", async (c) => {
             const present = await c.query("SELECT 1 FROM pg_constraint WHERE conname = $1 AND connamespace = current_schema()::regnamespace", [key.name]);
             if (present.rows.length === 0) await c.query(`ALTER TABLE ${key.table} ADD CONSTRAINT ${key.name} ${key.definition} NOT VALID`);
