@@ -1,8 +1,8 @@
-import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
 import { attributionToMove } from "../store/attributionWriter.js";
+import { niceThisThread } from "../ops/threadNice.js";
 import { buffersToMove } from "./packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
@@ -24,17 +24,7 @@ export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnsw
 
 export type DecodeThreadData = { nice: number };
 
-const { nice } = workerData as DecodeThreadData;
-// On Linux a nice value set from a thread is that thread's alone (elsewhere it would be the process's).
-// A sandbox that refuses it leaves the thread at the process's priority: slower live work beside a
-// backfill, nothing worse, so the thread goes on.
-if (nice !== 0 && process.platform === "linux") {
-  try {
-    setPriority(nice);
-  } catch {
-    // Kept at the process's priority.
-  }
-}
+niceThisThread((workerData as DecodeThreadData).nice);
 
 /** Requests being sent from here, by id, for `abort`. */
 const sending = new Map<number, AbortController>();

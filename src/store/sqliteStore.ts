@@ -79,8 +79,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     // Ids only grow: the highest one counts the rows ever stored, cheaper than COUNT(*) and close enough.
     storedLogCount: async () => maxLogId.get() as number,
     sizeBytes: async () => fileSizes(db.name),
-    openWindowWriter: ({ bulk }) => {
-      const writer = createWindowWriter(db, { chainId, onThread: bulk, gate, checkpoints });
+    openWindowWriter: ({ bulk, besideLiveWrites }) => {
+      const writer = createWindowWriter(db, { chainId, onThread: bulk, besideLiveWrites, gate, checkpoints });
       return { ...writer, commit: (window, now) => maintenance.afterJobs(() => writer.commit(window, now)).then(afterCommit) };
     },
     readerIndexes: {

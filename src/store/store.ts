@@ -100,7 +100,8 @@ export type Store = {
   /** Bytes on disk: the SQLite file and its WAL; on Postgres the schema's tables with their indexes and TOAST. */
   sizeBytes: () => Promise<number>;
   /** A writer for backfill windows; `bulk` hints that it is a long run (SQLite: commit on a thread of its own). */
-  openWindowWriter: (options: { bulk: boolean }) => WindowWriter;
+  /** `besideLiveWrites` (the daemon): the writer gives way to live work for the CPU (SQLite: its thread's nice value). */
+  openWindowWriter: (options: { bulk: boolean; besideLiveWrites?: boolean }) => WindowWriter;
   readerIndexes: ReaderIndexes;
   stagedAttribution: StagedAttribution;
 

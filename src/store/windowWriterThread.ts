@@ -1,4 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { niceThisThread } from "../ops/threadNice.js";
 import { openWriterConnection, resetWalWhenLarge } from "./openDatabase.js";
 import { createWindowCommit, type WindowWrite } from "./windowCommit.js";
 import { createWindowGate, type WriteGateMemory } from "./writeGate.js";
@@ -6,9 +7,10 @@ import { createWindowGate, type WriteGateMemory } from "./writeGate.js";
 /** The window writer's thread: its own connection to the database, committing windows one at a time, in arrival order. */
 export type WindowRequest = { id: number; window: WindowWrite; now: number };
 export type WindowReply = { id: number; counts?: unknown; error?: string };
-export type WindowWriterData = { path: string; chainId: number; gate: WriteGateMemory };
+export type WindowWriterData = { path: string; chainId: number; gate: WriteGateMemory; nice: number };
 
-const { path, chainId, gate } = workerData as WindowWriterData;
+const { path, chainId, gate, nice } = workerData as WindowWriterData;
+niceThisThread(nice);
 const db = openWriterConnection(path);
 const commit = createWindowCommit(db, chainId, createWindowGate(gate));
 

@@ -215,7 +215,8 @@ export async function backfill(
 
   // A long run tells the store so (SQLite then writes on a thread of its own while the next windows are fetched and decoded).
   let onThread = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
-  let writer = store.openWindowWriter({ bulk: onThread });
+  const besideLiveWrites = options.besideLiveWrites === true;
+  let writer = store.openWindowWriter({ bulk: onThread, besideLiveWrites });
   let fetchedLogs = 0;
   const committing: Array<Promise<void>> = [];
   try {
@@ -227,7 +228,7 @@ export async function backfill(
         await Promise.all(committing.splice(0));
         await writer.close();
         onThread = true;
-        writer = store.openWindowWriter({ bulk: true });
+        writer = store.openWindowWriter({ bulk: true, besideLiveWrites });
       }
       committing.push(commitWindow(writer, window));
       if (committing.length >= COMMITS_IN_FLIGHT) await committing.shift();

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import type { Hex } from "viem";
 import DatabaseConstructor from "better-sqlite3";
 import { packRows } from "../../src/decode/packedRows.js";
@@ -8,6 +9,7 @@ import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES } from "../../src/store/windowWriter.js";
 import { COMMIT_EVERY_ROWS_WHILE_LIVE, createWindowCommit, type WindowWrite } from "../../src/store/windowCommit.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { packAttribution } from "../../src/store/attributionWriter.js";
@@ -182,6 +184,27 @@ describe("a backfill window's commit", () => {
     expect(seenFrom(path)).toEqual({ logs: rows, transfers: rows, ranges: [{ from: 1, to: rows / 10 }] });
     expect(await store.readMeta("live_write")).toBe("done");
     await store.close();
+  });
+});
+
+describe("the window writer's thread beside live writes", () => {
+  /** The nice value of each of this process's threads (Linux: /proc/self/task/<tid>/stat, field 19). */
+  const threadNices = (): number[] =>
+    readdirSync("/proc/self/task").map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]));
+
+  test.runIf(process.platform === "linux")("runs at a lower CPU priority beside live writes (the daemon), at the process's own otherwise; the rest of the process does not", async () => {
+    for (const besideLiveWrites of [false, true]) {
+      const db = openDatabase(freshDbPath("flashindex-window-"), 8453);
+      const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+      const writer = store.openWindowWriter({ bulk: true, besideLiveWrites });
+      try {
+        await writer.commit(windowOf(10), 1);
+        expect(threadNices().filter((nice) => nice !== 0)).toEqual(besideLiveWrites ? [WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES] : []);
+      } finally {
+        await writer.close();
+        await store.close();
+      }
+    }
   });
 });
 
