@@ -24,20 +24,21 @@ export function maintenanceJobs(db: Database): (job: MaintenanceJob) => number |
 
 /**
  * Runs the end of a bulk load (seconds at a million logs, minutes at hundreds of millions: each job
- * is one statement under SQLite's write lock) on a thread of its own with a connection of its own,
- * so the main thread keeps serving `/healthz`, `/metrics`, the API and the WebSocket subscriptions
- * (their pings) meanwhile: on the main thread, a long build left a supervisor's liveness probe
- * unanswered, and a restart rolled the build back to start over.
+ * is one statement under SQLite's write lock) beside live work (the daemon) on a thread of its own
+ * with a connection of its own, so the main thread keeps serving `/healthz`, `/metrics`, the API
+ * and the WebSocket subscriptions (their pings) meanwhile: on the main thread, a long build left a
+ * supervisor's liveness probe unanswered, and a restart rolled the build back to start over.
  *
  * Writes wait: the window writer steps aside through the gate (holdWhile), and the store's own
- * writes await `idle()` before they take the gate, without blocking the event loop. One job at a
- * time; the thread starts with the first job. An in-memory database (which cannot be shared with a
- * thread) runs its jobs inline.
+ * writes run through `afterJobs`, without blocking the event loop. One job at a time; the thread
+ * starts with the first job on it. With no live work (`flashindex backfill`, where a thread's start
+ * only added to the run's end) and for an in-memory database (which cannot be shared with a
+ * thread), jobs run inline on the store's connection.
  */
 export function createMaintenance(db: Database, gate: LiveWriteGate) {
   let running: Promise<unknown> | undefined;
   let thread: ReturnType<typeof startMaintenanceThread> | undefined;
-  const inline = db.memory ? maintenanceJobs(db) : undefined;
+  let inline: ReturnType<typeof maintenanceJobs> | undefined;
   /** Runs `work` once no job runs: checked in the same turn as `work` starts, so no job can start in between. */
   const afterJobs = async <T>(work: () => T | Promise<T>): Promise<T> => {
     while (running !== undefined) await running.catch(() => undefined);
@@ -46,10 +47,10 @@ export function createMaintenance(db: Database, gate: LiveWriteGate) {
   return {
     /** The store's own writes run through this before they take the gate. */
     afterJobs,
-    /** Runs `job` after any running one, holding every other write back until it ends. */
-    run: (job: MaintenanceJob): Promise<number | string | null> =>
+    /** Runs `job` after any running one, holding every other write back until it ends; on the thread `besideLiveWork`. */
+    run: (job: MaintenanceJob, options: { besideLiveWork: boolean }): Promise<number | string | null> =>
       afterJobs(async () => {
-        if (inline !== undefined) return gate.hold(() => inline(job));
+        if (!options.besideLiveWork || db.memory) return gate.hold(() => (inline ??= maintenanceJobs(db))(job));
         const work = gate.holdWhile(() => (thread ??= startMaintenanceThread(db.name)).run(job));
         running = work;
         try {

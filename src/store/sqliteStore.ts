@@ -90,7 +90,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
         // One index per job, a turn of the event loop between them: live writes wait for one index, not for all of them.
         const built: string[] = [];
         while (options.signal?.aborted !== true) {
-          const name = await maintenance.run("buildNextReaderIndex");
+          const name = await maintenance.run("buildNextReaderIndex", { besideLiveWork: options.besideLiveWrites === true });
           if (typeof name !== "string") break;
           built.push(name);
           // An index is pages, not changed rows: the store's look at its writes would not see it.
@@ -104,8 +104,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
 
     stagedAttribution: {
       pending: async () => stagedAttribution().pending(),
-      move: async () => {
-        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution")));
+      move: async (options = {}) => {
+        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution", { besideLiveWork: options.besideLiveWrites === true })));
         checkpoints.nudge();
         return moved as number;
       },

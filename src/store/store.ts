@@ -63,8 +63,8 @@ export type WindowWriter = {
  */
 export type StagedAttribution = {
   pending: () => Promise<boolean>;
-  /** Moves it into the attribution tables; returns the transactions new to them. */
-  move: () => Promise<number>;
+  /** Moves it into the attribution tables; returns the transactions new to them. `besideLiveWrites`: as ReaderIndexes.build's. */
+  move: (options?: { besideLiveWrites?: boolean }) => Promise<number>;
 };
 
 /** Reader indexes a bulk backfill drops and builds once at its end. */
@@ -74,7 +74,8 @@ export type ReaderIndexes = {
   /**
    * Builds the missing ones; returns their names. `besideLiveWrites` (the daemon, whose
    * pre-confirmations keep arriving): on Postgres, build without holding writes back (CONCURRENTLY,
-   * slower); SQLite has one writer either way. `signal`: once aborted (a shutdown), no further
+   * slower); on SQLite, build on a thread of its own (maintenance.ts) so the event loop keeps
+   * serving, the writes waiting for each index. `signal`: once aborted (a shutdown), no further
    * index is started; the one under way finishes, and the rest are left missing for the next build.
    */
   build: (options?: { besideLiveWrites?: boolean; signal?: AbortSignal }) => Promise<string[]>;

@@ -134,7 +134,7 @@ export async function backfill(
   async function finishBulkLoad(): Promise<void> {
     if (await store.stagedAttribution.pending()) {
       const started = performance.now();
-      const transactions = await store.stagedAttribution.move();
+      const transactions = await store.stagedAttribution.move({ besideLiveWrites: options.besideLiveWrites === true });
       logger.info({ msg: "Moved staged attribution into place", transactions, duration_ms: Math.round(performance.now() - started) });
     }
     deps.shutdown.throwIfKilled();

@@ -64,14 +64,14 @@ async function longestStall<T>(work: () => Promise<T>): Promise<{ result: T; sta
   }
 }
 
-describe("a bulk load's end on the maintenance thread (SQLite)", () => {
+describe("a bulk load's end beside live writes, on the maintenance thread (SQLite)", () => {
   test("the reader indexes build while the event loop keeps turning; a write asked for meanwhile waits for the index under way, then lands", async () => {
     const { db, store } = await filledStore();
     expect(await store.readerIndexes.missing()).toEqual(READER_INDEXES.map((index) => index.name));
 
     let wrote: Promise<void> | undefined;
     const { result, stallMs, tookMs } = await longestStall(async () => {
-      const building = store.readerIndexes.build();
+      const building = store.readerIndexes.build({ besideLiveWrites: true });
       // Asked while the first index is under way: it must neither fail on SQLite's lock nor block this thread.
       wrote = new Promise((resolve) => setTimeout(resolve, 20)).then(() => store.writeMeta("asked_during_build", "yes"));
       return building;
@@ -93,7 +93,7 @@ describe("a bulk load's end on the maintenance thread (SQLite)", () => {
     const { store } = freshStore();
     await store.readerIndexes.drop();
     const stop = new AbortController();
-    const building = store.readerIndexes.build({ signal: stop.signal });
+    const building = store.readerIndexes.build({ besideLiveWrites: true, signal: stop.signal });
     stop.abort();
     const [first, ...rest] = READER_INDEXES.map((index) => index.name);
     expect(await building).toEqual([first]);
@@ -106,7 +106,7 @@ describe("a bulk load's end on the maintenance thread (SQLite)", () => {
     const { db, store } = freshStore();
     // The staging tables gone (as in a file another program damaged), the move cannot run.
     db.exec("DROP TABLE staged_user_operations");
-    await expect(store.stagedAttribution.move()).rejects.toThrow(/staged_user_operations/);
+    await expect(store.stagedAttribution.move({ besideLiveWrites: true })).rejects.toThrow(/staged_user_operations/);
     await store.writeMeta("after_failure", "yes");
     expect(await store.readMeta("after_failure")).toBe("yes");
     await store.close();
