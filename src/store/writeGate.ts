@@ -40,6 +40,13 @@ export const createWriteGateMemory = (): WriteGateMemory => new SharedArrayBuffe
 export function createLiveWriteGate(memory: WriteGateMemory) {
   const cells = new Int32Array(memory);
   let depth = 0;
+  /** How long a write that began waiting at `since` may still wait for the window's transaction to end (0: go ahead). */
+  const waitLeft = (since: number): number =>
+    Atomics.load(cells, WINDOW_IN_TRANSACTION) === 1 ? Math.max(0, since + LIVE_WRITE_MAX_WAIT_MS - performance.now()) : 0;
+  const done = () => {
+    Atomics.store(cells, LIVE_WRITE_WAITING, 0);
+    Atomics.notify(cells, LIVE_WRITE_WAITING);
+  };
   return {
     memory,
     /** The window writer's thread has exited: a transaction it held open is gone with its connection. */
@@ -54,17 +61,12 @@ export function createLiveWriteGate(memory: WriteGateMemory) {
       Atomics.add(cells, LIVE_WRITES, 1);
       Atomics.store(cells, LIVE_WRITE_WAITING, 1);
       try {
-        const deadline = performance.now() + LIVE_WRITE_MAX_WAIT_MS;
-        while (Atomics.load(cells, WINDOW_IN_TRANSACTION) === 1) {
-          const left = deadline - performance.now();
-          if (left <= 0) break;
-          Atomics.wait(cells, WINDOW_IN_TRANSACTION, 1, left);
-        }
+        const since = performance.now();
+        for (let left = waitLeft(since); left > 0; left = waitLeft(since)) Atomics.wait(cells, WINDOW_IN_TRANSACTION, 1, left);
         return work();
       } finally {
         depth--;
-        Atomics.store(cells, LIVE_WRITE_WAITING, 0);
-        Atomics.notify(cells, LIVE_WRITE_WAITING);
+        done();
       }
     },
     /**
@@ -75,17 +77,14 @@ export function createLiveWriteGate(memory: WriteGateMemory) {
     async holdWhile<T>(work: () => Promise<T>): Promise<T> {
       Atomics.store(cells, LIVE_WRITE_WAITING, 1);
       try {
-        const deadline = performance.now() + LIVE_WRITE_MAX_WAIT_MS;
-        while (Atomics.load(cells, WINDOW_IN_TRANSACTION) === 1) {
-          const left = deadline - performance.now();
-          if (left <= 0) break;
+        const since = performance.now();
+        for (let left = waitLeft(since); left > 0; left = waitLeft(since)) {
           const wait = Atomics.waitAsync(cells, WINDOW_IN_TRANSACTION, 1, left);
           if (wait.async) await wait.value;
         }
         return await work();
       } finally {
-        Atomics.store(cells, LIVE_WRITE_WAITING, 0);
-        Atomics.notify(cells, LIVE_WRITE_WAITING);
+        done();
       }
     },
   };
