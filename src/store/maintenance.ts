@@ -15,7 +15,7 @@ export type MaintenanceReply = { id: number; result?: number | string | null; er
 /** The thread sorts on disk (readerIndexes.ts's sortingOnDisk) and holds no rows: a small heap. */
 const MAINTENANCE_THREAD_HEAP_MB = 16;
 
-/** Runs a job on `db`: the thread's connection, or the store's own for an in-memory database. */
+/** Runs a job on `db`: the thread's connection, or the store's own (no live work, or an in-memory database). */
 export function maintenanceJobs(db: Database): (job: MaintenanceJob) => number | string | null {
   const indexes = createReaderIndexes(db);
   const staged = createStagedAttribution(db);

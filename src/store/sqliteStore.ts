@@ -34,9 +34,9 @@ export type SqliteStoreDeps = {
  * so than any round trip); the async methods only wrap it. Backfill windows keep their fast path: a
  * writer thread with a connection of its own (windowWriter.ts). Every write of this connection goes
  * through the live-write gate (writeGate.ts): while a window commits on that thread, a live write
- * waits for the thread to step aside, not for the whole window. A bulk load's end (staged
- * attribution's move, the reader indexes' build) runs on a thread of its own (maintenance.ts); this
- * connection's writes wait for each of its jobs without blocking the event loop.
+ * waits for the thread to step aside, not for the whole window. Beside live work, a bulk load's end
+ * (staged attribution's move, the reader indexes' build) runs on a thread of its own
+ * (maintenance.ts); this connection's writes wait for each of its jobs without blocking the event loop.
  */
 export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const { db, chainId, metrics } = deps;
@@ -47,7 +47,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const indexes = createReaderIndexes(db);
   const gate = createLiveWriteGate(createWriteGateMemory());
   const checkpoints = createWalCheckpoints(db);
-  /** A bulk load's end, on a thread of its own (maintenance.ts); this connection's writes wait for it without blocking. */
+  /** A bulk load's end, beside live work on a thread of its own (maintenance.ts); this connection's writes wait for it without blocking. */
   const maintenance = createMaintenance(db, gate);
   /** Every write of this connection: after any maintenance job, through the gate. */
   const hold = <T>(work: () => T): Promise<T> => maintenance.afterJobs(() => gate.hold(work));

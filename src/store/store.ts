@@ -100,8 +100,11 @@ export type Store = {
   storedLogCount: () => Promise<number>;
   /** Bytes on disk: the SQLite file and its WAL; on Postgres the schema's tables with their indexes and TOAST. */
   sizeBytes: () => Promise<number>;
-  /** A writer for backfill windows; `bulk` hints that it is a long run (SQLite: commit on a thread of its own). */
-  /** `besideLiveWrites` (the daemon): the writer gives way to live work for the CPU (SQLite: its thread's nice value). */
+  /**
+   * A writer for backfill windows; `bulk` hints that it is a long run (SQLite: commit on a thread of
+   * its own); `besideLiveWrites` (the daemon), that it gives way to live work for the CPU (SQLite:
+   * that thread's nice value).
+   */
   openWindowWriter: (options: { bulk: boolean; besideLiveWrites?: boolean }) => WindowWriter;
   readerIndexes: ReaderIndexes;
   stagedAttribution: StagedAttribution;
