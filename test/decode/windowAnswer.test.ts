@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { parseRpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
@@ -6,7 +5,7 @@ import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedR
 import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { decodeWindowAnswer, UNKNOWN_TIMESTAMP, type WindowAnswer } from "../../src/decode/windowAnswer.js";
 import { createWindowDecoder, DECODE_THREAD_MIN_ANSWER_BYTES, DECODE_THREAD_NICE_BESIDE_LIVE_WORK } from "../../src/decode/windowDecoder.js";
-import { word } from "../helpers/fixtures.js";
+import { threadNices, word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const filter = { from: 100, to: 109, addresses: [TOKEN], topic0: [...PAYMENT_TOPICS] } as const;
@@ -126,10 +125,6 @@ describe("createWindowDecoder()", () => {
       await decoder.close();
     }
   });
-
-  /** The nice value of each of this process's threads (Linux: /proc/self/task/<tid>/stat, field 19). */
-  const threadNices = (): number[] =>
-    readdirSync("/proc/self/task").map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]));
 
   test.runIf(process.platform === "linux")("beside live work the decode thread runs at a lower CPU priority; the rest of the process does not", async () => {
     for (const besideLiveWork of [false, true]) {

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hex } from "viem";
@@ -12,6 +12,10 @@ export function word(hex: string): Hex {
 export function freshDbPath(prefix = "flashindex-test-", name = "index.db"): string {
   return join(mkdtempSync(join(tmpdir(), prefix)), name);
 }
+
+/** The nice value of each of this process's threads (Linux: /proc/self/task/<tid>/stat, field 19). */
+export const threadNices = (): number[] =>
+  readdirSync("/proc/self/task").map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]));
 
 /**
  * Polls `check` until it returns a value (anything but undefined or false) and returns it; throws

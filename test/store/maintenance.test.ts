@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
+import { dirname } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { READER_INDEXES } from "../../src/store/readerIndexes.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { freshDbPath } from "../helpers/fixtures.js";
 
 const CHAIN_ID = 8453;
 /** Enough transfers that each reader index over them takes a good part of a second to build. */
@@ -13,11 +13,11 @@ const ROWS = 400_000;
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-/** A store on a fresh file. */
+/** A store on a fresh file (its directory removed after the tests: the filled one is half a gigabyte). */
 function freshStore() {
-  const dir = mkdtempSync(join(tmpdir(), "maintenance-"));
-  dirs.push(dir);
-  const db = openDatabase(join(dir, "index.db"), CHAIN_ID);
+  const path = freshDbPath("flashindex-maintenance-");
+  dirs.push(dirname(path));
+  const db = openDatabase(path, CHAIN_ID);
   return { db, store: createSqliteStore({ db, chainId: CHAIN_ID, metrics: createMetrics({ defaultMetrics: false }) }) };
 }
 

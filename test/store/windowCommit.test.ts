@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
 import type { Hex } from "viem";
 import DatabaseConstructor from "better-sqlite3";
 import { packRows } from "../../src/decode/packedRows.js";
@@ -14,7 +13,7 @@ import { COMMIT_EVERY_ROWS_WHILE_LIVE, createWindowCommit, type WindowWrite } fr
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { packAttribution } from "../../src/store/attributionWriter.js";
 import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
-import { freshDbPath, waitFor, word } from "../helpers/fixtures.js";
+import { freshDbPath, threadNices, waitFor, word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 
@@ -188,10 +187,6 @@ describe("a backfill window's commit", () => {
 });
 
 describe("the window writer's thread beside live writes", () => {
-  /** The nice value of each of this process's threads (Linux: /proc/self/task/<tid>/stat, field 19). */
-  const threadNices = (): number[] =>
-    readdirSync("/proc/self/task").map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]));
-
   test.runIf(process.platform === "linux")("runs at a lower CPU priority beside live writes (the daemon), at the process's own otherwise; the rest of the process does not", async () => {
     for (const besideLiveWrites of [false, true]) {
       const db = openDatabase(freshDbPath("flashindex-window-"), 8453);
