@@ -9,11 +9,11 @@ import { freshDbPath } from "../helpers/fixtures.js";
 
 const CHAIN_ID = 8453;
 /** Enough transfers that each reader index over them takes a good part of a second to build. */
-const ROWS = 400_000;
+const ROWS = 200_000;
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-/** A store on a fresh file (its directory removed after the tests: the filled one is half a gigabyte). */
+/** A store on a fresh file (its directory removed after the tests: the filled one is a quarter of a gigabyte). */
 function freshStore() {
   const path = freshDbPath("flashindex-maintenance-");
   dirs.push(dirname(path));
