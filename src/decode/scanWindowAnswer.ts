@@ -40,6 +40,15 @@ for (let i = 0; i < 16; i++) {
   HEX_VALUE["0123456789abcdef".charCodeAt(i)] = i;
   HEX_VALUE["0123456789ABCDEF".charCodeAt(i)] = i;
 }
+/** Each byte's class for hex(): DIGIT (0-9, a-f), UPPER (A-F) or NOT_HEX, bits to OR over a field. */
+const DIGIT = 1;
+const UPPER = 2;
+const NOT_HEX = 4;
+const HEX_CLASS = new Uint8Array(256).fill(NOT_HEX);
+for (let i = 0; i < 16; i++) {
+  HEX_CLASS["0123456789abcdef".charCodeAt(i)] = DIGIT;
+  if (i >= 10) HEX_CLASS["ABCDEF".charCodeAt(i - 10)] = UPPER;
+}
 
 /** The keys of a log object (a bit each in log()'s `seen`); `removed` may be missing. */
 const LOG_KEYS = ["address", "topics", "data", "blockNumber", "blockHash", "blockTimestamp", "transactionHash", "transactionIndex", "logIndex", "removed"] as const;
@@ -64,7 +73,12 @@ const EXTRA_TEXT_PER_LOG = 256;
 /** Fewer bytes than one log object of the plain case can take in an answer (its keys and three topics alone take more). */
 const SMALLEST_LOG_JSON = 360;
 
-/** The packed text is written here, then copied out at its length: one buffer for every window (a scan is synchronous). */
+/**
+ * The answer is copied to the start of this buffer and the packed text written after it, then
+ * copied out at its length: one buffer for every window (a scan is synchronous). Both in one buffer,
+ * a field is copied into the text by copyWithin (a native copy, no view allocated): about 17 ns for
+ * 64 digits against 140 byte by byte.
+ */
 let scratch = new Uint8Array(0);
 /** A larger text (a rare, outsized answer) gets a buffer of its own, so the scratch never holds on to it. */
 const SCRATCH_KEPT_BYTES = 8 * 1024 * 1024;
@@ -80,7 +94,12 @@ const digitsOf = (hex: string): Uint8Array => Uint8Array.from(Buffer.from(hex.sl
 class Scanner {
   private at = 0;
   private w = 0;
+  /** The answer's bytes (a view of exactly its length: a read past its end is undefined). */
+  private readonly body: Uint8Array;
+  /** The packed text, in the same buffer as the answer, from `outStart` on. */
   private readonly out: Uint8Array;
+  private readonly buffer: Uint8Array;
+  private readonly outStart: number;
   /** Start and end of each hex field of the log being read (SLOTS pairs), and whether it held upper case. */
   private readonly spans = new Int32Array(SLOTS * 2);
   private readonly upper = new Uint8Array(SLOTS);
@@ -107,18 +126,23 @@ class Scanner {
   private readonly previous = new Int32Array(SLOTS * 2);
 
   constructor(
-    private readonly body: Uint8Array,
+    answer: Uint8Array,
     private readonly context: WindowAnswer,
     private readonly range: BlockRange,
   ) {
     this.addresses = context.filter.addresses.map(digitsOf);
     this.events = EVENTS.filter((e) => context.filter.topic0.includes(e.topic)).map((e) => ({ name: e.name, topic: digitsOf(e.topic) }));
-    const size = body.length + (Math.floor(body.length / SMALLEST_LOG_JSON) + 1) * EXTRA_TEXT_PER_LOG;
-    if (size > SCRATCH_KEPT_BYTES) this.out = new Uint8Array(size);
+    const textSize = answer.length + (Math.floor(answer.length / SMALLEST_LOG_JSON) + 1) * EXTRA_TEXT_PER_LOG;
+    const size = answer.length + textSize;
+    if (size > SCRATCH_KEPT_BYTES) this.buffer = new Uint8Array(size);
     else {
       if (scratch.length < size) scratch = new Uint8Array(size);
-      this.out = scratch;
+      this.buffer = scratch;
     }
+    this.buffer.set(answer);
+    this.body = this.buffer.subarray(0, answer.length);
+    this.outStart = answer.length;
+    this.out = this.buffer.subarray(this.outStart, size);
   }
 
   /** `{"jsonrpc": …, "id": <our id>, "result": [logs…]}`, keys in any order, nothing else. */
@@ -313,16 +337,23 @@ class Scanner {
     if (body[this.at] !== ZERO || body[this.at + 1] !== X) giveUp();
     const start = this.at + 2;
     let at = start;
-    let upper = 0;
-    for (let c = body[at]; c !== QUOTE; c = body[++at]) {
-      if (c === undefined || HEX_VALUE[c] === 255) giveUp();
-      upper |= c >= 0x41 && c <= 0x46 ? 1 : 0;
+    let classes = 0;
+    if (digits !== -1) {
+      // A fixed length: the closing quote where it must be, then every digit's class (a quote before it is NOT_HEX).
+      at = start + digits;
+      if (body[at] !== QUOTE) giveUp();
+      for (let i = start; i < at; i++) classes |= HEX_CLASS[body[i]!]!;
+    } else {
+      for (let c = body[at]; c !== QUOTE; c = body[++at]) {
+        if (c === undefined) giveUp();
+        classes |= HEX_CLASS[c]!;
+      }
+      if ((at - start) % 2 !== 0) giveUp();
     }
-    const count = at - start;
-    if (digits === -1 ? count % 2 !== 0 : count !== digits) giveUp();
+    if ((classes & NOT_HEX) !== 0) giveUp();
     this.spans[slot * 2] = start;
     this.spans[slot * 2 + 1] = at;
-    this.upper[slot] = upper;
+    this.upper[slot] = classes & UPPER;
     this.at = at + 1;
   }
 
@@ -456,15 +487,19 @@ class Scanner {
   /** A hex field, less its first `skip` digits, in lower case as the text's next string. */
   private put(slot: number, skip: number): void {
     const out = this.out;
-    const body = this.body;
     const end = this.spans[slot * 2 + 1]!;
     let w = this.w;
     out[w++] = ZERO;
     out[w++] = X;
     const start = this.spans[slot * 2]! + skip;
-    // Byte by byte: a field is at most 64 digits, and a subarray to copy from cost more than the copy.
-    if (this.upper[slot] === 0) for (let i = start; i < end; i++) out[w++] = body[i]!;
-    else for (let i = start; i < end; i++) out[w++] = body[i]! | (body[i]! >= 0x41 && body[i]! <= 0x46 ? 0x20 : 0);
+    if (this.upper[slot] === 0) {
+      // Past the buffer's end copyWithin copies less, and log() then refuses the text (its length check).
+      this.buffer.copyWithin(this.outStart + w, start, end);
+      w += end - start;
+    } else {
+      const body = this.body;
+      for (let i = start; i < end; i++) out[w++] = body[i]! | (body[i]! >= 0x41 && body[i]! <= 0x46 ? 0x20 : 0);
+    }
     out[w++] = 0;
     this.w = w;
   }

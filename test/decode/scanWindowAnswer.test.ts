@@ -113,6 +113,12 @@ describe("scanWindowAnswer()", () => {
     expect(scanned).toBeGreaterThan(50);
   });
 
+  test("an answer cut short at any byte is given up, never read past its end", () => {
+    // Short of its closing brace (what follows it is blank space).
+    const body = plainWindow(2).body.trimEnd();
+    for (let length = 0; length < body.length; length++) expect(scanWindowAnswer(answer(body.slice(0, length))), `cut at ${length}`).toBeUndefined();
+  });
+
   test("an empty result is zero rows, as on the full path", () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 7, result: [] });
     expect(stored(scanWindowAnswer(answer(body)))).toEqual(stored(decodeParsedWindowAnswer(answer(body))));
