@@ -10,6 +10,7 @@ import { SCHEMA_V7 } from "./schemaV7.js";
 import { SCHEMA_V8 } from "./schemaV8.js";
 import { migrateToV9 } from "./schemaV9.js";
 import { SCHEMA_V10 } from "./schemaV10.js";
+import { matchWebhookTriggersToSubscriptions } from "./schemaV11.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -26,6 +27,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 8, apply: SCHEMA_V8 },
   { version: 9, apply: migrateToV9 },
   { version: 10, apply: SCHEMA_V10 },
+  { version: 11, apply: matchWebhookTriggersToSubscriptions },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

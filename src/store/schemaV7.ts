@@ -38,6 +38,45 @@ function paymentInsert(): string {
     ${NOW_MS});`;
 }
 
+/**
+ * The outbox's row triggers: an event per payment and authorization change. Since schema v11 they
+ * exist only while a webhook subscription is active (schemaV11.ts), created from these definitions.
+ */
+export const WEBHOOK_ROW_TRIGGERS: ReadonlyArray<{ name: string; sql: string }> = [
+  {
+    name: "webhook_payment_inserted",
+    sql: /* sql */ `CREATE TRIGGER webhook_payment_inserted
+AFTER INSERT ON transfers
+WHEN NEW.block_number >= ${ACTIVE_FROM_BLOCK}
+BEGIN
+  ${paymentInsert()}
+END;`,
+  },
+  {
+    name: "webhook_payment_status_changed",
+    sql: /* sql */ `CREATE TRIGGER webhook_payment_status_changed
+AFTER UPDATE OF status ON transfers
+WHEN OLD.status IS NOT NEW.status AND NEW.block_number >= ${ACTIVE_FROM_BLOCK}
+BEGIN
+  ${paymentInsert()}
+END;`,
+  },
+  {
+    name: "webhook_authorization_inserted",
+    sql: /* sql */ `CREATE TRIGGER webhook_authorization_inserted
+AFTER INSERT ON authorization_events
+WHEN NEW.status IN ('preconfirmed', 'confirmed', 'finalized') AND NEW.block_number >= ${ACTIVE_FROM_BLOCK}
+BEGIN
+  INSERT INTO webhook_events (type, block_number, token, payer, payee, tx_hash, payload, created_at)
+  VALUES (CASE NEW.kind WHEN 'used' THEN 'authorization.captured' ELSE 'authorization.canceled' END,
+    NEW.block_number, NEW.token, NEW.authorizer, NULL, NEW.tx_hash,
+    json_object('status', NEW.status, 'log', ${logJson("NEW")},
+      'authorization', json_object('token', NEW.token, 'authorizer', NEW.authorizer, 'nonce', NEW.nonce, 'kind', NEW.kind)),
+    ${NOW_MS});
+END;`,
+  },
+];
+
 export const SCHEMA_V7 = /* sql */ `
 -- The status page's "recently removed or dropped" list (removed_at is set exactly while a log is removed
 -- or dropped); a partial index, so the bulk of live rows costs nothing.
@@ -103,31 +142,7 @@ CREATE TABLE webhook_attempts (
 ) STRICT;
 CREATE INDEX webhook_attempts_by_event ON webhook_attempts (event_id, subscription_id);
 
-CREATE TRIGGER webhook_payment_inserted
-AFTER INSERT ON transfers
-WHEN NEW.block_number >= ${ACTIVE_FROM_BLOCK}
-BEGIN
-  ${paymentInsert()}
-END;
-
-CREATE TRIGGER webhook_payment_status_changed
-AFTER UPDATE OF status ON transfers
-WHEN OLD.status IS NOT NEW.status AND NEW.block_number >= ${ACTIVE_FROM_BLOCK}
-BEGIN
-  ${paymentInsert()}
-END;
-
-CREATE TRIGGER webhook_authorization_inserted
-AFTER INSERT ON authorization_events
-WHEN NEW.status IN ('preconfirmed', 'confirmed', 'finalized') AND NEW.block_number >= ${ACTIVE_FROM_BLOCK}
-BEGIN
-  INSERT INTO webhook_events (type, block_number, token, payer, payee, tx_hash, payload, created_at)
-  VALUES (CASE NEW.kind WHEN 'used' THEN 'authorization.captured' ELSE 'authorization.canceled' END,
-    NEW.block_number, NEW.token, NEW.authorizer, NULL, NEW.tx_hash,
-    json_object('status', NEW.status, 'log', ${logJson("NEW")},
-      'authorization', json_object('token', NEW.token, 'authorizer', NEW.authorizer, 'nonce', NEW.nonce, 'kind', NEW.kind)),
-    ${NOW_MS});
-END;
+${WEBHOOK_ROW_TRIGGERS.map((trigger) => trigger.sql).join("\n\n")}
 
 -- Runs before the order row itself is updated (schema v3 writes the audit row first): the order's
 -- own columns are read from orders, the states from the transition.

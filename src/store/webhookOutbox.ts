@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { matchWebhookTriggersToSubscriptions } from "./schemaV11.js";
 
 /** An outbox row (schema v7): what happened, and the JSON snapshot written with it. */
 export type WebhookEventRow = {
@@ -162,6 +163,8 @@ function createSyncWebhookOutbox(db: Database) {
           insertSubscription.run(url, headBlock, after, now);
           ids.set(url, subscriptionOf.get(url) as { id: number; fromBlock: number });
         }
+        // The outbox's row triggers exist while a subscription is active (schema v11), from this transaction on.
+        matchWebhookTriggersToSubscriptions(db);
         return ids;
       }).immediate();
     },

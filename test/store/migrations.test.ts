@@ -9,6 +9,7 @@ import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createLogWriter } from "../../src/store/logWriter.js";
 import { listTestsAsEqualities, UNSETTLED_STATUS_SQL } from "../../src/store/schemaV9.js";
+import { matchWebhookTriggersToSubscriptions } from "../../src/store/schemaV11.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { SCHEMA_V1 } from "../../src/store/schemaV1.js";
 import { SCHEMA_V2 } from "../../src/store/schemaV2.js";
@@ -129,8 +130,11 @@ describe("migrate() to schema 9", () => {
     expect(() => code.run(word("t9"), 0, "wallet")).not.toThrow();
     expect(() => code.run(word("t9"), 1, "owner")).toThrow(/CHECK constraint failed/);
 
-    // The rewritten trigger still announces a captured authorization to an active subscription.
+    // The rewritten trigger still announces a captured authorization to an active subscription
+    // (created with it since schema 11, as the outbox's syncSubscriptions does).
     db.prepare("INSERT INTO webhook_subscriptions (url, active, from_block, cursor_event_id, created_at) VALUES ('http://h', 1, 0, 0, 1)").run();
+    matchWebhookTriggersToSubscriptions(db);
+    expect(longListTests(db)).toEqual([]);
     const events = () => db.prepare("SELECT type FROM webhook_events WHERE type LIKE 'authorization.%'").pluck().all();
     const authorization = db.prepare("SELECT * FROM authorization_events").get() as Record<string, unknown>;
     db.prepare("DELETE FROM authorization_events").run();
@@ -155,6 +159,36 @@ describe("migrate() to schema 9", () => {
     expect(other.prepare("SELECT status FROM logs WHERE id = 1").pluck().get()).toBe("finalized");
     other.close();
     db.close();
+  });
+});
+
+describe("migrate() to schema 11", () => {
+  const rowTriggers = (db: DatabaseConstructor.Database) =>
+    db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN ('webhook_payment_inserted', 'webhook_payment_status_changed', 'webhook_authorization_inserted') ORDER BY name").pluck().all();
+  /** A database at schema 10 with the outbox's row triggers, as every one was, and `active` subscriptions. */
+  const v10Database = (active: boolean) => {
+    const db = v4Database();
+    migrate(db);
+    db.prepare("INSERT INTO webhook_subscriptions (url, active, from_block, cursor_event_id, created_at) VALUES ('http://h', 1, 0, 0, 1)").run();
+    matchWebhookTriggersToSubscriptions(db);
+    if (!active) db.prepare("UPDATE webhook_subscriptions SET active = 0").run();
+    db.pragma("user_version = 10");
+    return db;
+  };
+
+  test("keeps the outbox's row triggers while a subscription is active and drops them when none is", () => {
+    const all = ["webhook_authorization_inserted", "webhook_payment_inserted", "webhook_payment_status_changed"];
+    const withSubscription = v10Database(true);
+    expect(rowTriggers(withSubscription)).toEqual(all);
+    expect(migrate(withSubscription)).toEqual({ from: 10, to: SCHEMA_VERSION });
+    expect(rowTriggers(withSubscription)).toEqual(all);
+    withSubscription.close();
+
+    const without = v10Database(false);
+    expect(rowTriggers(without)).toEqual(all);
+    migrate(without);
+    expect(rowTriggers(without)).toEqual([]);
+    without.close();
   });
 });
 

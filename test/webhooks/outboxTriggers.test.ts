@@ -1,3 +1,4 @@
+import DatabaseConstructor from "better-sqlite3";
 import type { Hex } from "viem";
 import { packRows } from "../../src/decode/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
@@ -6,6 +7,7 @@ import type { Config } from "../../src/config/types.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
+import { createLogWriter } from "../../src/store/logWriter.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
@@ -143,6 +145,33 @@ describe.each(BACKENDS)("webhook outbox triggers on $name", (backend) => {
     const other = await store.addOrder({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: BOB, value: 5n, validAfter: 0, validBefore: 2_000_000_000, nonce: word("n2"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 3);
     await store.voidOrder(other.id, 4);
     expect((await events(raw)).at(-1)!.payload.order).toMatchObject({ id: other.id, from_state: "authorized", to_state: "voided_offchain", value: "5" });
+  });
+
+  test.runIf(backend.name === "sqlite")("the row triggers exist only while a subscription is active, and a connection prepared before sees the change", async () => {
+    const { store, raw } = await freshStore(backend);
+    const triggers = async () => (await raw.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'webhook_%' ORDER BY name")).map((t) => t.name);
+    // A fresh database has no subscription: only the order trigger, whose condition is per order change.
+    expect(await triggers()).toEqual(["webhook_order_state_changed"]);
+    // Another connection (the window writer thread's) prepares its insert before the subscription exists.
+    const other = new DatabaseConstructor((await raw.all<{ file: string }>("PRAGMA database_list"))[0]!.file);
+    open.push({ close: async () => void other.close() });
+    const writer = createLogWriter(other);
+    const write = (block: number) => other.transaction(() => writer.insertRows(rows([transfer(block, 0)], "confirmed"), 1)).immediate();
+    write(1);
+
+    await store.webhooks.syncSubscriptions([HOOK], 0, 1);
+    expect(await triggers()).toEqual(["webhook_authorization_inserted", "webhook_order_state_changed", "webhook_payment_inserted", "webhook_payment_status_changed"]);
+    // Created in their schema v9 form: no list SQLite would turn into a table per row.
+    expect((await raw.all<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'webhook_authorization_inserted'"))[0]!.sql).toContain("(NEW.status = 'preconfirmed' OR");
+    write(2);
+    await applyBlock(store, 3, rows([transfer(3, 0)], "confirmed", "head"), 2);
+    expect((await events(raw)).map((e) => [e.type, e.block])).toEqual([["payment.confirmed", 2], ["payment.confirmed", 3]]);
+
+    await store.webhooks.syncSubscriptions([], 0, 3);
+    expect(await triggers()).toEqual(["webhook_order_state_changed"]);
+    write(4);
+    await store.finalizeThrough(4, 4);
+    expect(await events(raw)).toHaveLength(2);
   });
 
   test.runIf(backend.name === "postgres")("event ids grow in commit order: a store transaction waits for another writer holding the outbox lock", async () => {
