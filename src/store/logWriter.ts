@@ -72,17 +72,18 @@ export function createLogWriter(db: Database) {
 
 export type LogWriter = ReturnType<typeof createLogWriter>;
 
-/** Inserted logs counted by event and status (InsertCounts.byEvent). */
+/** Inserted logs counted by event and status (InsertCounts.byEvent); keyed by the strings themselves, so a row adds no string of its own. */
 export function createEventTally() {
-  const tally = new Map<string, EventCount>();
+  const tally = new Map<EventName, Map<LogStatus, EventCount>>();
   return {
     add(event: EventName, status: LogStatus): void {
-      const key = `${event}:${status}`;
-      const count = tally.get(key);
-      if (count === undefined) tally.set(key, { event, status, logs: 1 });
+      let byStatus = tally.get(event);
+      if (byStatus === undefined) tally.set(event, (byStatus = new Map()));
+      const count = byStatus.get(status);
+      if (count === undefined) byStatus.set(status, { event, status, logs: 1 });
       else count.logs++;
     },
-    counts: (): EventCount[] => [...tally.values()],
+    counts: (): EventCount[] => [...tally.values()].flatMap((byStatus) => [...byStatus.values()]),
   };
 }
 
