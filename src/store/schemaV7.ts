@@ -6,8 +6,9 @@
  *
  * Bulk backfill: a payment or authorization event is written only for a block at or after the lowest
  * `from_block` of the active subscriptions (the chain head when the subscription was first seen).
- * With no subscription the condition is one lookup in an empty table and nothing is written; a
- * historical backfill below the head writes no events either. Blocks the daemon catches up on after a
+ * With no subscription nothing is written (and since schema 11 the payment and authorization
+ * triggers do not exist then: schemaV11.ts); a historical backfill below the head writes no events
+ * either. Blocks the daemon catches up on after a
  * restart are above `from_block`, so a merchant misses nothing that happened while it was down.
  *
  * Event types (the `status` in the payload tells `removed` from `dropped`):
