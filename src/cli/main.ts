@@ -11,6 +11,7 @@
 import { BaseError, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors/base.js";
 import { pino } from "pino";
 import { LOG_LEVELS, type LogLevel } from "../config/types.js";
+import { exitAtOnce } from "../ops/exitAtOnce.js";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
@@ -121,12 +122,12 @@ function handleSignals(shutdown: Shutdown, logger: Logger | undefined): () => vo
     signals++;
     if (signals > 1) {
       notice("warn", "Received a second signal, exited at once", `${signal} again, exiting now`, { signal });
-      process.exit(130);
+      exitAtOnce(signal);
     }
     notice("info", "Received a signal, shutting down (send again to force)", `${signal} received, shutting down (send again to force)`, { signal, grace_ms: SHUTDOWN_GRACE_MS });
     setTimeout(() => {
       notice("error", "Exited after the shutdown grace period", `shutdown took over ${SHUTDOWN_GRACE_MS} ms, exiting`, { grace_ms: SHUTDOWN_GRACE_MS });
-      process.exit(1);
+      exitAtOnce(signal);
     }, SHUTDOWN_GRACE_MS).unref();
     void shutdown.kill();
   };
