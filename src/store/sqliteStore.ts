@@ -5,7 +5,7 @@ import { createAttributionWriter } from "./attributionWriter.js";
 import { createAuthorizationStates } from "./authorizationStates.js";
 import { createCommitSignal } from "./commitSignal.js";
 import { createLifecycle, type BlockApplied } from "./lifecycle.js";
-import { createMaintenance } from "./maintenance.js";
+import { createMaintenance, maintenanceOnThread } from "./maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createReaderIndexes } from "./readerIndexes.js";
@@ -58,6 +58,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const write = <T>(kind: WriteKind, work: () => T): Promise<T> =>
     maintenance.afterJobs(() => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()))));
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
+  /** Where a bulk load's end runs (maintenance.ts): on the thread beside live writes, or once the store is large. */
+  const onThread = (besideLiveWrites: boolean | undefined) => maintenanceOnThread(besideLiveWrites === true, maxLogId.get() as number);
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
   // Prepared on first use: a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
@@ -90,7 +92,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
         // One index per job, a turn of the event loop between them: live writes wait for one index, not for all of them.
         const built: string[] = [];
         while (options.signal?.aborted !== true) {
-          const name = await maintenance.run("buildNextReaderIndex", { besideLiveWork: options.besideLiveWrites === true });
+          const name = await maintenance.run("buildNextReaderIndex", { onThread: onThread(options.besideLiveWrites) });
           if (typeof name !== "string") break;
           built.push(name);
           // An index is pages, not changed rows: the store's look at its writes would not see it.
@@ -105,7 +107,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     stagedAttribution: {
       pending: async () => stagedAttribution().pending(),
       move: async (options = {}) => {
-        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution", { besideLiveWork: options.besideLiveWrites === true })));
+        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution", { onThread: onThread(options.besideLiveWrites) })));
         checkpoints.nudge();
         return moved as number;
       },

@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { createMetrics } from "../../src/ops/metrics.js";
+import { MAINTENANCE_THREAD_FROM_LOGS } from "../../src/store/maintenance.js";
 import { openDatabase } from "../../src/store/openDatabase.js";
 import { READER_INDEXES } from "../../src/store/readerIndexes.js";
 import { createSqliteStore } from "../../src/store/sqliteStore.js";
@@ -86,6 +87,24 @@ describe("a bulk load's end beside live writes, on the maintenance thread (SQLit
     expect(tookMs).toBeGreaterThan(200);
     expect(stallMs).toBeLessThan(tookMs / 8);
     expect(db.prepare("SELECT COUNT(*) FROM transfers INDEXED BY transfers_by_from WHERE from_address >= '0x'").pluck().get()).toBe(ROWS);
+    await store.close();
+  });
+
+  test("past MAINTENANCE_THREAD_FROM_LOGS stored logs the build runs on the thread with no live writes too (flashindex backfill): the event loop keeps turning", async () => {
+    const { db, store } = await filledStore();
+    // The store's size is read from its highest log id: one more log, numbered at the threshold.
+    db.prepare(`
+      INSERT INTO logs (id, chain_id, address, topic0, topic1, topic2, data, block_number, block_hash, block_timestamp, tx_hash,
+        tx_index, log_index, tx_log_position, status, source, first_seen_at, confirmed_at, finalized_at)
+      SELECT ?, chain_id, address, topic0, topic1, topic2, data, block_number + 1000000, block_hash, block_timestamp, tx_hash,
+        tx_index, log_index, tx_log_position, status, source, first_seen_at, confirmed_at, finalized_at
+      FROM logs WHERE id = 1`).run(MAINTENANCE_THREAD_FROM_LOGS);
+    expect(await store.storedLogCount()).toBe(MAINTENANCE_THREAD_FROM_LOGS);
+
+    const { result, stallMs, tookMs } = await longestStall(() => store.readerIndexes.build());
+    expect(result).toEqual(READER_INDEXES.map((index) => index.name));
+    expect(tookMs).toBeGreaterThan(200);
+    expect(stallMs).toBeLessThan(tookMs / 8);
     await store.close();
   });
 
