@@ -4,10 +4,10 @@ import type { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 
 /**
- * JSON-RPC over Node's own HTTP client, not `fetch`. Measured on 400 backfill answers of 1.3 MB
- * each: fetch (undici's WHATWG streams: a promise and a view per chunk) cost 1.3–1.5 s of the main
- * thread's CPU and 13–14 full garbage collections, node:http 0.5 s and none. Those collections,
- * 5–18 ms each, were what held up pre-confirmations while a backfill ran.
+ * JSON-RPC over Node's own HTTP client, not `fetch`: fetch (undici's WHATWG streams: a promise and
+ * a view per chunk) cost the main thread about three times the CPU per answer and full garbage
+ * collections, which held up pre-confirmations while a backfill ran (`node-http-not-fetch` in
+ * scripts/bench/results/measurements.csv).
  *
  * Connections are kept alive and reused, as fetch did; idle ones do not keep the process alive.
  * Answers may come compressed (gzip, deflate, br), as fetch accepted them.

@@ -3,10 +3,10 @@
 // it saves about 20 MB at no measurable cost). The old generation is not capped: any
 // --max-old-space-size below a few GB lowers V8's heap-growing factor, and with a cap of 160 MB
 // the main thread collected its 10–20 MB heap three times as often, which cost pre-confirmation
-// latency and backfill throughput (README, "A small nursery, no heap cap"). Two malloc arenas
-// (glibc's default is eight per core): the decode thread reads windows' HTTP answers into buffers
-// of its own, and an arena of its own held 30–35 MB of freed ones (peak RSS 246–252 MB against
-// 211–214 at 1,000,000 logs, the same speed). The npm scripts and the Docker image run this file
+// latency and backfill throughput (`no-heap-cap` in scripts/bench/results/measurements.csv). Two
+// malloc arenas (glibc's default is eight per core): the decode thread reads windows' HTTP answers
+// into buffers of its own, and an arena of its own held tens of MB of freed ones (`malloc-arenas`
+// there: a lower peak RSS at the same speed). The npm scripts and the Docker image run this file
 // through its shebang, so these apply however flashindex is started.
 import { BaseError, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors/base.js";
 import { pino } from "pino";

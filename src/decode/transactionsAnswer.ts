@@ -52,7 +52,7 @@ export function attributeTransactionsAnswer(answer: TransactionsAnswer): Attribu
 /**
  * JSON.parse, then the RPC client's batch checks and getTransactions' (chain/). A byte scanner (as
  * for the logs: scanWindowAnswer.ts) was tried and dropped: on these small objects it took as long
- * as JSON.parse and the checks (1.8–1.9 µs a transaction), and a backfill end to end did not move.
+ * as JSON.parse and the checks (`attribution-on-decode-thread` in scripts/bench/results/measurements.csv).
  */
 function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[] | Exclude<AttributedAnswer, { kind: "attributed" }> {
   let parsed: unknown;

@@ -11,8 +11,9 @@ import type { DecodeReply, DecodeRequest, DecodeThreadData, SendRequest } from "
 
 /**
  * A backfill that has decoded this many logs (two windows' worth) decodes the rest on a thread of
- * its own; a short catch-up is not worth starting one. Measured at 200,000 logs end to end against
- * 20,000: 3.71–3.87 → 3.43–3.64 s, the same peak RSS (the writer thread switches at the same count).
+ * its own; a short catch-up is not worth starting one. A higher count left a 200,000-log backfill
+ * slower at the same peak RSS (`decode-thread-min-logs` in scripts/bench/results/measurements.csv); the writer
+ * thread switches at the same count.
  */
 export const DECODE_THREAD_MIN_LOGS = 4_000;
 /**
@@ -23,8 +24,8 @@ export const DECODE_THREAD_MIN_LOGS = 4_000;
 export const DECODE_THREAD_MIN_ANSWER_BYTES = 256 * 1024;
 /**
  * The thread's heap holds one window's answer and rows at a time (a few MB at 2,000 logs; the
- * answers it is receiving are buffers outside it). Measured at 200,000 and 1,000,000 logs: 48/12 MB
- * keeps the same speed as 96/24, with a little less RSS.
+ * answers it is receiving are buffers outside it): twice these limits was no faster and held more
+ * RSS (`decode-thread-heap` in scripts/bench/results/measurements.csv).
  */
 const DECODE_THREAD_HEAP_MB = 48;
 /** Its young generation: everything it makes (parsed JSON, checked logs, rows) dies within one window. */
@@ -32,9 +33,8 @@ const DECODE_THREAD_YOUNG_MB = 12;
 /**
  * Its nice value (Linux) when live work runs in the same process (the daemon catching up): on two
  * cores, pre-confirmations waited for the CPU that the thread took sending and decoding windows.
- * Measured with the bench's latency harness beside a backfill: p99 30–38 ms at nice 0 (seven runs)
- * against 21–34 at 19 (six; 23–34 at 5 and 26–37 at 10, three each). The thread still gets a core
- * whenever live work does not need it.
+ * 19 gave the lowest pre-confirmation p99 of the values tried (`decode-thread-nice` in
+ * scripts/bench/results/measurements.csv). The thread still gets a core whenever live work does not need it.
  */
 export const DECODE_THREAD_NICE_BESIDE_LIVE_WORK = 19;
 

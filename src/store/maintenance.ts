@@ -66,9 +66,10 @@ export function createMaintenance(db: Database, gate: LiveWriteGate) {
 
 /**
  * From this many logs stored, a bulk load's end runs on the thread even with no live work
- * (`flashindex backfill`): one index then takes over half a second (about 0.3 s a million logs
- * here; minutes at hundreds of millions), and on the main thread a SIGINT or SIGTERM waits unheard
- * until the statement returns. The thread's start, about 50 ms, is then under 2% of the build.
+ * (`flashindex backfill`): one index then takes over half a second (minutes at hundreds of
+ * millions of logs), and on the main thread a SIGINT or SIGTERM waits unheard until the statement
+ * returns. The thread's start is then a small part of the build (`maintenance-thread-start` in
+ * scripts/bench/results/measurements.csv).
  */
 export const MAINTENANCE_THREAD_FROM_LOGS = 2_000_000;
 

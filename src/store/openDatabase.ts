@@ -16,8 +16,8 @@ export const BUSY_TIMEOUT_MS = 5_000;
 export const CACHE_SIZE_KIB = 8 * 1024;
 /**
  * The window writer thread's page cache, in KiB: a bulk load appends in key order, except for
- * attribution's hash keys, which no cache of this order holds anyway (measured on the writer alone:
- * 8 MiB instead of 32 costs about 5%, 16 MiB about 2%).
+ * attribution's hash keys, which no cache of this order holds anyway: 16 MiB is within a few
+ * percent of 32 (`writer-cache-size` in scripts/bench/results/measurements.csv).
  */
 export const WINDOW_WRITER_CACHE_SIZE_KIB = 16 * 1024;
 /** WAL pages before an automatic checkpoint (SQLite's default is 1,000); the store's connection turns it off (walCheckpoints.ts). */

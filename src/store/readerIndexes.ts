@@ -19,7 +19,8 @@ export const READER_INDEXES: ReadonlyArray<{ name: string; sql: string }> = [
 
 /**
  * Helper threads SQLite may sort with while it builds an index (PRAGMA threads; 0 is its default).
- * Measured in `flashindex backfill` of 1,000,000 logs: the indexes built in 2.4–2.5 s instead of 2.7–2.8 s.
+ * Two helpers build the indexes about a tenth faster than none (`reader-index-sort-threads` in
+ * scripts/bench/results/measurements.csv).
  */
 const SORT_HELPER_THREADS = 2;
 

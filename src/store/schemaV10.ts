@@ -3,8 +3,8 @@
  *
  * `transactions`, `user_operations` and `attribution_codes` are keyed by transaction hash, and a
  * hash is random: every window's rows land all over those keys' b-trees, so a window of 2,000
- * transactions rewrote about 4,000 pages of them, and the cost grew with the tables (measured, on
- * the writer alone: 9 µs a transaction at 100,000 stored, 31 µs at 400,000). A bulk backfill
+ * transactions rewrote about 4,000 pages of them, and the cost grew with the tables
+ * (`schema-v10-staged-attribution` in scripts/bench/results/measurements.csv). A bulk backfill
  * appends its windows' attribution to these tables instead, which have no key (a row id only), in
  * the transaction that commits the window's logs, and moves them into the keyed tables in hash
  * order once, when it ends (store/stagedAttribution.ts), beside the reader indexes' build. A

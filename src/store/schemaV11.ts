@@ -7,9 +7,9 @@ import { listTestsAsEqualities } from "./schemaV9.js";
  * authorization change) exist only while a webhook subscription is active.
  *
  * With no active subscription their condition never held, but SQLite still ran each trigger's
- * program for every row it fired on: about 1 µs of the 7 a transfer costs the window writer, whose
- * thread sets a long backfill's pace (1,000,000 synthetic logs, three alternating runs: 13.0–13.6 s
- * with the triggers, 11.7–11.9 without). Events are exactly those the triggers wrote before: none
+ * program for every row it fired on: about a seventh of what a transfer costs the window writer,
+ * whose thread sets a long backfill's pace (`schema-v11-no-outbox-triggers` in
+ * scripts/bench/results/measurements.csv). Events are exactly those the triggers wrote before: none
  * while no subscription is active, and the same rows once one is, since the triggers are created
  * (in their schema v9 form) in the transaction that activates it and dropped in the one that
  * deactivates the last (store/webhookOutbox.ts syncSubscriptions).

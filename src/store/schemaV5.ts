@@ -4,8 +4,8 @@ import type { Database } from "better-sqlite3";
  * Schema version 5: the unique key of `logs` leads with the block number,
  * UNIQUE (block_number, log_index, tx_hash, block_hash), instead of the block hash. Same uniqueness;
  * but a backfill writes block numbers in ascending order, so the key's b-tree grows at its end
- * instead of at random pages (hashes are random): measured 20k → 31k rows/s on random-hash data at
- * 300k rows, and the gap widens as the table grows. Lookups by block hash always know the number.
+ * instead of at random pages (hashes are random), half again as fast, and the gap widens as the
+ * table grows (`schema-v5-appending-key` in scripts/bench/results/measurements.csv). Lookups by block hash always know the number.
  *
  * SQLite cannot change a table constraint in place: the table is rebuilt (SQLite's documented
  * procedure), and every view and trigger is dropped first and re-created from its stored SQL after,

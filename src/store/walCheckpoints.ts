@@ -15,9 +15,9 @@ export type WalCheckpoints = {
  * Copies the WAL back into the database beside the store's writes, never inside one of them.
  *
  * SQLite's automatic checkpoint runs in the COMMIT of whichever write crosses `wal_autocheckpoint`
- * pages, under the write lock, on the thread that commits: measured on bursts of 200
- * pre-confirmations, one commit in ten took 10–15 ms instead of 3, the copy and fsync of 4 MB.
- * That was the tail of the pre-confirmation latency. The store's connection turns it off; once a
+ * pages, under the write lock, on the thread that commits: one commit of pre-confirmations in ten
+ * paid for the copy and fsync of 4 MB, and that was the tail of the pre-confirmation latency
+ * (`checkpointer-thread` in scripts/bench/results/measurements.csv). The store's connection turns it off; once a
  * second, if the connection wrote since the last look (`total_changes()` counts every write of
  * it, whatever the path), the checkpointer thread runs a PASSIVE checkpoint, which copies and
  * syncs while the writers carry on. The thread starts on the first need: a store that never writes

@@ -18,11 +18,8 @@ const WRITER_THREAD_YOUNG_MB = 8;
 /**
  * Its nice value (Linux) beside live writes (the daemon catching up), as the decode thread's
  * (windowDecoder.ts): the main thread, which receives and commits pre-confirmations, then waits
- * less for a core. The bench's latency harness beside a backfill, seven alternating runs each: the
- * main thread's wait for a core (schedstat) 0.68–0.79 s in 10 s at nice 0, 0.46–0.58 at 19;
- * pre-confirmation p50 8.6–9.9 ms against 7.0–8.3 (8.3–8.8 in three more runs); the backfill
- * indexed 2–8% less in the 10 s, on a host where the synthetic node shares the two cores; the p99
- * (21–46 against 21–40 ms) is set by one or two bursts and did not move beyond its noise.
+ * less for a core and the pre-confirmation p50 drops, for a backfill a few percent slower meanwhile
+ * (`window-writer-nice` in scripts/bench/results/measurements.csv).
  */
 export const WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES = 19;
 

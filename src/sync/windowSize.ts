@@ -3,9 +3,9 @@ export const GROW_AFTER_SUCCESSES = 8;
 /**
  * Logs one window should bring at most. It bounds memory (windows in flight × logs) on dense
  * ranges, and the main thread's longest stretch without serving live writes (parsing, checking and
- * decoding one answer). Measured with `npm run bench`'s scripts against 5,000: pre-confirmation
- * p99 beside a backfill 92–96 → 37–49 ms, synthetic 1,000,000 logs 50,700 → 54,400 logs/s with
- * 229 → 180 MB peak RSS, Postgres unchanged (1,000 cost Postgres a tenth: a commit per window).
+ * decoding one answer). Against 5,000 it halved the pre-confirmation p99 beside a backfill with
+ * less memory and no loss of throughput; 1,000 cost Postgres a commit per window
+ * (`target-logs-per-window` in scripts/bench/results/measurements.csv).
  */
 export const TARGET_LOGS_PER_WINDOW = 2_000;
 /**

@@ -4,7 +4,8 @@
  * the payment, authorization or order change that caused it.
  *
  * Note: a trigger's WHEN clause may not hold a subquery in Postgres, and a SQL function called per
- * row there costs ~4 µs (measured: +45% on a bulk insert into transfers). So a statement-level trigger
+ * row there adds nearly half to a bulk insert into transfers (`postgres-row-function` in
+ * scripts/bench/results/measurements.csv). So a statement-level trigger
  * looks the start block up ONCE per statement (`webhook_events_from_block()`: the lowest `from_block`
  * of the active subscriptions, NULL when there is none) into a transaction-local setting, and each
  * row's WHEN compares against `current_setting(...)`: with no subscription `block_number >= NULL` is
