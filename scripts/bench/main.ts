@@ -15,7 +15,7 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
- * allocator). Prints one table; copy it into the README with the machine it ran on.
+ * allocator). Prints one table: record it in results/runs.csv (README.md here says how).
  */
 const HERE = import.meta.dirname;
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
@@ -73,7 +73,7 @@ for (const logs of ANVIL_LOGS) {
   const { name, ...figures } = await anvilEndToEnd(logs);
   rows.push({ name, figures });
 }
-// Attribution's cost, at the issue's 1,000,000 logs and at a tenth of it.
+// Attribution's cost, at the goals' 1,000,000 logs and at a tenth of it.
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
 rows.push(await synthetic(SYNTHETIC_LOGS, true));
 rows.push(await synthetic(SYNTHETIC_LOGS / 10, false));

@@ -86,7 +86,7 @@ export type CancelConfig = {
   readonly receiptTimeoutMs: number;
 };
 
-/** What a webhook subscription can ask for (README: "Webhooks"). */
+/** What a webhook subscription can ask for (docs/operations.md: "Webhooks"). */
 export const WEBHOOK_EVENT_TYPES = [
   "payment.preconfirmed",
   "payment.confirmed",

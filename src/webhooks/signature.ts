@@ -17,7 +17,7 @@ export function signatureHeader(secret: string, timestampSeconds: number, body: 
 }
 
 /**
- * What a receiver does (README "Verifying a webhook"): recompute the HMAC over the raw body and
+ * What a receiver does (docs/operations.md, "Verifying a webhook"): recompute the HMAC over the raw body and
  * compare in constant time; refuse a timestamp older than `toleranceSeconds` (replays).
  */
 export function verifySignature(header: string, body: string, secret: string, nowSeconds: number, toleranceSeconds = 300): boolean {

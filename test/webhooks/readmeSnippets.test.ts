@@ -6,8 +6,9 @@ import { describe, expect, test } from "vitest";
 import { signatureHeader } from "../../src/webhooks/signature.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-const webhooksSection = readme.slice(readme.indexOf("## Webhooks"), readme.indexOf("## SQLite schema"));
+const guide = readFileSync(join(ROOT, "docs", "operations.md"), "utf8");
+const webhooksStart = guide.indexOf("\n## Webhooks\n");
+const webhooksSection = guide.slice(webhooksStart, guide.indexOf("\n## ", webhooksStart + 1));
 const block = (lang: string) => new RegExp("```" + lang + "\\n([\\s\\S]*?)```").exec(webhooksSection)?.[1];
 
 const SECRET = "whsec_readme";
@@ -22,7 +23,7 @@ const cases = () => [
   [`t=${now()},v1=abcd`, BODY, false],
 ] as const;
 
-describe("README webhook verification snippets", () => {
+describe("the operations guide's webhook verification snippets", () => {
   test("the Node snippet accepts a flashindex signature and refuses a changed body, a wrong secret, an old timestamp and a short signature", () => {
     const code = block("js");
     expect(code).toBeDefined();
