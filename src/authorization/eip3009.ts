@@ -1,7 +1,7 @@
 import { getAddress, parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 
-// The decoder owns the topic0 values (protocol-notes §4); re-exported so tests of the token need one import.
+// The decoder owns the topic0 values (decode/paymentEvents.ts); re-exported so tests of the token need one import.
 export { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../decode/paymentEvents.js";
 
 /** Fields shared by TransferWithAuthorization and ReceiveWithAuthorization. */
@@ -14,7 +14,7 @@ const TRANSFER_AUTHORIZATION_FIELDS = [
   { name: "nonce", type: "bytes32" },
 ] as const;
 
-/** EIP-712 types of FiatToken v2.2's authorizations (protocol-notes §4). */
+/** EIP-712 types of FiatToken v2.2's (USDC's) EIP-3009 authorizations and their cancellation. */
 export const AUTHORIZATION_TYPES = {
   TransferWithAuthorization: TRANSFER_AUTHORIZATION_FIELDS,
   ReceiveWithAuthorization: TRANSFER_AUTHORIZATION_FIELDS,

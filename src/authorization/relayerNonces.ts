@@ -3,7 +3,7 @@ import type { Address } from "viem";
 /**
  * The last transaction nonce this process used per relayer. A Base node's
  * `eth_getTransactionCount(relayer, "pending")` counts pre-confirmed transactions only, never a mempool
- * (protocol-notes §8): for up to a flashblock (~200 ms) after a send it still answers the nonce just used,
+ * (Flashblocks): for up to a flashblock (~200 ms) after a send it still answers the nonce just used,
  * and a second send taking it would replace or collide with the first.
  */
 export type RelayerNonces = {

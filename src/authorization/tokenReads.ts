@@ -5,7 +5,7 @@ import { EIP3009_ABI } from "./eip3009Abi.js";
 import { readTokenDomain, type TokenDomain } from "./eip3009.js";
 import { withViem } from "../chain/viemOverRpcClient.js";
 
-/** The FiatToken functions read here (the test token has the same signatures, protocol-notes §4). */
+/** The FiatToken v2.2 functions read here (the devnet's test token has the same signatures). */
 const abi = EIP3009_ABI;
 
 function parseHex(result: unknown): Hex {

@@ -12,7 +12,7 @@ export type TransactionReceiptSummary = {
   /**
    * True for a receipt of a transaction that is only pre-confirmed: its block does not exist yet.
    * Note: a Base node with Flashblocks answers eth_getTransactionReceipt for such a transaction
-   * with a zero blockHash and the pending block's number (protocol-notes §8).
+   * with a zero blockHash and the pending block's number, before the block exists.
    */
   preconfirmed: boolean;
 };

@@ -43,7 +43,7 @@ export type RegistrationStandIn = {
 };
 
 /**
- * A local stand-in for the builder-code registration API (`api.base.dev`) as protocol-notes §5
+ * A local stand-in for the builder-code registration API (`api.base.dev`) as Base
  * documents it: `POST /v1/agents/builder-codes` with `{ walletAddress }` (Base's script's
  * `wallet_address` is accepted too), idempotent per wallet (case-insensitive), codes `bc_` + 8 of
  * [0-9a-z], random but stable for the server's lifetime. 400 with a JSON error for a malformed address
