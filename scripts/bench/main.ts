@@ -1,10 +1,11 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
@@ -15,9 +16,11 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
- * allocator). Prints one table: record it in results/runs.csv (README.md here says how).
+ * allocator). Prints one table; with BENCH_RECORD=1 also appends it to results/runs.csv.
  */
 const HERE = import.meta.dirname;
+/** When the run started (UTC): the run's name in results/runs.csv. */
+const STARTED_UTC = new Date().toISOString();
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const SYNTHETIC_LOGS = Number(process.env.BENCH_SYNTHETIC_LOGS ?? 1_000_000);
 const ANVIL_LOGS = (process.env.BENCH_ANVIL_LOGS ?? "200000,1000000").split(",").map(Number);
@@ -89,15 +92,51 @@ const webhook = JSON.parse(await runNode("webhookLatency.js", [])) as { delivere
 const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
 
 const cpu = cpus()[0]?.model ?? "unknown cpu";
-console.log(`\nflashindex benchmark — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB\n`);
+const machine = `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+const lines: BenchLine[] = [
+  ...rows.map(({ name, figures }): BenchLine => {
+    const seconds = figures.durationMs / 1_000;
+    const { logs, peakRssMb, cpuSeconds } = figures;
+    return { measurement: `backfill (whole process): ${name}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
+  }),
+  ...latency.map(
+    (l): BenchLine => ({
+      measurement: `pre-confirmation: pendingLogs notification → committed row, ${l.rate} logs/s in 200 ms flashblock bursts${l.withBackfill ? ", while a backfill runs in the same process" : ""}`,
+      logs: l.samples,
+      p50Ms: l.p50Ms,
+      p99Ms: l.p99Ms,
+    }),
+  ),
+  {
+    measurement: "webhook: pendingLogs notification → receiver's 2xx for payment.preconfirmed (devnet, local receiver)",
+    logs: webhook.delivered,
+    p50Ms: webhook.p50Ms,
+    p99Ms: webhook.p99Ms,
+  },
+  {
+    measurement: `reorg rollback: ${reorg.blocks} blocks holding ${reorg.logs.toLocaleString("en-US")} logs over ${reorg.backgroundLogs.toLocaleString("en-US")} stored, one transaction`,
+    logs: reorg.logs,
+    seconds: reorg.rollbackMs / 1_000,
+    secondsDigits: 3,
+  },
+];
+console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`);
 // One table: each row is one measurement; columns that do not apply stay empty.
-console.log("| measurement | logs | seconds | logs/s | peak RSS MB | CPU s | p50 ms | p99 ms |");
-console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-for (const { name, figures } of rows) {
-  const seconds = figures.durationMs / 1_000;
-  console.log(`| backfill (whole process): ${name} | ${figures.logs} | ${seconds.toFixed(2)} | ${Math.round(figures.logs / seconds)} | ${figures.peakRssMb} | ${figures.cpuSeconds.toFixed(1)} | | |`);
+console.log(markdownTable(lines));
+if (process.env.BENCH_RECORD === "1") {
+  // Runs from dist/scripts/bench/: the committed results live in the sources.
+  const runsCsv = join(HERE, "..", "..", "..", "scripts", "bench", "results", "runs.csv");
+  appendRuns(runsCsv, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
+  console.log(`\nRecorded in ${runsCsv}`);
 }
-for (const l of latency)
-  console.log(`| pre-confirmation: pendingLogs notification → committed row, ${l.rate} logs/s in 200 ms flashblock bursts${l.withBackfill ? ", while a backfill runs in the same process" : ""} | ${l.samples} | | | | | ${l.p50Ms.toFixed(1)} | ${l.p99Ms.toFixed(1)} |`);
-console.log(`| webhook: pendingLogs notification → receiver's 2xx for payment.preconfirmed (devnet, local receiver) | ${webhook.delivered} | | | | | ${webhook.p50Ms.toFixed(1)} | ${webhook.p99Ms.toFixed(1)} |`);
-console.log(`| reorg rollback: ${reorg.blocks} blocks holding ${reorg.logs.toLocaleString("en-US")} logs over ${reorg.backgroundLogs.toLocaleString("en-US")} stored, one transaction | ${reorg.logs} | ${(reorg.rollbackMs / 1_000).toFixed(3)} | | | | | |`);
+
+/** The commit the run measured (with "+changes" when the work tree differs), or "unknown" outside git. */
+function currentCommit(): string {
+  try {
+    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: HERE, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: HERE, encoding: "utf8" }).trim() !== "";
+    return dirty ? `${commit}+changes` : commit;
+  } catch {
+    return "unknown";
+  }
+}
