@@ -53,7 +53,8 @@ export function attributeTransactionsAnswer(answer: TransactionsAnswer): Attribu
 /**
  * JSON.parse, then the RPC client's batch checks and getTransactions' (chain/). A byte scanner (as
  * for the logs: scanWindowAnswer.ts) was tried and dropped: on these small objects it took as long
- * as JSON.parse and the checks (`attribution-on-decode-thread` in scripts/bench/results/measurements.csv).
+ * as JSON.parse and the checks (`attribution-on-decode-thread` in
+ * scripts/bench/results/measurements.csv).
  */
 function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[] | Exclude<AttributedAnswer, { kind: "attributed" }> {
   let parsed: unknown;

@@ -12,8 +12,8 @@ import type { DecodeReply, DecodeRequest, DecodeThreadData, SendRequest } from "
 /**
  * A backfill that has decoded this many logs (two windows' worth) decodes the rest on a thread of
  * its own; a short catch-up is not worth starting one. A higher count left a 200,000-log backfill
- * slower at the same peak RSS (`decode-thread-min-logs` in scripts/bench/results/measurements.csv); the writer
- * thread switches at the same count.
+ * slower at the same peak RSS (`decode-thread-min-logs` in
+ * scripts/bench/results/measurements.csv); the writer thread switches at the same count.
  */
 export const DECODE_THREAD_MIN_LOGS = 4_000;
 /**
@@ -34,7 +34,8 @@ const DECODE_THREAD_YOUNG_MB = 12;
  * Its nice value (Linux) when live work runs in the same process (the daemon catching up): on two
  * cores, pre-confirmations waited for the CPU that the thread took sending and decoding windows.
  * 19 gave the lowest pre-confirmation p99 of the values tried (`decode-thread-nice` in
- * scripts/bench/results/measurements.csv). The thread still gets a core whenever live work does not need it.
+ * scripts/bench/results/measurements.csv). The thread still gets a core whenever live work does
+ * not need it.
  */
 export const DECODE_THREAD_NICE_BESIDE_LIVE_WORK = 19;
 

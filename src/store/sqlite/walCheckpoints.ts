@@ -17,10 +17,10 @@ export type WalCheckpoints = {
  * SQLite's automatic checkpoint runs in the COMMIT of whichever write crosses `wal_autocheckpoint`
  * pages, under the write lock, on the thread that commits: one commit of pre-confirmations in ten
  * paid for the copy and fsync of 4 MB, and that was the tail of the pre-confirmation latency
- * (`checkpointer-thread` in scripts/bench/results/measurements.csv). The store's connection turns it off; once a
- * second, if the connection wrote since the last look (`total_changes()` counts every write of
- * it, whatever the path), the checkpointer thread runs a PASSIVE checkpoint, which copies and
- * syncs while the writers carry on. The thread starts on the first need: a store that never writes
+ * (`checkpointer-thread` in scripts/bench/results/measurements.csv). The store's connection
+ * turns it off; once a second, if the connection wrote since the last look (`total_changes()`
+ * counts every write of it, whatever the path), the checkpointer thread runs a PASSIVE
+ * checkpoint, which copies and syncs while the writers carry on. The thread starts on the first need: a store that never writes
  * (status, a read-only command) never starts one. Should the thread die, SQLite's automatic
  * checkpoint is turned back on.
  */

@@ -5,7 +5,8 @@ import type { Database } from "better-sqlite3";
  * UNIQUE (block_number, log_index, tx_hash, block_hash), instead of the block hash. Same uniqueness;
  * but a backfill writes block numbers in ascending order, so the key's b-tree grows at its end
  * instead of at random pages (hashes are random), half again as fast, and the gap widens as the
- * table grows (`schema-v5-appending-key` in scripts/bench/results/measurements.csv). Lookups by block hash always know the number.
+ * table grows (`schema-v5-appending-key` in scripts/bench/results/measurements.csv). Lookups by
+ * block hash always know the number.
  *
  * SQLite cannot change a table constraint in place: the table is rebuilt (SQLite's documented
  * procedure), and every view and trigger is dropped first and re-created from its stored SQL after,

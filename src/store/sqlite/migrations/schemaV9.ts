@@ -8,8 +8,9 @@ import { UNSETTLED_STATUS_LIST_SQL } from "./schemaV8.js";
  * ephemeral b-tree of the list once per statement execution, and every row the writer inserts is
  * one execution, so each such CHECK, partial-index condition or trigger condition costs every row.
  * A log's insert met three (two CHECKs on `logs` and the condition of `logs_unsettled_by_tx_tail`):
- * about a third of its cost (`schema-v9-no-in-lists` in scripts/bench/results/measurements.csv). The same test written as
- * equalities joined by OR is the same constraint (NULL included) and costs a few comparisons.
+ * about a third of its cost (`schema-v9-no-in-lists` in scripts/bench/results/measurements.csv).
+ * The same test written as equalities joined by OR is the same constraint (NULL included) and
+ * costs a few comparisons.
  *
  * CHECK constraints and trigger conditions do not shape what is stored, so tables and triggers are
  * rewritten in place, by SQLite's documented procedure for changing a CHECK constraint
