@@ -35,7 +35,9 @@ export const START_COMMAND = defineCommand({
 new blocks (newHeads over rpc.ws, or polling), reorgs (parent hashes, the logs subscription's
 removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription).
 Serves /metrics, /healthz and /readyz. SIGINT/SIGTERM finish the write in flight, close the
-database and exit 0; a second signal exits at once.
+database and exit 0; the same signal again within 1 s is the same request (npm start forwards
+its copy of a Ctrl-C), a second one after that exits at once. On every way out the bundled
+devnet's chain is saved before its anvil stops.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
 once, naming the other process. A database filled from another chain (another chain id or genesis
 block) is refused with exit 2 before anything is written.
