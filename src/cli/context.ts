@@ -1,14 +1,12 @@
-import { getBlockHeader } from "../chain/blockHeaders.js";
 import { createRpcClient } from "../chain/rpcClient.js";
 import type { Common } from "../common.js";
 import { WrongChainError } from "../errors/rpc.js";
 import type { Config, ConfigSettings } from "../config/types.js";
-import { ConfigError, FatalError } from "../errors/base.js";
+import { ConfigError } from "../errors/base.js";
 import { pino } from "pino";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { createMetrics, type Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import type { ChainIdentity } from "../store/openDatabase.js";
 import { resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
 
 export type { CommonFlags } from "./resolveConfig.js";
@@ -56,19 +54,4 @@ export async function verifyChain(context: Context): Promise<void> {
     if (error instanceof WrongChainError) throw new ConfigError("rpc.http", error.shortMessage);
     throw error;
   }
-}
-
-/** The genesis block hash the RPC serves: what a database is pinned to besides the chain id. */
-export async function getChainIdentity(context: Context): Promise<ChainIdentity> {
-  const genesis = await getBlockHeader(context.client, 0);
-  if (genesis === undefined) throw new FatalError("The RPC serves no genesis block (eth_getBlockByNumber(0x0) returned null)");
-  return { genesisHash: genesis.hash };
-}
-
-/** A token whose start block lies above the head is a config mistake (a typo, or the wrong network). */
-export function checkStartBlocks(config: Config, head: number): void {
-  config.tokens.forEach((token, i) => {
-    if (token.startBlock > head)
-      throw new ConfigError(`tokens[${i}].startBlock`, `${token.startBlock} is above the chain head ${head}`);
-  });
 }

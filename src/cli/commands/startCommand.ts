@@ -9,14 +9,15 @@ import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
-import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
+import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
+import { contextFor, createObservability, type Context } from "../context.js";
+import { openIndex } from "../openIndex.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { loadCommandSettings } from "../resolveConfig.js";
 import type { ConfigSettings } from "../../config/types.js";
@@ -73,13 +74,9 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
   // The devnet (when the config runs one) is up before the context: its one RPC client is built on the real URLs.
   const config = await startConfiguredDevnet(settings, observability.logger, shutdown);
   const context = contextFor(config, shutdown, observability);
-  await verifyChain(context);
-  const identity = await getChainIdentity(context);
-  const tips = await getChainTips(context.client, context.config.finality);
-  checkStartBlocks(context.config, tips.head);
 
   // The composition root: the store and the services every stage shares are built here, once.
-  const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
+  const { store, tips } = await openIndex(context, { lock });
   context.metrics.measureDatabaseSize(() => store.sizeBytes());
   const deps = createSyncDeps(context, store);
   registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));
