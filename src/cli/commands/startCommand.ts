@@ -72,11 +72,11 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
   const server = metricsConfig.enabled ? await startOpsServer({ ...observability, health }, metricsConfig) : undefined;
   if (server !== undefined) shutdown.add(() => server.close());
   // The devnet (when the config runs one) is up before the context: its one RPC client is built on the real URLs.
-  const config = await startConfiguredDevnet(settings, observability.logger, shutdown);
+  const { config, chainEndsAt } = await startConfiguredDevnet(settings, observability, shutdown);
   const context = contextFor(config, shutdown, observability);
 
   // The composition root: the store and the services every stage shares are built here, once.
-  const { store, tips } = await openIndex(context, { lock });
+  const { store, tips } = await openIndex(context, { lock, chainEndsAt });
   context.metrics.measureDatabaseSize(() => store.sizeBytes());
   const deps = createSyncDeps(context, store);
   registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));
