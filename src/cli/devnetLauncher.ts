@@ -5,7 +5,7 @@ import { devnetEndpointsPath, removeDevnetEndpoints, writeDevnetEndpoints } from
 import type { Devnet, DevnetOptions } from "../devnet/startDevnet.js";
 import { asListenError, isListenError } from "../ops/listenErrors.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { backupSuffix, moveDatabaseAside } from "../store/moveDatabaseAside.js";
+import { backupSuffix, moveDatabaseAside } from "../store/openStore.js";
 import { readPinnedGenesis } from "../store/pinnedGenesis.js";
 import type { Observability } from "./context.js";
 

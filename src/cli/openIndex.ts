@@ -4,7 +4,7 @@ import type { Config } from "../config/types.js";
 import { ConfigError, FatalError } from "../errors/base.js";
 import { openStore } from "../store/openStore.js";
 import type { Store } from "../store/store.js";
-import type { WriterLock } from "../store/writerLock.js";
+import type { WriterLock } from "../store/types.js";
 import { rewindToChainEnd } from "../sync/chainEnd.js";
 import { verifyChain, type Context } from "./context.js";
 

@@ -1,5 +1,5 @@
 import type { Database } from "better-sqlite3";
-import type { BlockRef } from "./store.js";
+import type { BlockRef } from "../store.js";
 
 /**
  * A chain that ends below what the database indexed (a devnet restored from a chain saved before
