@@ -7,7 +7,7 @@ import { pino } from "pino";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { createMetrics, type Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
+import { loadCommandSettings, resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
 
 export type { CommonFlags } from "./resolveConfig.js";
 
@@ -30,6 +30,19 @@ export type Observability = { logger: Logger; metrics: Metrics };
 export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Context {
   const config = resolveCommandConfig(flags);
   return contextFor(config, shutdown, createObservability(config, shutdown, logStream));
+}
+
+/** A context without an RPC client, for the commands that only read or write the database. */
+export type StoreContext = Observability & { config: ConfigSettings; shutdown: Shutdown };
+
+/**
+ * A database-only command's context (webhooks, register with --base-url, order void/show/list):
+ * the config file with the command line on top, a devnet config's devnet not looked for (it need
+ * not run), and the logger and metrics.
+ */
+export function createStoreContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): StoreContext {
+  const config = loadCommandSettings(flags);
+  return { config, shutdown, ...createObservability(config, shutdown, logStream) };
 }
 
 export function createObservability(settings: ConfigSettings, shutdown: Shutdown, logStream: LogStream): Observability {
