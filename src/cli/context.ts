@@ -1,15 +1,13 @@
-import { getBlockHeader } from "../chain/blockHeaders.js";
 import { createRpcClient } from "../chain/rpcClient.js";
 import type { Common } from "../common.js";
 import { WrongChainError } from "../errors/rpc.js";
 import type { Config, ConfigSettings } from "../config/types.js";
-import { ConfigError, FatalError } from "../errors/base.js";
+import { ConfigError } from "../errors/base.js";
 import { pino } from "pino";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { createMetrics, type Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import type { ChainIdentity } from "../store/types.js";
-import { resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
+import { loadCommandSettings, resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
 
 export type { CommonFlags } from "./resolveConfig.js";
 
@@ -34,6 +32,19 @@ export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream:
   return contextFor(config, shutdown, createObservability(config, shutdown, logStream));
 }
 
+/** A context without an RPC client, for the commands that only read or write the database. */
+export type StoreContext = Observability & { config: ConfigSettings; shutdown: Shutdown };
+
+/**
+ * A database-only command's context (webhooks, register with --base-url, order void/show/list):
+ * the config file with the command line on top, a devnet config's devnet not looked for (it need
+ * not run), and the logger and metrics.
+ */
+export function createStoreContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): StoreContext {
+  const config = loadCommandSettings(flags);
+  return { config, shutdown, ...createObservability(config, shutdown, logStream) };
+}
+
 export function createObservability(settings: ConfigSettings, shutdown: Shutdown, logStream: LogStream): Observability {
   const logger = createLogger(settings.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
   shutdown.add(() => logger.flush());
@@ -56,19 +67,4 @@ export async function verifyChain(context: Context): Promise<void> {
     if (error instanceof WrongChainError) throw new ConfigError("rpc.http", error.shortMessage);
     throw error;
   }
-}
-
-/** The genesis block hash the RPC serves: what a database is pinned to besides the chain id. */
-export async function getChainIdentity(context: Context): Promise<ChainIdentity> {
-  const genesis = await getBlockHeader(context.client, 0);
-  if (genesis === undefined) throw new FatalError("The RPC serves no genesis block (eth_getBlockByNumber(0x0) returned null)");
-  return { genesisHash: genesis.hash };
-}
-
-/** A token whose start block lies above the head is a config mistake (a typo, or the wrong network). */
-export function checkStartBlocks(config: Config, head: number): void {
-  config.tokens.forEach((token, i) => {
-    if (token.startBlock > head)
-      throw new ConfigError(`tokens[${i}].startBlock`, `${token.startBlock} is above the chain head ${head}`);
-  });
 }

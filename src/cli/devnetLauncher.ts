@@ -1,17 +1,23 @@
 import { existsSync, statSync } from "node:fs";
-import DatabaseConstructor from "better-sqlite3";
-import type { Hex } from "viem";
 import { requireRpc, runsDevnet, withDevnetEndpoints } from "../config/parseConfig.js";
 import type { Config, ConfigSettings } from "../config/types.js";
 import { devnetEndpointsPath, removeDevnetEndpoints, writeDevnetEndpoints } from "../devnet/devnetEndpoints.js";
 import type { Devnet, DevnetOptions } from "../devnet/startDevnet.js";
 import { asListenError, isListenError } from "../ops/listenErrors.js";
-import type { Logger } from "../ops/logger.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { backupSuffix, moveDatabaseAside } from "../store/sqlite/moveDatabaseAside.js";
+import { backupSuffix, moveDatabaseAside } from "../store/openStore.js";
+import { readPinnedGenesis } from "../store/pinnedGenesis.js";
+import type { Observability } from "./context.js";
 
 /** The seed of the registration stand-in's codes: a demo wallet gets the same builder code on every devnet run. */
 export const DEVNET_BUILDER_CODE_SEED = "flashindex-devnet";
+
+/** The config to run on, and where a restored devnet chain ended when it was loaded. */
+export type ConfiguredDevnet = {
+  config: Config;
+  /** The restored chain's head before its first new block: blocks the database indexed above it are rewound (openIndex.ts). */
+  chainEndsAt: number | undefined;
+};
 
 /**
  * Starts the bundled devnet when the config runs one and returns the config pointed at it (RPC,
@@ -19,15 +25,16 @@ export const DEVNET_BUILDER_CODE_SEED = "flashindex-devnet";
  * the other commands. The devnet modules are imported only here, and only then: a daemon on Base
  * never loads them.
  */
-export async function startConfiguredDevnet(settings: ConfigSettings, logger: Logger, shutdown: Shutdown): Promise<Config> {
+export async function startConfiguredDevnet(settings: ConfigSettings, observability: Observability, shutdown: Shutdown): Promise<ConfiguredDevnet> {
   const options = settings.devnet;
-  if (options === undefined || !runsDevnet(settings)) return requireRpc(settings);
+  if (options === undefined || !runsDevnet(settings)) return { config: requireRpc(settings), chainEndsAt: undefined };
+  const { logger } = observability;
   const config = settings;
   const { startDemoTraffic } = await import("../devnet/demoTraffic.js");
   const { startRegistrationStandIn } = await import("../devnet/registrationStandIn.js");
   const log = logger.child({ component: "devnet" });
   const onError = (error: unknown) => log.warn({ msg: "Devnet hiccup", error: (error as Error).message });
-  const devnet = await startDevnetForDatabase(config, log, {
+  const devnet = await startDevnetForDatabase(config, { logger: log, metrics: observability.metrics }, {
     chainId: config.chainId,
     blockTimeMs: options.blockTimeMs,
     flashblockIntervalMs: options.flashblockIntervalMs,
@@ -67,16 +74,18 @@ export async function startConfiguredDevnet(settings: ConfigSettings, logger: Lo
     registration_url: registration.url,
   });
   if (!configured) log.warn({ msg: "The devnet's test token is not among the configured tokens", token: devnet.token });
-  return withDevnetEndpoints(config, endpoints);
+  return { config: withDevnetEndpoints(config, endpoints), chainEndsAt: devnet.restoredHead };
 }
 
 /**
  * Starts the devnet with its chain kept beside the database, so a restart resumes on the same
- * chain. When the saved chain cannot be restored, or does not hold what the database indexed, the
- * old database (and the old chain state) are moved aside, never deleted, and both start afresh.
+ * chain. A saved chain that cannot be restored, or whose genesis is not the one the database is
+ * pinned to (another chain), has the old database (and the old chain state) moved aside, never
+ * deleted, and both start afresh. A saved chain of the same genesis is continued even when it was
+ * saved before the database's last blocks: the caller rewinds those as a reorg (openIndex.ts).
  * The caller holds the database's writer lock.
  */
-async function startDevnetForDatabase(config: ConfigSettings, log: Logger, options: DevnetOptions): Promise<Devnet> {
+async function startDevnetForDatabase(config: ConfigSettings, { logger: log, metrics }: Observability, options: DevnetOptions): Promise<Devnet> {
   const { startDevnet } = await import("../devnet/startDevnet.js");
   const { DEVNET_STATE_INTERVAL_S, devnetStatePaths, moveDevnetStateAside, readDevnetInfo, writeDevnetInfo } = await import("../devnet/devnetState.js");
   const databasePath = config.database.path;
@@ -85,20 +94,25 @@ async function startDevnetForDatabase(config: ConfigSettings, log: Logger, optio
   const info = readDevnetInfo(paths.info);
   let reason = "no saved devnet chain";
   if (info !== undefined && info.chainId === config.chainId && existsSync(paths.anvilState)) {
-    try {
-      const state = { path: paths.anvilState, intervalSeconds: DEVNET_STATE_INTERVAL_S, genesisTimestamp: info.genesisTimestamp, restore: info };
-      const devnet = await startDevnet({ ...options, state });
-      const mismatch = await compareWithDatabase(databasePath, devnet.anvilUrl).catch((error: unknown) => `the saved chain could not be checked: ${(error as Error).message}`);
-      if (mismatch === undefined) {
-        log.info({ msg: "Restored the devnet chain", state_file: paths.anvilState, database: databasePath });
-        return devnet;
-      }
-      await devnet.stop();
-      reason = mismatch;
-    } catch (error) {
+    const state = { path: paths.anvilState, intervalSeconds: DEVNET_STATE_INTERVAL_S, genesisTimestamp: info.genesisTimestamp, restore: info };
+    const restored = await startDevnet({ ...options, state }).catch((error: unknown) => {
       // A port that is taken says nothing about the saved chain: the database must stay where it is.
       if (isListenError(error)) throw error;
-      reason = `the saved chain could not be loaded: ${(error as Error).message}`;
+      return `the saved chain could not be loaded: ${(error as Error).message}`;
+    });
+    if (typeof restored === "string") reason = restored;
+    else {
+      // A database that cannot be read stops the start, as it would without a devnet: it is not set aside.
+      const pinned = await readPinnedGenesis(config, metrics).catch(async (error: unknown) => {
+        await restored.stop();
+        throw error;
+      });
+      if (pinned === undefined || pinned.toLowerCase() === restored.genesisHash.toLowerCase()) {
+        log.info({ msg: "Restored the devnet chain", state_file: paths.anvilState, database: databasePath, head_block: restored.restoredHead });
+        return restored;
+      }
+      await restored.stop();
+      reason = `the saved chain's genesis ${restored.genesisHash} is not the database's ${pinned}`;
     }
   }
   const suffix = backupSuffix(new Date());
@@ -113,35 +127,3 @@ async function startDevnetForDatabase(config: ConfigSettings, log: Logger, optio
   return devnet;
 }
 
-/**
- * Why the restored chain cannot carry on the database, or undefined when it can: same genesis, and
- * a head at or above every block the database indexed (blocks above the head would differ).
- */
-async function compareWithDatabase(databasePath: string, anvilUrl: string): Promise<string | undefined> {
-  if (!existsSync(databasePath)) return undefined;
-  const db = new DatabaseConstructor(databasePath, { readonly: true, fileMustExist: true });
-  let stored: { genesis: Hex | undefined; highest: number };
-  try {
-    const genesis = db.prepare("SELECT value FROM meta WHERE key = 'genesis_hash'").get() as { value: Hex } | undefined;
-    const highest = db
-      .prepare(
-        `SELECT MAX(COALESCE((SELECT MAX(to_block) FROM synced_ranges), -1),
-                    COALESCE((SELECT MAX(block_number) FROM logs WHERE status IN ('confirmed', 'finalized')), -1)) AS n`,
-      )
-      .get() as { n: number };
-    stored = { genesis: genesis?.value, highest: highest.n };
-  } catch {
-    // No tables yet: nothing indexed that the chain could contradict.
-    return undefined;
-  } finally {
-    db.close();
-  }
-  // viem whole only here, where a saved devnet chain is checked: `start` on a network never loads it.
-  const { createPublicClient, http } = await import("viem");
-  const client = createPublicClient({ transport: http(anvilUrl) });
-  const [genesis, head] = await Promise.all([client.getBlock({ blockNumber: 0n }), client.getBlockNumber({ cacheTime: 0 })]);
-  if (stored.genesis !== undefined && genesis.hash !== stored.genesis)
-    return `the saved chain's genesis ${genesis.hash} is not the database's ${stored.genesis}`;
-  if (Number(head) < stored.highest) return `the saved chain ends at block ${head}, below block ${stored.highest} that the database indexed`;
-  return undefined;
-}

@@ -15,6 +15,7 @@ import { exitAtOnce } from "../ops/exitAtOnce.js";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
+import { createStopRequests, REPEAT_WINDOW_MS } from "../ops/stopRequests.js";
 import { buildProgram, parseCommand, type CommandDefinition } from "./commandLine.js";
 import { jsonError } from "./output.js";
 
@@ -111,20 +112,34 @@ function noticeLogger(command: string | undefined, args: string[]): Logger | und
   return createLogger(level, pino.destination({ dest: toStdout ? 1 : 2, sync: true })).child({ component: "cli" });
 }
 
-/** First signal: shut down gracefully within SHUTDOWN_GRACE_MS. Second signal: exit at once. */
+/**
+ * First signal: shut down gracefully within SHUTDOWN_GRACE_MS. The same signal again within
+ * REPEAT_WINDOW_MS is a copy of that request (npm's forwarded one, a process-group kill) and changes
+ * nothing; a second request after that, or another signal, exits at once.
+ */
 function handleSignals(shutdown: Shutdown, logger: Logger | undefined): () => void {
-  let signals = 0;
-  const notice = (level: "info" | "warn" | "error", msg: string, text: string, fields: Record<string, unknown>) => {
-    if (logger === undefined) console.error(`flashindex: ${text}`);
-    else logger[level]({ msg, ...fields });
+  const requests = createStopRequests();
+  const windowSeconds = REPEAT_WINDOW_MS / 1_000;
+  const notice = (level: "debug" | "info" | "warn" | "error", msg: string, text: string | undefined, fields: Record<string, unknown>) => {
+    if (logger !== undefined) logger[level]({ msg, ...fields });
+    else if (text !== undefined) console.error(`flashindex: ${text}`);
   };
   const onSignal = (signal: NodeJS.Signals) => {
-    signals++;
-    if (signals > 1) {
+    const request = requests.classify(signal, performance.now());
+    if (request === "copy") {
+      notice("debug", "Received the same signal again, one stop request", undefined, { signal, repeat_window_ms: REPEAT_WINDOW_MS });
+      return;
+    }
+    if (request === "force") {
       notice("warn", "Received a second signal, exited at once", `${signal} again, exiting now`, { signal });
       exitAtOnce(signal);
     }
-    notice("info", "Received a signal, shutting down (send again to force)", `${signal} received, shutting down (send again to force)`, { signal, grace_ms: SHUTDOWN_GRACE_MS });
+    notice(
+      "info",
+      `Received a signal, shutting down (send it again after ${windowSeconds} s to force)`,
+      `${signal} received, shutting down (send it again after ${windowSeconds} s to force)`,
+      { signal, grace_ms: SHUTDOWN_GRACE_MS, repeat_window_ms: REPEAT_WINDOW_MS },
+    );
     setTimeout(() => {
       notice("error", "Exited after the shutdown grace period", `shutdown took over ${SHUTDOWN_GRACE_MS} ms, exiting`, { grace_ms: SHUTDOWN_GRACE_MS });
       exitAtOnce(signal);

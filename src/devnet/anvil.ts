@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -44,8 +44,10 @@ const DEFAULT_CHAIN_ID = 8453;
 /** How long anvil may take to answer its first eth_chainId (it usually needs ~100 ms). */
 const STARTUP_TIMEOUT_MS = 15_000;
 const STARTUP_POLL_INTERVAL_MS = 25;
-/** After SIGTERM, how long before SIGKILL. */
+/** After SIGTERM, how long before SIGKILL: the bound on writing a `--state` chain at the end. */
 const STOP_GRACE_MS = 2_000;
+/** How often the exit hook looks whether a stopped anvil has ended. */
+const EXIT_POLL_INTERVAL_MS = 10;
 /** Port races are rare (another process binding our just-freed port); a few tries suffice. */
 const PORT_ATTEMPTS = 5;
 /** Anvil exits with this code at once when its port is taken. */
@@ -104,7 +106,9 @@ async function launch(port: number, chainId: number, options: AnvilOptions): Pro
   if (options.noMining === true) args.push("--no-mining");
   args.push(...(options.extraArgs ?? []));
 
-  const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "ignore", "pipe"], detached: false });
+  // A process group of its own: a terminal's Ctrl-C or `kill -- -PGID` reaches this process (which
+  // stops anvil after its last write) but not anvil, which would otherwise exit under it.
+  const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_KEEP_CHARS)));
   const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
@@ -169,16 +173,61 @@ async function findFreePort(): Promise<number> {
   });
 }
 
-/** Kills the anvils that are still running when this process exits normally (process.exit, end of loop). */
+/**
+ * Stops the anvils still running when this process exits without stopping them (process.exit, an
+ * uncaught error, exitAtOnce's forced exit): SIGTERM, on which an anvil started with `--state`
+ * writes its chain, then a wait of up to STOP_GRACE_MS for it to end before SIGKILL. The wait
+ * blocks, as an "exit" listener must: the chain file is whole before this process is gone, so a
+ * restart right after it loads the whole chain.
+ */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on("exit", () => {
-    for (const [child, watchdog] of running) {
+    const children = [...running];
+    for (const [child] of children) signalAnvil(child, "SIGTERM");
+    const deadline = Date.now() + STOP_GRACE_MS;
+    for (const [child, watchdog] of children) {
+      while (child.pid !== undefined && isRunning(child.pid) && Date.now() < deadline) blockFor(EXIT_POLL_INTERVAL_MS);
+      signalAnvil(child, "SIGKILL");
       watchdog?.kill("SIGKILL");
-      child.kill("SIGKILL");
     }
   });
+}
+
+/** Sends `signal` to a child that may have exited meanwhile (then there is nothing to signal). */
+function signalAnvil(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    child.kill(signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * Whether our child `pid` has not exited yet. It cannot be reaped while the event loop is blocked,
+ * so an exited child stays a zombie: Linux says so in /proc/PID/stat (state Z). Elsewhere the
+ * process is taken as running until the deadline.
+ */
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" && existsSync("/proc/self/stat")) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Blocks the thread for `ms` (an "exit" listener cannot wait for a timer). */
+function blockFor(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /**
@@ -192,9 +241,10 @@ function startOrphanWatchdog(pid: number): ChildProcess | undefined {
   // SIGTERM first: an anvil started with --state dumps its chain on SIGTERM, so a devnet survives
   // a kill -9 of the daemon; SIGKILL after STOP_GRACE_MS if it lingers.
   const script = `read _ ; kill -TERM "$0" 2>/dev/null; sleep ${STOP_GRACE_MS / 1_000}; kill -KILL "$0" 2>/dev/null`;
+  // Its own process group too: a Ctrl-C to ours must not end it while anvil runs.
   const watchdog = spawn("sh", ["-c", script, String(pid)], {
     stdio: ["pipe", "ignore", "ignore"],
-    detached: false,
+    detached: true,
   });
   watchdog.on("error", () => {
     // No sh: fall back to the exit hook alone.

@@ -49,6 +49,13 @@ export type Devnet = {
   front: FlashblocksFront;
   /** The anvil process, for tests that kill it. */
   anvilPid: number | undefined;
+  /** The hash of block 0: with the same genesis timestamp, the same on every start of one chain. */
+  genesisHash: Hex;
+  /**
+   * On a restored chain, its head as loaded, before the front made any block: blocks a database
+   * indexed above it were made after the chain was last saved, and are no longer the chain's.
+   */
+  restoredHead: number | undefined;
   stop: () => Promise<void>;
 };
 
@@ -77,6 +84,8 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const wallet = state?.restore === undefined ? await deployFundedWallet(anvil.httpUrl, token) : await restoredWallet(publicClient);
     // From here on the front's sequencer decides when blocks are made (a restored anvil automines again).
     await publicClient.request({ method: "evm_setAutomine", params: [false] } as never);
+    const genesis = await publicClient.getBlock({ blockNumber: 0n });
+    const restoredHead = state?.restore === undefined ? undefined : Number(await publicClient.getBlockNumber({ cacheTime: 0 }));
     const front = await startFlashblocksFront({
       anvilUrl: anvil.httpUrl,
       flashblockIntervalMs: options.flashblockIntervalMs ?? 200,
@@ -95,6 +104,8 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       tokenDeployBlock: blockNumber,
       wallet,
       anvilPid: anvil.process.pid,
+      genesisHash: genesis.hash,
+      restoredHead,
       privateKeys: ANVIL_PRIVATE_KEYS,
       front,
       stop: async () => {

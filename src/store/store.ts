@@ -27,6 +27,12 @@ export type ChainChange = {
   stillPending?: ReadonlySet<Hex> | undefined;
   /** Ranges to record as indexed, per token key. */
   synced: ReadonlyArray<{ token: Hex; range: BlockRange }>;
+  /**
+   * The chain now ends at this block (a devnet restored from a chain saved behind the database):
+   * every token's synced ranges are cut there first, so the heights above are indexed again as the
+   * chain makes them. The rows above are flagged removed through `orphaned`.
+   */
+  endsAt?: number | undefined;
 };
 
 export type ChainChangeApplied = { removed: number; blocks: BlockApplied[] };
@@ -113,6 +119,8 @@ export type Store = {
   removeLog: (log: { blockNumber: number; blockHash: Hex; logIndex: number }, now: number) => Promise<number>;
   /** Blocks holding confirmed (not yet final) rows. */
   unsettledBlocks: () => Promise<BlockRef[]>;
+  /** Blocks above `blockNumber` holding live (confirmed or finalized) rows, in order; reads the whole table (a devnet restart's check). */
+  liveBlocksAbove: (blockNumber: number) => Promise<BlockRef[]>;
 
   // Attribution
   /** Of these transactions, those whose attribution is not stored yet. */

@@ -1,82 +1,76 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { writeConfig } from "../helpers/cli.js";
-import { waitFor } from "../helpers/fixtures.js";
+import { cameTrue, commandLine, descendants, DEVNET_TOKEN, isAlive, killLeftovers, spawnNpmStart } from "../helpers/npmStart.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const DEVNET_TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
-/** Every live process whose parent chain leads to `root` (Linux /proc), root excluded. */
-function descendants(root: number): number[] {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // Field 4 of /proc/PID/stat is the parent pid; the command name (field 2) may hold spaces.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found: number[] = [];
-  let frontier = [root];
-  while (frontier.length > 0) {
-    const next = [...parents].filter(([, ppid]) => frontier.includes(ppid)).map(([pid]) => pid);
-    found.push(...next);
-    frontier = next;
-  }
-  return found;
+/** A devnet config with no demo traffic, its database in a new directory. */
+function devnetConfig(prefix: string): { dir: string; config: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const config = writeConfig(dir, {
+    chainId: 8453,
+    devnet: { port: 0, paymentsPerSecond: 0, reorgEverySeconds: 0, dropEverySeconds: 0 },
+    tokens: [{ address: DEVNET_TOKEN, startBlock: 0 }],
+    finality: { depth: 2 },
+    database: { path: join(dir, "devnet.db") },
+    metrics: { enabled: false },
+    logLevel: "info",
+  });
+  return { dir, config };
 }
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether `condition` came true within `timeoutMs` (the assertion then prints what was seen). */
-const cameTrue = (condition: () => boolean, timeoutMs: number) => waitFor(condition, timeoutMs, "condition", 100).then(() => true, () => false);
 
 describe("npm start", () => {
   test("SIGTERM to the npm process stops the daemon and its devnet's anvil, and the build step says what it does", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "flashindex-npm-start-"));
-    const config = writeConfig(dir, {
-      chainId: 8453,
-      devnet: { port: 0, paymentsPerSecond: 0, reorgEverySeconds: 0, dropEverySeconds: 0 },
-      tokens: [{ address: DEVNET_TOKEN, startBlock: 0 }],
-      finality: { depth: 2 },
-      database: { path: join(dir, "devnet.db") },
-      metrics: { enabled: false },
-      logLevel: "info",
-    });
+    const { config } = devnetConfig("flashindex-npm-start-");
     // As after a fresh clone or an edit: the build must run, and say so before the daemon's first line.
     rmSync(join(ROOT, "dist", ".build-stamp"), { force: true });
-    const npm = spawn("npm", ["start", "--silent", "--", "--config", config], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    npm.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    npm.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => npm.once("exit", (code, signal) => resolve(code ?? (signal === null ? null : 128 + 15))));
+    const npm = spawnNpmStart(config);
     let processes: number[] = [];
     try {
-      expect(await cameTrue(() => output.includes('"msg":"Started flashindex"'), 90_000), output).toBe(true);
+      expect(await cameTrue(() => npm.output().includes('"msg":"Started flashindex"'), 90_000), npm.output()).toBe(true);
       processes = descendants(npm.pid!);
-      const commands = processes.map((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " "));
+      const commands = processes.map(commandLine);
       expect(commands.some((c) => c.includes("dist/src/cli/main.js start")), commands.join("\n")).toBe(true);
       expect(commands.some((c) => c.includes("anvil")), commands.join("\n")).toBe(true);
       npm.kill("SIGTERM");
-      await exited;
+      await npm.exited;
       expect(await cameTrue(() => processes.every((pid) => !isAlive(pid)), 20_000), `still running: ${processes.filter(isAlive).join(", ")}`).toBe(true);
-      expect(output).toContain('"msg":"Stopped flashindex"');
-      expect(output).toMatch(/^flashindex: (building|sources changed).*\nflashindex: built dist\/ in [\d.]+ s\n/);
+      expect(npm.output()).toContain('"msg":"Stopped flashindex"');
+      expect(npm.output()).toMatch(/^flashindex: (building|sources changed).*\nflashindex: built dist\/ in [\d.]+ s\n/);
     } finally {
-      for (const pid of [...processes, npm.pid!].filter(isAlive)) process.kill(pid, "SIGKILL");
+      killLeftovers([...processes, npm.pid!]);
     }
   }, 150_000);
+
+  // A terminal's Ctrl-C signals the whole foreground process group, and so do `kill -- -PGID` and
+  // systemd's default KillMode=control-group: npm and the daemon each get the signal, and npm
+  // forwards its own copy to the daemon. That is one stop request, not a second one that forces.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    test(`${signal} to npm start's process group is one graceful stop: the daemon stops, saves the devnet's chain, exits 0`, async () => {
+      const { dir, config } = devnetConfig(`flashindex-npm-${signal.toLowerCase()}-`);
+      const npm = spawnNpmStart(config);
+      let processes: number[] = [];
+      try {
+        expect(await cameTrue(() => npm.output().includes('"msg":"Started flashindex"'), 90_000), npm.output()).toBe(true);
+        processes = descendants(npm.pid!);
+        rmSync(join(dir, "devnet.anvil-state.json"), { force: true });
+        process.kill(-npm.pid!, signal);
+        const code = await npm.exited;
+        expect([0, signal === "SIGINT" ? 130 : 143], npm.output()).toContain(code);
+        const output = npm.output();
+        expect(output).toContain('"msg":"Received a signal, shutting down (send it again after 1 s to force)"');
+        expect(output).toContain('"msg":"Stopped flashindex"');
+        expect(output).not.toContain("exited at once");
+        expect(output).not.toContain('"level":50');
+        expect(await cameTrue(() => processes.every((pid) => !isAlive(pid)), 20_000), `still running: ${processes.filter(isAlive).join(", ")}`).toBe(true);
+        // Deleted just before the signal: anvil wrote its chain again on the way out.
+        expect(existsSync(join(dir, "devnet.anvil-state.json"))).toBe(true);
+      } finally {
+        killLeftovers([...processes, npm.pid!]);
+      }
+    }, 150_000);
+  }
 });

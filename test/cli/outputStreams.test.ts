@@ -91,7 +91,7 @@ describe("results on stdout, logs on stderr, one JSON document under --json", ()
     const { stdout, stderr } = daemon.output();
     expect(stderr).toBe("");
     const lines = jsonLines(stdout);
-    expect(lines.find((l) => l.signal === "SIGTERM")).toMatchObject({ level: "info", msg: "Received a signal, shutting down (send again to force)" });
+    expect(lines.find((l) => l.signal === "SIGTERM")).toMatchObject({ level: "info", msg: "Received a signal, shutting down (send it again after 1 s to force)", repeat_window_ms: 1_000 });
     expect(lines.at(-1)).toMatchObject({ msg: "Stopped flashindex" });
   }, 60_000);
 });

@@ -1,7 +1,6 @@
-import { getChainTips } from "../../chain/finality.js";
 import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
+import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps } from "../../sync/syncDeps.js";
@@ -9,7 +8,8 @@ import { parseBlockNumber } from "../blockNumberFlag.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 import { createTerminalProgress } from "../progressBar.js";
-import { checkStartBlocks, createContext, getChainIdentity, verifyChain, type Context } from "../context.js";
+import { createContext, type Context } from "../context.js";
+import { openIndex } from "../openIndex.js";
 
 const OPTIONS = {
   from: { type: "string", value: "N", description: "first block (default: each token's startBlock)" },
@@ -47,17 +47,17 @@ async function runBackfillCommand({ values }: ParsedCommand<typeof OPTIONS>, shu
 
 /** Everything `backfill` does while it holds the database's writer lock. */
 async function runBackfill(context: Context, lock: WriterLock, from: number | undefined, requestedTo: number | undefined, json: boolean): Promise<void> {
-  await verifyChain(context);
-  const identity = await getChainIdentity(context);
-  const tips = await getChainTips(context.client, context.config.finality);
-  checkStartBlocks(context.config, tips.head);
-  if (requestedTo !== undefined && requestedTo > tips.head)
-    throw new UsageError(`--to: ${requestedTo} is above the chain head ${tips.head}`);
+  const { store, tips } = await openIndex(context, {
+    lock,
+    checkTips: (tips) => {
+      if (requestedTo !== undefined && requestedTo > tips.head)
+        throw new UsageError(`--to: ${requestedTo} is above the chain head ${tips.head}`);
+    },
+  });
   const to = requestedTo ?? tips.finalized;
   if (to > tips.finalized)
     context.logger.warn({ msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged", finalized_block: tips.finalized, to_block: to });
 
-  const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
   try {
     // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
     const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;

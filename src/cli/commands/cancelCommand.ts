@@ -11,17 +11,14 @@ import {
 } from "../../authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../authorization/indexedAuthorizationState.js";
 import { createRelayerNonces } from "../../authorization/relayerNonces.js";
-import { createRpcClient } from "../../chain/rpcClient.js";
 import { BUYER_KEY_ENV, readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
 import { readAddress } from "../../config/fields.js";
 import { UsageError } from "../../errors/base.js";
-import { createLogger } from "../../ops/logger.js";
-import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { openReadOnlyStore } from "../../store/openStore.js";
 import { parseBytes32Flag, parseSignatureFlag } from "../authorizationFlags.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { resolveCommandConfig } from "../resolveConfig.js";
+import { createContext } from "../context.js";
 import { printJson } from "../output.js";
 
 const OPTIONS = {
@@ -73,7 +70,8 @@ its owner's key). Keys are never taken from the command line and never printed:
 });
 
 async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
-  const config = resolveCommandConfig(values);
+  // Logs (RPC retries, failovers) go to stderr: stdout carries the result, --json or not.
+  const { config, client, metrics } = createContext(values, shutdown);
 
   const authorizer = required("--authorizer", values.authorizer, (v) => readAddress("--authorizer", v));
   const nonce = required("--nonce", values.nonce, (v) => parseBytes32Flag("--nonce", v));
@@ -85,16 +83,13 @@ async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
   if (relayer === undefined && !dryRun)
     throw new UsageError(`cancel: no relayer key: set ${RELAYER_KEY_ENV} or pass --relayer-key-file (or use --dry-run)`);
 
-  // Logs (RPC retries, failovers) go to stderr: stdout carries the result, --json or not.
-  const logger = createLogger(config.logLevel, process.stderr);
-  const client = createRpcClient({ config, logger, metrics: createMetrics({ defaultMetrics: false }), shutdown });
   const deps: CancelRelayDeps = {
     client,
     relayer,
     relayerNonces: createRelayerNonces(),
     confirmations,
     receiptTimeoutMs: config.cancel.receiptTimeoutMs,
-    lookupIndexedState: createIndexedStateLookup(() => openReadOnlyStore(config, createMetrics({ defaultMetrics: false }))),
+    lookupIndexedState: createIndexedStateLookup(() => openReadOnlyStore(config, metrics)),
     onSent: ({ txHash, relayerNonce }) =>
       console.error(`flashindex: sent ${txHash} (relayer nonce ${relayerNonce}), waiting for ${confirmations} canonical confirmation(s)`),
     onPreconfirmed: ({ txHash, pendingBlockNumber }) =>

@@ -2,10 +2,9 @@ import { getAddress } from "viem";
 import { ORDER_STATES, OrderNotFoundError, type Order } from "../../store/orderStates.js";
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
 import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../authorization/verifyAuthorization.js";
-import type { Config, ConfigSettings } from "../../config/types.js";
+import type { Config } from "../../config/types.js";
 import { FatalError, UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { createMetrics } from "../../ops/metrics.js";
 import { openReadOnlyStore, openStore } from "../../store/openStore.js";
 import type { Store } from "../../store/store.js";
 import {
@@ -18,8 +17,7 @@ import {
   parseUnixSecondsFlag,
 } from "../authorizationFlags.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { createContext, verifyChain, type CommonFlags } from "../context.js";
-import { loadCommandSettings } from "../resolveConfig.js";
+import { createContext, createStoreContext, verifyChain, type CommonFlags, type StoreContext } from "../context.js";
 import { printJson } from "../output.js";
 
 const OPTIONS = {
@@ -101,20 +99,20 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
         if (error instanceof WrongSignerError || error instanceof BadSignatureError) throw new FatalError(`order add: ${error.shortMessage}; not stored`, { cause: error });
         throw error;
       });
-      const store = await openOrders(context.config, shutdown);
+      const store = await openOrders(context);
       // The signature stored is the one the token accepts (ECDSA with v 27/28), so a later capture can use it as is.
       const order = await store.addOrder({ chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature: verified.signature }, Date.now());
       return print(json, order, `order ${order.id} ${describe(order)}`);
     }
     case "void": {
       const id = parseIdFlag("<id>", single("order void", rest));
-      const store = await openOrders(readConfig(common), shutdown);
+      const store = await openOrders(createStoreContext(common, shutdown));
       const order = await store.voidOrder(id, Date.now());
       return print(json, order, `order ${order.id} ${describe(order)}`);
     }
     case "show": {
       const id = parseIdFlag("<id>", single("order show", rest));
-      const store = await openOrders(readConfig(common), shutdown, "read");
+      const store = await openOrders(createStoreContext(common, shutdown), "read");
       const order = await store.getOrder(id);
       if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
       const transitions = await store.listTransitions(id);
@@ -130,7 +128,7 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
     case "list": {
       noPositionals("order list", rest);
       const state = values.state === undefined ? undefined : parseChoiceFlag("--state", values.state, ORDER_STATES);
-      const store = await openOrders(readConfig(common), shutdown, "read");
+      const store = await openOrders(createStoreContext(common, shutdown), "read");
       const orders = await store.listOrders({ state });
       if (json) return printJson(orders);
       if (orders.length === 0) return void console.log("no orders");
@@ -153,14 +151,12 @@ function print(json: boolean, order: Order, text: string): void {
   else console.log(text);
 }
 
-/** void, show and list need only the database: they run whether or not a devnet config's devnet is up. */
-function readConfig(flags: CommonFlags): ConfigSettings {
-  return loadCommandSettings(flags);
-}
-
-/** show and list only read: they never create or change a database; add and void write beside a running daemon. */
-async function openOrders(config: ConfigSettings, shutdown: Shutdown, mode: "read" | "write" = "write"): Promise<Store> {
-  const metrics = createMetrics({ defaultMetrics: false });
+/**
+ * void, show and list need only the database (createStoreContext: they run whether or not a devnet
+ * config's devnet is up); show and list only read: they never create or change a database; add and
+ * void write beside a running daemon.
+ */
+async function openOrders({ config, metrics, shutdown }: Pick<StoreContext, "config" | "metrics" | "shutdown">, mode: "read" | "write" = "write"): Promise<Store> {
   const store = mode === "read" ? await openReadOnlyStore(config, metrics) : await openStore(config, { metrics });
   shutdown.add(() => store.close());
   return store;

@@ -2,9 +2,8 @@ import { createRegistrationClient, parseWallet } from "../../attribution/registr
 import { readUrl } from "../../config/fields.js";
 import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { createMetrics } from "../../ops/metrics.js";
 import { openStore } from "../../store/openStore.js";
-import { loadCommandSettings, resolveCommandConfig } from "../resolveConfig.js";
+import { createContext, createStoreContext } from "../context.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 
@@ -37,8 +36,8 @@ async function runRegisterCommand({ values, positionals }: ParsedCommand<typeof 
 
   // The RPC is never contacted: registration needs only the API and the database. With a devnet
   // config and no --base-url, the API is the running devnet's registration stand-in.
-  const config = baseUrl === undefined ? resolveCommandConfig(values) : loadCommandSettings(values);
-  const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+  const { config, metrics } = baseUrl === undefined ? createContext(values, shutdown) : createStoreContext(values, shutdown);
+  const store = await openStore(config, { metrics });
   shutdown.add(() => store.close());
   const client = createRegistrationClient({ baseUrl: baseUrl ?? config.registration.baseUrl, timeoutMs: config.registration.timeoutMs });
   const { builderCode } = await client.register(wallet, { signal: shutdown.signal });

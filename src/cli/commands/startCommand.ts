@@ -9,14 +9,15 @@ import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
-import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
+import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
+import { contextFor, createObservability, type Context } from "../context.js";
+import { openIndex } from "../openIndex.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { loadCommandSettings } from "../resolveConfig.js";
 import type { ConfigSettings } from "../../config/types.js";
@@ -35,7 +36,9 @@ export const START_COMMAND = defineCommand({
 new blocks (newHeads over rpc.ws, or polling), reorgs (parent hashes, the logs subscription's
 removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs subscription).
 Serves /metrics, /healthz and /readyz. SIGINT/SIGTERM finish the write in flight, close the
-database and exit 0; a second signal exits at once.
+database and exit 0; the same signal again within 1 s is the same request (npm start forwards
+its copy of a Ctrl-C), a second one after that exits at once. On every way out the bundled
+devnet's chain is saved before its anvil stops.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
 once, naming the other process. A database filled from another chain (another chain id or genesis
 block) is refused with exit 2 before anything is written.
@@ -69,15 +72,11 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
   const server = metricsConfig.enabled ? await startOpsServer({ ...observability, health }, metricsConfig) : undefined;
   if (server !== undefined) shutdown.add(() => server.close());
   // The devnet (when the config runs one) is up before the context: its one RPC client is built on the real URLs.
-  const config = await startConfiguredDevnet(settings, observability.logger, shutdown);
+  const { config, chainEndsAt } = await startConfiguredDevnet(settings, observability, shutdown);
   const context = contextFor(config, shutdown, observability);
-  await verifyChain(context);
-  const identity = await getChainIdentity(context);
-  const tips = await getChainTips(context.client, context.config.finality);
-  checkStartBlocks(context.config, tips.head);
 
   // The composition root: the store and the services every stage shares are built here, once.
-  const store = await openStore(context.config, { metrics: context.metrics, identity, lock });
+  const { store, tips } = await openIndex(context, { lock, chainEndsAt });
   context.metrics.measureDatabaseSize(() => store.sizeBytes());
   const deps = createSyncDeps(context, store);
   registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));

@@ -1,12 +1,11 @@
 import { FatalError, UsageError } from "../../errors/base.js";
 import { redactUrl } from "../../ops/redact.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { createMetrics } from "../../ops/metrics.js";
 import { openReadOnlyStore, openStore } from "../../store/openStore.js";
 import type { DeliveryListing } from "../../store/types.js";
 import { eventId } from "../../webhooks/eventBody.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { loadCommandSettings } from "../resolveConfig.js";
+import { createStoreContext } from "../context.js";
 import { printJson } from "../output.js";
 
 /** Most deliveries `webhooks list` prints. */
@@ -33,14 +32,14 @@ retry  puts parked deliveries back in the queue with a fresh set of attempts: on
   run: runWebhooksCommand,
 });
 
-async function runWebhooksCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, _shutdown: Shutdown): Promise<void> {
+async function runWebhooksCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   const [action, target, ...extra] = positionals;
   if (action !== "list" && action !== "retry") throw new UsageError(`webhooks: expected list or retry, got ${JSON.stringify(action ?? "")} (see flashindex webhooks --help)`);
   if (extra.length > 0) throw new UsageError(`webhooks: unexpected argument ${JSON.stringify(extra[0])}`);
-  const config = loadCommandSettings(values);
+  const { config, metrics } = createStoreContext(values, shutdown);
   if (action === "list") {
     if (target !== undefined || values.all) throw new UsageError("webhooks list: takes no event id or --all");
-    const store = await openReadOnlyStore(config, createMetrics({ defaultMetrics: false }));
+    const store = await openReadOnlyStore(config, metrics);
     try {
       const rows = (await store.webhooks.list(["pending", "parked"], WEBHOOKS_LIST_LIMIT)).map((row) => describe(config.chainId, row));
       if (values.json) return printJson({ deliveries: rows });
@@ -53,7 +52,7 @@ async function runWebhooksCommand({ values, positionals }: ParsedCommand<typeof 
     }
   }
   const which = parseTarget(target, values.all === true, config.chainId);
-  const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+  const store = await openStore(config, { metrics: metrics });
   try {
     const requeued = await store.webhooks.requeue(which, Date.now());
     if (requeued === 0 && which !== "all") throw new FatalError(`webhooks retry: no parked delivery of ${eventId(config.chainId, which)} (see flashindex webhooks list)`);

@@ -11,6 +11,7 @@ import { timed, type WriteKind } from "../timedWrite.js";
 import { inTransaction } from "./connection.js";
 import { OUTBOX_LOCK_SQL } from "./migrations/schemaV7.js";
 import { asPostgresError } from "./postgresErrors.js";
+import { postgresChainEnd } from "./chainEnd.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
 import { RECENT_WEBHOOK_ATTEMPTS } from "../sqlite/statusPageQueries.js";
@@ -207,6 +208,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         const synced = postgresSyncedRanges(client, chainId);
         let removed = 0;
         const blocks: BlockApplied[] = [];
+        if (change.endsAt !== undefined) await postgresChainEnd(client, chainId).cutSyncedAt(change.endsAt);
         for (const block of change.orphaned) removed += await lifecycle.removeBlock(block, now);
         for (const block of change.blocks) {
           if (block.canonicalHash !== undefined) removed += await lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
@@ -220,6 +222,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     finalizeThrough: (blockNumber, now) => write("finalize", (c) => postgresLifecycle(c).finalizeThrough(blockNumber, now)),
     removeLog: (log, now) => write("removed_flag", (c) => postgresLifecycle(c).removeLog(log, now)),
     unsettledBlocks: () => read((c) => postgresLifecycle(c).unsettledBlocks()),
+    liveBlocksAbove: (blockNumber) => read((c) => postgresChainEnd(c, chainId).liveBlocksAbove(blockNumber)),
 
     unattributed: (txHashes) =>
       read(async (c) => {

@@ -3,6 +3,7 @@ import { statSync } from "node:fs";
 import type { Metrics } from "../../ops/metrics.js";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createAuthorizationStates } from "./authorizationStates.js";
+import { createChainEnd } from "./chainEnd.js";
 import { createCommitSignal } from "../commitSignal.js";
 import { createLifecycle } from "./lifecycle.js";
 import { createMaintenance, maintenanceOnThread } from "./threads/maintenance.js";
@@ -43,6 +44,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const { db, chainId, metrics } = deps;
   const lifecycle = createLifecycle(db);
   const synced = createSyncedRanges(db, chainId);
+  const chainEnd = createChainEnd(db, chainId);
   const attribution = createAttributionWriter(db);
   const authorizationState = createAuthorizationStates(db, chainId);
   const indexes = createReaderIndexes(db);
@@ -118,6 +120,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
       write(change.kind, () => {
         let removed = 0;
         const blocks: BlockApplied[] = [];
+        if (change.endsAt !== undefined) chainEnd.cutSyncedAt(change.endsAt);
         for (const block of change.orphaned) removed += lifecycle.removeBlock(block, now);
         for (const block of change.blocks) {
           if (block.canonicalHash !== undefined) removed += lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
@@ -131,6 +134,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     finalizeThrough: async (blockNumber, now) => write("finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
     removeLog: async (log, now) => write("removed_flag", () => lifecycle.removeLog(log, now)),
     unsettledBlocks: async () => lifecycle.unsettledBlocks(),
+    liveBlocksAbove: async (blockNumber) => chainEnd.liveBlocksAbove(blockNumber),
 
     unattributed: async (txHashes) => attribution.unstored(txHashes),
     insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
