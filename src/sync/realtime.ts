@@ -51,6 +51,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
   // "Detected reorg" counts them too, so its removed_logs says what the reorg removed.
   const flaggedByNode = new Map<string, number>();
   let finalized = -1;
+  const appliedListeners: Array<() => void> = [];
+  // Pre-confirmations are followed (poll or subscription): a log first seen in its sealed block was missed.
+  const followsPreconfirmations = config.realtime.pendingPollIntervalMs > 0 || config.rpc.preconfWs !== undefined;
 
   const tokensAt = (block: number) => tokens.filter((t) => t.startBlock <= block).map((t) => t.key);
   const statusAt = (block: number): LogStatus => (block <= finalized ? "finalized" : "confirmed");
@@ -171,6 +174,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
         removed_by_node_flag: flagged,
       });
     }
+    // A reorg's new branch re-inserts logs already seen in the orphaned blocks: not a missed pre-confirmation.
+    if (followsPreconfirmations && orphaned.length === 0) metrics.preconfirmationsMissed.inc(applied.inserted);
+    for (const listener of appliedListeners) listener();
     attributeLater([...landed], "confirmed");
     metrics.droppedPreconfirmed.inc(applied.dropped);
     if (applied.dropped > 0) logger.warn({ msg: "Marked pre-confirmed logs dropped", block_number: head.number, dropped: applied.dropped });
@@ -275,7 +281,15 @@ export function createHeadFollower(deps: RealtimeDeps) {
     throw failure;
   }
 
-  return { run, submitHead, lastAppliedBlock: () => tracker.head()?.number ?? -1 };
+  return {
+    run,
+    submitHead,
+    lastAppliedBlock: () => tracker.head()?.number ?? -1,
+    /** The hash of block `number` while it is tracked (unfinalized). */
+    hashAt: (number: number) => tracker.hashAt(number),
+    /** Calls `listener` after each applied head (its commit done, memory updated). */
+    onApplied: (listener: () => void) => void appliedListeners.push(listener),
+  };
 }
 
 export type HeadFollower = ReturnType<typeof createHeadFollower>;

@@ -69,9 +69,18 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const health = createHealth();
   const syncDeps = createSyncDeps({ ...deps, client }, store);
   const follower = createHeadFollower({ ...syncDeps, health });
-  const pending = createPendingIndexer({ ...syncDeps, lastCanonicalBlock: follower.lastAppliedBlock });
+  const pending = createPendingIndexer({
+    ...syncDeps,
+    health,
+    lastCanonicalBlock: follower.lastAppliedBlock,
+    canonicalHashAt: follower.hashAt,
+    onCanonicalHead: follower.onApplied,
+  });
   const running = follower.run();
-  if (config.realtime.pendingPollIntervalMs > 0) void pending.pollForever().catch(() => undefined);
+  if (config.realtime.pendingPollIntervalMs > 0) {
+    void pending.pollForever().catch(() => undefined);
+    void pending.watchForever().catch(() => undefined);
+  }
   if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);
   const outcome = running.then(() => undefined, (error: unknown) => error);
   const stop = async () => {
@@ -84,6 +93,6 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   open.push({ stop });
   const payer = createPayer(devnet);
   await waitFor(() => health.notReadyReason() === undefined, 10_000, "catch-up");
-  return { devnet, db, reader, deps, payer, outcome, stop, config };
+  return { devnet, db, reader, deps, payer, outcome, stop, config, health, pending };
 }
 

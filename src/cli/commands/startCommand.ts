@@ -117,10 +117,15 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
 /** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
 async function followRealtime(deps: RealtimeDeps): Promise<void> {
   const follower = createHeadFollower(deps);
-  const pending = createPendingIndexer({ ...deps, lastCanonicalBlock: follower.lastAppliedBlock });
+  const pending = createPendingIndexer({
+    ...deps,
+    lastCanonicalBlock: follower.lastAppliedBlock,
+    canonicalHashAt: follower.hashAt,
+    onCanonicalHead: follower.onApplied,
+  });
   const { realtime, rpc } = deps.config;
   const running: Array<Promise<void>> = [follower.run()];
-  if (realtime.pendingPollIntervalMs > 0) running.push(pending.pollForever());
+  if (realtime.pendingPollIntervalMs > 0) running.push(pending.pollForever(), pending.watchForever());
   if (rpc.preconfWs !== undefined) pending.subscribe(rpc.preconfWs);
   await Promise.race(running);
 }
