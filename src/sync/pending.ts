@@ -2,7 +2,7 @@ import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
 import { createWsSubscription } from "../chain/wsSubscription.js";
 import type { Health } from "../ops/health.js";
-import { createPendingBackoff } from "./pendingBackoff.js";
+import { createPendingBackoff, type PendingBackoff } from "./pendingBackoff.js";
 import { createHeldRows, parentVerdict } from "./pendingParents.js";
 import { createPendingViewWatch } from "./pendingViewWatch.js";
 import { HashesOnlyError, logsOfNotification, preconfSubscriptions } from "./preconfNotifications.js";
@@ -23,6 +23,8 @@ export type PendingDeps = SyncDeps & {
   canonicalHashAt: (number: number) => Hex | undefined;
   /** Calls `listener` after every canonical head is applied. */
   onCanonicalHead: (listener: () => void) => void;
+  /** The pause for reads of the pending view, shared with the head follower; default: one of its own. */
+  pendingBackoff?: PendingBackoff | undefined;
   /** Observer called after each commit with the rows it stored (benchmarks, tests). */
   onStored?: ((rows: readonly LogRow[]) => void) | undefined;
 };
@@ -45,7 +47,7 @@ export function createPendingIndexer(deps: PendingDeps) {
   const pendingFilter = { pending: true, addresses, topic0: PAYMENT_TOPICS } as const;
   const positions = createStreamPositions();
   // The poll and the watchdog read the same (possibly rate-limited) endpoint: one pause for both.
-  const backoff = createPendingBackoff(config.realtime.pendingPollIntervalMs);
+  const backoff = deps.pendingBackoff ?? createPendingBackoff(config.realtime.pendingPollIntervalMs);
   // Only a polled pending view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
   const watched = config.realtime.pendingPollIntervalMs > 0;
   const watch = createPendingViewWatch({ client, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });

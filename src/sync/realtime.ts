@@ -17,6 +17,7 @@ import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
 import { stillPendingAbove } from "./stillPending.js";
+import type { PendingBackoff } from "./pendingBackoff.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
@@ -27,7 +28,11 @@ const CATCH_UP_ATTEMPTS = 4;
 const FLAGGED_BLOCKS_REMEMBERED = 256;
 const CATCH_UP_RETRY_DELAY_MS = 1_000;
 
-export type RealtimeDeps = SyncDeps & { health: Health };
+export type RealtimeDeps = SyncDeps & {
+  health: Health;
+  /** The pause the pending indexer keeps for the pending view (a rate-limited endpoint): shared, so the head path does not ask it either. */
+  pendingBackoff?: PendingBackoff | undefined;
+};
 
 /**
  * Follows the confirmed chain for as long as the daemon runs: every new block's logs are indexed
@@ -131,7 +136,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
     const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
-    const stillPending = await stillPendingAbove({ ...blockDeps, logger }, tokensAt(head.number), head.number, unlanded);
+    const stillPending = await stillPendingAbove({ ...blockDeps, logger, backoff: deps.pendingBackoff }, tokensAt(head.number), head.number, unlanded);
 
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);

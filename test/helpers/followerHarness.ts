@@ -9,6 +9,7 @@ import { openStore } from "../../src/store/openStore.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { sqliteBackend, type TestBackend } from "./backends.js";
 import { createPendingIndexer } from "../../src/sync/pending.js";
+import { createPendingBackoff } from "../../src/sync/pendingBackoff.js";
 import { createHeadFollower } from "../../src/sync/realtime.js";
 import { testConfig, testDeps } from "./context.js";
 
@@ -68,9 +69,11 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const reader = await backend.reader(config.database);
   const health = createHealth();
   const syncDeps = createSyncDeps({ ...deps, client }, store);
-  const follower = createHeadFollower({ ...syncDeps, health });
+  const pendingBackoff = createPendingBackoff(config.realtime.pendingPollIntervalMs);
+  const follower = createHeadFollower({ ...syncDeps, health, pendingBackoff });
   const pending = createPendingIndexer({
     ...syncDeps,
+    pendingBackoff,
     health,
     lastCanonicalBlock: follower.lastAppliedBlock,
     canonicalHashAt: follower.hashAt,

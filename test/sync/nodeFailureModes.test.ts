@@ -27,11 +27,11 @@ async function canonicalLogs(devnet: Devnet, payer: Payer): Promise<string[]> {
   const logs = await payer.rpc<Array<{ blockHash: string; logIndex: string }>>("eth_getLogs", [{ fromBlock: "0x0", toBlock: "latest", address: devnet.token, topics: [[...PAYMENT_TOPICS]] }]);
   return logs.map((l) => `${l.blockHash}:${Number(l.logIndex)}`).sort();
 }
-/** Every stored row is live (or removed by a reorg) and the live rows are exactly the chain's logs. */
+/** Every stored row is settled (live, removed by a reorg, or dropped) and the live rows are exactly the chain's logs. */
 async function caughtUp({ db, devnet, payer }: Harness): Promise<void> {
   const live = () => (db.prepare("SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')").all() as Row[]).map((r) => `${r.block_hash}:${r.log_index}`).sort();
   await waitFor(async () => live().join() === (await canonicalLogs(devnet, payer)).join(), 10_000, "live rows equal the chain's logs");
-  expect(db.prepare("SELECT COUNT(*) AS n FROM logs WHERE status NOT IN ('confirmed', 'finalized', 'removed')").get()).toEqual({ n: 0 });
+  expect(db.prepare("SELECT COUNT(*) AS n FROM logs WHERE status NOT IN ('confirmed', 'finalized', 'removed', 'dropped')").get()).toEqual({ n: 0 });
 }
 
 describe("a Base node's failure modes", () => {
@@ -162,6 +162,14 @@ describe("a Base node's failure modes", () => {
     // Unchecked, a 50 ms poll of 4 attempts a round asks about 240 times in 3 s.
     expect(during.refused - before.refused).toBeGreaterThan(0);
     expect(during.refused - before.refused).toBeLessThanOrEqual(40);
+
+    // The head path goes on meanwhile: a block is applied and a pre-confirmation that never lands is marked dropped.
+    const lost = await createPayer(h.devnet, 2).pay(SHOP, 1);
+    await payer.rpc("devnet_flashblock");
+    await waitFor(() => rowsOf(db, lost)[0]?.status === "preconfirmed", 5_000, "the lost payment pre-confirmed");
+    await payer.rpc("devnet_dropPreconfirmed", [lost]);
+    await payer.rpc("devnet_mine");
+    await waitFor(() => rowsOf(db, tx)[0]?.status === "confirmed" && rowsOf(db, lost)[0]?.status === "dropped", 5_000, "the block applied under the rate limit");
 
     await payer.rpc("devnet_setFaults", [{}]);
     await waitFor(async () => (await payer.rpc<{ answered: number }>("devnet_pendingReads")).answered > during.answered, 15_000, "the poll back");

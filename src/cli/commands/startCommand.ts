@@ -14,6 +14,7 @@ import type { WriterLock } from "../../store/writerLock.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
+import { createPendingBackoff } from "../../sync/pendingBackoff.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
@@ -116,9 +117,12 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
 
 /** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
 async function followRealtime(deps: RealtimeDeps): Promise<void> {
-  const follower = createHeadFollower(deps);
+  // One pause for every read of the pending view: the poll, the watchdog and the head path's drop check.
+  const pendingBackoff = createPendingBackoff(deps.config.realtime.pendingPollIntervalMs);
+  const follower = createHeadFollower({ ...deps, pendingBackoff });
   const pending = createPendingIndexer({
     ...deps,
+    pendingBackoff,
     lastCanonicalBlock: follower.lastAppliedBlock,
     canonicalHashAt: follower.hashAt,
     onCanonicalHead: follower.onApplied,
