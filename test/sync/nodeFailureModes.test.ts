@@ -96,6 +96,29 @@ describe("a Base node's failure modes", () => {
     }
   });
 
+  test("flashblocks that arrive before their parent's head wait for it, then are stored pre-confirmed; the head is not held up", async () => {
+    const h = await setUp();
+    const { db, payer, deps } = h;
+    const headBlock = () => value(deps.metrics.chainHeadBlock);
+    await payer.rpc("devnet_mine");
+    const parent = Number(await payer.rpc<string>("eth_blockNumber")) + 1;
+    await waitFor(async () => (await headBlock()) === parent - 1, 5_000, "the grandparent applied from newHeads");
+    // newHeads of the parent comes 1.5 s late; the WebSocket was heard just now, so the head poll stays quiet.
+    await payer.rpc("devnet_setHeadsDelay", [1_500]);
+    await payer.rpc("devnet_mine");
+    const tx = await payer.pay(SHOP, 1);
+    await payer.rpc("devnet_flashblock");
+    await pause(400);
+    expect([await headBlock(), rowsOf(db, tx)]).toEqual([parent - 1, []]);
+
+    await waitFor(() => rowsOf(db, tx)[0]?.status === "preconfirmed", 5_000, "stored once the parent is applied");
+    expect([await headBlock(), rowsOf(db, tx)[0]!.block_number]).toEqual([parent, parent + 1]);
+    await payer.rpc("devnet_setHeadsDelay", [0]);
+    await payer.rpc("devnet_mine");
+    await caughtUp(h);
+    expect(await value(deps.metrics.preconfirmationsMissed)).toBe(0);
+  });
+
   test("a pending block built on a parent the chain left is never stored as pre-confirmed; the canonical path goes on", async () => {
     const h = await setUp();
     const { db, payer, deps } = h;
