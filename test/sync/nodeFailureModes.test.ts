@@ -3,7 +3,7 @@ import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { BROADCAST_CAPACITY_FLASHBLOCKS } from "../../src/devnet/front/subscriptions.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { startOpsServer } from "../../src/ops/httpServer.js";
-import type { Database } from "../../src/store/openDatabase.js";
+import type { Database } from "../../src/store/sqlite/openDatabase.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 import { startFollower, type FollowerOptions, type Row } from "../helpers/followerHarness.js";
 
