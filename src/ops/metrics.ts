@@ -155,7 +155,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     preconfirmationsRefused: new Counter({
       name: "flashindex_preconf_refused_logs_total",
-      help: "Pre-confirmed logs not stored, by reason (untrusted_view: the pending view lags or is gone; wrong_parent: its pending block sits on a parent that is not the canonical block).",
+      help: "Pre-confirmed logs received but not stored, by reason: untrusted_view (the pending view lags or is gone; counted per delivery, and a polled view sends its logs again every poll) or wrong_parent (held against a parent that never became the canonical block, counted once when its block is canonical).",
       labelNames: ["reason"] as const,
       registers,
     }),

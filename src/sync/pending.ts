@@ -51,11 +51,11 @@ export function createPendingIndexer(deps: PendingDeps) {
   // Only a polled pending view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
   const watched = config.realtime.pendingPollIntervalMs > 0;
   const watch = createPendingViewWatch({ client, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
+  const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
   const held = createHeldRows();
   deps.onCanonicalHead(() => {
     for (const batch of held.take()) storeRows(batch.rows, batch.source, batch.receivedAt, batch.wrongParent).catch(reportStoreFailure(batch.rows.length));
   });
-  const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
 
   // Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency.
   const attributeLater = createLateAttribution({ attributor: deps.attributor, client, store, logger, shutdown });
@@ -73,7 +73,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     if (!watched) return rows;
     const blocks = [...new Set(rows.map((r) => r.blockNumber))];
     // A slow pending read does not hold rows back for long: past the wait, an unknown parent is not judged.
-    if (blocks.some((b) => watch.parentOf(b) === undefined)) await Promise.race([watch.check(), delay(PARENT_LOOKUP_WAIT_MS)]);
+    if (blocks.some((b) => watch.parentOf(b) === undefined)) await Promise.race([watch.check().catch(() => undefined), delay(PARENT_LOOKUP_WAIT_MS)]);
     const head = deps.lastCanonicalBlock();
     const waiting = new Set(blocks.filter((b) => parentVerdict(b, watch.parentOf(b), head, deps.canonicalHashAt) === "hold"));
     if (waiting.size === 0) return rows;

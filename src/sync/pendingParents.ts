@@ -29,15 +29,22 @@ export type HeldBatch = { rows: LogRow[]; source: LogSource; receivedAt: readonl
  */
 export function createHeldRows() {
   let held: HeldBatch[] = [];
+  /** Logs held now, by block, transaction and index: a polled view sends the same logs every poll. */
+  const keys = new Set<string>();
+  const keyOf = (row: LogRow) => `${row.blockNumber}:${row.transactionHash}:${row.logIndex}`;
   return {
     hold(batch: HeldBatch): void {
-      held.push(batch);
-      if (held.length > HELD_BATCHES_MAX) held = held.slice(-HELD_BATCHES_MAX);
+      const rows = batch.rows.filter((row) => !keys.has(keyOf(row)));
+      if (rows.length === 0) return;
+      for (const row of rows) keys.add(keyOf(row));
+      held.push({ ...batch, rows });
+      if (held.length > HELD_BATCHES_MAX) for (const gone of held.splice(0, held.length - HELD_BATCHES_MAX)) for (const row of gone.rows) keys.delete(keyOf(row));
     },
     /** Every held batch, emptied: the caller stores or holds each again. */
     take(): HeldBatch[] {
       const taken = held;
       held = [];
+      keys.clear();
       return taken;
     },
     size: () => held.length,

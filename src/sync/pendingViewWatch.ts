@@ -31,8 +31,8 @@ export type PendingViewWatchDeps = {
 /**
  * The pending view's watchdog. A Base node's pending view can go stale (base/node#1129: 450 blocks
  * behind until a restart; base/base#1439: 3-5 behind) or null (#187, #178; a node stuck at "waiting
- * for first Flashblock" after a restart, #826) while `latest` is healthy. Past PENDING_VIEW_MAX_LAG_BLOCKS
- * or null for longer than PENDING_VIEW_DISTRUST_AFTER_MS, pre-confirmed data is not trusted (the
+ * for first Flashblock" after a restart, #826) while `latest` is healthy. Past PENDING_VIEW_MAX_LAG_BLOCKS,
+ * or null while new blocks come, for longer than PENDING_VIEW_DISTRUST_AFTER_MS, pre-confirmed data is not trusted (the
  * pending indexer stores none), /healthz says so; the view is trusted again as soon as it is current.
  * It also remembers each pending block's parent hash, so rows are only stored against the right parent.
  */
@@ -44,6 +44,8 @@ export function createPendingViewWatch(deps: PendingViewWatchDeps) {
   let lastSeen: number | undefined;
   /** The head when the watch first read the view: the reference while no pending block was ever seen. */
   let headAtStart: number | undefined;
+  /** The head when the view was first seen null (undefined while it is not). */
+  let headWhenNull: number | undefined;
   /** Since when (ms) the view has been behind or null; undefined while it is current. */
   let badSince: number | undefined;
   let trusted = true;
@@ -61,7 +63,10 @@ export function createPendingViewWatch(deps: PendingViewWatchDeps) {
     const reference = header?.number ?? lastSeen ?? headAtStart + 1;
     const lag = Math.max(0, head + 1 - reference);
     metrics.preconfirmedViewLag.set(lag);
-    const bad = header === undefined || lag > PENDING_VIEW_MAX_LAG_BLOCKS;
+    // A null view is only wrong while the chain moves: between blocks, or on a chain that stands
+    // still, a node has nothing pending to show.
+    headWhenNull = header === undefined ? (headWhenNull ?? head) : undefined;
+    const bad = header === undefined ? head > headWhenNull! : lag > PENDING_VIEW_MAX_LAG_BLOCKS;
     if (!bad) {
       badSince = undefined;
       if (!trusted) logger.info({ msg: "Trusted the pending view again", pending_block: header?.number, head_block: head });
