@@ -31,11 +31,16 @@ function retryAfterMsOf(error: unknown): number | undefined {
 export function createPendingBackoff(intervalMs: number, now: () => number = Date.now) {
   let failures = 0;
   let readyAt = 0;
+  /** Whether the endpoint itself set the pause (a Retry-After), rather than our own backoff. */
+  let asked = false;
   return {
     /** Milliseconds to wait before the pending view may be read again (0: now). */
     waitMs: () => Math.max(0, readyAt - now()),
+    /** The part of the pause the endpoint asked for with Retry-After (0 when the pause is only ours). */
+    askedWaitMs: () => (asked ? Math.max(0, readyAt - now()) : 0),
     failed(error: unknown): number {
       failures++;
+      asked = retryAfterMsOf(error) !== undefined;
       const delay = pendingReadDelayMs(failures, error, intervalMs);
       readyAt = now() + delay;
       return delay;
@@ -43,6 +48,7 @@ export function createPendingBackoff(intervalMs: number, now: () => number = Dat
     succeeded(): void {
       failures = 0;
       readyAt = 0;
+      asked = false;
     },
   };
 }

@@ -18,8 +18,9 @@ export async function stillPendingAbove(
   candidates: ReadonlySet<Hex>,
 ): Promise<Set<Hex>> {
   if (candidates.size === 0) return new Set();
-  // A pending endpoint that asked for a pause (a 429) is not asked from the head path either: the block goes first.
-  const waitMs = deps.backoff?.waitMs() ?? 0;
+  // A pending endpoint that asked for a pause (429 with Retry-After) is not asked from the head path either: the
+  // block goes first. After other failures it is asked as before (a drop marked without asking may be revived later).
+  const waitMs = deps.backoff?.askedWaitMs() ?? 0;
   if (waitMs > 0) {
     deps.logger.warn({ msg: "Skipped reading the pending view before marking drops", block_number: blockNumber, retry_in_ms: waitMs });
     return new Set();

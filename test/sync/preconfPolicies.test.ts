@@ -44,9 +44,12 @@ describe("the pending view's read policy", () => {
     expect(backoff.waitMs()).toBe(0);
     backoff.failed(new RpcTransportError("429", { retryAfterMs: 2_000 }));
     now += 500;
-    expect(backoff.waitMs()).toBe(1_500);
+    expect([backoff.waitMs(), backoff.askedWaitMs()]).toEqual([1_500, 1_500]);
     backoff.succeeded();
     expect(backoff.waitMs()).toBe(0);
+    // Our own backoff pauses the poll, but it is not the endpoint's request.
+    backoff.failed(new RpcResponseError("bad answer"));
+    expect([backoff.waitMs(), backoff.askedWaitMs()]).toEqual([400, 0]);
   });
 });
 
