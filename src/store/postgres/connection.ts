@@ -50,14 +50,20 @@ export function createPool(url: string, schema: string): pg.Pool {
 }
 
 /**
- * Runs `work` in one transaction on a pooled connection; rolls back when it throws. With
+ * Runs `work` in one transaction on a pooled connection (after `guard`); rolls back when it throws. With
  * `outboxLock`, the transaction first takes the webhook outbox's lock (schemaV7.ts): a transaction
  * that may write webhook events takes it before any row lock, so two such writers never deadlock.
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>, options: { outboxLock?: boolean } = {}): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  options: { outboxLock?: boolean; guard?: ((client: pg.PoolClient) => Promise<void>) | undefined } = {},
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query(options.outboxLock === true ? `BEGIN; SELECT ${OUTBOX_LOCK_SQL}` : "BEGIN");
+    // The guard (the writer epoch's check) runs first inside the transaction, before anything is written.
+    await options.guard?.(client);
     const result = await work(client);
     await client.query("COMMIT");
     return result;
