@@ -29,14 +29,19 @@ const TYPES = {
 export function connectionConfig(url: string, schema: string): pg.ClientConfig {
   return {
     connectionString: url,
-    // The schema name is validated in the config (plain lower-case identifier): safe to inline.
-    options: `-c search_path=${schema}`,
+    // The config lets only plain lower-case names through; quoted anyway, as the driver quotes identifiers.
+    options: `-c search_path=${startupOptionValue(pg.escapeIdentifier(schema))}`,
     connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: POSTGRES_KEEPALIVE_DELAY_MS,
     types: TYPES,
     application_name: "flashindex",
   };
+}
+
+/** A value inside libpq's startup `options`: whitespace and backslashes escaped with a backslash (the server splits on whitespace). */
+function startupOptionValue(value: string): string {
+  return value.replace(/[\\\s]/g, (c) => `\\${c}`);
 }
 
 export function createPool(url: string, schema: string): pg.Pool {
