@@ -20,6 +20,9 @@ import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { loadCommandSettings } from "../resolveConfig.js";
+import { waitForWriterLock } from "../standby.js";
+import { createLogger } from "../../ops/logger.js";
+import { pino } from "pino";
 import type { ConfigSettings } from "../../config/types.js";
 import { readWebhookSecrets } from "../../webhooks/secrets.js";
 import { createWebhookSender } from "../../webhooks/sender.js";
@@ -28,6 +31,10 @@ import { createWebhookSender } from "../../webhooks/sender.js";
 export const FOLLOW_POLL_INTERVAL_MS = 2_000;
 /** Pause after a temporary failure (retries exhausted) before the daemon tries again. */
 export const FAILURE_BACKOFF_MS = 30_000;
+
+const OPTIONS = {
+  standby: { type: "boolean", description: "when another process writes the database, wait and take over once it stops (instead of exiting 2)" },
+} as const;
 
 export const START_COMMAND = defineCommand({
   name: "start",
@@ -38,21 +45,26 @@ removed flag), and pre-confirmed logs (the "pending" view and the pendingLogs su
 Serves /metrics, /healthz and /readyz. SIGINT/SIGTERM finish the write in flight, close the
 database and exit 0; a second signal exits at once.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
-once, naming the other process. A database filled from another chain (another chain id or genesis
-block) is refused with exit 2 before anything is written.
+once, naming the other process; with --standby it waits instead, and takes over when that one
+stops. A database filled from another chain (another chain id or genesis block) is refused with
+exit 2 before anything is written.
 With a config that runs the bundled devnet, the devnet starts first and its URLs are recorded
 beside the database (<database>.endpoints.json) while it runs, for the other commands.
 Logs go to stdout as JSON lines.`,
-  options: {},
+  options: OPTIONS,
   epilog: `Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
-from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`,
+from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up; on
+Postgres also: another writer took over).`,
   run: runStartCommand,
 });
 
-async function runStartCommand({ values }: ParsedCommand<Record<never, never>>, shutdown: Shutdown): Promise<void> {
+async function runStartCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   const settings = loadCommandSettings(values);
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
-  const lock = await acquireStoreWriterLock(settings, "start");
+  const lock =
+    values.standby === true
+      ? await waitForWriterLock(settings, createLogger(settings.logLevel, pino.destination({ dest: 1, sync: true })).child({ component: "standby" }), shutdown)
+      : await acquireStoreWriterLock(settings, "start");
   try {
     await runDaemon(settings, lock, shutdown);
   } finally {
