@@ -8,6 +8,7 @@ import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { createWsSubscription } from "../../src/chain/wsSubscription.js";
 import { parseConfig } from "../../src/config/parseConfig.js";
 import { createLogger } from "../../src/ops/logger.js";
+import { createHealth } from "../../src/ops/health.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
 import { openStore } from "../../src/store/openStore.js";
@@ -98,6 +99,8 @@ async function measure(rate: number, withBackfill: boolean) {
       attribution: { enabled: false },
       tokens: [{ address: TOKEN, startBlock: 0 }],
       backfill: { windowBlocks: 1_000, concurrency: 4 },
+      // Only the subscription is measured: no poll, so no watchdog reading a pending view.
+      realtime: { pendingPollIntervalMs: 0 },
       database: { path: join(dir, "p.db") },
       logLevel: "warn",
     },
@@ -112,7 +115,10 @@ async function measure(rate: number, withBackfill: boolean) {
   const sentAt = new Map<string, number>();
   const pending = createPendingIndexer({
     ...deps,
+    health: createHealth(),
     lastCanonicalBlock: () => 0,
+    canonicalHashAt: () => undefined,
+    onCanonicalHead: () => undefined,
     onStored: (rows) => {
       const committed = now();
       for (const row of rows) latencies.push(committed - sentAt.get(row.transactionHash)!);

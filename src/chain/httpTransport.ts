@@ -47,6 +47,12 @@ export function createHttpTransport(options: HttpTransportSettings): HttpTranspo
       }
       const status = response.statusCode ?? 0;
       const ok = status >= 200 && status < 300;
+      const retryAfterMs = status === 429 ? parseRetryAfterMs(response.headers["retry-after"]) : undefined;
+      if (retryAfterMs !== undefined) {
+        // A rate limit that says how long to wait: the wait matters more than the body.
+        response.resume();
+        throw new RpcTransportError(`${redactUrl(url)} answered HTTP 429 (retry after ${Math.ceil(retryAfterMs / 1_000)} s)`, { retryAfterMs });
+      }
       if (status === 413) {
         response.destroy();
         throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
@@ -89,6 +95,15 @@ export function transportFailureError(failure: TransportFailure): Error {
   if (failure.kind === "rangeLimit") return new RangeLimitError(failure.message, failure.hint);
   if (failure.kind === "transport") return new RpcTransportError(failure.message);
   return new ShutdownError();
+}
+
+/** A Retry-After header (delay in seconds, or an HTTP date) in ms from now; undefined when absent or unreadable. */
+export function parseRetryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text.trim() === "") return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1_000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** Error bodies are short; one longer than this is not a JSON-RPC error worth reading. */

@@ -9,10 +9,15 @@ export type SubscriptionOptions = {
   url: string;
   /** `eth_subscribe` params, e.g. `["newHeads"]` or `["pendingLogs", { address, topics }]`. */
   params: readonly unknown[];
+  /**
+   * Params to try, in order, when the node refuses `params` (a subscription kind it does not offer):
+   * the first one a node accepts is kept for it, across reconnects.
+   */
+  alternatives?: ReadonlyArray<readonly unknown[]>;
   /** Low-cardinality name for logs and metrics. */
   name: string;
-  /** Each notification's `result`, unparsed: the caller validates it. */
-  onNotification: (result: unknown, receivedAt: number) => void;
+  /** Each notification's `result`, unparsed: the caller validates it. `choice` is 0 for `params`, i for `alternatives[i - 1]`. */
+  onNotification: (result: unknown, receivedAt: number, choice: number) => void;
   /** Called after every (re)subscription, so the caller can fill what it missed while away. */
   onSubscribed?: (reconnect: boolean) => void;
   initialDelayMs: number;
@@ -46,6 +51,9 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
   let connectedOnce = false;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  const choices = [options.params, ...(options.alternatives ?? [])];
+  /** Which of `choices` this node is asked for. */
+  let choice = 0;
 
   function scheduleReconnect(): void {
     if (closed || deps.shutdown.isKilled()) return;
@@ -67,7 +75,7 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
       ws.terminate();
     });
     ws.on("open", () => {
-      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: options.params }));
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: choices[choice] }));
     });
     ws.on("message", (data: WebSocket.RawData) => {
       const receivedAt = performance.now();
@@ -83,7 +91,14 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
       if (message.id === 1 && subscriptionId === undefined) {
         clearTimeout(subscribeTimer);
         if (typeof message.result !== "string") {
-          logger.error({ msg: "Failed to subscribe", endpoint: label, error: redactText(String(message.error?.message ?? JSON.stringify(message))) });
+          const error = redactText(String(message.error?.message ?? JSON.stringify(message)));
+          if (choice + 1 < choices.length) {
+            choice++;
+            logger.warn({ msg: "Node refused the subscription, trying the next kind", endpoint: label, error, params: JSON.stringify(choices[choice]) });
+          } else {
+            logger.error({ msg: "Failed to subscribe", endpoint: label, error });
+            choice = 0;
+          }
           ws.terminate();
           return;
         }
@@ -91,12 +106,12 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
         const reconnect = connectedOnce;
         connectedOnce = true;
         attempt = 0;
-        logger.info({ msg: "Subscribed", endpoint: label, reconnect });
+        logger.info({ msg: "Subscribed", endpoint: label, reconnect, ...(choice > 0 ? { params: JSON.stringify(choices[choice]) } : {}) });
         options.onSubscribed?.(reconnect);
         return;
       }
       if (message.method === "eth_subscription" && message.params?.subscription === subscriptionId && subscriptionId !== undefined) {
-        options.onNotification(message.params?.result, receivedAt);
+        options.onNotification(message.params?.result, receivedAt, choice);
         return;
       }
       deps.metrics.wsMessagesRejected.inc({ subscription: options.name });
@@ -119,7 +134,15 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
     socket?.terminate();
   };
   deps.shutdown.add(close);
-  return { close };
+  /** Moves to the next alternative (the node accepted this one but sends nothing usable for it), and reconnects. */
+  const next = () => {
+    if (choice + 1 >= choices.length) return false;
+    choice++;
+    logger.warn({ msg: "Moved to the next subscription kind", endpoint: label, params: JSON.stringify(choices[choice]) });
+    socket?.terminate();
+    return true;
+  };
+  return { close, next };
 }
 
 /**

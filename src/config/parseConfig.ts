@@ -234,7 +234,7 @@ function parseDevnet(value: unknown): Config["devnet"] {
   };
 }
 
-/** A Postgres schema name flashindex creates and quotes nowhere: lower-case letters, digits and underscores. */
+/** A Postgres schema name: lower-case letters, digits and underscores (the store quotes it with the driver's escape as well). */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 function parseDatabase(value: unknown): Config["database"] {

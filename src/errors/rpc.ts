@@ -8,6 +8,12 @@ export class RpcResponseError extends RetryableError {
 /** A transport failure: timeout, connection reset, HTTP 429 or 5xx. */
 export class RpcTransportError extends RetryableError {
   override name = "RpcTransportError";
+  /** How long the endpoint asked us to wait (its Retry-After, in ms), when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options: BaseErrorOptions & { retryAfterMs?: number | undefined } = {}) {
+    super(message, options);
+    this.retryAfterMs = options.retryAfterMs;
+  }
 }
 
 /** A JSON-RPC error object the node sent back. Whether to retry depends on its code and text. */

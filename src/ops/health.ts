@@ -5,7 +5,20 @@ export const HEAD_STALE_AFTER_MS = 60_000;
 export function createHealth(now: () => number = Date.now) {
   let backfillCaughtUp = false;
   let lastHeadAt = 0;
+  /** Why pre-confirmed data is not trusted now, or undefined. */
+  let preconfirmedViewProblem: string | undefined;
   return {
+    /** Set by the pending view's watchdog: undefined when the view is trusted, else why not. */
+    markPreconfirmedView: (problem: string | undefined) => {
+      preconfirmedViewProblem = problem;
+    },
+    /**
+     * What works but less well than it should, for /healthz: the daemon stays ready (canonical blocks
+     * are indexed), yet an operator must see it.
+     */
+    degradedReasons(): string[] {
+      return preconfirmedViewProblem === undefined ? [] : [`pre-confirmed view not trusted: ${preconfirmedViewProblem}`];
+    },
     markBackfillCaughtUp: (caughtUp: boolean) => {
       backfillCaughtUp = caughtUp;
     },

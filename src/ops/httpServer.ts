@@ -6,7 +6,7 @@ import type { Health } from "./health.js";
 import { asListenError } from "./listenErrors.js";
 
 /**
- * Serves /metrics (Prometheus text), /healthz (alive), /readyz (503 with the reason when not ready)
+ * Serves /metrics (Prometheus text), /healthz (alive; "degraded" and why, when a part works less well), /readyz (503 with the reason when not ready)
  * and / (the HTML status page, once `setStatusPage` has given it a source: the database opens later).
  */
 export async function startOpsServer(
@@ -45,7 +45,9 @@ export async function startOpsServer(
       return;
     }
     if (path === "/healthz") {
-      response.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      // Alive either way (200); a degraded part is named on its own line for the operator.
+      const degraded = deps.health.degradedReasons();
+      response.writeHead(200, { "content-type": "text/plain" }).end(degraded.length === 0 ? "ok\n" : `degraded\n${degraded.join("\n")}\n`);
       return;
     }
     if (path === "/readyz") {

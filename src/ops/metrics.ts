@@ -148,6 +148,27 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ["source"] as const,
       registers,
     }),
+    preconfirmationsMissed: new Counter({
+      name: "flashindex_preconf_missed_total",
+      help: "Logs first seen in a new canonical block (not a reorg's branch) while pre-confirmations were followed: the subscription lost them, the pending view never showed them, or it was not trusted.",
+      registers,
+    }),
+    preconfirmationsRefused: new Counter({
+      name: "flashindex_preconf_refused_logs_total",
+      help: "Pre-confirmed logs received but not stored, by reason: untrusted_view (the pending view lags or is gone; counted per delivery, and a polled view sends its logs again every poll) or wrong_parent (held against a parent that never became the canonical block, counted once when its block is canonical).",
+      labelNames: ["reason"] as const,
+      registers,
+    }),
+    preconfirmedViewLag: new Gauge({
+      name: "flashindex_preconf_view_lag_blocks",
+      help: "How far the node's pending view is behind the head: head + 1 minus the pending block's number (0 when current; while the view is null, counted from the last pending block seen).",
+      registers,
+    }),
+    preconfirmedViewTrusted: new Gauge({
+      name: "flashindex_preconf_view_trusted",
+      help: "1 while pre-confirmed data is stored, 0 while the pending view has lagged or been null for too long (canonical blocks are indexed either way).",
+      registers,
+    }),
     preconfirmationLatency: new Histogram({
       name: "flashindex_preconf_ingest_latency_seconds",
       help: "From receiving a pre-confirmed log (notification or poll answer) to its committed row.",

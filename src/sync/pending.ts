@@ -1,7 +1,11 @@
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { parseRpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
+import type { Health } from "../ops/health.js";
+import { createPendingBackoff, type PendingBackoff } from "./pendingBackoff.js";
+import { createHeldRows, parentVerdict } from "./pendingParents.js";
+import { createPendingViewWatch } from "./pendingViewWatch.js";
+import { HashesOnlyError, logsOfNotification, preconfSubscriptions } from "./preconfNotifications.js";
 import type { LogRow, LogSource } from "../decode/logRow.js";
 import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
@@ -12,8 +16,15 @@ import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 import { createStreamPositions } from "../decode/preconfirmedTwins.js";
 
 export type PendingDeps = SyncDeps & {
+  health: Health;
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
   lastCanonicalBlock: () => number;
+  /** The hash of canonical block `number` while it is tracked (not yet final). */
+  canonicalHashAt: (number: number) => Hex | undefined;
+  /** Calls `listener` after every canonical head is applied. */
+  onCanonicalHead: (listener: () => void) => void;
+  /** The pause for reads of the pending view, shared with the head follower; default: one of its own. */
+  pendingBackoff?: PendingBackoff | undefined;
   /** Observer called after each commit with the rows it stored (benchmarks, tests). */
   onStored?: ((rows: readonly LogRow[]) => void) | undefined;
 };
@@ -21,8 +32,11 @@ export type PendingDeps = SyncDeps & {
 
 /**
  * Indexes pre-confirmed logs from two sources into one set of rows: the pending view polled about
- * every 200 ms, and the Flashblocks `pendingLogs` subscription. Both are de-duplicated by the store's
- * key; neither alone is a complete record, the canonical blocks settle what really landed.
+ * every 200 ms, and a Flashblocks subscription (`pendingLogs`, or `newFlashblockTransactions` where the
+ * node offers only that). Both are de-duplicated by the store's key; neither alone is a complete
+ * record (a node's subscription loses notifications when its client lags), the canonical blocks
+ * settle what really landed. Nothing is stored while the pending view's watchdog distrusts the view,
+ * nor against a parent that is not the canonical block (such rows wait for their parent).
  */
 export function createPendingIndexer(deps: PendingDeps) {
   const { config, metrics, shutdown, store } = deps;
@@ -32,21 +46,55 @@ export function createPendingIndexer(deps: PendingDeps) {
   const addresses = config.tokens.map((t) => t.key as Hex);
   const pendingFilter = { pending: true, addresses, topic0: PAYMENT_TOPICS } as const;
   const positions = createStreamPositions();
+  // The poll and the watchdog read the same (possibly rate-limited) endpoint: one pause for both.
+  const backoff = deps.pendingBackoff ?? createPendingBackoff(config.realtime.pendingPollIntervalMs);
+  // Only a polled pending view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
+  const watched = config.realtime.pendingPollIntervalMs > 0;
+  const watch = createPendingViewWatch({ client, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
+  const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
+  const held = createHeldRows();
+  deps.onCanonicalHead(() => {
+    for (const batch of held.take()) storeRows(batch.rows, batch.source, batch.receivedAt, batch.wrongParent).catch(reportStoreFailure(batch.rows.length));
+  });
 
   // Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency.
   const attributeLater = createLateAttribution({ attributor: deps.attributor, client, store, logger, shutdown });
 
   // Commits run one after another, in arrival order, whatever the backend's latency.
   let lastCommit: Promise<unknown> = Promise.resolve();
-  function storeRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): Promise<number> {
-    const commit = lastCommit.then(() => commitRows(rows, source, receivedAt));
+  function storeRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[], wrongParent = false): Promise<number> {
+    const commit = lastCommit.then(() => commitRows(rows, source, receivedAt, wrongParent));
     lastCommit = commit.catch(() => undefined);
     return commit;
   }
 
+  /** The rows whose pending block sits on the canonical parent; the others are held for later. */
+  async function anchored(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): Promise<LogRow[]> {
+    if (!watched) return rows;
+    const blocks = [...new Set(rows.map((r) => r.blockNumber))];
+    // A slow pending read does not hold rows back for long: past the wait, an unknown parent is not judged.
+    if (blocks.some((b) => watch.parentOf(b) === undefined)) await Promise.race([watch.check().catch(() => undefined), delay(PARENT_LOOKUP_WAIT_MS)]);
+    const head = deps.lastCanonicalBlock();
+    const waiting = new Set(blocks.filter((b) => parentVerdict(b, watch.parentOf(b), head, deps.canonicalHashAt) === "hold"));
+    if (waiting.size === 0) return rows;
+    const wait = rows.filter((r) => waiting.has(r.blockNumber));
+    const wrongParent = [...waiting].some((b) => b - 1 <= head);
+    held.hold({ rows: wait, source, receivedAt, wrongParent });
+    logger.debug({ msg: "Held pre-confirmed logs until their parent block", blocks: [...waiting], logs: wait.length, head_block: head, wrong_parent: wrongParent });
+    return rows.filter((r) => !waiting.has(r.blockNumber));
+  }
+
   /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
-  async function commitRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): Promise<number> {
-    const fresh = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
+  async function commitRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[], wrongParent = false): Promise<number> {
+    const current = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
+    // Rows held against a parent the chain did not take, whose block is canonical now: never stored.
+    if (wrongParent && current.length < rows.length) metrics.preconfirmationsRefused.inc({ reason: "wrong_parent" }, rows.length - current.length);
+    if (current.length === 0) return 0;
+    if (!watch.trusted()) {
+      metrics.preconfirmationsRefused.inc({ reason: "untrusted_view" }, current.length);
+      return 0;
+    }
+    const fresh = await anchored(current, source, receivedAt);
     if (fresh.length === 0) return 0;
     const counts = await store.insertPreconfirmed(fresh, Date.now());
     const inserted = counts.inserted;
@@ -78,9 +126,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     const receivedAt = streamedAt;
     streamed = [];
     streamedAt = [];
-    storeRows(rows, "pending_ws", receivedAt).catch((error: unknown) =>
-      logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs: rows.length }),
-    );
+    storeRows(rows, "pending_ws", receivedAt).catch(reportStoreFailure(rows.length));
   }
 
   const rowsDeps = { client, logger, metrics, chainId: config.chainId };
@@ -96,28 +142,41 @@ export function createPendingIndexer(deps: PendingDeps) {
 
   async function pollForever(): Promise<void> {
     for (;;) {
-      await sleep(config.realtime.pendingPollIntervalMs, shutdown.signal);
+      await sleep(Math.max(config.realtime.pendingPollIntervalMs, backoff.waitMs()), shutdown.signal);
+      if (backoff.waitMs() > 0) continue;
       try {
         await pollOnce();
+        backoff.succeeded();
       } catch (error) {
         if (error instanceof ShutdownError) throw error;
         if (!(error instanceof RetryableError)) {
           logger.error({ msg: "Stopped polling the pending view", error: (error as Error).message });
           return;
         }
-        logger.warn({ msg: "Failed to poll the pending view", error: error.shortMessage });
+        // A rate-limited or failing endpoint is asked less often; the subscription goes on meanwhile.
+        const delay = backoff.failed(error);
+        logger.warn({ msg: "Failed to poll the pending view", error: error.shortMessage, retry_in_ms: delay });
       }
     }
   }
 
-  /** One `pendingLogs` notification: a single log (current nodes) or an array of all logs so far (v0.3.0/v0.4.0). */
-  function onNotification(result: unknown, receivedAt: number): void {
+  const wantedAddresses = new Set<string>(addresses);
+  const wantedTopics = new Set<string>(PAYMENT_TOPICS);
+  const choices = preconfSubscriptions({ address: addresses, topics: [[...PAYMENT_TOPICS]] });
+  let subscription: ReturnType<typeof createWsSubscription> | undefined;
+
+  /**
+   * One notification of the chosen subscription: pendingLogs (a log, or an array of all logs so far on
+   * v0.3.0/v0.4.0) or newFlashblockTransactions (a transaction with its logs, or an array of them).
+   */
+  function onNotification(result: unknown, receivedAt: number, choice = 0): void {
+    const stream = choices[choice]?.stream ?? "pendingLogs";
     try {
-      const array = Array.isArray(result);
-      const logs = (array ? result : [result]).map((item, i) => parseRpcLog(item, `pendingLogs result[${i}]`));
+      const { logs, whole } = logsOfNotification(stream, result, (log) => wantedAddresses.has(log.address) && wantedTopics.has(log.topics[0] ?? ""));
       const rows = rowsOfNotification(rowsDeps, pendingFilter, logs, { ...preconfirmed, source: "pending_ws", timestampOf: nowSeconds });
       // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
-      if (!array) for (const row of rows) row.txLogPosition = positions.place(row);
+      if (!whole) for (const row of rows) row.txLogPosition = positions.place(row);
+      if (rows.length === 0) return;
       streamed.push(...rows);
       streamedAt.push(receivedAt);
       if (!flushScheduled) {
@@ -125,16 +184,19 @@ export function createPendingIndexer(deps: PendingDeps) {
         setImmediate(flushStreamed);
       }
     } catch (error) {
-      metrics.wsMessagesRejected.inc({ subscription: "pendingLogs" });
-      logger.warn({ msg: "Rejected pendingLogs notification", error: (error as Error).message });
+      metrics.wsMessagesRejected.inc({ subscription: stream });
+      logger.warn({ msg: `Rejected ${stream} notification`, error: (error as Error).message });
+      // Note: a node that does not know the filter form of newFlashblockTransactions sends hashes only.
+      if (error instanceof HashesOnlyError) subscription?.next();
     }
   }
 
   function subscribe(url: string): void {
-    createWsSubscription(deps, {
+    subscription = createWsSubscription(deps, {
       url,
       name: "pendingLogs",
-      params: ["pendingLogs", { address: addresses, topics: [[...PAYMENT_TOPICS]] }],
+      params: choices[0]!.params,
+      alternatives: choices.slice(1).map((c) => c.params),
       initialDelayMs: config.realtime.reconnectInitialDelayMs,
       maxDelayMs: config.realtime.reconnectMaxDelayMs,
       onNotification,
@@ -145,8 +207,21 @@ export function createPendingIndexer(deps: PendingDeps) {
     });
   }
 
-  return { pollOnce, pollForever, subscribe, onNotification };
+  return {
+    pollOnce,
+    pollForever,
+    subscribe,
+    onNotification,
+    /** Runs the pending view's watchdog until shutdown (only when the pending view is polled). */
+    watchForever: async () => (watched ? watch.runForever() : undefined),
+    view: watch,
+  };
 }
+
+/** Longest a pre-confirmed row waits for its pending block's parent hash to be read. */
+const PARENT_LOOKUP_WAIT_MS = 250;
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 function nowSeconds(): number {
   return Math.floor(Date.now() / 1_000);

@@ -17,6 +17,7 @@ import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
 import { stillPendingAbove } from "./stillPending.js";
+import type { PendingBackoff } from "./pendingBackoff.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
@@ -27,7 +28,11 @@ const CATCH_UP_ATTEMPTS = 4;
 const FLAGGED_BLOCKS_REMEMBERED = 256;
 const CATCH_UP_RETRY_DELAY_MS = 1_000;
 
-export type RealtimeDeps = SyncDeps & { health: Health };
+export type RealtimeDeps = SyncDeps & {
+  health: Health;
+  /** The pause the pending indexer keeps for the pending view (a rate-limited endpoint): shared, so the head path does not ask it either. */
+  pendingBackoff?: PendingBackoff | undefined;
+};
 
 /**
  * Follows the confirmed chain for as long as the daemon runs: every new block's logs are indexed
@@ -51,6 +56,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
   // "Detected reorg" counts them too, so its removed_logs says what the reorg removed.
   const flaggedByNode = new Map<string, number>();
   let finalized = -1;
+  const appliedListeners: Array<() => void> = [];
+  // Pre-confirmations are followed (poll or subscription): a log first seen in its sealed block was missed.
+  const followsPreconfirmations = config.realtime.pendingPollIntervalMs > 0 || config.rpc.preconfWs !== undefined;
 
   const tokensAt = (block: number) => tokens.filter((t) => t.startBlock <= block).map((t) => t.key);
   const statusAt = (block: number): LogStatus => (block <= finalized ? "finalized" : "confirmed");
@@ -128,7 +136,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
     const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
-    const stillPending = await stillPendingAbove({ ...blockDeps, logger }, tokensAt(head.number), head.number, unlanded);
+    const stillPending = await stillPendingAbove({ ...blockDeps, logger, backoff: deps.pendingBackoff }, tokensAt(head.number), head.number, unlanded);
 
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);
@@ -171,6 +179,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
         removed_by_node_flag: flagged,
       });
     }
+    // A reorg's new branch re-inserts logs already seen in the orphaned blocks: not a missed pre-confirmation.
+    if (followsPreconfirmations && orphaned.length === 0) metrics.preconfirmationsMissed.inc(applied.inserted);
+    for (const listener of appliedListeners) listener();
     attributeLater([...landed], "confirmed");
     metrics.droppedPreconfirmed.inc(applied.dropped);
     if (applied.dropped > 0) logger.warn({ msg: "Marked pre-confirmed logs dropped", block_number: head.number, dropped: applied.dropped });
@@ -275,7 +286,15 @@ export function createHeadFollower(deps: RealtimeDeps) {
     throw failure;
   }
 
-  return { run, submitHead, lastAppliedBlock: () => tracker.head()?.number ?? -1 };
+  return {
+    run,
+    submitHead,
+    lastAppliedBlock: () => tracker.head()?.number ?? -1,
+    /** The hash of block `number` while it is tracked (unfinalized). */
+    hashAt: (number: number) => tracker.hashAt(number),
+    /** Calls `listener` after each applied head (its commit done, memory updated). */
+    onApplied: (listener: () => void) => void appliedListeners.push(listener),
+  };
 }
 
 export type HeadFollower = ReturnType<typeof createHeadFollower>;

@@ -3,6 +3,7 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import { fetchLogRows, type FetchRowsDeps } from "./fetchLogRows.js";
+import type { PendingBackoff } from "./pendingBackoff.js";
 
 /**
  * Transactions among `candidates` that the pending view holds for a block above `blockNumber`: their
@@ -11,12 +12,19 @@ import { fetchLogRows, type FetchRowsDeps } from "./fetchLogRows.js";
  * (then they are dropped, and revived if announced again).
  */
 export async function stillPendingAbove(
-  deps: FetchRowsDeps & { logger: Logger },
+  deps: FetchRowsDeps & { logger: Logger; backoff?: PendingBackoff | undefined },
   tokens: readonly Hex[],
   blockNumber: number,
   candidates: ReadonlySet<Hex>,
 ): Promise<Set<Hex>> {
   if (candidates.size === 0) return new Set();
+  // A pending endpoint that asked for a pause (429 with Retry-After) is not asked from the head path either: the
+  // block goes first. After other failures it is asked as before (a drop marked without asking may be revived later).
+  const waitMs = deps.backoff?.askedWaitMs() ?? 0;
+  if (waitMs > 0) {
+    deps.logger.warn({ msg: "Skipped reading the pending view before marking drops", block_number: blockNumber, retry_in_ms: waitMs });
+    return new Set();
+  }
   // Note: a rebuilt pending block re-announces a left-out transaction with no notification (protocol-notes §8);
   // the pending view may also still hold the just-canonical block's logs, which do not count.
   try {
@@ -28,6 +36,7 @@ export async function stillPendingAbove(
     return new Set(rows.filter((r) => r.blockNumber > blockNumber && candidates.has(r.transactionHash)).map((r) => r.transactionHash));
   } catch (error) {
     if (!(error instanceof RetryableError)) throw error;
+    deps.backoff?.failed(error);
     deps.logger.warn({ msg: "Failed to read the pending view before marking drops", block_number: blockNumber, error: error.shortMessage });
     return new Set();
   }

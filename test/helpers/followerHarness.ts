@@ -9,6 +9,7 @@ import { openStore } from "../../src/store/openStore.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { sqliteBackend, type TestBackend } from "./backends.js";
 import { createPendingIndexer } from "../../src/sync/pending.js";
+import { createPendingBackoff } from "../../src/sync/pendingBackoff.js";
 import { createHeadFollower } from "../../src/sync/realtime.js";
 import { testConfig, testDeps } from "./context.js";
 
@@ -68,10 +69,21 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const reader = await backend.reader(config.database);
   const health = createHealth();
   const syncDeps = createSyncDeps({ ...deps, client }, store);
-  const follower = createHeadFollower({ ...syncDeps, health });
-  const pending = createPendingIndexer({ ...syncDeps, lastCanonicalBlock: follower.lastAppliedBlock });
+  const pendingBackoff = createPendingBackoff(config.realtime.pendingPollIntervalMs);
+  const follower = createHeadFollower({ ...syncDeps, health, pendingBackoff });
+  const pending = createPendingIndexer({
+    ...syncDeps,
+    pendingBackoff,
+    health,
+    lastCanonicalBlock: follower.lastAppliedBlock,
+    canonicalHashAt: follower.hashAt,
+    onCanonicalHead: follower.onApplied,
+  });
   const running = follower.run();
-  if (config.realtime.pendingPollIntervalMs > 0) void pending.pollForever().catch(() => undefined);
+  if (config.realtime.pendingPollIntervalMs > 0) {
+    void pending.pollForever().catch(() => undefined);
+    void pending.watchForever().catch(() => undefined);
+  }
   if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);
   const outcome = running.then(() => undefined, (error: unknown) => error);
   const stop = async () => {
@@ -84,6 +96,6 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   open.push({ stop });
   const payer = createPayer(devnet);
   await waitFor(() => health.notReadyReason() === undefined, 10_000, "catch-up");
-  return { devnet, db, reader, deps, payer, outcome, stop, config };
+  return { devnet, db, reader, deps, payer, outcome, stop, config, health, pending };
 }
 

@@ -14,12 +14,16 @@ import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
+import { createPendingBackoff } from "../../sync/pendingBackoff.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { contextFor, createObservability, type Context } from "../context.js";
 import { openIndex } from "../openIndex.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { loadCommandSettings } from "../resolveConfig.js";
+import { waitForWriterLock } from "../standby.js";
+import { createLogger } from "../../ops/logger.js";
+import { pino } from "pino";
 import type { ConfigSettings } from "../../config/types.js";
 import { readWebhookSecrets } from "../../webhooks/secrets.js";
 import { createWebhookSender } from "../../webhooks/sender.js";
@@ -28,6 +32,10 @@ import { createWebhookSender } from "../../webhooks/sender.js";
 export const FOLLOW_POLL_INTERVAL_MS = 2_000;
 /** Pause after a temporary failure (retries exhausted) before the daemon tries again. */
 export const FAILURE_BACKOFF_MS = 30_000;
+
+const OPTIONS = {
+  standby: { type: "boolean", description: "when another process writes the database, wait and take over once it stops (instead of exiting 2)" },
+} as const;
 
 export const START_COMMAND = defineCommand({
   name: "start",
@@ -40,21 +48,26 @@ database and exit 0; the same signal again within 1 s is the same request (npm s
 its copy of a Ctrl-C), a second one after that exits at once. On every way out the bundled
 devnet's chain is saved before its anvil stops.
 One writer per database: while another start or backfill writes the same file, start exits 2 at
-once, naming the other process. A database filled from another chain (another chain id or genesis
-block) is refused with exit 2 before anything is written.
+once, naming the other process; with --standby it waits instead, and takes over when that one
+stops. A database filled from another chain (another chain id or genesis block) is refused with
+exit 2 before anything is written.
 With a config that runs the bundled devnet, the devnet starts first and its URLs are recorded
 beside the database (<database>.endpoints.json) while it runs, for the other commands.
 Logs go to stdout as JSON lines.`,
-  options: {},
+  options: OPTIONS,
   epilog: `Exit codes: 0 stopped by SIGINT/SIGTERM, 2 bad usage or config (also: database busy, foreign or
-from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up).`,
+from another chain), 1 fatal error, 75 temporary failure (the RPC stayed unreachable at start-up; on
+Postgres also: another writer took over).`,
   run: runStartCommand,
 });
 
-async function runStartCommand({ values }: ParsedCommand<Record<never, never>>, shutdown: Shutdown): Promise<void> {
+async function runStartCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
   const settings = loadCommandSettings(values);
   // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
-  const lock = await acquireStoreWriterLock(settings, "start");
+  const lock =
+    values.standby === true
+      ? await waitForWriterLock(settings, createLogger(settings.logLevel, pino.destination({ dest: 1, sync: true })).child({ component: "standby" }), shutdown)
+      : await acquireStoreWriterLock(settings, "start");
   try {
     await runDaemon(settings, lock, shutdown);
   } finally {
@@ -115,11 +128,19 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
 
 /** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
 async function followRealtime(deps: RealtimeDeps): Promise<void> {
-  const follower = createHeadFollower(deps);
-  const pending = createPendingIndexer({ ...deps, lastCanonicalBlock: follower.lastAppliedBlock });
+  // One pause for every read of the pending view: the poll, the watchdog and the head path's drop check.
+  const pendingBackoff = createPendingBackoff(deps.config.realtime.pendingPollIntervalMs);
+  const follower = createHeadFollower({ ...deps, pendingBackoff });
+  const pending = createPendingIndexer({
+    ...deps,
+    pendingBackoff,
+    lastCanonicalBlock: follower.lastAppliedBlock,
+    canonicalHashAt: follower.hashAt,
+    onCanonicalHead: follower.onApplied,
+  });
   const { realtime, rpc } = deps.config;
   const running: Array<Promise<void>> = [follower.run()];
-  if (realtime.pendingPollIntervalMs > 0) running.push(pending.pollForever());
+  if (realtime.pendingPollIntervalMs > 0) running.push(pending.pollForever(), pending.watchForever());
   if (rpc.preconfWs !== undefined) pending.subscribe(rpc.preconfWs);
   await Promise.race(running);
 }

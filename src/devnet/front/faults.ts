@@ -15,19 +15,24 @@ export type Faults = {
    * HTTP error statuses (400 for a block-range limit, 500 for an answer too large, 503/429 for outages).
    */
   proxyErrors: boolean;
+  /**
+   * Answer every HTTP read of the pending view with 429, as Base's rate-limited public pre-confirmation
+   * endpoint does; `undefined` for none. `retryAfterSeconds` adds a Retry-After header (null: none).
+   */
+  pendingRateLimit: { retryAfterSeconds: number | null } | undefined;
 };
 
 /** An error answer, and the HTTP status it travels with (200 unless a proxy says otherwise). */
 export type FaultAnswer = { code: number; message: string; httpStatus: number };
 
-export const NO_FAULTS: Faults = { errorRate: 0, latencyMs: 0, maxBlockRange: undefined, maxResults: undefined, proxyErrors: false };
+export const NO_FAULTS: Faults = { errorRate: 0, latencyMs: 0, maxBlockRange: undefined, maxResults: undefined, proxyErrors: false, pendingRateLimit: undefined };
 
 /** Checks a devnet_setFaults argument; unknown keys and bad values are refused, not ignored. */
 export function parseFaults(value: unknown): Faults {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("expected an object");
   const input = value as Record<string, unknown>;
   for (const key of Object.keys(input))
-    if (!["errorRate", "latencyMs", "maxBlockRange", "maxResults", "proxyErrors"].includes(key)) throw new Error(`unknown fault ${key}`);
+    if (!["errorRate", "latencyMs", "maxBlockRange", "maxResults", "proxyErrors", "pendingRateLimit"].includes(key)) throw new Error(`unknown fault ${key}`);
   const number = (key: string, min: number, max: number): number | undefined => {
     const v = input[key];
     if (v === undefined || v === null) return undefined;
@@ -38,6 +43,7 @@ export function parseFaults(value: unknown): Faults {
   if (typeof proxyErrors !== "boolean") throw new Error("proxyErrors must be a boolean");
   return {
     proxyErrors,
+    pendingRateLimit: parsePendingRateLimit(input.pendingRateLimit),
     errorRate: number("errorRate", 0, 1) ?? 0,
     latencyMs: number("latencyMs", 0, 60_000) ?? 0,
     maxBlockRange: number("maxBlockRange", 1, 1e9),
@@ -73,4 +79,36 @@ export function resultLimitError(faults: Faults, from: number, logs: readonly Rp
   const cutoff = Number(logs[faults.maxResults]!.blockNumber);
   const to = Math.max(from, cutoff - 1);
   return { code: -32602, message: `query exceeds max results ${faults.maxResults}, retry with the range ${from}-${to}`, httpStatus: 200 };
+}
+
+function parsePendingRateLimit(value: unknown): Faults["pendingRateLimit"] {
+  if (value === undefined || value === null || value === false) return undefined;
+  if (typeof value !== "object" || Array.isArray(value)) throw new Error("pendingRateLimit must be an object { retryAfterSeconds }");
+  const seconds = (value as Record<string, unknown>).retryAfterSeconds ?? null;
+  if (seconds !== null && (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < 0 || seconds > 3_600))
+    throw new Error("pendingRateLimit.retryAfterSeconds must be null or an integer from 0 to 3600");
+  return { retryAfterSeconds: seconds as number | null };
+}
+
+/** Whether one HTTP body (not a batch) reads the pending view: eth_getLogs up to "pending", or the "pending" block. */
+export function isPendingRead(body: string): boolean {
+  let request: { method?: unknown; params?: unknown };
+  try {
+    request = JSON.parse(body) as typeof request;
+  } catch {
+    return false;
+  }
+  if (Array.isArray(request) || !Array.isArray(request.params)) return false;
+  const first = request.params[0] as { toBlock?: unknown } | unknown;
+  if (request.method === "eth_getLogs") return typeof first === "object" && first !== null && (first as { toBlock?: unknown }).toBlock === "pending";
+  return request.method === "eth_getBlockByNumber" && first === "pending";
+}
+
+/** The 429 a rate-limited pending read gets, or undefined. Note: the JSON-RPC body is proxyd's (-32016 "over rate limit"). */
+export function pendingRateLimitAnswer(faults: Faults): { headers: Record<string, string>; body: string } | undefined {
+  const limit = faults.pendingRateLimit;
+  if (limit === undefined) return undefined;
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (limit.retryAfterSeconds !== null) headers["retry-after"] = String(limit.retryAfterSeconds);
+  return { headers, body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32016,"message":"over rate limit"}}' };
 }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import { createCanonicalWatcher } from "./canonicalWatcher.js";
-import { blockRangeError, injectedHttpFailure, NO_FAULTS, parseFaults, resultLimitError, type FaultAnswer, type Faults } from "./faults.js";
+import { blockRangeError, injectedHttpFailure, isPendingRead, NO_FAULTS, parseFaults, pendingRateLimitAnswer, resultLimitError, type FaultAnswer, type Faults } from "./faults.js";
 import { matchesFilter, toQuantity, type LogFilterObject, type RpcLogObject } from "./rpcLogObject.js";
 import { createSequencer } from "./sequencer.js";
 import { createSubscriptions, type PendingLogsMode } from "./subscriptions.js";
@@ -39,11 +39,16 @@ export async function startFlashblocksFront(options: FrontOptions) {
   const subscriptions = createSubscriptions();
   if (options.pendingLogs !== undefined) subscriptions.setMode(options.pendingLogs);
   const sequencer = createSequencer(upstream, (flashblock) => subscriptions.onFlashblock(flashblock));
+  /** newHeads and logs notifications go out this late: flashblocks of the next block then arrive first (base/base PR #979). */
+  let headsDelayMs = 0;
+  const later = (work: () => void) => (headsDelayMs > 0 ? void setTimeout(work, headsDelayMs) : work());
   const watcher = createCanonicalWatcher(upstream, {
-    onBlock: (header, logs) => subscriptions.onBlock(header, logs),
-    onRemoved: (logs) => subscriptions.onRemoved(logs),
+    onBlock: (header, logs) => later(() => subscriptions.onBlock(header, logs)),
+    onRemoved: (logs) => later(() => subscriptions.onRemoved(logs)),
   });
   let faults: Faults = NO_FAULTS;
+  /** Reads of the pending view over HTTP (eth_getLogs up to "pending", eth_getBlockByNumber "pending"): answered and refused. */
+  const pendingReads = { answered: 0, refused: 0 };
   const sockets = new Set<WebSocket>();
   const reportError = options.onError ?? (() => undefined);
 
@@ -105,6 +110,30 @@ export async function startFlashblocksFront(options: FrontOptions) {
       }
       return faults;
     },
+    devnet_stallFlashblockSubscribers: async (params) => {
+      if (typeof params[0] !== "boolean") throw new RpcError(-32602, "expected true (stall) or false (resume)");
+      return { lagged: subscriptions.setStalled(params[0]) };
+    },
+    devnet_setSubscriptionKinds: async (params) => {
+      if (!Array.isArray(params[0]) || !params[0].every((k) => typeof k === "string")) throw new RpcError(-32602, "expected an array of subscription kinds");
+      try {
+        return subscriptions.setOffered(params[0] as string[]);
+      } catch (error) {
+        throw new RpcError(-32602, (error as Error).message);
+      }
+    },
+    devnet_setPendingView: async (params) => {
+      const [mode] = params;
+      if (mode !== "live" && mode !== "frozen" && mode !== "null") throw new RpcError(-32602, 'mode must be "live", "frozen" or "null"');
+      return sequencer.setView(mode);
+    },
+    devnet_setHeadsDelay: async (params) => {
+      const [ms] = params;
+      if (typeof ms !== "number" || !Number.isInteger(ms) || ms < 0 || ms > 60_000) throw new RpcError(-32602, "ms must be an integer from 0 to 60000");
+      headsDelayMs = ms;
+      return ms;
+    },
+    devnet_pendingReads: async () => ({ ...pendingReads }),
     devnet_setPendingLogsMode: async (params) => {
       const mode = params[0] as Partial<PendingLogsMode> | undefined;
       if (mode?.shape !== "single" && mode?.shape !== "array") throw new RpcError(-32602, 'shape must be "single" or "array"');
@@ -169,6 +198,12 @@ export async function startFlashblocksFront(options: FrontOptions) {
       const method = request.method;
       if (method in admin) return ok(request, await admin[method]!(params));
       if (method === "eth_getLogs") return await getLogs(request, params, socket === undefined);
+      if (method === "eth_getBlockByNumber" && params[0] === "pending") {
+        // Note: a Flashblocks node answers "pending" from its pre-confirmed state (header hash zero), null when it has none.
+        const block = sequencer.pendingBlock();
+        if (block === undefined || params[1] === true) return ok(request, block ?? null);
+        return ok(request, { ...block, transactions: block.transactions.map((t) => t.hash) });
+      }
       if (method === "eth_getTransactionCount" && params[1] === "pending") {
         // Note: on Base, "pending" is the canonical count plus the sender's pre-confirmed transactions; no mempool.
         const latest = Number(await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]));
@@ -224,6 +259,10 @@ export async function startFlashblocksFront(options: FrontOptions) {
     req.on("end", async () => {
       const isAdmin = body.includes('"devnet_');
       if (!isAdmin && faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
+      const readsPending = !isAdmin && isPendingRead(body);
+      const limited = readsPending ? pendingRateLimitAnswer(faults) : undefined;
+      if (readsPending) pendingReads[limited === undefined ? "answered" : "refused"]++;
+      if (limited !== undefined) return void res.writeHead(429, limited.headers).end(limited.body);
       const failure = isAdmin ? undefined : injectedHttpFailure(faults);
       if (failure !== undefined) return void res.writeHead(failure.status, { "content-type": "application/json" }).end(failure.body);
       const { text, httpStatus } = await handleBody(body, undefined);

@@ -23,7 +23,19 @@ export type Flashblock = {
   allLogs: RpcLogObject[];
   /** The pending block after this flashblock. */
   block: PendingBlockObject;
+  /** Transactions first pre-confirmed by this flashblock, as `newFlashblockTransactions` sends them in full. */
+  newTransactions: FlashblockTransaction[];
 };
+
+/** A pre-confirmed transaction with its logs and gas used (base/base rpc/types.rs TransactionWithLogs, PR #1803). */
+export type FlashblockTransaction = Record<string, unknown> & { hash: string; logs: RpcLogObject[]; gasUsed: string };
+
+/**
+ * The node's own pending view, apart from the sequencer: live; frozen at what it held when it stopped
+ * following flashblocks (base/node#1129: 450 blocks behind until a restart; base/base#1439); or gone
+ * (`null`: base/base#187, #178, and a node stuck at "waiting for first Flashblock" after a restart, #826).
+ */
+export type PendingViewMode = "live" | "frozen" | "null";
 
 /** One block of the pre-confirmed state: open (taking flashblocks), sealed (waiting to be mined), or mined and still shown. */
 type PendingBlock = {
@@ -60,6 +72,8 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
   /** Pre-confirmed transactions the next mined block leaves out (they land in a later block). */
   const deferred = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
+  /** What the node serves as its pending view; the sequencer goes on making blocks whatever it is. */
+  let view: { mode: "live" } | { mode: "frozen"; blocks: PendingBlock[] } | { mode: "null" } = { mode: "live" };
 
   /** Serialises ticks, mining and drops: each sees the state the previous one left. */
   function exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -126,6 +140,7 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
     const fresh = pool.transactions.filter((t) => !known.has(t.hash) && !dropped.has(t.hash));
     const newLogs: RpcLogObject[] = [];
+    const newTransactions: FlashblockTransaction[] = [];
     if (fresh.length > 0) {
       const all = [...open.txs, ...fresh];
       const resultByTx = await simulate(open, all);
@@ -171,14 +186,23 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
             type: tx.type ?? "0x2",
           });
         }
+        newTransactions.push({
+          ...tx,
+          blockHash: ZERO_HASH,
+          blockNumber: toQuantity(open.number),
+          transactionIndex: toQuantity(i),
+          logs: newLogs.slice(firstLog),
+          gasUsed: `0x${BigInt(result?.gasUsed ?? "0x0").toString(16)}`,
+        });
       }
       open.txs = all;
       open.logs = [...open.logs, ...newLogs];
     }
-    const result = { blockNumber: open.number, index: open.index, newLogs, allLogs: open.logs, block: blockObject(open) };
+    const result = { blockNumber: open.number, index: open.index, newLogs, allLogs: open.logs, block: blockObject(open), newTransactions };
     open.index++;
-    // After a gap the node has nothing to tell until the next block: no notification either.
-    if (!blind) onFlashblock(result);
+    // After a gap the node has nothing to tell until the next block: no notification either; nor
+    // from a node whose view is frozen or gone.
+    if (!blind && view.mode === "live") onFlashblock(result);
     return result;
   }
 
@@ -229,7 +253,11 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     };
   }
 
-  const visible = () => (blind ? [] : blocks);
+  function visible(): PendingBlock[] {
+    if (view.mode === "frozen") return view.blocks;
+    if (view.mode === "null") return [];
+    return blind ? [] : blocks;
+  }
 
   return {
     /** One flashblock now (the timer calls this every flashblock interval). */
@@ -268,7 +296,19 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     /** Pre-confirmed logs of every pending block, oldest first (mined ones too until the chain catches up). */
     pendingLogs: () => visible().flatMap((b) => b.logs),
     /** Pre-confirmed transactions sent by `address` in blocks not yet mined (for the "pending" nonce). */
-    preconfirmedCount: (address: string) => (blind ? [] : unmined()).flatMap((b) => b.txs).filter((t) => sameHash(t.from, address)).length,
+    preconfirmedCount: (address: string) => (blind || view.mode !== "live" ? [] : unmined()).flatMap((b) => b.txs).filter((t) => sameHash(t.from, address)).length,
+    /** The newest block of the pending view as eth_getBlockByNumber("pending") answers it; undefined when the view holds none. */
+    pendingBlock: (): PendingBlockObject | undefined => {
+      const newest = visible().at(-1);
+      return newest === undefined ? undefined : blockObject(newest);
+    },
+    /** Freezes the node's pending view where it is, empties it (null), or brings it back to life. */
+    setView: (mode: PendingViewMode) =>
+      exclusive(async () => {
+        // A frozen view keeps copies: the sequencer goes on changing its own blocks.
+        view = mode === "frozen" ? { mode, blocks: blocks.map((b) => ({ ...b, receipts: new Map(b.receipts) })) } : { mode };
+        return mode;
+      }),
     pendingBlockNumber: () => blocks.at(-1)?.number ?? -1,
   };
 }

@@ -29,14 +29,19 @@ const TYPES = {
 export function connectionConfig(url: string, schema: string): pg.ClientConfig {
   return {
     connectionString: url,
-    // The schema name is validated in the config (plain lower-case identifier): safe to inline.
-    options: `-c search_path=${schema}`,
+    // The config lets only plain lower-case names through; quoted anyway, as the driver quotes identifiers.
+    options: `-c search_path=${startupOptionValue(pg.escapeIdentifier(schema))}`,
     connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: POSTGRES_KEEPALIVE_DELAY_MS,
     types: TYPES,
     application_name: "flashindex",
   };
+}
+
+/** A value inside libpq's startup `options`: whitespace and backslashes escaped with a backslash (the server splits on whitespace). */
+function startupOptionValue(value: string): string {
+  return value.replace(/[\\\s]/g, (c) => `\\${c}`);
 }
 
 export function createPool(url: string, schema: string): pg.Pool {
@@ -50,14 +55,20 @@ export function createPool(url: string, schema: string): pg.Pool {
 }
 
 /**
- * Runs `work` in one transaction on a pooled connection; rolls back when it throws. With
+ * Runs `work` in one transaction on a pooled connection (after `guard`); rolls back when it throws. With
  * `outboxLock`, the transaction first takes the webhook outbox's lock (schemaV7.ts): a transaction
  * that may write webhook events takes it before any row lock, so two such writers never deadlock.
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>, options: { outboxLock?: boolean } = {}): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  options: { outboxLock?: boolean; guard?: ((client: pg.PoolClient) => Promise<void>) | undefined } = {},
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query(options.outboxLock === true ? `BEGIN; SELECT ${OUTBOX_LOCK_SQL}` : "BEGIN");
+    // The guard (the writer epoch's check) runs first inside the transaction, before anything is written.
+    await options.guard?.(client);
     const result = await work(client);
     await client.query("COMMIT");
     return result;

@@ -8,6 +8,7 @@ import { describeLocation } from "./location.js";
 import { checkReadable, migratePostgres } from "./migrations/migrate.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { createPostgresStore } from "./postgresStore.js";
+import { takeWriterEpoch } from "./writerEpoch.js";
 
 export type PostgresTarget = { url: string; schema: string; chainId: number };
 
@@ -21,6 +22,7 @@ export async function openPostgresStore(
 ): Promise<Store> {
   const location = describeLocation(target.url, target.schema);
   const pool = createPool(target.url, target.schema);
+  let writerEpoch: string | undefined;
   try {
     const client = await pool.connect();
     try {
@@ -30,8 +32,11 @@ export async function openPostgresStore(
       const insert = "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING";
       await client.query(insert, ["chain_id", String(target.chainId)]);
       if (options.identity !== undefined) await client.query(insert, ["genesis_hash", options.identity.genesisHash]);
-      if (options.writer !== undefined)
+      if (options.writer !== undefined) {
         await client.query("INSERT INTO meta (key, value) VALUES ('writer', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [JSON.stringify(options.writer)]);
+        // Taken while the writer lock is held: from now on an older writer's transactions stop.
+        writerEpoch = await takeWriterEpoch(client);
+      }
     } finally {
       client.release();
     }
@@ -39,7 +44,7 @@ export async function openPostgresStore(
     await pool.end().catch(() => undefined);
     throw asPostgresError(error, location);
   }
-  return createPostgresStore({ pool, chainId: target.chainId, location, metrics: options.metrics, checkWriter: options.checkWriter });
+  return createPostgresStore({ pool, chainId: target.chainId, location, metrics: options.metrics, checkWriter: options.checkWriter, writerEpoch });
 }
 
 /** Opens an existing flashindex schema for reading only: never creates or migrates anything. */

@@ -20,6 +20,7 @@ import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
 import { insertAttributionRows, insertLogRows, insertPackedAttribution } from "./rowWriter.js";
 import { copyWindow } from "./windowCopy.js";
+import { checkWriterEpoch } from "./writerEpoch.js";
 
 export type PostgresStoreDeps = {
   pool: pg.Pool;
@@ -28,6 +29,8 @@ export type PostgresStoreDeps = {
   metrics: Pick<Metrics, "dbWriteDuration">;
   /** Throws when the writer lock's connection was lost (another writer may have taken over). */
   checkWriter?: (() => void) | undefined;
+  /** This writer's epoch (writerEpoch.ts): every write transaction checks it first. Undefined: a store that holds no writer lock. */
+  writerEpoch?: string | undefined;
   /** Runs after the pool is closed (the writer lock's release). */
   onClose?: (() => Promise<void>) | undefined;
 };
@@ -47,11 +50,13 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
   let tail: Promise<unknown> = Promise.resolve();
   let lastExclusive: Promise<unknown> = Promise.resolve();
   const committed = createCommitSignal();
+  const epoch = deps.writerEpoch;
+  const guard = epoch === undefined ? undefined : (client: pg.PoolClient) => checkWriterEpoch(client, epoch, deps.location);
 
   /** Runs `work` in one transaction, timed under `kind`; a connection lost mid-run is an outage (exit 75), named without credentials. */
   function transaction<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>, outboxLock: boolean): Promise<T> {
     deps.checkWriter?.();
-    return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock })).then(
+    return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock, guard })).then(
       (result) => (committed.notify(), result),
       (error: unknown) => {
         throw asPostgresError(error, deps.location);
@@ -99,7 +104,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       }
     })();
 
-  const webhooks = createPostgresWebhookOutbox({ pool, read, location: deps.location });
+  const webhooks = createPostgresWebhookOutbox({ pool, read, location: deps.location, guard });
 
   const windowWriter = (): WindowWriter => {
     const sent = new Set<Promise<unknown>>();

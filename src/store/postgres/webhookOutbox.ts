@@ -14,12 +14,14 @@ export function createPostgresWebhookOutbox(deps: {
   pool: pg.Pool;
   read: <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
   location: string;
+  /** Runs first in each write transaction (the writer epoch's check). */
+  guard?: ((client: pg.PoolClient) => Promise<void>) | undefined;
 }): WebhookOutbox {
   const { pool, read } = deps;
   const rows = <T>(sql: string, params: unknown[] = []) => read(async (c) => (await c.query(sql, params)).rows as T[]);
   const transaction = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
     try {
-      return await inTransaction(pool, work);
+      return await inTransaction(pool, work, { guard: deps.guard });
     } catch (error) {
       throw asPostgresError(error, deps.location);
     }

@@ -1,4 +1,4 @@
-import type pg from "pg";
+import pg from "pg";
 import { ConfigError, FatalError } from "../../../errors/base.js";
 import { POSTGRES_SCHEMA_V5 } from "./schemaV5.js";
 import { POSTGRES_SCHEMA_V6 } from "./schemaV6.js";
@@ -29,7 +29,7 @@ export async function migratePostgres(client: pg.ClientBase, schema: string): Pr
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [MIGRATION_LOCK + schema]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(schema)}`);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version     integer PRIMARY KEY,
       applied_at  timestamptz NOT NULL DEFAULT now())`);

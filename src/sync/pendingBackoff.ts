@@ -1,0 +1,56 @@
+import { RpcTransportError } from "../errors/rpc.js";
+
+/** Longest pause between reads of a pending view that keeps failing (Base makes a block every 2 s; a few blocks at most). */
+export const PENDING_BACKOFF_MAX_MS = 10_000;
+
+/**
+ * The pause before the next read of the pending view after `failures` failed ones in a row (1 for
+ * the first): the endpoint's Retry-After when it sent one, else doubling from the poll interval up to
+ * PENDING_BACKOFF_MAX_MS. Note: Base's public pre-confirmation endpoint is rate-limited; polling it
+ * every 200 ms through a 429 only prolongs the limit. The pendingLogs subscription is not affected.
+ * Kept to this one function so the one retry helper of the RPC client can take its place.
+ */
+export function pendingReadDelayMs(failures: number, error: unknown, intervalMs: number): number {
+  const retryAfterMs = retryAfterMsOf(error);
+  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 60 * PENDING_BACKOFF_MAX_MS);
+  return Math.min(PENDING_BACKOFF_MAX_MS, Math.max(intervalMs, 100) * 2 ** Math.min(failures, 16));
+}
+
+/** The Retry-After an endpoint sent with the failure (found anywhere in its causes), in ms. */
+function retryAfterMsOf(error: unknown): number | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof RpcTransportError && e.retryAfterMs !== undefined) return e.retryAfterMs;
+  }
+  return undefined;
+}
+
+/**
+ * One pause shared by everything that reads the pending view (the poll, the watchdog): after a
+ * failure none of them asks again before `readyAt`.
+ */
+export function createPendingBackoff(intervalMs: number, now: () => number = Date.now) {
+  let failures = 0;
+  let readyAt = 0;
+  /** Whether the endpoint itself set the pause (a Retry-After), rather than our own backoff. */
+  let asked = false;
+  return {
+    /** Milliseconds to wait before the pending view may be read again (0: now). */
+    waitMs: () => Math.max(0, readyAt - now()),
+    /** The part of the pause the endpoint asked for with Retry-After (0 when the pause is only ours). */
+    askedWaitMs: () => (asked ? Math.max(0, readyAt - now()) : 0),
+    failed(error: unknown): number {
+      failures++;
+      asked = retryAfterMsOf(error) !== undefined;
+      const delay = pendingReadDelayMs(failures, error, intervalMs);
+      readyAt = now() + delay;
+      return delay;
+    },
+    succeeded(): void {
+      failures = 0;
+      readyAt = 0;
+      asked = false;
+    },
+  };
+}
+
+export type PendingBackoff = ReturnType<typeof createPendingBackoff>;
