@@ -5,11 +5,11 @@ import { RetryableError, ShutdownError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactUrl } from "../ops/redact.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import type { Shutdown } from "../ops/shutdown.js";
 import { answerText, createHttpTransport, type AnswerBody, type HttpTransport, type HttpTransportSettings } from "./httpTransport.js";
 import { parseRangeError } from "./rangeErrors.js";
 import { batchResults, unwrap, type BatchResult } from "./jsonRpcAnswer.js";
-import { backoffDelayMs } from "../ops/backoff.js";
+import { exponentialBackoff, withRetry } from "../ops/withRetry.js";
 import {
   PRUNED_HISTORY_CODE,
   PrunedHistoryError,
@@ -151,14 +151,14 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     return endpoint.verified;
   }
 
-  /** Runs `attempt` against endpoints until it succeeds, the error is not retryable, or attempts run out. */
+  /** Runs `run` against endpoints until it succeeds, the error is not retryable, or attempts run out. */
   async function withRetries<T>(method: string, run: (endpoint: Endpoint) => Promise<T>): Promise<T> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = config.rpc.retry;
-    let lastError: unknown;
     let lastEndpoint = "";
-    for (let attempt = 0; attempt < maxAttempts; attempt++) {
+    const attempt = async ({ count }: { count: number }): Promise<T> => {
       shutdown.throwIfKilled();
-      const endpoint = pickEndpoint(attempt);
+      const endpoint = pickEndpoint(count);
+      lastEndpoint = endpoint.label;
       const started = performance.now();
       try {
         await ensureVerified(endpoint);
@@ -168,28 +168,34 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       } catch (error) {
         const classified = classify(method, error);
         metrics.rpcRequests.inc({ method, outcome: outcomeOf(classified) });
-        if (!(classified instanceof RetryableError) || shutdown.isKilled()) throw classified;
-        endpoint.failedAt = Date.now();
-        lastError = classified;
-        lastEndpoint = endpoint.label;
-        const last = attempt + 1 >= maxAttempts;
-        const delay = last ? 0 : backoffDelayMs(attempt, { initialDelayMs, maxDelayMs });
-        logger.warn({
-          msg: last ? "Gave up on RPC request" : "Retrying RPC request",
-          method,
-          endpoint: endpoint.label,
-          attempt: attempt + 1,
-          max_attempts: maxAttempts,
-          ...(last ? {} : { delay_ms: Math.round(delay) }),
-          error: classified.shortMessage,
-        });
-        if (!last) await sleep(delay, shutdown.signal);
+        if (classified instanceof RetryableError) endpoint.failedAt = Date.now();
+        throw classified;
       } finally {
         metrics.rpcDuration.observe({ method }, (performance.now() - started) / 1_000);
       }
+    };
+    try {
+      return await withRetry(attempt, {
+        retryCount: maxAttempts - 1,
+        shouldRetry: ({ error }) => error instanceof RetryableError && !shutdown.isKilled(),
+        delay: exponentialBackoff({ initialDelayMs, maxDelayMs }),
+        onRetry: ({ count, error, delayMs }) =>
+          logger.warn({
+            msg: "Retrying RPC request",
+            method,
+            endpoint: lastEndpoint,
+            attempt: count + 1,
+            max_attempts: maxAttempts,
+            delay_ms: Math.round(delayMs),
+            error: (error as RetryableError).shortMessage,
+          }),
+        signal: shutdown.signal,
+      });
+    } catch (error) {
+      if (!(error instanceof RetryableError) || shutdown.isKilled()) throw error;
+      logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: maxAttempts, max_attempts: maxAttempts, error: error.shortMessage });
+      throw new RetryableError(`${method} failed after ${maxAttempts} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
     }
-    const last = lastError instanceof RetryableError ? lastError.shortMessage : String(lastError);
-    throw new RetryableError(`${method} failed after ${maxAttempts} attempts (last from ${lastEndpoint}): ${last}`, { cause: lastError });
   }
 
   const view = (timeoutMs: number): RpcClient => ({
