@@ -10,6 +10,14 @@ export class RpcTransportError extends RetryableError {
   override name = "RpcTransportError";
 }
 
+/**
+ * The provider refused the request for its rate (HTTP 429, or a rate-limit error body): the client
+ * slows down and asks again, for as long as it takes; never counted against the attempt budget.
+ */
+export class RateLimitedError extends RpcTransportError {
+  override name = "RateLimitedError";
+}
+
 /** A JSON-RPC error object the node sent back. Whether to retry depends on its code and text. */
 export class RpcRequestError extends BaseError {
   override name = "RpcRequestError";
