@@ -15,6 +15,7 @@ import {
   PRUNED_HISTORY_CODE,
   PrunedHistoryError,
   RangeLimitError,
+  BatchOverRateError,
   RateLimitedError,
   RpcRequestError,
   RpcResponseError,
@@ -41,6 +42,11 @@ export type RpcClient = {
   batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
   /** A batch whose answer's body `accept` reads itself (jsonRpcAnswer.ts's batchResults checks it), as requestRaw. */
   batchRaw: <T>(calls: readonly RpcCall[], accept: (answer: RawBatchAnswer) => Promise<T>, elsewhere?: SendElsewhere<T>) => Promise<T>;
+  /**
+   * Most calls one batch should carry now: what the rate limiter allows in one second (every call
+   * is billed). A provider's rate limit lowers it; callers batch through chain/inBatches.ts.
+   */
+  batchCalls: () => number;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
   /**
@@ -205,6 +211,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         if (classified instanceof RateLimitedError) slowDown(sending, classified);
         else if (classified instanceof RetryableError) failures++;
         if (classified instanceof RetryableError) endpoint.failedAt = Date.now();
+        if (classified instanceof RateLimitedError && cost > 1 && cost > batchCalls())
+          throw new BatchOverRateError(`a batch of ${cost} calls is more than the rate allows (${batchCalls()} a second): ${classified.shortMessage}`, { cause: classified });
         throw classified;
       } finally {
         metrics.rpcDuration.observe({ method }, (performance.now() - started) / 1_000);
@@ -213,7 +221,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     try {
       return await withRetry(attempt, {
         retryCount: Number.POSITIVE_INFINITY,
-        shouldRetry: ({ error }) => error instanceof RetryableError && !shutdown.isKilled() && (error instanceof RateLimitedError || failures < maxAttempts),
+        shouldRetry: ({ error }) =>
+          error instanceof RetryableError && !(error instanceof BatchOverRateError) && !shutdown.isKilled() && (error instanceof RateLimitedError || failures < maxAttempts),
         // The limiter paces a rate-limited request's next try; other failures back off.
         delay: ({ error }) => (error instanceof RateLimitedError ? 0 : backoffDelayMs(failures - 1, { initialDelayMs, maxDelayMs })),
         onRetry: ({ error, delayMs }) =>
@@ -230,11 +239,13 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         signal: shutdown.signal,
       });
     } catch (error) {
-      if (!(error instanceof RetryableError) || shutdown.isKilled()) throw error;
+      if (!(error instanceof RetryableError) || error instanceof BatchOverRateError || shutdown.isKilled()) throw error;
       logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: failures, max_attempts: maxAttempts, error: error.shortMessage });
       throw new RetryableError(`${method} failed after ${failures} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
     }
   }
+
+  const batchCalls = (): number => Math.max(1, Math.floor(limiter.state().requestsPerSecond));
 
   /** A provider refused a request for its rate: the whole client slows down (once per round trip, logged). */
   function slowDown(sending: Sending, error: RateLimitedError): void {
@@ -283,6 +294,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         const body = batchBody(calls, firstId);
         return sendRaw(endpoint, body, firstId, timeoutMs, sending, (answer) => accept({ body: answer, firstId, endpoint: endpoint.label }), elsewhere);
       }),
+
+    batchCalls,
 
     verifyEndpoints: async () => {
       for (const endpoint of endpoints) {

@@ -18,6 +18,15 @@ export class RateLimitedError extends RpcTransportError {
   override name = "RateLimitedError";
 }
 
+/**
+ * A batch refused for its rate whose calls alone are more than the client's rate now allows in
+ * one second: asked again whole, it would be refused forever. The caller sends it in smaller
+ * pieces (chain/inBatches.ts). Not retried by the client.
+ */
+export class BatchOverRateError extends RetryableError {
+  override name = "BatchOverRateError";
+}
+
 /** A JSON-RPC error object the node sent back. Whether to retry depends on its code and text. */
 export class RpcRequestError extends BaseError {
   override name = "RpcRequestError";

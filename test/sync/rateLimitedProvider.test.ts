@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Hex } from "viem";
+import { getTransactions } from "../../src/chain/getTransactions.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
@@ -37,11 +39,11 @@ async function directLogs(): Promise<string[]> {
 }
 
 /** Backfills the whole chain through a provider-shaped proxy into a fresh SQLite file; returns what was stored. */
-async function backfillThrough(shape: Partial<ProviderShape>, concurrency: number) {
+async function backfillThrough(shape: Partial<ProviderShape>, concurrency: number, attribution = false) {
   const proxy = await startProviderProxy(chain.anvil.httpUrl, shape);
   const path = freshDbPath();
   const config = testConfig({
-    attribution: { enabled: false },
+    attribution: { enabled: attribution },
     // The retry budget is small on purpose: a rate limit must not spend it.
     rpc: { http: [proxy.url], requestsPerSecond: 50, retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } },
     tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
@@ -69,7 +71,8 @@ async function backfillThrough(shape: Partial<ProviderShape>, concurrency: numbe
 describe("a backfill through a rate-limited, range- and result-capped provider", () => {
   test("finishes with every log, none twice, however hard the rate limit refuses", async () => {
     // 3 calls a second against a client configured for 50, with caps small enough to split this chain's windows.
-    const { stored, proxy, lines } = await backfillThrough({ latencyMs: 80, requestsPerSecond: 3, maxBlockRange: 8, maxResults: 12 }, 4);
+    // Attribution on (the default): its batches of transactions count one call each.
+    const { stored, proxy, lines } = await backfillThrough({ latencyMs: 80, requestsPerSecond: 3, maxBlockRange: 8, maxResults: 12 }, 4, true);
     const expected = await directLogs();
     expect(expected.length).toBeGreaterThan(25);
     expect(stored).toEqual(expected);
@@ -92,6 +95,27 @@ describe("a backfill through a rate-limited, range- and result-capped provider",
     for (const refusal of refusals) {
       const next = proxy.events.find((e) => e.at > refusal.at);
       if (next !== undefined) expect(next.at - refusal.at).toBeGreaterThanOrEqual(refusal.retryAfterMs!);
+    }
+  }, 120_000);
+});
+
+describe("a batch through a provider whose rate is below the batch's size", () => {
+  test("is sent again in pieces the rate allows, and every transaction comes back", async () => {
+    const hashes = [...new Set(((await chain.publicClient.request({
+      method: "eth_getLogs",
+      params: [{ fromBlock: "0x0", toBlock: `0x${head.toString(16)}`, address: chain.token, topics: [[...PAYMENT_TOPICS]] }],
+    } as never)) as Array<{ transactionHash: Hex }>).map((l) => l.transactionHash))];
+    expect(hashes.length).toBeGreaterThanOrEqual(8);
+    const proxy = await startProviderProxy(chain.anvil.httpUrl, { latencyMs: 0, requestsPerSecond: 2 });
+    try {
+      const deps = testDeps(testConfig({ rpc: { http: [proxy.url], requestsPerSecond: 50, retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } } }));
+      const found = await getTransactions(createRpcClient(deps), hashes);
+      expect([...found.keys()].sort()).toEqual(hashes.map((h) => h.toLowerCase()).sort());
+      // The whole batch was refused (no 2-call-a-second window holds it); pieces of at most 2 calls got through.
+      expect(proxy.events.some((e) => e.outcome === "rate_limited" && e.calls === hashes.length)).toBe(true);
+      expect(Math.max(...proxy.events.filter((e) => e.outcome === "served").map((e) => e.calls))).toBeLessThanOrEqual(2);
+    } finally {
+      await proxy.close();
     }
   }, 120_000);
 });
