@@ -9,6 +9,11 @@ const QUICK_RECOVERY_SHARE = 0.9;
 const QUICK_RECOVERY_PER_SECOND = 0.25;
 /** ...and above it: 90% to 100% in about 10 s, so at a steady provider limit about one request in 50 is refused. */
 const SLOW_RECOVERY_PER_SECOND = 0.01;
+/**
+ * Least time between two cuts (ms). Providers count requests over a second: a refusal in the
+ * second after a cut may still be the old rate's, even for a request sent after the cut.
+ */
+const MIN_MS_BETWEEN_CUTS = 1_000;
 /** The rate never falls below this (requests per second): a rate limit slows the client, it never stops it. */
 export const MIN_REQUESTS_PER_SECOND = 0.2;
 
@@ -19,6 +24,8 @@ export type RateLimiterOptions = {
   concurrency: number;
   /** Rejects every waiting request with ShutdownError when it aborts. */
   signal: AbortSignal;
+  /** The clock (ms, monotonic): performance.now unless a test drives it. */
+  now?: () => number;
 };
 
 /** Where the limiter stands: the current rate and concurrency limits, and the end of a `Retry-After` pause (performance.now() ms). */
@@ -32,7 +39,8 @@ export type RateLimiter = {
   run: <T>(cost: number, task: (sentAt: number) => Promise<T>) => Promise<T>;
   /**
    * A request sent at `sentAt` was refused for its rate: rate and concurrency halve (once per round
-   * trip: refusals of requests sent before the last cut do not cut again), and with `retryAfterMs`
+   * trip and at most once a second: refusals of requests sent before the last cut, or within a
+   * second of it, do not cut again), and with `retryAfterMs`
    * no request leaves before that wait is over. Returns whether the limits were cut.
    */
   refused: (sentAt: number, retryAfterMs: number | undefined) => boolean;
@@ -49,12 +57,13 @@ export type RateLimiter = {
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const maxRate = options.requestsPerSecond;
   const maxConcurrency = options.concurrency;
+  const clock = options.now ?? (() => performance.now());
   let rate = maxRate;
   let concurrency = maxConcurrency;
   /** The rate at the last refusal: the limit the provider showed. */
   let refusedRate = Number.POSITIVE_INFINITY;
   let tokens = Math.max(1, rate);
-  let refilledAt = performance.now();
+  let refilledAt = clock();
   let pausedUntil = 0;
   let lastCutAt = Number.NEGATIVE_INFINITY;
   let inFlight = 0;
@@ -81,7 +90,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   function pump(): void {
     clearTimeout(timer);
     timer = undefined;
-    const now = performance.now();
+    const now = clock();
     refill(now);
     while (waiting.length > 0 && inFlight < Math.floor(concurrency)) {
       if (now < pausedUntil) return wakeIn(pausedUntil - now);
@@ -116,9 +125,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
 
     refused(sentAt, retryAfterMs) {
-      const now = performance.now();
+      const now = clock();
       if (retryAfterMs !== undefined) pausedUntil = Math.max(pausedUntil, now + retryAfterMs);
-      const cut = sentAt >= lastCutAt;
+      const cut = sentAt >= lastCutAt && now - lastCutAt >= MIN_MS_BETWEEN_CUTS;
       if (cut) {
         lastCutAt = now;
         refusedRate = rate;

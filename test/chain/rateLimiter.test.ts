@@ -30,9 +30,21 @@ describe("createRateLimiter()", () => {
     expect(pacing.state()).toMatchObject({ requestsPerSecond: 40, concurrency: 8 });
   });
 
+  test("cuts at most once a second: a provider's second may still hold the old rate's requests", () => {
+    let now = 0;
+    const pacing = createRateLimiter({ requestsPerSecond: 40, concurrency: 8, signal: new AbortController().signal, now: () => now });
+    expect(pacing.refused(now, undefined)).toBe(true);
+    now = 500;
+    expect(pacing.refused(now, undefined)).toBe(false);
+    now = 1_000;
+    expect(pacing.refused(now, undefined)).toBe(true);
+    expect(pacing.state().requestsPerSecond).toBe(10);
+  });
+
   test("the rate never falls below its floor, however many refusals", () => {
-    const pacing = limiter(10);
-    for (let i = 0; i < 50; i++) pacing.refused(performance.now(), undefined);
+    let now = 0;
+    const pacing = createRateLimiter({ requestsPerSecond: 10, concurrency: 8, signal: new AbortController().signal, now: () => now });
+    for (let i = 0; i < 50; i++) pacing.refused((now += 1_000), undefined);
     expect(pacing.state().requestsPerSecond).toBe(MIN_REQUESTS_PER_SECOND);
     expect(pacing.state().concurrency).toBe(1);
   });
