@@ -4,8 +4,8 @@ import type { RpcClient } from "./rpcClient.js";
 /**
  * Sends `items` in JSON-RPC batches of at most `maxCalls` calls, and no more than the client's rate
  * allows in one batch now (`client.batchCalls()`), in order; returns each batch's result. A batch
- * the provider refused because its calls alone exceed its rate (BatchOverRateError) is sent again
- * in smaller pieces: the refusal lowered what the client allows.
+ * the provider refused for its rate (BatchOverRateError) is sent again in smaller pieces: the
+ * refusal lowered what the client allows.
  */
 export async function inBatches<I, R>(client: RpcClient, items: readonly I[], maxCalls: number, send: (batch: I[]) => Promise<R>): Promise<R[]> {
   const results: R[] = [];

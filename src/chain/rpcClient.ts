@@ -44,7 +44,7 @@ export type RpcClient = {
   batchRaw: <T>(calls: readonly RpcCall[], accept: (answer: RawBatchAnswer) => Promise<T>, elsewhere?: SendElsewhere<T>) => Promise<T>;
   /**
    * Most calls one batch should carry now: what the rate limiter allows in one second (every call
-   * is billed). A provider's rate limit lowers it; callers batch through chain/inBatches.ts.
+   * is billed), and less than a batch the provider refused. Callers batch through chain/inBatches.ts.
    */
   batchCalls: () => number;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
@@ -204,6 +204,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         const result = await run(endpoint, sending);
         metrics.rpcRequests.inc({ method, outcome: "ok" });
         limiter.answered(cost);
+        if (cost > 1) batchSize.answered(cost);
         return result;
       } catch (error) {
         const classified = classify(method, error);
@@ -211,8 +212,10 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         if (classified instanceof RateLimitedError) slowDown(sending, classified);
         else if (classified instanceof RetryableError) failures++;
         if (classified instanceof RetryableError) endpoint.failedAt = Date.now();
-        if (classified instanceof RateLimitedError && cost > 1 && cost > batchCalls())
-          throw new BatchOverRateError(`a batch of ${cost} calls is more than the rate allows (${batchCalls()} a second): ${classified.shortMessage}`, { cause: classified });
+        if (classified instanceof RateLimitedError && cost > 1) {
+          batchSize.refused(cost);
+          throw new BatchOverRateError(`a batch of ${cost} calls was refused for the rate; sending it in pieces of ${batchCalls()}: ${classified.shortMessage}`, { cause: classified });
+        }
         throw classified;
       } finally {
         metrics.rpcDuration.observe({ method }, (performance.now() - started) / 1_000);
@@ -245,7 +248,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     }
   }
 
-  const batchCalls = (): number => Math.max(1, Math.floor(limiter.state().requestsPerSecond));
+  const batchSize = createBatchSize();
+  const batchCalls = (): number => Math.max(1, Math.min(batchSize.current(), Math.floor(limiter.state().requestsPerSecond)));
 
   /** A provider refused a request for its rate: the whole client slows down (once per round trip, logged). */
   function slowDown(sending: Sending, error: RateLimitedError): void {
@@ -311,6 +315,26 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     withTimeout: view,
   });
   return view(config.rpc.timeoutMs);
+}
+
+/**
+ * The most calls a batch may carry, learnt from refusals: a provider that counts every call may
+ * refuse a batch for its size alone, however slowly it is sent. A refused batch halves the size;
+ * each batch answered at the size raises it by one, up to one call less than the last refused batch.
+ */
+function createBatchSize() {
+  let current = Number.POSITIVE_INFINITY;
+  let refusedAt = Number.POSITIVE_INFINITY;
+  return {
+    current: () => current,
+    refused(calls: number): void {
+      refusedAt = calls;
+      current = Math.max(1, Math.min(current, Math.ceil(calls / 2)));
+    },
+    answered(calls: number): void {
+      if (calls >= current) current = Math.max(current, Math.min(refusedAt - 1, calls + 1));
+    },
+  };
 }
 
 /** A batch request's JSON: the calls with ids from `firstId`. */

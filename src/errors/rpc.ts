@@ -19,9 +19,9 @@ export class RateLimitedError extends RpcTransportError {
 }
 
 /**
- * A batch refused for its rate whose calls alone are more than the client's rate now allows in
- * one second: asked again whole, it would be refused forever. The caller sends it in smaller
- * pieces (chain/inBatches.ts). Not retried by the client.
+ * A batch refused for its rate: a provider that bills every call may refuse it for its size alone,
+ * and asked again whole it could be refused forever. The caller sends it in the smaller pieces the
+ * client now allows (chain/inBatches.ts). Not retried by the client.
  */
 export class BatchOverRateError extends RetryableError {
   override name = "BatchOverRateError";
