@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { providerBackfill, providerSummary } from "./providerBackfill.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
@@ -13,6 +14,7 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  * (a) end to end against anvil serving a saved chain (generated once under .bench/, identical on every run);
  * (b) against a synthetic JSON-RPC server in its own process, its answers rendered before the clock
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
+ * (c) through a provider-shaped proxy (providerProxy.ts) in front of anvil, on a small saved chain;
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator). Prints one table; copy it into the README with the machine it ran on.
@@ -22,6 +24,8 @@ const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const SYNTHETIC_LOGS = Number(process.env.BENCH_SYNTHETIC_LOGS ?? 1_000_000);
 const ANVIL_LOGS = (process.env.BENCH_ANVIL_LOGS ?? "200000,1000000").split(",").map(Number);
 const LOGS_PER_BLOCK = 20;
+/** The saved chain behind the provider-shaped proxy: small, since the proxy allows 5 calls a second. */
+const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 20_000);
 
 type Row = { name: string; figures: ProcessFigures };
 
@@ -73,6 +77,8 @@ for (const logs of ANVIL_LOGS) {
   const { name, ...figures } = await anvilEndToEnd(logs);
   rows.push({ name, figures });
 }
+// A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
+const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_LOGS, false)];
 // Attribution's cost, at the issue's 1,000,000 logs and at a tenth of it.
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
 rows.push(await synthetic(SYNTHETIC_LOGS, true));
@@ -96,6 +102,10 @@ console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const { name, figures } of rows) {
   const seconds = figures.durationMs / 1_000;
   console.log(`| backfill (whole process): ${name} | ${figures.logs} | ${seconds.toFixed(2)} | ${Math.round(figures.logs / seconds)} | ${figures.peakRssMb} | ${figures.cpuSeconds.toFixed(1)} | | |`);
+}
+for (const row of providerRows) {
+  const seconds = row.durationMs / 1_000;
+  console.log(`| backfill (whole process) ${row.name}: ${providerSummary(row)} | ${row.logs} | ${seconds.toFixed(2)} | ${Math.round(row.logs / seconds)} | ${row.peakRssMb} | ${row.cpuSeconds.toFixed(1)} | | |`);
 }
 for (const l of latency)
   console.log(`| pre-confirmation: pendingLogs notification → committed row, ${l.rate} logs/s in 200 ms flashblock bursts${l.withBackfill ? ", while a backfill runs in the same process" : ""} | ${l.samples} | | | | | ${l.p50Ms.toFixed(1)} | ${l.p99Ms.toFixed(1)} |`);
