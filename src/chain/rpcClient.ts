@@ -47,6 +47,8 @@ export type RpcClient = {
    * is billed), and less than a batch the provider refused. Callers batch through chain/inBatches.ts.
    */
   batchCalls: () => number;
+  /** Whether a provider's rate limit holds the client below rpc.requestsPerSecond now. */
+  rateLimited: () => boolean;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
   /**
@@ -300,6 +302,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       }),
 
     batchCalls,
+    rateLimited: () => limiter.state().requestsPerSecond < config.rpc.requestsPerSecond,
 
     verifyEndpoints: async () => {
       for (const endpoint of endpoints) {
