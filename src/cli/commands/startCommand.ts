@@ -11,7 +11,7 @@ import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { withRetry } from "../../ops/withRetry.js";
 import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
-import type { WriterLock } from "../../store/writerLock.js";
+import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
