@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { providerBackfill, providerSummary } from "./providerBackfill.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
@@ -14,6 +15,7 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  * (a) end to end against anvil serving a saved chain (generated once under .bench/, identical on every run);
  * (b) against a synthetic JSON-RPC server in its own process, its answers rendered before the clock
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
+ * (c) through a provider-shaped proxy (providerProxy.ts) in front of anvil, on a small saved chain;
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator). Prints one table; with BENCH_RECORD=1 also appends it to results/runs.csv.
@@ -25,6 +27,8 @@ const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const SYNTHETIC_LOGS = Number(process.env.BENCH_SYNTHETIC_LOGS ?? 1_000_000);
 const ANVIL_LOGS = (process.env.BENCH_ANVIL_LOGS ?? "200000,1000000").split(",").map(Number);
 const LOGS_PER_BLOCK = 20;
+/** The saved chain behind the provider-shaped proxy: small, since the proxy allows 5 calls a second. */
+const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 20_000);
 
 type Row = { name: string; figures: ProcessFigures };
 
@@ -76,6 +80,8 @@ for (const logs of ANVIL_LOGS) {
   const { name, ...figures } = await anvilEndToEnd(logs);
   rows.push({ name, figures });
 }
+// A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
+const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_LOGS, false)];
 // Attribution's cost, at the goals' 1,000,000 logs and at a tenth of it.
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
 rows.push(await synthetic(SYNTHETIC_LOGS, true));
@@ -98,6 +104,11 @@ const lines: BenchLine[] = [
     const seconds = figures.durationMs / 1_000;
     const { logs, peakRssMb, cpuSeconds } = figures;
     return { measurement: `backfill (whole process): ${name}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
+  }),
+  ...providerRows.map((row): BenchLine => {
+    const seconds = row.durationMs / 1_000;
+    const { logs, peakRssMb, cpuSeconds } = row;
+    return { measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
   }),
   ...latency.map(
     (l): BenchLine => ({

@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { BATCH_SIZE, getTransactions } from "../chain/getTransactions.js";
+import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { attributeTransaction, attributionLabels } from "../decode/attributeTransaction.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
@@ -52,8 +53,7 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
     async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
       const hashes = await wanted(txHashes);
       const packed = emptyAttribution();
-      for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
-        const batch = hashes.slice(start, start + BATCH_SIZE);
+      await inBatches(client, hashes, BATCH_SIZE, async (batch) => {
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
         const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now() });
         const thread = decoder.sender();
@@ -64,7 +64,7 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
         );
         packed.batches.push(...attributed.attribution.batches);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
-      }
+      });
       return packed;
     },
     /** Marks transactions as stored (after their commit). */

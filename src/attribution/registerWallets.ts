@@ -3,10 +3,10 @@ import type { Config } from "../config/types.js";
 import { BaseError, RetryableError, ShutdownError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import type { Shutdown } from "../ops/shutdown.js";
 import type { Store } from "../store/store.js";
 import type { RegistrationClient } from "./registrationClient.js";
-import { backoffDelayMs } from "../ops/backoff.js";
+import { exponentialBackoff, withRetry } from "../ops/withRetry.js";
 
 /** First retry delay after a temporary registration failure; doubles per attempt, with full jitter. */
 export const REGISTRATION_RETRY_INITIAL_DELAY_MS = 1_000;
@@ -46,35 +46,40 @@ export function registerConfiguredWallets(
   const now = options.now ?? Date.now;
 
   async function registerOne(wallet: Address): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      let builderCode: string;
-      try {
-        builderCode = (await client.register(wallet, { signal: shutdown.signal })).builderCode;
-      } catch (error) {
-        if (error instanceof ShutdownError || shutdown.isKilled()) return;
-        const message = error instanceof BaseError ? error.shortMessage : String(error);
-        if (!(error instanceof RetryableError)) {
-          metrics.registrationRequests.inc({ outcome: "rejected" });
-          logger.error({ msg: "Failed to register wallet, giving up", wallet, attempt, error: message });
-          return;
-        }
-        metrics.registrationRequests.inc({ outcome: "retryable" });
-        const delay = backoffDelayMs(attempt - 1, { initialDelayMs, maxDelayMs });
-        logger.warn({ msg: "Failed to register wallet, retrying", wallet, attempt, retry_in_ms: delay, error: message });
-        await sleep(delay, shutdown.signal);
-        continue;
-      }
-      metrics.registrationRequests.inc({ outcome: "ok" });
-      // The daemon may have closed the database while the answer was on its way.
-      if (store.isClosed()) return;
-      const saved = await store.saveRegistration(wallet, builderCode, now());
-      if (saved.status === "changed") {
-        // Codes are meant to be stable per wallet: transactions already attributed carry the old one.
-        logger.error({ msg: "Detected a changed builder code for a registered wallet", wallet, builder_code: builderCode, previous_code: saved.previousCode });
-      } else {
-        logger.info({ msg: "Registered wallet", wallet, builder_code: builderCode, status: saved.status, attempts: attempt });
-      }
+    let attempts = 0;
+    let builderCode: string;
+    try {
+      builderCode = await withRetry(
+        async () => {
+          attempts++;
+          return (await client.register(wallet, { signal: shutdown.signal })).builderCode;
+        },
+        {
+          retryCount: Number.POSITIVE_INFINITY,
+          shouldRetry: ({ error }) => error instanceof RetryableError && !shutdown.isKilled(),
+          delay: exponentialBackoff({ initialDelayMs, maxDelayMs }),
+          onRetry: ({ error, delayMs }) => {
+            metrics.registrationRequests.inc({ outcome: "retryable" });
+            logger.warn({ msg: "Failed to register wallet, retrying", wallet, attempt: attempts, retry_in_ms: delayMs, error: (error as RetryableError).shortMessage });
+          },
+          signal: shutdown.signal,
+        },
+      );
+    } catch (error) {
+      if (error instanceof ShutdownError || shutdown.isKilled()) return;
+      metrics.registrationRequests.inc({ outcome: "rejected" });
+      logger.error({ msg: "Failed to register wallet, giving up", wallet, attempt: attempts, error: error instanceof BaseError ? error.shortMessage : String(error) });
       return;
+    }
+    metrics.registrationRequests.inc({ outcome: "ok" });
+    // The daemon may have closed the database while the answer was on its way.
+    if (store.isClosed()) return;
+    const saved = await store.saveRegistration(wallet, builderCode, now());
+    if (saved.status === "changed") {
+      // Codes are meant to be stable per wallet: transactions already attributed carry the old one.
+      logger.error({ msg: "Detected a changed builder code for a registered wallet", wallet, builder_code: builderCode, previous_code: saved.previousCode });
+    } else {
+      logger.info({ msg: "Registered wallet", wallet, builder_code: builderCode, status: saved.status, attempts });
     }
   }
 

@@ -4,6 +4,7 @@ import { readCappedBody } from "../ops/readCappedBody.js";
 import { readAddress } from "../config/fields.js";
 import { ConfigError, RetryableError, UsageError } from "../errors/base.js";
 import { redactText, redactUrl } from "../ops/redact.js";
+import { parseRetryAfterMs } from "../ops/withRetry.js";
 
 /** Path of the builder-code registration endpoint under the API's base URL (protocol-notes §5). */
 export const BUILDER_CODES_PATH = "/v1/agents/builder-codes";
@@ -93,7 +94,8 @@ export function createRegistrationClient(options: {
         const quoted = body.truncated ? undefined : quoteErrorMessage(body.text);
         const message = `${where} answered HTTP ${status}${quoted === undefined ? "" : `: ${quoted}`}`;
         // 408 and 429 say "later"; 5xx is the service's own trouble. Other 4xx: our request is refused.
-        if (status === 408 || status === 429 || status >= 500) throw new RetryableError(message);
+        if (status === 408 || status === 429 || status >= 500)
+          throw new RetryableError(message, { retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after") ?? undefined) });
         throw new RegistrationRejectedError(message, status);
       }
       // A 2xx that carries no usable code is a failure (protocol-notes §5). It is treated as retryable,

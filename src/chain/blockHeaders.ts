@@ -1,6 +1,7 @@
 import type { Hex } from "viem";
 import { quantity } from "./rpcLog.js";
 import { RpcResponseError } from "../errors/rpc.js";
+import { inBatches } from "./inBatches.js";
 import type { RpcClient } from "./rpcClient.js";
 
 export type BlockHeader = { number: number; hash: Hex; parentHash: Hex; timestamp: number };
@@ -38,8 +39,7 @@ const HEADER_BATCH_SIZE = 100;
 /** Headers of the given block numbers, in JSON-RPC batches of HEADER_BATCH_SIZE; each must exist. */
 async function getHeadersByNumber(client: RpcClient, numbers: readonly number[]): Promise<BlockHeader[]> {
   const headers: BlockHeader[] = [];
-  for (let start = 0; start < numbers.length; start += HEADER_BATCH_SIZE) {
-    const batch = numbers.slice(start, start + HEADER_BATCH_SIZE);
+  await inBatches(client, numbers, HEADER_BATCH_SIZE, async (batch) => {
     const answers = await client.batch(batch.map((n) => ({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] })));
     answers.forEach((answer, i) => {
       const number = batch[i]!;
@@ -47,7 +47,7 @@ async function getHeadersByNumber(client: RpcClient, numbers: readonly number[])
       if (answer.result === null) throw new RpcResponseError(`eth_getBlockByNumber(${number}) returned null for a block that must exist`);
       headers.push(parseBlockHeader(answer.result, `eth_getBlockByNumber(${number})`));
     });
-  }
+  });
   return headers;
 }
 

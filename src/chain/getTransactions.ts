@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
+import { inBatches } from "./inBatches.js";
 import type { RpcClient } from "./rpcClient.js";
 
 /** What attribution needs of a transaction. */
@@ -14,13 +15,13 @@ const BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
 
 /**
  * The calldata of the given transactions, by hash, in JSON-RPC batches (one HTTP request per
- * BATCH_SIZE transactions, so never more than one request per block). A transaction the node
+ * BATCH_SIZE transactions, so never more than one request per block, unless the provider's rate
+ * limit allows fewer calls a second). A transaction the node
  * does not know (a dropped pre-confirmation) is left out.
  */
 export async function getTransactions(client: RpcClient, hashes: readonly Hex[]): Promise<Map<Hex, TransactionInput>> {
   const found = new Map<Hex, TransactionInput>();
-  for (let start = 0; start < hashes.length; start += BATCH_SIZE) {
-    const chunk = hashes.slice(start, start + BATCH_SIZE);
+  await inBatches(client, hashes, BATCH_SIZE, async (chunk) => {
     const answers = await client.batch(chunk.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] })));
     answers.forEach((answer, i) => {
       if (!answer.ok) throw answer.error;
@@ -29,7 +30,7 @@ export async function getTransactions(client: RpcClient, hashes: readonly Hex[])
       if (tx.hash !== chunk[i]) throw new RpcResponseError(`eth_getTransactionByHash(${chunk[i]}) answered transaction ${tx.hash}`);
       found.set(tx.hash, tx);
     });
-  }
+  });
   return found;
 }
 

@@ -3,7 +3,8 @@ import { postJson, readAnswer } from "./httpPost.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { requestDeadline } from "../ops/requestDeadline.js";
 import { ShutdownError } from "../errors/base.js";
-import { RangeLimitError, RpcTransportError, type RangeErrorHint } from "../errors/rpc.js";
+import { RangeLimitError, RateLimitedError, RpcTransportError, type RangeErrorHint } from "../errors/rpc.js";
+import { parseRetryAfterMs } from "../ops/withRetry.js";
 
 /**
  * Sends one JSON body to one endpoint and returns the body of the answer. `timeoutMs`, when given,
@@ -47,27 +48,24 @@ export function createHttpTransport(options: HttpTransportSettings): HttpTranspo
       }
       const status = response.statusCode ?? 0;
       const ok = status >= 200 && status < 300;
-      const retryAfterMs = status === 429 ? parseRetryAfterMs(response.headers["retry-after"]) : undefined;
-      if (retryAfterMs !== undefined) {
-        // A rate limit that says how long to wait: the wait matters more than the body.
-        response.resume();
-        throw new RpcTransportError(`${redactUrl(url)} answered HTTP 429 (retry after ${Math.ceil(retryAfterMs / 1_000)} s)`, { retryAfterMs });
-      }
       if (status === 413) {
         response.destroy();
         throw new RangeLimitError(`${redactUrl(url)} answered 413 Payload Too Large`, { kind: "tooLarge" });
       }
+      // Only a refusal's wait is honoured (RFC 9110 sends it with 429 and 503).
+      const retryAfterMs = status === 429 || status === 503 ? parseRetryAfterMs(response.headers["retry-after"]) : undefined;
       let bytes: Buffer;
       try {
         bytes = await readCapped(response, ok ? options.maxResponseBytes : MAX_ERROR_BODY_BYTES, url);
       } catch (error) {
         if (error instanceof RangeLimitError && ok) throw error;
-        throw transportFailure(url, error, deadline.timedOut(), signal, ok ? undefined : status);
+        throw transportFailure(url, error, deadline.timedOut(), signal, ok ? undefined : { status, retryAfterMs });
       }
       if (ok) return bytes;
       const text = bytes.toString("utf8");
-      if (isJsonRpcError(text)) return text;
-      throw new RpcTransportError(`${redactUrl(url)} answered HTTP ${status}`);
+      // A 429 is a rate limit whatever its body says; a 503 that names its wait is waited out, whatever its body.
+      if (status !== 429 && retryAfterMs === undefined && isJsonRpcError(text)) return text;
+      throw refusal(url, status, retryAfterMs);
     } finally {
       deadline.dispose();
     }
@@ -80,30 +78,26 @@ export function createHttpTransport(options: HttpTransportSettings): HttpTranspo
  * How a request sent on another thread failed, as plain data (errors lose their class crossing
  * threads): the transport's two failures, or the abort that the shutdown asked for.
  */
-export type TransportFailure = { kind: "rangeLimit"; message: string; hint: RangeErrorHint } | { kind: "transport"; message: string } | { kind: "aborted" };
+export type TransportFailure =
+  | { kind: "rangeLimit"; message: string; hint: RangeErrorHint }
+  | { kind: "transport" | "rateLimited"; message: string; retryAfterMs: number | undefined }
+  | { kind: "aborted" };
 
 /** The failure a transport threw, as data; anything else is not a transport's failure (a bug) and is rethrown. */
 export function describeTransportFailure(error: unknown, aborted: boolean): TransportFailure {
   if (aborted) return { kind: "aborted" };
   if (error instanceof RangeLimitError) return { kind: "rangeLimit", message: error.shortMessage, hint: error.hint };
-  if (error instanceof RpcTransportError) return { kind: "transport", message: error.shortMessage };
+  if (error instanceof RpcTransportError)
+    return { kind: error instanceof RateLimitedError ? "rateLimited" : "transport", message: error.shortMessage, retryAfterMs: error.retryAfterMs };
   throw error;
 }
 
 /** The error the transport threw on the other thread, rebuilt: an abort is the shutdown's (the only signal that aborts one). */
 export function transportFailureError(failure: TransportFailure): Error {
   if (failure.kind === "rangeLimit") return new RangeLimitError(failure.message, failure.hint);
-  if (failure.kind === "transport") return new RpcTransportError(failure.message);
+  if (failure.kind === "rateLimited") return new RateLimitedError(failure.message, { retryAfterMs: failure.retryAfterMs });
+  if (failure.kind === "transport") return new RpcTransportError(failure.message, { retryAfterMs: failure.retryAfterMs });
   return new ShutdownError();
-}
-
-/** A Retry-After header (delay in seconds, or an HTTP date) in ms from now; undefined when absent or unreadable. */
-export function parseRetryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || text.trim() === "") return undefined;
-  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1_000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** Error bodies are short; one longer than this is not a JSON-RPC error worth reading. */
@@ -132,10 +126,16 @@ async function readCapped(response: IncomingMessage, maxBytes: number, url: stri
   return bytes;
 }
 
-function transportFailure(url: string, error: unknown, timedOut: boolean, signal: AbortSignal, status?: number): Error {
+/** A non-2xx answer as an error: a 429 is the provider's rate limit; any wait it named travels with the error. */
+function refusal(url: string, status: number, retryAfterMs: number | undefined): RpcTransportError {
+  if (status === 429) return new RateLimitedError(`${redactUrl(url)} answered HTTP 429 Too Many Requests`, { retryAfterMs });
+  return new RpcTransportError(`${redactUrl(url)} answered HTTP ${status}`, { retryAfterMs });
+}
+
+function transportFailure(url: string, error: unknown, timedOut: boolean, signal: AbortSignal, answered?: { status: number; retryAfterMs: number | undefined }): Error {
   if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error("aborted");
   if (timedOut) return new RpcTransportError(`${redactUrl(url)} timed out`);
-  if (status !== undefined) return new RpcTransportError(`${redactUrl(url)} answered HTTP ${status}`);
+  if (answered !== undefined) return refusal(url, answered.status, answered.retryAfterMs);
   const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
   return new RpcTransportError(`${redactUrl(url)} unreachable: ${redactText(cause)}`);
 }

@@ -1,19 +1,23 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import PQueue from "p-queue";
 import type { Config } from "../config/types.js";
 import { RetryableError, ShutdownError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactUrl } from "../ops/redact.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import type { Shutdown } from "../ops/shutdown.js";
 import { answerText, createHttpTransport, type AnswerBody, type HttpTransport, type HttpTransportSettings } from "./httpTransport.js";
 import { parseRangeError } from "./rangeErrors.js";
 import { batchResults, unwrap, type BatchResult } from "./jsonRpcAnswer.js";
-import { backoffDelayMs } from "../ops/backoff.js";
+import { backoffDelayMs, retryAfterOf, withRetry } from "../ops/withRetry.js";
+import { createBatchSize } from "./batchSize.js";
+import { createRateLimiter } from "./rateLimiter.js";
+import { isRateLimitAnswer } from "./rateLimitErrors.js";
 import {
   PRUNED_HISTORY_CODE,
   PrunedHistoryError,
   RangeLimitError,
+  BatchOverRateError,
+  RateLimitedError,
   RpcRequestError,
   RpcResponseError,
   WrongChainError,
@@ -39,6 +43,13 @@ export type RpcClient = {
   batch: (calls: readonly RpcCall[]) => Promise<BatchResult[]>;
   /** A batch whose answer's body `accept` reads itself (jsonRpcAnswer.ts's batchResults checks it), as requestRaw. */
   batchRaw: <T>(calls: readonly RpcCall[], accept: (answer: RawBatchAnswer) => Promise<T>, elsewhere?: SendElsewhere<T>) => Promise<T>;
+  /**
+   * Most calls one batch should carry now: what the rate limiter allows in one second (every call
+   * is billed), and less than a batch the provider refused. Callers batch through chain/inBatches.ts.
+   */
+  batchCalls: () => number;
+  /** Whether a provider's rate limit holds the client below rpc.requestsPerSecond now. */
+  rateLimited: () => boolean;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
   /**
@@ -72,11 +83,21 @@ export type RpcClientDeps = {
   shutdown: Shutdown;
 };
 
+/**
+ * Most requests in flight at once, before any rate limit: more than the backfill's windows plus
+ * the live path ever ask for. A provider's refusal halves it (the rate limiter's AIMD).
+ */
+const MAX_REQUESTS_IN_FLIGHT = 32;
+
+/** One attempt's request as the rate limiter sees it: its cost (calls) and when it left (performance.now() ms). */
+type Sending = { cost: number; sentAt: number | undefined };
+
 /** An endpoint that failed is skipped for this long while another is healthy. */
 const ENDPOINT_COOLDOWN_MS = 30_000;
 
 /**
- * JSON-RPC over HTTP. Every request passes the requests-per-second limit, is retried with
+ * JSON-RPC over HTTP. Every request passes the rate limiter (rateLimiter.ts: the configured
+ * requests per second, halved on a provider's rate limit and regained slowly), is retried with
  * exponential backoff and full jitter on transient failures, and moves to the next endpoint when one fails.
  * Before an endpoint's first use its chain id is checked: a failover must never switch chains.
  */
@@ -86,7 +107,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   const transport =
     options.transport ??
     createHttpTransport({ timeoutMs: config.rpc.timeoutMs, maxResponseBytes: config.rpc.maxResponseBytes });
-  const rateLimit = new PQueue({ intervalCap: config.rpc.requestsPerSecond, interval: 1_000 });
+  const limiter = createRateLimiter({ requestsPerSecond: config.rpc.requestsPerSecond, concurrency: MAX_REQUESTS_IN_FLIGHT, signal: shutdown.signal });
   const endpoints = config.rpc.http.map((url) => ({
     url,
     label: redactUrl(url),
@@ -104,21 +125,36 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     return pool[attempt % pool.length]!;
   }
 
-  const send = (endpoint: Endpoint, body: string, timeoutMs: number): Promise<AnswerBody> =>
-    rateLimit.add(() => transport(endpoint.url, body, shutdown.signal, timeoutMs));
+  /** Passes the limiter (one token per call of the request) and notes when the request left, in `sending`. */
+  const paced = <T>(sending: Sending, task: () => Promise<T>): Promise<T> =>
+    limiter.run(sending.cost, (sentAt) => {
+      sending.sentAt = sentAt;
+      return task();
+    });
+
+  const send = (endpoint: Endpoint, body: string, timeoutMs: number, sending: Sending): Promise<AnswerBody> =>
+    paced(sending, () => transport(endpoint.url, body, shutdown.signal, timeoutMs));
 
   /** Sends a request whose answer `accept` reads, or that `elsewhere` sends and reads when it can. */
-  function sendRaw<T>(endpoint: Endpoint, body: string, id: number, timeoutMs: number, accept: (body: AnswerBody) => Promise<T>, elsewhere?: SendElsewhere<T>): Promise<T> {
+  function sendRaw<T>(
+    endpoint: Endpoint,
+    body: string,
+    id: number,
+    timeoutMs: number,
+    sending: Sending,
+    accept: (body: AnswerBody) => Promise<T>,
+    elsewhere?: SendElsewhere<T>,
+  ): Promise<T> {
     const settings = transport.settings;
     if (elsewhere !== undefined && settings !== undefined) {
       const request = { url: endpoint.url, body, id, endpoint: endpoint.label, timeoutMs, transport: settings };
-      return rateLimit.add(() => elsewhere(request, shutdown.signal));
+      return paced(sending, () => elsewhere(request, shutdown.signal));
     }
-    return send(endpoint, body, timeoutMs).then(accept);
+    return send(endpoint, body, timeoutMs, sending).then(accept);
   }
 
-  async function post(endpoint: Endpoint, body: string, timeoutMs: number): Promise<unknown> {
-    const answer = await send(endpoint, body, timeoutMs);
+  async function post(endpoint: Endpoint, body: string, timeoutMs: number, sending: Sending): Promise<unknown> {
+    const answer = await send(endpoint, body, timeoutMs, sending);
     // Parsing a large answer holds the thread for milliseconds: messages already received (a
     // pre-confirmation, a new head) are handled first. Likewise before checking it, below.
     await yieldToEventLoop();
@@ -129,15 +165,15 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     }
   }
 
-  async function callOnce(endpoint: Endpoint, method: string, params: readonly unknown[], timeoutMs: number): Promise<unknown> {
+  async function callOnce(endpoint: Endpoint, method: string, params: readonly unknown[], timeoutMs: number, sending: Sending): Promise<unknown> {
     const id = nextId++;
-    const answer = await post(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }), timeoutMs);
+    const answer = await post(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }), timeoutMs, sending);
     return unwrap(answer, method, id, endpoint.label);
   }
 
   function ensureVerified(endpoint: Endpoint): Promise<void> {
     endpoint.verified ??= (async () => {
-      const answer = await callOnce(endpoint, "eth_chainId", [], config.rpc.timeoutMs);
+      const answer = await callOnce(endpoint, "eth_chainId", [], config.rpc.timeoutMs, { cost: 1, sentAt: undefined });
       if (typeof answer !== "string" || !/^0x[0-9a-fA-F]+$/.test(answer))
         throw new RpcResponseError(`${endpoint.label} answered eth_chainId with ${JSON.stringify(answer)}`);
       const chainId = Number.parseInt(answer, 16);
@@ -151,79 +187,123 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     return endpoint.verified;
   }
 
-  /** Runs `attempt` against endpoints until it succeeds, the error is not retryable, or attempts run out. */
-  async function withRetries<T>(method: string, run: (endpoint: Endpoint) => Promise<T>): Promise<T> {
+  /**
+   * Runs `run` against endpoints until it succeeds, the error is not retryable, or `rpc.retry.maxAttempts`
+   * failures are spent. A provider's rate limit is not a failure: it slows the whole client (the
+   * limiter), waits any `Retry-After` out, and the request is asked again for as long as it takes.
+   */
+  async function withRetries<T>(method: string, cost: number, run: (endpoint: Endpoint, sending: Sending) => Promise<T>): Promise<T> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = config.rpc.retry;
-    let lastError: unknown;
     let lastEndpoint = "";
-    for (let attempt = 0; attempt < maxAttempts; attempt++) {
+    let failures = 0;
+    const attempt = async ({ count }: { count: number }): Promise<T> => {
       shutdown.throwIfKilled();
-      const endpoint = pickEndpoint(attempt);
+      const endpoint = pickEndpoint(count);
+      lastEndpoint = endpoint.label;
+      const sending: Sending = { cost, sentAt: undefined };
       const started = performance.now();
       try {
         await ensureVerified(endpoint);
-        const result = await run(endpoint);
+        const result = await run(endpoint, sending);
         metrics.rpcRequests.inc({ method, outcome: "ok" });
+        limiter.answered(cost);
+        if (cost > 1) batchSize.answered(cost);
         return result;
       } catch (error) {
         const classified = classify(method, error);
         metrics.rpcRequests.inc({ method, outcome: outcomeOf(classified) });
-        if (!(classified instanceof RetryableError) || shutdown.isKilled()) throw classified;
-        endpoint.failedAt = Date.now();
-        lastError = classified;
-        lastEndpoint = endpoint.label;
-        const last = attempt + 1 >= maxAttempts;
-        const delay = last ? 0 : backoffDelayMs(attempt, { initialDelayMs, maxDelayMs });
-        logger.warn({
-          msg: last ? "Gave up on RPC request" : "Retrying RPC request",
-          method,
-          endpoint: endpoint.label,
-          attempt: attempt + 1,
-          max_attempts: maxAttempts,
-          ...(last ? {} : { delay_ms: Math.round(delay) }),
-          error: classified.shortMessage,
-        });
-        if (!last) await sleep(delay, shutdown.signal);
+        if (classified instanceof RateLimitedError) slowDown(sending, classified);
+        else if (classified instanceof RetryableError) failures++;
+        if (classified instanceof RetryableError) endpoint.failedAt = Date.now();
+        if (classified instanceof RateLimitedError && cost > 1) {
+          batchSize.refused(cost);
+          throw new BatchOverRateError(`a batch of ${cost} calls was refused for the rate; sending it in pieces of ${batchCalls()}: ${classified.shortMessage}`, { cause: classified });
+        }
+        throw classified;
       } finally {
         metrics.rpcDuration.observe({ method }, (performance.now() - started) / 1_000);
       }
+    };
+    try {
+      return await withRetry(attempt, {
+        retryCount: Number.POSITIVE_INFINITY,
+        shouldRetry: ({ error }) =>
+          error instanceof RetryableError && !(error instanceof BatchOverRateError) && !shutdown.isKilled() && (error instanceof RateLimitedError || failures < maxAttempts),
+        // The limiter paces a rate-limited request's next try; other failures back off.
+        delay: ({ error }) => (error instanceof RateLimitedError ? 0 : backoffDelayMs(failures - 1, { initialDelayMs, maxDelayMs })),
+        onRetry: ({ error, delayMs }) =>
+          logger.warn({
+            msg: "Retrying RPC request",
+            method,
+            endpoint: lastEndpoint,
+            attempt: failures,
+            max_attempts: maxAttempts,
+            rate_limited: error instanceof RateLimitedError,
+            delay_ms: Math.round(delayMs),
+            error: (error as RetryableError).shortMessage,
+          }),
+        signal: shutdown.signal,
+      });
+    } catch (error) {
+      if (!(error instanceof RetryableError) || error instanceof BatchOverRateError || shutdown.isKilled()) throw error;
+      logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: failures, max_attempts: maxAttempts, error: error.shortMessage });
+      throw new RetryableError(`${method} failed after ${failures} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
     }
-    const last = lastError instanceof RetryableError ? lastError.shortMessage : String(lastError);
-    throw new RetryableError(`${method} failed after ${maxAttempts} attempts (last from ${lastEndpoint}): ${last}`, { cause: lastError });
+  }
+
+  const batchSize = createBatchSize();
+  const batchCalls = (): number => Math.max(1, Math.min(batchSize.current(), Math.floor(limiter.state().requestsPerSecond)));
+
+  /** A provider refused a request for its rate: the whole client slows down (once per round trip, logged). */
+  function slowDown(sending: Sending, error: RateLimitedError): void {
+    const retryAfterMs = retryAfterOf(error);
+    // A request refused before it left (it never did) still tells the limiter the provider's mind.
+    if (!limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs)) return;
+    const state = limiter.state();
+    metrics.rpcRateLimitCuts.inc();
+    logger.warn({
+      msg: "Slowed RPC requests after a rate limit",
+      requests_per_second: Math.round(state.requestsPerSecond * 100) / 100,
+      concurrency: state.concurrency,
+      ...(retryAfterMs === undefined ? {} : { retry_after_ms: retryAfterMs }),
+    });
   }
 
   const view = (timeoutMs: number): RpcClient => ({
     request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T | Promise<T>) =>
-      withRetries(method, async (endpoint) => {
-        const result = await callOnce(endpoint, method, params, timeoutMs);
+      withRetries(method, 1, async (endpoint, sending) => {
+        const result = await callOnce(endpoint, method, params, timeoutMs, sending);
         if (parse === undefined) return result as T;
         await yieldToEventLoop();
         return parse(result);
       }),
 
     requestRaw: (method, params, accept, elsewhere) =>
-      withRetries(method, (endpoint) => {
+      withRetries(method, 1, (endpoint, sending) => {
         const id = nextId++;
         const body = JSON.stringify({ jsonrpc: "2.0", id, method, params });
-        return sendRaw(endpoint, body, id, timeoutMs, (answer) => accept({ body: answer, id, endpoint: endpoint.label }), elsewhere);
+        return sendRaw(endpoint, body, id, timeoutMs, sending, (answer) => accept({ body: answer, id, endpoint: endpoint.label }), elsewhere);
       }),
 
     batch: (calls) =>
-      withRetries(calls[0]?.method ?? "batch", async (endpoint) => {
+      withRetries(calls[0]?.method ?? "batch", calls.length, async (endpoint, sending) => {
         if (calls.length === 0) return [];
         const firstId = nextId;
         nextId += calls.length;
-        const answer = await post(endpoint, batchBody(calls, firstId), timeoutMs);
+        const answer = await post(endpoint, batchBody(calls, firstId), timeoutMs, sending);
         return batchResults(answer, calls.map((call) => call.method), firstId, endpoint.label);
       }),
 
     batchRaw: (calls, accept, elsewhere) =>
-      withRetries(calls[0]?.method ?? "batch", (endpoint) => {
+      withRetries(calls[0]?.method ?? "batch", calls.length, (endpoint, sending) => {
         const firstId = nextId;
         nextId += calls.length;
         const body = batchBody(calls, firstId);
-        return sendRaw(endpoint, body, firstId, timeoutMs, (answer) => accept({ body: answer, firstId, endpoint: endpoint.label }), elsewhere);
+        return sendRaw(endpoint, body, firstId, timeoutMs, sending, (answer) => accept({ body: answer, firstId, endpoint: endpoint.label }), elsewhere);
       }),
+
+    batchCalls,
+    rateLimited: () => limiter.state().requestsPerSecond < config.rpc.requestsPerSecond,
 
     verifyEndpoints: async () => {
       for (const endpoint of endpoints) {
@@ -250,6 +330,7 @@ function classify(method: string, error: unknown): Error & { shortMessage?: stri
   if (error instanceof RpcRequestError) {
     const hint = parseRangeError({ code: error.code, message: error.shortMessage, data: error.data });
     if (hint !== undefined) return new RangeLimitError(error.shortMessage, hint, { cause: error });
+    if (isRateLimitAnswer(error.nodeError)) return new RateLimitedError(error.shortMessage, { cause: error });
     if (error.code === PRUNED_HISTORY_CODE)
       return new PrunedHistoryError(`${error.shortMessage}: the node pruned this history; put an archive endpoint in rpc.http`, { cause: error });
     if (isRetryableRpcError(error)) return new RetryableError(error.shortMessage, { cause: error });
@@ -261,6 +342,7 @@ function classify(method: string, error: unknown): Error & { shortMessage?: stri
 
 function outcomeOf(error: Error): string {
   if (error instanceof RangeLimitError) return "range_error";
+  if (error instanceof RateLimitedError) return "rate_limited";
   if (error instanceof RetryableError) return "retryable";
   return "fatal";
 }

@@ -3,7 +3,7 @@ import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { backoffDelayMs } from "../ops/backoff.js";
+import { backoffDelayMs } from "../ops/withRetry.js";
 
 export type SubscriptionOptions = {
   url: string;

@@ -33,13 +33,13 @@ export const CONFIG_FIELDS: Record<string, Field> = {
       ws: WS_URL("WebSocket endpoint for newHeads/logs subscriptions"),
       preconfWs: WS_URL("Flashblocks endpoint for the pendingLogs subscription"),
       timeoutMs: ms(100, 600_000, d.rpc.timeoutMs, "per-request timeout"),
-      requestsPerSecond: ms(1, 100_000, d.rpc.requestsPerSecond, "request rate limit across all work"),
+      requestsPerSecond: ms(1, 100_000, d.rpc.requestsPerSecond, "request rate ceiling across all work (a batch counts each call); halved on a provider's rate limit, regained slowly"),
       maxResponseBytes: ms(1024, 2 ** 31, d.rpc.maxResponseBytes, "larger answers are cut off and the window split"),
       retry: {
         type: "object",
         description: "retries of transient failures, exponential backoff with full jitter",
         properties: {
-          maxAttempts: ms(1, 100, d.rpc.retry.maxAttempts, "attempts per request, the first included"),
+          maxAttempts: ms(1, 100, d.rpc.retry.maxAttempts, "attempts per request, the first included; a provider's rate limit (HTTP 429) spends none"),
           initialDelayMs: ms(0, 600_000, d.rpc.retry.initialDelayMs, "first backoff"),
           maxDelayMs: ms(0, 3_600_000, d.rpc.retry.maxDelayMs, "largest backoff (at least initialDelayMs)"),
         },

@@ -50,6 +50,13 @@ export class UsageError extends BaseError {
 export class RetryableError extends BaseError {
   override name = "RetryableError";
   override readonly exitCode = EXIT_TEMPORARY;
+  /** The wait the other side asked for before the next try (HTTP `Retry-After`), in ms; ops/withRetry.ts honours it. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(shortMessage: string, options: BaseErrorOptions & { retryAfterMs?: number | undefined } = {}) {
+    super(shortMessage, options);
+    this.retryAfterMs = options.retryAfterMs;
+  }
 }
 
 /** Retrying cannot help: method not found, invalid params, inconsistent data. Exit 1. */

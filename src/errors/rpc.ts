@@ -8,12 +8,23 @@ export class RpcResponseError extends RetryableError {
 /** A transport failure: timeout, connection reset, HTTP 429 or 5xx. */
 export class RpcTransportError extends RetryableError {
   override name = "RpcTransportError";
-  /** How long the endpoint asked us to wait (its Retry-After, in ms), when it said. */
-  readonly retryAfterMs: number | undefined;
-  constructor(message: string, options: BaseErrorOptions & { retryAfterMs?: number | undefined } = {}) {
-    super(message, options);
-    this.retryAfterMs = options.retryAfterMs;
-  }
+}
+
+/**
+ * The provider refused the request for its rate (HTTP 429, or a rate-limit error body): the client
+ * slows down and asks again, for as long as it takes; never counted against the attempt budget.
+ */
+export class RateLimitedError extends RpcTransportError {
+  override name = "RateLimitedError";
+}
+
+/**
+ * A batch refused for its rate: a provider that bills every call may refuse it for its size alone,
+ * and asked again whole it could be refused forever. The caller sends it in the smaller pieces the
+ * client now allows (chain/inBatches.ts). Not retried by the client.
+ */
+export class BatchOverRateError extends RetryableError {
+  override name = "BatchOverRateError";
 }
 
 /** A JSON-RPC error object the node sent back. Whether to retry depends on its code and text. */

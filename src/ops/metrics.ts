@@ -53,8 +53,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     rpcRequests: new Counter({
       name: "flashindex_rpc_requests_total",
-      help: "JSON-RPC requests by method and outcome (ok, retryable, fatal, range_error).",
+      help: "JSON-RPC requests by method and outcome (ok, retryable, rate_limited, fatal, range_error).",
       labelNames: ["method", "outcome"] as const,
+      registers,
+    }),
+    rpcRateLimitCuts: new Counter({
+      name: "flashindex_rpc_rate_limit_cuts_total",
+      help: "Times a provider's rate limit halved the client's request rate and concurrency.",
       registers,
     }),
     rpcDuration: new Histogram({

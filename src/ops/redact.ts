@@ -9,8 +9,18 @@ export function redactUrl(url: string): string {
 /** Replaces every URL found in free text (error messages from fetch, ws or pg) with its redacted form. */
 export function redactText(text: string): string {
   return text
-    .replace(/\b(?:https?|wss?):\/\/[^\s"'<>]+/g, (match) => redactUrl(match))
-    .replace(/\bpostgres(?:ql)?:\/\/[^\s"'<>]+/g, (match) => redactDatabaseUrl(match));
+    .replace(/\b(?:https?|wss?):\/\/[^\s"'<>]+/g, (match) => withoutTrailingPunctuation(match, redactUrl))
+    .replace(/\bpostgres(?:ql)?:\/\/[^\s"'<>]+/g, (match) => withoutTrailingPunctuation(match, redactDatabaseUrl));
+}
+
+/**
+ * Redacts a URL found in prose without the punctuation that follows it there ("(last from
+ * http://host:8545):" ends in "):"): read with it, the port would not parse and the URL would show
+ * as "<invalid url>".
+ */
+function withoutTrailingPunctuation(match: string, redact: (url: string) => string): string {
+  const [, url, tail] = /^(.*?)([).,;:!?\]}]*)$/s.exec(match)!;
+  return `${redact(url!)}${tail}`;
 }
 
 /**

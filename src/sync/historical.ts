@@ -10,7 +10,7 @@ import { FatalError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { createWindowSize } from "./windowSize.js";
+import { createWindowSize, RATE_LIMITED_TARGET_LOGS_PER_WINDOW, TARGET_LOGS_PER_WINDOW } from "./windowSize.js";
 import { fetchWindowRows } from "./fetchLogRows.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
@@ -52,7 +52,10 @@ export async function* syncHistorical(
   const { config, metrics, shutdown, client } = deps;
   const logger = deps.logger.child({ component: "historical" });
   const concurrency = config.backfill.concurrency;
-  const windowSize = createWindowSize(config.backfill.windowBlocks);
+  // Against a rate-limited provider, fewer and larger answers: requests are what is scarce then.
+  const windowSize = createWindowSize(config.backfill.windowBlocks, () =>
+    client.rateLimited() ? RATE_LIMITED_TARGET_LOGS_PER_WINDOW : TARGET_LOGS_PER_WINDOW,
+  );
   metrics.backfillWindowBlocks.set(windowSize.current());
 
   const retries: Window[] = [];

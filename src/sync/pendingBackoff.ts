@@ -1,4 +1,4 @@
-import { RpcTransportError } from "../errors/rpc.js";
+import { retryAfterOf } from "../ops/withRetry.js";
 
 /** Longest pause between reads of a pending view that keeps failing (Base makes a block every 2 s; a few blocks at most). */
 export const PENDING_BACKOFF_MAX_MS = 10_000;
@@ -8,20 +8,11 @@ export const PENDING_BACKOFF_MAX_MS = 10_000;
  * the first): the endpoint's Retry-After when it sent one, else doubling from the poll interval up to
  * PENDING_BACKOFF_MAX_MS. Note: Base's public pre-confirmation endpoint is rate-limited; polling it
  * every 200 ms through a 429 only prolongs the limit. The pendingLogs subscription is not affected.
- * Kept to this one function so the one retry helper of the RPC client can take its place.
  */
 export function pendingReadDelayMs(failures: number, error: unknown, intervalMs: number): number {
-  const retryAfterMs = retryAfterMsOf(error);
+  const retryAfterMs = retryAfterOf(error);
   if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 60 * PENDING_BACKOFF_MAX_MS);
   return Math.min(PENDING_BACKOFF_MAX_MS, Math.max(intervalMs, 100) * 2 ** Math.min(failures, 16));
-}
-
-/** The Retry-After an endpoint sent with the failure (found anywhere in its causes), in ms. */
-function retryAfterMsOf(error: unknown): number | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof RpcTransportError && e.retryAfterMs !== undefined) return e.retryAfterMs;
-  }
-  return undefined;
 }
 
 /**
@@ -40,7 +31,7 @@ export function createPendingBackoff(intervalMs: number, now: () => number = Dat
     askedWaitMs: () => (asked ? Math.max(0, readyAt - now()) : 0),
     failed(error: unknown): number {
       failures++;
-      asked = retryAfterMsOf(error) !== undefined;
+      asked = retryAfterOf(error) !== undefined;
       const delay = pendingReadDelayMs(failures, error, intervalMs);
       readyAt = now() + delay;
       return delay;

@@ -11,6 +11,7 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError, RetryableError } from "../errors/base.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
+import { exponentialBackoff, withRetry } from "../ops/withRetry.js";
 import { countIndexed } from "../store/sqlite/logWriter.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
@@ -22,11 +23,13 @@ import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
-/** Catch-up attempts before a temporary failure stops the daemon (exit 75), and the pause between them (times the attempt). */
+/** Catch-up attempts before a temporary failure stops the daemon (exit 75). */
 const CATCH_UP_ATTEMPTS = 4;
+/** Backoff between catch-up attempts (full jitter): a reorg that raced the catch-up is over within a block or two. */
+const CATCH_UP_RETRY_INITIAL_DELAY_MS = 1_000;
+const CATCH_UP_RETRY_MAX_DELAY_MS = 8_000;
 /** Blocks whose logs the node flagged removed, remembered (count per block hash) until their reorg is detected. */
 const FLAGGED_BLOCKS_REMEMBERED = 256;
-const CATCH_UP_RETRY_DELAY_MS = 1_000;
 
 export type RealtimeDeps = SyncDeps & {
   health: Health;
@@ -84,16 +87,15 @@ export function createHeadFollower(deps: RealtimeDeps) {
   }
 
   /** Catch-up races a live chain (a reorg while headers load): a temporary failure is tried again a few times. */
-  async function catchUpWithRetries(): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await catchUp();
-      } catch (error) {
-        if (!(error instanceof RetryableError) || attempt >= CATCH_UP_ATTEMPTS) throw error;
-        logger.warn({ msg: "Failed to catch up, retrying", attempt, max_attempts: CATCH_UP_ATTEMPTS, error: error.shortMessage });
-        await sleep(CATCH_UP_RETRY_DELAY_MS * attempt, shutdown.signal);
-      }
-    }
+  function catchUpWithRetries(): Promise<void> {
+    return withRetry(catchUp, {
+      retryCount: CATCH_UP_ATTEMPTS - 1,
+      shouldRetry: ({ error }) => error instanceof RetryableError,
+      delay: exponentialBackoff({ initialDelayMs: CATCH_UP_RETRY_INITIAL_DELAY_MS, maxDelayMs: CATCH_UP_RETRY_MAX_DELAY_MS }),
+      onRetry: ({ count, error }) =>
+        logger.warn({ msg: "Failed to catch up, retrying", attempt: count + 1, max_attempts: CATCH_UP_ATTEMPTS, error: (error as RetryableError).shortMessage }),
+      signal: shutdown.signal,
+    });
   }
 
   /** Walks back from `head` to a block whose parent the tracker holds; throws when deeper than tracked. */

@@ -9,6 +9,12 @@ export const GROW_AFTER_SUCCESSES = 8;
  */
 export const TARGET_LOGS_PER_WINDOW = 2_000;
 /**
+ * The target while the provider limits the request rate: then requests, not memory or the main
+ * thread, bound the backfill, and each answer should bring what a provider's usual result cap
+ * (10,000 logs) allows. A provider with a lower cap refuses, and the window splits.
+ */
+export const RATE_LIMITED_TARGET_LOGS_PER_WINDOW = 10_000;
+/**
  * Blocks of the first windows, before the density of the range is known: a 1,000-block window on a
  * chain with 500 logs a block would bring 500,000 logs (over 300 MB of JSON) in one answer, and
  * `backfill.concurrency` of them start at once.
@@ -17,11 +23,11 @@ export const INITIAL_WINDOW_BLOCKS = 10;
 
 /**
  * The adaptive eth_getLogs window. It starts small and, while windows bring fewer logs than
- * TARGET_LOGS_PER_WINDOW, at most doubles toward the size that density would allow (up to the
+ * `targetLogs()` (TARGET_LOGS_PER_WINDOW unless the caller says otherwise), at most doubles toward the size that density would allow (up to the
  * configured size); it shrinks at once when a window brings too many, and to what a provider
  * accepted after a range error, growing back only after a run of successes.
  */
-export function createWindowSize(configured: number) {
+export function createWindowSize(configured: number, targetLogs: () => number = () => TARGET_LOGS_PER_WINDOW) {
   let current = Math.min(configured, INITIAL_WINDOW_BLOCKS);
   // Set by a provider range error: from then on the window grows only after each run of successes.
   let rangeLimited = false;
@@ -39,14 +45,15 @@ export function createWindowSize(configured: number) {
     },
     /** After a window of `blocks` blocks brought `logs` logs. */
     recordSuccess(blocks: number, logs: number): void {
-      if (logs > TARGET_LOGS_PER_WINDOW) {
-        current = Math.max(1, Math.min(current, Math.floor((blocks * TARGET_LOGS_PER_WINDOW) / logs)));
+      const target = targetLogs();
+      if (logs > target) {
+        current = Math.max(1, Math.min(current, Math.floor((blocks * target) / logs)));
         return;
       }
       if (rangeLimited && ++successes < GROW_AFTER_SUCCESSES) return;
       successes = 0;
       // Blocks that would bring about the target at this window's density; an empty window allows any size.
-      const fits = logs === 0 ? configured : Math.floor((blocks * TARGET_LOGS_PER_WINDOW) / logs);
+      const fits = logs === 0 ? configured : Math.floor((blocks * target) / logs);
       current = Math.max(current, Math.min(ceiling, fits, current * 2));
       if (current >= ceiling) rangeLimited = false;
     },

@@ -1,5 +1,5 @@
 import type { Config, WebhookConfig } from "../config/types.js";
-import { backoffDelayMs } from "../ops/backoff.js";
+import { backoffDelayMs } from "../ops/withRetry.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { redactText, redactUrl } from "../ops/redact.js";

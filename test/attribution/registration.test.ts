@@ -72,6 +72,27 @@ describe("createRegistrationClient()", () => {
     expect(standIn.calls).toEqual([{ method: "POST", path: "/v1/agents/builder-codes", status: 200 }]);
   });
 
+  test("a 429 or 503 is retryable and carries the service's Retry-After for the retry to wait", async () => {
+    for (const [status, header, waitMs] of [
+      [429, "3", 3_000],
+      [503, new Date(Date.now() + 60_000).toUTCString(), 60_000],
+    ] as const) {
+      const refusing = createRegistrationClient({
+        baseUrl: standIn.url,
+        timeoutMs: 2_000,
+        // The stand-in's own answer, its status and Retry-After replaced as a busy service would send them.
+        fetch: async (url, init) => {
+          const served = await fetch(url, init);
+          return new Response(await served.text(), { status, headers: { "content-type": "application/json", "retry-after": header } });
+        },
+      });
+      const error = (await refusing.register(randomWallet()).catch((e: unknown) => e)) as RetryableError;
+      expect(error).toBeInstanceOf(RetryableError);
+      expect(error.retryAfterMs).toBeGreaterThan(waitMs - 2_000);
+      expect(error.retryAfterMs).toBeLessThanOrEqual(waitMs);
+    }
+  });
+
   test("the same wallet, in any case, gets the same code; another wallet another", async () => {
     const wallet = mixedCaseWallet();
     const first = await client().register(wallet);

@@ -4,6 +4,7 @@ import { PrunedHistoryError, RangeLimitError, WrongChainError } from "../../src/
 import { RetryableError } from "../../src/errors/base.js";
 import { startScriptedRpcServer, type Reply, type RpcRequest } from "../helpers/scriptedRpcServer.js";
 import { testConfig, testDeps } from "../helpers/context.js";
+import { redactText } from "../../src/ops/redact.js";
 
 const servers: Array<{ close: () => Promise<void> }> = [];
 afterEach(async () => {
@@ -45,7 +46,7 @@ describe("createRpcClient()", () => {
   });
 
   test("gives up with a temporary failure (exit 75) once attempts run out", async () => {
-    const s = await server(() => ({ http: 429 }));
+    const s = await server(() => ({ http: 503 }));
     const { client: rpc } = client([s.url]);
     const error = await rpc.request("eth_blockNumber", []).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RetryableError);
@@ -101,6 +102,66 @@ describe("createRpcClient()", () => {
     expect(error.message).not.toContain("SECRETKEY123");
     expect(JSON.stringify(lines)).not.toContain("SECRETKEY123");
     expect(JSON.stringify(lines)).toContain("/***");
+  });
+
+  test("a rate limit (HTTP 429 or a provider's rate-limit error) never spends the attempt budget: the request is asked again until answered", async () => {
+    let calls = 0;
+    const s = await server(() => {
+      calls++;
+      if (calls <= 3) return { http: 429, body: JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32016, message: "over rate limit" } }) };
+      if (calls <= 5) return { error: { code: -32005, message: "project ID request rate exceeded" } };
+      return { result: "0x30" };
+    });
+    const { client: rpc, metrics, lines } = client([s.url], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
+    await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x30");
+    expect(calls).toBe(6);
+    const counts = await metrics.rpcRequests.get();
+    expect(counts.values.find((v) => v.labels.outcome === "rate_limited")?.value).toBe(5);
+    expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(0);
+    // The first refusal halves the rate; the next ones, within the same second, do not cut again.
+    const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
+    expect(cuts[0]).toBe(25);
+    expect(cuts.length).toBeLessThan(5);
+  });
+
+  test("Retry-After on a 429 holds back every request of the client until it expires, not only the refused one", async () => {
+    let refusedAt = 0;
+    const arrivals: Array<{ method: string; at: number }> = [];
+    const s = await startScriptedRpcServer((request) => {
+      arrivals.push({ method: request.method, at: Date.now() });
+      if (request.method === "eth_chainId") return { result: "0x2105" };
+      if (request.method === "eth_blockNumber" && refusedAt === 0) {
+        refusedAt = Date.now();
+        return { http: 429, headers: { "retry-after": "1" } };
+      }
+      return { result: "0x1" };
+    });
+    servers.push(s);
+    const { client: rpc } = client([s.url]);
+    const first = rpc.request("eth_blockNumber", []);
+    // Asked once the refusal is back: it must wait the refusal's second out too.
+    while (refusedAt === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const second = rpc.request("eth_gasPrice", []);
+    await expect(Promise.all([first, second])).resolves.toEqual(["0x1", "0x1"]);
+    const after = arrivals.filter((a) => a.at > refusedAt);
+    expect(after.map((a) => a.method).sort()).toEqual(["eth_blockNumber", "eth_gasPrice"]);
+    for (const a of after) expect(a.at - refusedAt).toBeGreaterThanOrEqual(990);
+  });
+
+  test("the final error names the failing endpoint with its credentials stripped, also as the CLI prints it", async () => {
+    const s = await server(() => ({ http: 503 }));
+    const withCredentials = s.url.replace("http://", "http://indexer:hunter2@") + "/v2/SECRETKEY123";
+    const { client: rpc } = client([withCredentials], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
+    const error = (await rpc.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    const shown = redactText(error.shortMessage);
+    const redacted = s.url.replace("http://", "http://***@") + "/***";
+    expect(error.shortMessage).toContain(`(last from ${redacted})`);
+    expect(shown).toContain(`(last from ${redacted})`);
+    expect(shown).not.toMatch(/invalid url|hunter2|SECRETKEY123|indexer/);
+    // Without a path the URL ends at its port, right before "):" (once read as "<invalid url>").
+    const plain = (await client([s.url], { retry: { maxAttempts: 1 } }).client.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    expect(redactText(plain.shortMessage)).toContain(`(last from ${s.url}): `);
   });
 
   test("batch() sends one HTTP request and returns results in call order", async () => {

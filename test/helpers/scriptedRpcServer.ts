@@ -6,7 +6,7 @@ export type RpcRequest = { id: unknown; method: string; params: unknown[] };
 export type Reply =
   | { result: unknown }
   | { error: { code: number; message: string; data?: unknown } }
-  | { http: number; body?: string };
+  | { http: number; body?: string; headers?: Record<string, string> };
 
 /**
  * A real HTTP JSON-RPC server whose answers a test scripts, for failures anvil cannot produce
@@ -25,7 +25,7 @@ export async function startScriptedRpcServer(answer: (request: RpcRequest) => Re
         requests.push(request);
         const reply = await answer(request);
         if ("http" in reply) {
-          res.writeHead(reply.http, { "content-type": "application/json" }).end(reply.body ?? "");
+          res.writeHead(reply.http, { "content-type": "application/json", ...reply.headers }).end(reply.body ?? "");
           return;
         }
         replies.push({ jsonrpc: "2.0", id: request.id, ...reply });

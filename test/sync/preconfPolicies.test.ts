@@ -1,6 +1,5 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { parseRetryAfterMs } from "../../src/chain/httpTransport.js";
 import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { RpcResponseError, RpcTransportError } from "../../src/errors/rpc.js";
@@ -23,14 +22,6 @@ const log = (logIndex: number, address = "0x000000000000000000000000000000000000
 });
 
 describe("the pending view's read policy", () => {
-  test("Retry-After is read as seconds or an HTTP date; anything else is no answer", () => {
-    expect(parseRetryAfterMs("2")).toBe(2_000);
-    expect(parseRetryAfterMs(["7"])).toBe(7_000);
-    expect(parseRetryAfterMs("Thu, 26 Nov 2026 18:00:10 GMT", Date.parse("Thu, 26 Nov 2026 18:00:00 GMT"))).toBe(10_000);
-    expect(parseRetryAfterMs(undefined)).toBeUndefined();
-    expect(parseRetryAfterMs("soon")).toBeUndefined();
-  });
-
   test("a failed read waits the endpoint's Retry-After, else doubles from the poll interval up to the ceiling", () => {
     const limited = new RetryableError("gave up", { cause: new RpcTransportError("429", { retryAfterMs: 3_000 }) });
     expect(pendingReadDelayMs(1, limited, 200)).toBe(3_000);

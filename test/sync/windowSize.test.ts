@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { createWindowSize, GROW_AFTER_SUCCESSES, INITIAL_WINDOW_BLOCKS, TARGET_LOGS_PER_WINDOW } from "../../src/sync/windowSize.js";
+import { createWindowSize, GROW_AFTER_SUCCESSES, INITIAL_WINDOW_BLOCKS, RATE_LIMITED_TARGET_LOGS_PER_WINDOW, TARGET_LOGS_PER_WINDOW } from "../../src/sync/windowSize.js";
 
 describe("createWindowSize()", () => {
   test("starts small, and doubles toward the configured size while windows are sparse", () => {
@@ -23,6 +23,20 @@ describe("createWindowSize()", () => {
     for (let i = 0; i < 10; i++) size.recordSuccess(size.current(), size.current() * logsPerBlock);
     expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / logsPerBlock);
     expect(size.current() * logsPerBlock).toBeLessThanOrEqual(TARGET_LOGS_PER_WINDOW);
+  });
+
+  test("follows the caller's target as it changes: larger windows while the provider limits the rate", () => {
+    let rateLimited = false;
+    const size = createWindowSize(1_000, () => (rateLimited ? RATE_LIMITED_TARGET_LOGS_PER_WINDOW : TARGET_LOGS_PER_WINDOW));
+    const logsPerBlock = 500;
+    for (let i = 0; i < 10; i++) size.recordSuccess(size.current(), size.current() * logsPerBlock);
+    expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / logsPerBlock);
+    rateLimited = true;
+    for (let i = 0; i < 10; i++) size.recordSuccess(size.current(), size.current() * logsPerBlock);
+    expect(size.current()).toBe(RATE_LIMITED_TARGET_LOGS_PER_WINDOW / logsPerBlock);
+    rateLimited = false;
+    size.recordSuccess(size.current(), size.current() * logsPerBlock);
+    expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / logsPerBlock);
   });
 
   test("never grows past what the density allows in one step", () => {

@@ -9,6 +9,7 @@ import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
 import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
+import { withRetry } from "../../ops/withRetry.js";
 import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
@@ -148,21 +149,24 @@ async function followRealtime(deps: RealtimeDeps): Promise<void> {
 /** With realtime off: backfills to the final block, then again whenever it moves, until shutdown. */
 async function followFinality(context: SyncDeps, health: ReturnType<typeof createHealth>): Promise<void> {
   const { metrics, shutdown } = context;
-  for (;;) {
+  const catchUpOnce = async () => {
     shutdown.throwIfKilled();
-    try {
-      const tips = await getChainTips(context.client, context.config.finality);
-      metrics.chainHeadBlock.set(tips.head);
-      health.markHeadSeen();
-      await backfill(context, { to: tips.finalized, finalized: tips.finalized });
-      health.markBackfillCaughtUp(true);
-      await sleep(FOLLOW_POLL_INTERVAL_MS, shutdown.signal);
-    } catch (error) {
-      if (!(error instanceof RetryableError)) throw error;
-      // The daemon outlives a flaky provider: committed windows stay, the next round resumes.
-      recordHalt(context, error, "error", "Failed to keep up, retrying later", { retry_in_ms: FAILURE_BACKOFF_MS });
-      await sleep(FAILURE_BACKOFF_MS, shutdown.signal);
-    }
+    const tips = await getChainTips(context.client, context.config.finality);
+    metrics.chainHeadBlock.set(tips.head);
+    health.markHeadSeen();
+    await backfill(context, { to: tips.finalized, finalized: tips.finalized });
+    health.markBackfillCaughtUp(true);
+  };
+  for (;;) {
+    // The daemon outlives a flaky provider: committed windows stay, the next round resumes.
+    await withRetry(catchUpOnce, {
+      retryCount: Number.POSITIVE_INFINITY,
+      shouldRetry: ({ error }) => error instanceof RetryableError,
+      delay: FAILURE_BACKOFF_MS,
+      onRetry: ({ error, delayMs }) => recordHalt(context, error, "error", "Failed to keep up, retrying later", { retry_in_ms: delayMs }),
+      signal: shutdown.signal,
+    });
+    await sleep(FOLLOW_POLL_INTERVAL_MS, shutdown.signal);
   }
 }
 

@@ -1,0 +1,65 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { startProviderProxy, type ProviderCounts } from "./providerProxy.js";
+import { startSavedAnvilChain } from "./savedAnvilChain.js";
+
+/** A backfill through the provider-shaped proxy: the process's figures and what the provider saw. */
+export type ProviderRow = ProcessFigures & {
+  name: string;
+  /** The provider's ceiling (logs/s): its rate × the logs one answer can bring at the chain's density. */
+  ceilingLogsPerSecond: number;
+  provider: ProviderCounts;
+};
+
+/**
+ * `flashindex backfill` (a fresh process, the user's defaults but for `attribution`) against anvil
+ * serving a saved chain of `logs` Transfer logs, through a proxy shaped like a hosted provider
+ * (DEFAULT_PROVIDER_SHAPE: 80 ms latency, 5 calls/s with HTTP 429 beyond, Retry-After on every
+ * other refusal, 2,000-block and 10,000-result caps). Small chains only: at 5 calls a second a
+ * large one takes minutes whatever the client does.
+ */
+export async function providerBackfill(logs: number, attribution: boolean): Promise<ProviderRow> {
+  const chain = await startSavedAnvilChain(logs);
+  const proxy = await startProviderProxy(chain.anvil.httpUrl);
+  const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
+  try {
+    const figures = await runCliBackfill(
+      dir,
+      {
+        chainId: 8453,
+        attribution: { enabled: attribution },
+        // Everything else at its default: rpc.requestsPerSecond (50), retries, windows, concurrency.
+        rpc: { http: [proxy.url] },
+        tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
+        finality: { depth: 0 },
+        database: { path: join(dir, "provider.db") },
+        metrics: { enabled: false },
+        logLevel: "warn",
+      },
+      { from: chain.deployBlock, to: chain.head },
+    );
+    const shape = proxy.shape;
+    const density = logs / Math.max(1, chain.head - chain.deployBlock);
+    const perAnswer = Math.min(shape.maxResults, density * shape.maxBlockRange);
+    return {
+      name: `through a provider-shaped proxy (${shape.latencyMs} ms, ${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${shape.retryAfterEvery === 1 ? "every" : `1 in ${shape.retryAfterEvery}`} refusals, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps), anvil saved chain of ${logs.toLocaleString("en-US")} Transfer logs, defaults, attribution ${attribution ? "on" : "off"}`,
+      ...figures,
+      ceilingLogsPerSecond: Math.round(shape.requestsPerSecond * perAnswer),
+      provider: { ...proxy.counts },
+    };
+  } finally {
+    await proxy.close();
+    await chain.anvil.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The row's extra columns as one cell: the ceiling, the share of it reached, and the requests refused. */
+export function providerSummary(row: ProviderRow): string {
+  const logsPerSecond = row.logs / (row.durationMs / 1_000);
+  const refused = row.provider.rateLimited + row.provider.rangeRefused + row.provider.resultsRefused;
+  const share = (part: number, whole: number) => `${((100 * part) / Math.max(1, whole)).toFixed(1)}%`;
+  return `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it; ${refused} of ${row.provider.requests} requests refused (${share(refused, row.provider.requests)}: ${row.provider.rateLimited} rate, ${row.provider.rangeRefused} range, ${row.provider.resultsRefused} results)`;
+}

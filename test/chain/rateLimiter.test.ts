@@ -1,0 +1,84 @@
+import { describe, expect, test } from "vitest";
+import { createRateLimiter, MIN_REQUESTS_PER_SECOND } from "../../src/chain/rateLimiter.js";
+import { ShutdownError } from "../../src/errors/base.js";
+
+const limiter = (requestsPerSecond: number, concurrency = 8, signal = new AbortController().signal) =>
+  createRateLimiter({ requestsPerSecond, concurrency, signal });
+
+describe("createRateLimiter()", () => {
+  test("a batch costs one token per call: after a 10-call batch at 5/s, the next request waits for the debt", async () => {
+    const pacing = limiter(5);
+    const sent: number[] = [];
+    await pacing.run(10, async (at) => void sent.push(at));
+    await pacing.run(1, async (at) => void sent.push(at));
+    // The bucket held 5 tokens: the batch leaves at once and owes 5, then 1 more is needed: 6 tokens at 5/s.
+    expect(sent[1]! - sent[0]!).toBeGreaterThanOrEqual(1_150);
+  });
+
+  test("a refusal halves the rate and the concurrency once per round trip; answers climb back, never past the ceiling", async () => {
+    const pacing = limiter(40, 8);
+    const sentAt = performance.now();
+    expect(pacing.refused(sentAt, undefined)).toBe(true);
+    // Sent before the cut: the provider refused what the client sent at the old rate.
+    expect(pacing.refused(sentAt, undefined)).toBe(false);
+    expect(pacing.state()).toMatchObject({ requestsPerSecond: 20, concurrency: 4 });
+    for (let i = 0; i < 20; i++) pacing.answered(1);
+    const climbed = pacing.state();
+    expect(climbed.requestsPerSecond).toBeGreaterThan(20);
+    expect(climbed.concurrency).toBeGreaterThan(4);
+    for (let i = 0; i < 100_000; i++) pacing.answered(1);
+    expect(pacing.state()).toMatchObject({ requestsPerSecond: 40, concurrency: 8 });
+  });
+
+  test("cuts at most once a second: a provider's second may still hold the old rate's requests", () => {
+    let now = 0;
+    const pacing = createRateLimiter({ requestsPerSecond: 40, concurrency: 8, signal: new AbortController().signal, now: () => now });
+    expect(pacing.refused(now, undefined)).toBe(true);
+    now = 500;
+    expect(pacing.refused(now, undefined)).toBe(false);
+    now = 1_000;
+    expect(pacing.refused(now, undefined)).toBe(true);
+    expect(pacing.state().requestsPerSecond).toBe(10);
+  });
+
+  test("the rate never falls below its floor, however many refusals", () => {
+    let now = 0;
+    const pacing = createRateLimiter({ requestsPerSecond: 10, concurrency: 8, signal: new AbortController().signal, now: () => now });
+    for (let i = 0; i < 50; i++) pacing.refused((now += 1_000), undefined);
+    expect(pacing.state().requestsPerSecond).toBe(MIN_REQUESTS_PER_SECOND);
+    expect(pacing.state().concurrency).toBe(1);
+  });
+
+  test("a Retry-After holds every request until it expires", async () => {
+    const pacing = limiter(1_000);
+    const refusedAt = performance.now();
+    pacing.refused(refusedAt, 300);
+    const sent = await Promise.all([1, 2, 3].map(() => pacing.run(1, async (at) => at)));
+    for (const at of sent) expect(at - refusedAt).toBeGreaterThanOrEqual(299);
+  });
+
+  test("never lets more requests out at once than the concurrency limit", async () => {
+    const pacing = limiter(1_000, 2);
+    let inFlight = 0;
+    let most = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, () =>
+        pacing.run(1, async () => {
+          most = Math.max(most, ++inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          inFlight--;
+        }),
+      ),
+    );
+    expect(most).toBe(2);
+  });
+
+  test("a shutdown rejects the requests still waiting with ShutdownError", async () => {
+    const controller = new AbortController();
+    const pacing = limiter(1, 1, controller.signal);
+    pacing.refused(performance.now(), 60_000);
+    const waiting = pacing.run(1, async () => "sent").catch((e: unknown) => e);
+    controller.abort();
+    expect(await waiting).toBeInstanceOf(ShutdownError);
+  });
+});
