@@ -1,11 +1,11 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
-import { attributionToMove } from "../store/sqlite/attributionWriter.js";
 import { niceThisThread } from "../ops/threadNice.js";
 import { buffersToMove } from "./packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
+import { attributionToMove } from "./packedAttribution.js";
 
 /**
  * The decode thread: window answers (or their transactions' answers) in, decoded windows (or packed

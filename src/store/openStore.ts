@@ -7,6 +7,9 @@ import type { Store } from "./store.js";
 import { acquireWriterLock, recordWriter } from "./sqlite/writerLock.js";
 import type { ChainIdentity, WriterLock } from "./types.js";
 
+/** Moving a SQLite file aside with its WAL (the devnet, when its chain is new): the CLI goes through here. */
+export { backupSuffix, moveDatabaseAside } from "./sqlite/moveDatabaseAside.js";
+
 /** Which backend a config selects: `database.url` (or FLASHINDEX_DATABASE_URL) means Postgres, else the SQLite file. */
 export function storeLocation(database: Config["database"]): string {
   return database.url === undefined ? database.path : describeLocation(database.url, database.schema);

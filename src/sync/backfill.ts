@@ -1,12 +1,12 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { countIndexed } from "../store/sqlite/logWriter.js";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
 import { DECODE_THREAD_MIN_LOGS } from "../decode/windowDecoder.js";
 import type { WindowWriter } from "../store/store.js";
+import { countIndexed } from "../store/insertCounts.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;

@@ -7,9 +7,9 @@ import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
-import { countIndexed } from "../store/sqlite/logWriter.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 import { createStreamPositions } from "../decode/preconfirmedTwins.js";
+import { countIndexed } from "../store/insertCounts.js";
 
 export type PendingDeps = SyncDeps & {
   /** The last canonical block applied: pre-confirmations at or below it are stale. */

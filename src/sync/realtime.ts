@@ -11,13 +11,13 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError, RetryableError } from "../errors/base.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
-import { countIndexed } from "../store/sqlite/logWriter.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./canonicalBlocks.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
 import { stillPendingAbove } from "./stillPending.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
+import { countIndexed } from "../store/insertCounts.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;

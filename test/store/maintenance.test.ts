@@ -4,9 +4,9 @@ import { afterAll, describe, expect, test } from "vitest";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { MAINTENANCE_THREAD_FROM_LOGS } from "../../src/store/sqlite/threads/maintenance.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
-import { READER_INDEXES } from "../../src/store/sqlite/readerIndexes.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { freshDbPath } from "../helpers/fixtures.js";
+import { READER_INDEXES } from "../../src/store/readerIndexDefinitions.js";
 
 const CHAIN_ID = 8453;
 /** Enough transfers that each reader index over them takes a good part of a second to build. */

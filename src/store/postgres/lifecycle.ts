@@ -6,7 +6,7 @@ import { pickTwin, twinContent, type TwinCandidate } from "../../decode/preconfi
 import type { BlockApplied, PreconfirmedStored } from "../types.js";
 import { insertLogRows } from "./rowWriter.js";
 import { packRows } from "../../decode/packedRows.js";
-import { UNSETTLED_STATUS_LIST_SQL } from "../sqlite/migrations/schemaV8.js";
+import { UNSETTLED_STATUS_LIST_SQL } from "../liveStatus.js";
 
 /**
  * The lifecycle transitions of src/store/lifecycle.ts over a Postgres connection, statement for

@@ -2,23 +2,22 @@ import type pg from "pg";
 import type { Hex } from "viem";
 import { FatalError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
-import { AUTHORIZATION_STATE_COLUMNS } from "../sqlite/authorizationStates.js";
 import { createCommitSignal } from "../commitSignal.js";
 import type { BlockApplied, RegistrationRow } from "../types.js";
-import { READER_INDEXES } from "../sqlite/readerIndexes.js";
 import type { Store, WindowWriter } from "../store.js";
 import { timed, type WriteKind } from "../timedWrite.js";
-import { inTransaction } from "./connection.js";
-import { OUTBOX_LOCK_SQL } from "./migrations/schemaV7.js";
+import { inTransaction, OUTBOX_LOCK_SQL } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
-import { RECENT_WEBHOOK_ATTEMPTS } from "../sqlite/statusPageQueries.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
 import { insertAttributionRows, insertLogRows, insertPackedAttribution } from "./rowWriter.js";
 import { copyWindow } from "./windowCopy.js";
+import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStateColumns.js";
+import { READER_INDEXES } from "../readerIndexDefinitions.js";
+import { RECENT_WEBHOOK_ATTEMPTS } from "../statusSnapshotLimits.js";
 
 export type PostgresStoreDeps = {
   pool: pg.Pool;

@@ -3,8 +3,8 @@ import type { Hex } from "viem";
 import type { LogRow, LogStatus } from "../../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../../decode/preconfirmedTwins.js";
 import { createLogWriter } from "./logWriter.js";
-import { UNSETTLED_STATUS_SQL } from "./migrations/schemaV9.js";
 import type { BlockApplied, PreconfirmedStored } from "../types.js";
+import { UNSETTLED_STATUS_SQL } from "./listTestsAsEqualities.js";
 
 /**
  * The lifecycle transitions of stored logs. Each method is meant to run inside ONE transaction of
