@@ -52,16 +52,37 @@ export function pickTwin<C extends TwinCandidate>(row: Pick<LogRow, "txLogPositi
  * (a block, a window, the whole pending view, or an array-shaped pendingLogs notification).
  */
 export function assignTxLogPositions(rows: LogRow[]): void {
-  const next = new Map<string, number>();
+  const positions = createTxLogPositions();
   // Nodes answer in (block, logIndex) order; sort only when one did not.
   const inOrder = rows.every((row, i) => i === 0 || before(rows[i - 1]!, row));
   const ordered = inOrder ? rows : [...rows].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+  let run = "";
   for (const row of ordered) {
-    const key: `${Hex}${Hex}` = `${row.transactionHash}${row.address}`;
-    const position = next.get(key) ?? 0;
-    row.txLogPosition = position;
-    next.set(key, position + 1);
+    const key = `${row.transactionHash}${row.address}`;
+    if (key !== run) positions.startRun((run = key));
+    row.txLogPosition = positions.take();
   }
+}
+
+/**
+ * The position rule itself: logs taken in (block, logIndex) order are numbered per transaction and
+ * token, from 0. A run of consecutive logs of one transaction and token costs a map lookup only at
+ * its start (the window scan, scanWindowAnswer.ts, makes no string per log).
+ */
+export function createTxLogPositions() {
+  const next = new Map<string, number>();
+  let run: string | undefined;
+  let position = 0;
+  return {
+    /** The logs that follow belong to the transaction and token `key` names (a key per pair, any string). */
+    startRun(key: string): void {
+      if (run !== undefined) next.set(run, position);
+      run = key;
+      position = next.get(key) ?? 0;
+    },
+    /** The next log's position in the current run. */
+    take: (): number => position++,
+  };
 }
 
 function before(a: LogRow, b: LogRow): boolean {

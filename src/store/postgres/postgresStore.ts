@@ -3,7 +3,7 @@ import type { Hex } from "viem";
 import { FatalError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
 import { createCommitSignal } from "../commitSignal.js";
-import type { BlockApplied, RegistrationRow } from "../types.js";
+import type { RegistrationRow } from "../types.js";
 import type { Store, WindowWriter } from "../store.js";
 import { timed, type WriteKind } from "../timedWrite.js";
 import { inTransaction, OUTBOX_LOCK_SQL } from "./connection.js";
@@ -201,24 +201,12 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     },
 
     applyChainChange: (change, now) =>
-      write(change.kind, async (client) => {
-        const lifecycle = postgresLifecycle(client);
-        const synced = postgresSyncedRanges(client, chainId);
-        let removed = 0;
-        const blocks: BlockApplied[] = [];
-        for (const block of change.orphaned) removed += await lifecycle.removeBlock(block, now);
-        for (const block of change.blocks) {
-          if (block.canonicalHash !== undefined) removed += await lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
-          blocks.push(await lifecycle.applyCanonicalBlock(block.number, block.rows, now, change.stillPending));
-        }
-        for (const { token, range } of change.synced) await synced.add(token, range);
-        return { removed, blocks };
-      }),
-    insertPreconfirmed: (rows, now) => write("preconfirmed", (c) => postgresLifecycle(c).insertPreconfirmed(rows, now)),
-    preconfirmedThrough: (blockNumber) => read((c) => postgresLifecycle(c).preconfirmedThrough(blockNumber)),
-    finalizeThrough: (blockNumber, now) => write("finalize", (c) => postgresLifecycle(c).finalizeThrough(blockNumber, now)),
-    removeLog: (log, now) => write("removed_flag", (c) => postgresLifecycle(c).removeLog(log, now)),
-    unsettledBlocks: () => read((c) => postgresLifecycle(c).unsettledBlocks()),
+      write(change.kind, (client) => postgresLifecycle(client, chainId).applyChainChange(change, now)),
+    insertPreconfirmed: (rows, now) => write("preconfirmed", (c) => postgresLifecycle(c, chainId).insertPreconfirmed(rows, now)),
+    preconfirmedThrough: (blockNumber) => read((c) => postgresLifecycle(c, chainId).preconfirmedThrough(blockNumber)),
+    finalizeThrough: (blockNumber, now) => write("finalize", (c) => postgresLifecycle(c, chainId).finalizeThrough(blockNumber, now)),
+    removeLog: (log, now) => write("removed_flag", (c) => postgresLifecycle(c, chainId).removeLog(log, now)),
+    unsettledBlocks: () => read((c) => postgresLifecycle(c, chainId).unsettledBlocks()),
 
     unattributed: (txHashes) =>
       read(async (c) => {

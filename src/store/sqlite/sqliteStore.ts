@@ -20,7 +20,7 @@ import { createWalCheckpoints } from "./walCheckpoints.js";
 import { createSqliteWebhookOutbox } from "./webhookOutbox.js";
 import { createWindowWriter } from "./threads/windowWriter.js";
 import { createLiveWriteGate, createWriteGateMemory } from "./writeGate.js";
-import type { BlockApplied, WebhookOutbox } from "../types.js";
+import type { WebhookOutbox } from "../types.js";
 
 export type SqliteStoreDeps = {
   db: Database;
@@ -115,17 +115,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     },
 
     applyChainChange: async (change, now) =>
-      write(change.kind, () => {
-        let removed = 0;
-        const blocks: BlockApplied[] = [];
-        for (const block of change.orphaned) removed += lifecycle.removeBlock(block, now);
-        for (const block of change.blocks) {
-          if (block.canonicalHash !== undefined) removed += lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
-          blocks.push(lifecycle.applyCanonicalBlock(block.number, block.rows, now, change.stillPending));
-        }
-        for (const { token, range } of change.synced) synced.add(token, range);
-        return { removed, blocks };
-      }),
+      write(change.kind, () => lifecycle.applyChainChange(change, now, synced)),
     insertPreconfirmed: async (rows, now) => write("preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
     preconfirmedThrough: async (blockNumber) => lifecycle.preconfirmedThrough(blockNumber),
     finalizeThrough: async (blockNumber, now) => write("finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
