@@ -60,7 +60,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const tips = await getChainTips(client, config.finality);
     finalized = tips.finalized;
     // Pre-confirmations keep arriving meanwhile: the reader indexes are built without holding them back.
-    await backfill(deps, { to: tips.head, finalized }, { besideLiveWrites: true });
+    await backfill(deps, { to: tips.head, finalized }, { mode: "daemon" });
     const headers = await getHeaders(client, Math.max(0, Math.min(finalized + 1, tips.head)), tips.head);
     for (let i = 1; i < headers.length; i++) {
       if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);

@@ -170,7 +170,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       build: async (options = {}) => {
         const built: string[] = [];
         const missing = new Set(await missingReaderIndexes());
-        const concurrently = options.besideLiveWrites === true;
+        const concurrently = options.mode === "daemon";
         const besideWrites = (sql: string) =>
           timed(metrics, "index_build", () => read((c) => c.query(sql))).catch((error: unknown) => {
             throw asPostgresError(error, deps.location);

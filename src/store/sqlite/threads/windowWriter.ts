@@ -3,6 +3,7 @@ import { FatalError } from "../../../errors/base.js";
 import type { InsertCounts } from "../../types.js";
 import { startThread } from "../../../ops/startThread.js";
 import { createThreadCalls } from "../../../ops/threadCalls.js";
+import { windowWriterNice, WRITER_THREAD_HEAP_MB, WRITER_THREAD_YOUNG_MB, type ProcessMode } from "../../../ops/threadSettings.js";
 import type { Database } from "../openDatabase.js";
 import type { WindowWriter } from "../../store.js";
 import { createWindowCommit, windowFields } from "../windowCommit.js";
@@ -10,22 +11,6 @@ import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWrite
 import type { WalCheckpoints } from "../walCheckpoints.js";
 import type { LiveWriteGate } from "../writeGate.js";
 import { attributionToMove } from "../../../decode/packedAttribution.js";
-
-/** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
-const WRITER_THREAD_HEAP_MB = 64;
-/** Its young generation: windows arrive as whole cloned arrays and are short-lived; a small nursery suffices. */
-const WRITER_THREAD_YOUNG_MB = 8;
-/**
- * Its nice value (Linux) beside live writes (the daemon catching up), as the decode thread's
- * (windowDecoder.ts): the main thread, which receives and commits pre-confirmations, then waits
- * less for a core. The bench's latency harness beside a backfill, seven alternating runs each: the
- * main thread's wait for a core (schedstat) 0.68–0.79 s in 10 s at nice 0, 0.46–0.58 at 19;
- * pre-confirmation p50 8.6–9.9 ms against 7.0–8.3 (8.3–8.8 in three more runs); the backfill
- * indexed 2–8% less in the 10 s, on a host where the synthetic node shares the two cores; the p99
- * (21–46 against 21–40 ms) is set by one or two bursts and did not move beyond its noise.
- */
-export const WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES = 19;
-
 
 /**
  * Commits backfill windows on a thread of their own, with a second connection to the same file:
@@ -38,14 +23,13 @@ export const WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES = 19;
  */
 export function createWindowWriter(
   db: Database,
-  options: { chainId: number; onThread: boolean; besideLiveWrites?: boolean | undefined; gate: LiveWriteGate; checkpoints: Pick<WalCheckpoints, "nudge"> },
+  options: { chainId: number; onThread: boolean; mode?: ProcessMode | undefined; gate: LiveWriteGate; checkpoints: Pick<WalCheckpoints, "nudge"> },
 ): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
     return { commit: async (window, now) => commit(window, now), close: async () => undefined };
   }
-  const nice = options.besideLiveWrites === true ? WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES : 0;
-  const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory, nice };
+  const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory, nice: windowWriterNice(options.mode ?? "batch") };
   const worker = startThread(import.meta.url, "windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
   const calls = createThreadCalls<WindowReply, InsertCounts>(worker, {
     thread: "window writer thread",
