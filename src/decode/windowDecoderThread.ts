@@ -1,6 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
+import { serveThreadMessages } from "../ops/threadEntry.js";
 import { niceThisThread } from "../ops/threadNice.js";
 import { buffersToMove } from "./packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
@@ -31,11 +32,7 @@ const sending = new Map<number, AbortController>();
 /** One transport per settings (in practice one): its connections are kept alive across windows. */
 const transports = new Map<string, HttpTransport>();
 
-parentPort!.on("message", (message: DecodeRequest | "close") => {
-  if (message === "close") {
-    parentPort!.close();
-    return;
-  }
+serveThreadMessages<DecodeRequest>((message) => {
   if ("abort" in message) {
     sending.get(message.abort)?.abort();
     return;
