@@ -1,6 +1,6 @@
 import { decodeErrorResult, encodeFunctionData, isAddressEqual, keccak256, parseAbi, toHex, type Address, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { RpcRequestError, RpcTransportError, WrongChainError } from "../errors/rpc.js";
+import { RpcRequestError, WrongChainError } from "../errors/rpc.js";
 import { ConfigError, FatalError, RetryableError } from "../errors/base.js";
 import {
   AlreadyCanceledError,
@@ -11,6 +11,7 @@ import {
   CancelRevertedError,
   CancelTimeoutError,
   RelayerFundsError,
+  RpcStepError,
   WrongSignerError,
 } from "../errors/cancel.js";
 import { waitForCanonicalReceipt, type CanonicalReceipt } from "./cancelConfirmations.js";
@@ -277,9 +278,6 @@ export async function rpc<T>(what: string, run: () => Promise<T>): Promise<T> {
     throw error;
   }
 }
-
-/** An RpcTransportError whose message names the relay's step; a nested step keeps the inner name. */
-class RpcStepError extends RpcTransportError {}
 
 function isNamedStep(error: unknown): boolean {
   return error instanceof RpcStepError;
