@@ -1,5 +1,8 @@
 import type { Hex } from "viem";
-import type { LogRow } from "./logRow.js";
+import type { RpcLog } from "../chain/rpcLog.js";
+
+/** A log as the position rule sees it: where it is, and its position once numbered (a LogRow is one). */
+type PositionedLog = Pick<RpcLog, "blockNumber" | "logIndex" | "transactionHash" | "address"> & { txLogPosition: number };
 
 /**
  * How a pre-confirmed log is matched with its confirmed twin, in one place.
@@ -26,7 +29,7 @@ export type TwinContent = {
 /** A stored row that could be the twin: same content, still pre-confirmed (or dropped, and landed after all). */
 export type TwinCandidate = { id: number; txLogPosition: number; logIndex: number; preconfirmedAt: number | null };
 
-export function twinContent(row: LogRow): TwinContent {
+export function twinContent(row: Pick<RpcLog, "transactionHash" | "address" | "topics" | "data">): TwinContent {
   return {
     txHash: row.transactionHash,
     address: row.address,
@@ -39,7 +42,7 @@ export function twinContent(row: LogRow): TwinContent {
 }
 
 /** The twin of a confirmed row among same-content candidates: the same position first, else the lowest logIndex. */
-export function pickTwin<C extends TwinCandidate>(row: Pick<LogRow, "txLogPosition">, candidates: readonly C[]): C | undefined {
+export function pickTwin<C extends TwinCandidate>(row: Pick<PositionedLog, "txLogPosition">, candidates: readonly C[]): C | undefined {
   const samePosition = candidates.find((c) => c.txLogPosition === row.txLogPosition);
   if (samePosition !== undefined) return samePosition;
   let best: C | undefined;
@@ -51,7 +54,7 @@ export function pickTwin<C extends TwinCandidate>(row: Pick<LogRow, "txLogPositi
  * Numbers each transaction's logs per token in logIndex order, for rows that hold a whole answer
  * (a block, a window, the whole pending view, or an array-shaped pendingLogs notification).
  */
-export function assignTxLogPositions(rows: LogRow[]): void {
+export function assignTxLogPositions(rows: PositionedLog[]): void {
   const positions = createTxLogPositions();
   // Nodes answer in (block, logIndex) order; sort only when one did not.
   const inOrder = rows.every((row, i) => i === 0 || before(rows[i - 1]!, row));
@@ -85,7 +88,7 @@ export function createTxLogPositions() {
   };
 }
 
-function before(a: LogRow, b: LogRow): boolean {
+function before(a: PositionedLog, b: PositionedLog): boolean {
   return a.blockNumber < b.blockNumber || (a.blockNumber === b.blockNumber && a.logIndex < b.logIndex);
 }
 
@@ -99,7 +102,7 @@ export function createStreamPositions() {
   const seen = new Map<string, number[]>();
   let newestBlock = -1;
   return {
-    place(row: Pick<LogRow, "blockNumber" | "transactionHash" | "address" | "logIndex">): number {
+    place(row: Pick<RpcLog, "blockNumber" | "transactionHash" | "address" | "logIndex">): number {
       if (row.blockNumber > newestBlock) {
         newestBlock = row.blockNumber;
         for (const key of seen.keys()) if (Number(key.split(":")[0]) < newestBlock) seen.delete(key);

@@ -3,7 +3,7 @@ import type { BlockRange } from "../blockRanges.js";
 import { NUMBER_FIELDS, type PackedRows } from "./packedRows.js";
 import { createTxLogPositions } from "./preconfirmedTwins.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "./paymentEvents.js";
-import type { DecodedWindow, WindowAnswer } from "./windowAnswer.js";
+import type { DecodedWindow, WindowAnswer } from "./decodedWindow.js";
 
 /**
  * The fast path of decodeWindowAnswer: reads an eth_getLogs answer's bytes once, checks every field

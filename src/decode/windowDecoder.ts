@@ -14,8 +14,9 @@ import { createThreadCalls } from "../ops/threadCalls.js";
 import { transportFailureError } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
-import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
+import { decodeWindowAnswer } from "./windowAnswer.js";
 import type { DecodeReply, DecodeRequest, DecodeThreadData, SendRequest } from "./windowDecoderThread.js";
+import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
 
 export type WindowDecoder = {
   decode: (answer: WindowAnswer) => Promise<DecodedWindow>;

@@ -5,8 +5,9 @@ import { serveThreadMessages } from "../ops/threadEntry.js";
 import { niceThisThread } from "../ops/threadNice.js";
 import { buffersToMove } from "./packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
-import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
+import { decodeWindowAnswer } from "./windowAnswer.js";
 import { attributionToMove } from "./packedAttribution.js";
+import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
 
 /**
  * The decode thread: window answers (or their transactions' answers) in, decoded windows (or packed

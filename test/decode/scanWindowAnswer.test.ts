@@ -2,7 +2,8 @@ import { describe, expect, test } from "vitest";
 import { unpackStrings } from "../../src/decode/packedRows.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { scanWindowAnswer } from "../../src/decode/scanWindowAnswer.js";
-import { decodeParsedWindowAnswer, decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "../../src/decode/windowAnswer.js";
+import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
+import type { DecodedWindow, WindowAnswer } from "../../src/decode/decodedWindow.js";
 
 const TOKENS = ["0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", "0x00000000000000000000000000000000000f1a54"] as const;
 const filter = { from: 1_000, to: 1_019, addresses: [...TOKENS], topic0: [...PAYMENT_TOPICS] };

@@ -32,6 +32,24 @@ function boundaryViolations(graph: ReadonlyMap<string, readonly string[]>): stri
   return violations;
 }
 
+/** Each import cycle found (type-only imports count: a cycle of types is still two modules that must be read together). */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const cycles: string[] = [];
+  const onPath: string[] = [];
+  const done = new Set<string>();
+  const visit = (file: string) => {
+    onPath.push(file);
+    for (const target of graph.get(file) ?? []) {
+      if (onPath.includes(target)) cycles.push([...onPath.slice(onPath.indexOf(target)), target].join(" -> "));
+      else if (!done.has(target) && graph.has(target)) visit(target);
+    }
+    onPath.pop();
+    done.add(file);
+  };
+  for (const file of graph.keys()) if (!done.has(file)) visit(file);
+  return cycles;
+}
+
 describe("the store's import boundaries", () => {
   test("src/ keeps them", () => {
     const graph = srcImportGraph();
@@ -74,5 +92,20 @@ describe("the store's import boundaries", () => {
       `/** see import("./alsoCommented.js") */`,
     ].join("\n");
     expect(importSpecifiers(source)).toEqual(["./a.js", "../b.js", "./sideEffect.js", "./d.js", "./e.js", "./f.js"]);
+  });
+});
+
+describe("import cycles", () => {
+  test("src/ has none", () => {
+    expect(importCycles(srcImportGraph())).toEqual([]);
+  });
+
+  test("a cycle is named file by file", () => {
+    const graph = new Map([
+      ["decode/logRow.ts", ["decode/preconfirmedTwins.ts"]],
+      ["decode/preconfirmedTwins.ts", ["decode/logRow.ts", "chain/rpcLog.ts"]],
+      ["chain/rpcLog.ts", []],
+    ]);
+    expect(importCycles(graph)).toEqual(["decode/logRow.ts -> decode/preconfirmedTwins.ts -> decode/logRow.ts"]);
   });
 });
