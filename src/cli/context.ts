@@ -13,9 +13,6 @@ import { resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
 
 export type { CommonFlags } from "./resolveConfig.js";
 
-/** The dependency bag every long-running part takes as its first argument (one type with the sync stages' base). */
-export type Context = Common;
-
 /**
  * Where a command's logs go: the daemon's JSON log is its stdout; a one-shot command keeps stdout
  * for its result (one JSON document under --json) and logs to stderr.
@@ -29,7 +26,7 @@ export type Observability = { logger: Logger; metrics: Metrics };
  * A one-shot command's context: reads and validates the config, finds the running devnet when the
  * config runs one, then builds the logger, metrics and RPC client from the real config.
  */
-export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Context {
+export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Common {
   const config = resolveCommandConfig(flags);
   return contextFor(config, shutdown, createObservability(config, shutdown, logStream));
 }
@@ -43,13 +40,13 @@ export function createObservability(settings: ConfigSettings, shutdown: Shutdown
 }
 
 /** The context on a resolved config: the one RPC client is built here, once. */
-export function contextFor(config: Config, shutdown: Shutdown, { logger, metrics }: Observability): Context {
+export function contextFor(config: Config, shutdown: Shutdown, { logger, metrics }: Observability): Common {
   const client = createRpcClient({ config, logger, metrics, shutdown });
   return { config, logger, metrics, shutdown, client };
 }
 
 /** Checks every RPC endpoint's chain id before anything is written: a mismatch is a config error (exit 2). */
-export async function verifyChain(context: Context): Promise<void> {
+export async function verifyChain(context: Common): Promise<void> {
   try {
     await context.client.verifyEndpoints();
   } catch (error) {
@@ -59,7 +56,7 @@ export async function verifyChain(context: Context): Promise<void> {
 }
 
 /** The genesis block hash the RPC serves: what a database is pinned to besides the chain id. */
-export async function getChainIdentity(context: Context): Promise<ChainIdentity> {
+export async function getChainIdentity(context: Common): Promise<ChainIdentity> {
   const genesis = await getBlockHeader(context.client, 0);
   if (genesis === undefined) throw new FatalError("The RPC serves no genesis block (eth_getBlockByNumber(0x0) returned null)");
   return { genesisHash: genesis.hash };

@@ -16,7 +16,8 @@ import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain, type Context } from "../context.js";
+import { checkStartBlocks, contextFor, createObservability, getChainIdentity, verifyChain } from "../context.js";
+import type { Common } from "../../common.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { loadCommandSettings } from "../resolveConfig.js";
 import type { ConfigSettings } from "../../config/types.js";
@@ -150,7 +151,7 @@ async function followFinality(context: SyncDeps, health: ReturnType<typeof creat
  * Logs why syncing stopped (fatal when the daemon exits, error when it retries later) and counts it
  * in flashindex_sync_halts_total: an operator's alert must not depend on reading the last log line.
  */
-function recordHalt(context: Context, error: unknown, level: "fatal" | "error", msg: string, extra: Record<string, unknown> = {}): void {
+function recordHalt(context: Common, error: unknown, level: "fatal" | "error", msg: string, extra: Record<string, unknown> = {}): void {
   const reason = haltReason(error);
   context.metrics.syncHalts.inc({ reason });
   context.logger[level]({ msg, reason, error: error instanceof BaseError ? error.shortMessage : String(error), ...extra });
