@@ -7,9 +7,9 @@ import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
-import { emptyAttribution } from "../store/sqlite/attributionWriter.js";
 import type { Store } from "../store/store.js";
 import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
+import { emptyAttribution } from "../decode/packedAttribution.js";
 
 /**
  * Transaction hashes remembered as attributed; past this the memory is cleared (the database still

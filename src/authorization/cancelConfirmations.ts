@@ -3,7 +3,7 @@ import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/
 import { RetryableError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
 import { CancelRevertedError, CancelTimeoutError, OutOfGasError } from "../errors/cancel.js";
-import type { CancelRelayDeps } from "./cancelRelay.js";
+import type { RpcClient } from "../chain/rpcClient.js";
 
 /** How often the relay polls for the receipt and new blocks while waiting for confirmations. */
 export const RECEIPT_POLL_INTERVAL_MS = 250;
@@ -13,6 +13,18 @@ export type CanonicalReceipt = TransactionReceiptSummary & { head: bigint };
 
 type Sent = { txHash: Hex; relayerNonce: number; gas: bigint };
 
+/** What waiting for a sent transaction's confirmations takes (part of cancelRelay.ts CancelRelayDeps). */
+export type ConfirmationWait = {
+  /** The project's RPC client: retries, failover across rpc.http, redaction, the chain check. */
+  client: RpcClient;
+  /** Canonical blocks to wait for, the receipt's block included; a pre-confirmation counts for none. */
+  confirmations: number;
+  receiptTimeoutMs: number;
+  pollingIntervalMs?: number;
+  /** Called once when the node first shows the transaction pre-confirmed (zero block hash), not yet in a block. */
+  onPreconfirmed?: (preconfirmed: { txHash: Hex; pendingBlockNumber: bigint }) => void;
+};
+
 /**
  * Waits until `txHash` has `deps.confirmations` canonical blocks (its own included) or the timeout passes.
  * A receipt with a zero block hash is a pre-confirmation (a Base Flashblocks node answers one before the
@@ -20,7 +32,7 @@ type Sent = { txHash: Hex; relayerNonce: number; gas: bigint };
  * again on every poll, and its block hash compared with the canonical block at its height, so a receipt
  * whose block was reorged away is not counted either. RPC failures while waiting are retried until the timeout.
  */
-export async function waitForCanonicalReceipt(deps: CancelRelayDeps, sent: Sent): Promise<CanonicalReceipt> {
+export async function waitForCanonicalReceipt(deps: ConfirmationWait, sent: Sent): Promise<CanonicalReceipt> {
   const { client } = deps;
   const pollMs = deps.pollingIntervalMs ?? RECEIPT_POLL_INTERVAL_MS;
   const deadline = Date.now() + deps.receiptTimeoutMs;

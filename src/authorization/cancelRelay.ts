@@ -1,6 +1,5 @@
 import { decodeErrorResult, encodeFunctionData, isAddressEqual, keccak256, parseAbi, toHex, type Address, type Hex, type LocalAccount } from "viem";
-import type { RpcClient } from "../chain/rpcClient.js";
-import { RpcRequestError, RpcTransportError, WrongChainError } from "../errors/rpc.js";
+import { RpcRequestError, WrongChainError } from "../errors/rpc.js";
 import { ConfigError, FatalError, RetryableError } from "../errors/base.js";
 import {
   AlreadyCanceledError,
@@ -11,9 +10,10 @@ import {
   CancelRevertedError,
   CancelTimeoutError,
   RelayerFundsError,
+  RpcStepError,
   WrongSignerError,
 } from "../errors/cancel.js";
-import { waitForCanonicalReceipt, type CanonicalReceipt } from "./cancelConfirmations.js";
+import { waitForCanonicalReceipt, type CanonicalReceipt, type ConfirmationWait } from "./cancelConfirmations.js";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 import { AUTHORIZATION_TYPES, type TokenDomain } from "./eip3009.js";
 import type { IndexedStateLookup } from "./indexedAuthorizationState.js";
@@ -40,23 +40,16 @@ export type CancelAuthority =
 
 export type CancelRequest = { token: Address; authorizer: Address; nonce: Hex; authority: CancelAuthority };
 
-export type CancelRelayDeps = {
-  /** The project's RPC client: retries, failover across rpc.http, redaction, the chain check. */
-  client: RpcClient;
+/** The wait for confirmations' settings (cancelConfirmations.ts), and what sending takes. */
+export type CancelRelayDeps = ConfirmationWait & {
   /** The account that pays for and sends the transaction; a dry run may go without. */
   relayer: LocalAccount | undefined;
   /** The last nonce used per relayer in this process (the pending count lags a send on a Flashblocks node). */
   relayerNonces: RelayerNonces;
-  /** Canonical blocks to wait for, the receipt's block included; a pre-confirmation counts for none. */
-  confirmations: number;
-  receiptTimeoutMs: number;
-  pollingIntervalMs?: number;
   /** Tells captured from canceled when the nonce is already used; the chain alone cannot. */
   lookupIndexedState?: IndexedStateLookup;
   /** Called once the transaction is accepted by the node, before the wait for confirmations. */
   onSent?: (sent: { txHash: Hex; relayerNonce: number }) => void;
-  /** Called once when the node first shows the transaction pre-confirmed (zero block hash), not yet in a block. */
-  onPreconfirmed?: (preconfirmed: { txHash: Hex; pendingBlockNumber: bigint }) => void;
 };
 
 /** A cancellation that passed steps 1–3 and the simulation: nothing has been sent yet. */
@@ -277,9 +270,6 @@ export async function rpc<T>(what: string, run: () => Promise<T>): Promise<T> {
     throw error;
   }
 }
-
-/** An RpcTransportError whose message names the relay's step; a nested step keeps the inner name. */
-class RpcStepError extends RpcTransportError {}
 
 function isNamedStep(error: unknown): boolean {
   return error instanceof RpcStepError;

@@ -11,9 +11,6 @@ import { loadCommandSettings, resolveCommandConfig, type CommonFlags } from "./r
 
 export type { CommonFlags } from "./resolveConfig.js";
 
-/** The dependency bag every long-running part takes as its first argument (one type with the sync stages' base). */
-export type Context = Common;
-
 /**
  * Where a command's logs go: the daemon's JSON log is its stdout; a one-shot command keeps stdout
  * for its result (one JSON document under --json) and logs to stderr.
@@ -27,7 +24,7 @@ export type Observability = { logger: Logger; metrics: Metrics };
  * A one-shot command's context: reads and validates the config, finds the running devnet when the
  * config runs one, then builds the logger, metrics and RPC client from the real config.
  */
-export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Context {
+export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Common {
   const config = resolveCommandConfig(flags);
   return contextFor(config, shutdown, createObservability(config, shutdown, logStream));
 }
@@ -54,13 +51,13 @@ export function createObservability(settings: ConfigSettings, shutdown: Shutdown
 }
 
 /** The context on a resolved config: the one RPC client is built here, once. */
-export function contextFor(config: Config, shutdown: Shutdown, { logger, metrics }: Observability): Context {
+export function contextFor(config: Config, shutdown: Shutdown, { logger, metrics }: Observability): Common {
   const client = createRpcClient({ config, logger, metrics, shutdown });
   return { config, logger, metrics, shutdown, client };
 }
 
 /** Checks every RPC endpoint's chain id before anything is written: a mismatch is a config error (exit 2). */
-export async function verifyChain(context: Context): Promise<void> {
+export async function verifyChain(context: Common): Promise<void> {
   try {
     await context.client.verifyEndpoints();
   } catch (error) {

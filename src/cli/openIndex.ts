@@ -6,7 +6,8 @@ import { openStore } from "../store/openStore.js";
 import type { Store } from "../store/store.js";
 import type { WriterLock } from "../store/types.js";
 import { rewindToChainEnd } from "../sync/chainEnd.js";
-import { verifyChain, type Context } from "./context.js";
+import { verifyChain } from "./context.js";
+import type { Common } from "../common.js";
 
 export type OpenIndexOptions = {
   /** The database's writer lock, taken by the caller: its holder is recorded in the database. */
@@ -27,7 +28,7 @@ export type OpenedIndex = { store: Store; tips: ChainTips };
  * id checked, the genesis block read, the tips read and the start blocks checked against them, then
  * the store opened (created or migrated) pinned to that chain. Nothing is written before the last step.
  */
-export async function openIndex(context: Context, options: OpenIndexOptions): Promise<OpenedIndex> {
+export async function openIndex(context: Common, options: OpenIndexOptions): Promise<OpenedIndex> {
   await verifyChain(context);
   const genesis = await getBlockHeader(context.client, 0);
   if (genesis === undefined) throw new FatalError("The RPC serves no genesis block (eth_getBlockByNumber(0x0) returned null)");

@@ -2,7 +2,7 @@ import type { ConfigSettings } from "../config/types.js";
 import type { Logger } from "../ops/logger.js";
 import { sleep, type Shutdown } from "../ops/shutdown.js";
 import { acquireStoreWriterLock } from "../store/openStore.js";
-import { WriterBusyError } from "../store/sqlite/writerLock.js";
+import { WriterBusyError } from "../errors/store.js";
 import type { WriterLock } from "../store/types.js";
 
 /**

@@ -1,5 +1,8 @@
 import type { Hex } from "viem";
-import type { LogRow } from "./logRow.js";
+import type { RpcLog } from "../chain/rpcLog.js";
+
+/** A log as the position rule sees it: where it is, and its position once numbered (a LogRow is one). */
+type PositionedLog = Pick<RpcLog, "blockNumber" | "logIndex" | "transactionHash" | "address"> & { txLogPosition: number };
 
 /**
  * How a pre-confirmed log is matched with its confirmed twin, in one place.
@@ -26,7 +29,7 @@ export type TwinContent = {
 /** A stored row that could be the twin: same content, still pre-confirmed (or dropped, and landed after all). */
 export type TwinCandidate = { id: number; txLogPosition: number; logIndex: number; preconfirmedAt: number | null };
 
-export function twinContent(row: LogRow): TwinContent {
+export function twinContent(row: Pick<RpcLog, "transactionHash" | "address" | "topics" | "data">): TwinContent {
   return {
     txHash: row.transactionHash,
     address: row.address,
@@ -39,7 +42,7 @@ export function twinContent(row: LogRow): TwinContent {
 }
 
 /** The twin of a confirmed row among same-content candidates: the same position first, else the lowest logIndex. */
-export function pickTwin<C extends TwinCandidate>(row: Pick<LogRow, "txLogPosition">, candidates: readonly C[]): C | undefined {
+export function pickTwin<C extends TwinCandidate>(row: Pick<PositionedLog, "txLogPosition">, candidates: readonly C[]): C | undefined {
   const samePosition = candidates.find((c) => c.txLogPosition === row.txLogPosition);
   if (samePosition !== undefined) return samePosition;
   let best: C | undefined;
@@ -51,20 +54,41 @@ export function pickTwin<C extends TwinCandidate>(row: Pick<LogRow, "txLogPositi
  * Numbers each transaction's logs per token in logIndex order, for rows that hold a whole answer
  * (a block, a window, the whole pending view, or an array-shaped pendingLogs notification).
  */
-export function assignTxLogPositions(rows: LogRow[]): void {
-  const next = new Map<string, number>();
+export function assignTxLogPositions(rows: PositionedLog[]): void {
+  const positions = createTxLogPositions();
   // Nodes answer in (block, logIndex) order; sort only when one did not.
   const inOrder = rows.every((row, i) => i === 0 || before(rows[i - 1]!, row));
   const ordered = inOrder ? rows : [...rows].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+  let run = "";
   for (const row of ordered) {
-    const key: `${Hex}${Hex}` = `${row.transactionHash}${row.address}`;
-    const position = next.get(key) ?? 0;
-    row.txLogPosition = position;
-    next.set(key, position + 1);
+    const key = `${row.transactionHash}${row.address}`;
+    if (key !== run) positions.startRun((run = key));
+    row.txLogPosition = positions.take();
   }
 }
 
-function before(a: LogRow, b: LogRow): boolean {
+/**
+ * The position rule itself: logs taken in (block, logIndex) order are numbered per transaction and
+ * token, from 0. A run of consecutive logs of one transaction and token costs a map lookup only at
+ * its start (the window scan, scanWindowAnswer.ts, makes no string per log).
+ */
+export function createTxLogPositions() {
+  const next = new Map<string, number>();
+  let run: string | undefined;
+  let position = 0;
+  return {
+    /** The logs that follow belong to the transaction and token `key` names (a key per pair, any string). */
+    startRun(key: string): void {
+      if (run !== undefined) next.set(run, position);
+      run = key;
+      position = next.get(key) ?? 0;
+    },
+    /** The next log's position in the current run. */
+    take: (): number => position++,
+  };
+}
+
+function before(a: PositionedLog, b: PositionedLog): boolean {
   return a.blockNumber < b.blockNumber || (a.blockNumber === b.blockNumber && a.logIndex < b.logIndex);
 }
 
@@ -78,7 +102,7 @@ export function createStreamPositions() {
   const seen = new Map<string, number[]>();
   let newestBlock = -1;
   return {
-    place(row: Pick<LogRow, "blockNumber" | "transactionHash" | "address" | "logIndex">): number {
+    place(row: Pick<RpcLog, "blockNumber" | "transactionHash" | "address" | "logIndex">): number {
       if (row.blockNumber > newestBlock) {
         newestBlock = row.blockNumber;
         for (const key of seen.keys()) if (Number(key.split(":")[0]) < newestBlock) seen.delete(key);

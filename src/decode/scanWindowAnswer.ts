@@ -1,8 +1,9 @@
 import type { Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import { NUMBER_FIELDS, type PackedRows } from "./packedRows.js";
+import { createTxLogPositions } from "./preconfirmedTwins.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "./paymentEvents.js";
-import type { DecodedWindow, WindowAnswer } from "./windowAnswer.js";
+import type { DecodedWindow, WindowAnswer } from "./decodedWindow.js";
 
 /**
  * The fast path of decodeWindowAnswer: reads an eth_getLogs answer's bytes once, checks every field
@@ -111,12 +112,11 @@ class Scanner {
   /** EVENTS' entries the filter asks for. */
   private readonly events: Array<{ name: string; topic: Uint8Array }>;
   /**
-   * Next position per transaction and token (preconfirmedTwins.ts), for all but the current run of
-   * logs: keyed by the transaction's hash (the string kept for txHashes) and, past the filter's first
-   * address, the address's index in it, so a run makes no string of its own.
+   * Positions per transaction and token (preconfirmedTwins.ts): a run is keyed by the transaction's
+   * hash (the string kept for txHashes) and, past the filter's first address, the address's index in
+   * it, so a run makes no string of its own.
    */
-  private readonly positions = new Map<string, number>();
-  private position = 0;
+  private readonly positions = createTxLogPositions();
   /** The filter address (its index in `addresses`) of the log being read, and of the previous one. */
   private address = -1;
   private previousAddress = -1;
@@ -245,10 +245,7 @@ class Scanner {
     const first = this.txHashes.length === 0;
     const sameTx = !first && this.sameAsPrevious(TX_HASH);
     const tx = sameTx ? this.txHashes.at(-1)! : (this.text(TX_HASH) as Hex);
-    if (first || !sameTx || this.address !== this.previousAddress) {
-      if (!first) this.positions.set(this.runKey(this.txHashes.at(-1)!, this.previousAddress), this.position);
-      this.position = this.positions.get(this.runKey(tx, this.address)) ?? 0;
-    }
+    if (first || !sameTx || this.address !== this.previousAddress) this.positions.startRun(this.runKey(tx, this.address));
     this.txHashes.push(tx);
     this.previousAddress = this.address;
     this.previous.set(s);
@@ -273,7 +270,7 @@ class Scanner {
       this.put(TOPIC + 2, 0);
       this.out[this.w++] = 0;
     }
-    this.numbers.push(blockNumber, timestamp, txIndex, logIndex, this.position++, this.context.chainId);
+    this.numbers.push(blockNumber, timestamp, txIndex, logIndex, this.positions.take(), this.context.chainId);
     // A typed array drops writes past its end: never expected (see the sizes above), but a text cut short must not pass.
     if (this.w > this.out.length) giveUp();
   }
@@ -427,7 +424,7 @@ class Scanner {
     return true;
   }
 
-  /** The positions map's key of a run: the transaction's hash, with the address's index past the first address. */
+  /** The key of a run of positions: the transaction's hash, with the address's index past the first address. */
   private runKey(tx: Hex, address: number): string {
     return address === 0 ? tx : `${tx}:${address}`;
   }

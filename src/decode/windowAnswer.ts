@@ -1,55 +1,12 @@
 import type { Hex } from "viem";
-import type { BlockRange } from "../blockRanges.js";
-import { checkAnswer, type LogFilter, type OutOfFilterReason } from "../chain/getLogs.js";
-import { answerText, type AnswerBody } from "../chain/httpTransport.js";
-import { nodeErrorOf, unwrap, type NodeError } from "../chain/jsonRpcAnswer.js";
-import type { RpcLog } from "../chain/rpcLog.js";
+import { checkAnswer } from "../chain/getLogs.js";
+import { answerText } from "../chain/httpTransport.js";
+import { nodeErrorOf, unwrap } from "../chain/jsonRpcAnswer.js";
 import { RpcResponseError } from "../errors/rpc.js";
+import { UNKNOWN_TIMESTAMP, type DecodedWindow, type WindowAnswer } from "./decodedWindow.js";
 import { toLogRows } from "./logRow.js";
-import { packRowsToMove, type PackedRows } from "./packedRows.js";
+import { packRowsToMove } from "./packedRows.js";
 import { scanWindowAnswer } from "./scanWindowAnswer.js";
-import type { UndecodableReason } from "./paymentEvents.js";
-
-/** The body of one eth_getLogs answer for a backfill window (as received), with what decoding it needs. */
-export type WindowAnswer = WindowContext & {
-  body: AnswerBody;
-  /** The request's JSON-RPC id, and the endpoint's redacted label (for messages). */
-  id: number;
-  endpoint: string;
-};
-
-/** What decoding a window's answer needs besides the answer. */
-export type WindowContext = {
-  filter: LogFilter & BlockRange;
-  chainId: number;
-  /** Blocks at or below this are stored as finalized, above it as confirmed. */
-  finalized: number;
-};
-
-/** A log refused by the filter or the decoder: what the report of it names. */
-export type RejectedLog = {
-  log: Pick<RpcLog, "address" | "blockNumber" | "transactionHash" | "logIndex">;
-  reason: OutOfFilterReason | UndecodableReason;
-};
-
-/** Stands in for the timestamp of a block whose logs carried none, until its header is fetched; never stored. */
-export const UNKNOWN_TIMESTAMP = -1;
-
-export type DecodedWindow =
-  /** Every log checked and decoded; `rejected` ones (a strict caller refuses the answer) are not in `rows`. */
-  | {
-      kind: "rows";
-      rows: PackedRows;
-      /** The transaction of each row, in row order (attribution fetches their calldata). */
-      txHashes: Hex[];
-      /** Blocks whose logs carried no timestamp, with their hash: their rows hold UNKNOWN_TIMESTAMP. */
-      untimed: Array<[number, Hex]>;
-      rejected: RejectedLog[];
-    }
-  /** The node answered with a JSON-RPC error (a range limit, a rate limit…): the RPC client classifies it. */
-  | { kind: "nodeError"; error: NodeError }
-  /** Not a well-formed answer (bad JSON, wrong id, a malformed log, two hashes for one block): retried. */
-  | { kind: "damaged"; message: string };
 
 /**
  * Parses, checks, decodes and packs one window's answer: all of a backfill window's work between

@@ -2,42 +2,21 @@ import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
 import { FatalError } from "../errors/base.js";
 import { startThread } from "../ops/startThread.js";
+import {
+  decodeThreadNice,
+  DECODE_THREAD_HEAP_MB,
+  DECODE_THREAD_MIN_ANSWER_BYTES,
+  DECODE_THREAD_MIN_LOGS,
+  DECODE_THREAD_YOUNG_MB,
+  type ProcessMode,
+} from "../ops/threadSettings.js";
 import { createThreadCalls } from "../ops/threadCalls.js";
 import { transportFailureError } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
-import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
+import { decodeWindowAnswer } from "./windowAnswer.js";
 import type { DecodeReply, DecodeRequest, DecodeThreadData, SendRequest } from "./windowDecoderThread.js";
-
-/**
- * A backfill that has decoded this many logs (two windows' worth) decodes the rest on a thread of
- * its own; a short catch-up is not worth starting one. A higher count left a 200,000-log backfill
- * slower at the same peak RSS (`decode-thread-min-logs` in
- * scripts/bench/results/measurements.csv); the writer thread switches at the same count.
- */
-export const DECODE_THREAD_MIN_LOGS = 4_000;
-/**
- * An answer this large (about 400 logs) goes to the decode thread even before DECODE_THREAD_MIN_LOGS:
- * decoding it here would hold the main thread for milliseconds, and a daemon catching up decodes
- * beside its live path (a flashblock's burst of pre-confirmations would wait that long).
- */
-export const DECODE_THREAD_MIN_ANSWER_BYTES = 256 * 1024;
-/**
- * The thread's heap holds one window's answer and rows at a time (a few MB at 2,000 logs; the
- * answers it is receiving are buffers outside it): twice these limits was no faster and held more
- * RSS (`decode-thread-heap` in scripts/bench/results/measurements.csv).
- */
-const DECODE_THREAD_HEAP_MB = 48;
-/** Its young generation: everything it makes (parsed JSON, checked logs, rows) dies within one window. */
-const DECODE_THREAD_YOUNG_MB = 12;
-/**
- * Its nice value (Linux) when live work runs in the same process (the daemon catching up): on two
- * cores, pre-confirmations waited for the CPU that the thread took sending and decoding windows.
- * 19 gave the lowest pre-confirmation p99 of the values tried (`decode-thread-nice` in
- * scripts/bench/results/measurements.csv). The thread still gets a core whenever live work does
- * not need it.
- */
-export const DECODE_THREAD_NICE_BESIDE_LIVE_WORK = 19;
+import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
 
 export type WindowDecoder = {
   decode: (answer: WindowAnswer) => Promise<DecodedWindow>;
@@ -62,11 +41,12 @@ export type ThreadSender = {
  * thread (which sends the requests too, `sender`) it no longer holds up live messages
  * (pre-confirmations, heads) for milliseconds at a time. The first DECODE_THREAD_MIN_LOGS logs
  * (`threadAfterLogs`) are decoded on the caller's thread, unless an answer is too large for it
- * (DECODE_THREAD_MIN_ANSWER_BYTES).
+ * (DECODE_THREAD_MIN_ANSWER_BYTES); in the daemon (`mode`) the thread runs at a lower priority
+ * (ops/threadSettings.ts).
  */
-export function createWindowDecoder(options: { threadAfterLogs?: number | undefined; besideLiveWork?: boolean | undefined } = {}): WindowDecoder {
+export function createWindowDecoder(options: { threadAfterLogs?: number | undefined; mode?: ProcessMode | undefined } = {}): WindowDecoder {
   const threadAfterLogs = options.threadAfterLogs ?? DECODE_THREAD_MIN_LOGS;
-  const startDecodeThread = () => startThreadOfDecoder(options.besideLiveWork === true ? DECODE_THREAD_NICE_BESIDE_LIVE_WORK : 0);
+  const startDecodeThread = () => startThreadOfDecoder(decodeThreadNice(options.mode ?? "batch"));
   let decodedLogs = 0;
   let thread: ReturnType<typeof startDecodeThread> | undefined;
   return {

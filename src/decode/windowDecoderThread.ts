@@ -1,11 +1,13 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
-import { attributionToMove } from "../store/sqlite/attributionWriter.js";
+import { serveThreadMessages } from "../ops/threadEntry.js";
 import { niceThisThread } from "../ops/threadNice.js";
 import { buffersToMove } from "./packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
-import { decodeWindowAnswer, type DecodedWindow, type WindowAnswer, type WindowContext } from "./windowAnswer.js";
+import { decodeWindowAnswer } from "./windowAnswer.js";
+import { attributionToMove } from "./packedAttribution.js";
+import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
 
 /**
  * The decode thread: window answers (or their transactions' answers) in, decoded windows (or packed
@@ -31,11 +33,7 @@ const sending = new Map<number, AbortController>();
 /** One transport per settings (in practice one): its connections are kept alive across windows. */
 const transports = new Map<string, HttpTransport>();
 
-parentPort!.on("message", (message: DecodeRequest | "close") => {
-  if (message === "close") {
-    parentPort!.close();
-    return;
-  }
+serveThreadMessages<DecodeRequest>((message) => {
   if ("abort" in message) {
     sending.get(message.abort)?.abort();
     return;

@@ -5,6 +5,7 @@ import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import type { Hex } from "viem";
 import { FatalError } from "../errors/base.js";
+import { PortTakenError } from "../errors/devnet.js";
 
 export type AnvilOptions = {
   /** Default 8453 (Base mainnet), so presets and typed-data domains look like production. */
@@ -94,10 +95,6 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
       if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) throw error;
     }
   }
-}
-
-class PortTakenError extends FatalError {
-  override name = "PortTakenError";
 }
 
 async function launch(port: number, chainId: number, options: AnvilOptions): Promise<Anvil> {

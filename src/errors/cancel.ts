@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { BaseError, RetryableError, type BaseErrorOptions } from "./base.js";
+import { RpcTransportError } from "./rpc.js";
 
 /**
  * Exit codes of `flashindex cancel`, one per failure so a script can branch on them.
@@ -107,3 +108,9 @@ export class CancelTimeoutError extends RetryableError {
     this.txHash = txHash;
   }
 }
+
+/**
+ * An RpcTransportError whose message names the relay's step (exit 75); a nested step keeps the inner
+ * name. Its `name` stays RpcTransportError's: to a user it is that failure, named by its step.
+ */
+export class RpcStepError extends RpcTransportError {}

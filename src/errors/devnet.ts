@@ -1,4 +1,4 @@
-import { RetryableError } from "./base.js";
+import { FatalError, RetryableError } from "./base.js";
 
 /**
  * A command whose config runs the bundled devnet found no daemon running it for the database.
@@ -11,4 +11,9 @@ export class NoDevnetRunningError extends RetryableError {
       `no devnet is running for ${databasePath}: ${configPath} runs the bundled devnet (devnet.enabled), and no daemon records one in ${recordPath}; start it with 'npm start' (or 'flashindex start --config ${configPath}') and try again, or point rpc.http at a node and set devnet.enabled to false`,
     );
   }
+}
+
+/** Anvil could not bind the port it was given (someone took it after the probe): the launcher tries another (exit 1 when none is left). */
+export class PortTakenError extends FatalError {
+  override name = "PortTakenError";
 }

@@ -103,3 +103,8 @@ export function isRetryableRpcError(error: RpcRequestError): boolean {
   // -32011 "no backend is currently healthy to serve traffic" (HTTP 503): transient.
   return true;
 }
+
+/** A Flashblocks notification that only carries transaction hashes: the subscription must be asked for full transactions. */
+export class HashesOnlyError extends RpcResponseError {
+  override name = "HashesOnlyError";
+}

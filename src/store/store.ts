@@ -1,6 +1,7 @@
 import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../decode/logRow.js";
+import type { ProcessMode } from "../ops/threadSettings.js";
 import type { AttributedTransaction, BlockApplied, InsertCounts, PreconfirmedStored, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 
@@ -62,8 +63,8 @@ export type WindowWriter = {
  */
 export type StagedAttribution = {
   pending: () => Promise<boolean>;
-  /** Moves it into the attribution tables; returns the transactions new to them. `besideLiveWrites`: as ReaderIndexes.build's. */
-  move: (options?: { besideLiveWrites?: boolean }) => Promise<number>;
+  /** Moves it into the attribution tables; returns the transactions new to them. `mode`: as ReaderIndexes.build's. */
+  move: (options?: { mode?: ProcessMode }) => Promise<number>;
 };
 
 /** Reader indexes a bulk backfill drops and builds once at its end. */
@@ -71,13 +72,13 @@ export type ReaderIndexes = {
   missing: () => Promise<string[]>;
   drop: () => Promise<void>;
   /**
-   * Builds the missing ones; returns their names. `besideLiveWrites` (the daemon, whose
-   * pre-confirmations keep arriving): on Postgres, build without holding writes back (CONCURRENTLY,
-   * slower); on SQLite, build on a thread of its own (maintenance.ts) so the event loop keeps
-   * serving, the writes waiting for each index. `signal`: once aborted (a shutdown), no further
+   * Builds the missing ones; returns their names. `mode` "daemon" (pre-confirmations keep
+   * arriving): on Postgres, build without holding writes back (CONCURRENTLY, slower); on SQLite,
+   * build on a thread of its own (sqlite/threads/maintenance.ts) so the event loop keeps serving,
+   * the writes waiting for each index. `signal`: once aborted (a shutdown), no further
    * index is started; the one under way finishes, and the rest are left missing for the next build.
    */
-  build: (options?: { besideLiveWrites?: boolean; signal?: AbortSignal }) => Promise<string[]>;
+  build: (options?: { mode?: ProcessMode; signal?: AbortSignal }) => Promise<string[]>;
 };
 
 /**
@@ -101,10 +102,10 @@ export type Store = {
   sizeBytes: () => Promise<number>;
   /**
    * A writer for backfill windows; `bulk` hints that it is a long run (SQLite: commit on a thread of
-   * its own); `besideLiveWrites` (the daemon), that it gives way to live work for the CPU (SQLite:
-   * that thread's nice value).
+   * its own); `mode` "daemon", that it gives way to live work for the CPU (SQLite: that thread's
+   * nice value).
    */
-  openWindowWriter: (options: { bulk: boolean; besideLiveWrites?: boolean }) => WindowWriter;
+  openWindowWriter: (options: { bulk: boolean; mode?: ProcessMode }) => WindowWriter;
   readerIndexes: ReaderIndexes;
   stagedAttribution: StagedAttribution;
 

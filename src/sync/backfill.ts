@@ -1,12 +1,12 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { countIndexed } from "../store/sqlite/logWriter.js";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
-import { DECODE_THREAD_MIN_LOGS } from "../decode/windowDecoder.js";
+import { WRITER_THREAD_MIN_BLOCKS, WRITER_THREAD_MIN_LOGS, WRITER_THREAD_MIN_WINDOW_LOGS, type ProcessMode } from "../ops/threadSettings.js";
 import type { WindowWriter } from "../store/store.js";
+import { countIndexed } from "../store/insertCounts.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;
@@ -18,20 +18,6 @@ export const PROGRESS_INTERVAL_MS = 5_000;
  */
 export const BULK_MIN_LOGS = 50_000;
 export const BULK_SHARE_OF_STORED = 0.25;
-/**
- * A backfill of this many blocks or more commits on the writer thread from its start; a shorter one
- * moves there once it has fetched WRITER_THREAD_MIN_LOGS logs (a few dense blocks can hold a
- * million). A short catch-up is not worth starting a thread; past two windows' worth of logs the
- * rest goes faster on it, as decoding does on the decode thread: the two switch at the same count.
- */
-export const WRITER_THREAD_MIN_BLOCKS = 2_000;
-export const WRITER_THREAD_MIN_LOGS = DECODE_THREAD_MIN_LOGS;
-/**
- * A window this large goes to the writer thread even before WRITER_THREAD_MIN_LOGS: inserting it
- * on the main thread would hold up the live path (a flashblock's pre-confirmations) for milliseconds,
- * as decoding it would (windowDecoder.ts: the same size, about 400 logs).
- */
-export const WRITER_THREAD_MIN_WINDOW_LOGS = 400;
 /** Windows handed to the writer thread and not yet committed: one committing, one queued behind it. */
 export const COMMITS_IN_FLIGHT = 2;
 
@@ -80,7 +66,8 @@ export async function backfill(
     writerThreadMinLogs?: number;
     writerThreadMinWindowLogs?: number;
     decodeThreadAfterLogs?: number;
-    besideLiveWrites?: boolean;
+    /** What runs beside this backfill (ops/threadSettings.ts): `daemon` when live work does; `batch` (the default) otherwise. */
+    mode?: ProcessMode;
     /**
      * A bulk load stages its attribution and moves it into place at its end (schemaV10.ts): about
      * twice as fast with random hashes, but none of it is visible until then. For `flashindex
@@ -91,6 +78,7 @@ export async function backfill(
   } = {},
 ): Promise<BackfillSummary> {
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
+  const mode = options.mode ?? "batch";
   const { config, metrics, store, attributor } = deps;
   const logger = deps.logger.child({ component: "backfill" });
   const tokens = config.tokens;
@@ -134,14 +122,14 @@ export async function backfill(
   async function finishBulkLoad(): Promise<void> {
     if (await store.stagedAttribution.pending()) {
       const started = performance.now();
-      const transactions = await store.stagedAttribution.move({ besideLiveWrites: options.besideLiveWrites === true });
+      const transactions = await store.stagedAttribution.move({ mode });
       logger.info({ msg: "Moved staged attribution into place", transactions, duration_ms: Math.round(performance.now() - started) });
     }
     deps.shutdown.throwIfKilled();
     if ((await store.readerIndexes.missing()).length === 0) return;
     const started = performance.now();
     // A stop asked for meanwhile lets the index under way finish and leaves the rest to the next start.
-    const built = await store.readerIndexes.build({ besideLiveWrites: options.besideLiveWrites === true, signal: deps.shutdown.signal });
+    const built = await store.readerIndexes.build({ mode, signal: deps.shutdown.signal });
     metrics.dbWriteDuration.observe({ kind: "index_build" }, (performance.now() - started) / 1_000);
     logger.info({ msg: "Built reader indexes", indexes: built, duration_ms: Math.round(performance.now() - started) });
     deps.shutdown.throwIfKilled();
@@ -169,7 +157,7 @@ export async function backfill(
     finalized: range.finalized,
     attributor,
     decodeThreadAfterLogs: options.decodeThreadAfterLogs,
-    besideLiveWork: options.besideLiveWrites,
+    mode,
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
   async function commitWindow(writer: WindowWriter, window: WindowResult): Promise<void> {
@@ -215,8 +203,7 @@ export async function backfill(
 
   // A long run tells the store so (SQLite then writes on a thread of its own while the next windows are fetched and decoded).
   let onThread = options.writerThread ?? totalBlocks >= WRITER_THREAD_MIN_BLOCKS;
-  const besideLiveWrites = options.besideLiveWrites === true;
-  let writer = store.openWindowWriter({ bulk: onThread, besideLiveWrites });
+  let writer = store.openWindowWriter({ bulk: onThread, mode });
   let fetchedLogs = 0;
   const committing: Array<Promise<void>> = [];
   try {
@@ -228,7 +215,7 @@ export async function backfill(
         await Promise.all(committing.splice(0));
         await writer.close();
         onThread = true;
-        writer = store.openWindowWriter({ bulk: true, besideLiveWrites });
+        writer = store.openWindowWriter({ bulk: true, mode });
       }
       committing.push(commitWindow(writer, window));
       if (committing.length >= COMMITS_IN_FLIGHT) await committing.shift();

@@ -7,10 +7,10 @@ import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors
 import type { RpcLog } from "../chain/rpcLog.js";
 import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
 import { NUMBER_FIELDS, type PackedRows } from "../decode/packedRows.js";
-import { UNKNOWN_TIMESTAMP, type DecodedWindow, type RejectedLog } from "../decode/windowAnswer.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
+import { type DecodedWindow, type RejectedLog, UNKNOWN_TIMESTAMP } from "../decode/decodedWindow.js";
 
 export type FetchRowsDeps = { client: RpcClient; logger: Logger; metrics: Metrics; chainId: number };
 

@@ -15,8 +15,9 @@ import { fetchWindowRows } from "./fetchLogRows.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
-import { emptyAttribution } from "../store/sqlite/attributionWriter.js";
 import type { PackedAttribution } from "../store/types.js";
+import { emptyAttribution } from "../decode/packedAttribution.js";
+import type { ProcessMode } from "../ops/threadSettings.js";
 
 /** One fetched window: the rows to store and the tokens whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };
@@ -45,8 +46,8 @@ export async function* syncHistorical(
     attributor?: Attributor | undefined;
     /** Logs decoded on this thread before the decode thread starts (windowDecoder.ts). */
     decodeThreadAfterLogs?: number | undefined;
-    /** Live work (the daemon's) runs in this process: the decode thread yields the CPU to it. */
-    besideLiveWork?: boolean | undefined;
+    /** `daemon`: live work runs in this process, and the decode thread yields the CPU to it (ops/threadSettings.ts). */
+    mode?: ProcessMode | undefined;
   },
 ): AsyncGenerator<WindowResult> {
   const { config, metrics, shutdown, client } = deps;
@@ -94,7 +95,7 @@ export async function* syncHistorical(
     return { ...window, rows, attribution };
   }
 
-  const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs, besideLiveWork: plan.besideLiveWork });
+  const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs, mode: plan.mode });
   const queue = new PQueue({ concurrency });
   const finished: WindowResult[] = [];
   let failure: unknown;

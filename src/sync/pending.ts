@@ -5,15 +5,16 @@ import type { Health } from "../ops/health.js";
 import { createPendingBackoff, type PendingBackoff } from "./pendingBackoff.js";
 import { createHeldRows, parentVerdict } from "./pendingParents.js";
 import { createPendingViewWatch } from "./pendingViewWatch.js";
-import { HashesOnlyError, logsOfNotification, preconfSubscriptions } from "./preconfNotifications.js";
+import { HashesOnlyError } from "../errors/rpc.js";
+import { logsOfNotification, preconfSubscriptions } from "./preconfNotifications.js";
 import type { LogRow, LogSource } from "../decode/logRow.js";
 import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
-import { countIndexed } from "../store/sqlite/logWriter.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 import { createStreamPositions } from "../decode/preconfirmedTwins.js";
+import { countIndexed } from "../store/insertCounts.js";
 
 export type PendingDeps = SyncDeps & {
   health: Health;

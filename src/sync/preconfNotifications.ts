@@ -1,5 +1,5 @@
 import { parseRpcLog, type RpcLog } from "../chain/rpcLog.js";
-import { RpcResponseError } from "../errors/rpc.js";
+import { HashesOnlyError, RpcResponseError } from "../errors/rpc.js";
 
 /** The two Flashblocks subscriptions that carry pre-confirmed logs. */
 export type PreconfStream = "pendingLogs" | "newFlashblockTransactions";
@@ -19,11 +19,6 @@ export function preconfSubscriptions(filter: LogFilterParam): Array<{ stream: Pr
     { stream: "newFlashblockTransactions", params: ["newFlashblockTransactions", filter] },
     { stream: "newFlashblockTransactions", params: ["newFlashblockTransactions", true] },
   ];
-}
-
-/** A notification that only carries transaction hashes: the subscription must be asked for full transactions. */
-export class HashesOnlyError extends RpcResponseError {
-  override name = "HashesOnlyError";
 }
 
 /**

@@ -12,7 +12,6 @@ import { FatalError, RetryableError } from "../errors/base.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
 import { exponentialBackoff, withRetry } from "../ops/withRetry.js";
-import { countIndexed } from "../store/sqlite/logWriter.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./canonicalBlocks.js";
@@ -20,6 +19,7 @@ import { settleAfterRestart } from "./settleAfterRestart.js";
 import { stillPendingAbove } from "./stillPending.js";
 import type { PendingBackoff } from "./pendingBackoff.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
+import { countIndexed } from "../store/insertCounts.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
@@ -71,7 +71,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const tips = await getChainTips(client, config.finality);
     finalized = tips.finalized;
     // Pre-confirmations keep arriving meanwhile: the reader indexes are built without holding them back.
-    await backfill(deps, { to: tips.head, finalized }, { besideLiveWrites: true });
+    await backfill(deps, { to: tips.head, finalized }, { mode: "daemon" });
     const headers = await getHeaders(client, Math.max(0, Math.min(finalized + 1, tips.head)), tips.head);
     for (let i = 1; i < headers.length; i++) {
       if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);

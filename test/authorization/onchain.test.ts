@@ -21,6 +21,7 @@ import { runCli, writeConfig } from "../helpers/cli.js";
 import { createMemoryLogger } from "../helpers/context.js";
 import { waitFor } from "../helpers/devnetPayments.js";
 import { startFollower } from "../helpers/followerHarness.js";
+import { word } from "../helpers/fixtures.js";
 
 const open: Array<{ stop: () => Promise<void> }> = [];
 afterEach(async () => {
@@ -112,7 +113,6 @@ describe("orders on chain", () => {
     const fakePath = join(mkdtempSync(join(tmpdir(), "flashindex-fake-")), "index.db");
     const fake = openDatabase(fakePath, devnet.chainId);
     const unused = nextNonce();
-    const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
     const fakeLog = { address: devnet.token.toLowerCase() as Address, topics: [AUTHORIZATION_USED_TOPIC, word(m.from.slice(2).toLowerCase()), unused] as Hex[], data: "0x" as Hex, blockNumber: 1, blockHash: word("f1"), blockTimestamp: 1, transactionHash: word("f2"), transactionIndex: 0, logIndex: 0, removed: false };
     fake.transaction(() => createLifecycle(fake).applyCanonicalBlock(1, toLogRows([fakeLog], { chainId: devnet.chainId, statusOf: () => "confirmed", source: "head", timestampOf: () => 1 }).rows, Date.now())).immediate();
     fake.close();

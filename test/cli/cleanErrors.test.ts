@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { anvilConfigFile, runCli, unprivileged } from "../helpers/cli.js";
+import { anvilConfigFiles, runCli, unprivileged } from "../helpers/cli.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 let anvil: Anvil;
@@ -28,11 +28,7 @@ afterAll(async () => {
   blocker?.close();
 });
 
-function configFile(name: string, overrides: Record<string, unknown> = {}): string {
-  const path = anvilConfigFile(dir, name, anvil.httpUrl, USDC, { logLevel: "warn", ...overrides });
-  chmodSync(path, 0o644);
-  return path;
-}
+const configFile = anvilConfigFiles(() => ({ dir, rpcUrl: anvil.httpUrl, token: USDC }), { defaults: { logLevel: "warn" }, fileMode: 0o644 });
 
 const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 

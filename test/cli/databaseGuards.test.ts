@@ -5,7 +5,7 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";
+import { anvilConfigFiles, anvilDatabasePath, runCli, spawnCli, writeConfig } from "../helpers/cli.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 /** Genesis timestamps one day apart: two chains with the same id and different genesis hashes. */
@@ -27,21 +27,9 @@ afterAll(async () => {
   await otherAnvil?.stop();
 });
 
-function configFile(name: string, overrides: Record<string, unknown> = {}): { path: string; dbPath: string } {
-  const dbPath = join(dir, `${name}.db`);
-  const path = writeConfig(dir, {
-    chainId: 8453,
-    rpc: { http: [anvil.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
-    tokens: [{ address: USDC, startBlock: 0 }],
-    finality: { depth: 0 },
-    realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 0 },
-    database: { path: dbPath },
-    metrics: { enabled: false },
-    logLevel: "warn",
-    ...overrides,
-  }, `${name}.json`);
-  return { path, dbPath };
-}
+const anvilConfig = anvilConfigFiles(() => ({ dir, rpcUrl: anvil.httpUrl, token: USDC }), { defaults: { logLevel: "warn" } });
+/** A config file `name` and its database's path. */
+const configFile = (name: string) => ({ path: anvilConfig(name), dbPath: anvilDatabasePath(dir, name) });
 
 const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { anvilConfigFile, runCli, spawnCli } from "../helpers/cli.js";
+import { anvilConfigFiles, runCli, spawnCli } from "../helpers/cli.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 /** Nothing listens here: the first endpoint fails and the client fails over, logging a warning. */
@@ -17,9 +17,7 @@ beforeAll(async () => {
 }, 30_000);
 afterAll(() => anvil?.stop());
 
-function configFile(name: string, overrides: Record<string, unknown> = {}): string {
-  return anvilConfigFile(dir, name, anvil.httpUrl, USDC, overrides);
-}
+const configFile = anvilConfigFiles(() => ({ dir, rpcUrl: anvil.httpUrl, token: USDC }));
 
 /** Every non-empty line parses as JSON. */
 function jsonLines(text: string): Array<Record<string, unknown>> {

@@ -2,7 +2,9 @@ import { describe, expect, test } from "vitest";
 import { unpackStrings } from "../../src/decode/packedRows.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { scanWindowAnswer } from "../../src/decode/scanWindowAnswer.js";
-import { decodeParsedWindowAnswer, decodeWindowAnswer, type DecodedWindow, type WindowAnswer } from "../../src/decode/windowAnswer.js";
+import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
+import type { DecodedWindow, WindowAnswer } from "../../src/decode/decodedWindow.js";
+import { word } from "../helpers/fixtures.js";
 
 const TOKENS = ["0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", "0x00000000000000000000000000000000000f1a54"] as const;
 const filter = { from: 1_000, to: 1_019, addresses: [...TOKENS], topic0: [...PAYMENT_TOPICS] };
@@ -29,7 +31,6 @@ const EDGE_VALUES = [0n, 1n, 9n, 10n, 999_999_999n, 1_000_000_000n, 10n ** 18n, 
 /** An answer as a node might send it: any key order, blank space, mixed case, `removed` or not. */
 function plainWindow(seed: number): { body: string; finalized: number } {
   const r = random(seed);
-  const word = (digits: string) => `0x${digits.padStart(64, "0")}`;
   const shout = (hex: string) => (r.next() < 0.2 ? `0x${hex.slice(2).toUpperCase()}` : hex);
   const logs: Array<Record<string, unknown>> = [];
   let block = filter.from + r.int(3);

@@ -7,9 +7,9 @@ import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
 import { RpcRequestError } from "../../src/errors/rpc.js";
 import { batchResults } from "../../src/chain/jsonRpcAnswer.js";
-import { packAttribution, unpackAttribution } from "../../src/store/sqlite/attributionWriter.js";
+import { packAttribution, unpackAttribution } from "../../src/decode/packedAttribution.js";
+import { word } from "../helpers/fixtures.js";
 
-const word = (hex: string) => `0x${hex.padStart(64, "0")}` as Hex;
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const TRANSFER_CALL = `0xa9059cbb${"0".repeat(24)}${"c0de".padStart(40, "0")}${"64".padStart(64, "0")}`;
 const HASHES = [word("a1"), word("b2"), word("c3")];

@@ -3,9 +3,11 @@ import { parseRpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedRows.js";
 import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
-import { decodeWindowAnswer, UNKNOWN_TIMESTAMP, type WindowAnswer } from "../../src/decode/windowAnswer.js";
-import { createWindowDecoder, DECODE_THREAD_MIN_ANSWER_BYTES, DECODE_THREAD_NICE_BESIDE_LIVE_WORK } from "../../src/decode/windowDecoder.js";
+import { decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
+import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
+import { DECODE_THREAD_MIN_ANSWER_BYTES, DECODE_THREAD_NICE_IN_DAEMON } from "../../src/ops/threadSettings.js";
 import { threadNices, word } from "../helpers/fixtures.js";
+import { UNKNOWN_TIMESTAMP, type WindowAnswer } from "../../src/decode/decodedWindow.js";
 
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const filter = { from: 100, to: 109, addresses: [TOKEN], topic0: [...PAYMENT_TOPICS] } as const;
@@ -127,14 +129,14 @@ describe("createWindowDecoder()", () => {
   });
 
   test.runIf(process.platform === "linux")("beside live work the decode thread runs at a lower CPU priority; the rest of the process does not", async () => {
-    for (const besideLiveWork of [false, true]) {
-      const decoder = createWindowDecoder({ threadAfterLogs: 0, besideLiveWork });
+    for (const mode of ["batch", "daemon"] as const) {
+      const decoder = createWindowDecoder({ threadAfterLogs: 0, mode });
       try {
         expect(threadNices().filter((nice) => nice !== 0)).toEqual([]);
         await decoder.decode(answer(bodyOf([rpcLog(100, 0)])));
         // The first answer starts the thread; the second is decoded there, after it set its priority.
         expect(await decoder.decode(answer(bodyOf([rpcLog(100, 0)])))).toMatchObject({ kind: "rows" });
-        expect(threadNices().filter((nice) => nice !== 0)).toEqual(besideLiveWork ? [DECODE_THREAD_NICE_BESIDE_LIVE_WORK] : []);
+        expect(threadNices().filter((nice) => nice !== 0)).toEqual(mode === "daemon" ? [DECODE_THREAD_NICE_IN_DAEMON] : []);
       } finally {
         await decoder.close();
       }

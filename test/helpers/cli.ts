@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -59,11 +59,28 @@ export function anvilConfigFile(dir: string, name: string, rpcUrl: string, token
       tokens: [{ address: token, startBlock: 0 }],
       finality: { depth: 0 },
       realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 0 },
-      database: { path: join(dir, `${name}.db`) },
+      database: { path: anvilDatabasePath(dir, name) },
       metrics: { enabled: false },
       logLevel: "info",
       ...overrides,
     },
     `${name}.json`,
   );
+}
+
+/** Where anvilConfigFile puts the database of config `name`. */
+export const anvilDatabasePath = (dir: string, name: string): string => join(dir, `${name}.db`);
+
+/**
+ * A test file's anvilConfigFile: its directory and anvil are read when a file is written (a
+ * beforeAll sets them), `defaults` go under each call's overrides, and `fileMode` is set on the file
+ * written (a config another user reads).
+ */
+export function anvilConfigFiles(where: () => { dir: string; rpcUrl: string; token: string }, options: { defaults?: Record<string, unknown>; fileMode?: number } = {}) {
+  return (name: string, overrides: Record<string, unknown> = {}): string => {
+    const { dir, rpcUrl, token } = where();
+    const path = anvilConfigFile(dir, name, rpcUrl, token, { ...options.defaults, ...overrides });
+    if (options.fileMode !== undefined) chmodSync(path, options.fileMode);
+    return path;
+  };
 }

@@ -8,11 +8,11 @@ import { openStore } from "../../src/store/openStore.js";
 import type { StatusSnapshot } from "../../src/store/types.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
+import { word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const ALICE = "0x00000000000000000000000000000000000a11ce";
 const BOB = "0x0000000000000000000000000000000000000b0b";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as `0x${string}`;
 
 function transfer(block: number, logIndex: number): RpcLog {
   return {

@@ -18,14 +18,13 @@ import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { SCHEMA_V1 } from "../../src/store/sqlite/migrations/schemaV1.js";
 import { SCHEMA_V2 } from "../../src/store/sqlite/migrations/schemaV2.js";
 import { SCHEMA_V3 } from "../../src/store/sqlite/migrations/schemaV3.js";
-import { userOperation } from "../helpers/fixtures.js";
+import { userOperation, word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const BUYER = "0x00000000000000000000000000000000000b0e01";
 const SHOP = "0x000000000000000000000000000000000000c0de";
 const REGISTRY = "0x00000000000000000000000000000000000c0c0a";
 const OTHER_REGISTRY = "0x00000000000000000000000000000000000c0c0b";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
 const txHash = (n: number) => word(`fe${n.toString(16)}`);
 
 function tempPath(): string {

@@ -5,7 +5,8 @@ import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { ConfigError } from "../../src/errors/base.js";
 import { openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/sqlite/openDatabase.js";
-import { acquireWriterLock, isFileAt, recordWriter, WriterBusyError, writerLockPath } from "../../src/store/sqlite/writerLock.js";
+import { acquireWriterLock, isFileAt, recordWriter, writerLockPath } from "../../src/store/sqlite/writerLock.js";
+import { WriterBusyError } from "../../src/errors/store.js";
 
 const GENESIS_A = `0x${"a".repeat(64)}` as const;
 const GENESIS_B = `0x${"b".repeat(64)}` as const;

@@ -9,9 +9,9 @@ import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { createMetrics } from "../../src/ops/metrics.js";
+import { word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as const;
 const ZERO = word("0");
 const TX = word("ab1");
 const OTHER_TX = word("ab2");

@@ -2,11 +2,11 @@ import { rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { MAINTENANCE_THREAD_FROM_LOGS } from "../../src/store/sqlite/threads/maintenance.js";
+import { MAINTENANCE_THREAD_FROM_LOGS } from "../../src/ops/threadSettings.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
-import { READER_INDEXES } from "../../src/store/sqlite/readerIndexes.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { freshDbPath } from "../helpers/fixtures.js";
+import { READER_INDEXES } from "../../src/store/readerIndexDefinitions.js";
 
 const CHAIN_ID = 8453;
 /** Enough transfers that each reader index over them takes a good part of a second to build. */
@@ -72,7 +72,7 @@ describe("a bulk load's end beside live writes, on the maintenance thread (SQLit
 
     let wrote: Promise<void> | undefined;
     const { result, stallMs, tookMs } = await longestStall(async () => {
-      const building = store.readerIndexes.build({ besideLiveWrites: true });
+      const building = store.readerIndexes.build({ mode: "daemon" });
       // Asked while the first index is under way: it must neither fail on SQLite's lock nor block this thread.
       wrote = new Promise((resolve) => setTimeout(resolve, 20)).then(() => store.writeMeta("asked_during_build", "yes"));
       return building;
@@ -112,7 +112,7 @@ describe("a bulk load's end beside live writes, on the maintenance thread (SQLit
     const { store } = freshStore();
     await store.readerIndexes.drop();
     const stop = new AbortController();
-    const building = store.readerIndexes.build({ besideLiveWrites: true, signal: stop.signal });
+    const building = store.readerIndexes.build({ mode: "daemon", signal: stop.signal });
     stop.abort();
     const [first, ...rest] = READER_INDEXES.map((index) => index.name);
     expect(await building).toEqual([first]);
@@ -125,7 +125,7 @@ describe("a bulk load's end beside live writes, on the maintenance thread (SQLit
     const { db, store } = freshStore();
     // The staging tables gone (as in a file another program damaged), the move cannot run.
     db.exec("DROP TABLE staged_user_operations");
-    await expect(store.stagedAttribution.move({ besideLiveWrites: true })).rejects.toThrow(/staged_user_operations/);
+    await expect(store.stagedAttribution.move({ mode: "daemon" })).rejects.toThrow(/staged_user_operations/);
     await store.writeMeta("after_failure", "yes");
     expect(await store.readMeta("after_failure")).toBe("yes");
     await store.close();

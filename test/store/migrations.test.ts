@@ -8,17 +8,17 @@ import { addOrder } from "../../src/store/sqlite/orders.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
-import { listTestsAsEqualities, UNSETTLED_STATUS_SQL } from "../../src/store/sqlite/migrations/schemaV9.js";
-import { matchWebhookTriggersToSubscriptions } from "../../src/store/sqlite/migrations/schemaV11.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
 import { SCHEMA_V1 } from "../../src/store/sqlite/migrations/schemaV1.js";
 import { SCHEMA_V2 } from "../../src/store/sqlite/migrations/schemaV2.js";
 import { SCHEMA_V3 } from "../../src/store/sqlite/migrations/schemaV3.js";
 import { SCHEMA_V4 } from "../../src/store/sqlite/migrations/schemaV4.js";
+import { listTestsAsEqualities, UNSETTLED_STATUS_SQL } from "../../src/store/sqlite/listTestsAsEqualities.js";
+import { matchWebhookTriggersToSubscriptions } from "../../src/store/sqlite/webhookTriggers.js";
+import { word } from "../helpers/fixtures.js";
 
 const TOKEN: Hex = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const ALICE: Hex = "0x00000000000000000000000000000000000a11ce";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
 
 /** A database at schema version 4 as shipped, holding a capture (AuthorizationUsed + Transfer) and an order for it. */
 function v4Database() {

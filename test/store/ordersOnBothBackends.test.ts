@@ -11,11 +11,11 @@ import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
 import { waitFor } from "../helpers/devnetPayments.js";
+import { word } from "../helpers/fixtures.js";
 
 const TOKEN: Address = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const ALICE: Address = "0x00000000000000000000000000000000000a11ce";
 const SHOP: Address = "0x0000000000000000000000000000000000005409";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
 const NOW = 1_700_000_000_000;
 
 const open: Array<{ close: () => Promise<void> }> = [];

@@ -12,17 +12,17 @@ import { createMetrics } from "../../src/ops/metrics.js";
 import { openStore } from "../../src/store/openStore.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
-import { userOperation } from "../helpers/fixtures.js";
+import { userOperation, word } from "../helpers/fixtures.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
-import { createAttributionWriter, packAttribution } from "../../src/store/sqlite/attributionWriter.js";
+import { createAttributionWriter } from "../../src/store/sqlite/attributionWriter.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createStagedAttribution } from "../../src/store/sqlite/stagedAttribution.js";
 import type { AttributedTransaction } from "../../src/store/types.js";
+import { packAttribution } from "../../src/decode/packedAttribution.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const SHOP = "0x000000000000000000000000000000000000c0de";
 const BUYER = "0x00000000000000000000000000000000000b0e01";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
 const TRANSFER_CALL: Hex = `0xa9059cbb${word(SHOP).slice(2)}${word("64").slice(2)}`;
 const withSuffix = (suffix: Hex): Hex => concat([TRANSFER_CALL, suffix]);
 

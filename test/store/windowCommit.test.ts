@@ -8,13 +8,13 @@ import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
-import { WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES } from "../../src/store/sqlite/threads/windowWriter.js";
+import { WINDOW_WRITER_NICE_IN_DAEMON } from "../../src/ops/threadSettings.js";
 import { COMMIT_EVERY_ROWS_WHILE_LIVE, createWindowCommit } from "../../src/store/sqlite/windowCommit.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
-import { packAttribution } from "../../src/store/sqlite/attributionWriter.js";
 import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/sqlite/writeGate.js";
 import { freshDbPath, threadNices, waitFor, word } from "../helpers/fixtures.js";
 import type { WindowWrite } from "../../src/store/types.js";
+import { packAttribution } from "../../src/decode/packedAttribution.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 
@@ -189,13 +189,13 @@ describe("a backfill window's commit", () => {
 
 describe("the window writer's thread beside live writes", () => {
   test.runIf(process.platform === "linux")("runs at a lower CPU priority beside live writes (the daemon), at the process's own otherwise; the rest of the process does not", async () => {
-    for (const besideLiveWrites of [false, true]) {
+    for (const mode of ["batch", "daemon"] as const) {
       const db = openDatabase(freshDbPath("flashindex-window-"), 8453);
       const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
-      const writer = store.openWindowWriter({ bulk: true, besideLiveWrites });
+      const writer = store.openWindowWriter({ bulk: true, mode });
       try {
         await writer.commit(windowOf(10), 1);
-        expect(threadNices().filter((nice) => nice !== 0)).toEqual(besideLiveWrites ? [WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES] : []);
+        expect(threadNices().filter((nice) => nice !== 0)).toEqual(mode === "daemon" ? [WINDOW_WRITER_NICE_IN_DAEMON] : []);
       } finally {
         await writer.close();
         await store.close();

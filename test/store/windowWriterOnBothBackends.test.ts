@@ -11,10 +11,9 @@ import { openStore } from "../../src/store/openStore.js";
 import type { WindowWrite } from "../../src/store/types.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
-import { waitFor } from "../helpers/fixtures.js";
+import { waitFor, word } from "../helpers/fixtures.js";
 
 const TOKEN: Hex = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;
 
 const open: Array<{ close: () => Promise<void> }> = [];
 afterEach(async () => {

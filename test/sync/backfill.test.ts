@@ -8,6 +8,7 @@ import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
+import type { ProcessMode } from "../../src/ops/threadSettings.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { startPaymentChain, type PaymentChain } from "../helpers/paymentChain.js";
@@ -66,7 +67,7 @@ async function setUp(
     db,
     store,
     // Every window is decoded on the decode thread, as in a long backfill (a short one decodes on its caller's thread).
-    run: (bulkMinLogs?: number, options: { besideLiveWrites?: boolean; writerThreadMinLogs?: number; writerThreadMinWindowLogs?: number; stageAttribution?: boolean } = {}) =>
+    run: (bulkMinLogs?: number, options: { mode?: ProcessMode; writerThreadMinLogs?: number; writerThreadMinWindowLogs?: number; stageAttribution?: boolean } = {}) =>
       backfill(
         createSyncDeps({ ...deps, client }, store),
         { to: head, finalized: head },
@@ -413,7 +414,7 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
       await writable.all("ALTER TABLE transfers DROP CONSTRAINT transfers_log_id_fkey");
       await writable.close();
       const third = await setUp(backend, { database: { ...first.config.database } });
-      await third.run(undefined, { besideLiveWrites: true });
+      await third.run(undefined, { mode: "daemon" });
       expect(third.lines.find((l) => l.msg === "Built reader indexes")?.indexes).toEqual(["logs_by_tx", "transfers_log_id_fkey"]);
       const [valid] = await third.db.all<{ indexValid: boolean; keyValid: boolean }>(
         `SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('logs_by_tx')) AS "indexValid",

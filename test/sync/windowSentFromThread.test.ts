@@ -1,7 +1,6 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAttributor } from "../../src/attribution/attributeLogs.js";
-import { unpackAttribution } from "../../src/store/sqlite/attributionWriter.js";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";
@@ -13,6 +12,7 @@ import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 import { startScriptedRpcServer } from "../helpers/scriptedRpcServer.js";
+import { unpackAttribution } from "../../src/decode/packedAttribution.js";
 
 let devnet: Devnet;
 let head: number;

@@ -13,9 +13,9 @@ import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
 import { waitFor } from "../helpers/devnetPayments.js";
+import { word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
-const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as `0x${string}`;
 const ALICE = "0x00000000000000000000000000000000000a11ce";
 const BOB = "0x0000000000000000000000000000000000000b0b";
 const HOOK = "http://127.0.0.1:1/hook";

@@ -8,8 +8,9 @@ import { parseBlockNumber } from "../blockNumberFlag.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 import { createTerminalProgress } from "../progressBar.js";
-import { createContext, type Context } from "../context.js";
+import { createContext } from "../context.js";
 import { openIndex } from "../openIndex.js";
+import type { Common } from "../../common.js";
 
 const OPTIONS = {
   from: { type: "string", value: "N", description: "first block (default: each token's startBlock)" },
@@ -46,7 +47,7 @@ async function runBackfillCommand({ values }: ParsedCommand<typeof OPTIONS>, shu
 }
 
 /** Everything `backfill` does while it holds the database's writer lock. */
-async function runBackfill(context: Context, lock: WriterLock, from: number | undefined, requestedTo: number | undefined, json: boolean): Promise<void> {
+async function runBackfill(context: Common, lock: WriterLock, from: number | undefined, requestedTo: number | undefined, json: boolean): Promise<void> {
   const { store, tips } = await openIndex(context, {
     lock,
     checkTips: (tips) => {

@@ -18,8 +18,9 @@ import { createPendingIndexer } from "../../sync/pending.js";
 import { createPendingBackoff } from "../../sync/pendingBackoff.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/realtime.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { contextFor, createObservability, type Context } from "../context.js";
+import { contextFor, createObservability } from "../context.js";
 import { openIndex } from "../openIndex.js";
+import type { Common } from "../../common.js";
 import { startConfiguredDevnet } from "../devnetLauncher.js";
 import { loadCommandSettings } from "../resolveConfig.js";
 import { waitForWriterLock } from "../standby.js";
@@ -174,7 +175,7 @@ async function followFinality(context: SyncDeps, health: ReturnType<typeof creat
  * Logs why syncing stopped (fatal when the daemon exits, error when it retries later) and counts it
  * in flashindex_sync_halts_total: an operator's alert must not depend on reading the last log line.
  */
-function recordHalt(context: Context, error: unknown, level: "fatal" | "error", msg: string, extra: Record<string, unknown> = {}): void {
+function recordHalt(context: Common, error: unknown, level: "fatal" | "error", msg: string, extra: Record<string, unknown> = {}): void {
   const reason = haltReason(error);
   context.metrics.syncHalts.inc({ reason });
   context.logger[level]({ msg, reason, error: error instanceof BaseError ? error.shortMessage : String(error), ...extra });

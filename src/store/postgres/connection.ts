@@ -1,5 +1,10 @@
 import pg from "pg";
-import { OUTBOX_LOCK_SQL } from "./migrations/schemaV7.js";
+
+/**
+ * The webhook outbox's lock (a transaction-level advisory lock of the schema): event ids grow in
+ * commit order because every transaction that writes events takes it first (migrations/schemaV7.ts).
+ */
+export const OUTBOX_LOCK_SQL = `pg_advisory_xact_lock(hashtext('flashindex:outbox:' || current_schema()))`;
 
 /** Connections of the pool a store opens: the writer's transactions, readers and late attribution. */
 export const POSTGRES_POOL_SIZE = 4;

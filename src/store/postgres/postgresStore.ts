@@ -2,25 +2,24 @@ import type pg from "pg";
 import type { Hex } from "viem";
 import { FatalError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
-import { AUTHORIZATION_STATE_COLUMNS } from "../sqlite/authorizationStates.js";
 import { createCommitSignal } from "../commitSignal.js";
-import type { BlockApplied, RegistrationRow } from "../types.js";
-import { READER_INDEXES } from "../sqlite/readerIndexes.js";
+import type { RegistrationRow } from "../types.js";
 import type { Store, WindowWriter } from "../store.js";
 import { timed, type WriteKind } from "../timedWrite.js";
-import { inTransaction } from "./connection.js";
-import { OUTBOX_LOCK_SQL } from "./migrations/schemaV7.js";
+import { inTransaction, OUTBOX_LOCK_SQL } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { postgresChainEnd } from "./chainEnd.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
-import { RECENT_WEBHOOK_ATTEMPTS } from "../sqlite/statusPageQueries.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
 import { insertAttributionRows, insertLogRows, insertPackedAttribution } from "./rowWriter.js";
 import { copyWindow } from "./windowCopy.js";
 import { checkWriterEpoch } from "./writerEpoch.js";
+import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStateColumns.js";
+import { READER_INDEXES } from "../readerIndexDefinitions.js";
+import { RECENT_WEBHOOK_ATTEMPTS } from "../statusSnapshotLimits.js";
 
 export type PostgresStoreDeps = {
   pool: pg.Pool;
@@ -177,7 +176,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       build: async (options = {}) => {
         const built: string[] = [];
         const missing = new Set(await missingReaderIndexes());
-        const concurrently = options.besideLiveWrites === true;
+        const concurrently = options.mode === "daemon";
         const besideWrites = (sql: string) =>
           timed(metrics, "index_build", () => read((c) => c.query(sql))).catch((error: unknown) => {
             throw asPostgresError(error, deps.location);
@@ -209,24 +208,14 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
 
     applyChainChange: (change, now) =>
       write(change.kind, async (client) => {
-        const lifecycle = postgresLifecycle(client);
-        const synced = postgresSyncedRanges(client, chainId);
-        let removed = 0;
-        const blocks: BlockApplied[] = [];
         if (change.endsAt !== undefined) await postgresChainEnd(client, chainId).cutSyncedAt(change.endsAt);
-        for (const block of change.orphaned) removed += await lifecycle.removeBlock(block, now);
-        for (const block of change.blocks) {
-          if (block.canonicalHash !== undefined) removed += await lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
-          blocks.push(await lifecycle.applyCanonicalBlock(block.number, block.rows, now, change.stillPending));
-        }
-        for (const { token, range } of change.synced) await synced.add(token, range);
-        return { removed, blocks };
+        return postgresLifecycle(client, chainId).applyChainChange(change, now);
       }),
-    insertPreconfirmed: (rows, now) => write("preconfirmed", (c) => postgresLifecycle(c).insertPreconfirmed(rows, now)),
-    preconfirmedThrough: (blockNumber) => read((c) => postgresLifecycle(c).preconfirmedThrough(blockNumber)),
-    finalizeThrough: (blockNumber, now) => write("finalize", (c) => postgresLifecycle(c).finalizeThrough(blockNumber, now)),
-    removeLog: (log, now) => write("removed_flag", (c) => postgresLifecycle(c).removeLog(log, now)),
-    unsettledBlocks: () => read((c) => postgresLifecycle(c).unsettledBlocks()),
+    insertPreconfirmed: (rows, now) => write("preconfirmed", (c) => postgresLifecycle(c, chainId).insertPreconfirmed(rows, now)),
+    preconfirmedThrough: (blockNumber) => read((c) => postgresLifecycle(c, chainId).preconfirmedThrough(blockNumber)),
+    finalizeThrough: (blockNumber, now) => write("finalize", (c) => postgresLifecycle(c, chainId).finalizeThrough(blockNumber, now)),
+    removeLog: (log, now) => write("removed_flag", (c) => postgresLifecycle(c, chainId).removeLog(log, now)),
+    unsettledBlocks: () => read((c) => postgresLifecycle(c, chainId).unsettledBlocks()),
     liveBlocksAbove: (blockNumber) => read((c) => postgresChainEnd(c, chainId).liveBlocksAbove(blockNumber)),
 
     unattributed: (txHashes) =>

@@ -1,8 +1,8 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import { packAttribution, unpackAttribution } from "../sqlite/attributionWriter.js";
 import type { AttributedTransaction, EventCount, InsertCounts, PackedAttribution } from "../types.js";
+import { packAttribution, unpackAttribution } from "../../decode/packedAttribution.js";
 
 type Column = readonly [name: string, type: string];
 

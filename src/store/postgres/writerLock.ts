@@ -1,10 +1,10 @@
 import { hostname } from "node:os";
 import pg from "pg";
-import { WriterBusyError } from "../sqlite/writerLock.js";
 import { connectionConfig } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { lostWriterError } from "./postgresStore.js";
 import type { WriterHolder, WriterLock } from "../types.js";
+import { WriterBusyError } from "../../errors/store.js";
 
 /** The advisory lock key of a schema's one writer (hashed to the bigint Postgres locks on). */
 const WRITER_LOCK = "flashindex:writer:";

@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { registryOfCode, type Attribution } from "../../decode/erc8021.js";
+import { OPERATION, packAttribution, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../decode/packedAttribution.js";
 import type { AttributedTransaction, PackedAttribution } from "../types.js";
 
 /**
@@ -9,9 +9,6 @@ import type { AttributedTransaction, PackedAttribution } from "../types.js";
  * scripts/bench/results/measurements.csv).
  */
 const LOOKUP_BATCH = 100;
-
-/** op_index of the transaction's own calldata in attribution_codes. */
-const OWN_CALLDATA = -1;
 
 /**
  * Writes attribution rows. Idempotent: calldata never changes for a hash, so a transaction already
@@ -38,7 +35,7 @@ export function createAttributionWriter(db: Database) {
       }
       return found.size === 0 ? [...hashes] : hashes.filter((hash) => !found.has(hash));
     },
-    /** Inserts packed attribution (packAttribution): a transaction already stored is skipped with its codes and operations. */
+    /** Inserts packed attribution (decode/packedAttribution.ts): a transaction already stored is skipped with its codes and operations. */
     insertPacked: (packed: PackedAttribution, between?: Between): number => insertPacked(keyed, packed, between),
     /**
      * Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves
@@ -53,7 +50,7 @@ export function createAttributionWriter(db: Database) {
 type Inserts = ReturnType<typeof prepareInserts>;
 
 /**
- * The attribution tables' columns in packed order (packAttribution): the inserts below and the
+ * The attribution tables' columns in packed order (decode/packedAttribution.ts): the inserts below and the
  * staged attribution's move (stagedAttribution.ts) name them from here.
  */
 export const ATTRIBUTION_COLUMNS = {
@@ -113,85 +110,3 @@ function insertValues(inserts: Inserts, v: unknown[], next: () => void): number 
   return inserted;
 }
 
-export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
-
-/** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */
-export function attributionToMove(packed: PackedAttribution): { packed: PackedAttribution; transfer: ArrayBuffer[] } {
-  const batches = packed.batches.map((batch) => (Array.isArray(batch) ? new TextEncoder().encode(JSON.stringify(batch)) : batch));
-  return { packed: { batches }, transfer: batches.map((batch) => batch.buffer) };
-}
-
-/** A batch's values (parsing the JSON of one that crossed threads). */
-function valuesOf(batch: unknown[] | Uint8Array): unknown[] {
-  if (Array.isArray(batch)) return batch;
-  const values: unknown = JSON.parse(new TextDecoder().decode(batch));
-  if (!Array.isArray(values)) throw new Error("packed attribution: a moved batch does not hold an array");
-  return values;
-}
-const TRANSACTION_FIELDS = 14;
-const RECORD_FIELDS = 8;
-const OPERATION = 0;
-const CODE = 1;
-
-export function packAttribution(transactions: readonly AttributedTransaction[], now: number): PackedAttribution {
-  const values: unknown[] = [];
-  for (const { chainId, tx, attribution } of transactions) {
-    const own = attribution.attribution;
-    const registry = own.kind === "codes" && own.schemaId === 1 ? own.registry : undefined;
-    values.push(
-      tx.hash, chainId, tx.from, tx.to, tx.input.length >= 10 ? tx.input.slice(0, 10) : null, (tx.input.length - 2) / 2, own.kind,
-      "schemaId" in own ? (own.schemaId ?? null) : null, registry?.address ?? null, registry === undefined ? null : registry.chainId.toString(),
-      own.kind === "malformed" ? own.reason : null, registryErrorOf(own), attribution.userOperations?.length ?? 0, now,
-    );
-    const countAt = values.push(0) - 1;
-    let records = 0;
-    const pushCodes = (opIndex: number, a: Attribution) => {
-      if (a.kind !== "codes") return;
-      a.codes.forEach((code, position) => {
-        const registry = registryOfCode(a, code);
-        const custom = registry.kind === "custom" ? registry.registry : undefined;
-        values.push(CODE, opIndex, position, code.code, code.role, registry.kind, custom?.chainId.toString() ?? null, custom?.address ?? null);
-        records++;
-      });
-    };
-    pushCodes(OWN_CALLDATA, own);
-    for (const op of attribution.userOperations ?? []) {
-      const a = op.attribution;
-      values.push(
-        OPERATION, op.userOpIndex, op.sender.toLowerCase(), op.aggregator?.toLowerCase() ?? null, a.kind,
-        "schemaId" in a ? (a.schemaId ?? null) : null, a.kind === "malformed" ? a.reason : null, registryErrorOf(a),
-      );
-      records++;
-      pushCodes(op.userOpIndex, a);
-    }
-    values[countAt] = records;
-  }
-  return { batches: [values] };
-}
-
-/** Packed attribution's rows per transaction, each row's values in its table's column order (the inserts above), hash first. */
-export type UnpackedTransaction = { transaction: unknown[]; userOperations: unknown[][]; codes: unknown[][] };
-
-export function unpackAttribution(packed: PackedAttribution): UnpackedTransaction[] {
-  const transactions: UnpackedTransaction[] = [];
-  for (const batch of packed.batches) unpackValues(valuesOf(batch), transactions);
-  return transactions;
-}
-
-function unpackValues(v: unknown[], transactions: UnpackedTransaction[]): void {
-  for (let i = 0; i < v.length; ) {
-    const unpacked: UnpackedTransaction = { transaction: v.slice(i, i + TRANSACTION_FIELDS), userOperations: [], codes: [] };
-    const records = v[i + TRANSACTION_FIELDS] as number;
-    i += TRANSACTION_FIELDS + 1;
-    for (let r = 0; r < records; r++, i += RECORD_FIELDS) {
-      const row = [unpacked.transaction[0], ...v.slice(i + 1, i + RECORD_FIELDS)];
-      (v[i] === OPERATION ? unpacked.userOperations : unpacked.codes).push(row);
-    }
-    transactions.push(unpacked);
-  }
-}
-
-/** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */
-function registryErrorOf(attribution: Attribution): string | null {
-  return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.registryError?.reason ?? null) : null;
-}

@@ -1,10 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
+import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStateColumns.js";
 import type { IndexedAuthorization } from "../store.js";
-
-/** The columns of view `authorization_states` a reader gets, named as the store returns them. */
-export const AUTHORIZATION_STATE_COLUMNS = `state, status, block_number AS "blockNumber", tx_hash AS "txHash",
-  captured_from AS "capturedFrom", captured_to AS "capturedTo", captured_value AS "capturedValue"`;
 
 /**
  * Looks one nonce up in `authorization_states`. Addresses and nonces are stored lower-case: the

@@ -1,20 +1,26 @@
 import type { Database, Statement } from "better-sqlite3";
 import type { Hex } from "viem";
-import type { LogRow, LogStatus } from "../../decode/logRow.js";
-import { pickTwin, twinContent, type TwinCandidate } from "../../decode/preconfirmedTwins.js";
-import { createLogWriter } from "./logWriter.js";
-import { UNSETTLED_STATUS_SQL } from "./migrations/schemaV9.js";
+import type { LogRow } from "../../decode/logRow.js";
+import { twinContent } from "../../decode/preconfirmedTwins.js";
+import {
+  canonicalBlockPlan,
+  chainChangePlan,
+  preconfirmedPlan,
+  runLifecyclePlan,
+  type LifecycleStatements,
+  type StoredTwin,
+  type UnlandedRow,
+} from "../lifecycleRules.js";
+import type { ChainChange, ChainChangeApplied } from "../store.js";
 import type { BlockApplied, PreconfirmedStored } from "../types.js";
+import { UNSETTLED_STATUS_SQL } from "./listTestsAsEqualities.js";
+import { createLogWriter } from "./logWriter.js";
+import type { SyncedRanges } from "./syncedRanges.js";
 
 /**
- * The lifecycle transitions of stored logs. Each method is meant to run inside ONE transaction of
- * the caller, so a reader never sees half a transition:
- *   preconfirmed -> confirmed (twin found in a canonical block) -> finalized;
- *   preconfirmed -> dropped (its block became canonical without it and the pending view no longer
- *   holds it; the node never retracts);
- *   preconfirmed | dropped -> preconfirmed at a later block (announced again: the pending block was rebuilt);
- *   confirmed -> removed (its block was reorged out). Nothing is ever deleted except a
- *   pre-confirmed twin merged into the confirmed row that already stood for the same log.
+ * The lifecycle of stored logs on SQLite: the statements that carry out the plans of
+ * lifecycleRules.ts (the rules themselves are there), and the transitions of one statement. Each
+ * method is meant to run inside ONE transaction of the caller, so a reader never sees half a transition.
  */
 export function createLifecycle(db: Database) {
   const writer = createLogWriter(db);
@@ -40,9 +46,8 @@ export function createLifecycle(db: Database) {
     SELECT ${COLUMNS} FROM logs
     WHERE substr(tx_hash, 51, 16) = substr(@txHash, 51, 16) AND ${CONTENT} AND ${UNSETTLED_STATUS_SQL}`);
   const finalizedSameContent = createFinalizedLookup(db, `SELECT ${COLUMNS} FROM logs INDEXED BY logs_by_tx WHERE ${CONTENT} AND status = 'finalized'`);
-  type Announced = TwinCandidate & { status: LogStatus; blockNumber: number };
-  const unsettledSameContent = (row: LogRow) => findUnsettledSameContent.all(twinContent(row)) as Announced[];
-  const sameContent = (row: LogRow): Announced[] => [...unsettledSameContent(row), ...(finalizedSameContent.all(twinContent(row)) as Announced[])];
+  const unsettledSameContent = (row: LogRow) => findUnsettledSameContent.all(twinContent(row)) as StoredTwin[];
+  const sameContent = (row: LogRow): StoredTwin[] => [...unsettledSameContent(row), ...(finalizedSameContent.all(twinContent(row)) as StoredTwin[])];
   const moveAnnounced = db.prepare(`
     UPDATE logs SET status = 'preconfirmed', block_number = @blockNumber, block_timestamp = @blockTimestamp, tx_index = @txIndex,
       log_index = @logIndex, tx_log_position = @txLogPosition, removed_at = NULL
@@ -61,102 +66,74 @@ export function createLifecycle(db: Database) {
   const unsettledBlocks = db.prepare(`
     SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs WHERE status = 'confirmed' ORDER BY block_number`);
 
+  const statements: Omit<LifecycleStatements, "addSynced"> = {
+    sameContent: ({ row, finalized }) => (finalized ? sameContent(row) : unsettledSameContent(row)),
+    move: ({ twin, row }) => {
+      moveAnnounced.run({
+        id: twin.id,
+        blockNumber: row.blockNumber,
+        blockTimestamp: row.blockTimestamp,
+        txIndex: row.transactionIndex,
+        logIndex: row.logIndex,
+        txLogPosition: row.txLogPosition,
+      });
+    },
+    findConfirmed: ({ row }) => (findConfirmed.get(row.blockNumber, row.logIndex, row.transactionHash, row.blockHash) as { id: number } | undefined)?.id,
+    fold: ({ twin, into }) => {
+      keepPreconfirmedAt.run(twin.preconfirmedAt, into);
+      deleteTransfer.run(twin.id);
+      deleteAuthorization.run(twin.id);
+      deleteLog.run(twin.id);
+    },
+    promote: ({ twin, row, now }) => {
+      promote.run({
+        id: twin.id,
+        status: row.status,
+        blockHash: row.blockHash,
+        blockNumber: row.blockNumber,
+        blockTimestamp: row.blockTimestamp,
+        txIndex: row.transactionIndex,
+        logIndex: row.logIndex,
+        now,
+      });
+    },
+    insert: ({ rows, now }) => writer.insertRows(rows, now),
+    unlanded: ({ blockNumber }) => unlanded.all(blockNumber) as UnlandedRow[],
+    drop: ({ id, now }) => dropOne.run(now, id).changes,
+    removeBlock: ({ block, now }) => removeBlock.run(now, block.number, block.hash).changes,
+    removeOtherBranches: ({ blockNumber, canonicalHash, now }) => removeOtherBranches.run(now, blockNumber, canonicalHash).changes,
+  };
+  /** The statements, with synced ranges recorded where the plan asks (a chain change only). */
+  const withSynced = (synced?: Pick<SyncedRanges, "add">): LifecycleStatements => ({
+    ...statements,
+    addSynced: ({ token, range }) => {
+      if (synced === undefined) throw new Error("lifecycle: a plan recorded a synced range without synced ranges to record it in");
+      synced.add(token, range);
+    },
+  });
+  const outsideChainChanges = withSynced();
+
   return {
     /** The reader indexes were built (readerIndexes.ts): finalized rows can be looked up again. */
     readerIndexesBuilt: () => finalizedSameContent.indexBuilt(),
-    /**
-     * Stores pre-confirmed rows. A log already confirmed, or already pre-confirmed for this block,
-     * changes nothing; one announced for a later block than stored (or stored as dropped) moves its
-     * row there, keeping `preconfirmed_at`; one announced for an earlier block than stored is a stale
-     * re-read of the pending view and is ignored.
-     */
-    insertPreconfirmed(rows: readonly LogRow[], now: number): PreconfirmedStored {
-      const fresh: LogRow[] = [];
-      let moved = 0;
-      let revived = 0;
-      for (const row of rows) {
-        const announced = sameContent(row);
-        if (announced.some((a) => a.status === "confirmed" || a.status === "finalized" || a.blockNumber > row.blockNumber)) continue;
-        const twin = pickTwin(row, announced.filter((a) => a.blockNumber < row.blockNumber));
-        if (twin === undefined) {
-          fresh.push(row);
-          continue;
-        }
-        moveAnnounced.run({
-          id: twin.id,
-          blockNumber: row.blockNumber,
-          blockTimestamp: row.blockTimestamp,
-          txIndex: row.transactionIndex,
-          logIndex: row.logIndex,
-          txLogPosition: row.txLogPosition,
-        });
-        moved++;
-        if (twin.status === "dropped") revived++;
-      }
-      return { ...writer.insertRows(fresh, now), moved, revived };
-    },
+    /** Stores pre-confirmed rows (lifecycleRules.ts preconfirmedPlan). */
+    insertPreconfirmed: (rows: readonly LogRow[], now: number): PreconfirmedStored => runLifecyclePlan(preconfirmedPlan(rows, now), outsideChainChanges),
 
     /** Transactions with pre-confirmed rows at or below `blockNumber` (candidates for a drop once that block is applied). */
     preconfirmedThrough(blockNumber: number): Set<Hex> {
-      return new Set((unlanded.all(blockNumber) as Array<{ txHash: Hex }>).map((r) => r.txHash));
+      return new Set((unlanded.all(blockNumber) as UnlandedRow[]).map((r) => r.txHash));
     },
 
-    /**
-     * Applies one canonical block's logs: promotes pre-confirmed twins, inserts the rest, and marks
-     * as dropped every pre-confirmation of this or an earlier block that did not land, unless its
-     * transaction is in `stillPending` (the pending view holds it for a later block).
-     */
-    applyCanonicalBlock(blockNumber: number, rows: readonly LogRow[], now: number, stillPending: ReadonlySet<Hex> = new Set()): BlockApplied {
-      const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: [] };
-      const fresh: LogRow[] = [];
-      for (const row of rows) {
-        const twin = pickTwin(row, unsettledSameContent(row).filter((a) => a.status === "preconfirmed" || a.status === "dropped"));
-        if (twin === undefined) {
-          fresh.push(row);
-          continue;
-        }
-        const existing = findConfirmed.get(row.blockNumber, row.logIndex, row.transactionHash, row.blockHash) as { id: number } | undefined;
-        if (existing !== undefined) {
-          // The confirmed row is already there (e.g. from a backfill): fold the twin's history into it.
-          keepPreconfirmedAt.run(twin.preconfirmedAt, existing.id);
-          deleteTransfer.run(twin.id);
-          deleteAuthorization.run(twin.id);
-          deleteLog.run(twin.id);
-          result.duplicates++;
-          continue;
-        }
-        promote.run({
-          id: twin.id,
-          status: row.status,
-          blockHash: row.blockHash,
-          blockNumber: row.blockNumber,
-          blockTimestamp: row.blockTimestamp,
-          txIndex: row.transactionIndex,
-          logIndex: row.logIndex,
-          now,
-        });
-        result.promoted++;
-        if (twin.preconfirmedAt !== null) result.leadTimesMs.push(now - twin.preconfirmedAt);
-      }
-      const counts = writer.insertRows(fresh, now);
-      result.inserted = counts.inserted;
-      result.byEvent = counts.byEvent;
-      result.duplicates += counts.duplicates;
-      for (const row of unlanded.all(blockNumber) as Array<{ id: number; txHash: Hex }>) {
-        if (!stillPending.has(row.txHash)) result.dropped += dropOne.run(now, row.id).changes;
-      }
-      return result;
-    },
+    /** Applies one canonical block's logs (lifecycleRules.ts canonicalBlockPlan). */
+    applyCanonicalBlock: (blockNumber: number, rows: readonly LogRow[], now: number, stillPending?: ReadonlySet<Hex>): BlockApplied =>
+      runLifecyclePlan(canonicalBlockPlan(blockNumber, rows, now, stillPending), outsideChainChanges),
+
+    /** Applies a change of the canonical chain (lifecycleRules.ts chainChangePlan), its ranges recorded in `synced`. */
+    applyChainChange: (change: ChainChange, now: number, synced: Pick<SyncedRanges, "add">): ChainChangeApplied =>
+      runLifecyclePlan(chainChangePlan(change, now), withSynced(synced)),
 
     /** Flags every log of an orphaned block as removed (kept, with when). */
-    removeBlock(block: { number: number; hash: Hex }, now: number): number {
-      return removeBlock.run(now, block.number, block.hash).changes;
-    },
-
-    /** Flags removed every live row at `blockNumber` whose block is not `canonicalHash` (another branch). */
-    removeOtherBranches(blockNumber: number, canonicalHash: Hex, now: number): number {
-      return removeOtherBranches.run(now, blockNumber, canonicalHash).changes;
-    },
+    removeBlock: (block: { number: number; hash: Hex }, now: number): number => statements.removeBlock({ block, now }),
 
     /** Honours one `removed: true` log from a `logs` subscription. */
     removeLog(log: { blockNumber: number; blockHash: Hex; logIndex: number }, now: number): number {

@@ -1,9 +1,9 @@
 import type { Database } from "better-sqlite3";
 import type { EventName } from "../../decode/paymentEvents.js";
 import type { LogRow, LogStatus } from "../../decode/logRow.js";
-import type { Metrics } from "../../ops/metrics.js";
 import { NUMBER_FIELDS, packRows, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import type { EventCount, InsertCounts } from "../types.js";
+import { createEventTally } from "../insertCounts.js";
+import type { InsertCounts } from "../types.js";
 
 /**
  * Inserts decoded rows into `logs` and their decoded table. Idempotent: a log already stored
@@ -68,23 +68,3 @@ export function createLogWriter(db: Database) {
 }
 
 export type LogWriter = ReturnType<typeof createLogWriter>;
-
-/** Inserted logs counted by event and status (InsertCounts.byEvent); keyed by the strings themselves, so a row adds no string of its own. */
-export function createEventTally() {
-  const tally = new Map<EventName, Map<LogStatus, EventCount>>();
-  return {
-    add(event: EventName, status: LogStatus): void {
-      let byStatus = tally.get(event);
-      if (byStatus === undefined) tally.set(event, (byStatus = new Map()));
-      const count = byStatus.get(status);
-      if (count === undefined) byStatus.set(status, { event, status, logs: 1 });
-      else count.logs++;
-    },
-    counts: (): EventCount[] => [...tally.values()].flatMap((byStatus) => [...byStatus.values()]),
-  };
-}
-
-/** Adds stored rows to `flashindex_logs_indexed_total{event,status}`. */
-export function countIndexed(metrics: Pick<Metrics, "logsIndexed">, byEvent: readonly EventCount[]): void {
-  for (const { event, status, logs } of byEvent) metrics.logsIndexed.inc({ event, status }, logs);
-}

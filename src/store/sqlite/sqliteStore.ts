@@ -1,12 +1,13 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { statSync } from "node:fs";
 import type { Metrics } from "../../ops/metrics.js";
+import { maintenanceOnThread, type ProcessMode } from "../../ops/threadSettings.js";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createAuthorizationStates } from "./authorizationStates.js";
 import { createChainEnd } from "./chainEnd.js";
 import { createCommitSignal } from "../commitSignal.js";
 import { createLifecycle } from "./lifecycle.js";
-import { createMaintenance, maintenanceOnThread } from "./threads/maintenance.js";
+import { createMaintenance } from "./threads/maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createReaderIndexes } from "./readerIndexes.js";
@@ -21,7 +22,7 @@ import { createWalCheckpoints } from "./walCheckpoints.js";
 import { createSqliteWebhookOutbox } from "./webhookOutbox.js";
 import { createWindowWriter } from "./threads/windowWriter.js";
 import { createLiveWriteGate, createWriteGateMemory } from "./writeGate.js";
-import type { BlockApplied, WebhookOutbox } from "../types.js";
+import type { WebhookOutbox } from "../types.js";
 
 export type SqliteStoreDeps = {
   db: Database;
@@ -33,12 +34,31 @@ export type SqliteStoreDeps = {
 
 /**
  * The Store over one better-sqlite3 connection. Its work is synchronous (SQLite in process is faster
- * so than any round trip); the async methods only wrap it. Backfill windows keep their fast path: a
- * writer thread with a connection of its own (windowWriter.ts). Every write of this connection goes
- * through the live-write gate (writeGate.ts): while a window commits on that thread, a live write
- * waits for the thread to step aside, not for the whole window. Beside live work, a bulk load's end
- * (staged attribution's move, the reader indexes' build) runs on a thread of its own
- * (maintenance.ts); this connection's writes wait for each of its jobs without blocking the event loop.
+ * so than any round trip); the async methods only wrap it.
+ *
+ * Threads and their connections to the file (when each starts, its heap and nice value:
+ * ops/threadSettings.ts):
+ * - main thread, this connection: every live write (pre-confirmations, head blocks, finality,
+ *   orders, webhooks, meta) and a short backfill's windows; every read.
+ * - decode thread (decode/windowDecoder.ts), no connection: sends a long backfill's requests and
+ *   decodes their answers.
+ * - window writer (threads/windowWriter.ts), a connection of its own: a long backfill's windows,
+ *   each with its synced range.
+ * - maintenance thread (threads/maintenance.ts), a connection of its own: a bulk load's end (staged
+ *   attribution's move, the reader indexes' build), in the daemon or past a size.
+ * - checkpointer (threads/checkpointer.ts, walCheckpoints.ts), a connection of its own: copies the
+ *   WAL back (PASSIVE, no write lock) when nudged; nudges made while it runs fold into one more run.
+ *
+ * Who waits for whom. SQLite has one write lock per file:
+ * - This connection's writes and the window writer share it through the live-write gate
+ *   (writeGate.ts, atomics on shared memory): a live write raises its flag and the writer steps
+ *   aside within WINDOW_YIELD_EVERY_ROWS rows, committing what it has. `gate.hold` waits with
+ *   Atomics.wait, ON the event loop: at most LIVE_WRITE_MAX_WAIT_MS (5 s), after which SQLite's busy
+ *   timeout (BUSY_TIMEOUT_MS, 5 s) may hold it as long again. Nothing else here blocks the loop.
+ * - A maintenance job holds this connection's writes back through `afterJobs` (a promise chain:
+ *   they wait without blocking the event loop) and the window writer through the gate (holdWhile).
+ * - The checkpointer waits for nobody; the window writer nudges it after each window, a look once
+ *   a second at this connection's changes nudges it for the rest.
  */
 export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const { db, chainId, metrics } = deps;
@@ -62,7 +82,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     maintenance.afterJobs(() => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()))));
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
   /** Where a bulk load's end runs (maintenance.ts): on the thread beside live writes, or once the store is large. */
-  const onThread = (besideLiveWrites: boolean | undefined) => maintenanceOnThread(besideLiveWrites === true, maxLogId.get() as number);
+  const onThread = (mode: ProcessMode | undefined) => maintenanceOnThread(mode ?? "batch", maxLogId.get() as number);
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
   // Prepared on first use: a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
@@ -84,8 +104,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     // Ids only grow: the highest one counts the rows ever stored, cheaper than COUNT(*) and close enough.
     storedLogCount: async () => maxLogId.get() as number,
     sizeBytes: async () => fileSizes(db.name),
-    openWindowWriter: ({ bulk, besideLiveWrites }) => {
-      const writer = createWindowWriter(db, { chainId, onThread: bulk, besideLiveWrites, gate, checkpoints });
+    openWindowWriter: ({ bulk, mode }) => {
+      const writer = createWindowWriter(db, { chainId, onThread: bulk, mode, gate, checkpoints });
       return { ...writer, commit: (window, now) => maintenance.afterJobs(() => writer.commit(window, now)).then(afterCommit) };
     },
     readerIndexes: {
@@ -95,7 +115,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
         // One index per job, a turn of the event loop between them: live writes wait for one index, not for all of them.
         const built: string[] = [];
         while (options.signal?.aborted !== true) {
-          const name = await maintenance.run("buildNextReaderIndex", { onThread: onThread(options.besideLiveWrites) });
+          const name = await maintenance.run("buildNextReaderIndex", { onThread: onThread(options.mode) });
           if (typeof name !== "string") break;
           built.push(name);
           // An index is pages, not changed rows: the store's look at its writes would not see it.
@@ -110,7 +130,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     stagedAttribution: {
       pending: async () => stagedAttribution().pending(),
       move: async (options = {}) => {
-        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution", { onThread: onThread(options.besideLiveWrites) })));
+        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution", { onThread: onThread(options.mode) })));
         checkpoints.nudge();
         return moved as number;
       },
@@ -118,16 +138,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
 
     applyChainChange: async (change, now) =>
       write(change.kind, () => {
-        let removed = 0;
-        const blocks: BlockApplied[] = [];
         if (change.endsAt !== undefined) chainEnd.cutSyncedAt(change.endsAt);
-        for (const block of change.orphaned) removed += lifecycle.removeBlock(block, now);
-        for (const block of change.blocks) {
-          if (block.canonicalHash !== undefined) removed += lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
-          blocks.push(lifecycle.applyCanonicalBlock(block.number, block.rows, now, change.stillPending));
-        }
-        for (const { token, range } of change.synced) synced.add(token, range);
-        return { removed, blocks };
+        return lifecycle.applyChainChange(change, now, synced);
       }),
     insertPreconfirmed: async (rows, now) => write("preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
     preconfirmedThrough: async (blockNumber) => lifecycle.preconfirmedThrough(blockNumber),

@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
-import { matchWebhookTriggersToSubscriptions } from "./migrations/schemaV11.js";
 import type { AttemptRecord, DeliveryListing, DueDelivery, WebhookEventRow, WebhookOutbox } from "../types.js";
+import { matchWebhookTriggersToSubscriptions } from "./webhookTriggers.js";
 
 const EVENT_COLUMNS = `e.id, e.type, e.block_number AS blockNumber, e.token, e.payer, e.payee, e.tx_hash AS txHash, e.payload, e.created_at AS createdAt`;
 

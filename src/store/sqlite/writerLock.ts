@@ -2,6 +2,7 @@ import { closeSync, fstatSync, openSync, rmSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
 import { ConfigError } from "../../errors/base.js";
+import { WriterBusyError } from "../../errors/store.js";
 import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
 import type { WriterHolder, WriterLock } from "../types.js";
 
@@ -106,18 +107,6 @@ function releaseOnce(lock: Database, fd: number, path: string): () => void {
 /** Records the lock holder in `meta`, for the message a refused second writer prints. */
 export function recordWriter(db: Database, holder: WriterHolder): void {
   db.prepare("INSERT INTO meta (key, value) VALUES ('writer', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(JSON.stringify(holder));
-}
-
-export class WriterBusyError extends ConfigError {
-  override name = "WriterBusyError";
-  /** `where` names the database (a file path, or a redacted postgres URL with its schema); `field` the setting to change. */
-  constructor(databasePath: string, holder: WriterHolder | undefined, field = "database.path") {
-    const who =
-      holder === undefined
-        ? "(it has not recorded itself yet: it is still starting)"
-        : `(pid ${holder.pid} on ${holder.host}, '${holder.command}', since ${holder.startedAt})`;
-    super(field, `${databasePath} is being written by another flashindex process ${who}; stop it or use another ${field}`);
-  }
 }
 
 /** The holder recorded in the database, read without creating or changing anything; undefined when unknown. */

@@ -1,3 +1,5 @@
+import { OUTBOX_LOCK_SQL } from "../connection.js";
+
 /**
  * Postgres schema 7, as SQLite's (src/store/schemaV7.ts, whose comment explains the events): the
  * webhook outbox tables, and triggers that write one `webhook_events` row in the SAME transaction as
@@ -19,7 +21,6 @@
  * (postgres/connection.ts), so they never wait for it while holding a row lock.
  */
 const NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
-export const OUTBOX_LOCK_SQL = `pg_advisory_xact_lock(hashtext('flashindex:outbox:' || current_schema()))`;
 
 const FROM_BLOCK_SETTING = "flashindex.webhook_from_block";
 /** The lowest active start block as the statement trigger stored it (NULL: no subscription). */

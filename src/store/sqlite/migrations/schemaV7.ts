@@ -1,3 +1,5 @@
+import { NOW_MS_SQL, WEBHOOK_ROW_TRIGGERS } from "../webhookTriggers.js";
+
 /**
  * Schema version 7: the webhook outbox. Triggers write one `webhook_events` row for every payment,
  * authorization and order change a merchant may subscribe to, in the SAME transaction as the row
@@ -16,68 +18,10 @@
  *   authorization_events insert (live) -> authorization.captured | authorization.canceled
  *   order_transitions insert with a state change -> order.state_changed
  *
- * The Postgres twin is src/store/postgres/schemaV7.ts (plpgsql functions run `FOR EACH ROW WHEN
+ * The payment and authorization triggers are webhookTriggers.ts's (the store recreates them when a
+ * subscription becomes active). The Postgres twin is src/store/postgres/migrations/schemaV7.ts (plpgsql functions run `FOR EACH ROW WHEN
  * (...)`; its WHEN cannot hold this file's subquery, see there).
  */
-const NOW_MS = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
-const ACTIVE_FROM_BLOCK = `(SELECT MIN(from_block) FROM webhook_subscriptions WHERE active = 1)`;
-
-function logJson(row: "NEW"): string {
-  return `json_object('token', ${row}.token, 'block_number', ${row}.block_number, 'block_hash', ${row}.block_hash,
-      'block_timestamp', ${row}.block_timestamp, 'tx_hash', ${row}.tx_hash, 'tx_index', ${row}.tx_index,
-      'log_index', ${row}.log_index, 'log_id', ${row}.log_id)`;
-}
-
-const PAYMENT_TYPE = `CASE NEW.status WHEN 'preconfirmed' THEN 'payment.preconfirmed' WHEN 'confirmed' THEN 'payment.confirmed'
-    WHEN 'finalized' THEN 'payment.finalized' ELSE 'payment.removed' END`;
-
-function paymentInsert(): string {
-  return `INSERT INTO webhook_events (type, block_number, token, payer, payee, tx_hash, payload, created_at)
-  VALUES (${PAYMENT_TYPE}, NEW.block_number, NEW.token, NEW.from_address, NEW.to_address, NEW.tx_hash,
-    json_object('status', NEW.status, 'log', ${logJson("NEW")},
-      'payment', json_object('token', NEW.token, 'from', NEW.from_address, 'to', NEW.to_address, 'value', NEW.value)),
-    ${NOW_MS});`;
-}
-
-/**
- * The outbox's row triggers: an event per payment and authorization change. Since schema v11 they
- * exist only while a webhook subscription is active (schemaV11.ts), created from these definitions.
- */
-export const WEBHOOK_ROW_TRIGGERS: ReadonlyArray<{ name: string; sql: string }> = [
-  {
-    name: "webhook_payment_inserted",
-    sql: /* sql */ `CREATE TRIGGER webhook_payment_inserted
-AFTER INSERT ON transfers
-WHEN NEW.block_number >= ${ACTIVE_FROM_BLOCK}
-BEGIN
-  ${paymentInsert()}
-END;`,
-  },
-  {
-    name: "webhook_payment_status_changed",
-    sql: /* sql */ `CREATE TRIGGER webhook_payment_status_changed
-AFTER UPDATE OF status ON transfers
-WHEN OLD.status IS NOT NEW.status AND NEW.block_number >= ${ACTIVE_FROM_BLOCK}
-BEGIN
-  ${paymentInsert()}
-END;`,
-  },
-  {
-    name: "webhook_authorization_inserted",
-    sql: /* sql */ `CREATE TRIGGER webhook_authorization_inserted
-AFTER INSERT ON authorization_events
-WHEN NEW.status IN ('preconfirmed', 'confirmed', 'finalized') AND NEW.block_number >= ${ACTIVE_FROM_BLOCK}
-BEGIN
-  INSERT INTO webhook_events (type, block_number, token, payer, payee, tx_hash, payload, created_at)
-  VALUES (CASE NEW.kind WHEN 'used' THEN 'authorization.captured' ELSE 'authorization.canceled' END,
-    NEW.block_number, NEW.token, NEW.authorizer, NULL, NEW.tx_hash,
-    json_object('status', NEW.status, 'log', ${logJson("NEW")},
-      'authorization', json_object('token', NEW.token, 'authorizer', NEW.authorizer, 'nonce', NEW.nonce, 'kind', NEW.kind)),
-    ${NOW_MS});
-END;`,
-  },
-];
-
 export const SCHEMA_V7 = /* sql */ `
 -- The status page's "recently removed or dropped" list (removed_at is set exactly while a log is removed
 -- or dropped); a partial index, so the bulk of live rows costs nothing.
@@ -158,7 +102,7 @@ BEGIN
       'order', json_object('id', o.id, 'token', o.token, 'authorizer', o.authorizer, 'payee', o.payee, 'value', o.value,
         'nonce', o.nonce, 'from_state', NEW.from_state, 'to_state', NEW.to_state, 'cause', NEW.cause, 'tx_hash', NEW.tx_hash,
         'voided_then_captured', json(CASE WHEN NEW.to_state = 'captured' AND o.offchain_state = 'voided_offchain' THEN 'true' ELSE 'false' END))),
-    ${NOW_MS}
+    ${NOW_MS_SQL}
   FROM orders o WHERE o.id = NEW.order_id;
 END;
 `;

@@ -1,5 +1,5 @@
 import type { Database } from "better-sqlite3";
-import { UNSETTLED_STATUS_LIST_SQL } from "./schemaV8.js";
+import { listTestsAsEqualities, UNSETTLED_STATUS_SQL } from "../listTestsAsEqualities.js";
 
 /**
  * Schema version 9: no insert builds a throwaway table to check a value against a list.
@@ -17,22 +17,9 @@ import { UNSETTLED_STATUS_LIST_SQL } from "./schemaV8.js";
  * (https://sqlite.org/lang_altertable.html#otheralter: writable_schema, then a new schema_version
  * so every connection reloads). Stored rows already satisfy the equivalent constraint. The partial
  * index is dropped and built again: its condition decides what it holds. Views are left as they
- * are: a query runs once over many rows.
+ * are: a query runs once over many rows. The rewrite itself is listTestsAsEqualities.ts's, which
+ * the live statements use too.
  */
-
-/** A column (or NEW.column) tested against a list of three or more string literals. */
-const LONG_LIST_TEST = /([\w.]+) IN \(('[^']*'(?:,\s*'[^']*'){2,})\)/g;
-
-/** `x IN ('a', 'b', 'c')` → `(x = 'a' OR x = 'b' OR x = 'c')`: the same truth value for every x, NULL included. */
-export function listTestsAsEqualities(sql: string): string {
-  return sql.replace(LONG_LIST_TEST, (_match, column: string, list: string) => {
-    const values = list.split(/,\s*/);
-    return `(${values.map((value) => `${column} = ${value}`).join(" OR ")})`;
-  });
-}
-
-/** The statuses that can still change (schema v8's list), as the rewritten index and its lookup write them. */
-export const UNSETTLED_STATUS_SQL = listTestsAsEqualities(`status IN ${UNSETTLED_STATUS_LIST_SQL}`);
 
 export function migrateToV9(db: Database): void {
   const definitions = db

@@ -1,7 +1,5 @@
 import { startThread } from "../../../ops/startThread.js";
-
-/** The checkpointer holds no rows: a tiny heap. */
-const CHECKPOINT_THREAD_HEAP_MB = 16;
+import { CHECKPOINT_THREAD_HEAP_MB } from "../../../ops/threadSettings.js";
 
 export type Checkpointer = {
   /** Asks for a checkpoint; requests made while one runs are folded into one more run after it. */

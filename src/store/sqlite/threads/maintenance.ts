@@ -1,6 +1,7 @@
 import { FatalError } from "../../../errors/base.js";
 import { startThread } from "../../../ops/startThread.js";
 import { createThreadCalls } from "../../../ops/threadCalls.js";
+import { MAINTENANCE_THREAD_HEAP_MB } from "../../../ops/threadSettings.js";
 import type { Database } from "../openDatabase.js";
 import { createReaderIndexes } from "../readerIndexes.js";
 import { createStagedAttribution } from "../stagedAttribution.js";
@@ -11,9 +12,6 @@ export type MaintenanceJob = "moveStagedAttribution" | "buildNextReaderIndex";
 export type MaintenanceRequest = { id: number; job: MaintenanceJob };
 /** `result`: the transactions moved, or the index built (null when none was missing). */
 export type MaintenanceReply = { id: number; result?: number | string | null; error?: string };
-
-/** The thread sorts on disk (readerIndexes.ts's sortingOnDisk) and holds no rows: a small heap. */
-const MAINTENANCE_THREAD_HEAP_MB = 16;
 
 /** Runs a job on `db`: the thread's connection, or the store's own (no live work, or an in-memory database). */
 export function maintenanceJobs(db: Database): (job: MaintenanceJob) => number | string | null {
@@ -31,8 +29,9 @@ export function maintenanceJobs(db: Database): (job: MaintenanceJob) => number |
  *
  * Writes wait: the window writer steps aside through the gate (holdWhile), and the store's own
  * writes run through `afterJobs`, without blocking the event loop. One job at a time; the thread
- * starts with the first job on it. With no live work on a store under MAINTENANCE_THREAD_FROM_LOGS
- * (`flashindex backfill`, where a thread's start only added to the run's end) and for an in-memory
+ * starts with the first job on it. In batch mode on a store under MAINTENANCE_THREAD_FROM_LOGS
+ * (ops/threadSettings.ts maintenanceOnThread: `flashindex backfill`, where a thread's start only
+ * added to the run's end) and for an in-memory
  * database (which cannot be shared with a thread), jobs run inline on the store's connection.
  */
 export function createMaintenance(db: Database, gate: LiveWriteGate) {
@@ -47,7 +46,7 @@ export function createMaintenance(db: Database, gate: LiveWriteGate) {
   return {
     /** The store's own writes run through this before they take the gate. */
     afterJobs,
-    /** Runs `job` after any running one, holding every other write back until it ends; on the thread `onThread` (maintenanceOnThread). */
+    /** Runs `job` after any running one, holding every other write back until it ends; on the thread `onThread` (ops/threadSettings.ts maintenanceOnThread). */
     run: (job: MaintenanceJob, options: { onThread: boolean }): Promise<number | string | null> =>
       afterJobs(async () => {
         if (!options.onThread || db.memory) return gate.hold(() => (inline ??= maintenanceJobs(db))(job));
@@ -63,18 +62,6 @@ export function createMaintenance(db: Database, gate: LiveWriteGate) {
     close: (): Promise<void> => afterJobs(async () => thread?.close()),
   };
 }
-
-/**
- * From this many logs stored, a bulk load's end runs on the thread even with no live work
- * (`flashindex backfill`): one index then takes over half a second (minutes at hundreds of
- * millions of logs), and on the main thread a SIGINT or SIGTERM waits unheard until the statement
- * returns. The thread's start is then a small part of the build (`maintenance-thread-start` in
- * scripts/bench/results/measurements.csv).
- */
-export const MAINTENANCE_THREAD_FROM_LOGS = 2_000_000;
-
-/** Whether a bulk load's end runs on the maintenance thread: beside live work, or past MAINTENANCE_THREAD_FROM_LOGS. */
-export const maintenanceOnThread = (besideLiveWork: boolean, storedLogs: number): boolean => besideLiveWork || storedLogs >= MAINTENANCE_THREAD_FROM_LOGS;
 
 function startMaintenanceThread(path: string) {
   const worker = startThread(import.meta.url, "maintenanceThread", { path }, { maxOldGenerationSizeMb: MAINTENANCE_THREAD_HEAP_MB });

@@ -1,4 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { serveThreadMessages } from "../../../ops/threadEntry.js";
 import { maintenanceJobs, type MaintenanceReply, type MaintenanceRequest } from "./maintenance.js";
 import { CACHE_SIZE_KIB, openWriterConnection } from "../openDatabase.js";
 
@@ -9,15 +10,13 @@ const db = openWriterConnection(path, CACHE_SIZE_KIB);
 /** Prepared with the first job, so a database that cannot run them says why in that job's reply. */
 let run: ReturnType<typeof maintenanceJobs> | undefined;
 
-parentPort!.on("message", (message: MaintenanceRequest | "close") => {
-  if (message === "close") {
-    db.close();
-    parentPort!.close();
-    return;
-  }
-  try {
-    parentPort!.postMessage({ id: message.id, result: (run ??= maintenanceJobs(db))(message.job) } satisfies MaintenanceReply);
-  } catch (error) {
-    parentPort!.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies MaintenanceReply);
-  }
-});
+serveThreadMessages<MaintenanceRequest>(
+  (message) => {
+    try {
+      parentPort!.postMessage({ id: message.id, result: (run ??= maintenanceJobs(db))(message.job) } satisfies MaintenanceReply);
+    } catch (error) {
+      parentPort!.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies MaintenanceReply);
+    }
+  },
+  () => db.close(),
+);

@@ -1,28 +1,16 @@
 import { buffersToMove } from "../../../decode/packedRows.js";
-import { attributionToMove } from "../attributionWriter.js";
 import { FatalError } from "../../../errors/base.js";
 import type { InsertCounts } from "../../types.js";
 import { startThread } from "../../../ops/startThread.js";
 import { createThreadCalls } from "../../../ops/threadCalls.js";
+import { windowWriterNice, WRITER_THREAD_HEAP_MB, WRITER_THREAD_YOUNG_MB, type ProcessMode } from "../../../ops/threadSettings.js";
 import type { Database } from "../openDatabase.js";
 import type { WindowWriter } from "../../store.js";
 import { createWindowCommit, windowFields } from "../windowCommit.js";
 import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWriterThread.js";
 import type { WalCheckpoints } from "../walCheckpoints.js";
 import type { LiveWriteGate } from "../writeGate.js";
-
-/** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
-const WRITER_THREAD_HEAP_MB = 64;
-/** Its young generation: windows arrive as whole cloned arrays and are short-lived; a small nursery suffices. */
-const WRITER_THREAD_YOUNG_MB = 8;
-/**
- * Its nice value (Linux) beside live writes (the daemon catching up), as the decode thread's
- * (windowDecoder.ts): the main thread, which receives and commits pre-confirmations, then waits
- * less for a core and the pre-confirmation p50 drops, for a backfill a few percent slower meanwhile
- * (`window-writer-nice` in scripts/bench/results/measurements.csv).
- */
-export const WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES = 19;
-
+import { attributionToMove } from "../../../decode/packedAttribution.js";
 
 /**
  * Commits backfill windows on a thread of their own, with a second connection to the same file:
@@ -35,14 +23,13 @@ export const WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES = 19;
  */
 export function createWindowWriter(
   db: Database,
-  options: { chainId: number; onThread: boolean; besideLiveWrites?: boolean | undefined; gate: LiveWriteGate; checkpoints: Pick<WalCheckpoints, "nudge"> },
+  options: { chainId: number; onThread: boolean; mode?: ProcessMode | undefined; gate: LiveWriteGate; checkpoints: Pick<WalCheckpoints, "nudge"> },
 ): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
     return { commit: async (window, now) => commit(window, now), close: async () => undefined };
   }
-  const nice = options.besideLiveWrites === true ? WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES : 0;
-  const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory, nice };
+  const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory, nice: windowWriterNice(options.mode ?? "batch") };
   const worker = startThread(import.meta.url, "windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
   const calls = createThreadCalls<WindowReply, InsertCounts>(worker, {
     thread: "window writer thread",

@@ -1,4 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { serveThreadMessages } from "../../../ops/threadEntry.js";
 import { niceThisThread } from "../../../ops/threadNice.js";
 import { openWriterConnection, resetWalWhenLarge } from "../openDatabase.js";
 import { createWindowCommit } from "../windowCommit.js";
@@ -15,22 +16,20 @@ niceThisThread(nice);
 const db = openWriterConnection(path);
 const commit = createWindowCommit(db, chainId, createWindowGate(gate));
 
-parentPort!.on("message", (message: WindowRequest | "close") => {
-  if (message === "close") {
-    db.close();
-    parentPort!.close();
-    return;
-  }
-  try {
-    parentPort!.postMessage({ id: message.id, counts: commit(message.window, message.now) } satisfies WindowReply);
-  } catch (error) {
-    parentPort!.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies WindowReply);
-    return;
-  }
-  try {
-    // After the reply (the window is committed; the main thread now nudges the checkpointer).
-    resetWalWhenLarge(db);
-  } catch {
-    // A reset that cannot run now (another checkpoint under way) runs after the next window; nothing is lost.
-  }
-});
+serveThreadMessages<WindowRequest>(
+  (message) => {
+    try {
+      parentPort!.postMessage({ id: message.id, counts: commit(message.window, message.now) } satisfies WindowReply);
+    } catch (error) {
+      parentPort!.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies WindowReply);
+      return;
+    }
+    try {
+      // After the reply (the window is committed; the main thread now nudges the checkpointer).
+      resetWalWhenLarge(db);
+    } catch {
+      // A reset that cannot run now (another checkpoint under way) runs after the next window; nothing is lost.
+    }
+  },
+  () => db.close(),
+);

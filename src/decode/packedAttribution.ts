@@ -1,0 +1,101 @@
+import { registryOfCode, type Attribution } from "./erc8021.js";
+import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
+
+/*
+ * Attribution packed as plain values (the layout is PackedAttribution's, store/types.ts), the way a
+ * window's rows are packed (packedRows.ts): built where a window is decoded, moved between threads,
+ * written by either backend.
+ */
+
+/** Values per transaction before its record count: the columns of `transactions`. */
+export const TRANSACTION_FIELDS = 14;
+/** Values per record: its tag, then the columns of `user_operations` or `attribution_codes` without the hash. */
+export const RECORD_FIELDS = 8;
+/** A record's tag: a user operation, or an attribution code. */
+export const OPERATION = 0;
+export const CODE = 1;
+
+/** op_index of the transaction's own calldata in attribution_codes. */
+const OWN_CALLDATA = -1;
+
+/** A window's attribution when it has none to record. */
+export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
+
+/** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */
+export function attributionToMove(packed: PackedAttribution): { packed: PackedAttribution; transfer: ArrayBuffer[] } {
+  const batches = packed.batches.map((batch) => (Array.isArray(batch) ? new TextEncoder().encode(JSON.stringify(batch)) : batch));
+  return { packed: { batches }, transfer: batches.map((batch) => batch.buffer) };
+}
+
+/** A batch's values (parsing the JSON of one that crossed threads). */
+export function valuesOf(batch: unknown[] | Uint8Array): unknown[] {
+  if (Array.isArray(batch)) return batch;
+  const values: unknown = JSON.parse(new TextDecoder().decode(batch));
+  if (!Array.isArray(values)) throw new Error("packed attribution: a moved batch does not hold an array");
+  return values;
+}
+
+/** Packs decoded attribution at `now` (unix ms, its fetched_at) into one batch of plain values. */
+export function packAttribution(transactions: readonly AttributedTransaction[], now: number): PackedAttribution {
+  const values: unknown[] = [];
+  for (const { chainId, tx, attribution } of transactions) {
+    const own = attribution.attribution;
+    const registry = own.kind === "codes" && own.schemaId === 1 ? own.registry : undefined;
+    values.push(
+      tx.hash, chainId, tx.from, tx.to, tx.input.length >= 10 ? tx.input.slice(0, 10) : null, (tx.input.length - 2) / 2, own.kind,
+      "schemaId" in own ? (own.schemaId ?? null) : null, registry?.address ?? null, registry === undefined ? null : registry.chainId.toString(),
+      own.kind === "malformed" ? own.reason : null, registryErrorOf(own), attribution.userOperations?.length ?? 0, now,
+    );
+    const countAt = values.push(0) - 1;
+    let records = 0;
+    const pushCodes = (opIndex: number, a: Attribution) => {
+      if (a.kind !== "codes") return;
+      a.codes.forEach((code, position) => {
+        const registry = registryOfCode(a, code);
+        const custom = registry.kind === "custom" ? registry.registry : undefined;
+        values.push(CODE, opIndex, position, code.code, code.role, registry.kind, custom?.chainId.toString() ?? null, custom?.address ?? null);
+        records++;
+      });
+    };
+    pushCodes(OWN_CALLDATA, own);
+    for (const op of attribution.userOperations ?? []) {
+      const a = op.attribution;
+      values.push(
+        OPERATION, op.userOpIndex, op.sender.toLowerCase(), op.aggregator?.toLowerCase() ?? null, a.kind,
+        "schemaId" in a ? (a.schemaId ?? null) : null, a.kind === "malformed" ? a.reason : null, registryErrorOf(a),
+      );
+      records++;
+      pushCodes(op.userOpIndex, a);
+    }
+    values[countAt] = records;
+  }
+  return { batches: [values] };
+}
+
+/** Packed attribution's rows per transaction, each row's values in its table's column order (store/sqlite/attributionWriter.ts ATTRIBUTION_COLUMNS), hash first. */
+export type UnpackedTransaction = { transaction: unknown[]; userOperations: unknown[][]; codes: unknown[][] };
+
+/** The rows packed attribution stands for, transaction by transaction. */
+export function unpackAttribution(packed: PackedAttribution): UnpackedTransaction[] {
+  const transactions: UnpackedTransaction[] = [];
+  for (const batch of packed.batches) unpackValues(valuesOf(batch), transactions);
+  return transactions;
+}
+
+function unpackValues(v: unknown[], transactions: UnpackedTransaction[]): void {
+  for (let i = 0; i < v.length; ) {
+    const unpacked: UnpackedTransaction = { transaction: v.slice(i, i + TRANSACTION_FIELDS), userOperations: [], codes: [] };
+    const records = v[i + TRANSACTION_FIELDS] as number;
+    i += TRANSACTION_FIELDS + 1;
+    for (let r = 0; r < records; r++, i += RECORD_FIELDS) {
+      const row = [unpacked.transaction[0], ...v.slice(i + 1, i + RECORD_FIELDS)];
+      (v[i] === OPERATION ? unpacked.userOperations : unpacked.codes).push(row);
+    }
+    transactions.push(unpacked);
+  }
+}
+
+/** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */
+function registryErrorOf(attribution: Attribution): string | null {
+  return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.registryError?.reason ?? null) : null;
+}
