@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
-import { createPublicClient, http, type LocalAccount } from "viem";
+import type { ClientEvmSigner } from "@x402/evm";
+import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { readTokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet } from "../../src/devnet/startDevnet.js";
@@ -40,7 +41,7 @@ export type SettleLatencyOptions = {
   facilitatorUrl: string;
   offer: ExactOffer;
   /** Payers, used in turn; each must hold `payments / payers.length` times the offer's amount. */
-  payers: readonly LocalAccount[];
+  payers: readonly ClientEvmSigner[];
   payments: number;
   concurrency: number;
   /** Extra request headers (e.g. `authorization: Bearer …` for a facilitator that wants one). */

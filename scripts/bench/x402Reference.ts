@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { x402Client, type ClientExtension } from "@x402/core/client";
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { toFacilitatorEvmSigner } from "@x402/evm";
+import { toFacilitatorEvmSigner, type ClientEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme as registerExactEvmClient } from "@x402/evm/exact/client";
 import { registerExactEvmScheme as registerExactEvmFacilitator } from "@x402/evm/exact/facilitator";
 import { BuilderCodeFacilitatorExtension } from "@x402/extensions/builder-code";
@@ -47,7 +47,7 @@ export function referenceRequirements(offer: ExactOffer): PaymentRequirements {
  * A reference x402 client paying with `account`: @x402/evm's exact scheme on every EVM network,
  * spend controls opened for `tokens` (by default the client pays only the reference's known assets).
  */
-export function referenceClient(account: LocalAccount, tokens: ReadonlyArray<{ chainId: number; token: Address }>): x402Client {
+export function referenceClient(account: ClientEvmSigner, tokens: ReadonlyArray<{ chainId: number; token: Address }>): x402Client {
   const client = new x402Client().setSpendControls({ allowedAssets: tokens.map(({ chainId, token }) => ({ network: `eip155:${chainId}` as const, asset: token })) });
   return registerExactEvmClient(client, { signer: account });
 }
@@ -58,7 +58,7 @@ export function referenceClient(account: LocalAccount, tokens: ReadonlyArray<{ c
  * the ones a resource server would declare in its PaymentRequired; `clientExtensions` enrich the
  * payload as the client's registered extensions do (e.g. builder-code's service codes).
  */
-export async function referencePaymentBody(account: LocalAccount, offer: ExactOffer, extensions: Record<string, unknown> = {}, clientExtensions: readonly ClientExtension[] = []) {
+export async function referencePaymentBody(account: ClientEvmSigner, offer: ExactOffer, extensions: Record<string, unknown> = {}, clientExtensions: readonly ClientExtension[] = []) {
   const requirements = referenceRequirements(offer);
   const client = referenceClient(account, [offer]);
   for (const extension of clientExtensions) client.registerExtension(extension);
@@ -73,6 +73,15 @@ export async function referencePaymentBody(account: LocalAccount, offer: ExactOf
     paymentPayload: PaymentPayload & { payload: { signature: string; authorization: Record<string, string> } };
     paymentRequirements: PaymentRequirements;
   };
+}
+
+/**
+ * A payer that is a smart-contract wallet (ERC-1271), such as the devnet's MiniWallet: payments name
+ * `wallet` as `from` and carry `owner`'s signature of the EIP-712 digest, which the wallet's
+ * isValidSignature accepts. The token checks it through the wallet, not by ecrecover.
+ */
+export function smartWalletSigner(owner: LocalAccount, wallet: Address): ClientEvmSigner {
+  return { address: wallet, signTypedData: (message) => owner.signTypedData(message as never) };
 }
 
 /** A listening HTTP server of the harness: its base URL and how to stop it (open connections included). */

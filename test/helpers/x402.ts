@@ -6,7 +6,8 @@ import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { paymentMiddleware } from "@x402/express";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import express from "express";
-import type { Address, LocalAccount } from "viem";
+import type { ClientEvmSigner } from "@x402/evm";
+import type { Address } from "viem";
 import { listen, referenceClient, type ExactOffer, type RunningServer } from "../../scripts/bench/x402Reference.js";
 
 /**
@@ -19,6 +20,7 @@ export {
   referenceClient,
   referencePaymentBody,
   referenceRequirements,
+  smartWalletSigner,
   startReferenceFacilitator,
   type ExactOffer,
   type ReferenceFacilitatorOptions,
@@ -83,7 +85,7 @@ export async function startResourceServer(options: ResourceServerOptions): Promi
  * fetch that pays 402 answers with the reference client, signing with `account`, for payments in
  * `tokens`; `clientExtensions` enrich each payment (e.g. BuilderCodeClientExtension).
  */
-export function payingFetch(account: LocalAccount, tokens: ReadonlyArray<{ chainId: number; token: Address }>, clientExtensions: readonly ClientExtension[] = []): typeof fetch {
+export function payingFetch(account: ClientEvmSigner, tokens: ReadonlyArray<{ chainId: number; token: Address }>, clientExtensions: readonly ClientExtension[] = []): typeof fetch {
   const client = referenceClient(account, tokens);
   for (const extension of clientExtensions) client.registerExtension(extension);
   return wrapFetchWithPayment(fetch, client);
