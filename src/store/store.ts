@@ -2,6 +2,7 @@ import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../decode/logRow.js";
 import type { AttributedTransaction } from "./attributionWriter.js";
+import type { CaptureStore } from "./captureStore.js";
 import type { BlockApplied, PreconfirmedStored } from "./lifecycle.js";
 import type { InsertCounts } from "./logWriter.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
@@ -135,6 +136,8 @@ export type Store = {
   listOrders: (filter?: { state?: OrderState | undefined }) => Promise<Order[]>;
   listTransitions: (orderId: number) => Promise<OrderTransition[]>;
   voidedThenCapturedSince: (afterId: number) => Promise<OrderTransition[]>;
+  /** The capture relay's intents and x402 payment ids (schema 12). */
+  readonly captures: CaptureStore;
   readMeta: (key: string) => Promise<string | undefined>;
   writeMeta: (key: string, value: string) => Promise<void>;
 
