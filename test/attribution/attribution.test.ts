@@ -2,7 +2,7 @@ import { Attribution as OxAttribution } from "ox/erc8021";
 import { createWalletClient, encodeFunctionData, http, toHex, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import { schema0Suffix, schema2Suffix } from "../../src/devnet/attributionSuffix.js";
+import { schema0Suffix, schema2Suffix } from "../../src/attribution/erc8021Suffix.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { miniAccountAbi, miniAccountBytecode } from "../../src/devnet/contracts/miniAccount.js";
 import { miniEntryPointAbi, miniEntryPointBytecode } from "../../src/devnet/contracts/miniEntryPoint.js";
