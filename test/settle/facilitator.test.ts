@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
-import { createPublicClient, http, keccak256, stringToHex, type Address, type Hex, type PublicClient } from "viem";
+import { createPublicClient, createWalletClient, http, keccak256, stringToHex, type Address, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
@@ -228,6 +228,40 @@ describe("flashindex as an x402 facilitator", () => {
     expect(conflict.body).toMatchObject({ success: false, errorReason: "payment_identifier_conflict" });
     expect(await authorizationState(buyer.address, other.paymentPayload.payload.authorization.nonce as Hex)).toBe(false);
   }, 60_000);
+
+  test("load: 200 payments from 20 payers at concurrency 20 through one relayer all land, no nonce gap, nothing sent twice", async () => {
+    const relayer = privateKeyToAccount(devnet.privateKeys[6]!).address;
+    const payers = Array.from({ length: 20 }, (_, i) => privateKeyToAccount(keccak256(stringToHex(`load payer ${i}`))));
+    // Payers only sign; the token is minted to them by the deployer.
+    const deployer = createWalletClient({ account: privateKeyToAccount(devnet.privateKeys[0]!), transport: http(devnet.httpUrl) });
+    let deployerNonce = await client.getTransactionCount({ address: deployer.account.address, blockTag: "pending" });
+    const mints = [];
+    for (const payer of payers)
+      mints.push(await deployer.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "mint", args: [payer.address, offer.amount * 10n], chain: null, nonce: deployerNonce++ }));
+    await waitFor(async () => ((await balanceOf(payers.at(-1)!.address)) === offer.amount * 10n ? true : undefined), 30_000, "the mints", 100);
+
+    const startNonce = await client.getTransactionCount({ address: relayer, blockTag: "latest" });
+    const bodies = await Promise.all(Array.from({ length: 200 }, (_, i) => paymentBody(payers[i % 20]!)));
+    const answers: Array<Record<string, unknown>> = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (next < bodies.length) answers.push((await post("settle", bodies[next++]!)).body);
+      }),
+    );
+    expect(answers.filter((a) => a.success !== true), JSON.stringify(answers.find((a) => a.success !== true))).toEqual([]);
+    const hashes = new Set(answers.map((a) => a.transaction as Hex));
+    expect(hashes.size).toBe(200);
+
+    // Every one in a block, the relayer's nonces exactly 200 further, none left pending: no gap, no second broadcast that landed.
+    await waitFor(async () => ((await client.getTransactionCount({ address: relayer, blockTag: "latest" })) === startNonce + 200 ? true : undefined), 60_000, "200 relayer transactions mined", 200);
+    expect(await client.getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(startNonce + 200);
+    for (const body of bodies) expect(await authorizationState(body.paymentPayload.payload.authorization.from as Address, body.paymentPayload.payload.authorization.nonce as Hex)).toBe(true);
+    const nonces = new Set(bodies.map((b) => (b.paymentPayload.payload.authorization.nonce as string).toLowerCase()));
+    await waitFor(() => (orderRows().filter((o) => nonces.has(o.nonce) && o.state === "captured").length === 200 ? true : undefined), 60_000, "200 captured orders", 200);
+    expect(new Set(orderRows().filter((o) => nonces.has(o.nonce)).map((o) => o.event_tx_hash))).toEqual(hashes);
+    expect(mints).toHaveLength(20);
+  }, 300_000);
 
   test("hostile bodies: not JSON is 400, an oversized body 413, another route 404; none reaches the chain", async () => {
     const notJson = await fetch(`${facilitatorUrl}/settle`, { method: "POST", body: "{nope" });
