@@ -1,5 +1,5 @@
 import type { Address, Hex } from "viem";
-import type { CaptureIntent, CaptureTransaction, Order } from "./orderStates.js";
+import type { CaptureIntent, CaptureStatus, CaptureTransaction, Order } from "./orderStates.js";
 
 /** A payment-identifier (x402 extension) bound to the payload it first came with, and the order it settled. */
 export type PaymentIdBinding = { paymentId: string; fingerprint: string; orderId: number };
@@ -31,3 +31,39 @@ export type CaptureStore = {
   bindPaymentId: (binding: PaymentIdBinding, now: number) => Promise<PaymentIdBinding>;
   getPaymentId: (paymentId: string) => Promise<PaymentIdBinding | undefined>;
 };
+
+/** Row of `order_captures` (schema 12). */
+export type CaptureRow = {
+  order_id: number;
+  relayer: Address;
+  relayer_nonce: number;
+  tx_hash: Hex;
+  raw_tx: Hex;
+  max_fee_per_gas: string;
+  max_priority_fee_per_gas: string;
+  replaced_tx_hashes: string;
+  status: CaptureStatus;
+  broadcasts: number;
+  last_broadcast_at: number | null;
+  created_at: number;
+  updated_at: number;
+};
+
+/** Maps a row of `order_captures` (either backend's column names) to the intent. */
+export function toCaptureIntent(row: CaptureRow): CaptureIntent {
+  return {
+    orderId: Number(row.order_id),
+    relayer: row.relayer,
+    relayerNonce: Number(row.relayer_nonce),
+    txHash: row.tx_hash,
+    rawTx: row.raw_tx,
+    maxFeePerGas: BigInt(row.max_fee_per_gas),
+    maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas),
+    replacedTxHashes: JSON.parse(row.replaced_tx_hashes) as Hex[],
+    status: row.status,
+    broadcasts: Number(row.broadcasts),
+    lastBroadcastAt: row.last_broadcast_at === null ? null : Number(row.last_broadcast_at),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}

@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { FatalError } from "../../errors/base.js";
-import type { CaptureStore, PaymentIdBinding } from "../captureStore.js";
-import { toCaptureIntent } from "../orderCaptures.js";
+import { toCaptureIntent, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent } from "../orderStates.js";
 import { postgresOrders } from "./orders.js";
 

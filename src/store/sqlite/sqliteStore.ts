@@ -1,0 +1,185 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { statSync } from "node:fs";
+import type { Metrics } from "../../ops/metrics.js";
+import { createAttributionWriter } from "./attributionWriter.js";
+import { createAuthorizationStates } from "./authorizationStates.js";
+import { createCommitSignal } from "../commitSignal.js";
+import { createLifecycle } from "./lifecycle.js";
+import { createMaintenance, maintenanceOnThread } from "./threads/maintenance.js";
+import type { Database } from "./openDatabase.js";
+import * as orders from "./orders.js";
+import { createSqliteCaptures } from "./orderCaptures.js";
+import { createReaderIndexes } from "./readerIndexes.js";
+import { createStagedAttribution } from "./stagedAttribution.js";
+import { saveRegistration } from "./registrations.js";
+import { readStatusSnapshot } from "./statusPageQueries.js";
+import { countRowsByStatus } from "./statusQueries.js";
+import type { Store } from "../store.js";
+import { createSyncedRanges } from "./syncedRanges.js";
+import { timed, type WriteKind } from "../timedWrite.js";
+import { createWalCheckpoints } from "./walCheckpoints.js";
+import { createSqliteWebhookOutbox } from "./webhookOutbox.js";
+import { createWindowWriter } from "./threads/windowWriter.js";
+import { createLiveWriteGate, createWriteGateMemory } from "./writeGate.js";
+import type { BlockApplied, WebhookOutbox } from "../types.js";
+
+export type SqliteStoreDeps = {
+  db: Database;
+  chainId: number;
+  metrics: Pick<Metrics, "dbWriteDuration">;
+  /** Runs after the connection is closed (the writer lock's release). */
+  onClose?: (() => void) | undefined;
+};
+
+/**
+ * The Store over one better-sqlite3 connection. Its work is synchronous (SQLite in process is faster
+ * so than any round trip); the async methods only wrap it. Backfill windows keep their fast path: a
+ * writer thread with a connection of its own (windowWriter.ts). Every write of this connection goes
+ * through the live-write gate (writeGate.ts): while a window commits on that thread, a live write
+ * waits for the thread to step aside, not for the whole window. Beside live work, a bulk load's end
+ * (staged attribution's move, the reader indexes' build) runs on a thread of its own
+ * (maintenance.ts); this connection's writes wait for each of its jobs without blocking the event loop.
+ */
+export function createSqliteStore(deps: SqliteStoreDeps): Store {
+  const { db, chainId, metrics } = deps;
+  const lifecycle = createLifecycle(db);
+  const synced = createSyncedRanges(db, chainId);
+  const attribution = createAttributionWriter(db);
+  const authorizationState = createAuthorizationStates(db, chainId);
+  const indexes = createReaderIndexes(db);
+  const gate = createLiveWriteGate(createWriteGateMemory());
+  const checkpoints = createWalCheckpoints(db);
+  /** A bulk load's end, beside live work on a thread of its own (maintenance.ts); this connection's writes wait for it without blocking. */
+  const maintenance = createMaintenance(db, gate);
+  /** Every write of this connection: after any maintenance job, through the gate. */
+  const hold = <T>(work: () => T): Promise<T> => maintenance.afterJobs(() => gate.hold(work));
+  /** Tells the webhook sender (Store.onCommit) after each write transaction. */
+  const committed = createCommitSignal();
+  const afterCommit = <T>(result: T): T => (committed.notify(), result);
+  /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
+  const write = <T>(kind: WriteKind, work: () => T): Promise<T> =>
+    maintenance.afterJobs(() => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()))));
+  const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
+  /** Where a bulk load's end runs (maintenance.ts): on the thread beside live writes, or once the store is large. */
+  const onThread = (besideLiveWrites: boolean | undefined) => maintenanceOnThread(besideLiveWrites === true, maxLogId.get() as number);
+  const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
+  // Prepared on first use: a read-only store never writes.
+  const writeMeta = (key: string, value: string) =>
+    hold(() => db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value));
+  // Each order operation opens its own transaction (orders.ts).
+  const timedOrders = <T>(work: () => T): Promise<T> => maintenance.afterJobs(() => afterCommit(timed(metrics, "orders", () => gate.hold(work))));
+  // Prepared on first use, as writeMeta: a read-only store may open a file older than the staging tables.
+  let staged: ReturnType<typeof createStagedAttribution> | undefined;
+  const stagedAttribution = () => (staged ??= createStagedAttribution(db));
+  let closed = false;
+  let outbox: WebhookOutbox | undefined;
+  const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, hold));
+
+  return {
+    backend: "sqlite",
+    location: db.name,
+    syncedRanges: async (token) => synced.list(token),
+    checkpoint: async (token, startBlock) => synced.checkpoint(token, startBlock),
+    // Ids only grow: the highest one counts the rows ever stored, cheaper than COUNT(*) and close enough.
+    storedLogCount: async () => maxLogId.get() as number,
+    sizeBytes: async () => fileSizes(db.name),
+    openWindowWriter: ({ bulk, besideLiveWrites }) => {
+      const writer = createWindowWriter(db, { chainId, onThread: bulk, besideLiveWrites, gate, checkpoints });
+      return { ...writer, commit: (window, now) => maintenance.afterJobs(() => writer.commit(window, now)).then(afterCommit) };
+    },
+    readerIndexes: {
+      missing: async () => indexes.missing(),
+      drop: async () => hold(() => indexes.drop()),
+      async build(options = {}) {
+        // One index per job, a turn of the event loop between them: live writes wait for one index, not for all of them.
+        const built: string[] = [];
+        while (options.signal?.aborted !== true) {
+          const name = await maintenance.run("buildNextReaderIndex", { onThread: onThread(options.besideLiveWrites) });
+          if (typeof name !== "string") break;
+          built.push(name);
+          // An index is pages, not changed rows: the store's look at its writes would not see it.
+          checkpoints.nudge();
+          await yieldToEventLoop();
+        }
+        lifecycle.readerIndexesBuilt();
+        return built;
+      },
+    },
+
+    stagedAttribution: {
+      pending: async () => stagedAttribution().pending(),
+      move: async (options = {}) => {
+        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution", { onThread: onThread(options.besideLiveWrites) })));
+        checkpoints.nudge();
+        return moved as number;
+      },
+    },
+
+    applyChainChange: async (change, now) =>
+      write(change.kind, () => {
+        let removed = 0;
+        const blocks: BlockApplied[] = [];
+        for (const block of change.orphaned) removed += lifecycle.removeBlock(block, now);
+        for (const block of change.blocks) {
+          if (block.canonicalHash !== undefined) removed += lifecycle.removeOtherBranches(block.number, block.canonicalHash, now);
+          blocks.push(lifecycle.applyCanonicalBlock(block.number, block.rows, now, change.stillPending));
+        }
+        for (const { token, range } of change.synced) synced.add(token, range);
+        return { removed, blocks };
+      }),
+    insertPreconfirmed: async (rows, now) => write("preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
+    preconfirmedThrough: async (blockNumber) => lifecycle.preconfirmedThrough(blockNumber),
+    finalizeThrough: async (blockNumber, now) => write("finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
+    removeLog: async (log, now) => write("removed_flag", () => lifecycle.removeLog(log, now)),
+    unsettledBlocks: async () => lifecycle.unsettledBlocks(),
+
+    unattributed: async (txHashes) => attribution.unstored(txHashes),
+    insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
+    saveRegistration: async (wallet, code, now) => hold(() => saveRegistration(db, wallet, code, now)),
+
+    addOrder: async (order, now) => timedOrders(() => orders.addOrder(db, order, now)),
+    voidOrder: async (id, now) => timedOrders(() => orders.voidOrder(db, id, now)),
+    expireOrders: async (now) => timedOrders(() => orders.expireOrders(db, now)),
+    getOrder: async (id) => orders.getOrder(db, id),
+    listOrders: async (filter) => orders.listOrders(db, filter),
+    listTransitions: async (orderId) => orders.listTransitions(db, orderId),
+    voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(db, afterId),
+    captures: createSqliteCaptures(db, (work) => timedOrders(() => db.transaction(work).immediate())),
+    readMeta: async (key) => readMeta.get(key) as string | undefined,
+    writeMeta: async (key, value) => void writeMeta(key, value),
+
+    authorizationState: async (token, authorizer, nonce) => authorizationState(token, authorizer, nonce),
+    countRowsByStatus: async (token) => countRowsByStatus(db, chainId, token),
+    statusSnapshot: (tokens, now) => readStatusSnapshot(db, chainId, tokens, now, webhooks()),
+    // Note: on the store's own connection (the main thread's): each outbox call is a short
+    // transaction, and the bulk backfill commits on a thread with a connection of its own.
+    // Prepared on first use, like writeMeta.
+    get webhooks() {
+      return webhooks();
+    },
+
+    onCommit: (listener) => committed.subscribe(listener),
+    isClosed: () => closed,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await maintenance.close();
+      await checkpoints.close();
+      db.close();
+      deps.onClose?.();
+    },
+  };
+}
+
+/** The database file and its WAL, in bytes (an in-memory database or a file not created yet: 0). */
+function fileSizes(path: string): number {
+  let size = 0;
+  for (const file of [path, `${path}-wal`]) {
+    try {
+      size += statSync(file).size;
+    } catch {
+      // Not created yet, or ":memory:".
+    }
+  }
+  return size;
+}

@@ -1,0 +1,62 @@
+import type { Database } from "better-sqlite3";
+import type { Hex } from "viem";
+import { createSyncedRanges } from "./syncedRanges.js";
+import type { StatusSnapshot, StatusTokens, WebhookOutbox } from "../types.js";
+
+/** Lead times are read from at most this many blocks below the newest (2 h of Base blocks), then cut to the last hour. */
+export const LEAD_TIME_MAX_BLOCKS = 3_600;
+export const LEAD_TIME_WINDOW_MS = 3_600_000;
+export const RECENT_PAYMENTS = 20;
+export const RECENT_REMOVALS = 20;
+export const RECENT_WEBHOOK_ATTEMPTS = 10;
+
+/** A token's backfill progress: its checkpoint, or null before its first indexed block. */
+export function tokenProgress(t: StatusTokens[number], checkpoint: number): StatusSnapshot["tokens"][number] {
+  return { token: t.address, label: t.label ?? null, startBlock: t.startBlock, checkpoint: checkpoint < t.startBlock ? null : checkpoint };
+}
+
+/**
+ * What the status page shows from a SQLite database (Postgres: postgres/statusSnapshot.ts), each read
+ * bounded by an index (rowid order, partial indexes, a block range): cheap enough to run on every
+ * refresh beside a large table.
+ */
+export async function readStatusSnapshot(db: Database, chainId: number, tokens: StatusTokens, now: number, outbox: WebhookOutbox): Promise<StatusSnapshot> {
+  const ranges = createSyncedRanges(db, chainId);
+  const newestBlock = db.prepare("SELECT MAX(block_number) FROM logs").pluck().get() as number | null;
+  const leadTimesMs =
+    newestBlock === null
+      ? []
+      : (db
+          .prepare(
+            `SELECT confirmed_at - preconfirmed_at FROM logs
+             WHERE block_number >= ? AND preconfirmed_at IS NOT NULL AND confirmed_at >= ? AND status IN ('confirmed', 'finalized')`,
+          )
+          .pluck()
+          .all(newestBlock - LEAD_TIME_MAX_BLOCKS, now - LEAD_TIME_WINDOW_MS) as number[]);
+  const payments = db
+    .prepare(
+      `SELECT t.token, t.from_address AS "from", t.to_address AS "to", t.value, t.status, t.block_number AS blockNumber, t.tx_hash AS txHash,
+         (SELECT group_concat(c.code, ', ') FROM attribution_codes c WHERE c.tx_hash = t.tx_hash) AS codes
+       FROM transfers t ORDER BY t.log_id DESC LIMIT ?`,
+    )
+    .all(RECENT_PAYMENTS) as StatusSnapshot["payments"];
+  const removals = db
+    .prepare(
+      `SELECT status, block_number AS blockNumber, tx_hash AS txHash, removed_at AS removedAt FROM logs
+       WHERE removed_at IS NOT NULL ORDER BY removed_at DESC LIMIT ?`,
+    )
+    .all(RECENT_REMOVALS) as StatusSnapshot["removals"];
+  const orders = db.prepare("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state").all() as StatusSnapshot["orders"];
+  const voidedThenCaptured = db.prepare("SELECT COUNT(*) FROM orders WHERE state = 'captured' AND offchain_state = 'voided_offchain'").pluck().get() as number;
+  return {
+    tokens: tokens.map((t) => tokenProgress(t, ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock))),
+    newestBlock,
+    leadTimesMs,
+    payments,
+    removals,
+    orders,
+    voidedThenCaptured,
+    webhooks: await outbox.backlog(),
+    webhookAttempts: await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS),
+  };
+}

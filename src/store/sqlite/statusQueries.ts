@@ -1,0 +1,16 @@
+import type { Database } from "better-sqlite3";
+import type { Hex } from "viem";
+import type { TokenCounts } from "../types.js";
+
+/** Row counts of one token by lifecycle status, for `flashindex status`. */
+export function countRowsByStatus(db: Database, chainId: number, token: Hex): TokenCounts[] {
+  return db
+    .prepare(
+      `SELECT status, SUM(is_transfer) AS transfers, SUM(1 - is_transfer) AS authorizations FROM (
+         SELECT status, 1 AS is_transfer FROM transfers WHERE chain_id = ? AND token = ?
+         UNION ALL
+         SELECT status, 0 FROM authorization_events WHERE chain_id = ? AND token = ?)
+       GROUP BY status ORDER BY status`,
+    )
+    .all(chainId, token, chainId, token) as TokenCounts[];
+}
