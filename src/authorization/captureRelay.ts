@@ -1,7 +1,7 @@
 import { getAddress, isAddressEqual, keccak256, parseTransaction, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
-import { RetryableError, UsageError } from "../errors/base.js";
+import { BaseError, RetryableError, UsageError } from "../errors/base.js";
 import { CaptureFundsError, CaptureRevertedError, CaptureTimeoutError, ReceivePayeeError } from "../errors/capture.js";
 import { RpcRequestError } from "../errors/rpc.js";
 import type { Logger } from "../ops/logger.js";
@@ -100,8 +100,9 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       await rpc("sending the capture", () => client.request("eth_sendRawTransaction", [rawTx]));
       return "accepted";
     } catch (error) {
-      if (!(error instanceof RpcRequestError)) throw error;
-      const message = error.shortMessage;
+      // Note: anvil answers a re-sent transaction with code -32003 "transaction already imported",
+      // which the RPC client takes for a temporary failure: the node's words decide, whatever the class.
+      const message = messagesOf(error);
       if (/already known|known transaction|already imported|already exists|already in (?:the )?pool/i.test(message)) return "known";
       if (/nonce too low|nonce has already been used|old nonce/i.test(message)) return "nonce_used";
       if (/underpriced|replacement/i.test(message)) return "nonce_taken";
@@ -322,3 +323,10 @@ export function callOf(order: Order): CaptureCall {
 }
 
 const max = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+
+/** The messages of an error and of its causes, joined: a node's reason may sit under a retry wrapper. */
+function messagesOf(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error; e instanceof Error && parts.length < 8; e = e.cause) parts.push(e instanceof BaseError ? e.shortMessage : e.message);
+  return parts.join(" <- ");
+}

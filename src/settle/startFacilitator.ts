@@ -1,4 +1,3 @@
-import { writeFileSync, rmSync } from "node:fs";
 import { numberToHex, parseEther, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { startCaptureDriver } from "../authorization/captureDriver.js";
@@ -9,6 +8,7 @@ import { runsDevnet } from "../config/parseConfig.js";
 import { ConfigError } from "../errors/base.js";
 import type { Store } from "../store/store.js";
 import { createFacilitator } from "./facilitator.js";
+import { facilitatorRecordPath, removeFacilitatorRecord, writeFacilitatorRecord } from "./facilitatorRecord.js";
 import { startFacilitatorServer } from "./facilitatorServer.js";
 import { evmNetwork } from "./wire.js";
 
@@ -66,18 +66,13 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
     network: evmNetwork(deps.config.chainId),
   });
   deps.shutdown.add(() => server.close());
-  const recordPath = facilitatorRecordPath(deps.config.database.path);
   if (deps.config.database.url === undefined) {
-    writeFileSync(recordPath, `${JSON.stringify({ pid: process.pid, url: server.url, relayer: relayer.address, settle_waits_for: settings.settleWaitsFor }, null, 2)}\n`);
-    deps.shutdown.add(() => rmSync(recordPath, { force: true }));
+    const recordPath = facilitatorRecordPath(deps.config.database.path);
+    writeFacilitatorRecord(recordPath, { pid: process.pid, url: server.url, relayer: relayer.address, settleWaitsFor: settings.settleWaitsFor });
+    deps.shutdown.add(() => removeFacilitatorRecord(recordPath, process.pid));
   }
   deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, settle_waits_for: settings.settleWaitsFor, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
   return { facilitatorUrl: server.url };
-}
-
-/** `data/devnet.db` → `data/devnet.facilitator.json`: where a running daemon's facilitator answers. */
-export function facilitatorRecordPath(databasePath: string): string {
-  return `${databasePath.replace(/\.[^./]*$/, "")}.facilitator.json`;
 }
 
 /** A devnet-only relayer: anvil's mnemonic at an index no demo part uses, given ETH for gas. */

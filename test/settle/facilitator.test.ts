@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { facilitatorRecordPath } from "../../src/settle/startFacilitator.js";
-import { spawnCli, writeConfig } from "../helpers/cli.js";
+import { facilitatorRecordPath } from "../../src/settle/facilitatorRecord.js";
+import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";
 import { waitFor } from "../helpers/fixtures.js";
 import { startWebhookReceiver } from "../helpers/webhookReceiver.js";
 import { payingFetch, PAID_BODY, paymentResponseOf, referencePaymentBody, startResourceServer, type ExactOffer, type RunningServer } from "../helpers/x402.js";
@@ -99,6 +99,9 @@ beforeAll(async () => {
   );
   facilitatorUrl = started;
   expect(JSON.parse(readFileSync(facilitatorRecordPath(dbPath), "utf8"))).toMatchObject({ url: facilitatorUrl, pid: daemon.pid });
+  const status = await runCli(["status", "--config", configPath, "--json"]);
+  expect(status.code, status.stderr).toBe(0);
+  expect(JSON.parse(status.stdout)).toMatchObject({ facilitator_url: facilitatorUrl });
 }, 60_000);
 
 afterAll(async () => {
