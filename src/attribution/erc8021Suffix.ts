@@ -1,4 +1,6 @@
-import { bytesToHex, stringToHex, toHex, type Hex } from "viem";
+// ox's Hex module, not viem's index: the daemon's start must not load viem (test/cli/startupImports.test.ts).
+import { fromBytes, fromNumber, fromString } from "ox/Hex";
+import type { Hex } from "viem";
 import { ERC8021_MARKER } from "../decode/erc8021.js";
 
 /**
@@ -22,7 +24,7 @@ export function schema0Suffix(codes: readonly string[]): Hex {
   for (const code of codes) assertCode(code);
   const text = codes.join(",");
   if (text.length > MAX_SCHEMA0_CODES_BYTES) throw new Error(`schema 0 codes exceed ${MAX_SCHEMA0_CODES_BYTES} bytes`);
-  return `${stringToHex(text)}${toHex(text.length, { size: 1 }).slice(2)}00${MARKER_HEX}`;
+  return `${fromString(text)}${fromNumber(text.length, { size: 1 }).slice(2)}00${MARKER_HEX}`;
 }
 
 /** The codes of a schema 2 suffix; each is optional, `services` is written as a CBOR array. */
@@ -42,7 +44,7 @@ export function schema2Suffix(codes: Schema2Codes): Hex {
   }
   const map = concat([Uint8Array.of(0xa0 + entries.length / 2), ...entries]);
   if (map.length > MAX_SCHEMA2_CBOR_BYTES) throw new Error(`schema 2 CBOR exceeds ${MAX_SCHEMA2_CBOR_BYTES} bytes`);
-  return `${bytesToHex(map)}${toHex(map.length, { size: 2 }).slice(2)}02${MARKER_HEX}`;
+  return `${fromBytes(map)}${fromNumber(map.length, { size: 2 }).slice(2)}02${MARKER_HEX}`;
 }
 
 /** A code as the decoder accepts it: 1+ characters of printable ASCII (0x20..0x7E), no comma. */

@@ -10,6 +10,7 @@ import type { SettleResponse, VerifyResponse } from "./wire.js";
  * JSON gets 400; HTTPFacilitatorClient turns both into VerifyError / SettleError from the body.
  */
 
+/** HTTP statuses of the answers: a result (refusals included), a body that is not JSON, a payment-identifier conflict. */
 export const ANSWER_STATUS = { ok: 200, notJson: 400, conflict: 409 } as const;
 
 /** The HTTP status a refusal goes out with. */

@@ -1,4 +1,5 @@
-import { isAddressEqual, type Address } from "viem";
+import { isEqual as isAddressEqual } from "ox/Address";
+import type { Address } from "viem";
 import { INVALID_REASONS as R, refuse, type Refusal } from "./invalidReasons.js";
 import { evmNetwork, type ExactPaymentRequest } from "./wire.js";
 

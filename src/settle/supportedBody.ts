@@ -1,4 +1,5 @@
-import { getAddress, type Address } from "viem";
+import { checksum } from "ox/Address";
+import type { Address } from "viem";
 import type { FacilitatorToken } from "./exactFieldChecks.js";
 import { ASSET_TRANSFER_EIP3009, EVM_SIGNER_FAMILY, SCHEME_EXACT, X402_VERSION, evmNetwork, type SupportedResponse } from "./wire.js";
 
@@ -26,9 +27,9 @@ export function buildSupportedBody(input: SupportedInput): SupportedResponse {
       x402Version: X402_VERSION,
       scheme: SCHEME_EXACT,
       network,
-      extra: { asset: getAddress(token.address), name: token.name, version: token.version, assetTransferMethod: ASSET_TRANSFER_EIP3009 },
+      extra: { asset: checksum(token.address), name: token.name, version: token.version, assetTransferMethod: ASSET_TRANSFER_EIP3009 },
     })),
     extensions: [...new Set(input.extensions)],
-    signers: { [EVM_SIGNER_FAMILY]: [...new Set(input.signers.map((signer) => getAddress(signer)))] },
+    signers: { [EVM_SIGNER_FAMILY]: [...new Set(input.signers.map((signer) => checksum(signer)))] },
   };
 }

@@ -1,6 +1,6 @@
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { BuilderCodeClientExtension, builderCodeResourceServerExtension, declareBuilderCodeExtension } from "@x402/extensions/builder-code";
-import { createPublicClient, getAddress, http, parseAbi, parseEventLogs, parseUnits, type Address, type Hex } from "viem";
+import { createPublicClient, createWalletClient, getAddress, http, parseAbi, parseEventLogs, parseUnits, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { decodeAttribution } from "../../src/decode/erc8021.js";
@@ -8,9 +8,10 @@ import { readTokenDomain, signTransferAuthorization } from "../../src/authorizat
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
+import { deployMiniWallet } from "../../src/devnet/deployWallet.js";
 import { checkExactFields } from "../../src/settle/exactFieldChecks.js";
 import { parseFacilitatorRequest } from "../../src/settle/parseRequest.js";
-import { PAID_BODY, payingFetch, referencePaymentBody, paymentResponseOf, startReferenceFacilitator, startResourceServer, type ExactOffer, type RunningServer } from "../helpers/x402.js";
+import { PAID_BODY, payingFetch, referencePaymentBody, smartWalletSigner, paymentResponseOf, startReferenceFacilitator, startResourceServer, type ExactOffer, type RunningServer } from "../helpers/x402.js";
 
 /**
  * The harness of test/helpers/x402.ts proven end to end on a real anvil with the repo's token: the
@@ -127,5 +128,24 @@ describe("the x402 reference harness", () => {
       expect({ what, reason: ours }).toEqual({ what, reason: reference.invalidReason });
       expect(reference.isValid).toBe(false);
     }
+  }, 60_000);
+
+  test("a smart-contract wallet (ERC-1271) buys GET /paid through the reference facilitator", async () => {
+    const owner = privateKeyToAccount(ANVIL_PRIVATE_KEYS[4] as Hex);
+    const wallet = await deployMiniWallet({ rpcUrl: anvil.httpUrl, privateKey: ANVIL_PRIVATE_KEYS[0] as Hex, owner: owner.address });
+    const chain = createPublicClient({ transport: http(anvil.httpUrl) });
+    const deployer = createWalletClient({ account: privateKeyToAccount(ANVIL_PRIVATE_KEYS[0] as Hex), transport: http(anvil.httpUrl) });
+    await chain.waitForTransactionReceipt({ hash: await deployer.writeContract({ address: offer.token, abi: flashTestTokenAbi, functionName: "mint", args: [wallet, offer.amount], chain: null }) });
+    const shop = await startResourceServer({ facilitatorUrl: facilitator.url, offer });
+    open.push(shop);
+
+    const response = await payingFetch(smartWalletSigner(owner, wallet), [offer])(`${shop.url}/paid`);
+    expect(response.status).toBe(200);
+    const settlement = paymentResponseOf(response)!;
+    expect(settlement).toMatchObject({ success: true, payer: wallet });
+    const receipt = await chain.getTransactionReceipt({ hash: settlement.transaction as Hex });
+    const transfer = parseEventLogs({ abi: EVENTS_ABI, logs: receipt.logs, eventName: "Transfer" });
+    expect(transfer.map((event) => event.args)).toEqual([{ from: wallet, to: SHOP, value: offer.amount }]);
+    expect(await chain.readContract({ address: offer.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [wallet] })).toBe(0n);
   }, 60_000);
 });
