@@ -17,6 +17,7 @@ import { builderCodeSuffix, readPayloadBuilderCodes } from "./builderCode.js";
 import { checkExactFields, type ExactPolicy, type FacilitatorToken } from "./exactFieldChecks.js";
 import { INVALID_REASONS as R, refuse, type Refusal } from "./invalidReasons.js";
 import { parseFacilitatorRequest } from "./parseRequest.js";
+import { refusalOfFailedSimulation } from "./simulationRefusal.js";
 import { paymentIdentifierConflict, readPaymentIdentifier } from "./paymentIdentifier.js";
 import { buildSupportedBody } from "./supportedBody.js";
 import { BUILDER_CODE_EXTENSION, evmNetwork, PAYMENT_IDENTIFIER_EXTENSION, type ExactPaymentRequest, type SettleResponse, type SupportedResponse, type VerifyResponse } from "./wire.js";
@@ -84,7 +85,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     try {
       await simulateCapture(client, { token: token.address, kind: "transfer", ...authorization, signature: request.signature }, deps.relayer);
     } catch (error) {
-      if (error instanceof CaptureRevertedError) return refuse(R.simulationFailed, `the token refuses the transfer: ${error.reason}`);
+      if (error instanceof CaptureRevertedError) return refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
       throw error;
     }
     return undefined;
