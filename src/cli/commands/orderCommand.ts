@@ -47,9 +47,9 @@ export const ORDER_COMMAND = defineCommand({
   summary: "add, void, capture, show and list merchant orders (signed authorizations)",
   usage: "<add|void|capture|show|list> [options]",
   description: `Merchant orders: signed EIP-3009 transfer authorizations kept off chain in the database, with their
-state (authorized, voided_offchain, capturing, captured, canceled, expired). The daemon moves orders to
-captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired when
-validBefore passes unused.
+state (authorized, voided_offchain, capturing, captured, canceled, expired). The daemon moves
+orders to captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired
+when validBefore passes unused.
 
   order add --token T --from A --to B --value V --valid-after N --valid-before N
             --nonce 0x.. --signature 0x.. [--kind transfer|receive]
@@ -57,13 +57,13 @@ validBefore passes unused.
       configured RPC, or the running devnet's with a devnet config) and stores the order. A --from
       with code (a smart-contract wallet, or an EOA delegated under EIP-7702) must answer ERC-1271
       isValidSignature with 0x1626ba7e, and its signature may have any length; a --from without code
-      needs a 65-byte ECDSA signature, v 27/28 (0/1 are stored as 27/28), low s. Then the token's own
-      call is simulated (eth_call from --to on the pre-confirmed state): validity window, balance,
-      nonce, pause, a wallet whose check behaves differently inside the token. Exit 1 when the
-      signer is not --from or the token would refuse the authorization now.
+      needs a 65-byte ECDSA signature, v 27/28 (0/1 are stored as 27/28), low s. Then the
+      token's own call is simulated (eth_call from --to on the pre-confirmed state): validity
+      window, balance, nonce, pause, a wallet whose check behaves differently inside the token.
+      Exit 1 when the signer is not --from or the token would refuse the authorization now.
       'flashindex devnet sign-authorization' prints these flags for a devnet key.
-  order void <id>      marks an authorized order voided off chain (its signature is never submitted);
-                       refused once a capture is under way (capturing)
+  order void <id>      marks an authorized order voided off chain (its signature is never
+                       submitted); refused once a capture is under way (capturing)
   order capture <id> [--confirmations N]
       Submits the authorization: transferWithAuthorization (receiveWithAuthorization for --kind
       receive orders, which the token accepts only from the payee: the relayer key must be the
@@ -73,8 +73,9 @@ validBefore passes unused.
       reports the stored transaction and re-sends its same bytes if the node lost them. The daemon
       (start) re-sends a dropped or reorged-out capture while it can still land, replaces one stuck
       unconfirmed (same nonce, higher fee), and moves the order to captured as the event arrives.
-      Waits until pre-confirmed, or --confirmations canonical blocks (timeout: cancel.receiptTimeoutMs).
-      Relayer key: ${RELAYER_KEY_ENV} or --relayer-key-file PATH (never an argument, never printed).
+      Waits until pre-confirmed, or --confirmations canonical blocks (timeout:
+      cancel.receiptTimeoutMs). Relayer key: ${RELAYER_KEY_ENV} or --relayer-key-file PATH
+      (never an argument, never printed).
   order show <id>      prints the order and its transitions
   order list [--state S]`,
   options: OPTIONS,
