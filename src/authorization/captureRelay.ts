@@ -25,6 +25,8 @@ const REPLACEMENT_FEE_BUMP_PERCENT = 25n;
 export const CAPTURE_REPLACE_AFTER_MS = 10_000;
 /** How often a wait polls the receipt. */
 export const CAPTURE_POLL_INTERVAL_MS = 100;
+/** A plain transfer's gas: what a nonce-gap filler costs. */
+const SELF_TRANSFER_GAS = 21_000n;
 /** How often a wait hands the intent to the driver (re-send, replacement). */
 const DRIVE_DURING_WAIT_MS = 1_000;
 
@@ -56,7 +58,7 @@ export type CaptureRelay = {
   capture: (orderId: number, options?: { suffix?: Hex | undefined }) => Promise<CaptureSent>;
   /** Waits until the order's capture is pre-confirmed (confirmations 0) or in that many canonical blocks. */
   waitFor: (orderId: number, options: { confirmations: number; timeoutMs: number; signal?: AbortSignal | undefined }) => Promise<CaptureSeen>;
-  /** One pass over the live intents (the daemon's): re-send what the node lost, replace what is stuck. `now` in unix ms. */
+  /** One pass over the live intents (the daemon's): re-send what the node lost, replace what is stuck, fill a nonce gap. `now` in unix ms. */
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
 };
 
@@ -288,10 +290,38 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         if (done === "resent") resent++;
         if (done === "replaced") replaced++;
       }
-      if (relayer !== undefined && deps.metrics !== undefined) await reportRelayer(relayer, pending.map((p) => p.capture)).catch(() => undefined);
+      if (relayer !== undefined) {
+        await fillNonceGaps(relayer, pending.map((p) => p.capture), now).catch((error: unknown) => logDriveError(0, error));
+        if (deps.metrics !== undefined) await reportRelayer(relayer, pending.map((p) => p.capture)).catch(() => undefined);
+      }
       return { resent, replaced };
     },
   };
+
+  /**
+   * A relayer nonce below the lowest live capture that no transaction holds (a send the node never
+   * took, a count that ran ahead) leaves every capture behind it stuck for good, and a replacement
+   * on the same nonce cannot help. Once such a capture has waited CAPTURE_REPLACE_AFTER_MS, each
+   * missing nonce is taken by a 0-value transfer to the relayer itself: no authorization is sent
+   * twice to fill it. Returns how many nonces were filled.
+   */
+  async function fillNonceGaps(account: LocalAccount, live: CaptureIntent[], now: number): Promise<number> {
+    const mine = live.filter((c) => isAddressEqual(c.relayer, account.address));
+    const waiting = mine.filter((c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= replaceAfterMs);
+    if (waiting.length === 0) return 0;
+    const lowest = Math.min(...waiting.map((c) => c.relayerNonce));
+    const count = Number(await rpc("reading the relayer's pending nonce", () => client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity)));
+    const held = new Set(mine.map((c) => c.relayerNonce));
+    let filled = 0;
+    for (let nonce = count; nonce < lowest; nonce++) {
+      if (held.has(nonce)) continue;
+      const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: account.address, value: 0n, gas: SELF_TRANSFER_GAS, nonce, ...(await fees()) });
+      if ((await send(rawTx)) !== "accepted") continue;
+      filled++;
+      logger.warn({ msg: "Filled relayer nonce gap", relayer: account.address, relayer_nonce: nonce, blocked_from: lowest });
+    }
+    return filled;
+  }
 
   async function reportRelayer(account: LocalAccount, live: CaptureIntent[]): Promise<void> {
     const [balance, pending] = await Promise.all([
