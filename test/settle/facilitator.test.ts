@@ -15,6 +15,9 @@ import { startWebhookReceiver } from "../helpers/webhookReceiver.js";
 import { payingFetch, PAID_BODY, paymentResponseOf, referencePaymentBody, startResourceServer, type ExactOffer, type RunningServer } from "../helpers/x402.js";
 
 const SECRET = "whsec_facilitator_test";
+/** The bearer token the facilitator requires on /verify and /settle. */
+const TOKEN = "facilitator-test-token-0123456789";
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 
@@ -36,7 +39,7 @@ const authorizationState = (authorizer: Address, nonce: Hex) =>
 const balanceOf = (account: Address) => client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [account] });
 
 async function post(path: "verify" | "settle", body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${facilitatorUrl}/${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(`${facilitatorUrl}/${path}`, { method: "POST", headers: { "content-type": "application/json", ...AUTH }, body: JSON.stringify(body) });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
@@ -88,9 +91,9 @@ beforeAll(async () => {
     database: { path: dbPath },
     metrics: { enabled: false },
     webhooks: [{ url: receiver.url, secretEnv: "FACILITATOR_TEST_WEBHOOK_SECRET", events: ["order.state_changed"] }],
-    facilitator: { enabled: true, port: 0, builderCode: "flashindex_test" },
+    facilitator: { enabled: true, port: 0, builderCode: "flashindex_test", authTokenEnv: "FACILITATOR_TEST_TOKEN" },
   });
-  daemon = spawnCli(["start", "--config", configPath], { FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]!, FACILITATOR_TEST_WEBHOOK_SECRET: SECRET });
+  daemon = spawnCli(["start", "--config", configPath], { FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]!, FACILITATOR_TEST_WEBHOOK_SECRET: SECRET, FACILITATOR_TEST_TOKEN: TOKEN });
   const started = await waitFor(
     () => /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(daemon!.output().stdout)?.[1],
     30_000,
@@ -128,7 +131,7 @@ describe("flashindex as an x402 facilitator", () => {
   });
 
   test("a reference client buys GET /paid from an express resource server whose facilitator is flashindex", async () => {
-    const resource = await startResourceServer({ facilitatorUrl, offer });
+    const resource = await startResourceServer({ facilitatorUrl, offer, facilitatorToken: TOKEN });
     servers.push(resource);
     const before = await balanceOf(shop.address);
     const response = await payingFetch(buyer, [offer])(`${resource.url}/paid`);
@@ -238,10 +241,11 @@ describe("flashindex as an x402 facilitator", () => {
     // Payers only sign; the token is minted to them by the deployer.
     const deployer = createWalletClient({ account: privateKeyToAccount(devnet.privateKeys[0]!), transport: http(devnet.httpUrl) });
     let deployerNonce = await client.getTransactionCount({ address: deployer.account.address, blockTag: "pending" });
-    const mints = [];
+    const mints: Hex[] = [];
     for (const payer of payers)
       mints.push(await deployer.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "mint", args: [payer.address, offer.amount * 10n], chain: null, nonce: deployerNonce++ }));
-    await waitFor(async () => ((await balanceOf(payers.at(-1)!.address)) === offer.amount * 10n ? true : undefined), 30_000, "the mints", 100);
+    for (const mint of mints) expect((await client.waitForTransactionReceipt({ hash: mint, pollingInterval: 100, timeout: 90_000 })).status).toBe("success");
+    await waitFor(async () => ((await balanceOf(payers.at(-1)!.address)) === offer.amount * 10n ? true : undefined), 30_000, "the minted balances", 100);
 
     const startNonce = await client.getTransactionCount({ address: relayer, blockTag: "latest" });
     const bodies = await Promise.all(Array.from({ length: 200 }, (_, i) => paymentBody(payers[i % 20]!)));
@@ -266,11 +270,25 @@ describe("flashindex as an x402 facilitator", () => {
     expect(mints).toHaveLength(20);
   }, 300_000);
 
+  test("without the bearer token, or with another, /verify and /settle answer 401 and send nothing; /supported stays open", async () => {
+    const body = await paymentBody();
+    for (const headers of [{}, { authorization: "Bearer wrong-token" }, { authorization: TOKEN }, { authorization: `Bearer ${TOKEN}x` }]) {
+      for (const path of ["verify", "settle"]) {
+        const response = await fetch(`${facilitatorUrl}/${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+        expect(response.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
+        expect(response.headers.get("www-authenticate")).toContain("Bearer");
+      }
+    }
+    expect(await authorizationState(buyer.address, body.paymentPayload.payload.authorization.nonce as Hex)).toBe(false);
+    expect((await fetch(`${facilitatorUrl}/supported`)).status).toBe(200);
+    expect(daemon!.output().stdout).not.toContain(TOKEN);
+  });
+
   test("hostile bodies: not JSON is 400, an oversized body 413, another route 404; none reaches the chain", async () => {
-    const notJson = await fetch(`${facilitatorUrl}/settle`, { method: "POST", body: "{nope" });
+    const notJson = await fetch(`${facilitatorUrl}/settle`, { method: "POST", headers: AUTH, body: "{nope" });
     expect(notJson.status).toBe(400);
     expect(await notJson.json()).toMatchObject({ success: false, errorReason: "invalid_payload" });
-    const huge = await fetch(`${facilitatorUrl}/verify`, { method: "POST", body: JSON.stringify({ pad: "x".repeat(70_000) }) });
+    const huge = await fetch(`${facilitatorUrl}/verify`, { method: "POST", headers: AUTH, body: JSON.stringify({ pad: "x".repeat(70_000) }) });
     expect(huge.status).toBe(413);
     expect((await fetch(`${facilitatorUrl}/other`, { method: "POST", body: "{}" })).status).toBe(404);
     expect((await post("verify", { x402Version: 1 })).body).toMatchObject({ isValid: false, invalidReason: "invalid_x402_version" });
