@@ -45,7 +45,8 @@ beforeAll(async () => {
     realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: 100 },
     database: { path: join(dir, "index.db") },
     metrics: { enabled: false },
-    facilitator: { enabled: true, port: 0 },
+    // Answers once in a sealed block: the crash test covers that mode; facilitator.test.ts the pre-confirmed one.
+    facilitator: { enabled: true, port: 0, settleWaitsFor: "confirmed" },
   });
 }, 60_000);
 
@@ -79,7 +80,19 @@ describe("the facilitator after kill -9", () => {
     expect(answered.size).toBeLessThan(bodies.length);
 
     const second = await startDaemon();
-    const again = await Promise.all(bodies.map((body) => settle(second.url, body)));
+    const inBlockAtAnswer: boolean[] = [];
+    const again = await Promise.all(
+      bodies.map(async (body) => {
+        const answer = await settle(second.url, body);
+        if (answer.success === true) {
+          const receipt = await client.getTransactionReceipt({ hash: answer.transaction as Hex });
+          inBlockAtAnswer.push(receipt.blockHash !== `0x${"0".repeat(64)}`);
+        }
+        return answer;
+      }),
+    );
+    // settleWaitsFor "confirmed": every answer came with its transaction already in a block.
+    expect(inBlockAtAnswer.filter((inBlock) => !inBlock)).toEqual([]);
     expect(again.filter((a) => a.success !== true), JSON.stringify(again.find((a) => a.success !== true))).toEqual([]);
     for (const [i, answer] of answered) if (answer.success === true) expect(again[i]!.transaction).toBe(answer.transaction);
     const hashes = new Set(again.map((a) => a.transaction as Hex));
