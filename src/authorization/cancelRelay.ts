@@ -243,7 +243,7 @@ function revertError(error: unknown, txHash: Hex | undefined, what: string): unk
 }
 
 /** The Error(string) reason in a revert's data, else the node's message. */
-function revertReason(error: RpcRequestError): string {
+export function revertReason(error: RpcRequestError): string {
   const data = typeof error.data === "string" ? error.data : (error.data as { data?: unknown } | undefined)?.data;
   if (typeof data === "string" && data.startsWith("0x08c379a0")) {
     try {
@@ -280,12 +280,12 @@ export function parseQuantity(result: unknown): bigint {
   return BigInt(result);
 }
 
-function parseData(result: unknown): Hex {
+export function parseData(result: unknown): Hex {
   if (typeof result !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(result)) throw new RetryableError(`expected hex data, got ${JSON.stringify(result)}`);
   return result.toLowerCase() as Hex;
 }
 
-function parseBaseFee(result: unknown): { baseFeePerGas: bigint } {
+export function parseBaseFee(result: unknown): { baseFeePerGas: bigint } {
   const fee = (result as { baseFeePerGas?: unknown } | null)?.baseFeePerGas;
   return { baseFeePerGas: parseQuantity(fee) };
 }

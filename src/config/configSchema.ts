@@ -174,6 +174,23 @@ export const CONFIG_FIELDS: Record<string, Field> = {
       receiptTimeoutMs: ms(100, 3_600_000, d.cancel.receiptTimeoutMs, "how long flashindex cancel waits for them"),
     },
   },
+  facilitator: {
+    type: "object",
+    description: "the x402 facilitator (POST /verify, POST /settle, GET /supported) served by flashindex start",
+    properties: {
+      enabled: { type: "boolean", default: d.facilitator.enabled, description: "serve it" },
+      host: { type: "string", format: "text", default: d.facilitator.host, description: "listen address; off loopback, payTo must list the payees" },
+      port: ms(0, 65_535, d.facilitator.port, "listen port; 0 picks a free one"),
+      relayerKeyEnv: { type: "string", format: "text", default: d.facilitator.relayerKeyEnv, description: "the environment variable holding the relayer's private key" },
+      relayerKeyFile: { type: "string", format: "path", description: "a file holding the relayer's private key instead" },
+      settleWaitsFor: { type: "enum", values: ["preconfirmed", "confirmed"], default: d.facilitator.settleWaitsFor, description: "when /settle answers: pre-confirmed (Flashblocks) or in a sealed block" },
+      payTo: { type: "array", items: ADDRESS, description: "the payees settled for; empty or absent: any (loopback only)" },
+      authTokenEnv: { type: "string", format: "text", description: "the environment variable holding the bearer token /verify and /settle require" },
+      builderCode: { type: "string", format: "text", description: "the facilitator's own ERC-8021 builder code (w in the suffix), ^[a-z0-9_]{1,32}$" },
+      settleTimeoutMs: ms(1_000, 600_000, d.facilitator.settleTimeoutMs, "longest a /settle waits for its transaction"),
+      maxBodyBytes: ms(1_024, 10_485_760, d.facilitator.maxBodyBytes, "largest request body read"),
+    },
+  },
 };
 
 /** The field at a dotted path (`rpc.retry`, `tokens[]` for an array's items); throws for a path not declared (a bug). */

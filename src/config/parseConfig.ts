@@ -15,6 +15,7 @@ import {
 } from "./fields.js";
 import { integerBoundsAt, keysAt } from "./configSchema.js";
 import { parseWebhookDelivery, parseWebhooks } from "./parseWebhooks.js";
+import { parseFacilitator } from "./parseFacilitator.js";
 import {
   DEFAULTS,
   LOG_LEVELS,
@@ -62,6 +63,7 @@ export function parseSettings(raw: unknown, source: string): ConfigSettings {
     registration: parseRegistration(root.registration),
     attribution: parseAttribution(root.attribution),
     cancel: parseCancel(root.cancel),
+    facilitator: parseFacilitator(root.facilitator),
     webhooks: parseWebhooks(root.webhooks),
     webhookDelivery: parseWebhookDelivery(root.webhookDelivery),
     devnet,

@@ -86,6 +86,29 @@ export type CancelConfig = {
   readonly receiptTimeoutMs: number;
 };
 
+/** The x402 facilitator `start` serves beside the indexer (src/settle/). Keys and tokens live in the environment only. */
+export type FacilitatorConfig = {
+  readonly enabled: boolean;
+  readonly host: string;
+  readonly port: number;
+  /** Environment variable holding the relayer's private key. */
+  readonly relayerKeyEnv: string;
+  /** A file holding it instead (wins over the variable). */
+  readonly relayerKeyFile: string | undefined;
+  /** When /settle answers: once the transaction is pre-confirmed (a Flashblocks receipt), or once in a sealed block. */
+  readonly settleWaitsFor: "preconfirmed" | "confirmed";
+  /** Lower-case payees settled for; empty settles for any payee (loopback only). */
+  readonly payTo: readonly string[];
+  /** Environment variable holding the bearer token /verify and /settle require; undefined: none. */
+  readonly authTokenEnv: string | undefined;
+  /** The facilitator's own ERC-8021 code (`w` of the builder-code suffix). */
+  readonly builderCode: string | undefined;
+  /** Longest a /settle waits for its transaction before answering with a failure (the capture goes on). */
+  readonly settleTimeoutMs: number;
+  /** Largest request body read, in bytes. */
+  readonly maxBodyBytes: number;
+};
+
 /** What a webhook subscription can ask for (docs/operations.md: "Webhooks"). */
 export const WEBHOOK_EVENT_TYPES = [
   "payment.preconfirmed",
@@ -147,6 +170,7 @@ export type Config = {
   /** Decode the ERC-8021 suffix of every transaction that emitted an indexed log. */
   readonly attribution: { readonly enabled: boolean };
   readonly cancel: CancelConfig;
+  readonly facilitator: FacilitatorConfig;
   readonly webhooks: readonly WebhookConfig[];
   readonly webhookDelivery: WebhookDeliveryConfig;
   /** When set and enabled (and no rpc section given), the RPC URLs are the running devnet's. */
@@ -193,6 +217,8 @@ export const DEFAULTS = {
   logLevel: "info" as LogLevel,
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
+  // Port 4021: the x402 reference's facilitator examples use it.
+  facilitator: { enabled: false, host: "127.0.0.1", port: 4021, relayerKeyEnv: "FLASHINDEX_RELAYER_KEY", settleWaitsFor: "preconfirmed", settleTimeoutMs: 30_000, maxBodyBytes: 65_536 },
   // 20 attempts with delays doubling from 1 s up to 1 h: about 14 hours of retries at most, capped at 24.
   webhookDelivery: { maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8, retentionDays: 7 },
   devnet: { blockTimeMs: 2_000, flashblockIntervalMs: 200, paymentsPerSecond: 2, reorgEverySeconds: 60, dropEverySeconds: 45, port: 8545 },

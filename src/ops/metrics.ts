@@ -222,6 +222,35 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       help: "Orders moved to expired: validBefore passed with no live event.",
       registers,
     }),
+    captureBroadcasts: new Counter({
+      name: "flashindex_capture_broadcasts_total",
+      help: "Capture transactions handed to the node by the capture relay: first (new intent), resend (the same bytes: after a crash, a drop or a reorg), replacement (same nonce, higher fee).",
+      labelNames: ["kind"] as const,
+      registers,
+    }),
+    settleRequests: new Counter({
+      name: "flashindex_settle_requests_total",
+      help: "x402 facilitator answers by endpoint (verify, settle) and outcome: valid / success, or the refusal's invalidReason / errorReason.",
+      labelNames: ["endpoint", "outcome"] as const,
+      registers,
+    }),
+    settleLatency: new Histogram({
+      name: "flashindex_settle_latency_seconds",
+      help: "x402 POST /settle from the request to the answer, by outcome (success, refused).",
+      labelNames: ["outcome"] as const,
+      buckets: [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10, 30],
+      registers,
+    }),
+    relayerBalance: new Gauge({
+      name: "flashindex_relayer_balance_wei",
+      help: "The capture relayer's ETH balance (wei), read by the capture driver.",
+      registers,
+    }),
+    relayerNonceGap: new Gauge({
+      name: "flashindex_relayer_pending_nonce_gap",
+      help: "Live capture intents whose relayer nonce is at or above the relayer's pending transaction count: sent but not yet pre-confirmed.",
+      registers,
+    }),
     webhookEventsEnqueued: new Counter({
       name: "flashindex_webhook_events_enqueued_total",
       help: "Events written to the webhook outbox (by the database triggers), by type; counted when the sender reads them.",

@@ -3,6 +3,7 @@ import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../decode/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
 import type { AttributedTransaction, BlockApplied, InsertCounts, PreconfirmedStored, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
+import type { CaptureStore } from "./captureStore.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 
 /** A block as the store keys it. */
@@ -137,6 +138,8 @@ export type Store = {
   listOrders: (filter?: { state?: OrderState | undefined }) => Promise<Order[]>;
   listTransitions: (orderId: number) => Promise<OrderTransition[]>;
   voidedThenCapturedSince: (afterId: number) => Promise<OrderTransition[]>;
+  /** The capture relay's intents and x402 payment ids (schema 12). */
+  readonly captures: CaptureStore;
   readMeta: (key: string) => Promise<string | undefined>;
   writeMeta: (key: string, value: string) => Promise<void>;
 

@@ -127,7 +127,7 @@ describe("verifyTransferAuthorization()", () => {
 
 describe("order transitions", () => {
   test("assertTransition() allows exactly the rows of ORDER_TRANSITIONS for each actor and refuses every other pair", () => {
-    const actors: TransitionActor[] = ["merchant", "expiry", "chain"];
+    const actors: TransitionActor[] = ["merchant", "relay", "expiry", "chain"];
     let allowed = 0;
     for (const from of ORDER_STATES)
       for (const to of ORDER_STATES)

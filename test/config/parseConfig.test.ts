@@ -41,6 +41,27 @@ describe("parseConfig()", () => {
     expect(parseConfig({ ...valid(), cancel: { confirmations: 5, receiptTimeoutMs: 3_000 } }, "t").cancel).toEqual({ confirmations: 5, receiptTimeoutMs: 3_000 });
   });
 
+  test("reads the facilitator: off by default; off loopback it needs payees; env names, codes and payees checked", () => {
+    expect(parseConfig(valid(), "t").facilitator).toMatchObject({ enabled: false, host: "127.0.0.1", port: 4021, relayerKeyEnv: "FLASHINDEX_RELAYER_KEY", settleWaitsFor: "preconfirmed", payTo: [] });
+    const shop = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+    expect(parseConfig({ ...valid(), facilitator: { enabled: true, host: "0.0.0.0", payTo: [shop, shop.toLowerCase()], authTokenEnv: "FACILITATOR_TOKEN", builderCode: "my_app", settleWaitsFor: "confirmed" } }, "t").facilitator).toMatchObject({
+      enabled: true,
+      host: "0.0.0.0",
+      payTo: [shop.toLowerCase()],
+      authTokenEnv: "FACILITATOR_TOKEN",
+      builderCode: "my_app",
+      settleWaitsFor: "confirmed",
+    });
+    expect(configError({ ...valid(), facilitator: { enabled: true, host: "0.0.0.0" } }).shortMessage).toMatch(/^facilitator\.payTo: is empty while the facilitator listens on 0\.0\.0\.0/);
+    expect(configError({ ...valid(), facilitator: { authTokenEnv: "s3cr3t token" } }).shortMessage).toBe(
+      "facilitator.authTokenEnv: expected an environment variable name (letters, digits, _), not the secret itself",
+    );
+    expect(configError({ ...valid(), facilitator: { builderCode: "Not-A-Code" } }).field).toBe("facilitator.builderCode");
+    expect(configError({ ...valid(), facilitator: { payTo: ["0x1234"] } }).field).toBe("facilitator.payTo[0]");
+    expect(configError({ ...valid(), facilitator: { settleWaitsFor: "mined" } }).field).toBe("facilitator.settleWaitsFor");
+    expect(configError({ ...valid(), facilitator: { maxBodyBytes: 10 } }).field).toBe("facilitator.maxBodyBytes");
+  });
+
   test("accepts a depth or a tag as finality", () => {
     expect(parseConfig({ ...valid(), finality: { depth: 10 } }, "t").finality).toEqual({ depth: 10 });
     expect(parseConfig({ ...valid(), finality: 5 }, "t").finality).toEqual({ depth: 5 });

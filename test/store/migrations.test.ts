@@ -59,7 +59,8 @@ describe("migrate() to schema 5", () => {
     // Every view, trigger and index kept; later steps add their own (schema 6, narrowed by schema 8:
     // the writer's hash-tail index; schema 7: the webhook outbox).
     const after = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all() as Array<{ name: string }>;
-    const added = (name: string) => /^(?:sqlite_autoindex_)?webhook_/.test(name) || name === "logs_recently_removed" || name === "logs_unsettled_by_tx_tail";
+    const added = (name: string) =>
+      /^(?:sqlite_autoindex_)?(?:webhook_|x402_)|^order_captures_/.test(name) || name === "logs_recently_removed" || name === "logs_unsettled_by_tx_tail";
     expect(after.filter((o) => !added(o.name))).toEqual(before.objects);
     expect(after).toContainEqual({ type: "index", name: "logs_unsettled_by_tx_tail" });
     expect(after).not.toContainEqual({ type: "index", name: "logs_by_tx_tail" });
@@ -168,7 +169,7 @@ describe("migrate() to schema 11", () => {
   /** A database at schema 10 with the outbox's row triggers, as every one was, and `active` subscriptions. */
   const v10Database = (active: boolean) => {
     const db = v4Database();
-    migrate(db);
+    migrate(db, 10);
     db.prepare("INSERT INTO webhook_subscriptions (url, active, from_block, cursor_event_id, created_at) VALUES ('http://h', 1, 0, 0, 1)").run();
     matchWebhookTriggersToSubscriptions(db);
     if (!active) db.prepare("UPDATE webhook_subscriptions SET active = 0").run();
@@ -189,6 +190,30 @@ describe("migrate() to schema 11", () => {
     migrate(without);
     expect(rowTriggers(without)).toEqual([]);
     without.close();
+  });
+});
+
+describe("migrate() to schema 12", () => {
+  test("admits the capturing state and the order source on a database with orders, keeping every row", () => {
+    const db = v4Database();
+    migrate(db, 11);
+    const second = addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 6n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("b2"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    const insertCapturing = db.prepare(
+      "INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at) SELECT chain_id, token, authorizer, payee, value, valid_after, valid_before, ?, kind, signature, 'capturing', 1, 1 FROM orders WHERE id = ?",
+    );
+    expect(() => insertCapturing.run(word("c3"), second.id)).toThrow(/CHECK constraint failed/);
+    const before = db.prepare("SELECT id, state, event_status, value FROM orders ORDER BY id").all();
+
+    expect(migrate(db)).toEqual({ from: 11, to: SCHEMA_VERSION });
+    expect(db.prepare("SELECT id, state, event_status, value FROM orders ORDER BY id").all()).toEqual(before);
+    expect(db.prepare("SELECT DISTINCT source FROM orders").pluck().all()).toEqual(["merchant"]);
+    db.prepare("UPDATE orders SET state = 'capturing' WHERE id = ?").run(second.id);
+    expect(() => db.prepare("UPDATE orders SET state = 'voided_offchain' WHERE id = ?").run(second.id)).toThrow(/illegal order transition/);
+    insertCapturing.run(word("c3"), second.id);
+    expect(() => db.prepare("UPDATE orders SET state = 'sideways' WHERE nonce = ?").run(word("c3"))).toThrow(/CHECK constraint failed|illegal order transition/);
+    expect(() => db.prepare("UPDATE orders SET source = 'fax' WHERE id = ?").run(second.id)).toThrow(/CHECK constraint failed/);
+    expect(db.pragma("foreign_key_check")).toEqual([]);
+    db.close();
   });
 });
 

@@ -19,6 +19,10 @@ import {
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { createContext, createStoreContext, verifyChain, type CommonFlags, type StoreContext } from "../context.js";
 import { printJson } from "../output.js";
+import { RELAYER_KEY_ENV } from "../../authorization/keySources.js";
+import { runOrderCapture } from "./orderCapture.js";
+import { simulateCapture } from "../../authorization/simulateCapture.js";
+import { CaptureRevertedError } from "../../errors/capture.js";
 
 const OPTIONS = {
   token: { type: "string", value: "T", description: "add: the token contract (one of tokens[].address)" },
@@ -31,17 +35,19 @@ const OPTIONS = {
   signature: { type: "string", value: "0x..", description: "add: the EIP-712 signature (65 bytes, or a wallet's)" },
   kind: { type: "string", value: "KIND", description: "add: transfer (default) or receive" },
   state: { type: "string", value: "S", description: "list: only orders in this state" },
-  json: { type: "boolean", description: "print JSON instead of text (add, void, show, list)" },
+  confirmations: { type: "string", value: "N", description: "capture: wait for N canonical blocks (default 0: until pre-confirmed)" },
+  "relayer-key-file": { type: "string", value: "PATH", description: "capture: file holding the relayer's private key (hex)" },
+  json: { type: "boolean", description: "print JSON instead of text (add, void, capture, show, list)" },
 } as const;
 
 export const ORDER_COMMAND = defineCommand({
   name: "order",
-  summary: "add, void, show and list merchant orders (signed authorizations)",
-  usage: "<add|void|show|list> [options]",
+  summary: "add, void, capture, show and list merchant orders (signed authorizations)",
+  usage: "<add|void|capture|show|list> [options]",
   description: `Merchant orders: signed EIP-3009 transfer authorizations kept off chain in the database, with their
-state (authorized, voided_offchain, captured, canceled, expired). The daemon moves orders to
-captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired when
-validBefore passes unused.
+state (authorized, voided_offchain, capturing, captured, canceled, expired). The daemon moves
+orders to captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired
+when validBefore passes unused.
 
   order add --token T --from A --to B --value V --valid-after N --valid-before N
             --nonce 0x.. --signature 0x.. [--kind transfer|receive]
@@ -49,16 +55,32 @@ validBefore passes unused.
       configured RPC, or the running devnet's with a devnet config) and stores the order. A --from
       with code (a smart-contract wallet, or an EOA delegated under EIP-7702) must answer ERC-1271
       isValidSignature with 0x1626ba7e, and its signature may have any length; a --from without code
-      needs a 65-byte ECDSA signature, v 27/28 (0/1 are stored as 27/28), low s. Exit 1 when the
-      signer is not --from or the token would refuse the signature.
+      needs a 65-byte ECDSA signature, v 27/28 (0/1 are stored as 27/28), low s. Then the
+      token's own call is simulated (eth_call from --to on the pre-confirmed state): validity
+      window, balance, nonce, pause, a wallet whose check behaves differently inside the token.
+      Exit 1 when the signer is not --from or the token would refuse the authorization now.
       'flashindex devnet sign-authorization' prints these flags for a devnet key.
-  order void <id>      marks an authorized order voided off chain (its signature is never submitted)
+  order void <id>      marks an authorized order voided off chain (its signature is never
+                       submitted); refused once a capture is under way (capturing)
+  order capture <id> [--confirmations N]
+      Submits the authorization: transferWithAuthorization (receiveWithAuthorization for --kind
+      receive orders, which the token accepts only from the payee: the relayer key must be the
+      payee's, else exit 2). It simulates the call first (a revert: exit 8 with the token's reason,
+      the order stays authorized), then moves the order to capturing with the signed transaction
+      stored, in one step, and sends it. Running it again, or after a crash, sends nothing new: it
+      reports the stored transaction and re-sends its same bytes if the node lost them. The daemon
+      (start) re-sends a dropped or reorged-out capture while it can still land, replaces one stuck
+      unconfirmed (same nonce, higher fee), and moves the order to captured as the event arrives.
+      Waits until pre-confirmed, or --confirmations canonical blocks (timeout:
+      cancel.receiptTimeoutMs). Relayer key: ${RELAYER_KEY_ENV} or --relayer-key-file PATH
+      (never an argument, never printed).
   order show <id>      prints the order and its transitions
   order list [--state S]`,
   options: OPTIONS,
   positionals: true,
   epilog: `Exit 0 on success, 2 for a bad flag (the message names it), 1 for a bad signature, an unknown order
-or a transition its state does not allow.`,
+or a transition its state does not allow. order capture: 8 the token refuses it (simulation), 9 the
+relayer lacks gas money, 75 timed out waiting (the transaction is stored: run it again).`,
   run: runOrderCommand,
 });
 
@@ -99,6 +121,14 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
         if (error instanceof WrongSignerError || error instanceof BadSignatureError) throw new FatalError(`order add: ${error.shortMessage}; not stored`, { cause: error });
         throw error;
       });
+      // The token's own call, from the payee: what a signature check cannot see (a wallet whose check
+      // writes state, pause, blacklist, the validity window, the balance, a used nonce).
+      await simulateCapture(context.client, { token, kind, ...message, validAfter: BigInt(message.validAfter), validBefore: BigInt(message.validBefore), signature: verified.signature }, message.to).catch(
+        (error: unknown) => {
+          if (error instanceof CaptureRevertedError) throw new FatalError(`order add: ${error.shortMessage.replace(/; nothing was sent$/, "")}; not stored`, { cause: error });
+          throw error;
+        },
+      );
       const store = await openOrders(context);
       // The signature stored is the one the token accepts (ECDSA with v 27/28), so a later capture can use it as is.
       const order = await store.addOrder({ chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature: verified.signature }, Date.now());
@@ -109,6 +139,10 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
       const store = await openOrders(createStoreContext(common, shutdown));
       const order = await store.voidOrder(id, Date.now());
       return print(json, order, `order ${order.id} ${describe(order)}`);
+    }
+    case "capture": {
+      const id = parseIdFlag("<id>", single("order capture", rest));
+      return runOrderCapture(id, { confirmations: values.confirmations, relayerKeyFile: values["relayer-key-file"], json }, common, shutdown);
     }
     case "show": {
       const id = parseIdFlag("<id>", single("order show", rest));
@@ -136,7 +170,7 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
       return;
     }
     default:
-      throw new UsageError(`order: expected a subcommand add, void, show or list${sub === undefined ? "" : `, got ${JSON.stringify(sub)}`} (see flashindex order --help)`);
+      throw new UsageError(`order: expected a subcommand add, void, capture, show or list${sub === undefined ? "" : `, got ${JSON.stringify(sub)}`} (see flashindex order --help)`);
   }
 }
 

@@ -106,6 +106,9 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
       .finally(() => (upkeepRunning = false));
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
+  // Loaded here: the relay needs viem, which the daemon's start does not otherwise load (startupImports.test.ts).
+  const { startSettlement } = await import("../../settle/startFacilitator.js");
+  await startSettlement({ ...deps, store });
   // The status page and the webhook outbox go through the store, on either backend.
   server?.setStatusPage(createStatusPage({ ...context, store }));
   const webhookSender = (await createWebhookSender({ ...context, store }, webhookSecrets, tips.head)).run();

@@ -5,6 +5,7 @@ import { openReadOnlyStore } from "../../store/openStore.js";
 import { createContext } from "../context.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
+import { facilitatorRecordPath, readRunningFacilitator } from "../../settle/facilitatorRecord.js";
 
 const OPTIONS = { json: { type: "boolean", description: "print one JSON object instead of text" } } as const;
 
@@ -48,9 +49,12 @@ async function runStatusCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
         rows: await store.countRowsByStatus(key),
       });
     }
-    const report = { chainId: config.chainId, database: store.location, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, tokens };
+    // The daemon records its x402 facilitator beside a SQLite database while it runs.
+    const facilitator = config.database.url === undefined ? readRunningFacilitator(facilitatorRecordPath(config.database.path)) : undefined;
+    const report = { chainId: config.chainId, database: store.location, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, facilitatorUrl: facilitator?.url ?? null, tokens };
     if (values.json) return printJson(report);
     console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${store.location}`);
+    if (facilitator !== undefined) console.log(`x402 facilitator ${facilitator.url} (relayer ${facilitator.relayer}, answers when ${facilitator.settleWaitsFor})`);
     for (const t of tokens) {
       console.log(`\n${t.label ?? "token"} ${t.token}  start ${t.startBlock}  checkpoint ${t.checkpoint ?? "none"}  lag ${t.lagBlocks ?? "?"} blocks`);
       if (t.syncedRanges.length > 1) console.log(`  indexed ranges: ${t.syncedRanges.map((r) => `${r.from}-${r.to}`).join(", ")}`);

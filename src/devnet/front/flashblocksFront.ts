@@ -206,8 +206,14 @@ export async function startFlashblocksFront(options: FrontOptions) {
       }
       if (method === "eth_getTransactionCount" && params[1] === "pending") {
         // Note: on Base, "pending" is the canonical count plus the sender's pre-confirmed transactions; no mempool.
-        const latest = Number(await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]));
-        return ok(request, toQuantity(latest + sequencer.preconfirmedCount(String(params[0]))));
+        // Read between sequencer steps, as a node answers from one state: in the middle of a block being
+        // mined the block's transactions were counted twice (in latest and as still pre-confirmed), and a
+        // relayer trusting that count left a nonce gap.
+        const count = await sequencer.between(async () => {
+          const latest = Number(await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]));
+          return latest + sequencer.preconfirmedCount(String(params[0]));
+        });
+        return ok(request, toQuantity(count));
       }
       if (method === "eth_getTransactionReceipt") {
         // Note: on Base, a pre-confirmed transaction has a receipt (zero blockHash) before its block exists.

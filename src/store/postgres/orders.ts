@@ -7,7 +7,7 @@ const UNIQUE_VIOLATION = "23505";
 
 const SELECT_ORDER = `SELECT id, chain_id AS "chainId", token, authorizer, payee, value, valid_after AS "validAfter", valid_before AS "validBefore",
   nonce, kind, signature, state, offchain_state AS "offchainState", event_status AS "eventStatus", event_tx_hash AS "eventTxHash",
-  voided_then_captured AS "voidedThenCaptured", created_at AS "createdAt", updated_at AS "updatedAt" FROM orders`;
+  voided_then_captured AS "voidedThenCaptured", source, created_at AS "createdAt", updated_at AS "updatedAt" FROM orders`;
 const SELECT_TRANSITION = `SELECT id, order_id AS "orderId", from_state AS "fromState", to_state AS "toState", event_status AS "eventStatus",
   cause, tx_hash AS "txHash", at FROM order_transitions`;
 
@@ -43,9 +43,9 @@ export function postgresOrders(client: pg.ClientBase) {
         throw new OrderExistsError(`order ${existing.rows[0].id} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
       try {
         const { rows } = await client.query(
-          `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'authorized', $11, $11) RETURNING id`,
-          [...key.slice(0, 3), lower(order.payee), order.value.toString(), order.validAfter, order.validBefore, key[3], order.kind, lower(order.signature), now],
+          `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at, source)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'authorized', $11, $11, $12) RETURNING id`,
+          [...key.slice(0, 3), lower(order.payee), order.value.toString(), order.validAfter, order.validBefore, key[3], order.kind, lower(order.signature), now, order.source ?? "merchant"],
         );
         return mustGet(rows[0].id);
       } catch (error) {
@@ -65,7 +65,7 @@ export function postgresOrders(client: pg.ClientBase) {
     async expire(now: number): Promise<number[]> {
       const { rows } = await client.query(
         `SELECT o.id, o.state FROM orders o
-         WHERE o.state IN ('authorized', 'voided_offchain') AND o.valid_before <= $1
+         WHERE o.state IN ('authorized', 'capturing', 'voided_offchain') AND o.valid_before <= $1
            AND NOT EXISTS (SELECT 1 FROM authorization_events e
              WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
                AND e.status IN ${LIVE_STATUS_LIST_SQL})

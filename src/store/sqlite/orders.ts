@@ -9,6 +9,7 @@ import {
   type NewOrder,
   type Order,
   type OrderKind,
+  type OrderSource,
   type OrderState,
   type OrderTransition,
 } from "../orderStates.js";
@@ -20,7 +21,7 @@ import {
  * sees the winner's state.
  */
 
-type OrderRow = {
+export type OrderRow = {
   id: number;
   chain_id: number;
   token: Address;
@@ -37,13 +38,15 @@ type OrderRow = {
   event_status: EventStatus | null;
   event_tx_hash: Hex | null;
   voided_then_captured: number;
+  source: OrderSource;
   created_at: number;
   updated_at: number;
 };
 
-function toOrder(row: OrderRow): Order {
+export function toOrder(row: OrderRow): Order {
   return {
     id: row.id,
+    source: row.source,
     chainId: row.chain_id,
     token: row.token,
     authorizer: row.authorizer,
@@ -76,10 +79,12 @@ export function addOrder(db: Database, order: NewOrder, now: number): Order {
         .get(order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)) as number | undefined;
       if (existing !== undefined)
         throw new OrderExistsError(`order ${existing} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
+      // `source` (schema 12) is written only when given: the column's default says merchant.
+      const source = order.source === undefined ? [] : [order.source];
       const { lastInsertRowid } = db
         .prepare(
-          `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'authorized', ?, ?)`,
+          `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at${source.length > 0 ? ", source" : ""})
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'authorized', ?, ?${source.length > 0 ? ", ?" : ""})`,
         )
         .run(
           order.chainId,
@@ -94,6 +99,7 @@ export function addOrder(db: Database, order: NewOrder, now: number): Order {
           lower(order.signature),
           now,
           now,
+          ...source,
         );
       return mustGet(db, Number(lastInsertRowid));
     })
@@ -117,7 +123,7 @@ export function voidOrder(db: Database, id: number, now: number): Order {
 }
 
 /**
- * Expires authorized and voided orders whose validBefore (unix s) is at or before `now` (unix ms)
+ * Expires authorized, capturing and voided orders whose validBefore (unix s) is at or before `now` (unix ms)
  * and that have no live event. Returns the ids expired.
  */
 export function expireOrders(db: Database, now: number): number[] {
@@ -127,7 +133,7 @@ export function expireOrders(db: Database, now: number): number[] {
       const ids = db
         .prepare(
           `SELECT o.id FROM orders o
-           WHERE o.state IN ('authorized', 'voided_offchain') AND o.valid_before <= ?
+           WHERE o.state IN ('authorized', 'capturing', 'voided_offchain') AND o.valid_before <= ?
              AND NOT EXISTS (SELECT 1 FROM authorization_events e
                WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
                  AND e.status IN ${LIVE_STATUS_LIST_SQL})
@@ -198,17 +204,19 @@ function toTransition(row: TransitionRow): OrderTransition {
   };
 }
 
-function recordTransition(db: Database, orderId: number, from: OrderState, to: OrderState, cause: string, now: number): void {
-  db.prepare("INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES (?, ?, ?, NULL, ?, NULL, ?)").run(
+/** One audit row for an off-chain transition (its webhook event comes from schema 7's trigger). */
+export function recordTransition(db: Database, orderId: number, from: OrderState, to: OrderState, cause: string, now: number, txHash: Hex | null = null): void {
+  db.prepare("INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES (?, ?, ?, NULL, ?, ?, ?)").run(
     orderId,
     from,
     to,
     cause,
+    txHash,
     now,
   );
 }
 
-function mustGet(db: Database, id: number): Order {
+export function mustGet(db: Database, id: number): Order {
   const order = getOrder(db, id);
   if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
   return order;

@@ -10,6 +10,7 @@ import { createLifecycle } from "./lifecycle.js";
 import { createMaintenance } from "./threads/maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
+import { createSqliteCaptures } from "./orderCaptures.js";
 import { createReaderIndexes } from "./readerIndexes.js";
 import { createStagedAttribution } from "./stagedAttribution.js";
 import { saveRegistration } from "./registrations.js";
@@ -159,6 +160,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     listOrders: async (filter) => orders.listOrders(db, filter),
     listTransitions: async (orderId) => orders.listTransitions(db, orderId),
     voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(db, afterId),
+    captures: createSqliteCaptures(db, (work) => timedOrders(() => db.transaction(work).immediate())),
     readMeta: async (key) => readMeta.get(key) as string | undefined,
     writeMeta: async (key, value) => void writeMeta(key, value),
 

@@ -11,6 +11,7 @@ import { SCHEMA_V8 } from "./schemaV8.js";
 import { migrateToV9 } from "./schemaV9.js";
 import { SCHEMA_V10 } from "./schemaV10.js";
 import { matchWebhookTriggersToSubscriptions } from "./schemaV11.js";
+import { migrateToV12 } from "./schemaV12.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -28,6 +29,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 9, apply: migrateToV9 },
   { version: 10, apply: SCHEMA_V10 },
   { version: 11, apply: matchWebhookTriggersToSubscriptions },
+  { version: 12, apply: migrateToV12 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
@@ -35,19 +37,20 @@ export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
 /**
  * Applies the missing migrations, each in its own transaction; safe to run on every start.
  * Foreign keys are off while they run (a table rebuild drops a referenced table) and checked after.
+ * `target` stops at an older version (tests build the databases earlier releases left).
  */
-export function migrate(db: Database): { from: number; to: number } {
+export function migrate(db: Database, target = SCHEMA_VERSION): { from: number; to: number } {
   const from = db.pragma("user_version", { simple: true }) as number;
   if (from > SCHEMA_VERSION)
     throw new FatalError(
       `Database schema version ${from} is newer than this flashindex understands (${SCHEMA_VERSION}): upgrade flashindex`,
     );
-  if (from === SCHEMA_VERSION) return { from, to: SCHEMA_VERSION };
+  if (from >= target) return { from, to: from };
   const foreignKeys = db.pragma("foreign_keys", { simple: true }) as number;
   db.pragma("foreign_keys = OFF");
   try {
     for (const migration of MIGRATIONS) {
-      if (migration.version <= from) continue;
+      if (migration.version <= from || migration.version > target) continue;
       db.transaction(() => {
         if (typeof migration.apply === "string") db.exec(migration.apply);
         else migration.apply(db);
@@ -59,5 +62,5 @@ export function migrate(db: Database): { from: number; to: number } {
   } finally {
     db.pragma(`foreign_keys = ${foreignKeys}`);
   }
-  return { from, to: SCHEMA_VERSION };
+  return { from, to: target };
 }

@@ -1,0 +1,39 @@
+import type { LocalAccount } from "viem";
+import type { Common } from "../common.js";
+import type { Store } from "../store/store.js";
+import { createCaptureRelay, type CaptureRelay } from "./captureRelay.js";
+import { readKeyAccount, RELAYER_KEY_ENV } from "./keySources.js";
+import { createRelayerNonces } from "./relayerNonces.js";
+
+/** How often the daemon looks at the live capture intents. */
+export const CAPTURE_DRIVE_INTERVAL_MS = 1_000;
+
+/**
+ * The daemon's capture relay and its driver: every CAPTURE_DRIVE_INTERVAL_MS it takes the intents still
+ * capturing (those of this run, of `order capture` runs beside it, and those a crash left behind) and
+ * re-sends what the node lost or replaces what is stuck (captureRelay.ts drive). The relayer key is
+ * the one given, else FLASHINDEX_RELAYER_KEY's. Without a relayer key
+ * it can still re-send stored bytes; replacements need the key. Stopped by the shutdown.
+ */
+export function startCaptureDriver(deps: Common & { store: Store; relayer?: LocalAccount | undefined }): CaptureRelay {
+  const relay = createCaptureRelay({
+    client: deps.client,
+    store: deps.store,
+    chainId: deps.config.chainId,
+    relayer: deps.relayer ?? readKeyAccount({ envName: RELAYER_KEY_ENV, fileFlag: RELAYER_KEY_ENV, filePath: undefined }),
+    relayerNonces: createRelayerNonces(),
+    logger: deps.logger,
+    metrics: deps.metrics,
+  });
+  let running = false;
+  const timer = setInterval(() => {
+    if (running || deps.store.isClosed()) return;
+    running = true;
+    relay
+      .drive(Date.now())
+      .catch((error: unknown) => deps.logger.error({ msg: "Failed to drive captures", error: error instanceof Error ? error.message : String(error) }))
+      .finally(() => (running = false));
+  }, CAPTURE_DRIVE_INTERVAL_MS);
+  deps.shutdown.add(() => clearInterval(timer));
+  return relay;
+}

@@ -1,0 +1,362 @@
+import { getAddress, isAddressEqual, keccak256, parseTransaction, type Hex, type LocalAccount } from "viem";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
+import { BaseError, RetryableError, UsageError } from "../errors/base.js";
+import { CaptureFundsError, CaptureRevertedError, CaptureTimeoutError, ReceivePayeeError } from "../errors/capture.js";
+import { RpcRequestError } from "../errors/rpc.js";
+import type { Logger } from "../ops/logger.js";
+import type { Metrics } from "../ops/metrics.js";
+import { sleep } from "../ops/shutdown.js";
+import { assertTransition, OrderNotFoundError, type CaptureIntent, type CaptureTransaction, type Order } from "../store/orderStates.js";
+import type { Store } from "../store/store.js";
+import { parseBaseFee, parseQuantity, revertReason, rpc } from "./cancelRelay.js";
+import { RELAYER_KEY_ENV } from "./keySources.js";
+import type { RelayerNonces } from "./relayerNonces.js";
+import { simulateCapture, type CaptureCall } from "./simulateCapture.js";
+import { readAuthorizationState } from "./tokenReads.js";
+
+/** Headroom over eth_estimateGas for the gas limit, in percent. */
+const GAS_LIMIT_HEADROOM_PERCENT = 20n;
+/** maxFeePerGas = base fee × this + priority fee: room for the base fee to rise for a few blocks. */
+const BASE_FEE_MULTIPLIER = 2n;
+/** A replacement's fees over the replaced one's, in percent: nodes refuse a replacement under +10% on either fee. */
+const REPLACEMENT_FEE_BUMP_PERCENT = 25n;
+/** A capture not pre-confirmed this long after it was sent is replaced (Base pre-confirms within a flashblock, ~200 ms). */
+export const CAPTURE_REPLACE_AFTER_MS = 10_000;
+/** How often a wait polls the receipt. */
+export const CAPTURE_POLL_INTERVAL_MS = 100;
+/** A plain transfer's gas: what a nonce-gap filler costs. */
+const SELF_TRANSFER_GAS = 21_000n;
+/** How often a wait hands the intent to the driver (re-send, replacement). */
+const DRIVE_DURING_WAIT_MS = 1_000;
+
+export type CaptureRelayDeps = {
+  client: RpcClient;
+  store: Store;
+  chainId: number;
+  /** Signs new and replacement transactions; without one the relay can only re-send stored bytes. */
+  relayer: LocalAccount | undefined;
+  relayerNonces: RelayerNonces;
+  logger: Logger;
+  metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap"> | undefined;
+  replaceAfterMs?: number | undefined;
+  pollingIntervalMs?: number | undefined;
+};
+
+export type CaptureSent = { order: Order; txHash: Hex; alreadySent: boolean };
+
+/** What a wait saw: the transaction (the current one or one it replaced), and how far it got. */
+export type CaptureSeen = { txHash: Hex; status: "preconfirmed" | "confirmed"; blockNumber: bigint; confirmations: number };
+
+export type CaptureRelay = {
+  /**
+   * Captures a stored order: simulates the token call from the relayer, signs the transaction, moves
+   * the order to capturing with the signed bytes in one transaction, then sends them. An order that
+   * already has an intent gets no new transaction: its stored one is sent again if the node lost it,
+   * and returned with `alreadySent`. `suffix`: ERC-8021 bytes appended to the calldata.
+   */
+  capture: (orderId: number, options?: { suffix?: Hex | undefined }) => Promise<CaptureSent>;
+  /** Waits until the order's capture is pre-confirmed (confirmations 0) or in that many canonical blocks. */
+  waitFor: (orderId: number, options: { confirmations: number; timeoutMs: number; signal?: AbortSignal | undefined }) => Promise<CaptureSeen>;
+  /** One pass over the live intents (the daemon's): re-send what the node lost, replace what is stuck, fill a nonce gap. `now` in unix ms. */
+  drive: (now: number) => Promise<{ resent: number; replaced: number }>;
+};
+
+type SendOutcome = "accepted" | "known" | "nonce_used" | "nonce_taken";
+
+/** The capture relay: one per process, shared by `order capture`, the daemon's driver and the facilitator. */
+export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
+  const { client, store, relayer, relayerNonces } = deps;
+  const logger = deps.logger.child({ component: "capture" });
+  const replaceAfterMs = deps.replaceAfterMs ?? CAPTURE_REPLACE_AFTER_MS;
+  const pollMs = deps.pollingIntervalMs ?? CAPTURE_POLL_INTERVAL_MS;
+  /** Orders a drive step is working on in this process: one step at a time per order. */
+  const busy = new Set<number>();
+
+  function needRelayer(): LocalAccount {
+    if (relayer === undefined) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} or pass --relayer-key-file`);
+    return relayer;
+  }
+
+  async function fees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+    const [latest, priority] = await rpc("reading fees", () =>
+      Promise.all([client.request("eth_getBlockByNumber", ["latest", false], parseBaseFee), client.request("eth_maxPriorityFeePerGas", [], parseQuantity)]),
+    );
+    return { maxFeePerGas: latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priority, maxPriorityFeePerGas: priority };
+  }
+
+  /** Signs `data` to the token with `nonce` (or the next free one, reserved). */
+  async function sign(order: Order, data: Hex, gas: bigint, nonce: number | undefined, fee: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }): Promise<CaptureTransaction> {
+    const account = needRelayer();
+    let relayerNonce = nonce;
+    if (relayerNonce === undefined) {
+      const pending = await rpc("reading the relayer's pending nonce", () => client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity));
+      relayerNonce = relayerNonces.next(account.address, Number(pending));
+    }
+    const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: order.token, data, gas, nonce: relayerNonce, ...fee });
+    return { relayer: account.address, relayerNonce, txHash: keccak256(rawTx), rawTx, ...fee };
+  }
+
+  async function send(rawTx: Hex): Promise<SendOutcome> {
+    try {
+      await rpc("sending the capture", () => client.request("eth_sendRawTransaction", [rawTx]));
+      return "accepted";
+    } catch (error) {
+      // Note: anvil answers a re-sent transaction with code -32003 "transaction already imported",
+      // which the RPC client takes for a temporary failure: the node's words decide, whatever the class.
+      const message = messagesOf(error);
+      if (/already known|known transaction|already imported|already exists|already in (?:the )?pool/i.test(message)) return "known";
+      if (/nonce too low|nonce has already been used|old nonce/i.test(message)) return "nonce_used";
+      if (/underpriced|replacement/i.test(message)) return "nonce_taken";
+      if (/insufficient funds/i.test(message)) throw new CaptureFundsError(`the relayer lacks the ETH for gas (${message}); nothing was sent`, { cause: error });
+      throw error;
+    }
+  }
+
+  /** The receipt of the intent's transaction or of one it replaced (only one of them can exist: they share a nonce). */
+  async function landed(capture: CaptureIntent): Promise<{ txHash: Hex; receipt: TransactionReceiptSummary } | undefined> {
+    for (const txHash of [capture.txHash, ...capture.replacedTxHashes].reverse()) {
+      const receipt = await rpc("reading the capture's receipt", () => getTransactionReceipt(client, txHash));
+      if (receipt !== null) return { txHash, receipt };
+    }
+    return undefined;
+  }
+
+  /** A new transaction for the intent: same calldata and gas; `nonce` kept (a fee bump) or a fresh one. */
+  async function resign(order: Order, capture: CaptureIntent, keepNonce: boolean): Promise<CaptureIntent> {
+    const previous = parseTransaction(capture.rawTx);
+    const current = await fees();
+    const bump = (value: bigint) => value + (value * REPLACEMENT_FEE_BUMP_PERCENT) / 100n + 1n;
+    const fee = keepNonce
+      ? { maxFeePerGas: max(current.maxFeePerGas, bump(capture.maxFeePerGas)), maxPriorityFeePerGas: max(current.maxPriorityFeePerGas, bump(capture.maxPriorityFeePerGas)) }
+      : current;
+    const next = await sign(order, previous.data!, previous.gas!, keepNonce ? capture.relayerNonce : undefined, fee);
+    return store.captures.replace(order.id, next, Date.now());
+  }
+
+  /** Hands the intent's bytes to the node; a nonce another transaction took gets a fresh nonce (once). */
+  async function sendIntent(order: Order, capture: CaptureIntent, kind: "first" | "resend" | "replacement"): Promise<CaptureIntent> {
+    let intent = capture;
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await send(intent.rawTx);
+      if (outcome === "accepted") {
+        await store.captures.recordBroadcast(order.id, intent.txHash, Date.now());
+        deps.metrics?.captureBroadcasts.inc({ kind: attempt === 0 ? kind : "replacement" });
+        logger.info({ msg: "Sent capture", order_id: order.id, tx_hash: intent.txHash, relayer_nonce: intent.relayerNonce, kind });
+        return intent;
+      }
+      if (outcome === "known") return intent;
+      if (outcome === "nonce_used" && (await landed(intent)) !== undefined) return intent;
+      // The nonce went to another transaction of the relayer's (another process, an operator): the
+      // authorization itself was not sent under it, so a fresh nonce cannot make it land twice.
+      if (relayer === undefined || attempt > 0) throw new RetryableError(`the capture of order ${order.id} (${intent.txHash}) lost relayer nonce ${intent.relayerNonce} to another transaction`);
+      intent = await resign(order, intent, false);
+    }
+  }
+
+  /** One drive step for one live intent. */
+  async function driveOne(order: Order, capture: CaptureIntent, now: number): Promise<"resent" | "replaced" | "none"> {
+    if (now / 1000 >= order.validBefore) return "none"; // the expiry pass ends it
+    const seen = await landed(capture);
+    if (seen !== undefined) {
+      if (seen.receipt.status === "reverted" && !seen.receipt.preconfirmed) {
+        const used = await readAuthorizationState(client, order.token, order.authorizer, order.nonce);
+        if (!used) {
+          logger.error({ msg: "Abandoned capture", order_id: order.id, tx_hash: seen.txHash, reason: "reverted on chain, authorization still unused" });
+          await store.captures.abandon(order.id, now);
+        }
+      }
+      return "none";
+    }
+    // Used by another transaction, or canceled: the indexer moves the order when it sees the event.
+    if (await readAuthorizationState(client, order.token, order.authorizer, order.nonce, "pending")) return "none";
+    const stuck = capture.lastBroadcastAt !== null && now - capture.lastBroadcastAt >= replaceAfterMs;
+    if (stuck && relayer !== undefined && isAddressEqual(relayer.address, capture.relayer)) {
+      const replacement = await resign(order, capture, true);
+      logger.warn({ msg: "Replaced capture", order_id: order.id, replaced_tx_hash: capture.txHash, tx_hash: replacement.txHash, waited_ms: now - capture.lastBroadcastAt! });
+      await sendIntent(order, replacement, "replacement");
+      return "replaced";
+    }
+    const before = capture.broadcasts;
+    const after = await sendIntent(order, capture, "resend");
+    return after.txHash !== capture.txHash || after.broadcasts !== before ? "resent" : "none";
+  }
+
+  async function driveGuarded(order: Order, capture: CaptureIntent, now: number): Promise<"resent" | "replaced" | "none"> {
+    if (busy.has(order.id)) return "none";
+    busy.add(order.id);
+    try {
+      return await driveOne(order, capture, now);
+    } finally {
+      busy.delete(order.id);
+    }
+  }
+
+  return {
+    async capture(orderId, options = {}) {
+      const order = await store.getOrder(orderId);
+      if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
+      const existing = await store.captures.get(orderId);
+      if (existing !== undefined && existing.status !== "abandoned") {
+        if (existing.status === "sent" && order.state === "capturing") await driveGuarded(order, existing, Date.now());
+        const current = (await store.captures.get(orderId)) ?? existing;
+        return { order: (await store.getOrder(orderId)) ?? order, txHash: current.txHash, alreadySent: true };
+      }
+      assertTransition(order.state, "capturing", "relay", orderId);
+      const account = needRelayer();
+      if (order.kind === "receive" && !isAddressEqual(account.address, order.payee))
+        throw new ReceivePayeeError(
+          `order ${orderId} is a receiveWithAuthorization, which the token accepts only from the payee ${getAddress(order.payee)}; the relayer key is ${account.address}'s. Nothing was sent`,
+        );
+      const { data } = await simulateCapture(client, callOf(order), account.address, { suffix: options.suffix });
+      const estimate = await rpc("estimating the capture's gas", () =>
+        client.request("eth_estimateGas", [{ from: account.address, to: order.token, data }], parseQuantity),
+      ).catch((error: unknown) => {
+        if (!(error instanceof RpcRequestError)) throw error;
+        const reason = revertReason(error);
+        throw new CaptureRevertedError(`the gas estimate of the capture of order ${orderId} reverted: ${reason}; nothing was sent`, reason, undefined, { cause: error });
+      });
+      const tx = await sign(order, data, estimate + (estimate * GAS_LIMIT_HEADROOM_PERCENT) / 100n, undefined, await fees());
+      let started: Awaited<ReturnType<Store["captures"]["start"]>>;
+      try {
+        started = await store.captures.start(orderId, tx, Date.now());
+      } catch (error) {
+        relayerNonces.release(tx.relayer, tx.relayerNonce);
+        throw error;
+      }
+      if (!started.created) {
+        // Another process started this capture first: its transaction is the one.
+        relayerNonces.release(tx.relayer, tx.relayerNonce);
+        return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
+      }
+      try {
+        const sent = await sendIntent(started.order, started.capture, "first");
+        return { order: started.order, txHash: sent.txHash, alreadySent: false };
+      } catch (error) {
+        if (error instanceof CaptureFundsError) {
+          relayerNonces.release(tx.relayer, tx.relayerNonce);
+          await store.captures.abandon(orderId, Date.now());
+        }
+        throw error;
+      }
+    },
+
+    async waitFor(orderId, { confirmations, timeoutMs, signal }) {
+      const deadline = Date.now() + timeoutMs;
+      let lastDrive = Date.now();
+      let lastSeen = "no receipt";
+      for (;;) {
+        const capture = await store.captures.get(orderId);
+        if (capture === undefined) throw new OrderNotFoundError(`order ${orderId} has no capture`);
+        const seen = await landed(capture).catch((error: unknown) => {
+          if (error instanceof RetryableError) return undefined;
+          throw error;
+        });
+        if (seen !== undefined && seen.receipt.preconfirmed) {
+          lastSeen = `pre-confirmed for block ${seen.receipt.blockNumber}`;
+          if (confirmations === 0) return { txHash: seen.txHash, status: "preconfirmed", blockNumber: seen.receipt.blockNumber, confirmations: 0 };
+        } else if (seen !== undefined) {
+          const { receipt } = seen;
+          const [head, canonical] = await Promise.all([
+            client.request("eth_blockNumber", [], parseQuantity),
+            client.request("eth_getBlockByNumber", [`0x${receipt.blockNumber.toString(16)}`, false], (result) => (result as { hash?: string } | null)?.hash?.toLowerCase()),
+          ]);
+          if (canonical === receipt.blockHash) {
+            if (receipt.status === "reverted") throw new CaptureRevertedError(`${seen.txHash} reverted in block ${receipt.blockNumber}`, "reverted on chain", seen.txHash);
+            const count = Number(head - receipt.blockNumber) + 1;
+            lastSeen = `in block ${receipt.blockNumber} with ${count} confirmation(s)`;
+            if (count >= confirmations) return { txHash: seen.txHash, status: "confirmed", blockNumber: receipt.blockNumber, confirmations: count };
+          } else lastSeen = `in block ${receipt.blockNumber}, no longer canonical`;
+        } else if (Date.now() - lastDrive >= DRIVE_DURING_WAIT_MS) {
+          lastDrive = Date.now();
+          const order = await store.getOrder(orderId);
+          if (order?.state === "capturing" && capture.status === "sent") await driveGuarded(order, capture, Date.now()).catch((error: unknown) => logDriveError(orderId, error));
+        }
+        if (Date.now() + pollMs > deadline)
+          throw new CaptureTimeoutError(
+            `sent ${capture.txHash} for order ${orderId} but did not see it ${confirmations === 0 ? "pre-confirmed" : `in ${confirmations} canonical block(s)`} within ${timeoutMs} ms (last seen: ${lastSeen}); it is stored and may still land: run the capture again, it sends nothing new`,
+            capture.txHash,
+          );
+        await sleep(pollMs, signal);
+      }
+    },
+
+    async drive(now) {
+      const pending = await store.captures.pending();
+      let resent = 0;
+      let replaced = 0;
+      for (const { order, capture } of pending) {
+        const done = await driveGuarded(order, capture, now).catch((error: unknown) => (logDriveError(order.id, error), "none" as const));
+        if (done === "resent") resent++;
+        if (done === "replaced") replaced++;
+      }
+      if (relayer !== undefined) {
+        await fillNonceGaps(relayer, pending.map((p) => p.capture), now).catch((error: unknown) => logDriveError(0, error));
+        if (deps.metrics !== undefined) await reportRelayer(relayer, pending.map((p) => p.capture)).catch(() => undefined);
+      }
+      return { resent, replaced };
+    },
+  };
+
+  /**
+   * A relayer nonce below the lowest live capture that no transaction holds (a send the node never
+   * took, a count that ran ahead) leaves every capture behind it stuck for good, and a replacement
+   * on the same nonce cannot help. Once such a capture has waited CAPTURE_REPLACE_AFTER_MS, each
+   * missing nonce is taken by a 0-value transfer to the relayer itself: no authorization is sent
+   * twice to fill it. Returns how many nonces were filled.
+   */
+  async function fillNonceGaps(account: LocalAccount, live: CaptureIntent[], now: number): Promise<number> {
+    const mine = live.filter((c) => isAddressEqual(c.relayer, account.address));
+    const waiting = mine.filter((c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= replaceAfterMs);
+    if (waiting.length === 0) return 0;
+    const lowest = Math.min(...waiting.map((c) => c.relayerNonce));
+    const count = Number(await rpc("reading the relayer's pending nonce", () => client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity)));
+    const held = new Set(mine.map((c) => c.relayerNonce));
+    let filled = 0;
+    for (let nonce = count; nonce < lowest; nonce++) {
+      if (held.has(nonce)) continue;
+      const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: account.address, value: 0n, gas: SELF_TRANSFER_GAS, nonce, ...(await fees()) });
+      if ((await send(rawTx)) !== "accepted") continue;
+      filled++;
+      logger.warn({ msg: "Filled relayer nonce gap", relayer: account.address, relayer_nonce: nonce, blocked_from: lowest });
+    }
+    return filled;
+  }
+
+  async function reportRelayer(account: LocalAccount, live: CaptureIntent[]): Promise<void> {
+    const [balance, pending] = await Promise.all([
+      client.request("eth_getBalance", [account.address, "latest"], parseQuantity),
+      client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity),
+    ]);
+    deps.metrics?.relayerBalance.set(Number(balance));
+    deps.metrics?.relayerNonceGap.set(live.filter((c) => isAddressEqual(c.relayer, account.address) && BigInt(c.relayerNonce) >= pending).length);
+  }
+
+  function logDriveError(orderId: number, error: unknown): void {
+    logger.warn({ msg: "Failed to drive capture", order_id: orderId, error: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+/** The token call an order stands for. */
+export function callOf(order: Order): CaptureCall {
+  return {
+    token: order.token,
+    kind: order.kind,
+    from: order.authorizer,
+    to: order.payee,
+    value: BigInt(order.value),
+    validAfter: BigInt(order.validAfter),
+    validBefore: BigInt(order.validBefore),
+    nonce: order.nonce,
+    signature: order.signature,
+  };
+}
+
+const max = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+
+/** The messages of an error and of its causes, joined: a node's reason may sit under a retry wrapper. */
+function messagesOf(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error; e instanceof Error && parts.length < 8; e = e.cause) parts.push(e instanceof BaseError ? e.shortMessage : e.message);
+  return parts.join(" <- ");
+}

@@ -1,0 +1,63 @@
+import { concat, encodeFunctionData, type Address, type Hex } from "viem";
+import type { RpcClient } from "../chain/rpcClient.js";
+import { RpcRequestError } from "../errors/rpc.js";
+import { CaptureRevertedError } from "../errors/capture.js";
+import { parseData, revertReason, rpc } from "./cancelRelay.js";
+import { EIP3009_ABI } from "./eip3009Abi.js";
+import { toTokenEcdsaSignature, type AuthorizationKind } from "./verifyAuthorization.js";
+
+/** One transferWithAuthorization / receiveWithAuthorization as the token will run it; times in unix seconds. */
+export type CaptureCall = {
+  token: Address;
+  kind: AuthorizationKind;
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+  /** As stored: 65 bytes r ‖ s ‖ v (v 27/28) from an EOA, or a wallet's signature of any length. */
+  signature: Hex;
+};
+
+/** `vrs` for an authorizer without code (works on every FiatToken version), `bytes` for a wallet: handed over verbatim. */
+export type CaptureOverload = "vrs" | "bytes";
+
+/**
+ * The calldata of the capture, with an ERC-8021 suffix appended when given (the token's ABI decoder
+ * ignores trailing bytes; the indexer reads them back).
+ */
+export function captureCallData(call: CaptureCall, overload: CaptureOverload, suffix?: Hex): Hex {
+  const functionName = call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
+  const head = [call.from, call.to, call.value, call.validAfter, call.validBefore, call.nonce] as const;
+  let data: Hex;
+  if (overload === "vrs") {
+    const { v, r, s } = toTokenEcdsaSignature(call.signature);
+    data = encodeFunctionData({ abi: EIP3009_ABI, functionName, args: [...head, v, r, s] });
+  } else data = encodeFunctionData({ abi: EIP3009_ABI, functionName, args: [...head, call.signature] });
+  return suffix === undefined || suffix === "0x" ? data : concat([data, suffix]);
+}
+
+/** The overload the token's own check takes: the authorizer's code (at `pending`) decides, as in FiatToken v2.2. */
+export async function captureOverload(client: RpcClient, call: Pick<CaptureCall, "from" | "signature">): Promise<CaptureOverload> {
+  const code = await rpc("reading the authorizer's code", () => client.request("eth_getCode", [call.from, "pending"], parseData));
+  return code === "0x" && call.signature.length === 132 ? "vrs" : "bytes";
+}
+
+/**
+ * Runs the capture with eth_call from `caller` (the relayer, or the payee) on the pre-confirmed state
+ * (`pending`: a Flashblocks node's view, so a payer's earlier payments count). This covers what a
+ * signature check alone cannot: a wallet whose isValidSignature writes state, pause, blacklist, the
+ * validity window, the balance, the nonce. A revert throws CaptureRevertedError with the token's reason.
+ */
+export async function simulateCapture(client: RpcClient, call: CaptureCall, caller: Address, options: { suffix?: Hex | undefined; overload?: CaptureOverload | undefined } = {}): Promise<{ data: Hex; overload: CaptureOverload }> {
+  const overload = options.overload ?? (await captureOverload(client, call));
+  const data = captureCallData(call, overload, options.suffix);
+  const what = call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
+  await rpc(`simulating ${what}`, () => client.request("eth_call", [{ from: caller, to: call.token, data }, "pending"], parseData)).catch((error: unknown) => {
+    if (!(error instanceof RpcRequestError)) throw error;
+    const reason = revertReason(error);
+    throw new CaptureRevertedError(`the token refuses ${what} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`, reason, undefined, { cause: error });
+  });
+  return { data, overload };
+}

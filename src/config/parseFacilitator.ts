@@ -1,0 +1,58 @@
+import { ConfigError } from "../errors/base.js";
+import { integerBoundsAt, keysAt } from "./configSchema.js";
+import { join, optional, readAddress, readBoolean, readEnum, readInteger, readObject, readString } from "./fields.js";
+import { DEFAULTS, type FacilitatorConfig } from "./types.js";
+
+/** An environment variable name as POSIX shells accept it. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** ERC-8021 builder codes as the x402 builder-code extension writes them. */
+const BUILDER_CODE = /^[a-z0-9_]{1,32}$/;
+/** Hosts that only this machine reaches: there, anyone local may spend the relayer's gas. */
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * `facilitator`: the x402 facilitator served by `start`. Off loopback the relayer's gas is spent
+ * only for the listed payees: `payTo` must not be empty there.
+ */
+export function parseFacilitator(value: unknown): FacilitatorConfig {
+  const d = DEFAULTS.facilitator;
+  const section = value === undefined ? {} : readObject("facilitator", value, keysAt("facilitator"));
+  const path = (key: string) => join("facilitator", key);
+  const int = (key: "port" | "settleTimeoutMs" | "maxBodyBytes") => optional(section[key], (v) => readInteger(path(key), v, integerBoundsAt(path(key))));
+  const envName = (key: "relayerKeyEnv" | "authTokenEnv") =>
+    optional(section[key], (v) => {
+      const name = readString(path(key), v);
+      if (!ENV_NAME.test(name)) throw new ConfigError(path(key), "expected an environment variable name (letters, digits, _), not the secret itself");
+      return name;
+    });
+  const payTo = section.payTo ?? [];
+  if (!Array.isArray(payTo)) throw new ConfigError(path("payTo"), "expected an array of addresses");
+  const config: FacilitatorConfig = {
+    enabled: optional(section.enabled, (v) => readBoolean(path("enabled"), v)) ?? d.enabled,
+    host: optional(section.host, (v) => readString(path("host"), v)) ?? d.host,
+    port: int("port") ?? d.port,
+    relayerKeyEnv: envName("relayerKeyEnv") ?? d.relayerKeyEnv,
+    relayerKeyFile: optional(section.relayerKeyFile, (v) => readString(path("relayerKeyFile"), v)),
+    settleWaitsFor: optional(section.settleWaitsFor, (v) => readEnum(path("settleWaitsFor"), v, ["preconfirmed", "confirmed"] as const)) ?? d.settleWaitsFor,
+    payTo: [...new Set(payTo.map((entry, i) => readAddress(join(path("payTo"), i), entry).toLowerCase()))],
+    authTokenEnv: envName("authTokenEnv"),
+    builderCode: optional(section.builderCode, (v) => {
+      const code = readString(path("builderCode"), v);
+      if (!BUILDER_CODE.test(code)) throw new ConfigError(path("builderCode"), `expected a builder code of 1 to 32 characters a-z, 0-9 and _, got ${JSON.stringify(code)}`);
+      return code;
+    }),
+    settleTimeoutMs: int("settleTimeoutMs") ?? d.settleTimeoutMs,
+    maxBodyBytes: int("maxBodyBytes") ?? d.maxBodyBytes,
+  };
+  if (config.enabled && !isLoopback(config.host) && config.payTo.length === 0)
+    throw new ConfigError(
+      path("payTo"),
+      `is empty while the facilitator listens on ${config.host}: anyone who reaches it could spend the relayer's gas on any payment. List the payees (and set authTokenEnv), or listen on 127.0.0.1`,
+    );
+  return config;
+}
+
+/** Whether `host` is reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  return LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

@@ -1,0 +1,48 @@
+import type { Hex } from "viem";
+import { BaseError, RetryableError, UsageError, type BaseErrorOptions } from "./base.js";
+import { EXIT_RELAYER_FUNDS, EXIT_REVERTED } from "./cancel.js";
+
+/** The exit-code table of `flashindex order capture` (the codes cancel uses for the same failures). */
+export const CAPTURE_EXIT_CODES_HELP = `Exit codes:
+  0   sent (or already sent) and seen as asked: pre-confirmed, or --confirmations canonical blocks
+  1   unknown order, or one whose state does not allow a capture (voided, canceled, expired, captured)
+  2   bad option, config or key; a receive-kind order with a relayer key that is not the payee's
+  8   the token would refuse it: the simulation reverted (its reason is printed); nothing sent
+  9   the relayer lacks the ETH for gas (nothing sent; the order stays authorized)
+  75  temporary: the RPC is unreachable, or the wait timed out (the transaction is stored and
+      may still land: run the same command again, it never sends a second one)`;
+
+/** The token would refuse the capture (the simulation or the mined transaction reverted): its reason. */
+export class CaptureRevertedError extends BaseError {
+  override name = "CaptureRevertedError";
+  override readonly exitCode = EXIT_REVERTED;
+  /** The token's Error(string) reason, or the node's message. */
+  readonly reason: string;
+  readonly txHash: Hex | undefined;
+  constructor(shortMessage: string, reason: string, txHash?: Hex, options: BaseErrorOptions = {}) {
+    super(shortMessage, options);
+    this.reason = reason;
+    this.txHash = txHash;
+  }
+}
+
+/** receiveWithAuthorization is accepted only from the payee: another relayer key cannot capture it. */
+export class ReceivePayeeError extends UsageError {
+  override name = "ReceivePayeeError";
+}
+
+/** The relayer cannot pay for the capture's gas; nothing was sent. */
+export class CaptureFundsError extends BaseError {
+  override name = "CaptureFundsError";
+  override readonly exitCode = EXIT_RELAYER_FUNDS;
+}
+
+/** Sent (and stored), but not seen as asked within the wait. It may still land; a retry sends nothing new. */
+export class CaptureTimeoutError extends RetryableError {
+  override name = "CaptureTimeoutError";
+  readonly txHash: Hex;
+  constructor(shortMessage: string, txHash: Hex, options: BaseErrorOptions = {}) {
+    super(shortMessage, options);
+    this.txHash = txHash;
+  }
+}

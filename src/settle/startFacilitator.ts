@@ -1,0 +1,84 @@
+import { numberToHex, parseEther, type LocalAccount } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+import { startCaptureDriver } from "../authorization/captureDriver.js";
+import { readKeyAccount } from "../authorization/keySources.js";
+import { readTokenDomainOverRpc } from "../authorization/tokenReads.js";
+import type { Common } from "../common.js";
+import { runsDevnet } from "../config/parseConfig.js";
+import { ConfigError } from "../errors/base.js";
+import type { Store } from "../store/store.js";
+import { createFacilitator } from "./facilitator.js";
+import { facilitatorRecordPath, removeFacilitatorRecord, writeFacilitatorRecord } from "./facilitatorRecord.js";
+import { startFacilitatorServer } from "./facilitatorServer.js";
+import { evmNetwork } from "./wire.js";
+
+/** anvil's default mnemonic: the devnet's keys. Index 10 is the first no demo part uses. */
+const DEVNET_MNEMONIC = "test test test test test test test test test test test junk";
+const DEVNET_RELAYER_INDEX = 10;
+/** What the devnet relayer is given for gas. */
+const DEVNET_RELAYER_ETH = "1000";
+
+/**
+ * The daemon's settlement side: the capture driver (always: it drives what `order capture` and a
+ * crash left), and, when `facilitator.enabled`, the x402 facilitator on its own port. Its URL goes
+ * to the log and to `<database>.facilitator.json` beside a SQLite database, for other commands.
+ * On the bundled devnet with no key configured, a devnet key is funded and used.
+ */
+export async function startSettlement(deps: Common & { store: Store }): Promise<{ facilitatorUrl: string | undefined }> {
+  const settings = deps.config.facilitator;
+  let relayer: LocalAccount | undefined = readKeyAccount({ envName: settings.relayerKeyEnv, fileFlag: "facilitator.relayerKeyFile", filePath: settings.relayerKeyFile });
+  if (relayer === undefined && settings.enabled && runsDevnet(deps.config)) relayer = await fundedDevnetRelayer(deps);
+  const relay = startCaptureDriver({ ...deps, relayer });
+  if (!settings.enabled) return { facilitatorUrl: undefined };
+  if (relayer === undefined)
+    throw new ConfigError("facilitator.relayerKeyEnv", `${settings.relayerKeyEnv} is not set: the facilitator sends settlements from the relayer's key (or set facilitator.relayerKeyFile)`);
+  let authToken: string | undefined;
+  if (settings.authTokenEnv !== undefined) {
+    authToken = process.env[settings.authTokenEnv];
+    if (authToken === undefined || authToken.trim() === "") throw new ConfigError("facilitator.authTokenEnv", `the environment variable ${settings.authTokenEnv} is not set (the bearer token /verify and /settle require)`);
+  }
+  const tokens = await Promise.all(
+    deps.config.tokens.map(async (token) => {
+      const domain = await readTokenDomainOverRpc(deps.client, token.address, deps.config.chainId);
+      return { address: token.address, name: domain.name, version: domain.version };
+    }),
+  );
+  const facilitator = createFacilitator({
+    client: deps.client,
+    store: deps.store,
+    relay,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    chainId: deps.config.chainId,
+    tokens,
+    relayer: relayer.address,
+    payTo: settings.payTo as `0x${string}`[],
+    settleWaitsFor: settings.settleWaitsFor,
+    settleTimeoutMs: settings.settleTimeoutMs,
+    builderCode: settings.builderCode,
+  });
+  const server = await startFacilitatorServer(deps, facilitator, {
+    host: settings.host,
+    port: settings.port,
+    authToken,
+    maxBodyBytes: settings.maxBodyBytes,
+    settleTimeoutMs: settings.settleTimeoutMs,
+    network: evmNetwork(deps.config.chainId),
+  });
+  deps.shutdown.add(() => server.close());
+  if (deps.config.database.url === undefined) {
+    const recordPath = facilitatorRecordPath(deps.config.database.path);
+    writeFacilitatorRecord(recordPath, { pid: process.pid, url: server.url, relayer: relayer.address, settleWaitsFor: settings.settleWaitsFor });
+    deps.shutdown.add(() => removeFacilitatorRecord(recordPath, process.pid));
+  }
+  deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, settle_waits_for: settings.settleWaitsFor, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
+  return { facilitatorUrl: server.url };
+}
+
+/** A devnet-only relayer: anvil's mnemonic at an index no demo part uses, given ETH for gas. */
+async function fundedDevnetRelayer(deps: Common): Promise<LocalAccount> {
+  const account = mnemonicToAccount(DEVNET_MNEMONIC, { addressIndex: DEVNET_RELAYER_INDEX });
+  await deps.client.request("anvil_setBalance", [account.address, numberToHex(parseEther(DEVNET_RELAYER_ETH))]);
+  deps.logger.info({ msg: "Funded the devnet relayer", relayer: account.address });
+  return account;
+}

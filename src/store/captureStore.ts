@@ -1,0 +1,69 @@
+import type { Address, Hex } from "viem";
+import type { CaptureIntent, CaptureStatus, CaptureTransaction, Order } from "./orderStates.js";
+
+/** A payment-identifier (x402 extension) bound to the payload it first came with, and the order it settled. */
+export type PaymentIdBinding = { paymentId: string; fingerprint: string; orderId: number };
+
+/**
+ * The capture relay's side of the store (schema 12), on either backend. Every write is one
+ * transaction that reads the order under the write lock, so two processes capturing the same order
+ * are serialised: the second finds the first one's intent and sends nothing of its own.
+ */
+export type CaptureStore = {
+  /**
+   * Moves the order authorized → capturing and stores `transaction` with the intent, atomically. An
+   * order that already has a live or landed intent is left as it is: that intent comes back with
+   * `created: false`. Any other state is refused (OrderStateError), nothing stored.
+   */
+  start: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<{ order: Order; capture: CaptureIntent; created: boolean }>;
+  get: (orderId: number) => Promise<CaptureIntent | undefined>;
+  /** The intents the daemon drives: status `sent` and the order still capturing. */
+  pending: () => Promise<Array<{ order: Order; capture: CaptureIntent }>>;
+  /** Counts one hand-over of the current bytes to the node. */
+  recordBroadcast: (orderId: number, txHash: Hex, now: number) => Promise<void>;
+  /** A new signed transaction for the intent (a fee bump on the same nonce, or a new nonce); the old hash is kept in `replacedTxHashes`. */
+  replace: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<CaptureIntent>;
+  /** The node refused the transaction for good: the intent ends and the order goes back to authorized (cause `capture_abandoned`). */
+  abandon: (orderId: number, now: number) => Promise<Order>;
+  /** The order holding this authorization, if any (addresses and nonce compared lower-case). */
+  findOrder: (chainId: number, token: Address, authorizer: Address, nonce: Hex) => Promise<Order | undefined>;
+  /** Binds a payment id to a fingerprint and order unless it is bound already; returns the binding that holds. */
+  bindPaymentId: (binding: PaymentIdBinding, now: number) => Promise<PaymentIdBinding>;
+  getPaymentId: (paymentId: string) => Promise<PaymentIdBinding | undefined>;
+};
+
+/** Row of `order_captures` (schema 12). */
+export type CaptureRow = {
+  order_id: number;
+  relayer: Address;
+  relayer_nonce: number;
+  tx_hash: Hex;
+  raw_tx: Hex;
+  max_fee_per_gas: string;
+  max_priority_fee_per_gas: string;
+  replaced_tx_hashes: string;
+  status: CaptureStatus;
+  broadcasts: number;
+  last_broadcast_at: number | null;
+  created_at: number;
+  updated_at: number;
+};
+
+/** Maps a row of `order_captures` (either backend's column names) to the intent. */
+export function toCaptureIntent(row: CaptureRow): CaptureIntent {
+  return {
+    orderId: Number(row.order_id),
+    relayer: row.relayer,
+    relayerNonce: Number(row.relayer_nonce),
+    txHash: row.tx_hash,
+    rawTx: row.raw_tx,
+    maxFeePerGas: BigInt(row.max_fee_per_gas),
+    maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas),
+    replacedTxHashes: JSON.parse(row.replaced_tx_hashes) as Hex[],
+    status: row.status,
+    broadcasts: Number(row.broadcasts),
+    lastBroadcastAt: row.last_broadcast_at === null ? null : Number(row.last_broadcast_at),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}

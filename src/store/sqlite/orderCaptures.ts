@@ -1,0 +1,105 @@
+import type { Database } from "better-sqlite3";
+import type { Address, Hex } from "viem";
+import { FatalError } from "../../errors/base.js";
+import { toCaptureIntent, type CaptureRow, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";
+import { assertTransition, type CaptureIntent } from "../orderStates.js";
+import { mustGet, recordTransition, toOrder, type OrderRow } from "./orders.js";
+
+/**
+ * The capture relay's tables over one SQLite connection. `write` runs its work in one `BEGIN
+ * IMMEDIATE` transaction (the store's write path), so the order is read under the write lock.
+ */
+export function createSqliteCaptures(db: Database, write: <T>(work: () => T) => Promise<T>): CaptureStore {
+  const get = (orderId: number): CaptureIntent | undefined => {
+    const row = db.prepare("SELECT * FROM order_captures WHERE order_id = ?").get(orderId) as CaptureRow | undefined;
+    return row === undefined ? undefined : toCaptureIntent(row);
+  };
+  const mustGetCapture = (orderId: number): CaptureIntent => {
+    const capture = get(orderId);
+    if (capture === undefined) throw new FatalError(`order ${orderId} has no capture intent`);
+    return capture;
+  };
+
+  return {
+    start: (orderId, tx, now) =>
+      write(() => {
+        const order = mustGet(db, orderId);
+        const existing = get(orderId);
+        if (existing !== undefined && existing.status !== "abandoned") return { order, capture: existing, created: false };
+        assertTransition(order.state, "capturing", "relay", orderId);
+        db.prepare(
+          `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, status, broadcasts,
+             last_broadcast_at, replaced_tx_hashes, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 'sent', 0, NULL, '[]', ?, ?)
+           ON CONFLICT (order_id) DO UPDATE SET relayer = excluded.relayer, relayer_nonce = excluded.relayer_nonce, tx_hash = excluded.tx_hash,
+             raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
+             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at`,
+        ).run(orderId, lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), now, now);
+        db.prepare("UPDATE orders SET state = 'capturing', updated_at = ? WHERE id = ?").run(now, orderId);
+        recordTransition(db, orderId, order.state, "capturing", "capture_sent", now, lower(tx.txHash));
+        return { order: mustGet(db, orderId), capture: mustGetCapture(orderId), created: true };
+      }),
+    get: async (orderId) => get(orderId),
+    pending: async () => {
+      const rows = db
+        .prepare("SELECT o.*, c.order_id AS capture_order_id FROM orders o JOIN order_captures c ON c.order_id = o.id WHERE c.status = 'sent' AND o.state = 'capturing' ORDER BY o.id")
+        .all() as Array<OrderRow & { capture_order_id: number }>;
+      return rows.map((row) => ({ order: toOrder(row), capture: mustGetCapture(row.capture_order_id) }));
+    },
+    recordBroadcast: (orderId, txHash, now) =>
+      write(() => {
+        db.prepare("UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, updated_at = ? WHERE order_id = ? AND tx_hash = ?").run(
+          now,
+          now,
+          orderId,
+          lower(txHash),
+        );
+      }),
+    replace: (orderId, tx, now) =>
+      write(() => {
+        const current = mustGetCapture(orderId);
+        const replaced = JSON.stringify([...current.replacedTxHashes, current.txHash]);
+        db.prepare(
+          `UPDATE order_captures SET relayer = ?, relayer_nonce = ?, tx_hash = ?, raw_tx = ?, max_fee_per_gas = ?, max_priority_fee_per_gas = ?,
+             replaced_tx_hashes = ?, broadcasts = 0, last_broadcast_at = NULL, updated_at = ? WHERE order_id = ?`,
+        ).run(lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), replaced, now, orderId);
+        return mustGetCapture(orderId);
+      }),
+    abandon: (orderId, now) =>
+      write(() => {
+        const order = mustGet(db, orderId);
+        db.prepare("UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'").run(now, orderId);
+        if (order.state !== "capturing") return order;
+        assertTransition(order.state, "authorized", "relay", orderId);
+        db.prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?").run(now, orderId);
+        recordTransition(db, orderId, order.state, "authorized", "capture_abandoned", now);
+        return mustGet(db, orderId);
+      }),
+    findOrder: async (chainId, token, authorizer, nonce) => {
+      const row = db
+        .prepare("SELECT * FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?")
+        .get(chainId, lower(token), lower(authorizer), lower(nonce)) as OrderRow | undefined;
+      return row === undefined ? undefined : toOrder(row);
+    },
+    bindPaymentId: (binding, now) =>
+      write(() => {
+        db.prepare("INSERT INTO x402_payment_ids (payment_id, fingerprint, order_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (payment_id) DO NOTHING").run(
+          binding.paymentId,
+          binding.fingerprint,
+          binding.orderId,
+          now,
+        );
+        return getPaymentId(binding.paymentId)!;
+      }),
+    getPaymentId: async (paymentId) => getPaymentId(paymentId),
+  };
+
+  function getPaymentId(paymentId: string): PaymentIdBinding | undefined {
+    const row = db.prepare("SELECT payment_id, fingerprint, order_id FROM x402_payment_ids WHERE payment_id = ?").get(paymentId) as
+      | { payment_id: string; fingerprint: string; order_id: number }
+      | undefined;
+    return row === undefined ? undefined : { paymentId: row.payment_id, fingerprint: row.fingerprint, orderId: row.order_id };
+  }
+}
+
+const lower = <T extends string>(value: T): T => value.toLowerCase() as T;

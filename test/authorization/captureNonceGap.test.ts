@@ -1,0 +1,83 @@
+import { createPublicClient, http, keccak256, stringToHex, type PublicClient } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
+import { readTokenDomain, signTransferAuthorization } from "../../src/authorization/eip3009.js";
+import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
+import { createRpcClient } from "../../src/chain/rpcClient.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openStore } from "../../src/store/openStore.js";
+import type { Store } from "../../src/store/store.js";
+import { sqliteBackend } from "../helpers/backends.js";
+import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
+import { waitFor } from "../helpers/fixtures.js";
+
+let devnet: Devnet;
+let client: PublicClient;
+let store: Store;
+
+beforeAll(async () => {
+  devnet = await startDevnet({ blockTimeMs: 300, flashblockIntervalMs: 50, port: 0 });
+  client = createPublicClient({ transport: http(devnet.httpUrl) });
+  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
+  store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+}, 60_000);
+
+afterAll(async () => {
+  await store?.close();
+  await devnet?.stop();
+});
+
+describe("the capture driver and the relayer's nonces", () => {
+  test("a nonce no transaction holds is filled by a 0-value transfer to the relayer, and the capture stuck behind it lands", async () => {
+    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const relayer = privateKeyToAccount(devnet.privateKeys[8]!);
+    const buyer = privateKeyToAccount(devnet.privateKeys[1]!);
+    const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+    const domain = await readTokenDomain(client, devnet.token);
+    const validBefore = (await client.getBlock()).timestamp + 3600n;
+    const message = { from: buyer.address, to: payee, value: 42n, validAfter: 0n, validBefore, nonce: keccak256(stringToHex(`gap ${Date.now()}`)) };
+    const { signature } = await signTransferAuthorization(buyer, domain, message);
+    const order = await store.addOrder(
+      { chainId: devnet.chainId, token: devnet.token, authorizer: buyer.address, payee, value: 42n, validAfter: 0, validBefore: Number(validBefore), nonce: message.nonce, kind: "transfer", signature },
+      Date.now(),
+    );
+
+    // A nonce taken in memory and never sent: the capture goes out one above it and cannot be mined.
+    const nonces = createRelayerNonces();
+    const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    expect(nonces.next(relayer.address, gap)).toBe(gap);
+    const { logger, lines } = createMemoryLogger("debug");
+    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, relayerNonces: nonces, logger, replaceAfterMs: 300 });
+    await relay.capture(order.id);
+    expect((await store.captures.get(order.id))?.relayerNonce).toBe(gap + 1);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await client.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(gap);
+
+    await waitFor(async () => {
+      await relay.drive(Date.now());
+      return client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [buyer.address, message.nonce] }).then((used) => used || undefined);
+    }, 30_000, "the capture behind the gap", 300);
+    expect(lines.filter((line) => line.msg === "Filled relayer nonce gap").map((line) => line.relayer_nonce)).toEqual([gap]);
+    const seen = await relay.waitFor(order.id, { confirmations: 1, timeoutMs: 20_000 });
+    const filler = await waitFor(async () => {
+      const block = await client.getBlock({ blockNumber: seen.blockNumber, includeTransactions: true });
+      return block.transactions.find((tx) => tx.from.toLowerCase() === relayer.address.toLowerCase() && tx.nonce === gap) ?? (await findFiller(relayer.address, gap, seen.blockNumber));
+    }, 10_000, "the filler transaction", 100);
+    expect(filler.to?.toLowerCase()).toBe(relayer.address.toLowerCase());
+    expect(filler.value).toBe(0n);
+    expect(await client.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(gap + 2);
+  }, 90_000);
+});
+
+/** The relayer's transaction with `nonce` in the blocks up to `last`. */
+async function findFiller(relayer: string, nonce: number, last: bigint) {
+  for (let number = last; number >= 0n && number > last - 20n; number--) {
+    const block = await client.getBlock({ blockNumber: number, includeTransactions: true });
+    const found = block.transactions.find((tx) => tx.from.toLowerCase() === relayer.toLowerCase() && tx.nonce === nonce);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
