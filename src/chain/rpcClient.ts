@@ -57,6 +57,13 @@ export type RpcClient = {
    * realtime path uses a short one so a hung request moves to the next endpoint within a block or two.
    */
   withTimeout: (timeoutMs: number) => RpcClient;
+  /**
+   * The same client for reads that pace themselves (the pending view: its poll and watchdog share
+   * one backoff, sync/pendingBackoff.ts): a rate limit is thrown at once as RateLimitedError,
+   * neither asked again nor slowing the rest of the client. Note: Base's pre-confirmation endpoint
+   * rate-limits pending reads on their own; the head path must not wait for them.
+   */
+  refusingRateLimits: () => RpcClient;
 };
 
 /** An answer's body as received, with the request's id and the endpoint's redacted label. */
@@ -192,7 +199,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
    * failures are spent. A provider's rate limit is not a failure: it slows the whole client (the
    * limiter), waits any `Retry-After` out, and the request is asked again for as long as it takes.
    */
-  async function withRetries<T>(method: string, cost: number, run: (endpoint: Endpoint, sending: Sending) => Promise<T>): Promise<T> {
+  async function withRetries<T>(method: string, cost: number, rateLimits: RateLimits, run: (endpoint: Endpoint, sending: Sending) => Promise<T>): Promise<T> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = config.rpc.retry;
     let lastEndpoint = "";
     let failures = 0;
@@ -212,7 +219,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       } catch (error) {
         const classified = classify(method, error);
         metrics.rpcRequests.inc({ method, outcome: outcomeOf(classified) });
-        if (classified instanceof RateLimitedError) slowDown(sending, classified);
+        if (classified instanceof RateLimitedError && rateLimits === "wait") slowDown(sending, classified);
         else if (classified instanceof RetryableError) failures++;
         if (classified instanceof RetryableError) endpoint.failedAt = Date.now();
         if (classified instanceof RateLimitedError && cost > 1) {
@@ -228,7 +235,10 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       return await withRetry(attempt, {
         retryCount: Number.POSITIVE_INFINITY,
         shouldRetry: ({ error }) =>
-          error instanceof RetryableError && !(error instanceof BatchOverRateError) && !shutdown.isKilled() && (error instanceof RateLimitedError || failures < maxAttempts),
+          error instanceof RetryableError &&
+          !(error instanceof BatchOverRateError) &&
+          !shutdown.isKilled() &&
+          (error instanceof RateLimitedError ? rateLimits === "wait" : failures < maxAttempts),
         // The limiter paces a rate-limited request's next try; other failures back off.
         delay: ({ error }) => (error instanceof RateLimitedError ? 0 : backoffDelayMs(failures - 1, { initialDelayMs, maxDelayMs })),
         onRetry: ({ error, delayMs }) =>
@@ -245,7 +255,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         signal: shutdown.signal,
       });
     } catch (error) {
-      if (!(error instanceof RetryableError) || error instanceof BatchOverRateError || shutdown.isKilled()) throw error;
+      if (!(error instanceof RetryableError) || error instanceof BatchOverRateError || error instanceof RateLimitedError || shutdown.isKilled()) throw error;
       logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: failures, max_attempts: maxAttempts, error: error.shortMessage });
       throw new RetryableError(`${method} failed after ${failures} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
     }
@@ -269,9 +279,9 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     });
   }
 
-  const view = (timeoutMs: number): RpcClient => ({
+  const view = (timeoutMs: number, rateLimits: RateLimits = "wait"): RpcClient => ({
     request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T | Promise<T>) =>
-      withRetries(method, 1, async (endpoint, sending) => {
+      withRetries(method, 1, rateLimits, async (endpoint, sending) => {
         const result = await callOnce(endpoint, method, params, timeoutMs, sending);
         if (parse === undefined) return result as T;
         await yieldToEventLoop();
@@ -279,14 +289,14 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       }),
 
     requestRaw: (method, params, accept, elsewhere) =>
-      withRetries(method, 1, (endpoint, sending) => {
+      withRetries(method, 1, rateLimits, (endpoint, sending) => {
         const id = nextId++;
         const body = JSON.stringify({ jsonrpc: "2.0", id, method, params });
         return sendRaw(endpoint, body, id, timeoutMs, sending, (answer) => accept({ body: answer, id, endpoint: endpoint.label }), elsewhere);
       }),
 
     batch: (calls) =>
-      withRetries(calls[0]?.method ?? "batch", calls.length, async (endpoint, sending) => {
+      withRetries(calls[0]?.method ?? "batch", calls.length, rateLimits, async (endpoint, sending) => {
         if (calls.length === 0) return [];
         const firstId = nextId;
         nextId += calls.length;
@@ -295,7 +305,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       }),
 
     batchRaw: (calls, accept, elsewhere) =>
-      withRetries(calls[0]?.method ?? "batch", calls.length, (endpoint, sending) => {
+      withRetries(calls[0]?.method ?? "batch", calls.length, rateLimits, (endpoint, sending) => {
         const firstId = nextId;
         nextId += calls.length;
         const body = batchBody(calls, firstId);
@@ -316,10 +326,14 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       }
     },
 
-    withTimeout: view,
+    withTimeout: (otherTimeoutMs) => view(otherTimeoutMs, rateLimits),
+    refusingRateLimits: () => view(timeoutMs, "refuse"),
   });
   return view(config.rpc.timeoutMs);
 }
+
+/** What a rate limit does to a request: wait (slow the client, ask again) or refuse (throw it to the caller). */
+type RateLimits = "wait" | "refuse";
 
 /** A batch request's JSON: the calls with ids from `firstId`. */
 const batchBody = (calls: readonly RpcCall[], firstId: number): string =>

@@ -43,6 +43,8 @@ export function createPendingIndexer(deps: PendingDeps) {
   const { config, metrics, shutdown, store } = deps;
   // The pending view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
   const client = deps.client.withTimeout(config.realtime.requestTimeoutMs);
+  // Reads of the pending view pace themselves (the backoff below): a rate limit is theirs to wait out.
+  const pendingReads = client.refusingRateLimits();
   const logger = deps.logger.child({ component: "pending" });
   const addresses = config.tokens.map((t) => t.key as Hex);
   const pendingFilter = { pending: true, addresses, topic0: PAYMENT_TOPICS } as const;
@@ -51,7 +53,7 @@ export function createPendingIndexer(deps: PendingDeps) {
   const backoff = deps.pendingBackoff ?? createPendingBackoff(config.realtime.pendingPollIntervalMs);
   // Only a polled pending view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
   const watched = config.realtime.pendingPollIntervalMs > 0;
-  const watch = createPendingViewWatch({ client, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
+  const watch = createPendingViewWatch({ client: pendingReads, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
   const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
   const held = createHeldRows();
   deps.onCanonicalHead(() => {
@@ -130,7 +132,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     storeRows(rows, "pending_ws", receivedAt).catch(reportStoreFailure(rows.length));
   }
 
-  const rowsDeps = { client, logger, metrics, chainId: config.chainId };
+  const rowsDeps = { client: pendingReads, logger, metrics, chainId: config.chainId };
   const preconfirmed = { statusOf: () => "preconfirmed" as const };
 
   /** Reads the whole pending view once (also after each pendingLogs reconnect, to fill what was missed). */

@@ -138,7 +138,12 @@ export function createHeadFollower(deps: RealtimeDeps) {
     // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
     const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
-    const stillPending = await stillPendingAbove({ ...blockDeps, logger, backoff: deps.pendingBackoff }, tokensAt(head.number), head.number, unlanded);
+    const stillPending = await stillPendingAbove(
+      { ...blockDeps, client: headClient.refusingRateLimits(), logger, backoff: deps.pendingBackoff },
+      tokensAt(head.number),
+      head.number,
+      unlanded,
+    );
 
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);

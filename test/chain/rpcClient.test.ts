@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { PrunedHistoryError, RangeLimitError, WrongChainError } from "../../src/errors/rpc.js";
+import { PrunedHistoryError, RangeLimitError, RateLimitedError, WrongChainError } from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { startScriptedRpcServer, type Reply, type RpcRequest } from "../helpers/scriptedRpcServer.js";
 import { testConfig, testDeps } from "../helpers/context.js";
@@ -147,6 +147,27 @@ describe("createRpcClient()", () => {
     const after = arrivals.filter((a) => a.at > refusedAt);
     expect(after.map((a) => a.method).sort()).toEqual(["eth_blockNumber", "eth_gasPrice"]);
     for (const a of after) expect(a.at - refusedAt).toBeGreaterThanOrEqual(990);
+  });
+
+  test("refusingRateLimits() throws a 429 to its caller at once and leaves the rest of the client at full pace", async () => {
+    const arrivals: string[] = [];
+    const s = await startScriptedRpcServer((request) => {
+      arrivals.push(request.method);
+      if (request.method === "eth_chainId") return { result: "0x2105" };
+      if (request.method === "eth_getBlockByNumber") return { http: 429, headers: { "retry-after": "5" } };
+      return { result: "0x1" };
+    });
+    servers.push(s);
+    const { client: rpc, lines } = client([s.url]);
+    const error = await rpc.refusingRateLimits().request("eth_getBlockByNumber", ["pending", false]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).retryAfterMs).toBe(5_000);
+    expect(arrivals.filter((m) => m === "eth_getBlockByNumber")).toHaveLength(1);
+    // No pause, no cut: the head path's next request goes out now, not in 5 s.
+    const started = Date.now();
+    await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x1");
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit")).toHaveLength(0);
   });
 
   test("the final error names the failing endpoint with its credentials stripped, also as the CLI prints it", async () => {
