@@ -45,17 +45,23 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
   const relayers = devnet.privateKeys.slice(6, 9).map((key) => privateKeyToAccount(key));
   const flaky = privateKeyToAccount(devnet.privateKeys[9]!);
   const walletOwner = privateKeyToAccount(devnet.privateKeys[WALLET_OWNER_KEY_INDEX]!);
-  const nonces = new Map<Address, number>();
+  // Each account's next nonce, as a promise: payments start on a timer without waiting for the one
+  // before, so two of them must never read the node's count for the same account at once.
+  const nonces = new Map<Address, Promise<number>>();
   let domain: TokenDomain | undefined;
   let stopped = false;
   let sequence = 0;
   const report = options.onError ?? (() => undefined);
 
-  async function nextNonce(account: LocalAccount): Promise<number> {
-    let nonce = nonces.get(account.address);
-    if (nonce === undefined) nonce = await publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
-    nonces.set(account.address, nonce + 1);
-    return nonce;
+  function nextNonce(account: LocalAccount): Promise<number> {
+    const mine = nonces.get(account.address) ?? publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+    const next = mine.then((nonce) => nonce + 1);
+    nonces.set(account.address, next);
+    // A failed read leaves nothing behind: the next send asks the node again.
+    next.catch(() => {
+      if (nonces.get(account.address) === next) nonces.delete(account.address);
+    });
+    return mine;
   }
 
   async function send(account: LocalAccount, functionName: string, args: readonly unknown[], dataSuffix?: Hex): Promise<Hex> {
