@@ -93,7 +93,7 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
   }, ORDER_UPKEEP_INTERVAL_MS);
   shutdown.add(() => clearInterval(orderTimer));
   // The status page and the webhook outbox go through the store, on either backend.
-  server?.setStatusPage(createStatusPage({ ...context, store }));
+  if (metricsConfig.statusPage) server?.setStatusPage(createStatusPage({ ...context, store }));
   const webhookSender = (await createWebhookSender({ ...context, store }, webhookSecrets, tips.head)).run();
   shutdown.add(() => webhookSender);
   const heartbeat = startHeartbeat({ ...context, health });
