@@ -4,9 +4,9 @@ import { join } from "node:path";
 import type { Hex } from "viem";
 import { toLogRows } from "../../src/decode/logRow.js";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { createLifecycle } from "../../src/store/lifecycle.js";
-import { createLogWriter } from "../../src/store/logWriter.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
+import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
+import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
+import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 
 /**
  * Reorg rollback: a database holding BACKGROUND_LOGS finalized logs plus a 50-block unfinalized tip of

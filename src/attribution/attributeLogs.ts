@@ -6,8 +6,9 @@ import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
-import { emptyAttribution, type AttributedTransaction, type PackedAttribution } from "../store/attributionWriter.js";
+import { emptyAttribution } from "../store/sqlite/attributionWriter.js";
 import type { Store } from "../store/store.js";
+import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
 
 /**
  * Transaction hashes remembered as attributed; past this the memory is cleared (the database still

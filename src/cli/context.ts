@@ -8,7 +8,7 @@ import { pino } from "pino";
 import { createLogger, type Logger } from "../ops/logger.js";
 import { createMetrics, type Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import type { ChainIdentity } from "../store/openDatabase.js";
+import type { ChainIdentity } from "../store/types.js";
 import { resolveCommandConfig, type CommonFlags } from "./resolveConfig.js";
 
 export type { CommonFlags } from "./resolveConfig.js";

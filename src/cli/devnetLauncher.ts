@@ -8,7 +8,7 @@ import type { Devnet, DevnetOptions } from "../devnet/startDevnet.js";
 import { asListenError, isListenError } from "../ops/listenErrors.js";
 import type { Logger } from "../ops/logger.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { backupSuffix, moveDatabaseAside } from "../store/moveDatabaseAside.js";
+import { backupSuffix, moveDatabaseAside } from "../store/sqlite/moveDatabaseAside.js";
 
 /** The seed of the registration stand-in's codes: a demo wallet gets the same builder code on every devnet run. */
 export const DEVNET_BUILDER_CODE_SEED = "flashindex-devnet";

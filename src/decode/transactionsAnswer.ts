@@ -3,8 +3,9 @@ import { parseTransaction, type TransactionInput } from "../chain/getTransaction
 import { answerText, type AnswerBody } from "../chain/httpTransport.js";
 import { batchResults, type NodeError } from "../chain/jsonRpcAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
-import { packAttribution, type AttributedTransaction, type PackedAttribution } from "../store/attributionWriter.js";
+import { packAttribution } from "../store/sqlite/attributionWriter.js";
 import { attributeTransaction, attributionLabels } from "./attributeTransaction.js";
+import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
 
 /** The body of one eth_getTransactionByHash batch answer (as received), with what attributing it needs. */
 export type TransactionsAnswer = TransactionsContext & {

@@ -1,7 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
-import { attributionToMove } from "../store/attributionWriter.js";
+import { attributionToMove } from "../store/sqlite/attributionWriter.js";
 import { niceThisThread } from "../ops/threadNice.js";
 import { buffersToMove } from "./packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";

@@ -1,4 +1,4 @@
-import type { StatusSnapshot } from "../store/statusPageQueries.js";
+import type { StatusSnapshot } from "../store/types.js";
 import type { Store } from "../store/store.js";
 import type { Metrics } from "./metrics.js";
 

@@ -1,10 +1,11 @@
 import type { Config } from "../config/types.js";
 import type { Metrics } from "../ops/metrics.js";
-import { openDatabase, openDatabaseReadOnly, refuseForeignFile, type ChainIdentity } from "./openDatabase.js";
+import { openDatabase, openDatabaseReadOnly, refuseForeignFile } from "./sqlite/openDatabase.js";
 import { describeLocation } from "./postgres/location.js";
-import { createSqliteStore } from "./sqliteStore.js";
+import { createSqliteStore } from "./sqlite/sqliteStore.js";
 import type { Store } from "./store.js";
-import { acquireWriterLock, recordWriter, type WriterLock } from "./writerLock.js";
+import { acquireWriterLock, recordWriter } from "./sqlite/writerLock.js";
+import type { ChainIdentity, WriterLock } from "./types.js";
 
 /** Which backend a config selects: `database.url` (or FLASHINDEX_DATABASE_URL) means Postgres, else the SQLite file. */
 export function storeLocation(database: Config["database"]): string {

@@ -1,15 +1,8 @@
 import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../decode/logRow.js";
-import type { AttributedTransaction } from "./attributionWriter.js";
-import type { BlockApplied, PreconfirmedStored } from "./lifecycle.js";
-import type { InsertCounts } from "./logWriter.js";
+import type { AttributedTransaction, BlockApplied, InsertCounts, PreconfirmedStored, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
-import type { SaveRegistrationResult } from "./registrations.js";
-import type { StatusSnapshot, StatusTokens } from "./statusPageQueries.js";
-import type { TokenCounts } from "./statusQueries.js";
-import type { WebhookOutbox } from "./webhookOutbox.js";
-import type { WindowWrite } from "./windowCommit.js";
 
 /** A block as the store keys it. */
 export type BlockRef = { number: number; hash: Hex };

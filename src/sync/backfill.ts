@@ -1,7 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { SyncDeps } from "./syncDeps.js";
 import type { Hex } from "viem";
-import { countIndexed } from "../store/logWriter.js";
+import { countIndexed } from "../store/sqlite/logWriter.js";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";

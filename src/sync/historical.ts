@@ -15,7 +15,8 @@ import { fetchWindowRows } from "./fetchLogRows.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
-import { emptyAttribution, type PackedAttribution } from "../store/attributionWriter.js";
+import { emptyAttribution } from "../store/sqlite/attributionWriter.js";
+import type { PackedAttribution } from "../store/types.js";
 
 /** One fetched window: the rows to store and the tokens whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };

@@ -7,7 +7,7 @@ import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError, ShutdownError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
-import { countIndexed } from "../store/logWriter.js";
+import { countIndexed } from "../store/sqlite/logWriter.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 import { createStreamPositions } from "../decode/preconfirmedTwins.js";
 

@@ -11,7 +11,7 @@ import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError, RetryableError } from "../errors/base.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
-import { countIndexed } from "../store/logWriter.js";
+import { countIndexed } from "../store/sqlite/logWriter.js";
 import { backfill } from "./backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./canonicalBlocks.js";

@@ -1,4 +1,4 @@
-import type { WebhookEventRow } from "../store/webhookOutbox.js";
+import type { WebhookEventRow } from "../store/types.js";
 
 export type BuilderCode = { code: string; role: string; registry: string };
 

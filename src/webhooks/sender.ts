@@ -6,7 +6,7 @@ import { redactText, redactUrl } from "../ops/redact.js";
 import { requestDeadline } from "../ops/requestDeadline.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import type { Store } from "../store/store.js";
-import type { DueDelivery, WebhookOutbox } from "../store/webhookOutbox.js";
+import type { DueDelivery, WebhookOutbox } from "../store/types.js";
 import { buildEventBody, eventId } from "./eventBody.js";
 import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from "./signature.js";
 import { wantsEvent } from "./subscriptionFilter.js";

@@ -1,5 +1,5 @@
 import type { WebhookConfig } from "../config/types.js";
-import type { WebhookEventRow } from "../store/webhookOutbox.js";
+import type { WebhookEventRow } from "../store/types.js";
 
 /**
  * Whether a subscription wants an event: its type (events), its token (tokens), a party (addresses:

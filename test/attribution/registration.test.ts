@@ -13,9 +13,9 @@ import {
 import { startRegistrationStandIn, type RegistrationStandIn } from "../../src/devnet/registrationStandIn.js";
 import { FatalError, RetryableError, ShutdownError, UsageError } from "../../src/errors/base.js";
 import type { Metrics } from "../../src/ops/metrics.js";
-import { openDatabase, type Database } from "../../src/store/openDatabase.js";
-import { listRegistrations, saveRegistration } from "../../src/store/registrations.js";
-import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase.js";
+import { listRegistrations, saveRegistration } from "../../src/store/sqlite/registrations.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 

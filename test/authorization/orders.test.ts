@@ -4,11 +4,11 @@ import { afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
-import { addOrder, expireOrders, getOrder, listOrders, listTransitions, voidOrder, voidedThenCapturedSince } from "../../src/store/orders.js";
+import { addOrder, expireOrders, getOrder, listOrders, listTransitions, voidOrder, voidedThenCapturedSince } from "../../src/store/sqlite/orders.js";
 import { ORDER_TRANSITIONS, OrderExistsError, OrderStateError, type NewOrder } from "../../src/store/orderStates.js";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/chain/rpcLog.js";
-import { createLifecycle } from "../../src/store/lifecycle.js";
-import { openDatabase, type Database } from "../../src/store/openDatabase.js";
+import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
+import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase.js";
 import { freshDbPath, word } from "../helpers/fixtures.js";
 
 const TOKEN: Address = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";

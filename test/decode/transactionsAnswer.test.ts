@@ -7,7 +7,7 @@ import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
 import { RpcRequestError } from "../../src/errors/rpc.js";
 import { batchResults } from "../../src/chain/jsonRpcAnswer.js";
-import { packAttribution, unpackAttribution } from "../../src/store/attributionWriter.js";
+import { packAttribution, unpackAttribution } from "../../src/store/sqlite/attributionWriter.js";
 
 const word = (hex: string) => `0x${hex.padStart(64, "0")}` as Hex;
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";

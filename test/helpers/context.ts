@@ -4,8 +4,8 @@ import type { Config } from "../../src/config/types.js";
 import { createLogger } from "../../src/ops/logger.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
-import type { Database } from "../../src/store/openDatabase.js";
-import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import type { Database } from "../../src/store/sqlite/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { createSyncDeps, type SyncDeps } from "../../src/sync/syncDeps.js";
 
 /** A logger that keeps its JSON lines in memory, so tests can assert on them. */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createHealth } from "../../src/ops/health.js";
-import { openDatabase, type Database } from "../../src/store/openDatabase.js";
+import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase.js";
 import { openStore } from "../../src/store/openStore.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { sqliteBackend, type TestBackend } from "./backends.js";

@@ -5,7 +5,7 @@ import { toLogRows } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createStatusPage, escapeHtml, percentile, renderStatusPage, type StatusMetrics } from "../../src/ops/statusPage.js";
 import { openStore } from "../../src/store/openStore.js";
-import type { StatusSnapshot } from "../../src/store/statusPageQueries.js";
+import type { StatusSnapshot } from "../../src/store/types.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
 

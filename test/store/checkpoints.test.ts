@@ -1,11 +1,11 @@
 import { copyFileSync, renameSync, statSync } from "node:fs";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
-import { createCheckpointer } from "../../src/store/checkpointer.js";
+import { createCheckpointer } from "../../src/store/sqlite/threads/checkpointer.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { openDatabase, openDatabaseReadOnly, resetWalWhenLarge } from "../../src/store/openDatabase.js";
-import { createSqliteStore } from "../../src/store/sqliteStore.js";
-import { createWalCheckpoints, WAL_CHECK_INTERVAL_MS } from "../../src/store/walCheckpoints.js";
+import { openDatabase, openDatabaseReadOnly, resetWalWhenLarge } from "../../src/store/sqlite/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
+import { createWalCheckpoints, WAL_CHECK_INTERVAL_MS } from "../../src/store/sqlite/walCheckpoints.js";
 import { freshDbPath, waitFor } from "../helpers/fixtures.js";
 
 const size = (path: string) => statSync(path).size;

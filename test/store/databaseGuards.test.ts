@@ -4,8 +4,8 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { ConfigError } from "../../src/errors/base.js";
-import { openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/openDatabase.js";
-import { acquireWriterLock, isFileAt, recordWriter, WriterBusyError, writerLockPath } from "../../src/store/writerLock.js";
+import { openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/sqlite/openDatabase.js";
+import { acquireWriterLock, isFileAt, recordWriter, WriterBusyError, writerLockPath } from "../../src/store/sqlite/writerLock.js";
 
 const GENESIS_A = `0x${"a".repeat(64)}` as const;
 const GENESIS_B = `0x${"b".repeat(64)}` as const;

@@ -5,9 +5,9 @@ import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
-import { createLifecycle } from "../../src/store/lifecycle.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
-import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
+import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";

@@ -6,10 +6,10 @@ import { describe, expect, test } from "vitest";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { createLogWriter } from "../../src/store/logWriter.js";
-import { migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
-import { createSyncedRanges } from "../../src/store/syncedRanges.js";
+import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
+import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
+import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
+import { createSyncedRanges } from "../../src/store/sqlite/syncedRanges.js";
 import { freshDbPath, word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";

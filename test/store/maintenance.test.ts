@@ -2,10 +2,10 @@ import { rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { MAINTENANCE_THREAD_FROM_LOGS } from "../../src/store/maintenance.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
-import { READER_INDEXES } from "../../src/store/readerIndexes.js";
-import { createSqliteStore } from "../../src/store/sqliteStore.js";
+import { MAINTENANCE_THREAD_FROM_LOGS } from "../../src/store/sqlite/threads/maintenance.js";
+import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
+import { READER_INDEXES } from "../../src/store/sqlite/readerIndexes.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { freshDbPath } from "../helpers/fixtures.js";
 
 const CHAIN_ID = 8453;

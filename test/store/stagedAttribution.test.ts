@@ -14,9 +14,10 @@ import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
 import { userOperation } from "../helpers/fixtures.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
-import { createAttributionWriter, packAttribution, type AttributedTransaction } from "../../src/store/attributionWriter.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
-import { createStagedAttribution } from "../../src/store/stagedAttribution.js";
+import { createAttributionWriter, packAttribution } from "../../src/store/sqlite/attributionWriter.js";
+import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
+import { createStagedAttribution } from "../../src/store/sqlite/stagedAttribution.js";
+import type { AttributedTransaction } from "../../src/store/types.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const SHOP = "0x000000000000000000000000000000000000c0de";

@@ -6,14 +6,15 @@ import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { openDatabase } from "../../src/store/openDatabase.js";
-import { createSqliteStore } from "../../src/store/sqliteStore.js";
-import { WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES } from "../../src/store/windowWriter.js";
-import { COMMIT_EVERY_ROWS_WHILE_LIVE, createWindowCommit, type WindowWrite } from "../../src/store/windowCommit.js";
+import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
+import { WINDOW_WRITER_NICE_BESIDE_LIVE_WRITES } from "../../src/store/sqlite/threads/windowWriter.js";
+import { COMMIT_EVERY_ROWS_WHILE_LIVE, createWindowCommit } from "../../src/store/sqlite/windowCommit.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
-import { packAttribution } from "../../src/store/attributionWriter.js";
-import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/writeGate.js";
+import { packAttribution } from "../../src/store/sqlite/attributionWriter.js";
+import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/sqlite/writeGate.js";
 import { freshDbPath, threadNices, waitFor, word } from "../helpers/fixtures.js";
+import type { WindowWrite } from "../../src/store/types.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 

@@ -8,7 +8,7 @@ import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { openStore } from "../../src/store/openStore.js";
-import type { WindowWrite } from "../../src/store/windowCommit.js";
+import type { WindowWrite } from "../../src/store/types.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
 import { waitFor } from "../helpers/fixtures.js";

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
-import type { Database } from "../../src/store/openDatabase.js";
+import type { Database } from "../../src/store/sqlite/openDatabase.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 import { startFollower, type FollowerOptions, type Row } from "../helpers/followerHarness.js";
 import { connectWsRpc } from "../helpers/wsRpcClient.js";

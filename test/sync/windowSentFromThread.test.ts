@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAttributor } from "../../src/attribution/attributeLogs.js";
-import { unpackAttribution } from "../../src/store/attributionWriter.js";
+import { unpackAttribution } from "../../src/store/sqlite/attributionWriter.js";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";

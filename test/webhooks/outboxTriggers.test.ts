@@ -7,7 +7,7 @@ import type { Config } from "../../src/config/types.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { createLogWriter } from "../../src/store/logWriter.js";
+import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";

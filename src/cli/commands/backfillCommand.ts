@@ -2,7 +2,7 @@ import { getChainTips } from "../../chain/finality.js";
 import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
-import type { WriterLock } from "../../store/writerLock.js";
+import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps } from "../../sync/syncDeps.js";
 import { parseBlockNumber } from "../blockNumberFlag.js";

@@ -10,7 +10,7 @@ import { startOpsServer } from "../../ops/httpServer.js";
 import { createStatusPage } from "../../ops/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { acquireStoreWriterLock, openStore } from "../../store/openStore.js";
-import type { WriterLock } from "../../store/writerLock.js";
+import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/pending.js";

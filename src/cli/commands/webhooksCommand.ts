@@ -3,7 +3,7 @@ import { redactUrl } from "../../ops/redact.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { createMetrics } from "../../ops/metrics.js";
 import { openReadOnlyStore, openStore } from "../../store/openStore.js";
-import type { DeliveryListing } from "../../store/webhookOutbox.js";
+import type { DeliveryListing } from "../../store/types.js";
 import { eventId } from "../../webhooks/eventBody.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { loadCommandSettings } from "../resolveConfig.js";

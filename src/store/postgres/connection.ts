@@ -1,5 +1,5 @@
 import pg from "pg";
-import { OUTBOX_LOCK_SQL } from "./schemaV7.js";
+import { OUTBOX_LOCK_SQL } from "./migrations/schemaV7.js";
 
 /** Connections of the pool a store opens: the writer's transactions, readers and late attribution. */
 export const POSTGRES_POOL_SIZE = 4;

@@ -3,10 +3,10 @@ import type { Hex } from "viem";
 import { contiguousEnd, mergeRanges, type BlockRange } from "../../blockRanges.js";
 import type { LogRow, LogStatus } from "../../decode/logRow.js";
 import { pickTwin, twinContent, type TwinCandidate } from "../../decode/preconfirmedTwins.js";
-import type { BlockApplied, PreconfirmedStored } from "../lifecycle.js";
+import type { BlockApplied, PreconfirmedStored } from "../types.js";
 import { insertLogRows } from "./rowWriter.js";
 import { packRows } from "../../decode/packedRows.js";
-import { UNSETTLED_STATUS_LIST_SQL } from "../schemaV8.js";
+import { UNSETTLED_STATUS_LIST_SQL } from "../sqlite/migrations/schemaV8.js";
 
 /**
  * The lifecycle transitions of src/store/lifecycle.ts over a Postgres connection, statement for

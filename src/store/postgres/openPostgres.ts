@@ -1,12 +1,11 @@
 import type pg from "pg";
 import { ConfigError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
-import type { ChainIdentity } from "../openDatabase.js";
+import type { ChainIdentity, WriterHolder } from "../types.js";
 import type { Store } from "../store.js";
-import type { WriterHolder } from "../writerLock.js";
 import { createPool } from "./connection.js";
 import { describeLocation } from "./location.js";
-import { checkReadable, migratePostgres } from "./migrate.js";
+import { checkReadable, migratePostgres } from "./migrations/migrate.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { createPostgresStore } from "./postgresStore.js";
 

@@ -1,8 +1,8 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import { packAttribution, unpackAttribution, type AttributedTransaction, type PackedAttribution } from "../attributionWriter.js";
-import type { EventCount, InsertCounts } from "../logWriter.js";
+import { packAttribution, unpackAttribution } from "../sqlite/attributionWriter.js";
+import type { AttributedTransaction, EventCount, InsertCounts, PackedAttribution } from "../types.js";
 
 type Column = readonly [name: string, type: string];
 

@@ -1,10 +1,8 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import {
-  LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, tokenProgress,
-  type StatusSnapshot, type StatusTokens,
-} from "../statusPageQueries.js";
+import { LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, tokenProgress } from "../sqlite/statusPageQueries.js";
 import { postgresSyncedRanges } from "./lifecycle.js";
+import type { StatusSnapshot, StatusTokens } from "../types.js";
 
 /**
  * What the status page shows from a Postgres schema: the reads of statusPageQueries.ts (SQLite), each

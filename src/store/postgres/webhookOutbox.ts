@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { AttemptRecord, DeliveryListing, DueDelivery, WebhookEventRow, WebhookOutbox } from "../webhookOutbox.js";
+import type { AttemptRecord, DeliveryListing, DueDelivery, WebhookEventRow, WebhookOutbox } from "../types.js";
 import { inTransaction } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 

@@ -5,7 +5,8 @@ import { from as copyFrom } from "pg-copy-streams";
 import type { LogStatus } from "../../decode/logRow.js";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
 import type { EventName } from "../../decode/paymentEvents.js";
-import { createEventTally, type InsertCounts } from "../logWriter.js";
+import { createEventTally } from "../sqlite/logWriter.js";
+import type { InsertCounts } from "../types.js";
 
 const LOG_COLUMNS =
   "id, chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, " +

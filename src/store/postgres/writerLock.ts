@@ -1,9 +1,10 @@
 import { hostname } from "node:os";
 import pg from "pg";
-import { WriterBusyError, type WriterHolder, type WriterLock } from "../writerLock.js";
+import { WriterBusyError } from "../sqlite/writerLock.js";
 import { connectionConfig } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 import { lostWriterError } from "./postgresStore.js";
+import type { WriterHolder, WriterLock } from "../types.js";
 
 /** The advisory lock key of a schema's one writer (hashed to the bigint Postgres locks on). */
 const WRITER_LOCK = "flashindex:writer:";

@@ -1,4 +1,4 @@
-import { LIVE_STATUS_LIST_SQL, statusRankSql } from "./liveStatus.js";
+import { LIVE_STATUS_LIST_SQL, statusRankSql } from "../../liveStatus.js";
 
 /**
  * Schema version 1. Conventions: addresses and hashes are lower-case 0x hex TEXT; token amounts are

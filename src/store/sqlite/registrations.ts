@@ -1,21 +1,6 @@
 import type { Address } from "viem";
 import type { Database } from "./openDatabase.js";
-
-/** One row of `agent_registrations`; the wallet is lower case, times are unix milliseconds. */
-export type RegistrationRow = {
-  walletAddress: Address;
-  builderCode: string;
-  registeredAt: number;
-  lastConfirmedAt: number;
-};
-
-/**
- * What saving did: `new` wallet, `confirmed` (same code again), or `changed` (the service now
- * answers another code for a known wallet; `previousCode` is what we held). Callers log `changed` loudly.
- */
-export type SaveRegistrationResult =
-  | { status: "new" | "confirmed"; row: RegistrationRow }
-  | { status: "changed"; previousCode: string; row: RegistrationRow };
+import type { RegistrationRow, SaveRegistrationResult } from "../types.js";
 
 type DbRow = { wallet_address: string; builder_code: string; registered_at: number; last_confirmed_at: number };
 

@@ -1,9 +1,10 @@
 import { existsSync, statSync } from "node:fs";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { ConfigError } from "../errors/base.js";
+import { ConfigError } from "../../errors/base.js";
 import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
-import { migrate, SCHEMA_VERSION } from "./migrations.js";
+import { migrate, SCHEMA_VERSION } from "./migrations/migrations.js";
+import type { ChainIdentity } from "../types.js";
 
 export type { Database };
 
@@ -24,9 +25,6 @@ export const WINDOW_WRITER_CACHE_SIZE_KIB = 16 * 1024;
 export const WAL_AUTOCHECKPOINT_PAGES = 1_000;
 /** The WAL file is truncated to this after a checkpoint. */
 export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
-
-/** What a database is pinned to besides its chain id: the chain's genesis block hash (lower-case hex). */
-export type ChainIdentity = { genesisHash: Hex };
 
 /**
  * Opens (creating when absent) the SQLite file in WAL mode, runs the migrations, and pins the file

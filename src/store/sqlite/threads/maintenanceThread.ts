@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { maintenanceJobs, type MaintenanceReply, type MaintenanceRequest } from "./maintenance.js";
-import { CACHE_SIZE_KIB, openWriterConnection } from "./openDatabase.js";
+import { CACHE_SIZE_KIB, openWriterConnection } from "../openDatabase.js";
 
 /** The maintenance thread (maintenance.ts): a bulk load's finishing work on a connection of its own, one job at a time. */
 const { path } = workerData as { path: string };

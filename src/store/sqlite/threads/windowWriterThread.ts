@@ -1,8 +1,9 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { niceThisThread } from "../ops/threadNice.js";
-import { openWriterConnection, resetWalWhenLarge } from "./openDatabase.js";
-import { createWindowCommit, type WindowWrite } from "./windowCommit.js";
-import { createWindowGate, type WriteGateMemory } from "./writeGate.js";
+import { niceThisThread } from "../../../ops/threadNice.js";
+import { openWriterConnection, resetWalWhenLarge } from "../openDatabase.js";
+import { createWindowCommit } from "../windowCommit.js";
+import { createWindowGate, type WriteGateMemory } from "../writeGate.js";
+import type { WindowWrite } from "../../types.js";
 
 /** The window writer's thread: its own connection to the database, committing windows one at a time, in arrival order. */
 export type WindowRequest = { id: number; window: WindowWrite; now: number };

@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
-import { LIVE_STATUS_LIST_SQL } from "./liveStatus.js";
+import { LIVE_STATUS_LIST_SQL } from "../liveStatus.js";
 import {
   assertTransition,
   OrderExistsError,
@@ -11,7 +11,7 @@ import {
   type OrderKind,
   type OrderState,
   type OrderTransition,
-} from "./orderStates.js";
+} from "../orderStates.js";
 
 /**
  * The SQLite side of merchant orders (see orderStates.ts for the states and transitions). Off-chain

@@ -1,17 +1,9 @@
 import { closeSync, fstatSync, openSync, rmSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import DatabaseConstructor, { type Database } from "better-sqlite3";
-import { ConfigError } from "../errors/base.js";
+import { ConfigError } from "../../errors/base.js";
 import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
-
-/** Who writes a database: recorded in its `meta` table so a refused second writer can name it. */
-export type WriterHolder = { pid: number; host: string; command: string; startedAt: string };
-
-export type WriterLock = {
-  readonly holder: WriterHolder;
-  /** Gives the lock back; idempotent. The OS releases it anyway when the process dies. */
-  release: () => void;
-};
+import type { WriterHolder, WriterLock } from "../types.js";
 
 /** The sidecar file whose SQLite lock stands for "one writer": `data/devnet.db` → `data/devnet.db.lock`. */
 export function writerLockPath(databasePath: string): string {

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { checkpointBeside, openCheckpointConnection } from "./openDatabase.js";
+import { checkpointBeside, openCheckpointConnection } from "../openDatabase.js";
 
 /** The checkpointer's thread: on each "checkpoint", copies the WAL back into the database (see checkpointer.ts). */
 const { path } = workerData as { path: string };

@@ -1,5 +1,5 @@
 import type { Database } from "better-sqlite3";
-import { FatalError } from "../errors/base.js";
+import { FatalError } from "../../../errors/base.js";
 import { SCHEMA_V1 } from "./schemaV1.js";
 import { SCHEMA_V2 } from "./schemaV2.js";
 import { SCHEMA_V3 } from "./schemaV3.js";

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { ConfigError } from "../errors/base.js";
+import { ConfigError } from "../../errors/base.js";
 
 /** What the user can do about any of these, appended to each message. */
 const FIX = "use another database.path (or --db)";

@@ -1,7 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-
-export type TokenCounts = { status: string; transfers: number; authorizations: number };
+import type { TokenCounts } from "../types.js";
 
 /** Row counts of one token by lifecycle status, for `flashindex status`. */
 export function countRowsByStatus(db: Database, chainId: number, token: Hex): TokenCounts[] {

@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
-import type { IndexedAuthorization } from "./store.js";
+import type { IndexedAuthorization } from "../store.js";
 
 /** The columns of view `authorization_states` a reader gets, named as the store returns them. */
 export const AUTHORIZATION_STATE_COLUMNS = `state, status, block_number AS "blockNumber", tx_hash AS "txHash",

@@ -1,4 +1,4 @@
-import { startThread } from "../ops/startThread.js";
+import { startThread } from "../../../ops/startThread.js";
 
 /** The checkpointer holds no rows: a tiny heap. */
 const CHECKPOINT_THREAD_HEAP_MB = 16;

@@ -1,4 +1,4 @@
-import { createCheckpointer, type Checkpointer } from "./checkpointer.js";
+import { createCheckpointer, type Checkpointer } from "./threads/checkpointer.js";
 import { WAL_AUTOCHECKPOINT_PAGES, type Database } from "./openDatabase.js";
 
 /** How often the store's connection is asked whether it wrote since the last look. */

@@ -1,25 +1,10 @@
 import type { Database } from "better-sqlite3";
-import type { Hex } from "viem";
-import { createAttributionWriter, type PackedAttribution } from "./attributionWriter.js";
-import { createLogWriter, type InsertCounts } from "./logWriter.js";
-import { unpackStrings, type PackedRows } from "../decode/packedRows.js";
+import { createAttributionWriter } from "./attributionWriter.js";
+import { createLogWriter } from "./logWriter.js";
+import { unpackStrings } from "../../decode/packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
-
-/**
- * One fetched backfill window as the store takes it: its rows (decode/packedRows.ts), its
- * transactions' attribution (packed: attributionWriter.ts), and the range it completes; as plain
- * values, it crosses to the writer thread. `stageAttribution` (a bulk backfill): SQLite appends the
- * attribution to its staging tables, moved at the backfill's end (schemaV10.ts).
- */
-export type WindowWrite = {
-  from: number;
-  to: number;
-  tokens: readonly Hex[];
-  rows: PackedRows;
-  attribution: PackedAttribution;
-  stageAttribution?: boolean | undefined;
-};
+import type { InsertCounts, WindowWrite } from "../types.js";
 
 /** Just the window's own fields (a fetched window carries more): what is posted to the writer thread. */
 export const windowFields = (window: WindowWrite): WindowWrite => ({

@@ -1,4 +1,4 @@
-import { LIVE_STATUS_LIST_SQL, statusRankSql } from "../liveStatus.js";
+import { LIVE_STATUS_LIST_SQL, statusRankSql } from "../../liveStatus.js";
 
 /**
  * The Postgres schema at the SQLite store's version 5, in one step: the same tables, columns, views,

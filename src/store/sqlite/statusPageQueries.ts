@@ -1,7 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import { createSyncedRanges } from "./syncedRanges.js";
-import type { AttemptRecord, WebhookBacklog, WebhookOutbox } from "./webhookOutbox.js";
+import type { StatusSnapshot, StatusTokens, WebhookOutbox } from "../types.js";
 
 /** Lead times are read from at most this many blocks below the newest (2 h of Base blocks), then cut to the last hour. */
 export const LEAD_TIME_MAX_BLOCKS = 3_600;
@@ -9,22 +9,6 @@ export const LEAD_TIME_WINDOW_MS = 3_600_000;
 export const RECENT_PAYMENTS = 20;
 export const RECENT_REMOVALS = 20;
 export const RECENT_WEBHOOK_ATTEMPTS = 10;
-
-/** The tokens the status page reports on, as configured. */
-export type StatusTokens = ReadonlyArray<{ address: string; label: string | undefined; startBlock: number }>;
-
-export type StatusSnapshot = {
-  tokens: Array<{ token: string; label: string | null; startBlock: number; checkpoint: number | null }>;
-  newestBlock: number | null;
-  /** Milliseconds each log was visible pre-confirmed before its block, for logs confirmed in the last hour. */
-  leadTimesMs: number[];
-  payments: Array<{ token: string; from: string; to: string; value: string; status: string; blockNumber: number; txHash: string; codes: string | null }>;
-  removals: Array<{ status: string; blockNumber: number; txHash: string; removedAt: number }>;
-  orders: Array<{ state: string; n: number }>;
-  voidedThenCaptured: number;
-  webhooks: WebhookBacklog;
-  webhookAttempts: Array<AttemptRecord & { type: string }>;
-};
 
 /** A token's backfill progress: its checkpoint, or null before its first indexed block. */
 export function tokenProgress(t: StatusTokens[number], checkpoint: number): StatusSnapshot["tokens"][number] {

@@ -1,4 +1,4 @@
-import { LIVE_STATUS_LIST_SQL, statusRankSql } from "./liveStatus.js";
+import { LIVE_STATUS_LIST_SQL, statusRankSql } from "../../liveStatus.js";
 
 /**
  * Schema version 3: merchant orders (signed transfer authorizations held off chain) and their audit

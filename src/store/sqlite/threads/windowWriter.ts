@@ -1,15 +1,15 @@
-import { buffersToMove } from "../decode/packedRows.js";
-import { attributionToMove } from "./attributionWriter.js";
-import { FatalError } from "../errors/base.js";
-import type { InsertCounts } from "./logWriter.js";
-import { startThread } from "../ops/startThread.js";
-import { createThreadCalls } from "../ops/threadCalls.js";
-import type { Database } from "./openDatabase.js";
-import type { WindowWriter } from "./store.js";
-import { createWindowCommit, windowFields } from "./windowCommit.js";
+import { buffersToMove } from "../../../decode/packedRows.js";
+import { attributionToMove } from "../attributionWriter.js";
+import { FatalError } from "../../../errors/base.js";
+import type { InsertCounts } from "../../types.js";
+import { startThread } from "../../../ops/startThread.js";
+import { createThreadCalls } from "../../../ops/threadCalls.js";
+import type { Database } from "../openDatabase.js";
+import type { WindowWriter } from "../../store.js";
+import { createWindowCommit, windowFields } from "../windowCommit.js";
 import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWriterThread.js";
-import type { WalCheckpoints } from "./walCheckpoints.js";
-import type { LiveWriteGate } from "./writeGate.js";
+import type { WalCheckpoints } from "../walCheckpoints.js";
+import type { LiveWriteGate } from "../writeGate.js";
 
 /** The writer thread holds at most the windows in flight (a few thousand rows each): a small heap of its own. */
 const WRITER_THREAD_HEAP_MB = 64;

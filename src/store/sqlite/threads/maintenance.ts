@@ -1,10 +1,10 @@
-import { FatalError } from "../errors/base.js";
-import { startThread } from "../ops/startThread.js";
-import { createThreadCalls } from "../ops/threadCalls.js";
-import type { Database } from "./openDatabase.js";
-import { createReaderIndexes } from "./readerIndexes.js";
-import { createStagedAttribution } from "./stagedAttribution.js";
-import type { LiveWriteGate } from "./writeGate.js";
+import { FatalError } from "../../../errors/base.js";
+import { startThread } from "../../../ops/startThread.js";
+import { createThreadCalls } from "../../../ops/threadCalls.js";
+import type { Database } from "../openDatabase.js";
+import { createReaderIndexes } from "../readerIndexes.js";
+import { createStagedAttribution } from "../stagedAttribution.js";
+import type { LiveWriteGate } from "../writeGate.js";
 
 /** A bulk load's finishing work: staged attribution's move, one reader index's build. */
 export type MaintenanceJob = "moveStagedAttribution" | "buildNextReaderIndex";

@@ -1,12 +1,9 @@
 import type { Database } from "better-sqlite3";
-import type { EventName } from "../decode/paymentEvents.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
-import type { Metrics } from "../ops/metrics.js";
-import { NUMBER_FIELDS, packRows, STRING_FIELDS, unpackStrings, type PackedRows } from "../decode/packedRows.js";
-
-/** Newly stored logs of one event at one status. */
-export type EventCount = { event: EventName; status: LogStatus; logs: number };
-export type InsertCounts = { inserted: number; duplicates: number; byEvent: EventCount[] };
+import type { EventName } from "../../decode/paymentEvents.js";
+import type { LogRow, LogStatus } from "../../decode/logRow.js";
+import type { Metrics } from "../../ops/metrics.js";
+import { NUMBER_FIELDS, packRows, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
+import type { EventCount, InsertCounts } from "../types.js";
 
 /**
  * Inserts decoded rows into `logs` and their decoded table. Idempotent: a log already stored

@@ -1,11 +1,11 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { statSync } from "node:fs";
-import type { Metrics } from "../ops/metrics.js";
+import type { Metrics } from "../../ops/metrics.js";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createAuthorizationStates } from "./authorizationStates.js";
-import { createCommitSignal } from "./commitSignal.js";
-import { createLifecycle, type BlockApplied } from "./lifecycle.js";
-import { createMaintenance, maintenanceOnThread } from "./maintenance.js";
+import { createCommitSignal } from "../commitSignal.js";
+import { createLifecycle } from "./lifecycle.js";
+import { createMaintenance, maintenanceOnThread } from "./threads/maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createReaderIndexes } from "./readerIndexes.js";
@@ -13,13 +13,14 @@ import { createStagedAttribution } from "./stagedAttribution.js";
 import { saveRegistration } from "./registrations.js";
 import { readStatusSnapshot } from "./statusPageQueries.js";
 import { countRowsByStatus } from "./statusQueries.js";
-import type { Store } from "./store.js";
+import type { Store } from "../store.js";
 import { createSyncedRanges } from "./syncedRanges.js";
-import { timed, type WriteKind } from "./timedWrite.js";
+import { timed, type WriteKind } from "../timedWrite.js";
 import { createWalCheckpoints } from "./walCheckpoints.js";
-import { createSqliteWebhookOutbox, type WebhookOutbox } from "./webhookOutbox.js";
-import { createWindowWriter } from "./windowWriter.js";
+import { createSqliteWebhookOutbox } from "./webhookOutbox.js";
+import { createWindowWriter } from "./threads/windowWriter.js";
 import { createLiveWriteGate, createWriteGateMemory } from "./writeGate.js";
+import type { BlockApplied, WebhookOutbox } from "../types.js";
 
 export type SqliteStoreDeps = {
   db: Database;

@@ -1,11 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import type { TransactionInput } from "../chain/getTransactions.js";
-import type { TransactionAttribution } from "../decode/attributeTransaction.js";
-import { registryOfCode, type Attribution } from "../decode/erc8021.js";
-
-/** One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. */
-export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution };
+import { registryOfCode, type Attribution } from "../../decode/erc8021.js";
+import type { AttributedTransaction, PackedAttribution } from "../types.js";
 
 /**
  * Hashes looked up per query by `unstored`: one query per hash cost 1–1.9 µs a hash (the call
@@ -116,17 +112,6 @@ function insertValues(inserts: Inserts, v: unknown[], next: () => void): number 
   return inserted;
 }
 
-/**
- * Attribution rows flattened into arrays of plain values, as a window's rows are (packedRows.ts):
- * per transaction its TRANSACTION_FIELDS column values (hash first) and the number of records that
- * follow, each a tag (OPERATION or CODE) and RECORD_FIELDS - 1 column values without the hash, in
- * insert order (its own codes, then each user operation followed by its codes). No calldata, no
- * nested objects. A window's attribution comes in batches (one per JSON-RPC batch of transactions);
- * a batch that crossed between threads is its values' JSON text as bytes (attributionToMove), moved
- * with the transfer list: cloned value by value, a million transactions' 23 million values cost the
- * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
- */
-export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>> };
 export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
 
 /** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */

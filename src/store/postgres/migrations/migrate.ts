@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { ConfigError, FatalError } from "../../errors/base.js";
+import { ConfigError, FatalError } from "../../../errors/base.js";
 import { POSTGRES_SCHEMA_V5 } from "./schemaV5.js";
 import { POSTGRES_SCHEMA_V6 } from "./schemaV6.js";
 import { POSTGRES_SCHEMA_V7 } from "./schemaV7.js";

@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { contiguousEnd, mergeRanges, type BlockRange } from "../blockRanges.js";
+import { contiguousEnd, mergeRanges, type BlockRange } from "../../blockRanges.js";
 
 /**
  * Block ranges fully indexed per token. Ranges are merged on write, so the table stays a handful of

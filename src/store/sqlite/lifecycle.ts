@@ -1,27 +1,10 @@
 import type { Database, Statement } from "better-sqlite3";
 import type { Hex } from "viem";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
-import { pickTwin, twinContent, type TwinCandidate } from "../decode/preconfirmedTwins.js";
-import { createLogWriter, type InsertCounts } from "./logWriter.js";
-import { UNSETTLED_STATUS_SQL } from "./schemaV9.js";
-
-export type PreconfirmedStored = InsertCounts & {
-  /** Stored pre-confirmations announced again for a later block, moved there (protocol-notes §8: the pending block was rebuilt). */
-  moved: number;
-  /** Of those, how many had been marked dropped: they were not dropped after all. */
-  revived: number;
-};
-
-export type BlockApplied = {
-  inserted: number;
-  promoted: number;
-  dropped: number;
-  duplicates: number;
-  /** For each promoted log, how long (ms) it was visible pre-confirmed before this block. */
-  leadTimesMs: number[];
-  /** Newly inserted rows by event and status. */
-  byEvent: InsertCounts["byEvent"];
-};
+import type { LogRow, LogStatus } from "../../decode/logRow.js";
+import { pickTwin, twinContent, type TwinCandidate } from "../../decode/preconfirmedTwins.js";
+import { createLogWriter } from "./logWriter.js";
+import { UNSETTLED_STATUS_SQL } from "./migrations/schemaV9.js";
+import type { BlockApplied, PreconfirmedStored } from "../types.js";
 
 /**
  * The lifecycle transitions of stored logs. Each method is meant to run inside ONE transaction of
