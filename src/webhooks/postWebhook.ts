@@ -1,7 +1,8 @@
 import http from "node:http";
 import https from "node:https";
 import { privateHostOf } from "../config/privateAddresses.js";
-import { createConnectLookup, PrivateTargetError, systemResolve, type Resolve } from "./webhookTargets.js";
+import { PrivateTargetError } from "../errors/webhooks.js";
+import { createConnectLookup, systemResolve, type Resolve } from "./webhookTargets.js";
 
 /**
  * Keep-alive agents: a subscription sends one request after another to the same receiver. Idle

@@ -1,11 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from "node:dns";
 import { privateRangeOf } from "../config/privateAddresses.js";
-
-/** A webhook host that is, or resolved into, a refused range; the sender records it as the attempt's error. */
-export class PrivateTargetError extends Error {
-  override name = "PrivateTargetError";
-  readonly code = "EWEBHOOKPRIVATE";
-}
+import { PrivateTargetError } from "../errors/webhooks.js";
 
 /** How names are resolved: dns.lookup's all-addresses form (the system resolver, /etc/hosts included). */
 export type Resolve = (hostname: string, options: LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;

@@ -4,7 +4,8 @@ import { parseConfig } from "../../src/config/parseConfig.js";
 import { ConfigError } from "../../src/errors/base.js";
 import { postWebhook } from "../../src/webhooks/postWebhook.js";
 import { readWebhookSecrets } from "../../src/webhooks/secrets.js";
-import { createConnectLookup, PrivateTargetError, systemResolve, type Resolve } from "../../src/webhooks/webhookTargets.js";
+import { PrivateTargetError } from "../../src/errors/webhooks.js";
+import { createConnectLookup, systemResolve, type Resolve } from "../../src/webhooks/webhookTargets.js";
 import { startWebhookReceiver } from "../helpers/webhookReceiver.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
