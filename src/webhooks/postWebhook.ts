@@ -6,11 +6,13 @@ import { createConnectLookup, systemResolve, type Resolve } from "./webhookTarge
 
 /**
  * Keep-alive agents: a subscription sends one request after another to the same receiver. Idle
- * sockets do not keep the process alive.
+ * sockets do not keep the process alive. Sockets opened without the public-address check are pooled
+ * apart: an agent reuses a socket by host and port alone, so a subscription that allows private
+ * targets must not lend one to a subscription that does not.
  */
 const AGENTS = {
-  "http:": new http.Agent({ keepAlive: true }),
-  "https:": new https.Agent({ keepAlive: true }),
+  checked: { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) },
+  unchecked: { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) },
 } as const;
 
 export type WebhookRequest = { url: string; headers: Record<string, string>; body: string; allowPrivateTargets: boolean; signal: AbortSignal };
@@ -37,7 +39,7 @@ export function postWebhook(request: WebhookRequest, resolve: Resolve = systemRe
       target,
       {
         method: "POST",
-        agent: AGENTS[protocol],
+        agent: AGENTS[request.allowPrivateTargets ? "unchecked" : "checked"][protocol],
         signal: request.signal,
         headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
         lookup: lookup as never,

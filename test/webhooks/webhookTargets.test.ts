@@ -115,6 +115,12 @@ describe("postWebhook() checks the address it connects to", () => {
     expect(receiver.receipts.length).toBe(before + 1);
   });
 
+  test("a kept-alive connection of a subscription that allows private targets is never lent to one that does not", async () => {
+    const url = `http://rebound.shop.example:${port}/hooks`;
+    expect(await post(url, true, resolvingTo("127.0.0.1"))).toBe(204);
+    await expect(post(url, false, resolvingTo("127.0.0.1"))).rejects.toThrow(PrivateTargetError);
+  });
+
   test("an IP literal (never looked up) is checked too", async () => {
     await expect(post(receiver.url, false)).rejects.toThrow("127.0.0.1 is a loopback address: refused");
     expect(await post(receiver.url, true)).toBe(204);
