@@ -81,7 +81,9 @@ export async function startTestPostgres(options: { parent?: string; port?: numbe
       return `${base}/${name}`;
     },
     async stop() {
-      await server.stop();
+      // server.stop() would wait for ever for the exit of a server that already died.
+      const child = (server as unknown as { process?: ChildProcess }).process;
+      if (child !== undefined && child.exitCode === null && child.signalCode === null) await server.stop();
       rmSync(parent, { recursive: true, force: true });
     },
   };
