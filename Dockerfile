@@ -29,7 +29,8 @@ COPY --chown=flashindex:flashindex package.json indexer.config.json ./
 COPY --chown=flashindex:flashindex config ./config
 USER flashindex
 VOLUME ["/data"]
-# Prometheus metrics, /healthz and /readyz (bound to 0.0.0.0 in the container by FLASHINDEX_METRICS_HOST).
+# Prometheus metrics, /healthz, /readyz and the status page (bound to 0.0.0.0 in the container by
+# FLASHINDEX_METRICS_HOST): publish it on the host's loopback only, `docker run -p 127.0.0.1:9464:9464`.
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:9464/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"

@@ -9,5 +9,7 @@ export default defineConfig({
     // CLI tests spawn the real CLI many times; on a loaded 2-core machine that takes a while.
     testTimeout: 60_000,
     hookTimeout: 30_000,
+    // One PostgreSQL for the run, started when a suite first asks for it (test/helpers/postgresBroker.ts).
+    globalSetup: ["test/helpers/postgresBroker.ts"],
   },
 });

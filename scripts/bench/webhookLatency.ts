@@ -73,7 +73,7 @@ writeFileSync(
     database: { path: join(dir, "bench.db") },
     metrics: { enabled: false },
     logLevel: "warn",
-    webhooks: [{ url: receiverUrl, secretEnv: "BENCH_WEBHOOK_SECRET", events: ["payment.preconfirmed"] }],
+    webhooks: [{ url: receiverUrl, secretEnv: "BENCH_WEBHOOK_SECRET", events: ["payment.preconfirmed"], allowPrivateTargets: true }],
   }),
 );
 const daemon = spawn(process.execPath, [...(MAIN.endsWith(".ts") ? ["--import", "tsx"] : []), MAIN, "start", "--config", config], {

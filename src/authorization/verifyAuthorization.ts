@@ -1,5 +1,4 @@
 import {
-  decodeFunctionResult,
   encodeFunctionData,
   hashTypedData,
   isAddressEqual,
@@ -33,7 +32,14 @@ export type VerifiedSignature =
 
 /** ERC-1271's selector, and the only return value FiatToken v2.2 accepts. */
 export const ERC1271_MAGIC_VALUE: Hex = "0x1626ba7e";
+/**
+ * The first 32-byte word of the answer FiatToken's SignatureChecker accepts: the selector left-aligned,
+ * then 28 zero bytes (it compares `abi.decode(result, (bytes32))`, not a bytes4).
+ */
+const ERC1271_MAGIC_WORD = `${ERC1271_MAGIC_VALUE}${"00".repeat(28)}`;
 const ERC1271_ABI = parseAbi(["function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)"]);
+/** The secp256k1 group order: an r at or above it recovers nothing (the ecrecover precompile returns zero). */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 /** Half the secp256k1 order: FiatToken's ECRecover refuses a higher s (EIP-2 malleability). */
 const SECP256K1_HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
@@ -55,21 +61,30 @@ export function toTokenEcdsaSignature(input: SignatureInput): { signature: Hex; 
   if (!/^0x[0-9a-fA-F]{64}$/.test(parts.r) || !/^0x[0-9a-fA-F]{64}$/.test(parts.s)) throw new BadSignatureError("r and s must be 32 bytes each");
   if (BigInt(parts.s) > SECP256K1_HALF_N) throw new BadSignatureError("s is in the upper half of the curve order: the token refuses such (malleable) signatures");
   if (BigInt(parts.r) === 0n || BigInt(parts.s) === 0n) throw new BadSignatureError("r and s must not be zero");
+  if (BigInt(parts.r) >= SECP256K1_N) throw new BadSignatureError("r must be below the curve order: the token's ecrecover recovers nothing from it");
   const r = parts.r.toLowerCase() as Hex;
   const s = parts.s.toLowerCase() as Hex;
   return { signature: serializeSignature({ r, s, v: BigInt(v) }).toLowerCase() as Hex, v, r, s };
 }
 
-/** The signature as bytes: ECDSA parts packed r ‖ s ‖ v as the token's v,r,s entry points do. */
+/**
+ * The signature as bytes: ECDSA parts packed `abi.encodePacked(r, s, v)` as the token's v,r,s entry points
+ * do, unchanged (no EOA rule applies: for a payer with code the wallet, not the token, judges them).
+ * Parts that cannot be packed (r or s not 32 bytes, v not one byte) are a BadSignatureError.
+ */
 export function signatureBytes(input: SignatureInput): Hex {
   if (typeof input === "string") return input.toLowerCase() as Hex;
-  return toTokenEcdsaSignature(input).signature;
+  const { v, r, s } = input;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(r) || !/^0x[0-9a-fA-F]{64}$/.test(s)) throw new BadSignatureError("r and s must be 32 bytes each");
+  if (!Number.isInteger(v) || v < 0 || v > 255) throw new BadSignatureError(`v must be one byte (0 to 255), got ${v}: the token packs it as a uint8`);
+  return `0x${r.slice(2)}${s.slice(2)}${v.toString(16).padStart(2, "0")}`.toLowerCase() as Hex;
 }
 
 /**
  * Checks `signature` over `digest` exactly as FiatToken v2.2 does: the authorizer's code (eth_getCode at
- * latest) picks the path; with code, ERC-1271 `isValidSignature` must return 0x1626ba7e (a revert or any
- * other value is a WrongSignerError); without code, ECDSA under the token's rules must recover the authorizer.
+ * latest) picks the path; with code, ERC-1271 `isValidSignature` must answer a first 32-byte word of
+ * 0x1626ba7e and 28 zero bytes (a revert or any other answer is a WrongSignerError) and v,r,s parts reach
+ * the wallet packed unchanged; without code, ECDSA under the token's rules must recover the authorizer.
  */
 export async function verifyAuthorizerSignature(client: RpcClient, authorizer: Address, digest: Hex, signature: SignatureInput): Promise<VerifiedSignature> {
   const code = await client.request("eth_getCode", [authorizer, "latest"], parseCode);
@@ -119,8 +134,9 @@ export async function verifyTransferAuthorization(
 }
 
 /**
- * `isValidSignature(digest, signature)` on the authorizer: its bytes4 answer, or a description of why
- * there is none. A revert reads as a refusal (FiatToken: the staticcall was not successful).
+ * `isValidSignature(digest, signature)` on the authorizer: ERC1271_MAGIC_VALUE when its first 32-byte word
+ * is exactly the one FiatToken accepts, else a description of the answer. A revert reads as a refusal
+ * (FiatToken: the staticcall was not successful).
  */
 async function isValidSignature(client: RpcClient, wallet: Address, digest: Hex, signature: Hex): Promise<string> {
   const data = encodeFunctionData({ abi: ERC1271_ABI, functionName: "isValidSignature", args: [digest, signature] });
@@ -131,13 +147,11 @@ async function isValidSignature(client: RpcClient, wallet: Address, digest: Hex,
     if (error instanceof RpcRequestError) return `reverted: ${error.shortMessage}`;
     throw error;
   }
-  // FiatToken's SignatureChecker compares the first 32 bytes of the answer with the selector, left-aligned.
+  // FiatToken's SignatureChecker compares the whole first 32-byte word with the selector left-aligned and
+  // zero-padded: 0x1626ba7e followed by anything else is a refusal there, so it is one here.
   if (size(result) < 32) return `${result} (shorter than 32 bytes)`;
-  try {
-    return decodeFunctionResult({ abi: ERC1271_ABI, functionName: "isValidSignature", data: result.slice(0, 66) as Hex });
-  } catch {
-    return result;
-  }
+  const word = result.slice(0, 66);
+  return word === ERC1271_MAGIC_WORD ? ERC1271_MAGIC_VALUE : word;
 }
 
 function parseCode(result: unknown): Hex {

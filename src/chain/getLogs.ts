@@ -56,17 +56,32 @@ export function getLogsParams(filter: LogFilter): unknown[] {
   return [{ ...scope, address: filter.addresses, topics: [filter.topic0] }];
 }
 
-/** Shape-checks an answer's logs (RpcResponseError when malformed or mixing two hashes for a block) and sets apart those outside the filter. */
+/**
+ * Shape-checks an answer's logs and sets apart those outside the filter. RpcResponseError (a damaged
+ * answer, retried) when a log is malformed, when two hashes appear for one block, and, for canonical
+ * blocks, when a log carries the pre-confirmed zero hash (a Flashblocks node's pending view leaking in:
+ * not yet sealed, it would be stored as confirmed) or two logs share a (blockNumber, logIndex) (the
+ * unique key holds the transaction hash too, so both would be stored).
+ */
 export function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
   if (!Array.isArray(result)) throw new RpcResponseError("eth_getLogs answered with a non-array result");
   const parsed = result.map((item, i) => parseRpcLog(item, `eth_getLogs result[${i}]`));
   const { logs, outOfFilter } = partitionByFilter(parsed, filter);
+  const canonical = !("pending" in filter);
   const blockHashes = new Map<number, Hex>();
+  const positions = new Set<string>();
   for (const log of logs) {
     const known = blockHashes.get(log.blockNumber);
-    if (known === undefined) blockHashes.set(log.blockNumber, log.blockHash);
-    else if (known !== log.blockHash)
+    if (known === undefined) {
+      if (canonical && log.blockHash === PRECONFIRMED_BLOCK_HASH)
+        throw new RpcResponseError(`eth_getLogs answer holds a pre-confirmed log (zero block hash) in block ${log.blockNumber}, inside a canonical range`);
+      blockHashes.set(log.blockNumber, log.blockHash);
+    } else if (known !== log.blockHash)
       throw new RpcResponseError(`eth_getLogs answer holds two hashes for block ${log.blockNumber} (a reorg mid-answer)`);
+    if (!canonical) continue;
+    const position = `${log.blockNumber}:${log.logIndex}`;
+    if (positions.has(position)) throw new RpcResponseError(`eth_getLogs answer holds two logs at block ${log.blockNumber}, logIndex ${log.logIndex}`);
+    positions.add(position);
   }
   return { logs, outOfFilter };
 }

@@ -257,6 +257,7 @@ function parseMetrics(value: unknown): Config["metrics"] {
     enabled: optional(metrics.enabled, (v) => readBoolean("metrics.enabled", v)) ?? DEFAULTS.metrics.enabled,
     host: optional(metrics.host, (v) => readString("metrics.host", v)) ?? DEFAULTS.metrics.host,
     port: int(metrics, "metrics", "port") ?? DEFAULTS.metrics.port,
+    statusPage: optional(metrics.statusPage, (v) => readBoolean("metrics.statusPage", v)) ?? DEFAULTS.metrics.statusPage,
   };
 }
 

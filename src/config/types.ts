@@ -131,6 +131,8 @@ export type WebhookConfig = {
   readonly addresses: readonly string[] | undefined;
   /** Name of the environment variable holding the HMAC secret (read at start, never logged). */
   readonly secretEnv: string;
+  /** Lets the URL reach loopback, link-local and private addresses (refused otherwise, also once resolved). */
+  readonly allowPrivateTargets: boolean;
 };
 
 /** How the webhook sender retries: exponential backoff with full jitter, then the event is parked. */
@@ -164,7 +166,8 @@ export type Config = {
     /** The Postgres schema flashindex's tables live in: several deployments can share one database. */
     readonly schema: string;
   };
-  readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number };
+  /** The ops server; `statusPage` off answers / with 404 (the page shows payment and webhook figures). */
+  readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number; readonly statusPage: boolean };
   readonly logLevel: LogLevel;
   readonly registration: RegistrationConfig;
   /** Decode the ERC-8021 suffix of every transaction that emitted an indexed log. */
@@ -213,7 +216,7 @@ export const DEFAULTS = {
     reconnectMaxDelayMs: 30_000,
   },
   database: { path: "data/flashindex.db", url: undefined, schema: "flashindex" },
-  metrics: { enabled: true, host: "127.0.0.1", port: 9464 },
+  metrics: { enabled: true, host: "127.0.0.1", port: 9464, statusPage: true },
   logLevel: "info" as LogLevel,
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },

@@ -48,12 +48,15 @@ export type AttributionRegistryError = { roles: RegistryRole[]; reason: string }
  * Codes come in a fixed order: app, wallet, then services in array order. `registries` is present
  * when `r` named at least one well-formed registry; `registryError` when `r`, or an entry of it,
  * did not parse (the codes are kept, but a code of a listed role has no known registry);
- * `metadata` is the raw CBOR of `m`'s value when present and nested no deeper than MAX_CBOR_DEPTH.
+ * `serviceError` when `s`, or an entry of it, was malformed (no service code is taken, the app and
+ * wallet codes are kept); `metadata` is the raw CBOR of `m`'s value when present and nested no deeper
+ * than MAX_CBOR_DEPTH.
  */
 export type AttributionSchema2 = CodesBase & {
   schemaId: 2;
   registries?: AttributionRegistries;
   registryError?: AttributionRegistryError;
+  serviceError?: string;
   metadata?: Hex;
 };
 export type AttributionCodes = AttributionSchema0 | AttributionSchema1 | AttributionSchema2;
@@ -209,8 +212,9 @@ function decodeSchema2(hex: string, schemaIndex: number): Attribution {
   if (!document.ok) return malformed(2, document.reason);
   const fields = readSchema2Map(document.value, bytes);
   if (!fields.ok) return malformed(2, fields.reason);
-  // An empty map, or one with only registries or metadata, attributes nothing.
-  if (fields.value.codes.length === 0) return NO_CODES_SCHEMA_2;
+  // An empty map, or one with only registries or metadata, attributes nothing; a malformed s alone
+  // leaves nothing to credit, and says so.
+  if (fields.value.codes.length === 0) return fields.value.serviceError === undefined ? NO_CODES_SCHEMA_2 : malformed(2, fields.value.serviceError);
   const size = (hex.length - 2) / 2;
   return { kind: "codes", schemaId: 2, ...fields.value, suffixLength: size - start };
 }
@@ -219,6 +223,7 @@ type Schema2Fields = {
   codes: AttributionCode[];
   registries?: AttributionRegistries;
   registryError?: AttributionRegistryError;
+  serviceError?: string;
   metadata?: Hex;
 };
 
@@ -239,16 +244,10 @@ function readSchema2Map({ item, deepStarts }: CborDocument, bytes: Uint8Array): 
     if (!code.ok) return fail(`"${key}": ${code.reason}`);
     codes.push({ code: code.value, role });
   }
-  const services = keys.get("s");
-  if (services !== undefined) {
-    if (services.type !== "array") return fail(`"s" is not an array`);
-    for (const service of services.items) {
-      const code = readCode(service);
-      if (!code.ok) return fail(`"s": ${code.reason}`);
-      codes.push({ code: code.value, role: "service" });
-    }
-  }
+  const services = readServices(keys.get("s"));
+  codes.push(...withRole(services.codes, "service"));
   const fields: Schema2Fields = { codes };
+  if (services.error !== undefined) fields.serviceError = services.error;
   const registriesItem = keys.get("r");
   if (registriesItem !== undefined) {
     // Note: ox drops a registry entry it cannot read and keeps the code, which then reads as a
@@ -274,6 +273,27 @@ function readCode(item: CborItem): Result<string> {
     if (char === 0x2c) return fail("code contains a comma");
   }
   return { ok: true, value: item.value };
+}
+
+/**
+ * Reads `s`: an array of codes, or one code as a text string (x402's builder-code extension allows
+ * both). One malformed entry drops every service code, since the list's writer is then not to be
+ * trusted, but not the suffix: `a` and `w` sit under keys of their own and stay valid.
+ */
+function readServices(item: CborItem | undefined): { codes: string[]; error?: string } {
+  if (item === undefined) return { codes: [] };
+  if (item.type === "text") {
+    const code = readCode(item);
+    return code.ok ? { codes: [code.value] } : { codes: [], error: `"s": ${code.reason}` };
+  }
+  if (item.type !== "array") return { codes: [], error: `"s" is neither a text string nor an array` };
+  const codes: string[] = [];
+  for (const [index, service] of item.items.entries()) {
+    const code = readCode(service);
+    if (!code.ok) return { codes: [], error: `"s"[${index}]: ${code.reason}` };
+    codes.push(code.value);
+  }
+  return { codes };
 }
 
 /** Reads `r`; a malformed entry flags its role, a malformed `r` itself flags both. Never fails the suffix. */

@@ -44,7 +44,7 @@ export function packAttribution(transactions: readonly AttributedTransaction[], 
     values.push(
       tx.hash, chainId, tx.from, tx.to, tx.input.length >= 10 ? tx.input.slice(0, 10) : null, (tx.input.length - 2) / 2, own.kind,
       "schemaId" in own ? (own.schemaId ?? null) : null, registry?.address ?? null, registry === undefined ? null : registry.chainId.toString(),
-      own.kind === "malformed" ? own.reason : null, registryErrorOf(own), attribution.userOperations?.length ?? 0, now,
+      malformedReasonOf(own), registryErrorOf(own), attribution.userOperations?.length ?? 0, now,
     );
     const countAt = values.push(0) - 1;
     let records = 0;
@@ -62,7 +62,7 @@ export function packAttribution(transactions: readonly AttributedTransaction[], 
       const a = op.attribution;
       values.push(
         OPERATION, op.userOpIndex, op.sender.toLowerCase(), op.aggregator?.toLowerCase() ?? null, a.kind,
-        "schemaId" in a ? (a.schemaId ?? null) : null, a.kind === "malformed" ? a.reason : null, registryErrorOf(a),
+        "schemaId" in a ? (a.schemaId ?? null) : null, malformedReasonOf(a), registryErrorOf(a),
       );
       records++;
       pushCodes(op.userOpIndex, a);
@@ -93,6 +93,12 @@ function unpackValues(v: unknown[], transactions: UnpackedTransaction[]): void {
     }
     transactions.push(unpacked);
   }
+}
+
+/** Why the suffix did not parse, or (codes kept) why schema 2's `s` was dropped. */
+function malformedReasonOf(attribution: Attribution): string | null {
+  if (attribution.kind === "malformed") return attribution.reason;
+  return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.serviceError ?? null) : null;
 }
 
 /** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */

@@ -223,14 +223,15 @@ class Scanner {
     } while (this.more(0x7d));
     if ((seen | REMOVED_BIT) !== ALL_KEYS) giveUp();
 
-    // In the filter, one hash per block, in (block, logIndex) order: else the full path says what is wrong.
+    // In the filter, one hash per block and not the pre-confirmed zero hash, in strict (block, logIndex)
+    // order (so no two logs at one position): else the full path says what is wrong.
     if (blockNumber < this.range.from || blockNumber > this.range.to || this.topics !== 3) giveUp();
     this.address = this.addressIndex();
     if (this.address === -1) giveUp();
     const event = this.eventName();
     const sameBlock = blockNumber === this.previousBlock;
     if (blockNumber < this.previousBlock || (sameBlock && logIndex <= this.previousLogIndex)) giveUp();
-    if (sameBlock && !this.sameAsPrevious(BLOCK_HASH)) giveUp();
+    if (sameBlock ? !this.sameAsPrevious(BLOCK_HASH) : this.allZero(BLOCK_HASH)) giveUp();
     this.previousBlock = blockNumber;
     this.previousLogIndex = logIndex;
 
@@ -467,6 +468,13 @@ class Scanner {
     }
     out[w++] = 0;
     this.w = w;
+  }
+
+  /** Whether a field's digits are all zero (a block hash: the pre-confirmed view's). */
+  private allZero(slot: number): boolean {
+    const start = this.spans[slot * 2]!;
+    for (let i = start; i < this.spans[slot * 2 + 1]!; i++) if (this.body[i] !== ZERO) return false;
+    return true;
   }
 
   private zeroPadded(slot: number): boolean {

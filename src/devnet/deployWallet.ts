@@ -2,6 +2,7 @@ import { concat, createPublicClient, createWalletClient, getAddress, http, type 
 import { privateKeyToAccount } from "viem/accounts";
 import { FatalError } from "../errors/base.js";
 import { miniWalletAbi, miniWalletBytecode } from "./contracts/miniWallet.js";
+import { quirkyWalletAbi, quirkyWalletBytecode } from "./contracts/quirkyWallet.js";
 
 const RECEIPT_POLL_INTERVAL_MS = 50;
 
@@ -16,6 +17,22 @@ export async function deployMiniWallet(options: { rpcUrl: string; privateKey: He
   const hash = await createWalletClient({ account, transport }).deployContract({ abi: miniWalletAbi, bytecode: miniWalletBytecode, args: [options.owner], chain: null });
   const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: RECEIPT_POLL_INTERVAL_MS });
   if (receipt.status !== "success" || receipt.contractAddress == null) throw new FatalError("MiniWallet deployment failed", { details: `transaction ${hash}` });
+  return getAddress(receipt.contractAddress);
+}
+
+/**
+ * Deploys a QuirkyWallet (a test wallet: `owner` signs with v 27/28 or 0/1 and any s; with `padsWithFf` it
+ * answers ERC-1271's magic value padded with 0xff, which FiatToken refuses); the chain must mine.
+ */
+export async function deployQuirkyWallet(options: { rpcUrl: string; privateKey: Hex; owner: Address; padsWithFf: boolean }): Promise<Address> {
+  const account = privateKeyToAccount(options.privateKey);
+  const transport = http(options.rpcUrl);
+  const publicClient = createPublicClient({ transport });
+  const hash = await createWalletClient({ account, transport }).deployContract({
+    abi: quirkyWalletAbi, bytecode: quirkyWalletBytecode, args: [options.owner, options.padsWithFf], chain: null,
+  });
+  const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: RECEIPT_POLL_INTERVAL_MS });
+  if (receipt.status !== "success" || receipt.contractAddress == null) throw new FatalError("QuirkyWallet deployment failed", { details: `transaction ${hash}` });
   return getAddress(receipt.contractAddress);
 }
 

@@ -10,6 +10,7 @@ import type { DueDelivery, WebhookOutbox } from "../store/types.js";
 import { buildEventBody, eventId } from "./eventBody.js";
 import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from "./signature.js";
 import { wantsEvent } from "./subscriptionFilter.js";
+import { postWebhook } from "./postWebhook.js";
 
 /**
  * How often the sender looks at the outbox when nothing woke it. It wakes at once when a write of
@@ -47,7 +48,7 @@ type Subscription = { id: number; hook: WebhookConfig; secret: string; fromBlock
  * dead receiver only delays its own subscription: indexing never waits for it (the outbox rows are
  * written by triggers inside the indexer's transactions, and the sender only reads them).
  */
-export async function createWebhookSender(deps: WebhookSenderDeps, secrets: readonly string[], headBlock: number, fetchImpl: typeof fetch = fetch) {
+export async function createWebhookSender(deps: WebhookSenderDeps, secrets: readonly string[], headBlock: number, post: typeof postWebhook = postWebhook) {
   const { config, metrics, shutdown } = deps;
   const logger = deps.logger.child({ component: "webhooks" });
   const outbox: WebhookOutbox = deps.store.webhooks;
@@ -99,8 +100,9 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     let error: string | null = null;
     const deadline = requestDeadline(delivery.timeoutMs, shutdown.signal);
     try {
-      const response = await fetchImpl(subscription.hook.url, {
-        method: "POST",
+      httpStatus = await post({
+        url: subscription.hook.url,
+        allowPrivateTargets: subscription.hook.allowPrivateTargets,
         headers: {
           "content-type": "application/json",
           "user-agent": "flashindex-webhooks",
@@ -109,11 +111,8 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
           [SIGNATURE_HEADER]: signatureHeader(subscription.secret, Math.floor(startedAt / 1_000), body),
         },
         body,
-        redirect: "manual",
         signal: deadline.signal,
       });
-      httpStatus = response.status;
-      await response.body?.cancel().catch(() => undefined);
       if (httpStatus < 200 || httpStatus > 299) error = `HTTP ${httpStatus}`;
     } catch (failure) {
       // Shutting down: the attempt did not fail, it was interrupted; it is made again after the restart.

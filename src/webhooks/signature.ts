@@ -2,7 +2,10 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 
 /** The header that carries the signature: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. */
 export const SIGNATURE_HEADER = "flashindex-signature";
-/** The header that carries the event's stable id: the same on every retry (the receiver's idempotency key). */
+/**
+ * The header that carries the event's stable id, the same on every retry. The signature does not cover
+ * it: a receiver de-duplicates on the signed body's `id`, which holds the same value.
+ */
 export const EVENT_ID_HEADER = "flashindex-event-id";
 export const EVENT_TYPE_HEADER = "flashindex-event-type";
 

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { CONFIG_FIELDS, type Field } from "../../src/config/configSchema.js";
@@ -18,10 +18,23 @@ function schemaKeys(fields: Record<string, Field>, prefix = ""): string[] {
   });
 }
 
-/** The keys of the README's configuration table: `a.b.c` / `d` names a.b.c and a.b.d. */
+const CONFIG_TABLE_HEADER = "| key | type | default | meaning |";
+
+/**
+ * The keys of the README's configuration table, and of such tables in docs/ (a feature's notes in
+ * docs/notes/ document its keys until they are folded in): `a.b.c` / `d` names a.b.c and a.b.d.
+ */
 function readmeKeys(): string[] {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const table = readme.slice(readme.indexOf("| key | type | default | meaning |")).split("\n\n")[0]!;
+  const docs = readdirSync(join(ROOT, "docs"), { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".md")).map((file) => join("docs", file));
+  const keys = ["README.md", ...docs].flatMap((file) => {
+    const text = readFileSync(join(ROOT, file), "utf8");
+    return text.includes(CONFIG_TABLE_HEADER) ? tableKeys(text) : [];
+  });
+  return [...new Set(keys)];
+}
+
+function tableKeys(markdown: string): string[] {
+  const table = markdown.slice(markdown.indexOf(CONFIG_TABLE_HEADER)).split("\n\n")[0]!;
   return table
     .split("\n")
     .slice(2)
@@ -53,7 +66,7 @@ describe("the config's JSON Schema", () => {
 
   test("a key the schema does not declare is refused by the validator with the schema's keys", () => {
     expect(() => parseSettings({ chainId: 8453, devnet: {}, tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }], metrics: { prot: 1 } }, "t")).toThrow(
-      "metrics.prot: unknown key (allowed here: enabled, host, port)",
+      "metrics.prot: unknown key (allowed here: enabled, host, port, statusPage)",
     );
   });
 });

@@ -26,7 +26,7 @@ describe("webhooks config", () => {
   test("a full subscription is read with lower-case filters and the delivery defaults", () => {
     const config = parseConfig(withHooks([{ url: "https://shop.example/hooks", secretEnv: "SHOP_SECRET", events: ["payment.confirmed"], tokens: [USDC], addresses: [USDC] }]), "test.json");
     expect(config.webhooks).toEqual([
-      { url: "https://shop.example/hooks", secretEnv: "SHOP_SECRET", events: ["payment.confirmed"], tokens: [USDC.toLowerCase()], addresses: [USDC.toLowerCase()] },
+      { url: "https://shop.example/hooks", secretEnv: "SHOP_SECRET", events: ["payment.confirmed"], tokens: [USDC.toLowerCase()], addresses: [USDC.toLowerCase()], allowPrivateTargets: false },
     ]);
     expect(config.webhookDelivery).toEqual({ maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8, retentionDays: 7 });
     expect(parseConfig(withHooks(undefined), "test.json").webhooks).toEqual([]);

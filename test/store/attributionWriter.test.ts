@@ -116,6 +116,17 @@ describe("attribution writer on schema v4", () => {
     db.close();
   });
 
+  test("a schema 2 suffix whose s is malformed keeps its app code, takes no service code, and stores why", () => {
+    const db = openDatabase(tempPath(), 8453);
+    // {a: "baseapp", s: ["morpho", 1]}
+    const cbor = `a2616167${Buffer.from("baseapp").toString("hex")}61738266${Buffer.from("morpho").toString("hex")}01`;
+    storeTransaction(db, 1, `${TRANSFER_CALL}${cbor}${(cbor.length / 2).toString(16).padStart(4, "0")}02${ERC8021_MARKER.slice(2)}` as Hex);
+    insertTransfers(db, [[1, 7n]]);
+    expect(db.prepare("SELECT attribution, malformed_reason FROM transactions").get()).toEqual({ attribution: "codes", malformed_reason: '"s"[1]: code is not a text string' });
+    expect(db.prepare("SELECT code, role FROM attribution_codes").all()).toEqual([{ code: "baseapp", role: "app" }]);
+    db.close();
+  });
+
   test("a schema 2 suffix with no codes is stored as no attribution, with its schema id and no code rows", () => {
     const db = openDatabase(tempPath(), 8453);
     storeTransaction(db, 1, withSuffix(OxAttribution.toDataSuffix({ appCode: undefined, metadata: { source: "x" } })));

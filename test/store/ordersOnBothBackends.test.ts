@@ -95,7 +95,7 @@ describe("orders on postgres: a void racing a capture on two connections", () =>
     const captured = confirmBlock(store, 21, capture(word("h2"), 21, "confirmed"));
     // The daemon's transaction is blocked on the order row the void holds.
     await waitFor(async () => {
-      const [row] = await watcher.all<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE application_name = 'flashindex' AND wait_event_type = 'Lock'");
+      const [row] = await watcher.all<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'flashindex' AND wait_event_type = 'Lock'");
       return row!.n > 0;
     }, 10_000, "the capture waiting for the void's lock");
     await raw.all("COMMIT");

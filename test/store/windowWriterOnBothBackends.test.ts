@@ -109,8 +109,8 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
       (error: unknown) => error,
     );
     // Cut the store's connection once its COPY is under way.
-    await waitFor(async () => (await raw.all("SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY logs%' AND pid <> pg_backend_pid()")).length > 0 || undefined, 20_000, "the COPY");
-    await raw.all("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'COPY logs%' AND pid <> pg_backend_pid()");
+    await waitFor(async () => (await raw.all("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY logs%' AND pid <> pg_backend_pid()")).length > 0 || undefined, 20_000, "the COPY");
+    await raw.all("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY logs%' AND pid <> pg_backend_pid()");
     const error = await committing;
     expect(error).toBeInstanceOf(RetryableError);
     expect((error as RetryableError).exitCode).toBe(75);

@@ -22,7 +22,7 @@ async function senderOn(backend: TestBackend, idlePollMs: number) {
   const config = testConfig({
     rpc: { http: ["http://127.0.0.1:9"] },
     database: await backend.freshDatabase(),
-    webhooks: [{ url: receiver.url, secretEnv: "UNUSED_IN_THIS_TEST" }],
+    webhooks: [{ url: receiver.url, secretEnv: "UNUSED_IN_THIS_TEST", allowPrivateTargets: true }],
   });
   const deps = testDeps(config);
   const store = await openStore(config, { metrics: deps.metrics });

@@ -79,7 +79,7 @@ async function freshDatabase(backend: TestBackend, name: string): Promise<Record
 
 describe.each(BACKENDS)("webhooks on $name", (backend) => {
   test("start refuses a webhook whose secret variable is not set, naming the variable (exit 2)", async () => {
-    const config = daemonConfig(`nosecret-${backend.name}`, await freshDatabase(backend, `nosecret-${backend.name}`), [{ url: "http://127.0.0.1:9/hook", secretEnv: "FLASHINDEX_TEST_MISSING_SECRET" }], {});
+    const config = daemonConfig(`nosecret-${backend.name}`, await freshDatabase(backend, `nosecret-${backend.name}`), [{ url: "http://127.0.0.1:9/hook", secretEnv: "FLASHINDEX_TEST_MISSING_SECRET", allowPrivateTargets: true }], {});
     const { code, stderr } = await runCli(["start", "--config", config]);
     expect(code).toBe(2);
     expect(stderr).toContain("webhooks[0].secretEnv: the environment variable FLASHINDEX_TEST_MISSING_SECRET is not set");
@@ -92,7 +92,7 @@ describe.each(BACKENDS)("webhooks on $name", (backend) => {
       const mixed = (n: number) => (n % 3 === 1 ? "fail" : n % 7 === 2 ? "hang" : n % 11 === 5 ? "reset" : "ok");
       const receiver = await startWebhookReceiver(SECRET, mixed);
       const database = await freshDatabase(backend, `delivery-${backend.name}`);
-      const config = daemonConfig(`delivery-${backend.name}`, database, [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET" }], {
+      const config = daemonConfig(`delivery-${backend.name}`, database, [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET", allowPrivateTargets: true }], {
         initialDelayMs: 20, maxDelayMs: 150, timeoutMs: 300, maxAttempts: 1_000,
       });
       const payer = createPayer(devnet);
@@ -174,8 +174,8 @@ describe.each(BACKENDS)("webhooks on $name", (backend) => {
         `reorg-${backend.name}`,
         await freshDatabase(backend, `reorg-${backend.name}`),
         [
-          { url: good.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET" },
-          { url: down.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET", events: ["payment.confirmed"], addresses: [SHOP] },
+          { url: good.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET", allowPrivateTargets: true },
+          { url: down.url, secretEnv: "FLASHINDEX_TEST_HOOK_SECRET", events: ["payment.confirmed"], addresses: [SHOP], allowPrivateTargets: true },
         ],
         { initialDelayMs: 10, maxDelayMs: 50, timeoutMs: 500, maxAttempts: 2 },
       );

@@ -110,7 +110,7 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
   const { startSettlement } = await import("../../settle/startFacilitator.js");
   await startSettlement({ ...deps, store });
   // The status page and the webhook outbox go through the store, on either backend.
-  server?.setStatusPage(createStatusPage({ ...context, store }));
+  if (metricsConfig.statusPage) server?.setStatusPage(createStatusPage({ ...context, store }));
   const webhookSender = (await createWebhookSender({ ...context, store }, webhookSecrets, tips.head)).run();
   shutdown.add(() => webhookSender);
   const heartbeat = startHeartbeat({ ...context, health });
