@@ -1,6 +1,7 @@
 import type { ConfigSettings } from "../config/types.js";
 import type { Logger } from "../ops/logger.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import type { Shutdown } from "../ops/shutdown.js";
+import { withRetry } from "../ops/withRetry.js";
 import { acquireStoreWriterLock } from "../store/openStore.js";
 import { WriterBusyError } from "../errors/store.js";
 import type { WriterLock } from "../store/types.js";
@@ -18,17 +19,16 @@ export const STANDBY_RETRY_MS = 1_000;
  */
 export async function waitForWriterLock(settings: ConfigSettings, logger: Logger, shutdown: Shutdown): Promise<WriterLock> {
   let waiting = false;
-  for (;;) {
-    shutdown.throwIfKilled();
-    try {
-      const lock = await acquireStoreWriterLock(settings, "start --standby");
-      if (waiting) logger.info({ msg: "Took over as the writer" });
-      return lock;
-    } catch (error) {
-      if (!(error instanceof WriterBusyError)) throw error;
-      if (!waiting) logger.info({ msg: "Waiting as a standby: another process writes the database", writer: error.shortMessage });
+  const lock = await withRetry(() => acquireStoreWriterLock(settings, "start --standby"), {
+    retryCount: Number.POSITIVE_INFINITY,
+    delay: STANDBY_RETRY_MS,
+    shouldRetry: ({ error }) => error instanceof WriterBusyError && !shutdown.isKilled(),
+    onRetry: ({ error }) => {
+      if (!waiting) logger.info({ msg: "Waiting as a standby: another process writes the database", writer: (error as WriterBusyError).shortMessage });
       waiting = true;
-    }
-    await sleep(STANDBY_RETRY_MS, shutdown.signal);
-  }
+    },
+    signal: shutdown.signal,
+  });
+  if (waiting) logger.info({ msg: "Took over as the writer" });
+  return lock;
 }
