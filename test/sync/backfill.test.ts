@@ -283,7 +283,9 @@ describe.each(BACKENDS)("backfill() on $name", (backend) => {
         if (sample !== undefined && withLogs++ % 3 === 0) {
           answer.result.push({ ...sample, address: "0x00000000000000000000000000000000000000aa" });
           answer.result.push({ ...sample, blockNumber: `0x${(range.to + 50).toString(16)}` });
-          answer.result.push({ ...sample, topics: [PAYMENT_TOPICS[0], ...(sample.topics as string[]).slice(1), PAYMENT_TOPICS[0]] });
+          // At a position of its own: a second log at the sample's position would make the whole answer damaged.
+          const logIndex = `0x${(Number(sample.logIndex) + 10_000).toString(16)}`;
+          answer.result.push({ ...sample, logIndex, topics: [PAYMENT_TOPICS[0], ...(sample.topics as string[]).slice(1), PAYMENT_TOPICS[0]] });
         }
         return JSON.stringify(answer);
       },
