@@ -90,7 +90,7 @@ beforeAll(async () => {
     realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: 100 },
     database: { path: dbPath },
     metrics: { enabled: false },
-    webhooks: [{ url: receiver.url, secretEnv: "FACILITATOR_TEST_WEBHOOK_SECRET", events: ["order.state_changed"] }],
+    webhooks: [{ url: receiver.url, secretEnv: "FACILITATOR_TEST_WEBHOOK_SECRET", events: ["order.state_changed"], allowPrivateTargets: true }],
     facilitator: { enabled: true, port: 0, builderCode: "flashindex_test", authTokenEnv: "FACILITATOR_TEST_TOKEN" },
   });
   daemon = spawnCli(["start", "--config", configPath], { FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]!, FACILITATOR_TEST_WEBHOOK_SECRET: SECRET, FACILITATOR_TEST_TOKEN: TOKEN });
