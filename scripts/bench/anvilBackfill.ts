@@ -17,7 +17,7 @@ export async function anvilEndToEnd(logs: number): Promise<ProcessFigures & { na
       {
         chainId: 8453,
         attribution: { enabled: false },
-        rpc: { http: [chain.anvil.httpUrl], requestsPerSecond: 10_000, timeoutMs: 120_000 },
+        rpc: { http: [chain.anvil.httpUrl], timeoutMs: 120_000 },
         tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
         backfill: { windowBlocks: 1_000, concurrency: 4 },
         finality: { depth: 0 },

@@ -16,9 +16,14 @@ const SLOW_RECOVERY_PER_SECOND = 0.01;
 const MIN_MS_BETWEEN_CUTS = 1_000;
 /** The rate never falls below this (requests per second): a rate limit slows the client, it never stops it. */
 export const MIN_REQUESTS_PER_SECOND = 0.2;
+/** The span (ms) over which the calls a provider accepted show its limit: providers count per second. */
+const SHOWN_RATE_SPAN_MS = 1_000;
 
 export type RateLimiterOptions = {
-  /** The configured ceiling (rpc.requestsPerSecond); the rate starts there. */
+  /**
+   * The configured ceiling (rpc.requestsPerSecond); the rate starts there. Infinity: no ceiling, so
+   * nothing is paced until a provider refuses, and then the rate follows what it accepted.
+   */
   requestsPerSecond: number;
   /** Most requests in flight at once; the limit starts there. */
   concurrency: number;
@@ -28,8 +33,12 @@ export type RateLimiterOptions = {
   now?: () => number;
 };
 
-/** Where the limiter stands: the current rate and concurrency limits, and the end of a `Retry-After` pause (performance.now() ms). */
-export type RateLimiterState = { requestsPerSecond: number; concurrency: number; pausedUntil: number };
+/**
+ * Where the limiter stands: the current rate (Infinity while nothing paces) and concurrency limits,
+ * the end of a `Retry-After` pause (performance.now() ms), and whether a provider has refused a
+ * request for its rate since the limiter started (a provider that did will again).
+ */
+export type RateLimiterState = { requestsPerSecond: number; concurrency: number; pausedUntil: number; refusedBefore: boolean };
 
 export type RateLimiter = {
   /**
@@ -38,14 +47,15 @@ export type RateLimiter = {
    */
   run: <T>(cost: number, task: (sentAt: number) => Promise<T>) => Promise<T>;
   /**
-   * A request sent at `sentAt` was refused for its rate: rate and concurrency halve (once per round
-   * trip and at most once a second: refusals of requests sent before the last cut, or within a
-   * second of it, do not cut again), and with `retryAfterMs`
-   * no request leaves before that wait is over. Returns whether the limits were cut.
+   * A request sent at `sentAt` was refused for its rate: the rate falls to half of what the provider
+   * showed it accepts (the calls answered that left in the last second, or the current rate if lower)
+   * and the concurrency halves, once per round trip and at most once a second (refusals of requests
+   * sent before the last cut, or within a second of it, do not cut again); with `retryAfterMs` no
+   * request leaves before that wait is over. Returns whether the limits were cut.
    */
   refused: (sentAt: number, retryAfterMs: number | undefined) => boolean;
-  /** A request of `cost` calls was answered: the limits climb back (additive increase). */
-  answered: (cost: number) => void;
+  /** A request of `cost` calls, let go at `sentAt`, was answered: the limits climb back (additive increase). */
+  answered: (cost: number, sentAt: number) => void;
   state: () => RateLimiterState;
 };
 
@@ -53,6 +63,8 @@ export type RateLimiter = {
  * The client's request pacing: a token bucket (one second of burst) whose rate, and a limit on the
  * requests in flight, follow AIMD: halved on a provider's refusal, raised a little on every answer,
  * never above the configured ceiling. A `Retry-After` pauses every request, not only the refused one.
+ * Without a ceiling nothing is paced until the first refusal: a node on the same host or a paid plan
+ * is not held to a guess, and a limited provider shows its limit in the calls it accepted before refusing.
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const maxRate = options.requestsPerSecond;
@@ -67,6 +79,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   let pausedUntil = 0;
   let lastCutAt = Number.NEGATIVE_INFINITY;
   let inFlight = 0;
+  /** Requests answered, by the time they left ([sentAt, cost]); those before `acceptedFrom` are spent. */
+  const accepted: Array<[number, number]> = [];
+  let acceptedFrom = 0;
+  let acceptedCalls = 0;
   const waiting: Array<{ cost: number; go: (sentAt: number) => void; fail: (error: Error) => void }> = [];
   let timer: NodeJS.Timeout | undefined;
 
@@ -82,8 +98,26 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const capacity = () => Math.max(1, rate);
 
   function refill(now: number): void {
-    tokens = Math.min(capacity(), tokens + ((now - refilledAt) * rate) / 1_000);
+    tokens = rate === Number.POSITIVE_INFINITY ? rate : Math.min(capacity(), tokens + ((now - refilledAt) * rate) / 1_000);
     refilledAt = now;
+  }
+
+  /** The calls a provider accepted that left in the last second: the rate it showed it allows. */
+  function shownRate(now: number): number {
+    while (acceptedFrom < accepted.length && accepted[acceptedFrom]![0] < now - SHOWN_RATE_SPAN_MS) acceptedCalls -= accepted[acceptedFrom++]![1];
+    if (acceptedFrom > 1_024 && acceptedFrom * 2 > accepted.length) accepted.splice(0, acceptedFrom), (acceptedFrom = 0);
+    return acceptedCalls;
+  }
+
+  /**
+   * The rate a refusal shows: what was accepted in the last second, or the current rate if lower.
+   * Nothing accepted (the first answer was a refusal) shows nothing: the old rate halves, or with no
+   * rate yet, the concurrency stands in for it.
+   */
+  function refusedAt(now: number): number {
+    const shown = shownRate(now);
+    if (shown > 0) return Math.min(rate, shown);
+    return rate === Number.POSITIVE_INFINITY ? Math.floor(concurrency) : rate;
   }
 
   /** Lets go every waiting request the limits allow, in order; sets a timer for the next one. */
@@ -130,24 +164,31 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       const cut = sentAt >= lastCutAt && now - lastCutAt >= MIN_MS_BETWEEN_CUTS;
       if (cut) {
         lastCutAt = now;
-        refusedRate = rate;
-        rate = Math.max(MIN_REQUESTS_PER_SECOND, rate / 2);
+        refusedRate = Math.max(MIN_REQUESTS_PER_SECOND, refusedAt(now));
+        rate = Math.max(MIN_REQUESTS_PER_SECOND, refusedRate / 2);
         concurrency = Math.max(1, concurrency / 2);
         // The burst the bucket held is what the provider just refused.
         tokens = Math.min(tokens, 0);
+        refilledAt = now;
       }
       pump();
       return cut;
     },
 
-    answered(cost) {
-      const share = rate < refusedRate * QUICK_RECOVERY_SHARE ? QUICK_RECOVERY_PER_SECOND : SLOW_RECOVERY_PER_SECOND;
-      // Per call answered, 1/rate of a second's climb: a second of traffic at this rate climbs one second's worth.
-      const step = Math.min(refusedRate, maxRate) * share;
-      rate = Math.min(maxRate, rate + (cost * step) / rate);
+    answered(cost, sentAt) {
+      accepted.push([sentAt, cost]);
+      acceptedCalls += cost;
+      shownRate(clock());
       concurrency = Math.min(maxConcurrency, concurrency + 1 / concurrency);
+      if (rate === Number.POSITIVE_INFINITY) return;
+      const share = rate < refusedRate * QUICK_RECOVERY_SHARE ? QUICK_RECOVERY_PER_SECOND : SLOW_RECOVERY_PER_SECOND;
+      // Per call answered, 1/rate of a second's climb: a second of traffic at this rate climbs one
+      // second's worth. Past the refused rate the climb grows with the rate, so a limit shown too low
+      // (calls still in flight when the refusal came) is outgrown in minutes, not hours.
+      const step = Math.max(Math.min(refusedRate, maxRate), rate) * share;
+      rate = Math.min(maxRate, rate + (cost * step) / rate);
     },
 
-    state: () => ({ requestsPerSecond: rate, concurrency: Math.floor(concurrency), pausedUntil }),
+    state: () => ({ requestsPerSecond: rate, concurrency: Math.floor(concurrency), pausedUntil, refusedBefore: refusedRate !== Number.POSITIVE_INFINITY }),
   };
 }
