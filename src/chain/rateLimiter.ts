@@ -7,8 +7,8 @@ import { ShutdownError } from "../errors/base.js";
 const QUICK_RECOVERY_SHARE = 0.9;
 /** Rate regained per second of traffic below QUICK_RECOVERY_SHARE of the refused rate, as a share of it: half to 90% in about 1.6 s. */
 const QUICK_RECOVERY_PER_SECOND = 0.25;
-/** ...and above it: 90% to 100% in about 10 s, so at a steady provider limit about one request in 50 is refused. */
-const SLOW_RECOVERY_PER_SECOND = 0.01;
+/** ...and above it: 90% to 100% in about 20 s, so at a steady provider limit about one request in 100 is refused. */
+const SLOW_RECOVERY_PER_SECOND = 0.005;
 /**
  * Least time between two cuts (ms). Providers count requests over a second: a refusal in the
  * second after a cut may still be the old rate's, even for a request sent after the cut.
@@ -18,6 +18,10 @@ const MIN_MS_BETWEEN_CUTS = 1_000;
 export const MIN_REQUESTS_PER_SECOND = 0.2;
 /** The span (ms) over which the calls a provider accepted show its limit: providers count per second. */
 const SHOWN_RATE_SPAN_MS = 1_000;
+/** Answers kept to show a rate (ms): a second, plus the longest a refusal may take to come back. */
+const ANSWERS_KEPT_MS = 10_000;
+/** Requests let go this soon (ms) after a refused one left in the same burst: the provider counted them in its window too. */
+const SAME_BURST_MS = 100;
 
 export type RateLimiterOptions = {
   /**
@@ -51,9 +55,11 @@ export type RateLimiter = {
    * showed it accepts (the calls answered that left in the last second, or the current rate if lower)
    * and the concurrency halves, once per round trip and at most once a second (refusals of requests
    * sent before the last cut, or within a second of it, do not cut again); with `retryAfterMs` no
-   * request leaves before that wait is over. Returns whether the limits were cut.
+   * request leaves before that wait is over. A batch of `cost` calls, more than the provider showed
+   * it accepts, was refused for its size, which says nothing of the rate: the caller sends it in
+   * pieces and the limits stay. Returns whether the limits were cut.
    */
-  refused: (sentAt: number, retryAfterMs: number | undefined) => boolean;
+  refused: (sentAt: number, retryAfterMs: number | undefined, cost?: number) => boolean;
   /** A request of `cost` calls, let go at `sentAt`, was answered: the limits climb back (additive increase). */
   answered: (cost: number, sentAt: number) => void;
   state: () => RateLimiterState;
@@ -78,11 +84,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   let refilledAt = clock();
   let pausedUntil = 0;
   let lastCutAt = Number.NEGATIVE_INFINITY;
+  /** When the request behind the last cut left: answers to requests of its second still show the provider's limit. */
+  let lastCutFor = Number.NEGATIVE_INFINITY;
   let inFlight = 0;
-  /** Requests answered, by the time they left ([sentAt, cost]); those before `acceptedFrom` are spent. */
+  /** Requests answered, by the time they left ([sentAt, cost]); those before `acceptedFrom` are forgotten. */
   const accepted: Array<[number, number]> = [];
   let acceptedFrom = 0;
-  let acceptedCalls = 0;
   const waiting: Array<{ cost: number; go: (sentAt: number) => void; fail: (error: Error) => void }> = [];
   let timer: NodeJS.Timeout | undefined;
 
@@ -102,20 +109,36 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     refilledAt = now;
   }
 
-  /** The calls a provider accepted that left in the last second: the rate it showed it allows. */
-  function shownRate(now: number): number {
-    while (acceptedFrom < accepted.length && accepted[acceptedFrom]![0] < now - SHOWN_RATE_SPAN_MS) acceptedCalls -= accepted[acceptedFrom++]![1];
+  /**
+   * The calls a provider accepted that left in the second before `sentAt`: its count for the window
+   * a request sent then overflowed, so the rate it showed it allows. Requests sent earlier have
+   * mostly been answered by the time that request's refusal is read, which the last second before
+   * the refusal would not have been.
+   */
+  function shownRate(sentAt: number): number {
+    let calls = 0;
+    for (let i = acceptedFrom; i < accepted.length; i++) {
+      const [at, cost] = accepted[i]!;
+      if (inShownSpan(at, sentAt)) calls += cost;
+    }
+    return calls;
+  }
+
+  const inShownSpan = (at: number, refusedSentAt: number) => at > refusedSentAt - SHOWN_RATE_SPAN_MS && at <= refusedSentAt + SAME_BURST_MS;
+
+  /** Forgets answers too old to show a rate for any request still in flight. */
+  function forgetOldAnswers(now: number): void {
+    while (acceptedFrom < accepted.length && accepted[acceptedFrom]![0] < now - ANSWERS_KEPT_MS) acceptedFrom++;
     if (acceptedFrom > 1_024 && acceptedFrom * 2 > accepted.length) accepted.splice(0, acceptedFrom), (acceptedFrom = 0);
-    return acceptedCalls;
   }
 
   /**
-   * The rate a refusal shows: what was accepted in the last second, or the current rate if lower.
-   * Nothing accepted (the first answer was a refusal) shows nothing: the old rate halves, or with no
-   * rate yet, the concurrency stands in for it.
+   * The rate a refusal of a request sent at `sentAt` shows: what was accepted in the second before
+   * it, or the current rate if lower. Nothing accepted (the first answer was a refusal) shows
+   * nothing: the old rate halves, or with no rate yet, the concurrency stands in for it.
    */
-  function refusedAt(now: number): number {
-    const shown = shownRate(now);
+  function refusedAt(sentAt: number): number {
+    const shown = shownRate(sentAt);
     if (shown > 0) return Math.min(rate, shown);
     return rate === Number.POSITIVE_INFINITY ? Math.floor(concurrency) : rate;
   }
@@ -158,13 +181,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       }
     },
 
-    refused(sentAt, retryAfterMs) {
+    refused(sentAt, retryAfterMs, cost = 1) {
       const now = clock();
       if (retryAfterMs !== undefined) pausedUntil = Math.max(pausedUntil, now + retryAfterMs);
-      const cut = sentAt >= lastCutAt && now - lastCutAt >= MIN_MS_BETWEEN_CUTS;
+      const tooBig = cost > 1 && cost > shownRate(sentAt);
+      const cut = !tooBig && sentAt >= lastCutAt && now - lastCutAt >= MIN_MS_BETWEEN_CUTS;
       if (cut) {
         lastCutAt = now;
-        refusedRate = Math.max(MIN_REQUESTS_PER_SECOND, refusedAt(now));
+        lastCutFor = sentAt;
+        refusedRate = Math.max(MIN_REQUESTS_PER_SECOND, refusedAt(sentAt));
         rate = Math.max(MIN_REQUESTS_PER_SECOND, refusedRate / 2);
         concurrency = Math.max(1, concurrency / 2);
         // The burst the bucket held is what the provider just refused.
@@ -177,10 +202,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
     answered(cost, sentAt) {
       accepted.push([sentAt, cost]);
-      acceptedCalls += cost;
-      shownRate(clock());
+      forgetOldAnswers(clock());
       concurrency = Math.min(maxConcurrency, concurrency + 1 / concurrency);
       if (rate === Number.POSITIVE_INFINITY) return;
+      // Requests still in flight when the refusal came back, accepted in its second: the provider
+      // allows more than the cut assumed.
+      if (inShownSpan(sentAt, lastCutFor)) {
+        const shown = shownRate(lastCutFor);
+        if (shown > refusedRate) {
+          refusedRate = Math.min(maxRate, shown);
+          rate = Math.max(rate, refusedRate / 2);
+        }
+      }
       const share = rate < refusedRate * QUICK_RECOVERY_SHARE ? QUICK_RECOVERY_PER_SECOND : SLOW_RECOVERY_PER_SECOND;
       // Per call answered, 1/rate of a second's climb: a second of traffic at this rate climbs one
       // second's worth. Past the refused rate the climb grows with the rate, so a limit shown too low

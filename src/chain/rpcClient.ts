@@ -272,7 +272,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   function slowDown(sending: Sending, error: RateLimitedError): void {
     const retryAfterMs = retryAfterOf(error);
     // A request refused before it left (it never did) still tells the limiter the provider's mind.
-    if (!limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs)) return;
+    if (!limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs, sending.cost)) return;
     const state = limiter.state();
     metrics.rpcRateLimitCuts.inc();
     logger.warn({
