@@ -5,6 +5,7 @@ import DatabaseConstructor, { type Database } from "better-sqlite3";
 import { Attribution as OxAttribution } from "ox/erc8021";
 import { concat, encodeFunctionData, getAddress, type Hex } from "viem";
 import { entryPoint07Abi } from "viem/account-abstraction";
+import { ENTRY_POINT_ADDRESSES } from "../../src/decode/erc4337.js";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
@@ -56,8 +57,8 @@ function insertTransfers(db: Database, values: ReadonlyArray<readonly [number, b
 }
 
 /** Decodes and stores transaction `n` with calldata `input`, sent by `from`. */
-function storeTransaction(db: Database, n: number, input: Hex, from: Hex = BUYER): void {
-  const tx = { hash: txHash(n), from, to: TOKEN as Hex, input };
+function storeTransaction(db: Database, n: number, input: Hex, from: Hex = BUYER, to: Hex = TOKEN as Hex): void {
+  const tx = { hash: txHash(n), from, to, input };
   createAttributionWriter(db).insert([{ chainId: 8453, tx, attribution: attributeTransaction(tx) }], 1);
 }
 
@@ -153,7 +154,7 @@ describe("attribution writer on schema v4", () => {
         BUYER,
       ],
     });
-    storeTransaction(db, 1, input);
+    storeTransaction(db, 1, input, BUYER, ENTRY_POINT_ADDRESSES["0.7"]);
     expect(db.prepare("SELECT user_operations FROM transactions").pluck().get()).toBe(3);
     expect(db.prepare("SELECT op_index, sender, aggregator, attribution FROM user_operations ORDER BY op_index").all()).toEqual([
       { op_index: 0, sender: senders[0], aggregator: aggregators[0].toLowerCase(), attribution: "codes" },
