@@ -2,7 +2,9 @@ import type { Hex } from "viem";
 import { BATCH_SIZE, getTransactions } from "../chain/getTransactions.js";
 import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { attributeTransaction, attributionLabels } from "../decode/attributeTransaction.js";
+import { getReceiptLogs } from "../chain/getReceiptLogs.js";
+import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from "../decode/attributeTransaction.js";
+import { mapBundleLogs } from "../decode/userOperationLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
@@ -23,8 +25,15 @@ const SEEN_LIMIT = 20_000;
  * attributed yet (memory, then the database), in one JSON-RPC batch per call. One per daemon: the
  * stages share its memory and each passes the client it reads with (the head path's has a timeout).
  */
-export function createAttributor(deps: { metrics: Metrics; chainId: number; store: Pick<Store, "unattributed"> }) {
+export function createAttributor(deps: {
+  metrics: Metrics;
+  chainId: number;
+  store: Pick<Store, "unattributed">;
+  /** attribution.entryPoints (undefined: the known deployments). */
+  entryPoints?: readonly Hex[] | undefined;
+}) {
   const seen = new Set<Hex>();
+  const entryPoints = deps.entryPoints?.map((address) => address.toLowerCase() as Hex) ?? DEFAULT_ENTRY_POINTS;
   /** Of these transactions, those not attributed yet, each once. */
   async function wanted(txHashes: Iterable<Hex>): Promise<Hex[]> {
     const unseen = [...new Set(txHashes)].filter((hash) => !seen.has(hash));
@@ -35,12 +44,9 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
       const hashes = await wanted(txHashes);
       if (hashes.length === 0) return [];
       const found = await getTransactions(client, hashes);
-      const result: AttributedTransaction[] = [];
-      for (const tx of found.values()) {
-        const attribution = attributeTransaction(tx);
-        deps.metrics.attributions.inc(attributionLabels(attribution.attribution));
-        result.push({ chainId: deps.chainId, tx, attribution });
-      }
+      const decoded = [...found.values()].map((tx): AttributedTransaction => ({ chainId: deps.chainId, tx, attribution: attributeTransaction(tx, entryPoints) }));
+      const result = await withBundleLogs(client, decoded);
+      for (const { attribution } of result) deps.metrics.attributions.inc(attributionLabels(attribution.attribution));
       return result;
     },
     /**
@@ -55,7 +61,7 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
       const packed = emptyAttribution();
       await inBatches(client, hashes, BATCH_SIZE, async (batch) => {
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
-        const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now() });
+        const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now(), entryPoints });
         const thread = decoder.sender();
         const attributed = await client.batchRaw(
           calls,
@@ -76,6 +82,23 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
 }
 
 export type Attributor = ReturnType<typeof createAttributor>;
+
+/**
+ * Adds to each bundle which user operation its logs belong to, from its receipt (one batch for all
+ * of them). A bundle the node has no receipt for yet (a pre-confirmation it has not executed) is
+ * left out, unattributed: it is asked again when its logs are seen again, in their block.
+ */
+async function withBundleLogs(client: RpcClient, transactions: AttributedTransaction[]): Promise<AttributedTransaction[]> {
+  const bundles = transactions.filter((t) => t.attribution.userOperations !== undefined && t.tx.to !== null);
+  if (bundles.length === 0) return transactions;
+  const receipts = await getReceiptLogs(client, bundles.map((t) => t.tx.hash));
+  return transactions.flatMap((t) => {
+    const operations = t.attribution.userOperations;
+    if (operations === undefined || t.tx.to === null) return [t];
+    const logs = receipts.get(t.tx.hash);
+    return logs === undefined ? [] : [{ ...t, bundleLogs: mapBundleLogs(logs, t.tx.to, operations) }];
+  });
+}
 
 /** An attributed answer, or the error that makes the client ask again (or give up). */
 function accepted(result: AttributedAnswer): Extract<AttributedAnswer, { kind: "attributed" }> {

@@ -22,6 +22,8 @@ export type TransactionsContext = {
   chainId: number;
   /** fetched_at of the rows. */
   now: number;
+  /** The EntryPoints (lowercase) whose calls are read as bundles; undefined: the known deployments. */
+  entryPoints?: readonly Hex[] | undefined;
 };
 
 /** How many transactions came out with each attribution kind and schema: flashindex_attribution_transactions_total's labels. */
@@ -46,7 +48,7 @@ const METHOD = "eth_getTransactionByHash";
 export function attributeTransactionsAnswer(answer: TransactionsAnswer): AttributedAnswer {
   const found = parseTransactionsAnswer(answer);
   if (!Array.isArray(found)) return found;
-  const transactions = found.map((tx): AttributedTransaction => ({ chainId: answer.chainId, tx, attribution: attributeTransaction(tx) }));
+  const transactions = found.map((tx): AttributedTransaction => ({ chainId: answer.chainId, tx, attribution: attributeTransaction(tx, answer.entryPoints) }));
   return { kind: "attributed", attribution: packAttribution(transactions, answer.now), tallies: tally(transactions) };
 }
 

@@ -1,6 +1,7 @@
 import type { Address, Hex } from "viem";
 import type { TransactionInput } from "../chain/getTransactions.js";
 import type { TransactionAttribution } from "../decode/attributeTransaction.js";
+import type { BundleLogs } from "../decode/userOperationLogs.js";
 import type { LogStatus } from "../decode/logRow.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import type { EventName } from "../decode/paymentEvents.js";
@@ -57,7 +58,11 @@ export type WindowWrite = {
 };
 
 /** One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. */
-export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution };
+/**
+ * `bundleLogs`: for an ERC-4337 bundle whose receipt was read, which user operation each of its
+ * indexed logs belongs to (or why that cannot be said); absent when not read (a backfill's bundles).
+ */
+export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution; bundleLogs?: BundleLogs };
 
 /**
  * Attribution rows flattened into arrays of plain values, as a window's rows are (packedRows.ts):

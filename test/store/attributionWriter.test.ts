@@ -218,11 +218,16 @@ describe("migration to schema v4", () => {
       { tx_hash: txHash(4), op_index: 0, role: "code", registry: "unrecorded", registry_chain_id: null, registry_address: null },
       { tx_hash: txHash(4), op_index: 1, role: "code", registry: "canonical", registry_chain_id: null, registry_address: null },
     ]);
+    // Transaction 4 is a bundle stored before schema 13: which operation paid 4,000 was never read,
+    // so it is credited to no code and listed, with the reason, as unmapped.
     expect(db.prepare("SELECT code, registry, registry_chain_id, payments, volume FROM builder_code_volume ORDER BY code, registry").all()).toEqual([
-      { code: "baseapp", registry: "canonical", registry_chain_id: null, payments: 3, volume: 4_301 },
+      { code: "baseapp", registry: "canonical", registry_chain_id: null, payments: 2, volume: 301 },
       { code: "baseapp", registry: "custom", registry_chain_id: "8453", payments: 1, volume: 20 },
-      { code: "baseapp", registry: "unrecorded", registry_chain_id: null, payments: 2, volume: 4_300 },
+      { code: "baseapp", registry: "unrecorded", registry_chain_id: null, payments: 1, volume: 300 },
       { code: "privy", registry: "unrecorded", registry_chain_id: null, payments: 1, volume: 300 },
+    ]);
+    expect(db.prepare("SELECT tx_hash, value, reason FROM unmapped_bundle_transfers").all()).toEqual([
+      { tx_hash: txHash(4), value: "4000", reason: "stored before schema 13: the bundle's receipt was not read" },
     ]);
     expect(db.prepare("SELECT code, registry FROM wallet_codes WHERE wallet = ? AND role = 'registered'").all(BUYER)).toEqual([
       { code: "bc_12345678", registry: "canonical" },

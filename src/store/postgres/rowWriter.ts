@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
+import { operationLogRows } from "../operationLogRows.js";
 import type { AttributedTransaction, EventCount, InsertCounts, PackedAttribution } from "../types.js";
 import { packAttribution, unpackAttribution } from "../../decode/packedAttribution.js";
 
@@ -130,8 +131,28 @@ const CODE_COLUMNS: readonly Column[] = [
 ];
 
 /** Writes attribution rows as the SQLite attribution writer does; a transaction already stored is skipped. Call inside a transaction. */
-export const insertAttributionRows = (client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> =>
-  insertPackedAttribution(client, packAttribution(transactions, now));
+export async function insertAttributionRows(client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> {
+  const inserted = await insertPackedAttribution(client, packAttribution(transactions, now));
+  await insertOperationLogs(client, transactions);
+  return inserted;
+}
+
+const OPERATION_LOG_COLUMNS: readonly Column[] = [["tx_hash", "text"], ["token", "text"], ["tx_log_position", "integer"], ["op_index", "integer"]];
+
+/** A bundle's mapping state and its logs' operations (operationLogRows.ts), for bundles not mapped yet. */
+async function insertOperationLogs(client: pg.ClientBase, transactions: readonly AttributedTransaction[]): Promise<void> {
+  const { bundles, logs } = operationLogRows(transactions);
+  if (bundles.length === 0) return;
+  const set = await client.query(
+    `UPDATE transactions t SET operation_logs = b.state, operation_logs_error = b.error
+    FROM unnest($1::text[], $2::text[], $3::text[]) AS b (tx_hash, state, error)
+    WHERE t.tx_hash = b.tx_hash AND t.user_operations > 0 AND t.operation_logs IS NULL RETURNING t.tx_hash`,
+    [arrayLiteral(bundles, 0), arrayLiteral(bundles, 1), arrayLiteral(bundles, 2)],
+  );
+  const mapped = new Set((set.rows as Array<{ tx_hash: Hex }>).map((r) => r.tx_hash));
+  const rows = logs.filter((row) => mapped.has(row[0]));
+  if (rows.length > 0) await insertColumns(client, "user_operation_logs", OPERATION_LOG_COLUMNS, rows, "ON CONFLICT DO NOTHING");
+}
 
 /** The same for packed attribution (a backfill window's, packed on the decode thread). */
 export async function insertPackedAttribution(client: pg.ClientBase, packed: PackedAttribution): Promise<number> {

@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import { OPERATION, packAttribution, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../decode/packedAttribution.js";
+import { operationLogRows } from "../operationLogRows.js";
 import type { AttributedTransaction, PackedAttribution } from "../types.js";
 
 /**
@@ -18,6 +19,10 @@ export function createAttributionWriter(db: Database) {
   const keyed = prepareInserts(db, "", { transactions: "ON CONFLICT (tx_hash) DO NOTHING", rest: "ON CONFLICT DO NOTHING" });
   // Prepared on first use: a file opened read-only may predate the staging tables (schema v10).
   let staged: Inserts | undefined;
+  const setOperationLogs = db.prepare(
+    "UPDATE transactions SET operation_logs = ?, operation_logs_error = ? WHERE tx_hash = ? AND user_operations > 0 AND operation_logs IS NULL",
+  );
+  const insertOperationLog = db.prepare("INSERT INTO user_operation_logs (tx_hash, token, tx_log_position, op_index) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING");
   const stored = db.prepare(`SELECT tx_hash FROM transactions WHERE tx_hash IN (${Array.from({ length: LOOKUP_BATCH }, () => "?").join(", ")})`).pluck();
 
   return {
@@ -43,7 +48,14 @@ export function createAttributionWriter(db: Database) {
      */
     stagePacked: (packed: PackedAttribution, between?: Between): number =>
       insertPacked((staged ??= prepareInserts(db, "staged_", { transactions: "", rest: "" })), packed, between),
-    insert: (transactions: readonly AttributedTransaction[], now: number): number => insertPacked(keyed, packAttribution(transactions, now)),
+    insert(transactions: readonly AttributedTransaction[], now: number): number {
+      const inserted = insertPacked(keyed, packAttribution(transactions, now));
+      const { bundles, logs } = operationLogRows(transactions);
+      const mapped = new Set<Hex>();
+      for (const [hash, state, error] of bundles) if (setOperationLogs.run(state, error, hash).changes > 0) mapped.add(hash);
+      for (const row of logs) if (mapped.has(row[0])) insertOperationLog.run(...row);
+      return inserted;
+    },
   };
 }
 
