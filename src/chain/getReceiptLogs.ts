@@ -2,9 +2,13 @@ import type { Hex } from "viem";
 import type { ReceiptLog } from "../decode/userOperationLogs.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { BATCH_SIZE } from "./getTransactions.js";
+import { answerText } from "./httpTransport.js";
 import { inBatches } from "./inBatches.js";
+import { batchResults } from "./jsonRpcAnswer.js";
 import type { RpcClient } from "./rpcClient.js";
 import { parseRpcLog } from "./rpcLog.js";
+
+const METHOD = "eth_getTransactionReceipt";
 
 /**
  * The logs of the given transactions' receipts, by hash, in logIndex order, in JSON-RPC batches
@@ -19,13 +23,21 @@ import { parseRpcLog } from "./rpcLog.js";
 export async function getReceiptLogs(client: RpcClient, hashes: readonly Hex[]): Promise<Map<Hex, ReceiptLog[]>> {
   const found = new Map<Hex, ReceiptLog[]>();
   await inBatches(client, hashes, BATCH_SIZE, async (chunk) => {
-    const answers = await client.batch(chunk.map((hash) => ({ method: "eth_getTransactionReceipt", params: [hash] })));
-    answers.forEach((answer, i) => {
-      if (!answer.ok) throw answer.error;
-      if (answer.result === null) return;
-      const hash = chunk[i]!;
-      found.set(hash, parseReceiptLogs(answer.result, hash));
+    const calls = chunk.map((hash) => ({ method: METHOD, params: [hash] }));
+    // Checked inside the client's retries: a damaged answer is asked again, as a window's logs are.
+    const receipts = await client.batchRaw(calls, async (answer) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(answerText(answer.body));
+      } catch {
+        throw new RpcResponseError(`${answer.endpoint} answered ${METHOD} with invalid JSON`);
+      }
+      return batchResults(parsed, calls.map(() => METHOD), answer.firstId, answer.endpoint).map((result, i) => {
+        if (!result.ok) throw result.error;
+        return result.result === null ? undefined : parseReceiptLogs(result.result, chunk[i]!);
+      });
     });
+    receipts.forEach((logs, i) => logs !== undefined && found.set(chunk[i]!, logs));
   });
   return found;
 }
