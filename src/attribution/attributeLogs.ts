@@ -4,14 +4,14 @@ import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getReceiptLogs } from "../chain/getReceiptLogs.js";
 import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from "../decode/attributeTransaction.js";
-import { mapBundleLogs } from "../decode/userOperationLogs.js";
+import { bundleRows, emptyAttribution } from "../decode/packedAttribution.js";
+import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Store } from "../store/store.js";
-import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
-import { emptyAttribution } from "../decode/packedAttribution.js";
+import type { AttributedTransaction, OperationLogRows, PackedAttribution } from "../store/types.js";
 
 /**
  * Transaction hashes remembered as attributed; past this the memory is cleared (the database still
@@ -59,6 +59,7 @@ export function createAttributor(deps: {
     async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
       const hashes = await wanted(txHashes);
       const packed = emptyAttribution();
+      const bundles: BundleCall[] = [];
       await inBatches(client, hashes, BATCH_SIZE, async (batch) => {
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
         const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now(), entryPoints });
@@ -69,8 +70,10 @@ export function createAttributor(deps: {
           thread && (async (request, signal) => accepted(await thread.attribute(request, context(), signal))),
         );
         packed.batches.push(...attributed.attribution.batches);
+        bundles.push(...attributed.bundles);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
       });
+      if (bundles.length > 0) packed.operationLogs = await mapBundles(client, bundles);
       return packed;
     },
     /** Marks transactions as stored (after their commit). */
@@ -88,6 +91,20 @@ export type Attributor = ReturnType<typeof createAttributor>;
  * of them). A bundle the node has no receipt for yet (a pre-confirmation it has not executed) is
  * left out, unattributed: it is asked again when its logs are seen again, in their block.
  */
+/**
+ * The same for a backfill window's bundles. A finalized bundle always has a receipt; one that has
+ * none (a node that pruned it) is recorded unmapped, with the reason.
+ */
+async function mapBundles(client: RpcClient, bundles: readonly BundleCall[]): Promise<OperationLogRows> {
+  const receipts = await getReceiptLogs(client, bundles.map((b) => b.hash));
+  return bundleRows(
+    bundles.map((b): [Hex, BundleLogs] => {
+      const logs = receipts.get(b.hash);
+      return [b.hash, logs === undefined ? { kind: "unmapped", reason: "the node had no receipt for the bundle" } : mapBundleLogs(logs, b.entryPoint, b.operations)];
+    }),
+  );
+}
+
 async function withBundleLogs(client: RpcClient, transactions: AttributedTransaction[]): Promise<AttributedTransaction[]> {
   const bundles = transactions.filter((t) => t.attribution.userOperations !== undefined && t.tx.to !== null);
   if (bundles.length === 0) return transactions;

@@ -24,6 +24,9 @@ export type BundleLogs = { kind: "mapped"; logs: OperationLog[] } | { kind: "unm
 /** The sender and nonce a decoded user operation of the bundle's calldata carries (in calldata order). */
 export type OperationIdentity = { sender: Hex; nonce: bigint };
 
+/** A bundle whose logs are still to be mapped: its hash, the EntryPoint it called, its operations. */
+export type BundleCall = { hash: Hex; entryPoint: Hex; operations: OperationIdentity[] };
+
 const EVENT_DATA = /^0x[0-9a-fA-F]{256}$/;
 const ADDRESS_TOPIC = /^0x0{24}[0-9a-fA-F]{40}$/;
 const PAYMENT_TOPIC_SET: ReadonlySet<string> = new Set(PAYMENT_TOPICS);

@@ -74,7 +74,14 @@ export type AttributedTransaction = { chainId: number; tx: TransactionInput; att
  * with the transfer list: cloned value by value, a million transactions' 23 million values cost the
  * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
  */
-export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>> };
+export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>>; operationLogs?: OperationLogRows };
+
+/**
+ * The rows a bundle's mapped logs add (schema 13), as plain values: per bundle whose receipt was
+ * read `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log inside one of its
+ * operations `[tx_hash, token, tx_log_position, op_index]` (store/operationLogRows.ts).
+ */
+export type OperationLogRows = { bundles: Array<[Hex, string, string | null]>; logs: Array<[Hex, Hex, number, number]> };
 
 /** One row of `agent_registrations`; the wallet is lower case, times are unix milliseconds. */
 export type RegistrationRow = {

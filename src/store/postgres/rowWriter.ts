@@ -1,8 +1,7 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import { operationLogRows } from "../operationLogRows.js";
-import type { AttributedTransaction, EventCount, InsertCounts, PackedAttribution } from "../types.js";
+import type { AttributedTransaction, EventCount, InsertCounts, OperationLogRows, PackedAttribution } from "../types.js";
 import { packAttribution, unpackAttribution } from "../../decode/packedAttribution.js";
 
 type Column = readonly [name: string, type: string];
@@ -131,17 +130,13 @@ const CODE_COLUMNS: readonly Column[] = [
 ];
 
 /** Writes attribution rows as the SQLite attribution writer does; a transaction already stored is skipped. Call inside a transaction. */
-export async function insertAttributionRows(client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> {
-  const inserted = await insertPackedAttribution(client, packAttribution(transactions, now));
-  await insertOperationLogs(client, transactions);
-  return inserted;
-}
+export const insertAttributionRows = (client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> =>
+  insertPackedAttribution(client, packAttribution(transactions, now));
 
 const OPERATION_LOG_COLUMNS: readonly Column[] = [["tx_hash", "text"], ["token", "text"], ["tx_log_position", "integer"], ["op_index", "integer"]];
 
 /** A bundle's mapping state and its logs' operations (operationLogRows.ts), for bundles not mapped yet. */
-async function insertOperationLogs(client: pg.ClientBase, transactions: readonly AttributedTransaction[]): Promise<void> {
-  const { bundles, logs } = operationLogRows(transactions);
+async function insertOperationLogs(client: pg.ClientBase, { bundles, logs }: OperationLogRows): Promise<void> {
   if (bundles.length === 0) return;
   const set = await client.query(
     `UPDATE transactions t SET operation_logs = b.state, operation_logs_error = b.error
@@ -169,5 +164,6 @@ export async function insertPackedAttribution(client: pg.ClientBase, packed: Pac
   }
   if (operations.length > 0) await insertColumns(client, "user_operations", USER_OPERATION_COLUMNS, operations, "ON CONFLICT DO NOTHING");
   if (codes.length > 0) await insertColumns(client, "attribution_codes", CODE_COLUMNS, codes, "ON CONFLICT DO NOTHING");
+  if (packed.operationLogs !== undefined) await insertOperationLogs(client, packed.operationLogs);
   return inserted.rowCount ?? 0;
 }
