@@ -4,7 +4,7 @@ pragma solidity ^0.8.20;
 /// @title MiniEntryPoint
 /// @notice A test stand-in for an ERC-4337 v0.7 EntryPoint: same `handleOps(PackedUserOperation[],address)`
 /// and `handleAggregatedOps` calldata layouts, and the same events in the same order as the real one
-/// (eth-infinitism/account-abstraction v0.6.0 to v0.8.0, EntryPoint.sol): a validation phase, then
+/// (eth-infinitism/account-abstraction EntryPoint.sol, tags v0.6.0 and v0.7.0): a validation phase, then
 /// `BeforeExecution`, then per operation its execution, its paymaster's postOp and its
 /// `UserOperationEvent` (a failed execution is reverted and reported with success false; the bundle
 /// goes on). No signatures, nonces, gas or deposits are checked. Two stand-ins for calls the real one
