@@ -2,14 +2,16 @@ import type { Hex } from "viem";
 import { BATCH_SIZE, getTransactions } from "../chain/getTransactions.js";
 import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { attributeTransaction, attributionLabels } from "../decode/attributeTransaction.js";
+import { getReceiptLogs } from "../chain/getReceiptLogs.js";
+import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from "../decode/attributeTransaction.js";
+import { bundleRows, emptyAttribution } from "../decode/packedAttribution.js";
+import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Store } from "../store/store.js";
-import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
-import { emptyAttribution } from "../decode/packedAttribution.js";
+import type { AttributedTransaction, OperationLogRows, PackedAttribution } from "../store/types.js";
 
 /**
  * Transaction hashes remembered as attributed; past this the memory is cleared (the database still
@@ -23,8 +25,15 @@ const SEEN_LIMIT = 20_000;
  * attributed yet (memory, then the database), in one JSON-RPC batch per call. One per daemon: the
  * stages share its memory and each passes the client it reads with (the head path's has a timeout).
  */
-export function createAttributor(deps: { metrics: Metrics; chainId: number; store: Pick<Store, "unattributed"> }) {
+export function createAttributor(deps: {
+  metrics: Metrics;
+  chainId: number;
+  store: Pick<Store, "unattributed">;
+  /** attribution.entryPoints (undefined: the known deployments). */
+  entryPoints?: readonly Hex[] | undefined;
+}) {
   const seen = new Set<Hex>();
+  const entryPoints = deps.entryPoints?.map((address) => address.toLowerCase() as Hex) ?? DEFAULT_ENTRY_POINTS;
   /** Of these transactions, those not attributed yet, each once. */
   async function wanted(txHashes: Iterable<Hex>): Promise<Hex[]> {
     const unseen = [...new Set(txHashes)].filter((hash) => !seen.has(hash));
@@ -35,12 +44,9 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
       const hashes = await wanted(txHashes);
       if (hashes.length === 0) return [];
       const found = await getTransactions(client, hashes);
-      const result: AttributedTransaction[] = [];
-      for (const tx of found.values()) {
-        const attribution = attributeTransaction(tx);
-        deps.metrics.attributions.inc(attributionLabels(attribution.attribution));
-        result.push({ chainId: deps.chainId, tx, attribution });
-      }
+      const decoded = [...found.values()].map((tx): AttributedTransaction => ({ chainId: deps.chainId, tx, attribution: attributeTransaction(tx, entryPoints) }));
+      const result = await withBundleLogs(client, decoded);
+      for (const { attribution } of result) deps.metrics.attributions.inc(attributionLabels(attribution.attribution));
       return result;
     },
     /**
@@ -53,9 +59,10 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
     async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
       const hashes = await wanted(txHashes);
       const packed = emptyAttribution();
+      const bundles: BundleCall[] = [];
       await inBatches(client, hashes, BATCH_SIZE, async (batch) => {
         const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
-        const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now() });
+        const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now(), entryPoints });
         const thread = decoder.sender();
         const attributed = await client.batchRaw(
           calls,
@@ -63,8 +70,10 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
           thread && (async (request, signal) => accepted(await thread.attribute(request, context(), signal))),
         );
         packed.batches.push(...attributed.attribution.batches);
+        bundles.push(...attributed.bundles);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
       });
+      if (bundles.length > 0) packed.operationLogs = await mapBundles(client, bundles);
       return packed;
     },
     /** Marks transactions as stored (after their commit). */
@@ -76,6 +85,37 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
 }
 
 export type Attributor = ReturnType<typeof createAttributor>;
+
+/**
+ * Adds to each bundle which user operation its logs belong to, from its receipt (one batch for all
+ * of them). A bundle the node has no receipt for yet (a pre-confirmation it has not executed) is
+ * left out, unattributed: it is asked again when its logs are seen again, in their block.
+ */
+/**
+ * The same for a backfill window's bundles. A finalized bundle always has a receipt; one that has
+ * none (a node that pruned it) is recorded unmapped, with the reason.
+ */
+async function mapBundles(client: RpcClient, bundles: readonly BundleCall[]): Promise<OperationLogRows> {
+  const receipts = await getReceiptLogs(client, bundles.map((b) => b.hash));
+  return bundleRows(
+    bundles.map((b): [Hex, BundleLogs] => {
+      const logs = receipts.get(b.hash);
+      return [b.hash, logs === undefined ? { kind: "unmapped", reason: "the node had no receipt for the bundle" } : mapBundleLogs(logs, b.entryPoint, b.operations)];
+    }),
+  );
+}
+
+async function withBundleLogs(client: RpcClient, transactions: AttributedTransaction[]): Promise<AttributedTransaction[]> {
+  const bundles = transactions.filter((t) => t.attribution.userOperations !== undefined && t.tx.to !== null);
+  if (bundles.length === 0) return transactions;
+  const receipts = await getReceiptLogs(client, bundles.map((t) => t.tx.hash));
+  return transactions.flatMap((t) => {
+    const operations = t.attribution.userOperations;
+    if (operations === undefined || t.tx.to === null) return [t];
+    const logs = receipts.get(t.tx.hash);
+    return logs === undefined ? [] : [{ ...t, bundleLogs: mapBundleLogs(logs, t.tx.to, operations) }];
+  });
+}
 
 /** An attributed answer, or the error that makes the client ask again (or give up). */
 function accepted(result: AttributedAnswer): Extract<AttributedAnswer, { kind: "attributed" }> {

@@ -136,7 +136,14 @@ export const CONFIG_FIELDS: Record<string, Field> = {
   attribution: {
     type: "object",
     description: "ERC-8021 attribution",
-    properties: { enabled: { type: "boolean", default: true, description: "decode the suffix of every transaction that emitted an indexed log" } },
+    properties: {
+      enabled: { type: "boolean", default: true, description: "decode the suffix of every transaction that emitted an indexed log" },
+      entryPoints: {
+        type: "array",
+        items: ADDRESS,
+        description: "ERC-4337 EntryPoints whose handleOps/handleAggregatedOps calls are read as bundles (default: the v0.6, v0.7, v0.8 and v0.9 deployments)",
+      },
+    },
   },
   webhooks: {
     type: "array",

@@ -198,7 +198,12 @@ function parseRealtime(value: unknown): Config["realtime"] {
 
 function parseAttribution(value: unknown): Config["attribution"] {
   const attribution = value === undefined ? {} : readObject("attribution", value, keysAt("attribution"));
-  return { enabled: optional(attribution.enabled, (v) => readBoolean("attribution.enabled", v)) ?? true };
+  const entryPoints = attribution.entryPoints;
+  if (entryPoints !== undefined && !Array.isArray(entryPoints)) throw new ConfigError("attribution.entryPoints", "expected an array of addresses");
+  return {
+    enabled: optional(attribution.enabled, (v) => readBoolean("attribution.enabled", v)) ?? true,
+    entryPoints: entryPoints?.map((address, i) => readAddress(join("attribution.entryPoints", i), address)),
+  };
 }
 
 function parseCancel(value: unknown): Config["cancel"] {

@@ -171,8 +171,12 @@ export type Config = {
   readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number; readonly statusPage: boolean };
   readonly logLevel: LogLevel;
   readonly registration: RegistrationConfig;
-  /** Decode the ERC-8021 suffix of every transaction that emitted an indexed log. */
-  readonly attribution: { readonly enabled: boolean };
+  /**
+   * Decode the ERC-8021 suffix of every transaction that emitted an indexed log. `entryPoints`: the
+   * ERC-4337 EntryPoints whose handleOps calls are read as bundles (undefined: the known v0.6 to
+   * v0.9 deployments, decode/erc4337.ts).
+   */
+  readonly attribution: { readonly enabled: boolean; readonly entryPoints: readonly Address[] | undefined };
   readonly cancel: CancelConfig;
   readonly facilitator: FacilitatorConfig;
   readonly webhooks: readonly WebhookConfig[];

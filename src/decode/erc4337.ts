@@ -2,13 +2,26 @@ import type { Hex } from "viem";
 // ox's module, not viem's index (the same decoder): importing viem whole costs every command about 150 ms at start.
 import { decode as decodeAbiParameters, from as parseAbiParameters } from "ox/AbiParameters";
 
-/** Well-known EntryPoint deployments, for information: bundles are detected by selector, not address. */
+/**
+ * Well-known EntryPoint deployments (the same address on every chain). A transaction is read as a
+ * bundle only when it calls one of `attribution.entryPoints` (these by default): a contract of any
+ * other address can carry the same selector and calldata, and emit look-alike events.
+ */
 export const ENTRY_POINT_ADDRESSES = {
   "0.6": "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789",
   "0.7": "0x0000000071727De22E5E9d8BAf0edAc6f37da032",
   "0.8": "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108",
   "0.9": "0x433709009B8330FDa32311DF1C2AFA402eD8D009",
 } as const satisfies Record<string, Hex>;
+
+/** `BeforeExecution()`: emitted once per bundle after validation, before the first operation executes (v0.6 to v0.9). */
+export const BEFORE_EXECUTION_TOPIC = "0xbb47ee3e183a558b1a2ff0874b079f3fc5478b7454eacf2bfc5af2ff5878f972";
+/**
+ * `UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster,
+ * uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)`: emitted once per
+ * operation, after its execution and its paymaster's postOp (v0.6 to v0.9).
+ */
+export const USER_OPERATION_EVENT_TOPIC = "0x49628fd1471006c1482da88028e9ce4dbb080b815c9b0344d39e5a8e6ec1419f";
 
 /** `handleOps((address,uint256,bytes,bytes,uint256,uint256,uint256,uint256,uint256,bytes,bytes)[],address)`, EntryPoint v0.6. */
 export const HANDLE_OPS_V06_SELECTOR = "0x1fad948c";
@@ -44,9 +57,9 @@ const HANDLE_AGGREGATED_OPS_V07_PARAMETERS = parseAbiParameters([
  * own `opIndex` does (the number its `FailedOp` errors report). `aggregator` (lowercase) is set only
  * for operations of a `handleAggregatedOps` group.
  */
-export type UserOperationCall = { index: number; sender: Hex; callData: Hex; aggregator?: Hex };
+export type UserOperationCall = { index: number; sender: Hex; nonce: bigint; callData: Hex; aggregator?: Hex };
 
-type DecodedOp = { sender: Hex; callData: Hex };
+type DecodedOp = { sender: Hex; nonce: bigint; callData: Hex };
 
 /**
  * Returns the user operations of an EntryPoint `handleOps` or `handleAggregatedOps` call (v0.6,
@@ -77,7 +90,7 @@ export function decodeHandleOps(calldata: Hex): UserOperationCall[] | undefined 
 }
 
 function fromOps(ops: readonly DecodedOp[]): UserOperationCall[] {
-  return ops.map((op, index) => ({ index, sender: op.sender.toLowerCase() as Hex, callData: op.callData }));
+  return ops.map((op, index) => ({ index, sender: op.sender.toLowerCase() as Hex, nonce: op.nonce, callData: op.callData }));
 }
 
 /** Flattens aggregator groups in calldata order, numbering operations across groups. */
@@ -86,7 +99,7 @@ function fromGroups(groups: ReadonlyArray<{ userOps: readonly DecodedOp[]; aggre
   for (const group of groups) {
     const aggregator = group.aggregator.toLowerCase() as Hex;
     for (const op of group.userOps) {
-      calls.push({ index: calls.length, sender: op.sender.toLowerCase() as Hex, callData: op.callData, aggregator });
+      calls.push({ index: calls.length, sender: op.sender.toLowerCase() as Hex, nonce: op.nonce, callData: op.callData, aggregator });
     }
   }
   return calls;

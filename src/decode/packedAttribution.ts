@@ -1,5 +1,7 @@
+import type { Hex } from "viem";
 import { registryOfCode, type Attribution } from "./erc8021.js";
-import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
+import type { AttributedTransaction, OperationLogRows, PackedAttribution } from "../store/types.js";
+import type { BundleLogs } from "./userOperationLogs.js";
 
 /*
  * Attribution packed as plain values (the layout is PackedAttribution's, store/types.ts), the way a
@@ -24,7 +26,8 @@ export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
 /** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */
 export function attributionToMove(packed: PackedAttribution): { packed: PackedAttribution; transfer: ArrayBuffer[] } {
   const batches = packed.batches.map((batch) => (Array.isArray(batch) ? new TextEncoder().encode(JSON.stringify(batch)) : batch));
-  return { packed: { batches }, transfer: batches.map((batch) => batch.buffer) };
+  // A window's few bundles are cloned as they are.
+  return { packed: { ...packed, batches }, transfer: batches.map((batch) => batch.buffer) };
 }
 
 /** A batch's values (parsing the JSON of one that crossed threads). */
@@ -69,7 +72,33 @@ export function packAttribution(transactions: readonly AttributedTransaction[], 
     }
     values[countAt] = records;
   }
-  return { batches: [values] };
+  const operationLogs = operationLogRows(transactions);
+  return operationLogs.bundles.length === 0 ? { batches: [values] } : { batches: [values], operationLogs };
+}
+
+/**
+ * The rows a bundle's mapped logs add (schema 13), as plain values for either backend: per bundle
+ * whose receipt was read, `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log
+ * inside one of its operations, `[tx_hash, token, tx_log_position, op_index]`. A backend sets a
+ * bundle's state only while it is NULL, and writes its logs only then: a bundle already mapped (or
+ * found unmapped) keeps its rows, as a stored transaction keeps its codes.
+ */
+export function operationLogRows(transactions: readonly AttributedTransaction[]): OperationLogRows {
+  return bundleRows(transactions.flatMap(({ tx, attribution, bundleLogs }) => (bundleLogs === undefined || attribution.userOperations === undefined ? [] : [[tx.hash, bundleLogs] as const])));
+}
+
+/** The same rows from each bundle's hash and mapping. */
+export function bundleRows(mapped: ReadonlyArray<readonly [Hex, BundleLogs]>): OperationLogRows {
+  const rows: OperationLogRows = { bundles: [], logs: [] };
+  for (const [hash, bundleLogs] of mapped) {
+    if (bundleLogs.kind === "unmapped") {
+      rows.bundles.push([hash, "unmapped", bundleLogs.reason]);
+      continue;
+    }
+    rows.bundles.push([hash, "mapped", null]);
+    for (const log of bundleLogs.logs) rows.logs.push([hash, log.token, log.txLogPosition, log.opIndex]);
+  }
+  return rows;
 }
 
 /** Packed attribution's rows per transaction, each row's values in its table's column order (store/sqlite/attributionWriter.ts ATTRIBUTION_COLUMNS), hash first. */

@@ -6,6 +6,7 @@ import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import { attributeTransaction, attributionLabels } from "./attributeTransaction.js";
 import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
 import { packAttribution } from "./packedAttribution.js";
+import type { BundleCall } from "./userOperationLogs.js";
 
 /** The body of one eth_getTransactionByHash batch answer (as received), with what attributing it needs. */
 export type TransactionsAnswer = TransactionsContext & {
@@ -22,6 +23,8 @@ export type TransactionsContext = {
   chainId: number;
   /** fetched_at of the rows. */
   now: number;
+  /** The EntryPoints (lowercase) whose calls are read as bundles; undefined: the known deployments. */
+  entryPoints?: readonly Hex[] | undefined;
 };
 
 /** How many transactions came out with each attribution kind and schema: flashindex_attribution_transactions_total's labels. */
@@ -29,7 +32,7 @@ export type AttributionTally = { result: string; schema: string; count: number }
 
 export type AttributedAnswer =
   /** Every transaction the node knows, attributed and packed for the writer; a hash it does not know (a dropped pre-confirmation) is left out. */
-  | { kind: "attributed"; attribution: PackedAttribution; tallies: AttributionTally[] }
+  | { kind: "attributed"; attribution: PackedAttribution; tallies: AttributionTally[]; bundles: BundleCall[] }
   /** The node answered the batch, or a call of it, with an error: the RPC client classifies it. */
   | { kind: "nodeError"; method: string; error: NodeError }
   /** Not a well-formed answer (bad JSON, a missing call, a malformed or other transaction): retried. */
@@ -46,8 +49,11 @@ const METHOD = "eth_getTransactionByHash";
 export function attributeTransactionsAnswer(answer: TransactionsAnswer): AttributedAnswer {
   const found = parseTransactionsAnswer(answer);
   if (!Array.isArray(found)) return found;
-  const transactions = found.map((tx): AttributedTransaction => ({ chainId: answer.chainId, tx, attribution: attributeTransaction(tx) }));
-  return { kind: "attributed", attribution: packAttribution(transactions, answer.now), tallies: tally(transactions) };
+  const transactions = found.map((tx): AttributedTransaction => ({ chainId: answer.chainId, tx, attribution: attributeTransaction(tx, answer.entryPoints) }));
+  const bundles = transactions.flatMap(({ tx, attribution }): BundleCall[] =>
+    attribution.userOperations === undefined || tx.to === null ? [] : [{ hash: tx.hash, entryPoint: tx.to, operations: attribution.userOperations }],
+  );
+  return { kind: "attributed", attribution: packAttribution(transactions, answer.now), tallies: tally(transactions), bundles };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Address, Hex } from "viem";
 import type { TransactionInput } from "../chain/getTransactions.js";
 import type { TransactionAttribution } from "../decode/attributeTransaction.js";
+import type { BundleLogs } from "../decode/userOperationLogs.js";
 import type { LogStatus } from "../decode/logRow.js";
 import type { PackedRows } from "../decode/packedRows.js";
 import type { EventName } from "../decode/paymentEvents.js";
@@ -57,7 +58,11 @@ export type WindowWrite = {
 };
 
 /** One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. */
-export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution };
+/**
+ * `bundleLogs`: for an ERC-4337 bundle whose receipt was read, which user operation each of its
+ * indexed logs belongs to (or why that cannot be said); absent when not read (a backfill's bundles).
+ */
+export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution; bundleLogs?: BundleLogs };
 
 /**
  * Attribution rows flattened into arrays of plain values, as a window's rows are (packedRows.ts):
@@ -69,7 +74,14 @@ export type AttributedTransaction = { chainId: number; tx: TransactionInput; att
  * with the transfer list: cloned value by value, a million transactions' 23 million values cost the
  * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
  */
-export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>> };
+export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>>; operationLogs?: OperationLogRows };
+
+/**
+ * The rows a bundle's mapped logs add (schema 13), as plain values: per bundle whose receipt was
+ * read `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log inside one of its
+ * operations `[tx_hash, token, tx_log_position, op_index]` (store/operationLogRows.ts).
+ */
+export type OperationLogRows = { bundles: Array<[Hex, string, string | null]>; logs: Array<[Hex, Hex, number, number]> };
 
 /** One row of `agent_registrations`; the wallet is lower case, times are unix milliseconds. */
 export type RegistrationRow = {

@@ -1,12 +1,11 @@
 import { Attribution as OxAttribution } from "ox/erc8021";
-import { createWalletClient, encodeFunctionData, http, toHex, type Address, type Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { encodeFunctionData, toHex, type Address, type Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { schema0Suffix, schema2Suffix } from "../../src/attribution/erc8021Suffix.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { miniAccountAbi, miniAccountBytecode } from "../../src/devnet/contracts/miniAccount.js";
-import { miniEntryPointAbi, miniEntryPointBytecode } from "../../src/devnet/contracts/miniEntryPoint.js";
-import type { Devnet } from "../../src/devnet/startDevnet.js";
+import { miniEntryPointAbi } from "../../src/devnet/contracts/miniEntryPoint.js";
+import { expectMixedBundleCredited, installEntryPoint, sendMixedBundle, devnetSender as sender } from "../helpers/bundles.js";
 import { waitFor } from "../helpers/devnetPayments.js";
 import { startFollower as startBackendFollower, type FollowerOptions } from "../helpers/followerHarness.js";
 import { BACKENDS, stopFileBackends, type TableReader } from "../helpers/backends.js";
@@ -19,25 +18,6 @@ afterAll(() => stopFileBackends());
 
 const SHOP: Address = "0x000000000000000000000000000000000000c0de";
 const MARKER = "80218021802180218021802180218021";
-
-/** A sender on the devnet with a local nonce (automine is off there). */
-function sender(devnet: Devnet, keyIndex: number) {
-  const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
-  const wallet = createWalletClient({ account, transport: http(devnet.httpUrl) });
-  let nonce = 0;
-  const rpc = <T>(method: string, params: unknown[] = []) => wallet.request({ method, params } as never) as Promise<T>;
-  return {
-    address: account.address,
-    rpc,
-    async init() {
-      nonce = Number(await rpc<string>("eth_getTransactionCount", [account.address, "pending"]));
-    },
-    transfer: (to: Address, value: bigint, dataSuffix?: Hex) =>
-      wallet.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "transfer", args: [to, value], chain: null, gas: 200_000n, nonce: nonce++, ...(dataSuffix ? { dataSuffix } : {}) }),
-    deploy: (abi: readonly unknown[], bytecode: Hex) => wallet.deployContract({ abi, bytecode, chain: null, gas: 2_000_000n, nonce: nonce++ } as never),
-    send: (to: Address, data: Hex) => wallet.sendTransaction({ to, data, chain: null, gas: 1_000_000n, nonce: nonce++ }),
-  };
-}
 
 /** The first column of the first row (SQLite's `pluck().get()`), on either backend. */
 const value = async (db: TableReader, sql: string, params: unknown[] = []) => {
@@ -91,11 +71,10 @@ describe.each(BACKENDS)("attribution on $name", (backend) => {
     const { db, devnet } = await startFollower({ pendingPoll: 0 }, open);
     const bundler = sender(devnet, 9);
     await bundler.init();
-    const entryPointTx = await bundler.deploy(miniEntryPointAbi, miniEntryPointBytecode);
+    const { entryPoint } = await installEntryPoint(devnet, bundler);
     const accountTx = await bundler.deploy(miniAccountAbi, miniAccountBytecode);
     await bundler.rpc("devnet_mine");
     const receipt = async (hash: Hex) => bundler.rpc<{ contractAddress: Address }>("eth_getTransactionReceipt", [hash]);
-    const entryPoint = (await receipt(entryPointTx)).contractAddress;
     const account = (await receipt(accountTx)).contractAddress;
     const funder = sender(devnet, 1);
     await funder.init();
@@ -133,11 +112,10 @@ describe.each(BACKENDS)("attribution on $name", (backend) => {
     const { db, devnet } = await startFollower({ pendingPoll: 0 }, open);
     const bundler = sender(devnet, 8);
     await bundler.init();
-    const entryPointTx = await bundler.deploy(miniEntryPointAbi, miniEntryPointBytecode);
+    const { entryPoint } = await installEntryPoint(devnet, bundler);
     const accountTxs = [await bundler.deploy(miniAccountAbi, miniAccountBytecode), await bundler.deploy(miniAccountAbi, miniAccountBytecode)];
     await bundler.rpc("devnet_mine");
     const receipt = async (hash: Hex) => bundler.rpc<{ contractAddress: Address }>("eth_getTransactionReceipt", [hash]);
-    const entryPoint = (await receipt(entryPointTx)).contractAddress;
     const [first, second] = [(await receipt(accountTxs[0]!)).contractAddress, (await receipt(accountTxs[1]!)).contractAddress];
     const funder = sender(devnet, 2);
     await funder.init();
@@ -188,12 +166,24 @@ describe.each(BACKENDS)("attribution on $name", (backend) => {
       { op_index: 2, code: "shopapp", registry: "malformed", registry_chain_id: null, registry_address: null },
     ]);
     // The bundle's three payments all carry "shopapp", in three different registries: three rows, never merged.
-    // (The bundle transaction's logs are attributed to every code of its user operations.)
-    expect((await db.all("SELECT registry, registry_chain_id, payments FROM builder_code_volume WHERE code = 'shopapp' ORDER BY registry"))).toEqual([
-      { registry: "canonical", registry_chain_id: null, payments: 3 },
-      { registry: "custom", registry_chain_id: "8453", payments: 3 },
-      { registry: "malformed", registry_chain_id: null, payments: 3 },
+    // Each payment is its own operation's, across aggregator groups.
+    await waitFor(async () => (await value(db, "SELECT operation_logs FROM transactions WHERE tx_hash = ?", [bundle])) === "mapped", 5_000, "aggregated bundle mapped");
+    expect((await db.all("SELECT registry, registry_chain_id, payments, CAST(volume AS REAL) AS volume FROM builder_code_volume WHERE code = 'shopapp' ORDER BY registry"))).toEqual([
+      { registry: "canonical", registry_chain_id: null, payments: 1, volume: 11 },
+      { registry: "custom", registry_chain_id: "8453", payments: 1, volume: 12 },
+      { registry: "malformed", registry_chain_id: null, payments: 1, volume: 13 },
     ]);
     expect((await column(db, "SELECT registry FROM wallet_codes WHERE wallet = ? AND code = 'shopapp' ORDER BY registry", [first.toLowerCase()]))).toEqual(["canonical", "malformed"]);
+  });
+
+  test("credits each payment of a bundle to its own user operation's codes, and the bundler's codes only outside every operation", async () => {
+    const { db, devnet } = await startFollower({ pendingPoll: 0 }, open);
+    const { bundle, lookalike } = await sendMixedBundle(devnet, 7, 3, { flashblock: true });
+    await waitFor(async () => (await value(db, "SELECT COUNT(*) FROM transactions WHERE tx_hash IN (?, ?)", [bundle, lookalike])) === 2, 5_000, "bundles attributed");
+    await waitFor(async () => (await value(db, "SELECT COUNT(*) FROM live_transfers WHERE status = 'confirmed' AND tx_hash IN (?, ?)", [bundle, lookalike])) === 8, 5_000, "bundle payments confirmed");
+
+    await expectMixedBundleCredited(db, { bundle, lookalike });
+    expect((await column(db, "SELECT COUNT(*) FROM unattributed_transfers WHERE tx_hash IN (?, ?)", [bundle, lookalike]))).toEqual([0]);
+    expect((await column(db, "SELECT COUNT(*) FROM unmapped_bundle_transfers"))).toEqual([0]);
   });
 });

@@ -28,6 +28,7 @@ const SENDERS = [
   "0xabCDeF0123456789AbcdEf0123456789aBCDEF01",
   "0x2222222222222222222222222222222222222222",
 ] as const;
+const EP07 = ENTRY_POINT_ADDRESSES["0.7"];
 const BENEFICIARY = "0x3333333333333333333333333333333333333333";
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const EMPTY: Hex = "0x";
@@ -223,21 +224,23 @@ describe("decodeHandleOps()", () => {
   });
 
   test.each([
-    ["v0.6", handleOpsV06],
-    ["v0.7/v0.8", handleOpsV07],
-  ])("a %s bundle yields each user operation's index, sender and callData", (_, encode) => {
+    ["v0.6", handleOpsV06, 0n],
+    ["v0.7/v0.8", handleOpsV07, 64n],
+  ])("a %s bundle yields each user operation's index, sender, nonce and callData", (_, encode, nonceShift) => {
     expect(decodeHandleOps(encode(opCallData))).toEqual(
-      opCallData.map((callData, index) => ({ index, sender: SENDERS[index]?.toLowerCase(), callData })),
+      opCallData.map((callData, index) => ({ index, sender: SENDERS[index]?.toLowerCase(), nonce: BigInt(index) << nonceShift, callData })),
     );
   });
 
   test.each([
-    ["v0.6", (groups: Groups) => handleAggregatedOpsV06(groups)],
-    ["v0.7", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint07Abi)],
-    ["v0.8", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint08Abi)],
-    ["v0.9", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint09Abi)],
-  ])("a %s handleAggregatedOps bundle numbers its user operations across aggregator groups, with sender and aggregator", (_, encode) => {
-    expect(decodeHandleOps(encode(GROUPS))).toEqual(GROUPS_DECODED);
+    ["v0.6", (groups: Groups) => handleAggregatedOpsV06(groups), 0n],
+    ["v0.7", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint07Abi), 64n],
+    ["v0.8", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint08Abi), 64n],
+    ["v0.9", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint09Abi), 64n],
+  ])("a %s handleAggregatedOps bundle numbers its user operations across aggregator groups, with sender and aggregator", (_, encode, nonceShift) => {
+    // userOpV06/V07 number nonces within their group: GROUPS' operations sit at 0, 0, 1 and 0.
+    const nonces = [0n, 0n, 1n, 0n].map((i) => i << nonceShift);
+    expect(decodeHandleOps(encode(GROUPS))).toEqual(GROUPS_DECODED.map((op, i) => ({ ...op, nonce: nonces[i] })));
   });
 
   test("handleAggregatedOps with no groups, or only empty groups, has no user operations", () => {
@@ -251,8 +254,9 @@ describe("decodeHandleOps()", () => {
     const v07 = handleAggregatedOpsV07(GROUPS);
     const swapped06 = `${HANDLE_AGGREGATED_OPS_V07_SELECTOR}${v06.slice(10)}` as Hex;
     const swapped07 = `${HANDLE_AGGREGATED_OPS_V06_SELECTOR}${v07.slice(10)}` as Hex;
-    expect(decodeHandleOps(swapped06)).not.toEqual(GROUPS_DECODED);
-    expect(decodeHandleOps(swapped07)).not.toEqual(GROUPS_DECODED);
+    const withoutNonce = (ops: ReturnType<typeof decodeHandleOps>) => ops?.map(({ nonce: _, ...op }) => op);
+    expect(withoutNonce(decodeHandleOps(swapped06))).not.toEqual(GROUPS_DECODED);
+    expect(withoutNonce(decodeHandleOps(swapped07))).not.toEqual(GROUPS_DECODED);
   });
 
   test("a bundle with upper-case hex and a bundle with no operations decode too", () => {
@@ -352,14 +356,15 @@ describe("decodeHandleOps()", () => {
 describe("attributeTransaction()", () => {
   test("a bundle yields the bundler's suffix and one attribution per user operation", () => {
     const input = concat([handleOpsV07(opCallData), OxAttribution.toDataSuffix({ codes: ["bundler"] })]);
-    const result = attributeTransaction({ input });
+    const result = attributeTransaction({ input, to: EP07 });
     expect(result.attribution).toMatchObject({ kind: "codes", codes: [{ code: "bundler", role: "code" }] });
     expect(result.userOperations).toEqual([
-      { userOpIndex: 0, sender: SENDERS[0], attribution: expect.objectContaining({ kind: "codes", codes: [{ code: "baseapp", role: "code" }] }) },
-      { userOpIndex: 1, sender: SENDERS[1].toLowerCase(), attribution: { kind: "none" } },
+      { userOpIndex: 0, sender: SENDERS[0], nonce: 0n, attribution: expect.objectContaining({ kind: "codes", codes: [{ code: "baseapp", role: "code" }] }) },
+      { userOpIndex: 1, sender: SENDERS[1].toLowerCase(), nonce: 1n << 64n, attribution: { kind: "none" } },
       {
         userOpIndex: 2,
         sender: SENDERS[2],
+        nonce: 2n << 64n,
         attribution: expect.objectContaining({
           schemaId: 2,
           codes: [
@@ -372,7 +377,7 @@ describe("attributeTransaction()", () => {
   });
 
   test("an aggregated bundle yields one attribution per user operation, numbered across groups", () => {
-    const result = attributeTransaction({ input: handleAggregatedOpsV07(GROUPS) });
+    const result = attributeTransaction({ input: handleAggregatedOpsV07(GROUPS), to: EP07 });
     expect(result.attribution).toEqual({ kind: "none" });
     expect(result.userOperations?.map((op) => [op.userOpIndex, op.sender, op.aggregator, op.attribution.kind])).toEqual([
       [0, SENDERS[0], AGGREGATORS[0], "codes"],
@@ -384,11 +389,20 @@ describe("attributeTransaction()", () => {
   });
 
   test("a plain transaction yields its own suffix and no user operations", () => {
-    const result = attributeTransaction({ input: opCallData[0] as Hex });
+    const result = attributeTransaction({ input: opCallData[0] as Hex, to: USDC });
     expect(result).toEqual({
       attribution: expect.objectContaining({ kind: "codes", codes: [{ code: "baseapp", role: "code" }] }),
       userOperations: undefined,
     });
-    expect(attributeTransaction({ input: "0x" })).toEqual({ attribution: { kind: "none" }, userOperations: undefined });
+    expect(attributeTransaction({ input: "0x", to: null })).toEqual({ attribution: { kind: "none" }, userOperations: undefined });
+  });
+
+  test("handleOps calldata sent to an address that is not a known EntryPoint is no bundle", () => {
+    const input = concat([handleOpsV07(opCallData), OxAttribution.toDataSuffix({ codes: ["bundler"] })]);
+    const elsewhere = attributeTransaction({ input, to: "0x4444444444444444444444444444444444444444" });
+    expect(elsewhere).toEqual({ attribution: expect.objectContaining({ codes: [{ code: "bundler", role: "code" }] }), userOperations: undefined });
+    // The same calldata to a configured EntryPoint (any case) is a bundle.
+    expect(attributeTransaction({ input, to: "0x4444444444444444444444444444444444444444" }, ["0x4444444444444444444444444444444444444444"]).userOperations).toHaveLength(3);
+    expect(attributeTransaction({ input, to: ENTRY_POINT_ADDRESSES["0.8"] }).userOperations).toHaveLength(3);
   });
 });

@@ -38,6 +38,7 @@ describe("a batch of eth_getTransactionByHash answers, attributed off the main t
       kind: "attributed",
       attribution: packAttribution(expected, 7),
       tallies: [{ result: "codes", schema: "0", count: 1 }, { result: "none", schema: "none", count: 1 }],
+      bundles: [],
     });
   });
 

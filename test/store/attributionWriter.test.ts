@@ -5,6 +5,7 @@ import DatabaseConstructor, { type Database } from "better-sqlite3";
 import { Attribution as OxAttribution } from "ox/erc8021";
 import { concat, encodeFunctionData, getAddress, type Hex } from "viem";
 import { entryPoint07Abi } from "viem/account-abstraction";
+import { ENTRY_POINT_ADDRESSES } from "../../src/decode/erc4337.js";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
@@ -56,8 +57,8 @@ function insertTransfers(db: Database, values: ReadonlyArray<readonly [number, b
 }
 
 /** Decodes and stores transaction `n` with calldata `input`, sent by `from`. */
-function storeTransaction(db: Database, n: number, input: Hex, from: Hex = BUYER): void {
-  const tx = { hash: txHash(n), from, to: TOKEN as Hex, input };
+function storeTransaction(db: Database, n: number, input: Hex, from: Hex = BUYER, to: Hex = TOKEN as Hex): void {
+  const tx = { hash: txHash(n), from, to, input };
   createAttributionWriter(db).insert([{ chainId: 8453, tx, attribution: attributeTransaction(tx) }], 1);
 }
 
@@ -153,7 +154,7 @@ describe("attribution writer on schema v4", () => {
         BUYER,
       ],
     });
-    storeTransaction(db, 1, input);
+    storeTransaction(db, 1, input, BUYER, ENTRY_POINT_ADDRESSES["0.7"]);
     expect(db.prepare("SELECT user_operations FROM transactions").pluck().get()).toBe(3);
     expect(db.prepare("SELECT op_index, sender, aggregator, attribution FROM user_operations ORDER BY op_index").all()).toEqual([
       { op_index: 0, sender: senders[0], aggregator: aggregators[0].toLowerCase(), attribution: "codes" },
@@ -217,11 +218,16 @@ describe("migration to schema v4", () => {
       { tx_hash: txHash(4), op_index: 0, role: "code", registry: "unrecorded", registry_chain_id: null, registry_address: null },
       { tx_hash: txHash(4), op_index: 1, role: "code", registry: "canonical", registry_chain_id: null, registry_address: null },
     ]);
+    // Transaction 4 is a bundle stored before schema 13: which operation paid 4,000 was never read,
+    // so it is credited to no code and listed, with the reason, as unmapped.
     expect(db.prepare("SELECT code, registry, registry_chain_id, payments, volume FROM builder_code_volume ORDER BY code, registry").all()).toEqual([
-      { code: "baseapp", registry: "canonical", registry_chain_id: null, payments: 3, volume: 4_301 },
+      { code: "baseapp", registry: "canonical", registry_chain_id: null, payments: 2, volume: 301 },
       { code: "baseapp", registry: "custom", registry_chain_id: "8453", payments: 1, volume: 20 },
-      { code: "baseapp", registry: "unrecorded", registry_chain_id: null, payments: 2, volume: 4_300 },
+      { code: "baseapp", registry: "unrecorded", registry_chain_id: null, payments: 1, volume: 300 },
       { code: "privy", registry: "unrecorded", registry_chain_id: null, payments: 1, volume: 300 },
+    ]);
+    expect(db.prepare("SELECT tx_hash, value, reason FROM unmapped_bundle_transfers").all()).toEqual([
+      { tx_hash: txHash(4), value: "4000", reason: "stored before schema 13: the bundle's receipt was not read" },
     ]);
     expect(db.prepare("SELECT code, registry FROM wallet_codes WHERE wallet = ? AND role = 'registered'").all(BUYER)).toEqual([
       { code: "bc_12345678", registry: "canonical" },

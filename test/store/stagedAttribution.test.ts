@@ -14,6 +14,7 @@ import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
 import { userOperation, word } from "../helpers/fixtures.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
+import { ENTRY_POINT_ADDRESSES } from "../../src/decode/erc4337.js";
 import { createAttributionWriter } from "../../src/store/sqlite/attributionWriter.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createStagedAttribution } from "../../src/store/sqlite/stagedAttribution.js";
@@ -27,8 +28,8 @@ const TRANSFER_CALL: Hex = `0xa9059cbb${word(SHOP).slice(2)}${word("64").slice(2
 const withSuffix = (suffix: Hex): Hex => concat([TRANSFER_CALL, suffix]);
 
 /** Transaction `hash` sending `input`, decoded as the attributor decodes it. */
-function attributed(hash: Hex, input: Hex): AttributedTransaction {
-  const tx = { hash, from: BUYER as Hex, to: TOKEN as Hex, input };
+function attributed(hash: Hex, input: Hex, to: Hex = TOKEN as Hex): AttributedTransaction {
+  const tx = { hash, from: BUYER as Hex, to, input };
   return { chainId: 8453, tx, attribution: attributeTransaction(tx) };
 }
 
@@ -36,7 +37,7 @@ function attributed(hash: Hex, input: Hex): AttributedTransaction {
 function bundle(hash: Hex): AttributedTransaction {
   const op = (suffix?: Hex) => userOperation("0x00000000000000000000000000000000000000a1", suffix === undefined ? TRANSFER_CALL : withSuffix(suffix));
   const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: "handleOps", args: [[op(), op(OxAttribution.toDataSuffix({ appCode: "morpho", walletCode: "bc_k2x9q7m1" }))], BUYER] });
-  return attributed(hash, input);
+  return attributed(hash, input, ENTRY_POINT_ADDRESSES["0.7"]);
 }
 
 // Hashes out of order, as real ones are: the move sorts them.

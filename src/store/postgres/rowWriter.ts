@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import type { AttributedTransaction, EventCount, InsertCounts, PackedAttribution } from "../types.js";
+import type { AttributedTransaction, EventCount, InsertCounts, OperationLogRows, PackedAttribution } from "../types.js";
 import { packAttribution, unpackAttribution } from "../../decode/packedAttribution.js";
 
 type Column = readonly [name: string, type: string];
@@ -133,6 +133,22 @@ const CODE_COLUMNS: readonly Column[] = [
 export const insertAttributionRows = (client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> =>
   insertPackedAttribution(client, packAttribution(transactions, now));
 
+const OPERATION_LOG_COLUMNS: readonly Column[] = [["tx_hash", "text"], ["token", "text"], ["tx_log_position", "integer"], ["op_index", "integer"]];
+
+/** A bundle's mapping state and its logs' operations (operationLogRows.ts), for bundles not mapped yet. */
+async function insertOperationLogs(client: pg.ClientBase, { bundles, logs }: OperationLogRows): Promise<void> {
+  if (bundles.length === 0) return;
+  const set = await client.query(
+    `UPDATE transactions t SET operation_logs = b.state, operation_logs_error = b.error
+    FROM unnest($1::text[], $2::text[], $3::text[]) AS b (tx_hash, state, error)
+    WHERE t.tx_hash = b.tx_hash AND t.user_operations > 0 AND t.operation_logs IS NULL RETURNING t.tx_hash`,
+    [arrayLiteral(bundles, 0), arrayLiteral(bundles, 1), arrayLiteral(bundles, 2)],
+  );
+  const mapped = new Set((set.rows as Array<{ tx_hash: Hex }>).map((r) => r.tx_hash));
+  const rows = logs.filter((row) => mapped.has(row[0]));
+  if (rows.length > 0) await insertColumns(client, "user_operation_logs", OPERATION_LOG_COLUMNS, rows, "ON CONFLICT DO NOTHING");
+}
+
 /** The same for packed attribution (a backfill window's, packed on the decode thread). */
 export async function insertPackedAttribution(client: pg.ClientBase, packed: PackedAttribution): Promise<number> {
   const transactions = unpackAttribution(packed);
@@ -148,5 +164,6 @@ export async function insertPackedAttribution(client: pg.ClientBase, packed: Pac
   }
   if (operations.length > 0) await insertColumns(client, "user_operations", USER_OPERATION_COLUMNS, operations, "ON CONFLICT DO NOTHING");
   if (codes.length > 0) await insertColumns(client, "attribution_codes", CODE_COLUMNS, codes, "ON CONFLICT DO NOTHING");
+  if (packed.operationLogs !== undefined) await insertOperationLogs(client, packed.operationLogs);
   return inserted.rowCount ?? 0;
 }

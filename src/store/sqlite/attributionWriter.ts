@@ -37,6 +37,7 @@ export function createAttributionWriter(db: Database) {
     },
     /** Inserts packed attribution (decode/packedAttribution.ts): a transaction already stored is skipped with its codes and operations. */
     insertPacked: (packed: PackedAttribution, between?: Between): number => insertPacked(keyed, packed, between),
+    // Staged attribution leaves its bundles unmapped: their transactions are not in `transactions` until the move.
     /**
      * Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves
      * it); returns the transactions staged. `between` as for the log writer's insertPacked.
@@ -68,7 +69,13 @@ function prepareInserts(db: Database, prefix: "" | "staged_", onConflict: { tran
     const columns = ATTRIBUTION_COLUMNS[table];
     return db.prepare(`INSERT INTO ${prefix}${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${tail}`);
   };
+  // Staging has no bundle rows to write: prepared for the keyed tables only (a staged bundle stays unmapped).
+  const keyedOnly = prefix === "";
   return {
+    setOperationLogs: keyedOnly
+      ? db.prepare("UPDATE transactions SET operation_logs = ?, operation_logs_error = ? WHERE tx_hash = ? AND user_operations > 0 AND operation_logs IS NULL")
+      : undefined,
+    operationLog: keyedOnly ? db.prepare("INSERT INTO user_operation_logs (tx_hash, token, tx_log_position, op_index) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING") : undefined,
     transaction: insert("transactions", onConflict.transactions),
     userOperation: insert("user_operations", onConflict.rest),
     code: insert("attribution_codes", onConflict.rest),
@@ -86,6 +93,11 @@ function insertPacked(inserts: Inserts, packed: PackedAttribution, between?: Bet
     if (between !== undefined && t > 0 && t % between.every === 0) between.run();
     t++;
   });
+  if (packed.operationLogs !== undefined && inserts.setOperationLogs !== undefined && inserts.operationLog !== undefined) {
+    const mapped = new Set<Hex>();
+    for (const [hash, state, error] of packed.operationLogs.bundles) if (inserts.setOperationLogs.run(state, error, hash).changes > 0) mapped.add(hash);
+    for (const row of packed.operationLogs.logs) if (mapped.has(row[0])) inserts.operationLog.run(...row);
+  }
   return inserted;
 }
 

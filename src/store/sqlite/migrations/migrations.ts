@@ -12,6 +12,7 @@ import { migrateToV9 } from "./schemaV9.js";
 import { SCHEMA_V10 } from "./schemaV10.js";
 import { matchWebhookTriggersToSubscriptions } from "./schemaV11.js";
 import { migrateToV12 } from "./schemaV12.js";
+import { SCHEMA_V13 } from "./schemaV13.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -30,6 +31,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 10, apply: SCHEMA_V10 },
   { version: 11, apply: matchWebhookTriggersToSubscriptions },
   { version: 12, apply: migrateToV12 },
+  { version: 13, apply: SCHEMA_V13 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
