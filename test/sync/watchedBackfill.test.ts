@@ -9,6 +9,7 @@ import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { topicWord } from "../../src/sync/watchedLogs.js";
+import { tokenCheckpoint } from "../../src/sync/watchScope.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { startPaymentChain, type PaymentChain } from "../helpers/paymentChain.js";
@@ -89,7 +90,10 @@ describe.each(BACKENDS)("a watched backfill on $name", (backend) => {
 
     // The buyer added: its history (every transfer it sent, its cancels) is fetched; nothing else is asked again.
     const more = await setUp(backend, database, [SHOP, RELAYER, BUYER]);
+    const token = more.config.tokens[0]!;
+    expect(await tokenCheckpoint(more.store, token)).toBe(chain.deployBlock - 1);
     await more.run();
+    expect(await tokenCheckpoint(more.store, token)).toBe(head);
     expect(await readLogs(more.reader)).toEqual(concerning(all, [SHOP, RELAYER, BUYER]));
     expect(more.lines.find((l) => l.msg === "Changed the watch list")).toMatchObject({ added: [BUYER], removed: [], backfill_from_block: chain.deployBlock });
     const fetched = more.lines.find((l) => l.msg === "Started backfill");
