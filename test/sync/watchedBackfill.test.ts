@@ -115,4 +115,25 @@ describe.each(BACKENDS)("a watched backfill on $name", (backend) => {
     expect(everything.lines.find((l) => l.msg === "Changed the watch list")).toMatchObject({ watched_now: "every log", backfill_from_block: chain.deployBlock });
     await everything.close();
   }, 120_000);
+
+  test("asks for the authorizations of a stored order's authorizer, and the order follows them", async () => {
+    const whole = await setUp(backend, await backend.freshDatabase(), undefined);
+    await whole.run();
+    const all = await readLogs(whole.reader);
+    await whole.close();
+
+    const shop = await setUp(backend, await backend.freshDatabase(), [SHOP]);
+    // The buyer's first canceled nonce (helpers/paymentChain.ts): an order the shop holds, canceled on chain.
+    const nonce = `0x${"2".padStart(64, "0")}` as Hex;
+    const order = await shop.store.addOrder(
+      { chainId: 8453, token: chain.token, authorizer: BUYER, payee: SHOP, value: 1n, validAfter: 0, validBefore: 4_000_000_000, nonce, kind: "transfer", signature: `0x${"11".repeat(65)}` },
+      Date.now(),
+    );
+    await shop.run();
+    const byBuyer = all.filter((l) => l.topic0 !== TRANSFER_TOPIC && l.topic1 === topicWord(BUYER));
+    expect(byBuyer.length).toBeGreaterThan(4);
+    expect(await readLogs(shop.reader)).toEqual(all.filter((l) => concerning(all, [SHOP]).includes(l) || byBuyer.includes(l)));
+    expect((await shop.store.getOrder(order.id))?.state).toBe("canceled");
+    await shop.close();
+  }, 120_000);
 });
