@@ -1,6 +1,5 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { SyncDeps } from "./syncDeps.js";
-import type { Hex } from "viem";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
