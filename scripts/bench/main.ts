@@ -8,6 +8,7 @@ import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js
 import { providerBackfill, providerSummary } from "./providerBackfill.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
+import { watchBackfill, watchSummary } from "./watchBackfill.js";
 
 /**
  * `npm run bench`: every backfill figure is the whole `flashindex backfill` process, started as a
@@ -82,6 +83,8 @@ for (const logs of ANVIL_LOGS) {
 }
 // A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
 const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_LOGS, false)];
+// A merchant's watch list against the whole token, on the largest saved chain (docs/watch.md).
+const watchRow = await watchBackfill(ANVIL_LOGS.at(-1)!);
 // Attribution's cost, at the goals' 1,000,000 logs and at a tenth of it.
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
 rows.push(await synthetic(SYNTHETIC_LOGS, true));
@@ -110,6 +113,13 @@ const lines: BenchLine[] = [
     const { logs, peakRssMb, cpuSeconds } = row;
     return { measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
   }),
+  {
+    measurement: `backfill (whole process) watch list, ${watchRow.name}: ${watchSummary(watchRow)}`,
+    logs: watchRow.watched.logs,
+    seconds: watchRow.watched.durationMs / 1_000,
+    peakRssMb: watchRow.watched.peakRssMb,
+    cpuSeconds: watchRow.watched.cpuSeconds,
+  },
   ...latency.map(
     (l): BenchLine => ({
       measurement: `pre-confirmation: pendingLogs notification → committed row, ${l.rate} logs/s in 200 ms flashblock bursts${l.withBackfill ? ", while a backfill runs in the same process" : ""}`,

@@ -38,6 +38,8 @@ export type ProviderCounts = {
   resultsRefused: number;
   /** Logs in the eth_getLogs answers served. */
   logsServed: number;
+  /** Bytes of every answer body sent back (refusals included): what the client downloaded. */
+  bytesServed: number;
 };
 
 /** One request as the proxy saw it: when it arrived (Date.now() ms), its calls, and what it got. */
@@ -58,7 +60,7 @@ const RATE_WINDOW_MS = 1_000;
  */
 export async function startProviderProxy(targetUrl: string, shape: Partial<ProviderShape> = {}) {
   const s: ProviderShape = { ...DEFAULT_PROVIDER_SHAPE, ...shape };
-  const counts: ProviderCounts = { requests: 0, calls: 0, rateLimited: 0, withRetryAfter: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 0 };
+  const counts: ProviderCounts = { requests: 0, calls: 0, rateLimited: 0, withRetryAfter: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 0, bytesServed: 0 };
   const events: ProviderEvent[] = [];
   /** When each admitted call arrived, over the last RATE_WINDOW_MS. */
   const admitted: number[] = [];
@@ -131,6 +133,7 @@ export async function startProviderProxy(targetUrl: string, shape: Partial<Provi
         .then(async (reply) => {
           const wait = s.latencyMs - (Date.now() - started);
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          counts.bytesServed += Buffer.byteLength(reply.body);
           res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(reply.body);
         })
         .catch(() => res.writeHead(502, { "content-type": "text/plain" }).end("Bad Gateway"));

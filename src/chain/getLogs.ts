@@ -13,6 +13,9 @@ export type LogFilter = LogScope & {
   addresses: readonly Hex[];
   /** Accepted topic0 values (lower-case). */
   topic0: readonly Hex[];
+  /** Accepted topic1 / topic2 values (lower-case 32-byte words); absent: any. Positions are ANDed, values within one ORed. */
+  topic1?: readonly Hex[] | undefined;
+  topic2?: readonly Hex[] | undefined;
 };
 
 export type OutOfFilterReason = "outside_range" | "unrequested_address" | "unrequested_topic" | "removed_flag";
@@ -53,7 +56,14 @@ export function getLogsParams(filter: LogFilter): unknown[] {
       : "blockHash" in filter
         ? { blockHash: filter.blockHash }
         : { fromBlock: toHex(filter.from), toBlock: toHex(filter.to) };
-  return [{ ...scope, address: filter.addresses, topics: [filter.topic0] }];
+  return [{ ...scope, address: filter.addresses, topics: topicsOf(filter) }];
+}
+
+/** A filter's `topics` as eth_getLogs and eth_subscribe take them: null for any, no trailing null. */
+export function topicsOf(filter: Pick<LogFilter, "topic0" | "topic1" | "topic2">): Array<readonly Hex[] | null> {
+  if (filter.topic2 !== undefined) return [filter.topic0, filter.topic1 ?? null, filter.topic2];
+  if (filter.topic1 !== undefined) return [filter.topic0, filter.topic1];
+  return [filter.topic0];
 }
 
 /**
@@ -67,7 +77,16 @@ export function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
   if (!Array.isArray(result)) throw new RpcResponseError("eth_getLogs answered with a non-array result");
   const parsed = result.map((item, i) => parseRpcLog(item, `eth_getLogs result[${i}]`));
   const { logs, outOfFilter } = partitionByFilter(parsed, filter);
-  const canonical = !("pending" in filter);
+  checkConsistent(logs, filter);
+  return { logs, outOfFilter };
+}
+
+/**
+ * The checks of checkAnswer that span logs (one hash per block; for canonical blocks no zero hash
+ * and no position twice), for logs gathered from several answers too.
+ */
+export function checkConsistent(logs: readonly RpcLog[], scope: LogScope): void {
+  const canonical = !("pending" in scope);
   const blockHashes = new Map<number, Hex>();
   const positions = new Set<string>();
   for (const log of logs) {
@@ -83,17 +102,18 @@ export function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
     if (positions.has(position)) throw new RpcResponseError(`eth_getLogs answer holds two logs at block ${log.blockNumber}, logIndex ${log.logIndex}`);
     positions.add(position);
   }
-  return { logs, outOfFilter };
 }
 
 /** Sets apart the logs a filter excludes (a provider, or a subscription, may send them anyway), with the reason. */
 export function partitionByFilter(parsed: readonly RpcLog[], filter: LogFilter): GetLogsResult {
   const addresses = new Set(filter.addresses);
   const topics = new Set(filter.topic0);
+  const topic1 = filter.topic1 && new Set(filter.topic1);
+  const topic2 = filter.topic2 && new Set(filter.topic2);
   const logs: RpcLog[] = [];
   const outOfFilter: GetLogsResult["outOfFilter"] = [];
   for (const log of parsed) {
-    const reason = outOfFilterReason(log, filter, addresses, topics);
+    const reason = outOfFilterReason(log, filter, addresses, topics) ?? outOfTopics(log, topic1, topic2);
     if (reason === undefined) logs.push(log);
     else outOfFilter.push({ log, reason });
   }
@@ -111,6 +131,24 @@ function outOfFilterReason(
   const topic0 = log.topics[0];
   if (topic0 === undefined || !topics.has(topic0)) return "unrequested_topic";
   if (log.removed) return "removed_flag";
+  return undefined;
+}
+
+/** Whether a log is of the filter's addresses and topics (its scope aside): for logs that come with others (whole transactions). */
+export function matchesFilter(log: RpcLog, filter: Pick<LogFilter, "addresses" | "topic0" | "topic1" | "topic2">): boolean {
+  const topic = (i: number) => (log.topics[i] ?? "0x") as Hex;
+  return (
+    filter.addresses.includes(log.address) &&
+    filter.topic0.includes(topic(0)) &&
+    (filter.topic1 === undefined || filter.topic1.includes(topic(1))) &&
+    (filter.topic2 === undefined || filter.topic2.includes(topic(2)))
+  );
+}
+
+/** A log whose topic1 or topic2 the filter does not accept (a provider that ignored a topic position). */
+function outOfTopics(log: RpcLog, topic1: ReadonlySet<Hex> | undefined, topic2: ReadonlySet<Hex> | undefined): OutOfFilterReason | undefined {
+  if (topic1 !== undefined && !topic1.has(log.topics[1] ?? "0x")) return "unrequested_topic";
+  if (topic2 !== undefined && !topic2.has(log.topics[2] ?? "0x")) return "unrequested_topic";
   return undefined;
 }
 

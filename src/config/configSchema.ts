@@ -1,4 +1,4 @@
-import { DEFAULTS, LOG_LEVELS, MAX_WINDOW_BLOCKS, WEBHOOK_EVENT_TYPES } from "./types.js";
+import { DEFAULTS, LOG_LEVELS, MAX_WATCHED_ADDRESSES, MAX_WINDOW_BLOCKS, WEBHOOK_EVENT_TYPES } from "./types.js";
 
 /**
  * The config file's keys, types, bounds and defaults, declared once. parseConfig takes every
@@ -58,6 +58,13 @@ export const CONFIG_FIELDS: Record<string, Field> = {
         address: ADDRESS,
         startBlock: { type: "integer", min: 0, max: Number.MAX_SAFE_INTEGER, description: "first block to index" },
         label: { type: "string", format: "text", description: "a name for humans" },
+        watch: {
+          type: "object",
+          description: "index only the logs concerning these addresses (absent: every log of the token); see docs/watch.md",
+          properties: {
+            addresses: { type: "array", items: ADDRESS, description: `at most ${MAX_WATCHED_ADDRESSES} addresses; empty: every log of the token` },
+          },
+        },
       },
     },
   },

@@ -1,6 +1,7 @@
 import type { Address } from "viem";
 import { ConfigError } from "../errors/base.js";
 import {
+  describe,
   join,
   optional,
   readAddress,
@@ -19,6 +20,7 @@ import { parseFacilitator } from "./parseFacilitator.js";
 import {
   DEFAULTS,
   LOG_LEVELS,
+  MAX_WATCHED_ADDRESSES,
   type Config,
   type ConfigSettings,
   type DevnetEndpoints,
@@ -156,8 +158,26 @@ function parseTokens(value: unknown): TokenConfig[] {
       key: address.toLowerCase() as Address,
       startBlock: readInteger(join(path, "startBlock"), token.startBlock, integerBoundsAt("tokens[].startBlock")),
       label: optional(token.label, (v) => readString(join(path, "label"), v)),
+      watch: optional(token.watch, (v) => parseWatch(join(path, "watch"), v)),
     };
   });
+}
+
+/** `tokens[].watch`: checked addresses, lower-cased and sorted; an empty list means every log (undefined). */
+function parseWatch(path: string, value: unknown): readonly Address[] | undefined {
+  const watch = readObject(path, value, keysAt("tokens[].watch"));
+  if (watch.addresses === undefined) return undefined;
+  const listPath = join(path, "addresses");
+  if (!Array.isArray(watch.addresses)) throw new ConfigError(listPath, `expected an array of addresses, got ${describe(watch.addresses)}`);
+  if (watch.addresses.length > MAX_WATCHED_ADDRESSES)
+    throw new ConfigError(listPath, `lists ${watch.addresses.length} addresses, at most ${MAX_WATCHED_ADDRESSES} are allowed (leave it out to index every log of the token)`);
+  const seen = new Set<Address>();
+  for (const [i, entry] of watch.addresses.entries()) {
+    const key = readAddress(join(listPath, i), entry).toLowerCase() as Address;
+    if (seen.has(key)) throw new ConfigError(join(listPath, i), `${String(entry)} is listed twice`);
+    seen.add(key);
+  }
+  return seen.size === 0 ? undefined : [...seen].sort();
 }
 
 function parseBackfill(value: unknown): Config["backfill"] {

@@ -10,7 +10,18 @@ export type TokenConfig = {
   readonly key: Address;
   readonly startBlock: number;
   readonly label: string | undefined;
+  /**
+   * Lower-case addresses whose logs alone are indexed (`tokens[].watch.addresses`, sorted, no
+   * duplicates); undefined: every log of the token. See docs/watch.md.
+   */
+  readonly watch: readonly Address[] | undefined;
 };
+
+/**
+ * Most addresses one token may watch: each list goes whole into an eth_getLogs topic position, and
+ * providers refuse long OR lists there (several cap a filter at a few hundred topics).
+ */
+export const MAX_WATCHED_ADDRESSES = 100;
 
 export type RetryConfig = {
   /** Attempts per request, the first one included. */

@@ -17,7 +17,8 @@ import type { DecodedWindow, WindowAnswer } from "./decodedWindow.js";
  * timestamps. Both store the same rows (test/decode/scanWindowAnswer.test.ts compares them).
  */
 export function scanWindowAnswer(answer: WindowAnswer): Extract<DecodedWindow, { kind: "rows" }> | undefined {
-  if (typeof answer.body === "string") return undefined;
+  // The scan checks addresses and topic0 only: a filter on later topics takes the full path.
+  if (typeof answer.body === "string" || answer.filter.topic1 !== undefined || answer.filter.topic2 !== undefined) return undefined;
   try {
     return new Scanner(answer.body, answer, answer.filter).answer();
   } catch (error) {

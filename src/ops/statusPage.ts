@@ -1,6 +1,8 @@
 import type { StatusSnapshot } from "../store/types.js";
 import type { Store } from "../store/store.js";
 import type { Metrics } from "./metrics.js";
+import type { Hex } from "viem";
+import { tokenCheckpoint } from "../sync/watchScope.js";
 
 /** The page reloads itself this often. */
 export const STATUS_PAGE_REFRESH_SECONDS = 5;
@@ -113,9 +115,9 @@ async function metricSum(metric: MetricLike, labels: Record<string, string> = {}
 
 /** Builds the page from the daemon's store (either backend) and metrics, on each request. */
 export function createStatusPage(deps: {
-  config: { chainId: number; tokens: ReadonlyArray<{ address: string; label: string | undefined; startBlock: number }> };
+  config: { chainId: number; tokens: ReadonlyArray<{ address: string; label: string | undefined; startBlock: number; watch?: readonly Hex[] | undefined }> };
   metrics: Metrics;
-  store: Pick<Store, "statusSnapshot">;
+  store: Pick<Store, "statusSnapshot" | "syncedRanges">;
 }): () => Promise<string> {
   const { metrics } = deps;
   return async () => {
@@ -126,7 +128,7 @@ export function createStatusPage(deps: {
     return renderStatusPage({
       chainId: deps.config.chainId,
       now,
-      snapshot: await deps.store.statusSnapshot(deps.config.tokens, now),
+      snapshot: await watchedProgress(deps, await deps.store.statusSnapshot(deps.config.tokens, now)),
       metrics: {
         // A gauge never set reads 0: show "–" until the head has been seen.
         chainHead: head > 0 ? head : null,
@@ -140,4 +142,17 @@ export function createStatusPage(deps: {
       },
     });
   };
+}
+
+/** A watched token's ranges are kept per address (sync/watchScope.ts): its progress is that of its least advanced address. */
+async function watchedProgress(deps: Parameters<typeof createStatusPage>[0], snapshot: StatusSnapshot): Promise<StatusSnapshot> {
+  const tokens = await Promise.all(
+    snapshot.tokens.map(async (progress, i) => {
+      const token = deps.config.tokens[i]!;
+      if (token.watch === undefined) return progress;
+      const checkpoint = await tokenCheckpoint(deps.store, { key: token.address.toLowerCase() as Hex, watch: token.watch, startBlock: token.startBlock });
+      return { ...progress, checkpoint: checkpoint < token.startBlock ? null : checkpoint };
+    }),
+  );
+  return { ...snapshot, tokens };
 }

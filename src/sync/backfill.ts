@@ -1,12 +1,12 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { SyncDeps } from "./syncDeps.js";
-import type { Hex } from "viem";
 import { missingRanges, planSegments } from "../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./historical.js";
 import { getBlockHeader } from "../chain/blockHeaders.js";
 import { WRITER_THREAD_MIN_BLOCKS, WRITER_THREAD_MIN_LOGS, WRITER_THREAD_MIN_WINDOW_LOGS, type ProcessMode } from "../ops/threadSettings.js";
 import type { WindowWriter } from "../store/store.js";
 import { countIndexed } from "../store/insertCounts.js";
+import { createWatchScope, memberRanges, membersOf, recordWatchLists, tokenCheckpoint } from "./watchScope.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;
@@ -83,11 +83,16 @@ export async function backfill(
   const logger = deps.logger.child({ component: "backfill" });
   const tokens = config.tokens;
 
+  const watchScope = createWatchScope({ tokens, store });
+  await recordWatchLists({ store, logger }, tokens);
+  // A watched address added to the list has no range of its own yet: its history is fetched, and only its (watchScope.ts).
   const needs = await Promise.all(
-    tokens.map(async (token) => ({
-      member: token.key as Hex,
-      ranges: missingRanges(await store.syncedRanges(token.key), Math.max(token.startBlock, range.from ?? 0), range.to),
-    })),
+    tokens.flatMap((token) =>
+      membersOf(token).map(async (member) => ({
+        member,
+        ranges: missingRanges(await memberRanges(store, member), Math.max(token.startBlock, range.from ?? 0), range.to),
+      })),
+    ),
   );
   const segments = planSegments(needs);
   const totalBlocks = segments.reduce((sum, s) => sum + (s.to - s.from + 1), 0);
@@ -136,7 +141,7 @@ export async function backfill(
   }
   let lagBlockAsked = -1;
   const updateCheckpoint = async () => {
-    const ends = await Promise.all(tokens.map((t) => store.checkpoint(t.key, t.startBlock)));
+    const ends = await Promise.all(tokens.map((t) => tokenCheckpoint(store, t)));
     const checkpoint = Math.min(...ends);
     metrics.backfillCheckpointBlock.set(checkpoint);
     metrics.indexedBlock.set({ source: "backfill" }, checkpoint);
@@ -158,6 +163,7 @@ export async function backfill(
     attributor,
     decodeThreadAfterLogs: options.decodeThreadAfterLogs,
     mode,
+    selection: watchScope.selection,
   });
   /** Sends a window to the writer thread; once it is committed, counts it and reports progress. */
   async function commitWindow(writer: WindowWriter, window: WindowResult): Promise<void> {

@@ -2,6 +2,7 @@ import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Config } from "../config/types.js";
 import type { Store } from "../store/store.js";
+import { memberRanges, membersOf } from "./watchScope.js";
 
 export type ChainEndDeps = { config: Pick<Config, "tokens">; logger: Logger; metrics: Metrics; store: Store };
 
@@ -15,7 +16,8 @@ export type ChainEndDeps = { config: Pick<Config, "tokens">; logger: Logger; met
 export async function rewindToChainEnd(deps: ChainEndDeps, head: number): Promise<number> {
   const { store, metrics } = deps;
   const orphaned = await store.liveBlocksAbove(head);
-  const syncedTo = await Promise.all(deps.config.tokens.map(async (token) => Math.max(-1, ...(await store.syncedRanges(token.key)).map((r) => r.to))));
+  const members = deps.config.tokens.flatMap(membersOf);
+  const syncedTo = await Promise.all(members.map(async (member) => Math.max(-1, ...(await memberRanges(store, member)).map((r) => r.to))));
   const indexedTo = Math.max(-1, ...syncedTo, ...orphaned.map((b) => b.number));
   if (indexedTo <= head) return 0;
   const { removed } = await store.applyChainChange({ kind: "reorg", orphaned, blocks: [], synced: [], endsAt: head }, Date.now());

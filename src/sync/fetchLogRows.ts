@@ -1,12 +1,13 @@
 import type { Hex } from "viem";
 import { getBlockTimestamps } from "../chain/blockHeaders.js";
 import type { BlockRange } from "../blockRanges.js";
-import { getLogs, getLogsParams, partitionByFilter, type GetLogsResult, type LogFilter } from "../chain/getLogs.js";
+import { getLogsParams, partitionByFilter, type GetLogsResult, type LogFilter } from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { RpcLog } from "../chain/rpcLog.js";
 import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
-import { NUMBER_FIELDS, type PackedRows } from "../decode/packedRows.js";
+import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../decode/packedRows.js";
+import { getSelectedLogs, isWatched, type LogSelection } from "./watchedLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
@@ -35,9 +36,9 @@ export type RowsRequest = {
  * the same steps off this thread): eth_getLogs, the filter check, decoding, and the report of every
  * rejected log (a metric by reason and a warning), all inside the RPC client's retry loop.
  */
-export async function fetchLogRows(deps: FetchRowsDeps, filter: LogFilter, request: RowsRequest): Promise<LogRow[]> {
+export async function fetchLogRows(deps: FetchRowsDeps, filter: LogSelection, request: RowsRequest): Promise<LogRow[]> {
   const untimed = new Set<number>();
-  const rows = await getLogs(deps.client, filter, (answer) => {
+  const rows = await getSelectedLogs(deps.client, filter, (answer) => {
     untimed.clear();
     return decodeAnswer(deps, filter, answer, request, untimed);
   });
@@ -55,9 +56,15 @@ export type WindowRows = { rows: PackedRows; txHashes: Hex[] };
  * fetchLogRows for a backfill window (always strict), with the answer's body parsed, checked,
  * decoded and packed by `decoder`. In a long backfill that is on the decode thread, which also
  * sends the request (the answer never reaches this thread; the client's retries, failover and rate
- * limit stay here). Blocks at or below `finalized` are stored as finalized.
+ * limit stay here). Blocks at or below `finalized` are stored as finalized. A watched selection
+ * (several answers merged) is fetched and decoded on this thread, as fetchLogRows does.
  */
-export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecoder, filter: LogFilter & BlockRange, finalized: number): Promise<WindowRows> {
+export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecoder, filter: LogSelection & BlockRange, finalized: number): Promise<WindowRows> {
+  // A watched selection takes several small answers, merged here (watchedLogs.ts): the decode thread's one-answer path does not apply.
+  if (isWatched(filter)) {
+    const rows = await fetchLogRows(deps, filter, { statusOf: (n) => (n <= finalized ? "finalized" : "confirmed"), source: "backfill", strict: true });
+    return { rows: packRowsToMove(rows), txHashes: rows.map((r) => r.transactionHash) };
+  }
   const window = { filter, chainId: deps.chainId, finalized };
   const accepted = (decoded: DecodedWindow) => {
     if (decoded.kind === "nodeError") throw new RpcRequestError("eth_getLogs", decoded.error);

@@ -18,8 +18,9 @@ import type { Attributor } from "../attribution/attributeLogs.js";
 import type { PackedAttribution } from "../store/types.js";
 import { emptyAttribution } from "../decode/packedAttribution.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
+import type { MemberSelection } from "./watchScope.js";
 
-/** One fetched window: the rows to store and the tokens whose range it completes. */
+/** One fetched window: the rows to store and the members (sync/watchScope.ts: tokens, or watched addresses of one) whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };
 /** A fetched window: its rows and the packed attribution of their transactions. */
 export type WindowResult = Window & { rows: PackedRows; attribution: PackedAttribution };
@@ -48,6 +49,8 @@ export async function* syncHistorical(
     decodeThreadAfterLogs?: number | undefined;
     /** `daemon`: live work runs in this process, and the decode thread yields the CPU to it (ops/threadSettings.ts). */
     mode?: ProcessMode | undefined;
+    /** What to fetch for a window's members (watchScope.ts); default: every payment event of the members as token addresses. */
+    selection?: ((members: readonly Hex[]) => Promise<MemberSelection>) | undefined;
   },
 ): AsyncGenerator<WindowResult> {
   const { config, metrics, shutdown, client } = deps;
@@ -79,7 +82,7 @@ export async function* syncHistorical(
     const { rows, txHashes } = await fetchWindowRows(
       { client, logger, metrics, chainId: config.chainId },
       decoder,
-      { from: window.from, to: window.to, addresses: window.tokens, topic0: PAYMENT_TOPICS },
+      { from: window.from, to: window.to, ...(plan.selection === undefined ? { addresses: window.tokens, topic0: PAYMENT_TOPICS } : await plan.selection(window.tokens)) },
       plan.finalized,
     );
     logger.debug({

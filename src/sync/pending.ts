@@ -9,7 +9,9 @@ import { HashesOnlyError } from "../errors/rpc.js";
 import { logsOfNotification, preconfSubscriptions } from "./preconfNotifications.js";
 import type { LogRow, LogSource } from "../decode/logRow.js";
 import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { matchesFilter, topicsOf } from "../chain/getLogs.js";
+import { selectionFilters } from "./watchedLogs.js";
+import { createWatchScope } from "./watchScope.js";
 import { RetryableError, ShutdownError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
@@ -46,8 +48,8 @@ export function createPendingIndexer(deps: PendingDeps) {
   // Reads of the pending view pace themselves (the backoff below): a rate limit is theirs to wait out.
   const pendingReads = client.refusingRateLimits();
   const logger = deps.logger.child({ component: "pending" });
-  const addresses = config.tokens.map((t) => t.key as Hex);
-  const pendingFilter = { pending: true, addresses, topic0: PAYMENT_TOPICS } as const;
+  const watchScope = createWatchScope({ tokens: config.tokens, store });
+  const members = watchScope.members();
   const positions = createStreamPositions();
   // The poll and the watchdog read the same (possibly rate-limited) endpoint: one pause for both.
   const backoff = deps.pendingBackoff ?? createPendingBackoff(config.realtime.pendingPollIntervalMs);
@@ -139,7 +141,8 @@ export function createPendingIndexer(deps: PendingDeps) {
   async function pollOnce(): Promise<number> {
     const receivedAt = performance.now();
     // Lenient: a bad pre-confirmed log is dropped and counted; its canonical block settles it later.
-    const rows = await fetchLogRows(rowsDeps, pendingFilter, { ...preconfirmed, source: "pending", timestampOf: nowSeconds, strict: false });
+    const selection = { pending: true as const, ...(await watchScope.selection(members)) };
+    const rows = await fetchLogRows(rowsDeps, selection, { ...preconfirmed, source: "pending", timestampOf: nowSeconds, strict: false });
     return storeRows(rows, "pending", [receivedAt]);
   }
 
@@ -163,20 +166,24 @@ export function createPendingIndexer(deps: PendingDeps) {
     }
   }
 
-  const wantedAddresses = new Set<string>(addresses);
-  const wantedTopics = new Set<string>(PAYMENT_TOPICS);
-  const choices = preconfSubscriptions({ address: addresses, topics: [[...PAYMENT_TOPICS]] });
-  let subscription: ReturnType<typeof createWsSubscription> | undefined;
+  // One subscription per filter: a watched token's filters cannot be one (topic positions AND; watchedLogs.ts).
+  const streams = selectionFilters({ pending: true, ...watchScope.configuredSelection(members) }).map((filter) => ({
+    filter,
+    choices: preconfSubscriptions({ address: filter.addresses, topics: topicsOf(filter) }),
+    subscription: undefined as ReturnType<typeof createWsSubscription> | undefined,
+  }));
 
   /**
    * One notification of the chosen subscription: pendingLogs (a log, or an array of all logs so far on
    * v0.3.0/v0.4.0) or newFlashblockTransactions (a transaction with its logs, or an array of them).
+   * `which` is the subscription's filter (one per filter of a watched token).
    */
-  function onNotification(result: unknown, receivedAt: number, choice = 0): void {
+  function onNotification(result: unknown, receivedAt: number, choice = 0, which = 0): void {
+    const { filter, choices } = streams[which]!;
     const stream = choices[choice]?.stream ?? "pendingLogs";
     try {
-      const { logs, whole } = logsOfNotification(stream, result, (log) => wantedAddresses.has(log.address) && wantedTopics.has(log.topics[0] ?? ""));
-      const rows = rowsOfNotification(rowsDeps, pendingFilter, logs, { ...preconfirmed, source: "pending_ws", timestampOf: nowSeconds });
+      const { logs, whole } = logsOfNotification(stream, result, (log) => matchesFilter(log, filter));
+      const rows = rowsOfNotification(rowsDeps, filter, logs, { ...preconfirmed, source: "pending_ws", timestampOf: nowSeconds });
       // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
       if (!whole) for (const row of rows) row.txLogPosition = positions.place(row);
       if (rows.length === 0) return;
@@ -190,23 +197,25 @@ export function createPendingIndexer(deps: PendingDeps) {
       metrics.wsMessagesRejected.inc({ subscription: stream });
       logger.warn({ msg: `Rejected ${stream} notification`, error: (error as Error).message });
       // Note: a node that does not know the filter form of newFlashblockTransactions sends hashes only.
-      if (error instanceof HashesOnlyError) subscription?.next();
+      if (error instanceof HashesOnlyError) streams[which]!.subscription?.next();
     }
   }
 
   function subscribe(url: string): void {
-    subscription = createWsSubscription(deps, {
-      url,
-      name: "pendingLogs",
-      params: choices[0]!.params,
-      alternatives: choices.slice(1).map((c) => c.params),
-      initialDelayMs: config.realtime.reconnectInitialDelayMs,
-      maxDelayMs: config.realtime.reconnectMaxDelayMs,
-      onNotification,
-      onSubscribed: (reconnect) => {
-        if (!reconnect || config.realtime.pendingPollIntervalMs === 0) return;
-        pollOnce().catch((error: unknown) => logger.warn({ msg: "Failed to refill the pending view after reconnect", error: (error as Error).message }));
-      },
+    streams.forEach((entry, which) => {
+      entry.subscription = createWsSubscription(deps, {
+        url,
+        name: "pendingLogs",
+        params: entry.choices[0]!.params,
+        alternatives: entry.choices.slice(1).map((c) => c.params),
+        initialDelayMs: config.realtime.reconnectInitialDelayMs,
+        maxDelayMs: config.realtime.reconnectMaxDelayMs,
+        onNotification: (result, receivedAt, choice) => onNotification(result, receivedAt, choice, which),
+        onSubscribed: (reconnect) => {
+          if (!reconnect || config.realtime.pendingPollIntervalMs === 0) return;
+          pollOnce().catch((error: unknown) => logger.warn({ msg: "Failed to refill the pending view after reconnect", error: (error as Error).message }));
+        },
+      });
     });
   }
 

@@ -4,7 +4,7 @@ import { HashesOnlyError, RpcResponseError } from "../errors/rpc.js";
 /** The two Flashblocks subscriptions that carry pre-confirmed logs. */
 export type PreconfStream = "pendingLogs" | "newFlashblockTransactions";
 
-type LogFilterParam = { address: readonly string[]; topics: readonly (readonly string[])[] };
+type LogFilterParam = { address: readonly string[]; topics: ReadonlyArray<readonly string[] | null> };
 
 /**
  * What to ask a Flashblocks node for, best first: `pendingLogs` with our filter; else

@@ -7,7 +7,6 @@ import { RpcResponseError } from "../errors/rpc.js";
 import { parseRpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { FatalError, RetryableError } from "../errors/base.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";
@@ -20,6 +19,9 @@ import { stillPendingAbove } from "./stillPending.js";
 import type { PendingBackoff } from "./pendingBackoff.js";
 import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
 import { countIndexed } from "../store/insertCounts.js";
+import { topicsOf } from "../chain/getLogs.js";
+import { selectionFilters } from "./watchedLogs.js";
+import { createWatchScope } from "./watchScope.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
@@ -63,7 +65,10 @@ export function createHeadFollower(deps: RealtimeDeps) {
   // Pre-confirmations are followed (poll or subscription): a log first seen in its sealed block was missed.
   const followsPreconfirmations = config.realtime.pendingPollIntervalMs > 0 || config.rpc.preconfWs !== undefined;
 
-  const tokensAt = (block: number) => tokens.filter((t) => t.startBlock <= block).map((t) => t.key);
+  const watchScope = createWatchScope({ tokens, store });
+  // Synced-range members (a token, or a watched address of one) and what to fetch for them.
+  const tokensAt = (block: number) => watchScope.membersAt(block);
+  const selectionAt = (block: number) => watchScope.selection(tokensAt(block));
   const statusAt = (block: number): LogStatus => (block <= finalized ? "finalized" : "confirmed");
 
   /** Backfills to the head, loads the unfinalized headers, and settles rows stored before a restart. */
@@ -76,7 +81,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     for (let i = 1; i < headers.length; i++) {
       if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);
     }
-    await settleAfterRestart({ ...blockDeps, store, tokens, statusAt, windowBlocks: config.backfill.windowBlocks }, headers);
+    await settleAfterRestart({ ...blockDeps, store, tokens, watchScope, statusAt, windowBlocks: config.backfill.windowBlocks }, headers);
     tracker.reset(headers);
     metrics.chainHeadBlock.set(tips.head);
     metrics.indexedBlock.set({ source: "head" }, tips.head);
@@ -133,14 +138,14 @@ export function createHeadFollower(deps: RealtimeDeps) {
     const branch = [...(await branchTo(candidate[0]!)), ...candidate.slice(1)];
     const ancestor = branch[0]!.number - 1;
     const rows = new Map<string, LogRow[]>();
-    for (const block of branch) rows.set(block.hash, await getBlockRows({ ...blockDeps, tokens: tokensAt(block.number) }, block, statusAt(block.number)));
+    for (const block of branch) rows.set(block.hash, await getBlockRows({ ...blockDeps, tokens: await selectionAt(block.number) }, block, statusAt(block.number)));
 
     // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
     const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
     const stillPending = await stillPendingAbove(
       { ...blockDeps, client: headClient.refusingRateLimits(), logger, backoff: deps.pendingBackoff },
-      tokensAt(head.number),
+      await selectionAt(head.number),
       head.number,
       unlanded,
     );
@@ -275,8 +280,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
           }
         },
       });
-      const filter = { address: tokens.map((t) => t.key), topics: [[...PAYMENT_TOPICS]] };
-      createWsSubscription(deps, { ...ws, name: "logs", params: ["logs", filter], onNotification: onLogNotification });
+      // A watched token takes one subscription per filter (topic positions AND, so "from or to" is two); the list is fixed at start-up.
+      for (const filter of selectionFilters({ pending: true, ...watchScope.configuredSelection(watchScope.members()) }))
+        createWsSubscription(deps, { ...ws, name: "logs", params: ["logs", { address: filter.addresses, topics: topicsOf(filter) }], onNotification: onLogNotification });
     }
     // Polling runs always but only acts when the WebSocket has been quiet: it is the fallback.
     while (failure === undefined) {

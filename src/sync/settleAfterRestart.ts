@@ -3,7 +3,8 @@ import { getBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { LogRow, LogStatus } from "../decode/logRow.js";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import type { TokenConfig } from "../config/types.js";
+import type { WatchScope } from "./watchScope.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Store } from "../store/store.js";
@@ -17,7 +18,9 @@ export type SettleDeps = {
   metrics: Metrics;
   store: Store;
   chainId: number;
-  tokens: ReadonlyArray<{ key: Hex; startBlock: number }>;
+  tokens: ReadonlyArray<Pick<TokenConfig, "key" | "startBlock" | "watch">>;
+  /** The members and selections of the tokens (watchScope.ts). */
+  watchScope: WatchScope;
   statusAt: (blockNumber: number) => LogStatus;
   /** Blocks per eth_getLogs when re-reading the unfinalized range. */
   windowBlocks: number;
@@ -43,7 +46,7 @@ export async function settleAfterRestart(deps: SettleDeps, headers: readonly Blo
       orphaned: stale.blocks,
       blocks: [...stale.replacements, ...canonical].map(([number, rows]) => ({ number, rows, canonicalHash: tracked.get(number)?.hash })),
       synced: headers.flatMap((header) =>
-        deps.tokens.filter((token) => token.startBlock <= header.number).map((token) => ({ token: token.key, range: { from: header.number, to: header.number } })),
+        deps.watchScope.membersAt(header.number).map((token) => ({ token, range: { from: header.number, to: header.number } })),
       ),
     },
     Date.now(),
@@ -59,11 +62,11 @@ async function readUnfinalized(deps: SettleDeps, tracked: ReadonlyMap<number, Bl
   const numbers = [...tracked.keys()];
   if (numbers.length === 0) return rows;
   for (const piece of splitRange({ from: Math.min(...numbers), to: Math.max(...numbers) }, deps.windowBlocks)) {
-    const addresses = deps.tokens.filter((t) => t.startBlock <= piece.to).map((t) => t.key);
-    if (addresses.length === 0) continue;
+    const members = deps.watchScope.membersAt(piece.to);
+    if (members.length === 0) continue;
     const fetched = await fetchLogRows(
       deps,
-      { ...piece, addresses, topic0: PAYMENT_TOPICS },
+      { ...piece, ...(await deps.watchScope.selection(members)) },
       { statusOf: deps.statusAt, source: "head", timestampOf: (n) => tracked.get(n)?.timestamp, strict: true },
     );
     for (const row of fetched) {
@@ -89,7 +92,7 @@ async function staleBelow(deps: SettleDeps, tracked: ReadonlyMap<number, BlockHe
   const replacements = new Map<number, LogRow[]>();
   for (const number of new Set(blocks.map((b) => b.number))) {
     const header = headers.get(number);
-    const tokens = deps.tokens.filter((t) => t.startBlock <= number).map((t) => t.key);
+    const tokens = await deps.watchScope.selection(deps.watchScope.membersAt(number));
     if (header !== undefined) replacements.set(number, await getBlockRows({ ...deps, tokens }, header, deps.statusAt(number)));
   }
   return { blocks, replacements };

@@ -1,9 +1,9 @@
 import type { Hex } from "viem";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
 import { RetryableError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import { fetchLogRows, type FetchRowsDeps } from "./fetchLogRows.js";
 import type { PendingBackoff } from "./pendingBackoff.js";
+import type { MemberSelection } from "./watchScope.js";
 
 /**
  * Transactions among `candidates` that the pending view holds for a block above `blockNumber`: their
@@ -13,7 +13,7 @@ import type { PendingBackoff } from "./pendingBackoff.js";
  */
 export async function stillPendingAbove(
   deps: FetchRowsDeps & { logger: Logger; backoff?: PendingBackoff | undefined },
-  tokens: readonly Hex[],
+  selection: MemberSelection,
   blockNumber: number,
   candidates: ReadonlySet<Hex>,
 ): Promise<Set<Hex>> {
@@ -30,7 +30,7 @@ export async function stillPendingAbove(
   try {
     const rows = await fetchLogRows(
       deps,
-      { pending: true, addresses: tokens, topic0: PAYMENT_TOPICS },
+      { pending: true, ...selection },
       { statusOf: () => "preconfirmed", source: "pending", timestampOf: () => Math.floor(Date.now() / 1_000), strict: false },
     );
     return new Set(rows.filter((r) => r.blockNumber > blockNumber && candidates.has(r.transactionHash)).map((r) => r.transactionHash));

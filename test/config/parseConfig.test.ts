@@ -37,6 +37,23 @@ describe("parseConfig()", () => {
     expect(config.cancel).toEqual({ confirmations: 2, receiptTimeoutMs: 120_000 });
   });
 
+  test("reads a token's watch list: checked, lower-cased, sorted; empty or absent watches everything", () => {
+    const shop = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+    const till = "0x0000000000000000000000000000000000000aBc".toLowerCase();
+    const watching = (watch: unknown) => parseConfig({ ...valid(), tokens: [{ address: USDC, startBlock: 100, watch }] }, "t").tokens[0]!.watch;
+    expect(watching({ addresses: [shop, till] })).toEqual([till, shop.toLowerCase()].sort());
+    expect(watching({ addresses: [] })).toBeUndefined();
+    expect(watching({})).toBeUndefined();
+    expect(parseConfig(valid(), "t").tokens[0]!.watch).toBeUndefined();
+    const tokenWith = (watch: unknown) => ({ ...valid(), tokens: [{ address: USDC, startBlock: 100, watch }] });
+    expect(configError(tokenWith({ addresses: [shop, shop.toLowerCase()] })).shortMessage).toMatch(/^tokens\[0\]\.watch\.addresses\[1\]: .* is listed twice/);
+    expect(configError(tokenWith({ addresses: ["0x1234"] })).field).toBe("tokens[0].watch.addresses[0]");
+    expect(configError(tokenWith({ addresses: shop })).shortMessage).toMatch(/^tokens\[0\]\.watch\.addresses: expected an array of addresses/);
+    expect(configError(tokenWith({ address: [shop] })).field).toBe("tokens[0].watch.address");
+    const many = Array.from({ length: 101 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`);
+    expect(configError(tokenWith({ addresses: many })).shortMessage).toMatch(/lists 101 addresses, at most 100/);
+  });
+
   test("reads the cancel relay's confirmations and receipt timeout", () => {
     expect(parseConfig({ ...valid(), cancel: { confirmations: 5, receiptTimeoutMs: 3_000 } }, "t").cancel).toEqual({ confirmations: 5, receiptTimeoutMs: 3_000 });
   });

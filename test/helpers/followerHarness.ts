@@ -32,6 +32,8 @@ export type FollowerOptions = {
   devnet?: Devnet;
   /** Default: SQLite. */
   backend?: TestBackend;
+  /** The token's watch.addresses (default: every log). */
+  watch?: readonly string[];
 };
 
 export type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
@@ -50,7 +52,7 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
       http: [options.httpUrl ?? devnet.httpUrl],
       ...(options.ws === false ? {} : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: options.preconfWsUrl ?? devnet.wsUrl }),
     },
-    tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
+    tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock, ...(options.watch === undefined ? {} : { watch: { addresses: options.watch } }) }],
     finality: { depth: options.finalityDepth ?? 8 },
     realtime: {
       headPollIntervalMs: 100,

@@ -5,6 +5,8 @@ import { openReadOnlyStore } from "../../store/openStore.js";
 import { createContext } from "../context.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
+import { contiguousEnd } from "../../blockRanges.js";
+import { memberRanges, tokenCheckpoint, watchMember } from "../../sync/watchScope.js";
 import { facilitatorRecordPath, readRunningFacilitator } from "../../settle/facilitatorRecord.js";
 
 const OPTIONS = { json: { type: "boolean", description: "print one JSON object instead of text" } } as const;
@@ -38,7 +40,17 @@ async function runStatusCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
     const tokens = [];
     for (const token of config.tokens) {
       const key = token.key;
-      const checkpoint = await store.checkpoint(key, token.startBlock);
+      const checkpoint = await tokenCheckpoint(store, token);
+      // A watched token's ranges are kept per address (sync/watchScope.ts): one added later is still backfilling.
+      const watched =
+        token.watch === undefined
+          ? null
+          : await Promise.all(
+              token.watch.map(async (address) => {
+                const end = contiguousEnd(await memberRanges(store, watchMember(key, address)), token.startBlock);
+                return { address, checkpoint: end < token.startBlock ? null : end };
+              }),
+            );
       tokens.push({
         token: token.address,
         label: token.label ?? null,
@@ -46,6 +58,7 @@ async function runStatusCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
         checkpoint: checkpoint < token.startBlock ? null : checkpoint,
         lagBlocks: tips === undefined ? null : Math.max(0, tips.head - Math.max(checkpoint, token.startBlock - 1)),
         syncedRanges: await store.syncedRanges(key),
+        watched,
         rows: await store.countRowsByStatus(key),
       });
     }
@@ -58,6 +71,10 @@ async function runStatusCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
     for (const t of tokens) {
       console.log(`\n${t.label ?? "token"} ${t.token}  start ${t.startBlock}  checkpoint ${t.checkpoint ?? "none"}  lag ${t.lagBlocks ?? "?"} blocks`);
       if (t.syncedRanges.length > 1) console.log(`  indexed ranges: ${t.syncedRanges.map((r) => `${r.from}-${r.to}`).join(", ")}`);
+      if (t.watched !== null) console.log(`  watching ${t.watched.length} address(es) only`);
+      // An address behind the others was added to the list later: its history is being fetched.
+      const ahead = Math.max(-1, ...(t.watched ?? []).map((w) => w.checkpoint ?? -1));
+      for (const w of t.watched ?? []) console.log(`  watched ${w.address}  checkpoint ${w.checkpoint ?? "none"}${(w.checkpoint ?? -1) < ahead ? "  (backfilling its history)" : ""}`);
       for (const r of t.rows) console.log(`  ${r.status.padEnd(12)} transfers ${String(r.transfers).padStart(10)}  authorizations ${String(r.authorizations).padStart(8)}`);
       if (t.rows.length === 0) console.log("  no rows yet");
     }
