@@ -9,7 +9,7 @@ import { startSavedAnvilChain } from "./savedAnvilChain.js";
  * saved chain of `logs` Transfer logs (500 per block), windowBlocks 1,000 and concurrency 4.
  */
 export async function anvilEndToEnd(logs: number): Promise<ProcessFigures & { name: string }> {
-  const chain = await startSavedAnvilChain(logs);
+  const chain = await startSavedAnvilChain(logs, "dense");
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   try {
     const figures = await runCliBackfill(
