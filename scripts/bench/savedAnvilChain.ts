@@ -12,6 +12,8 @@ export { CHAIN_SHAPES, type ChainShape } from "./chainShapes.js";
 /** A fixed genesis timestamp: block 0 (and so every hash after it) is the same on every load. */
 const GENESIS_TIMESTAMP = "1700000000";
 const CACHE_DIR = join(import.meta.dirname, "..", "..", "..", ".bench");
+/** A base-mix chain's dump runs to gigabytes: anvil takes minutes to load it on a busy host. */
+const LOAD_TIMEOUT_MS = 600_000;
 /** Gas limits given with each transaction, so anvil estimates nothing: room for the largest of each kind. */
 const GAS = { dense: 6_000_000, mixToken: 300_000, other: 60_000 } as const;
 
@@ -45,7 +47,7 @@ export async function startSavedAnvilChain(logs: number, shape: ChainShape): Pro
   const paths = savedChainPaths(shape, logs);
   if (!existsSync(paths.state) || !existsSync(paths.meta)) await generate(shape, logs, paths);
   const meta = JSON.parse(readFileSync(paths.meta, "utf8")) as SavedChainMeta;
-  const anvil = await startAnvil({ chainId: 8453, extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--load-state", paths.state] });
+  const anvil = await startAnvil({ chainId: 8453, extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--load-state", paths.state], startupTimeoutMs: LOAD_TIMEOUT_MS });
   const head = Number(await rpc<Hex>(anvil.httpUrl, "eth_blockNumber", []));
   if (head < meta.head) {
     await anvil.stop();

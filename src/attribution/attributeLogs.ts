@@ -4,7 +4,8 @@ import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { attributeTransaction, attributionLabels } from "../decode/attributeTransaction.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
-import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
+import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../decode/transactionsAnswer.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Store } from "../store/store.js";
@@ -17,6 +18,12 @@ import { emptyAttribution } from "../decode/packedAttribution.js";
  * a backfill's hashes are new, and 200,000 of them held about 30 MB for nothing.
  */
 const SEEN_LIMIT = 20_000;
+
+/**
+ * Whole blocks per JSON-RPC batch: a Base block with its transactions runs to hundreds of KB, so
+ * a batch of them stays well under rpc.maxResponseBytes.
+ */
+const BLOCKS_PER_BATCH = 50;
 
 /**
  * Fetches and decodes the calldata of the transactions behind a batch of logs: only those not
@@ -44,27 +51,29 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
       return result;
     },
     /**
-     * The same for a backfill window, with the answers' bytes handed to `decoder` unparsed (the
-     * decode thread, in a long backfill, as the window's logs are): it checks, attributes and packs
-     * them. What the answers must be, and what a damaged one costs (the batch is asked again), is
-     * as for `attribute`. A backfill's transactions are not remembered: no other window or stage
-     * asks for them again (a million of them cost the main thread 0.6 s).
+     * The same for a backfill window, at most one call per block (calldataCalls), with the answers'
+     * bytes handed to `decoder` unparsed (the decode thread, in a long backfill, as the window's
+     * logs are): it checks, attributes and packs them. What the answers must be, and what a damaged
+     * one costs (the batch is asked again), is as for `attribute`. A backfill's transactions are not
+     * remembered: no other window or stage asks for them again (a million of them cost the main
+     * thread 0.6 s).
      */
-    async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
-      const hashes = await wanted(txHashes);
+    async attributeWindow(client: RpcClient, decoder: WindowDecoder, window: WindowTransactions): Promise<PackedAttribution> {
+      const calls = calldataCalls(window, new Set(await wanted(window.txHashes)));
       const packed = emptyAttribution();
-      await inBatches(client, hashes, BATCH_SIZE, async (batch) => {
-        const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
-        const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now() });
+      const send = async (batch: CalldataCall[]) => {
+        const context = () => ({ calls: batch, chainId: deps.chainId, now: Date.now() });
         const thread = decoder.sender();
         const attributed = await client.batchRaw(
-          calls,
+          batch.map(calldataRequest),
           async (answer) => accepted(await decoder.attribute({ ...answer, ...context() })),
           thread && (async (request, signal) => accepted(await thread.attribute(request, context(), signal))),
         );
         packed.batches.push(...attributed.attribution.batches);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
-      });
+      };
+      await inBatches(client, calls.byHash, BATCH_SIZE, send);
+      await inBatches(client, calls.byBlock, BLOCKS_PER_BATCH, send);
       return packed;
     },
     /** Marks transactions as stored (after their commit). */
@@ -76,6 +85,42 @@ export function createAttributor(deps: { metrics: Metrics; chainId: number; stor
 }
 
 export type Attributor = ReturnType<typeof createAttributor>;
+
+/** What a backfill window (sync/fetchLogRows.ts's WindowRows) tells of its transactions: each row's, its block, and each block's hash. */
+export type WindowTransactions = {
+  rows: { numbers: Float64Array };
+  txHashes: readonly Hex[];
+  blocks: ReadonlyArray<readonly [number, Hex]>;
+};
+
+/**
+ * How a window's wanted transactions are asked for: a block holding one of them by its hash, a
+ * block holding more as the whole block (`eth_getBlockByNumber(n, true)`, every transaction's input
+ * in one call). So a block costs at most one call, as a provider counts them in a batch, and the
+ * full block (large on Base, with its transactions that move no token) is read only where it
+ * saves calls.
+ */
+export function calldataCalls(window: WindowTransactions, wanted: ReadonlySet<Hex>): { byHash: CalldataCall[]; byBlock: CalldataCall[] } {
+  const perBlock = new Map<number, Hex[]>();
+  const placed = new Set<Hex>();
+  const numbers = window.rows.numbers;
+  window.txHashes.forEach((hash, row) => {
+    if (!wanted.has(hash) || placed.has(hash)) return;
+    placed.add(hash);
+    const block = numbers[row * NUMBER_FIELDS + NUMBER_AT.blockNumber]!;
+    const hashes = perBlock.get(block);
+    if (hashes === undefined) perBlock.set(block, [hash]);
+    else hashes.push(hash);
+  });
+  const blockHashes = new Map(window.blocks);
+  const byHash: CalldataCall[] = [];
+  const byBlock: CalldataCall[] = [];
+  for (const [block, hashes] of perBlock) {
+    if (hashes.length === 1) byHash.push({ hash: hashes[0]! });
+    else byBlock.push({ block, blockHash: blockHashes.get(block)!, hashes });
+  }
+  return { byHash, byBlock };
+}
 
 /** An attributed answer, or the error that makes the client ask again (or give up). */
 function accepted(result: AttributedAnswer): Extract<AttributedAnswer, { kind: "attributed" }> {
