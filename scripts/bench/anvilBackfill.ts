@@ -47,6 +47,7 @@ export function describeChain(chain: SavedChainMeta): string {
 /** The configuration a row ran with: the defaults, with attribution on or off. */
 export function describeConfig(attribution: boolean): string {
   const { requestsPerSecond } = DEFAULTS.rpc;
+  const rate = requestsPerSecond === undefined ? "no request-rate ceiling until a provider refuses" : `${requestsPerSecond} requests/s`;
   const { windowBlocks, concurrency } = DEFAULTS.backfill;
-  return `defaults (${requestsPerSecond} requests/s, windowBlocks ${windowBlocks}, concurrency ${concurrency}, log level ${DEFAULTS.logLevel}), attribution ${attribution ? "on" : "off"}`;
+  return `defaults (${rate}, windowBlocks ${windowBlocks}, concurrency ${concurrency}, log level ${DEFAULTS.logLevel}), attribution ${attribution ? "on" : "off"}`;
 }

@@ -61,7 +61,7 @@ async function synthetic(logs: number, attribution: boolean, postgres?: Awaited<
       {
         chainId: 8453,
         attribution: { enabled: attribution },
-        rpc: { http: [server.url], requestsPerSecond: 10_000, timeoutMs: 120_000 },
+        rpc: { http: [server.url], timeoutMs: 120_000 },
         tokens: [{ address: TOKEN, startBlock: 0 }],
         backfill: { windowBlocks: 1_000, concurrency: 4 },
         finality: { depth: 0 },

@@ -95,7 +95,7 @@ async function measure(rate: number, withBackfill: boolean) {
     // Attribution runs after the commit and needs a node; this measures the pending path alone.
     {
       chainId: 8453,
-      rpc: { http: [rpc?.url ?? "http://127.0.0.1:9"], requestsPerSecond: 10_000, timeoutMs: 120_000 },
+      rpc: { http: [rpc?.url ?? "http://127.0.0.1:9"], timeoutMs: 120_000 },
       attribution: { enabled: false },
       tokens: [{ address: TOKEN, startBlock: 0 }],
       backfill: { windowBlocks: 1_000, concurrency: 4 },

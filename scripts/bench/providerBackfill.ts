@@ -32,7 +32,7 @@ export async function providerBackfill(logs: number, attribution: boolean): Prom
       {
         chainId: 8453,
         attribution: { enabled: attribution },
-        // Everything else at its default: rpc.requestsPerSecond (50), retries, windows, concurrency.
+        // Everything else at its default: no rpc.requestsPerSecond ceiling, retries, windows, concurrency.
         rpc: { http: [proxy.url] },
         tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
         finality: { depth: 0 },

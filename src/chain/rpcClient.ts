@@ -48,7 +48,7 @@ export type RpcClient = {
    * is billed), and less than a batch the provider refused. Callers batch through chain/inBatches.ts.
    */
   batchCalls: () => number;
-  /** Whether a provider's rate limit holds the client below rpc.requestsPerSecond now. */
+  /** Whether a provider has refused a request for its rate since the client started: it will again. */
   rateLimited: () => boolean;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
@@ -103,8 +103,8 @@ type Sending = { cost: number; sentAt: number | undefined };
 const ENDPOINT_COOLDOWN_MS = 30_000;
 
 /**
- * JSON-RPC over HTTP. Every request passes the rate limiter (rateLimiter.ts: the configured
- * requests per second, halved on a provider's rate limit and regained slowly), is retried with
+ * JSON-RPC over HTTP. Every request passes the rate limiter (rateLimiter.ts: at most the configured
+ * calls per second, if any; after a provider's rate limit, half the rate it accepted, regained slowly), is retried with
  * exponential backoff and full jitter on transient failures, and moves to the next endpoint when one fails.
  * Before an endpoint's first use its chain id is checked: a failover must never switch chains.
  */
@@ -114,7 +114,11 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   const transport =
     options.transport ??
     createHttpTransport({ timeoutMs: config.rpc.timeoutMs, maxResponseBytes: config.rpc.maxResponseBytes });
-  const limiter = createRateLimiter({ requestsPerSecond: config.rpc.requestsPerSecond, concurrency: MAX_REQUESTS_IN_FLIGHT, signal: shutdown.signal });
+  const limiter = createRateLimiter({
+    requestsPerSecond: config.rpc.requestsPerSecond ?? Number.POSITIVE_INFINITY,
+    concurrency: MAX_REQUESTS_IN_FLIGHT,
+    signal: shutdown.signal,
+  });
   const endpoints = config.rpc.http.map((url) => ({
     url,
     label: redactUrl(url),
@@ -213,7 +217,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         await ensureVerified(endpoint);
         const result = await run(endpoint, sending);
         metrics.rpcRequests.inc({ method, outcome: "ok" });
-        limiter.answered(cost);
+        limiter.answered(cost, sending.sentAt ?? performance.now());
         if (cost > 1) batchSize.answered(cost);
         return result;
       } catch (error) {
@@ -268,7 +272,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   function slowDown(sending: Sending, error: RateLimitedError): void {
     const retryAfterMs = retryAfterOf(error);
     // A request refused before it left (it never did) still tells the limiter the provider's mind.
-    if (!limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs)) return;
+    if (!limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs, sending.cost)) return;
     const state = limiter.state();
     metrics.rpcRateLimitCuts.inc();
     logger.warn({
@@ -313,7 +317,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       }),
 
     batchCalls,
-    rateLimited: () => limiter.state().requestsPerSecond < config.rpc.requestsPerSecond,
+    rateLimited: () => limiter.state().refusedBefore,
 
     verifyEndpoints: async () => {
       for (const endpoint of endpoints) {

@@ -27,7 +27,8 @@ export type RpcConfig = {
   /** Flashblocks WebSocket endpoint for pendingLogs; undefined means no subscription. */
   readonly preconfWs: string | undefined;
   readonly timeoutMs: number;
-  readonly requestsPerSecond: number;
+  /** A ceiling on calls per second (a batch counts each call); undefined: none until a provider refuses. */
+  readonly requestsPerSecond: number | undefined;
   /** Answers larger than this are refused (and the window split) rather than parsed. */
   readonly maxResponseBytes: number;
   readonly retry: RetryConfig;
@@ -200,7 +201,7 @@ export const MAX_WINDOW_BLOCKS = 1_999;
 export const DEFAULTS = {
   rpc: {
     timeoutMs: 30_000,
-    requestsPerSecond: 50,
+    requestsPerSecond: undefined as number | undefined,
     maxResponseBytes: 128 * 1024 * 1024,
     retry: { maxAttempts: 8, initialDelayMs: 250, maxDelayMs: 15_000 },
   },

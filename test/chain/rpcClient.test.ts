@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
+import { BATCH_SIZE } from "../../src/chain/getTransactions.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PrunedHistoryError, RangeLimitError, RateLimitedError, WrongChainError } from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
@@ -104,6 +105,18 @@ describe("createRpcClient()", () => {
     expect(JSON.stringify(lines)).toContain("/***");
   });
 
+  test("with the default config nothing is paced before a provider refuses: a window's calldata goes in full batches", async () => {
+    const s = await server((request) => ({ result: request.method }));
+    const { client: rpc, config } = client([s.url]);
+    expect(config.rpc.requestsPerSecond).toBeUndefined();
+    expect(rpc.batchCalls()).toBeGreaterThanOrEqual(BATCH_SIZE);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => rpc.batch(Array.from({ length: BATCH_SIZE }, () => ({ method: "eth_getTransactionByHash", params: [] })))));
+    expect(answers.flat().filter((a) => a.ok)).toHaveLength(8 * BATCH_SIZE);
+    // Before, a default ceiling of 50 calls a second cut these 4,000 calls into 50-call batches, 80 s of waiting.
+    expect(rpc.batchCalls()).toBeGreaterThanOrEqual(BATCH_SIZE);
+    expect(rpc.rateLimited()).toBe(false);
+  });
+
   test("a rate limit (HTTP 429 or a provider's rate-limit error) never spends the attempt budget: the request is asked again until answered", async () => {
     let calls = 0;
     const s = await server(() => {
@@ -118,9 +131,10 @@ describe("createRpcClient()", () => {
     const counts = await metrics.rpcRequests.get();
     expect(counts.values.find((v) => v.labels.outcome === "rate_limited")?.value).toBe(5);
     expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(0);
-    // The first refusal halves the rate; the next ones, within the same second, do not cut again.
+    // No ceiling and nothing accepted yet: the first refusal paces at half of the 32 requests allowed
+    // in flight; the next ones, within the same second, do not cut again.
     const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
-    expect(cuts[0]).toBe(25);
+    expect(cuts[0]).toBe(16);
     expect(cuts.length).toBeLessThan(5);
   });
 
