@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { startProviderProxy, type ProviderCounts } from "./providerProxy.js";
+import { describeChain, describeConfig } from "./anvilBackfill.js";
 import { startSavedAnvilChain } from "./savedAnvilChain.js";
 
 /** A backfill through the provider-shaped proxy: the process's figures and what the provider saw. */
@@ -15,13 +16,14 @@ export type ProviderRow = ProcessFigures & {
 
 /**
  * `flashindex backfill` (a fresh process, the user's defaults but for `attribution`) against anvil
- * serving a saved chain of `logs` Transfer logs, through a proxy shaped like a hosted provider
+ * serving a saved dense chain of `logs` Transfer logs (one transaction a block: the base-mix
+ * shape's calls, one a block, take minutes at 5 calls a second), through a proxy shaped like a hosted provider
  * (DEFAULT_PROVIDER_SHAPE: 80 ms latency, 5 calls/s with HTTP 429 beyond, Retry-After on every
  * other refusal, 2,000-block and 10,000-result caps). Small chains only: at 5 calls a second a
  * large one takes minutes whatever the client does.
  */
 export async function providerBackfill(logs: number, attribution: boolean): Promise<ProviderRow> {
-  const chain = await startSavedAnvilChain(logs);
+  const chain = await startSavedAnvilChain(logs, "dense");
   const proxy = await startProviderProxy(chain.anvil.httpUrl);
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   try {
@@ -44,7 +46,7 @@ export async function providerBackfill(logs: number, attribution: boolean): Prom
     const density = logs / Math.max(1, chain.head - chain.deployBlock);
     const perAnswer = Math.min(shape.maxResults, density * shape.maxBlockRange);
     return {
-      name: `through a provider-shaped proxy (${shape.latencyMs} ms, ${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${shape.retryAfterEvery === 1 ? "every" : `1 in ${shape.retryAfterEvery}`} refusals, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps), anvil saved chain of ${logs.toLocaleString("en-US")} Transfer logs, defaults, attribution ${attribution ? "on" : "off"}`,
+      name: `through a provider-shaped proxy (${shape.latencyMs} ms, ${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${shape.retryAfterEvery === 1 ? "every" : `1 in ${shape.retryAfterEvery}`} refusals, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps), anvil ${describeChain(chain)}; ${describeConfig(attribution)}`,
       ...figures,
       ceilingLogsPerSecond: Math.round(shape.requestsPerSecond * perAnswer),
       provider: { ...proxy.counts },

@@ -30,8 +30,15 @@ function blockHash(n: number): string {
   return hex64(n, "b1");
 }
 
-function header(n: number): string {
-  return `{"number":"${quantity(n)}","hash":"${blockHash(n)}","parentHash":"${n === 0 ? hex64(0, "00") : blockHash(n - 1)}","timestamp":"${quantity(GENESIS_TIME + 2 * n)}","transactions":[]}`;
+/** Block `n`'s header up to its transactions' array (`"transactions":`), which the caller closes. */
+function headerStart(n: number): string {
+  return `{"number":"${quantity(n)}","hash":"${blockHash(n)}","parentHash":"${n === 0 ? hex64(0, "00") : blockHash(n - 1)}","timestamp":"${quantity(GENESIS_TIME + 2 * n)}","transactions":`;
+}
+
+/** Block `n`, with its transactions whole when `full` (eth_getBlockByNumber(n, true)). */
+function block(chain: SyntheticChain, n: number, full: boolean): string {
+  const transactions = full ? Array.from({ length: chain.logsPerBlock }, (_, i) => transaction(chain, n * 10_000 + i)).join(",") : "";
+  return `${headerStart(n)}[${transactions}]}`;
 }
 
 function logsOf(chain: SyntheticChain, n: number): string[] {
@@ -65,7 +72,7 @@ function answer(chain: SyntheticChain, method: string, params: unknown[]): strin
     case "eth_getBlockByNumber": {
       const tag = params[0] as string;
       const n = tag.startsWith("0x") ? Number(tag) : head;
-      return n > head ? "null" : header(n);
+      return n > head ? "null" : block(chain, n, params[1] === true);
     }
     case "eth_getTransactionByHash":
       return transaction(chain, txOfHash(params[0] as string));
@@ -107,14 +114,29 @@ function renderedAnswer(chain: SyntheticChain, rendered: Rendered, requests: Req
   if (!Array.isArray(requests)) return requests.method === "eth_getLogs" ? renderedLogs(chain, rendered, requests) : undefined;
   const parts: Buffer[] = [OPEN_ARRAY];
   for (const request of requests) {
-    const k = request.method === "eth_getTransactionByHash" ? txOfHash(request.params[0] as string) : Number.NaN;
-    const result = rendered.transactions[Math.floor(k / 10_000)]?.[k % 10_000];
+    const result = renderedResult(rendered, request);
     if (result === undefined) return undefined;
     if (parts.length > 1) parts.push(COMMA);
-    parts.push(Buffer.from(`{"jsonrpc":"2.0","id":${request.id},"result":`), result, CLOSE_OBJECT);
+    parts.push(Buffer.from(`{"jsonrpc":"2.0","id":${request.id},"result":`), ...result, CLOSE_OBJECT);
   }
   parts.push(CLOSE_ARRAY);
   return Buffer.concat(parts);
+}
+
+/** A transaction by hash, or a whole block with its transactions, from the rendered bytes. */
+function renderedResult(rendered: Rendered, request: Request): Buffer[] | undefined {
+  if (request.method === "eth_getBlockByNumber" && request.params[1] === true) {
+    const n = Number(request.params[0]);
+    const transactions = rendered.transactions[n];
+    if (transactions === undefined) return undefined;
+    const parts: Buffer[] = [Buffer.from(`${headerStart(n)}[`)];
+    transactions.forEach((tx, i) => parts.push(...(i === 0 ? [tx] : [COMMA, tx])));
+    parts.push(CLOSE_ARRAY, CLOSE_OBJECT);
+    return parts;
+  }
+  const k = request.method === "eth_getTransactionByHash" ? txOfHash(request.params[0] as string) : Number.NaN;
+  const result = rendered.transactions[Math.floor(k / 10_000)]?.[k % 10_000];
+  return result === undefined ? undefined : [result];
 }
 
 function renderedLogs(chain: SyntheticChain, rendered: Rendered, request: Request): Buffer | undefined {

@@ -20,12 +20,12 @@ export type WatchRun = ProcessFigures & { provider: ProviderCounts };
  * Compares what each cost: time, requests and bytes downloaded.
  */
 export async function watchBackfill(logs: number): Promise<{ name: string; whole: WatchRun; watched: WatchRun }> {
-  const chain = await startSavedAnvilChain(logs);
+  const chain = await startSavedAnvilChain(logs, "dense");
   try {
     const watch = await spreadRecipients(chain, WATCHED_ADDRESSES);
     const whole = await runThroughProvider(chain, undefined);
     const watched = await runThroughProvider(chain, watch);
-    return { name: `anvil saved chain of ${logs.toLocaleString("en-US")} logs through the provider-shaped proxy, defaults`, whole, watched };
+    return { name: `anvil saved dense chain of ${logs.toLocaleString("en-US")} logs through the provider-shaped proxy, defaults`, whole, watched };
   } finally {
     await chain.anvil.stop();
   }

@@ -7,7 +7,8 @@ import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from ".
 import { bundleRows, emptyAttribution } from "../decode/packedAttribution.js";
 import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
-import type { AttributedAnswer } from "../decode/transactionsAnswer.js";
+import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../decode/transactionsAnswer.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Store } from "../store/store.js";
@@ -19,6 +20,12 @@ import type { AttributedTransaction, OperationLogRows, PackedAttribution } from 
  * a backfill's hashes are new, and 200,000 of them held about 30 MB for nothing.
  */
 const SEEN_LIMIT = 20_000;
+
+/**
+ * Whole blocks per JSON-RPC batch: a Base block with its transactions runs to hundreds of KB, so
+ * a batch of them stays well under rpc.maxResponseBytes.
+ */
+const BLOCKS_PER_BATCH = 50;
 
 /**
  * Fetches and decodes the calldata of the transactions behind a batch of logs: only those not
@@ -50,29 +57,31 @@ export function createAttributor(deps: {
       return result;
     },
     /**
-     * The same for a backfill window, with the answers' bytes handed to `decoder` unparsed (the
-     * decode thread, in a long backfill, as the window's logs are): it checks, attributes and packs
-     * them. What the answers must be, and what a damaged one costs (the batch is asked again), is
-     * as for `attribute`. A backfill's transactions are not remembered: no other window or stage
-     * asks for them again (a million of them cost the main thread 0.6 s).
+     * The same for a backfill window, at most one call per block (calldataCalls), with the answers'
+     * bytes handed to `decoder` unparsed (the decode thread, in a long backfill, as the window's
+     * logs are): it checks, attributes and packs them. What the answers must be, and what a damaged
+     * one costs (the batch is asked again), is as for `attribute`. A backfill's transactions are not
+     * remembered: no other window or stage asks for them again (a million of them cost the main
+     * thread 0.6 s).
      */
-    async attributeWindow(client: RpcClient, decoder: WindowDecoder, txHashes: Iterable<Hex>): Promise<PackedAttribution> {
-      const hashes = await wanted(txHashes);
+    async attributeWindow(client: RpcClient, decoder: WindowDecoder, window: WindowTransactions): Promise<PackedAttribution> {
+      const calls = calldataCalls(window, new Set(await wanted(window.txHashes)));
       const packed = emptyAttribution();
       const bundles: BundleCall[] = [];
-      await inBatches(client, hashes, BATCH_SIZE, async (batch) => {
-        const calls = batch.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] }));
-        const context = () => ({ hashes: batch, chainId: deps.chainId, now: Date.now(), entryPoints });
+      const send = async (batch: CalldataCall[]) => {
+        const context = () => ({ calls: batch, chainId: deps.chainId, now: Date.now(), entryPoints });
         const thread = decoder.sender();
         const attributed = await client.batchRaw(
-          calls,
+          batch.map(calldataRequest),
           async (answer) => accepted(await decoder.attribute({ ...answer, ...context() })),
           thread && (async (request, signal) => accepted(await thread.attribute(request, context(), signal))),
         );
         packed.batches.push(...attributed.attribution.batches);
         bundles.push(...attributed.bundles);
         for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
-      });
+      };
+      await inBatches(client, calls.byHash, BATCH_SIZE, send);
+      await inBatches(client, calls.byBlock, BLOCKS_PER_BATCH, send);
       if (bundles.length > 0) packed.operationLogs = await mapBundles(client, bundles);
       return packed;
     },
@@ -87,12 +96,8 @@ export function createAttributor(deps: {
 export type Attributor = ReturnType<typeof createAttributor>;
 
 /**
- * Adds to each bundle which user operation its logs belong to, from its receipt (one batch for all
- * of them). A bundle the node has no receipt for yet (a pre-confirmation it has not executed) is
- * left out, unattributed: it is asked again when its logs are seen again, in their block.
- */
-/**
- * The same for a backfill window's bundles. A finalized bundle always has a receipt; one that has
+ * Which user operation each of a backfill window's bundles' logs belongs to, from its receipt (one
+ * batch for all of them). A finalized bundle always has a receipt; one that has
  * none (a node that pruned it) is recorded unmapped, with the reason.
  */
 async function mapBundles(client: RpcClient, bundles: readonly BundleCall[]): Promise<OperationLogRows> {
@@ -105,6 +110,11 @@ async function mapBundles(client: RpcClient, bundles: readonly BundleCall[]): Pr
   );
 }
 
+/**
+ * Adds to each bundle which user operation its logs belong to, from its receipt (one batch for all
+ * of them). A bundle the node has no receipt for yet (a pre-confirmation it has not executed) is
+ * left out, unattributed: it is asked again when its logs are seen again, in their block.
+ */
 async function withBundleLogs(client: RpcClient, transactions: AttributedTransaction[]): Promise<AttributedTransaction[]> {
   const bundles = transactions.filter((t) => t.attribution.userOperations !== undefined && t.tx.to !== null);
   if (bundles.length === 0) return transactions;
@@ -115,6 +125,42 @@ async function withBundleLogs(client: RpcClient, transactions: AttributedTransac
     const logs = receipts.get(t.tx.hash);
     return logs === undefined ? [] : [{ ...t, bundleLogs: mapBundleLogs(logs, t.tx.to, operations) }];
   });
+}
+
+/** What a backfill window (sync/fetchLogRows.ts's WindowRows) tells of its transactions: each row's, its block, and each block's hash. */
+export type WindowTransactions = {
+  rows: { numbers: Float64Array };
+  txHashes: readonly Hex[];
+  blocks: ReadonlyArray<readonly [number, Hex]>;
+};
+
+/**
+ * How a window's wanted transactions are asked for: a block holding one of them by its hash, a
+ * block holding more as the whole block (`eth_getBlockByNumber(n, true)`, every transaction's input
+ * in one call). So a block costs at most one call, as a provider counts them in a batch, and the
+ * full block (large on Base, with its transactions that move no token) is read only where it
+ * saves calls.
+ */
+export function calldataCalls(window: WindowTransactions, wanted: ReadonlySet<Hex>): { byHash: CalldataCall[]; byBlock: CalldataCall[] } {
+  const perBlock = new Map<number, Hex[]>();
+  const placed = new Set<Hex>();
+  const numbers = window.rows.numbers;
+  window.txHashes.forEach((hash, row) => {
+    if (!wanted.has(hash) || placed.has(hash)) return;
+    placed.add(hash);
+    const block = numbers[row * NUMBER_FIELDS + NUMBER_AT.blockNumber]!;
+    const hashes = perBlock.get(block);
+    if (hashes === undefined) perBlock.set(block, [hash]);
+    else hashes.push(hash);
+  });
+  const blockHashes = new Map(window.blocks);
+  const byHash: CalldataCall[] = [];
+  const byBlock: CalldataCall[] = [];
+  for (const [block, hashes] of perBlock) {
+    if (hashes.length === 1) byHash.push({ hash: hashes[0]! });
+    else byBlock.push({ block, blockHash: blockHashes.get(block)!, hashes });
+  }
+  return { byHash, byBlock };
 }
 
 /** An attributed answer, or the error that makes the client ask again (or give up). */

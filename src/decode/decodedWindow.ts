@@ -41,6 +41,8 @@ export type DecodedWindow =
       rows: PackedRows;
       /** The transaction of each row, in row order (attribution fetches their calldata). */
       txHashes: Hex[];
+      /** Each block of the rows with its hash, in order (attribution reads a block's calldata by number and checks its hash). */
+      blocks: Array<[number, Hex]>;
       /** Blocks whose logs carried no timestamp, with their hash: their rows hold UNKNOWN_TIMESTAMP. */
       untimed: Array<[number, Hex]>;
       rejected: RejectedLog[];

@@ -108,6 +108,7 @@ class Scanner {
   private topics = 0;
   private readonly numbers: number[] = [];
   private readonly txHashes: Hex[] = [];
+  private readonly blocks: Array<[number, Hex]> = [];
   /** The filter's addresses, as lower-case hex digits. */
   private readonly addresses: Uint8Array[];
   /** EVENTS' entries the filter asks for. */
@@ -174,7 +175,7 @@ class Scanner {
     if (this.at !== this.body.length || !sawId || !sawResult) giveUp();
     // Every string is followed by a separator: the text is all but the last one, in a buffer of its own (it moves to the writer's thread).
     const rows: PackedRows = { count: this.numbers.length / NUMBER_FIELDS, text: this.out.slice(0, Math.max(0, this.w - 1)), numbers: new Float64Array(this.numbers) };
-    return { kind: "rows", rows, txHashes: this.txHashes, untimed: [], rejected: [] };
+    return { kind: "rows", rows, txHashes: this.txHashes, blocks: this.blocks, untimed: [], rejected: [] };
   }
 
   /** One log object: checked as rpcLog.ts, getLogs.ts and paymentEvents.ts check it, then packed. */
@@ -233,6 +234,7 @@ class Scanner {
     const sameBlock = blockNumber === this.previousBlock;
     if (blockNumber < this.previousBlock || (sameBlock && logIndex <= this.previousLogIndex)) giveUp();
     if (sameBlock ? !this.sameAsPrevious(BLOCK_HASH) : this.allZero(BLOCK_HASH)) giveUp();
+    if (!sameBlock) this.blocks.push([blockNumber, this.text(BLOCK_HASH) as Hex]);
     this.previousBlock = blockNumber;
     this.previousLogIndex = logIndex;
 

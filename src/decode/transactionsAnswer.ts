@@ -8,7 +8,20 @@ import type { AttributedTransaction, PackedAttribution } from "../store/types.js
 import { packAttribution } from "./packedAttribution.js";
 import type { BundleCall } from "./userOperationLogs.js";
 
-/** The body of one eth_getTransactionByHash batch answer (as received), with what attributing it needs. */
+/**
+ * One call of a calldata batch: a transaction by hash, or a whole block (`eth_getBlockByNumber(n, true)`)
+ * for the wanted transactions it holds. The block's hash must be the one its logs carried.
+ */
+export type CalldataCall = { hash: Hex } | { block: number; blockHash: Hex; hashes: readonly Hex[] };
+
+/** The JSON-RPC call a CalldataCall is sent as. */
+export function calldataRequest(call: CalldataCall): { method: string; params: unknown[] } {
+  return "hash" in call
+    ? { method: BY_HASH, params: [call.hash] }
+    : { method: BY_BLOCK, params: [`0x${call.block.toString(16)}`, true] };
+}
+
+/** The body of one calldata batch answer (as received), with what attributing it needs. */
 export type TransactionsAnswer = TransactionsContext & {
   body: AnswerBody;
   /** The batch's first id (call i has firstId + i), and the endpoint's redacted label. */
@@ -18,8 +31,8 @@ export type TransactionsAnswer = TransactionsContext & {
 
 /** What attributing a batch's answer needs besides the answer. */
 export type TransactionsContext = {
-  /** The hash each call asked for. */
-  hashes: readonly Hex[];
+  /** What each call of the batch asked for. */
+  calls: readonly CalldataCall[];
   chainId: number;
   /** fetched_at of the rows. */
   now: number;
@@ -38,7 +51,8 @@ export type AttributedAnswer =
   /** Not a well-formed answer (bad JSON, a missing call, a malformed or other transaction): retried. */
   | { kind: "damaged"; message: string };
 
-const METHOD = "eth_getTransactionByHash";
+const BY_HASH = "eth_getTransactionByHash";
+const BY_BLOCK = "eth_getBlockByNumber";
 
 /**
  * Parses, checks, attributes (ERC-8021, ERC-4337 bundles) and packs one batch of transactions: all
@@ -71,13 +85,17 @@ function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[]
   }
   const found: TransactionInput[] = [];
   try {
-    const results = batchResults(parsed, answer.hashes.map(() => METHOD), answer.firstId, answer.endpoint);
+    const results = batchResults(parsed, answer.calls.map((call) => calldataRequest(call).method), answer.firstId, answer.endpoint);
     results.forEach((result, i) => {
       if (!result.ok) throw result.error;
+      const call = answer.calls[i]!;
+      if (!("hash" in call)) {
+        found.push(...blockTransactions(result.result, call));
+        return;
+      }
       if (result.result === null) return;
-      const asked = answer.hashes[i]!;
-      const tx = parseTransaction(result.result, `${METHOD}(${asked})`);
-      if (tx.hash !== asked) throw new RpcResponseError(`${METHOD}(${asked}) answered transaction ${tx.hash}`);
+      const tx = parseTransaction(result.result, `${BY_HASH}(${call.hash})`);
+      if (tx.hash !== call.hash) throw new RpcResponseError(`${BY_HASH}(${call.hash}) answered transaction ${tx.hash}`);
       found.push(tx);
     });
   } catch (error) {
@@ -85,6 +103,36 @@ function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[]
     if (error instanceof RpcResponseError) return { kind: "damaged", message: error.message };
     throw error;
   }
+  return found;
+}
+
+/**
+ * The wanted transactions of an eth_getBlockByNumber(n, true) result, checked: the block must be the
+ * one the logs came from (number and hash) and hold every wanted transaction, else the answer is
+ * damaged and asked again. The block's other transactions are not checked: nothing of them is kept.
+ */
+function blockTransactions(value: unknown, call: Extract<CalldataCall, { block: number }>): TransactionInput[] {
+  const where = `${BY_BLOCK}(${call.block})`;
+  if (value === null) throw new RpcResponseError(`${where} answered no block`);
+  if (typeof value !== "object" || !Array.isArray((value as { transactions?: unknown }).transactions)) {
+    throw new RpcResponseError(`${where} is not a block with its transactions`);
+  }
+  const block = value as { hash?: unknown; number?: unknown; transactions: unknown[] };
+  if (typeof block.number !== "string" || Number(block.number) !== call.block) throw new RpcResponseError(`${where} answered block ${String(block.number)}`);
+  if (typeof block.hash !== "string" || block.hash.toLowerCase() !== call.blockHash) {
+    throw new RpcResponseError(`${where} answered block hash ${String(block.hash)}, its logs carried ${call.blockHash}`);
+  }
+  const wanted = new Set(call.hashes);
+  const found: TransactionInput[] = [];
+  block.transactions.forEach((item, index) => {
+    const hash = typeof item === "object" && item !== null ? (item as { hash?: unknown }).hash : undefined;
+    if (typeof hash !== "string" || !wanted.has(hash.toLowerCase() as Hex)) return;
+    const tx = parseTransaction(item, `${where}.transactions[${index}]`);
+    wanted.delete(tx.hash);
+    found.push(tx);
+  });
+  const missing = wanted.values().next();
+  if (!missing.done) throw new RpcResponseError(`${where} lacks transaction ${missing.value}, which its logs name`);
   return found;
 }
 

@@ -41,7 +41,9 @@ export function decodeParsedWindowAnswer(answer: WindowAnswer): DecodedWindow {
       log: { address: log.address, blockNumber: log.blockNumber, transactionHash: log.transactionHash, logIndex: log.logIndex },
       reason,
     }));
-    return { kind: "rows", rows: packRowsToMove(decoded.rows), txHashes: decoded.rows.map((r) => r.transactionHash), untimed: [...untimed], rejected };
+    const blocks = new Map<number, Hex>(decoded.rows.map((r) => [r.blockNumber, r.blockHash]));
+    const txHashes = decoded.rows.map((r) => r.transactionHash);
+    return { kind: "rows", rows: packRowsToMove(decoded.rows), txHashes, blocks: [...blocks], untimed: [...untimed], rejected };
   } catch (error) {
     if (error instanceof RpcResponseError) return { kind: "damaged", message: error.message };
     throw error;

@@ -15,6 +15,8 @@ export type AnvilOptions = {
   /** Mine only on evm_mine / anvil_mine. */
   noMining?: boolean;
   extraArgs?: readonly string[];
+  /** How long anvil may take to answer (default 15 s): loading a large `--load-state` dump takes longer. */
+  startupTimeoutMs?: number;
 };
 
 export type Anvil = {
@@ -130,7 +132,7 @@ async function launch(port: number, chainId: number, options: AnvilOptions): Pro
   };
 
   const outcome = await Promise.race([
-    waitUntilAnswering(httpUrl).then(() => "ready" as const),
+    waitUntilAnswering(httpUrl, options.startupTimeoutMs ?? STARTUP_TIMEOUT_MS).then(() => "ready" as const),
     exited.then(() => "exited" as const),
     spawnError,
   ]);
@@ -143,8 +145,8 @@ async function launch(port: number, chainId: number, options: AnvilOptions): Pro
   throw new FatalError(`Anvil exited during start-up (code ${child.exitCode}, signal ${child.signalCode})`, { details: stderr.trim() });
 }
 
-async function waitUntilAnswering(httpUrl: string): Promise<void> {
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+async function waitUntilAnswering(httpUrl: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
   while (Date.now() < deadline) {
     try {
@@ -155,7 +157,7 @@ async function waitUntilAnswering(httpUrl: string): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, STARTUP_POLL_INTERVAL_MS));
   }
-  throw new FatalError(`Anvil did not answer within ${STARTUP_TIMEOUT_MS} ms`);
+  throw new FatalError(`Anvil did not answer within ${timeoutMs} ms`);
 }
 
 /** A port the OS just handed out for 127.0.0.1; free now, not promised to stay free. */

@@ -49,8 +49,8 @@ export async function fetchLogRows(deps: FetchRowsDeps, filter: LogSelection, re
   return rows;
 }
 
-/** A backfill window's rows, packed for the writer, and the transaction of each. */
-export type WindowRows = { rows: PackedRows; txHashes: Hex[] };
+/** A backfill window's rows, packed for the writer, the transaction of each, and each block with its hash. */
+export type WindowRows = { rows: PackedRows; txHashes: Hex[]; blocks: Array<[number, Hex]> };
 
 /**
  * fetchLogRows for a backfill window (always strict), with the answer's body parsed, checked,
@@ -63,7 +63,8 @@ export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecode
   // A watched selection takes several small answers, merged here (watchedLogs.ts): the decode thread's one-answer path does not apply.
   if (isWatched(filter)) {
     const rows = await fetchLogRows(deps, filter, { statusOf: (n) => (n <= finalized ? "finalized" : "confirmed"), source: "backfill", strict: true });
-    return { rows: packRowsToMove(rows), txHashes: rows.map((r) => r.transactionHash) };
+    const blocks = [...new Map(rows.map((r) => [r.blockNumber, r.blockHash])).entries()];
+    return { rows: packRowsToMove(rows), txHashes: rows.map((r) => r.transactionHash), blocks };
   }
   const window = { filter, chainId: deps.chainId, finalized };
   const accepted = (decoded: DecodedWindow) => {
@@ -85,7 +86,7 @@ export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecode
     // Numbers per row: block number at 0, block timestamp at 1 (packedRows.ts).
     for (let k = 0; k < numbers.length; k += NUMBER_FIELDS) if (numbers[k + 1] === UNKNOWN_TIMESTAMP) numbers[k + 1] = timestamps.get(numbers[k]!)!;
   }
-  return { rows: decoded.rows, txHashes: decoded.txHashes };
+  return { rows: decoded.rows, txHashes: decoded.txHashes, blocks: decoded.blocks };
 }
 
 /** The same check, decoding and report for logs that arrived by subscription (always lenient, timestamp known). */

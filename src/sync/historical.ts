@@ -79,7 +79,7 @@ export async function* syncHistorical(
   async function fetchWindow(window: Window): Promise<WindowResult> {
     const started = performance.now();
     // Strict: a window is stored only from an answer in which every log passed validation.
-    const { rows, txHashes } = await fetchWindowRows(
+    const fetched = await fetchWindowRows(
       { client, logger, metrics, chainId: config.chainId },
       decoder,
       { from: window.from, to: window.to, ...(plan.selection === undefined ? { addresses: window.tokens, topic0: PAYMENT_TOPICS } : await plan.selection(window.tokens)) },
@@ -90,12 +90,12 @@ export async function* syncHistorical(
       from_block: window.from,
       to_block: window.to,
       tokens: window.tokens.length,
-      logs: rows.count,
+      logs: fetched.rows.count,
       duration_ms: Math.round(performance.now() - started),
     });
-    // One batch for the window's transactions: never more than one request per block.
-    const attribution = plan.attributor === undefined ? emptyAttribution() : await plan.attributor.attributeWindow(deps.client, decoder, txHashes);
-    return { ...window, rows, attribution };
+    // The window's calldata: at most one call per block (attributeWindow).
+    const attribution = plan.attributor === undefined ? emptyAttribution() : await plan.attributor.attributeWindow(deps.client, decoder, fetched);
+    return { ...window, rows: fetched.rows, attribution };
   }
 
   const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs, mode: plan.mode });

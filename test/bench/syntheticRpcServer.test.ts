@@ -8,6 +8,7 @@ import { startSyntheticRpcServer, txHash } from "../../scripts/bench/syntheticRp
  */
 const chain = { chainId: 8453, token: "0x00000000000000000000000000000000000f1a54", blocks: 300, logsPerBlock: 20 };
 const getLogs = (id: number, from: number, to: number) => ({ jsonrpc: "2.0", id, method: "eth_getLogs", params: [{ fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` }] });
+const getBlock = (id: number, n: number) => ({ jsonrpc: "2.0", id, method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, true] });
 const getTransaction = (id: number, k: number) => ({ jsonrpc: "2.0", id, method: "eth_getTransactionByHash", params: [txHash(k)] });
 
 describe("the bench's synthetic node", () => {
@@ -31,6 +32,8 @@ describe("the bench's synthetic node", () => {
     ["a window past the chain's head", getLogs(10, 250, 400)],
     ["a batch of rendered transactions", [getTransaction(1, 5 * 10_000 + 3), getTransaction(2, 199 * 10_000 + 19)]],
     ["a batch with a transaction past them", [getTransaction(1, 5 * 10_000 + 3), getTransaction(2, 250 * 10_000)]],
+    ["a batch of rendered blocks with their transactions, beside a transaction", [getBlock(1, 0), getBlock(2, 199), getTransaction(3, 7 * 10_000 + 2)]],
+    ["a batch with a block past them", [getBlock(1, 5), getBlock(2, 250)]],
     ["another method", { jsonrpc: "2.0", id: 3, method: "eth_chainId", params: [] }],
   ])("answers %s with the bytes it would build", async (_, body) => {
     const expected = await post(built.url, body);

@@ -76,7 +76,7 @@ const answer = (body: string | Uint8Array, finalized = 1_010): WindowAnswer => (
 /** What a decoded window stores, as plain data to compare. */
 function stored(decoded: DecodedWindow | undefined) {
   if (decoded?.kind !== "rows") return decoded;
-  return { strings: unpackStrings(decoded.rows), numbers: [...decoded.rows.numbers], txHashes: decoded.txHashes, untimed: decoded.untimed, rejected: decoded.rejected };
+  return { strings: unpackStrings(decoded.rows), numbers: [...decoded.rows.numbers], txHashes: decoded.txHashes, blocks: decoded.blocks, untimed: decoded.untimed, rejected: decoded.rejected };
 }
 
 describe("scanWindowAnswer()", () => {

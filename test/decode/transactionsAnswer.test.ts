@@ -2,7 +2,7 @@ import { Attribution as OxAttribution } from "ox/erc8021";
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
-import { attributeTransactionsAnswer, type TransactionsAnswer } from "../../src/decode/transactionsAnswer.js";
+import { attributeTransactionsAnswer, calldataRequest, type TransactionsAnswer } from "../../src/decode/transactionsAnswer.js";
 import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
 import { RpcRequestError } from "../../src/errors/rpc.js";
@@ -22,7 +22,7 @@ const TRANSACTIONS: Array<Record<string, unknown> | null> = [
 const FIRST_ID = 40;
 
 function answerOf(items: unknown, hashes: readonly Hex[] = HASHES): TransactionsAnswer {
-  return { body: Buffer.from(typeof items === "string" ? items : JSON.stringify(items)), firstId: FIRST_ID, endpoint: "http://node", hashes, chainId: 8453, now: 7 };
+  return { body: Buffer.from(typeof items === "string" ? items : JSON.stringify(items)), firstId: FIRST_ID, endpoint: "http://node", calls: hashes.map((hash) => ({ hash })), chainId: 8453, now: 7 };
 }
 const results = (transactions: ReadonlyArray<unknown>) => transactions.map((result, i) => ({ jsonrpc: "2.0", id: FIRST_ID + i, result }));
 
@@ -98,5 +98,56 @@ describe("a batch of eth_getTransactionByHash answers, attributed off the main t
     } finally {
       await decoder.close();
     }
+  });
+});
+
+describe("a whole block asked for its wanted transactions (eth_getBlockByNumber(n, true))", () => {
+  const BLOCK = 0x1234;
+  const BLOCK_HASH = word("b10c");
+  /** Block 0x1234 holding the two known transactions among two that move no token. */
+  const OTHER = { hash: word("e1"), from: "0x00000000000000000000000000000000000000e1", to: null, input: "0x60" };
+  const block = (changes: Record<string, unknown> = {}) => ({
+    number: "0x1234",
+    hash: BLOCK_HASH.toUpperCase().replace("0X", "0x"),
+    transactions: [OTHER, TRANSACTIONS[1], { ...OTHER, hash: word("e2") }, TRANSACTIONS[0]],
+    ...changes,
+  });
+  const blockCall = { block: BLOCK, blockHash: BLOCK_HASH, hashes: [HASHES[0]!, HASHES[1]!] };
+  const mixedAnswer = (blockResult: unknown): TransactionsAnswer => ({
+    body: Buffer.from(JSON.stringify(results([blockResult, TRANSACTIONS[1]]))),
+    firstId: FIRST_ID,
+    endpoint: "http://node",
+    calls: [blockCall, { hash: HASHES[1]! }],
+    chainId: 8453,
+    now: 7,
+  });
+  const damaged = (blockResult: unknown) => {
+    const result = attributeTransactionsAnswer(mixedAnswer(blockResult));
+    return result.kind === "damaged" ? result.message : result.kind;
+  };
+
+  test("takes only the wanted transactions, checked as by hash, beside calls by hash in the same batch", () => {
+    const attributed = attributeTransactionsAnswer(mixedAnswer(block()));
+    const byHash = attributeTransactionsAnswer(answerOf(results([TRANSACTIONS[1], TRANSACTIONS[0], TRANSACTIONS[1]]), [HASHES[1]!, HASHES[0]!, HASHES[1]!]));
+    if (attributed.kind !== "attributed" || byHash.kind !== "attributed") throw new Error("not attributed");
+    expect(unpackAttribution(attributed.attribution)).toEqual(unpackAttribution(byHash.attribution));
+    expect(attributed.tallies).toEqual(byHash.tallies);
+  });
+
+  test("a block other than the logs' (number or hash), or one lacking a wanted transaction, is damaged: asked again", () => {
+    expect(damaged(block({ hash: word("bad") }))).toBe(`eth_getBlockByNumber(${BLOCK}) answered block hash ${word("bad")}, its logs carried ${BLOCK_HASH}`);
+    expect(damaged(block({ number: "0x1235" }))).toBe(`eth_getBlockByNumber(${BLOCK}) answered block 0x1235`);
+    expect(damaged(block({ transactions: [OTHER, TRANSACTIONS[0]] }))).toBe(`eth_getBlockByNumber(${BLOCK}) lacks transaction ${HASHES[1]}, which its logs name`);
+    // Hashes only (a node that ignored the `true`): the wanted transactions are not there.
+    expect(damaged(block({ transactions: [HASHES[0], HASHES[1]] }))).toBe(`eth_getBlockByNumber(${BLOCK}) lacks transaction ${HASHES[0]}, which its logs name`);
+    expect(damaged(null)).toBe(`eth_getBlockByNumber(${BLOCK}) answered no block`);
+    expect(damaged({ number: "0x1234", hash: BLOCK_HASH })).toBe(`eth_getBlockByNumber(${BLOCK}) is not a block with its transactions`);
+    const malformed = block({ transactions: [{ ...TRANSACTIONS[0], input: "0x1" }, TRANSACTIONS[1]] });
+    expect(damaged(malformed)).toBe(`eth_getBlockByNumber(${BLOCK}).transactions[0].input is malformed`);
+  });
+
+  test("the calls are sent as eth_getBlockByNumber(hex number, true) and eth_getTransactionByHash(hash)", () => {
+    expect(calldataRequest(blockCall)).toEqual({ method: "eth_getBlockByNumber", params: ["0x1234", true] });
+    expect(calldataRequest({ hash: HASHES[0]! })).toEqual({ method: "eth_getTransactionByHash", params: [HASHES[0]] });
   });
 });

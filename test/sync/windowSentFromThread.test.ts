@@ -8,7 +8,7 @@ import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { RetryableError, ShutdownError } from "../../src/errors/base.js";
 import { RangeLimitError } from "../../src/errors/rpc.js";
-import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
+import { fetchWindowRows, type WindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 import { startScriptedRpcServer } from "../helpers/scriptedRpcServer.js";
@@ -50,8 +50,8 @@ async function setUp(rpcOverrides: Record<string, unknown> = {}) {
     fetchWindowRows(fetchDeps, decoder, { from, to, addresses: [devnet.token.toLowerCase() as `0x${string}`], topic0: [...PAYMENT_TOPICS] }, to);
   const attributor = createAttributor({ metrics: deps.metrics, chainId: config.chainId, store: { unattributed: async (hashes) => [...hashes] } });
   /** A window's transactions attributed as the backfill does, without the rows' fetched_at. */
-  const attribute = async (txHashes: Hex[]) =>
-    unpackAttribution(await attributor.attributeWindow(client, decoder, txHashes)).map((t) => ({ ...t, transaction: t.transaction.slice(0, -1) }));
+  const attribute = async (window: WindowRows) =>
+    unpackAttribution(await attributor.attributeWindow(client, decoder, window)).map((t) => ({ ...t, transaction: t.transaction.slice(0, -1) }));
   await fetch(0, 0);
   expect(decoder.sender()).toBeDefined();
   return { deps, fetch, attribute, decoder, sentHere: () => sentHere };
@@ -62,7 +62,7 @@ describe("a backfill window sent from the decode thread", () => {
   test("decodes and attributes to what the same answers give here, and its requests never pass this thread", async () => {
     const { fetch, attribute, decoder, sentHere } = await setUp();
     const fromThread = await fetch(devnet.tokenDeployBlock, head);
-    const attributedOnThread = await attribute(fromThread.txHashes);
+    const attributedOnThread = await attribute(fromThread);
     expect(sentHere()).toBe(1);
     await decoder.close();
     // Here: a decoder whose thread never starts, and a client that can only send from this thread.
@@ -75,7 +75,7 @@ describe("a backfill window sent from the decode thread", () => {
     const filter = { from: devnet.tokenDeployBlock, to: head, addresses: [devnet.token.toLowerCase() as Hex], topic0: [...PAYMENT_TOPICS] };
     const here = await fetchWindowRows({ client, logger: deps.logger, metrics: deps.metrics, chainId: config.chainId }, mainOnly, filter, head);
     const attributor = createAttributor({ metrics: deps.metrics, chainId: config.chainId, store: { unattributed: async (hashes) => [...hashes] } });
-    const attributedHere = unpackAttribution(await attributor.attributeWindow(client, mainOnly, here.txHashes)).map((t) => ({ ...t, transaction: t.transaction.slice(0, -1) }));
+    const attributedHere = unpackAttribution(await attributor.attributeWindow(client, mainOnly, here)).map((t) => ({ ...t, transaction: t.transaction.slice(0, -1) }));
     expect(attributedOnThread.length).toBeGreaterThanOrEqual(6);
     expect(attributedOnThread).toEqual(attributedHere);
     expect(fromThread.rows.count).toBeGreaterThanOrEqual(18);
@@ -83,6 +83,7 @@ describe("a backfill window sent from the decode thread", () => {
     expect([...fromThread.rows.numbers]).toEqual([...here.rows.numbers]);
     expect(Buffer.from(fromThread.rows.text as Uint8Array).toString("latin1")).toEqual(Buffer.from(here.rows.text as Uint8Array).toString("latin1"));
     expect(fromThread.txHashes).toEqual(here.txHashes);
+    expect(fromThread.blocks).toEqual(here.blocks);
   });
 
   test("a node's range limit sent with an HTTP error status (proxyd) reaches the client as a range limit", async () => {
