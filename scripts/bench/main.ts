@@ -1,12 +1,13 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { providerBackfill, providerSummary } from "./providerBackfill.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
+import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
@@ -97,8 +98,7 @@ const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ ra
 const webhook = JSON.parse(await runNode("webhookLatency.js", [])) as { delivered: number; p50Ms: number; p99Ms: number };
 const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
 
-const cpu = cpus()[0]?.model ?? "unknown cpu";
-const machine = `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+const machine = machineText();
 const lines: BenchLine[] = [
   ...rows.map(({ name, figures }): BenchLine => {
     const seconds = figures.durationMs / 1_000;
@@ -135,19 +135,7 @@ console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`
 // One table: each row is one measurement; columns that do not apply stay empty.
 console.log(markdownTable(lines));
 if (process.env.BENCH_RECORD === "1") {
-  // Runs from dist/scripts/bench/: the committed results live in the sources.
-  const runsCsv = join(HERE, "..", "..", "..", "scripts", "bench", "results", "runs.csv");
-  appendRuns(runsCsv, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
-  console.log(`\nRecorded in ${runsCsv}`);
+  appendRuns(RUNS_CSV, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
+  console.log(`\nRecorded in ${RUNS_CSV}`);
 }
 
-/** The commit the run measured (with "+changes" when the work tree differs), or "unknown" outside git. */
-function currentCommit(): string {
-  try {
-    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: HERE, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: HERE, encoding: "utf8" }).trim() !== "";
-    return dirty ? `${commit}+changes` : commit;
-  } catch {
-    return "unknown";
-  }
-}
