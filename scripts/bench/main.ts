@@ -6,6 +6,7 @@ import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { providerBackfill, providerSummary } from "./providerBackfill.js";
+import { CHAIN_SHAPES, type ChainShape } from "./savedAnvilChain.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
@@ -13,7 +14,8 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 /**
  * `npm run bench`: every backfill figure is the whole `flashindex backfill` process, started as a
  * user starts it (the bin, no Node flags added), timed from spawn to exit:
- * (a) end to end against anvil serving a saved chain (generated once under .bench/, identical on every run);
+ * (a) end to end against anvil serving saved chains (generated once under .bench/ from a fixed seed,
+ *     identical on every run) of both shapes, with the defaults and with attribution off;
  * (b) against a synthetic JSON-RPC server in its own process, its answers rendered before the clock
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
  * (c) through a provider-shaped proxy (providerProxy.ts) in front of anvil, on a small saved chain;
@@ -27,6 +29,10 @@ const STARTED_UTC = new Date().toISOString();
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const SYNTHETIC_LOGS = Number(process.env.BENCH_SYNTHETIC_LOGS ?? 1_000_000);
 const ANVIL_LOGS = (process.env.BENCH_ANVIL_LOGS ?? "200000,1000000").split(",").map(Number);
+const ANVIL_SHAPES = (process.env.BENCH_ANVIL_SHAPES ?? CHAIN_SHAPES.join(",")).split(",").map((shape) => {
+  if (!CHAIN_SHAPES.includes(shape as ChainShape)) throw new Error(`BENCH_ANVIL_SHAPES: "${shape}" is not one of ${CHAIN_SHAPES.join(", ")}`);
+  return shape as ChainShape;
+});
 const LOGS_PER_BLOCK = 20;
 /** The saved chain behind the provider-shaped proxy: small, since the proxy allows 5 calls a second. */
 const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 20_000);
@@ -77,9 +83,14 @@ async function synthetic(logs: number, attribution: boolean, postgres?: Awaited<
 }
 
 const rows: Row[] = [];
+// The headline rows: the defaults (attribution on), with attribution off beside each.
 for (const logs of ANVIL_LOGS) {
-  const { name, ...figures } = await anvilEndToEnd(logs);
-  rows.push({ name, figures });
+  for (const shape of ANVIL_SHAPES) {
+    for (const attribution of [true, false]) {
+      const { name, ...figures } = await anvilEndToEnd(logs, shape, attribution);
+      rows.push({ name, figures });
+    }
+  }
 }
 // A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
 const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_LOGS, false)];

@@ -1,4 +1,5 @@
 import { anvilEndToEnd } from "./anvilBackfill.js";
+import { CHAIN_SHAPES, type ChainShape } from "./savedAnvilChain.js";
 import { providerBackfill } from "./providerBackfill.js";
 import { ponderLine, ponderRow } from "./ponderRows.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
@@ -6,27 +7,34 @@ import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
 
 /**
  * `npm run bench:peers`: Ponder (installed into .bench/peers/ponder/ on first use) and flashindex
- * side by side on the same saved anvil chains, in the same run: end to end against anvil for each
- * size of BENCH_PEERS_LOGS, and through the provider-shaped proxy on the BENCH_PROVIDER_LOGS chain
- * (flashindex with its defaults there). Each Ponder row names flashindex's ratio to it. Prints one
+ * side by side on the same saved anvil chains, in the same run, flashindex with its defaults: end
+ * to end against anvil for each size of BENCH_PEERS_LOGS in each shape of BENCH_PEERS_SHAPES, and
+ * through the provider-shaped proxy on the BENCH_PROVIDER_LOGS chain (dense, as flashindex's
+ * provider rows). Each Ponder row names flashindex's ratio to it. Prints one
  * table; with BENCH_RECORD=1 also appends it to results/runs.csv.
  */
 const STARTED_UTC = new Date().toISOString();
 const PEERS_LOGS = (process.env.BENCH_PEERS_LOGS ?? "200000").split(",").map(Number);
 const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 20_000);
+const PEERS_SHAPES = (process.env.BENCH_PEERS_SHAPES ?? CHAIN_SHAPES.join(",")).split(",").map((shape) => {
+  if (!CHAIN_SHAPES.includes(shape as ChainShape)) throw new Error(`BENCH_PEERS_SHAPES: "${shape}" is not one of ${CHAIN_SHAPES.join(", ")}`);
+  return shape as ChainShape;
+});
 
 const lines: BenchLine[] = [];
 for (const logs of PEERS_LOGS) {
-  const { name, ...flashindex } = await anvilEndToEnd(logs);
-  const seconds = flashindex.durationMs / 1_000;
-  lines.push({ measurement: `backfill (whole process): ${name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
-  lines.push(ponderLine(await ponderRow(logs, false), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "the row above" }));
+  for (const shape of PEERS_SHAPES) {
+    const { name, ...flashindex } = await anvilEndToEnd(logs, shape, true);
+    const seconds = flashindex.durationMs / 1_000;
+    lines.push({ measurement: `backfill (whole process): ${name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
+    lines.push(ponderLine(await ponderRow(logs, shape, false), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
+  }
 }
 if (PROVIDER_LOGS > 0) {
   const flashindex = await providerBackfill(PROVIDER_LOGS, true);
   const seconds = flashindex.durationMs / 1_000;
   lines.push({ measurement: `backfill (whole process) ${flashindex.name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
-  lines.push(ponderLine(await ponderRow(PROVIDER_LOGS, true), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
+  lines.push(ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
 }
 
 const run = { runUtc: STARTED_UTC, machine: machineText(), recordedIn: `npm run bench:peers at ${currentCommit()}` };

@@ -3,7 +3,8 @@ import { preparePonderApp } from "./ponderApp.js";
 import { providerCeiling, providerShapeText, providerSummary } from "./providerBackfill.js";
 import { startProviderProxy, type ProviderCounts } from "./providerProxy.js";
 import type { BenchLine } from "./results.js";
-import { startSavedAnvilChain, type SavedChain } from "./savedAnvilChain.js";
+import { describeChain } from "./anvilBackfill.js";
+import { startSavedAnvilChain, type ChainShape, type SavedChain } from "./savedAnvilChain.js";
 
 /** Ponder's finality depth on chain 8453 (its utils/finality.ts: 30 for an unlisted chain). */
 const PONDER_FINALITY_BLOCKS = 30;
@@ -32,13 +33,13 @@ async function mineFinality(chain: SavedChain): Promise<void> {
 
 /**
  * Ponder (the pinned version, its default database) on the saved anvil chain of `logs` Transfer
- * logs, directly against anvil or, with `throughProxy`, through the provider-shaped proxy with its
+ * logs in `shape`, directly against anvil or, with `throughProxy`, through the provider-shaped proxy with its
  * default shape, as flashindex's rows are. A run that cannot install or finish is a blocked row
  * carrying the reason.
  */
-export async function ponderRow(logs: number, throughProxy: boolean): Promise<PonderRow> {
+export async function ponderRow(logs: number, shape: ChainShape, throughProxy: boolean): Promise<PonderRow> {
   const where = throughProxy ? "through a provider-shaped proxy" : "anvil end to end";
-  const size = `saved chain of ${logs.toLocaleString("en-US")} Transfer logs`;
+  const size = `saved ${shape} chain of ${logs.toLocaleString("en-US")} Transfer logs`;
   let app: ReturnType<typeof preparePonderApp>;
   try {
     app = preparePonderApp();
@@ -46,9 +47,9 @@ export async function ponderRow(logs: number, throughProxy: boolean): Promise<Po
     return { name: `Ponder, ${where}, ${size}`, blocked: (error as Error).message };
   }
   const label = `Ponder ${app.version} (its default database, PGlite; the app in scripts/bench/peers/ponder)`;
-  const chain = await startSavedAnvilChain(logs);
+  const chain = await startSavedAnvilChain(logs, shape);
   const proxy = throughProxy ? await startProviderProxy(chain.anvil.httpUrl) : undefined;
-  const name = `${label}, ${proxy === undefined ? where : `through ${providerShapeText(proxy.shape)}`}, ${size}`;
+  const name = `${label}, ${proxy === undefined ? where : `through ${providerShapeText(proxy.shape)}`}, ${describeChain(chain)}`;
   try {
     await mineFinality(chain);
     const figures = await runPonderBackfill({

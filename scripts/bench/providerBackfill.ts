@@ -21,7 +21,7 @@ export type ProviderRow = ProcessFigures & {
  * large one takes minutes whatever the client does.
  */
 export async function providerBackfill(logs: number, attribution: boolean): Promise<ProviderRow> {
-  const chain = await startSavedAnvilChain(logs);
+  const chain = await startSavedAnvilChain(logs, "dense");
   const proxy = await startProviderProxy(chain.anvil.httpUrl);
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   try {

@@ -1,70 +1,132 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createPublicClient, createWalletClient, http, type Address, type Hex } from "viem";
+import { encodeFunctionData, numberToHex, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
+import { CHAIN_SEED, planChain, type ChainShape, type PlannedTransfer } from "./chainShapes.js";
 
-/** Transfer logs per transaction (and per block: anvil mines one transaction a block). */
-export const TRANSFERS_PER_TX = 500;
+export { CHAIN_SHAPES, type ChainShape } from "./chainShapes.js";
+
 /** A fixed genesis timestamp: block 0 (and so every hash after it) is the same on every load. */
 const GENESIS_TIMESTAMP = "1700000000";
 const CACHE_DIR = join(import.meta.dirname, "..", "..", "..", ".bench");
+/** Gas limits given with each transaction, so anvil estimates nothing: room for the largest of each kind. */
+const GAS = { dense: 6_000_000, mixToken: 300_000, other: 60_000 } as const;
 
-export type SavedChain = { anvil: Anvil; token: Address; deployBlock: number; head: number };
-type Meta = { token: Address; deployBlock: number; head: number };
+export type SavedChainMeta = {
+  shape: ChainShape;
+  seed: number;
+  token: Address;
+  deployBlock: number;
+  head: number;
+  logs: number;
+  /** Token transactions and transactions that touch no token. */
+  tokenTransactions: number;
+  otherTransactions: number;
+};
+export type SavedChain = SavedChainMeta & { anvil: Anvil };
+
+/** Where a saved chain lives: anvil's state dump and what the generator recorded about it. */
+export function savedChainPaths(shape: ChainShape, logs: number): { state: string; meta: string } {
+  const base = join(CACHE_DIR, `anvil-${shape}-${logs}`);
+  return { state: `${base}.state.json`, meta: `${base}.meta.json` };
+}
 
 /**
- * An anvil serving a chain of `logs` Transfer logs of the test token, identical on every run: the
- * chain is generated once, saved with anvil's own state dump under `.bench/`, and loaded from it
- * afterwards, so runs compare the same blocks and hashes.
+ * An anvil serving a chain of exactly `logs` Transfer logs of the test token in the given shape
+ * (chainShapes.ts), identical on every run: planned from a fixed seed, generated once, saved with
+ * anvil's own state dump under `.bench/`, and loaded from it afterwards, so runs compare the same
+ * blocks and hashes.
  */
-export async function startSavedAnvilChain(logs: number): Promise<SavedChain> {
+export async function startSavedAnvilChain(logs: number, shape: ChainShape): Promise<SavedChain> {
   mkdirSync(CACHE_DIR, { recursive: true });
-  const statePath = join(CACHE_DIR, `anvil-${logs}.state.json`);
-  const metaPath = join(CACHE_DIR, `anvil-${logs}.meta.json`);
-  if (!existsSync(statePath) || !existsSync(metaPath)) await generate(logs, statePath, metaPath);
-  const meta = JSON.parse(readFileSync(metaPath, "utf8")) as Meta;
-  const anvil = await startAnvil({ chainId: 8453, extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--load-state", statePath] });
-  const head = Number(await createPublicClient({ transport: http(anvil.httpUrl) }).getBlockNumber({ cacheTime: 0 }));
+  const paths = savedChainPaths(shape, logs);
+  if (!existsSync(paths.state) || !existsSync(paths.meta)) await generate(shape, logs, paths);
+  const meta = JSON.parse(readFileSync(paths.meta, "utf8")) as SavedChainMeta;
+  const anvil = await startAnvil({ chainId: 8453, extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--load-state", paths.state] });
+  const head = Number(await rpc<Hex>(anvil.httpUrl, "eth_blockNumber", []));
   if (head < meta.head) {
     await anvil.stop();
-    throw new Error(`${statePath} loaded to block ${head}, expected ${meta.head}: delete .bench/anvil-${logs}.* to generate it again`);
+    throw new Error(`${paths.state} loaded to block ${head}, expected ${meta.head}: delete ${paths.meta} to generate it again`);
   }
   return { anvil, ...meta };
 }
 
-async function generate(logs: number, statePath: string, metaPath: string): Promise<void> {
-  process.stderr.write(`generating an anvil chain of ${logs} Transfer logs (once; saved to ${statePath})\n`);
+async function generate(shape: ChainShape, logs: number, paths: { state: string; meta: string }): Promise<void> {
+  process.stderr.write(`generating a ${shape} anvil chain of ${logs} Transfer logs (once; saved to ${paths.state})\n`);
+  const partial = `${paths.state}.partial`;
   // --prune-history: no per-block state snapshots (a 1,000,000-log chain otherwise holds over 12 GB);
   // a long --state-interval: the state is written once, on exit, not every few seconds while sending.
   const anvil = await startAnvil({
     chainId: 8453,
-    extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--dump-state", statePath, "--state-interval", "86400", "--prune-history"],
+    extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--dump-state", partial, "--state-interval", "86400", "--prune-history"],
   });
   try {
-    const key = ANVIL_PRIVATE_KEYS[0] as Hex;
-    const account = privateKeyToAccount(key);
-    const { address: token, blockNumber: deployBlock } = await deployTestToken({ rpcUrl: anvil.httpUrl, privateKey: key, mint: [{ to: account.address, amount: 10n ** 30n }] });
-    const transport = http(anvil.httpUrl, { timeout: 120_000 });
-    const wallet = createWalletClient({ account, transport });
-    const publicClient = createPublicClient({ transport });
-    let nonce = await publicClient.getTransactionCount({ address: account.address });
-    let last: Hex | undefined;
-    for (let sent = 0; sent < logs; sent += TRANSFERS_PER_TX) {
-      const to = Array.from({ length: TRANSFERS_PER_TX }, (_, i) => `0x${(sent + i + 1).toString(16).padStart(40, "0")}` as Address);
-      last = await wallet.writeContract({ address: token, abi: flashTestTokenAbi, functionName: "emitTransfers", args: [to, to.map(() => 1n)], gas: 25_000_000n, nonce: nonce++, chain: null } as never);
+    const [tokenSender, otherSender] = ANVIL_PRIVATE_KEYS.slice(0, 2).map((key) => privateKeyToAccount(key as Hex).address);
+    const { address: token, blockNumber: deployBlock } = await deployTestToken({ rpcUrl: anvil.httpUrl, privateKey: ANVIL_PRIVATE_KEYS[0] as Hex });
+    // From here each planned block is sent whole, then mined: its transactions share the block.
+    await rpc(anvil.httpUrl, "evm_setAutomine", [false]);
+    const counts = { logs: 0, tokenTransactions: 0, otherTransactions: 0, blocks: 0 };
+    for (const block of planChain(shape, logs)) {
+      const sends = [
+        ...block.tokenTxs.map((transfers) => ({
+          from: tokenSender,
+          to: token,
+          gas: numberToHex(shape === "dense" ? GAS.dense : GAS.mixToken),
+          data: emitCalldata(transfers),
+        })),
+        ...block.otherTxs.map((data, i) => ({ from: otherSender, to: numberToHex(0xb0000 + i, { size: 20 }), gas: numberToHex(GAS.other), data })),
+      ];
+      await rpcBatch(anvil.httpUrl, sends.map((tx) => ({ method: "eth_sendTransaction", params: [tx] })));
+      await rpc(anvil.httpUrl, "evm_mine", []);
+      counts.blocks++;
+      counts.tokenTransactions += block.tokenTxs.length;
+      counts.otherTransactions += block.otherTxs.length;
+      counts.logs += block.tokenTxs.reduce((sum, tx) => sum + tx.length, 0);
+      if (counts.blocks % 1_000 === 0) process.stderr.write(`  ${counts.logs} logs in ${counts.blocks} blocks\n`);
     }
-    if (last !== undefined) await publicClient.waitForTransactionReceipt({ hash: last });
-    const head = Number(await publicClient.getBlockNumber({ cacheTime: 0 }));
-    writeFileSync(metaPath, JSON.stringify({ token, deployBlock, head } satisfies Meta));
+    const head = Number(await rpc<Hex>(anvil.httpUrl, "eth_blockNumber", []));
+    // Every planned block mined as one block (none left pending, none split).
+    if (head !== deployBlock + counts.blocks) throw new Error(`generated ${head - deployBlock} blocks after the token, planned ${counts.blocks}`);
+    const meta: SavedChainMeta = { shape, seed: CHAIN_SEED, token, deployBlock, head, logs: counts.logs, tokenTransactions: counts.tokenTransactions, otherTransactions: counts.otherTransactions };
     // SIGTERM: anvil writes --dump-state on its way out, which takes a while for a large chain:
     // wait for it rather than let stop()'s grace period cut the file short.
     const exited = new Promise((resolve) => anvil.process.once("exit", resolve));
     anvil.process.kill("SIGTERM");
     await exited;
+    // Only a whole dump gets the name a later run loads.
+    renameSync(partial, paths.state);
+    writeFileSync(paths.meta, JSON.stringify(meta));
   } finally {
     await anvil.stop();
   }
+}
+
+function emitCalldata(transfers: PlannedTransfer[]): Hex {
+  return encodeFunctionData({
+    abi: flashTestTokenAbi,
+    functionName: "emitTransferEvents",
+    args: [transfers.map((t) => t.from), transfers.map((t) => t.to), transfers.map((t) => t.value)],
+  });
+}
+
+type RpcAnswer = { id: number; result?: unknown; error?: { code: number; message: string } };
+
+async function rpcBatch(url: string, calls: Array<{ method: string; params: unknown[] }>): Promise<unknown[]> {
+  if (calls.length === 0) return [];
+  const body = calls.map((call, id) => ({ jsonrpc: "2.0", id, ...call }));
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const answers = (await response.json()) as RpcAnswer[];
+  const byId = new Map(answers.map((answer) => [answer.id, answer]));
+  return calls.map((call, id) => {
+    const answer = byId.get(id);
+    if (answer === undefined || answer.error !== undefined) throw new Error(`${call.method} failed while generating the chain: ${JSON.stringify(answer?.error ?? "no answer")}`);
+    return answer.result;
+  });
+}
+
+async function rpc<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
+  return (await rpcBatch(url, [{ method, params }]))[0] as T;
 }

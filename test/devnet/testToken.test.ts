@@ -19,6 +19,7 @@ import {
   type Hex,
   type PublicClient,
   type TransactionReceipt,
+  zeroAddress,
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -288,6 +289,26 @@ describe("emitTransfers()", () => {
   test("reverts when the arrays differ in length", async () => {
     const args = [[payee.address], [1n, 2n]] as const;
     await expect(walletOf(payer).writeContract({ address: token, abi, functionName: "emitTransfers", args, chain: null })).rejects.toThrow("length mismatch");
+  });
+});
+
+describe("emitTransferEvents()", () => {
+  test("emits one Transfer per entry, from whoever is given (a mint from 0x0 included), moving no balance", async () => {
+    const from = [zeroAddress, getAddress(pad(toHex(0x2001), { size: 20 })), getAddress(pad(toHex(0x2002), { size: 20 }))];
+    const to = [getAddress(pad(toHex(0x3001), { size: 20 })), getAddress(pad(toHex(0x3002), { size: 20 })), payee.address];
+    const values = [10n ** 12n, 7n, 2n ** 200n];
+    const before = await balanceOf(payee.address);
+    const hash = await walletOf(payer).writeContract({ address: token, abi, functionName: "emitTransferEvents", args: [from, to, values], chain: null });
+    const receipt = await mined(hash);
+
+    const logs = parseEventLogs({ abi, logs: receipt.logs, eventName: "Transfer" });
+    expect(logs.map((log) => log.args)).toEqual(from.map((sender, i) => ({ from: sender, to: to[i], value: values[i] })));
+    expect(await balanceOf(payee.address)).toBe(before);
+  });
+
+  test("reverts when the arrays differ in length", async () => {
+    const args = [[payer.address], [payee.address, payee.address], [1n, 2n]] as const;
+    await expect(walletOf(payer).writeContract({ address: token, abi, functionName: "emitTransferEvents", args, chain: null })).rejects.toThrow("length mismatch");
   });
 });
 
