@@ -22,19 +22,24 @@ const PEERS_SHAPES = (process.env.BENCH_PEERS_SHAPES ?? CHAIN_SHAPES.join(",")).
 });
 
 const lines: BenchLine[] = [];
+/** Keeps a measured line, and says it on stderr at once: a later failure must not cost the earlier figures. */
+function measured(line: BenchLine): void {
+  lines.push(line);
+  process.stderr.write(`measured: ${markdownTable([line]).split("\n")[2]}\n`);
+}
 for (const logs of PEERS_LOGS) {
   for (const shape of PEERS_SHAPES) {
     const { name, ...flashindex } = await anvilEndToEnd(logs, shape, true);
     const seconds = flashindex.durationMs / 1_000;
-    lines.push({ measurement: `backfill (whole process): ${name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
-    lines.push(ponderLine(await ponderRow(logs, shape, false), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
+    measured({ measurement: `backfill (whole process): ${name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
+    measured(ponderLine(await ponderRow(logs, shape, false), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
   }
 }
 if (PROVIDER_LOGS > 0) {
   const flashindex = await providerBackfill(PROVIDER_LOGS, true);
   const seconds = flashindex.durationMs / 1_000;
-  lines.push({ measurement: `backfill (whole process) ${flashindex.name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
-  lines.push(ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
+  measured({ measurement: `backfill (whole process) ${flashindex.name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
+  measured(ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
 }
 
 const run = { runUtc: STARTED_UTC, machine: machineText(), recordedIn: `npm run bench:peers at ${currentCommit()}` };
