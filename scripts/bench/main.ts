@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
-import { providerBackfill, providerSummary } from "./providerBackfill.js";
+import { ponderLine, ponderRow } from "./ponderRows.js";
+import { providerBackfill, providerLine } from "./providerBackfill.js";
 import { CHAIN_SHAPES, type ChainShape } from "./savedAnvilChain.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
@@ -19,6 +20,7 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  * (b) against a synthetic JSON-RPC server in its own process, its answers rendered before the clock
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
  * (c) through a provider-shaped proxy (providerProxy.ts) in front of anvil, on a small saved chain;
+ * (d) Ponder through the same proxy on the same chain (ponderRows.ts; BENCH_PEERS=0 leaves it out);
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator). Prints one table; with BENCH_RECORD=1 also appends it to results/runs.csv.
@@ -94,6 +96,12 @@ for (const logs of ANVIL_LOGS) {
 }
 // A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
 const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_LOGS, false)];
+// Ponder through the same proxy on the same chain (installed into .bench/ on first use; BENCH_PEERS=0 skips it).
+const ponderLines: BenchLine[] = [];
+if (process.env.BENCH_PEERS !== "0") {
+  const defaults = providerLine(providerRows[0]!);
+  ponderLines.push(ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), { flashindexLogsPerSecond: defaults.logsPerSecond!, flashindexConfiguration: "defaults, attribution on" }));
+}
 // Attribution's cost, at the goals' 1,000,000 logs and at a tenth of it.
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
 rows.push(await synthetic(SYNTHETIC_LOGS, true));
@@ -116,11 +124,8 @@ const lines: BenchLine[] = [
     const { logs, peakRssMb, cpuSeconds } = figures;
     return { measurement: `backfill (whole process): ${name}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
   }),
-  ...providerRows.map((row): BenchLine => {
-    const seconds = row.durationMs / 1_000;
-    const { logs, peakRssMb, cpuSeconds } = row;
-    return { measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
-  }),
+  ...providerRows.map(providerLine),
+  ...ponderLines,
   ...latency.map(
     (l): BenchLine => ({
       measurement: `pre-confirmation: pendingLogs notification → committed row, ${l.rate} logs/s in 200 ms flashblock bursts${l.withBackfill ? ", while a backfill runs in the same process" : ""}`,
@@ -144,7 +149,7 @@ const lines: BenchLine[] = [
 ];
 console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`);
 // One table: each row is one measurement; columns that do not apply stay empty.
-console.log(markdownTable(lines));
+console.log(markdownTable(lines, { runUtc: STARTED_UTC, machine }));
 if (process.env.BENCH_RECORD === "1") {
   appendRuns(RUNS_CSV, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
   console.log(`\nRecorded in ${RUNS_CSV}`);

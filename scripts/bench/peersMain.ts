@@ -1,6 +1,6 @@
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { CHAIN_SHAPES, type ChainShape } from "./savedAnvilChain.js";
-import { providerBackfill } from "./providerBackfill.js";
+import { providerBackfill, providerLine } from "./providerBackfill.js";
 import { ponderLine, ponderRow } from "./ponderRows.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
@@ -36,15 +36,14 @@ for (const logs of PEERS_LOGS) {
   }
 }
 if (PROVIDER_LOGS > 0) {
-  const flashindex = await providerBackfill(PROVIDER_LOGS, true);
-  const seconds = flashindex.durationMs / 1_000;
-  measured({ measurement: `backfill (whole process) ${flashindex.name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
-  measured(ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
+  const flashindex = providerLine(await providerBackfill(PROVIDER_LOGS, true));
+  measured(flashindex);
+  measured(ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), { flashindexLogsPerSecond: flashindex.logsPerSecond!, flashindexConfiguration: "defaults, the row above" }));
 }
 
 const run = { runUtc: STARTED_UTC, machine: machineText(), recordedIn: `npm run bench:peers at ${currentCommit()}` };
 console.log(`\nflashindex and its peers — started ${run.runUtc} — ${run.machine}\n`);
-console.log(markdownTable(lines));
+console.log(markdownTable(lines, run));
 if (process.env.BENCH_RECORD === "1") {
   appendRuns(RUNS_CSV, run, lines);
   console.log(`\nRecorded in ${RUNS_CSV}`);

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { startProviderProxy, type ProviderCounts, type ProviderShape } from "./providerProxy.js";
+import type { BenchLine } from "./results.js";
 import { startSavedAnvilChain } from "./savedAnvilChain.js";
 
 /** A backfill through the provider-shaped proxy: the process's figures and what the provider saw. */
@@ -78,4 +79,11 @@ export function parseProviderSummary(measurement: string): { ceilingLogsPerSecon
   const found = /ceiling (\d+) logs\/s, ([\d.]+)% of it; (\d+) of (\d+) requests refused/.exec(measurement);
   if (found === null) return undefined;
   return { ceilingLogsPerSecond: Number(found[1]), sharePercent: Number(found[2]), refused: Number(found[3]), requests: Number(found[4]) };
+}
+
+/** A provider row as a line of the bench's table: its figures, with the provider's in the measurement. */
+export function providerLine(row: ProviderRow): BenchLine {
+  const seconds = row.durationMs / 1_000;
+  const { logs, peakRssMb, cpuSeconds } = row;
+  return { measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
 }
