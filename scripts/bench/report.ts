@@ -7,16 +7,19 @@ import { RUNS_CSV } from "./runInfo.js";
 /** docs/benchmarks.md in the sources (the report runs from dist/scripts/bench/). */
 const BENCHMARKS_MD = join(import.meta.dirname, "..", "..", "..", "docs", "benchmarks.md");
 
-/** The recorders whose newest run makes the latest table: the whole bench and the peers' comparison. */
-const RECORDERS = ["npm run bench at ", "npm run bench:peers at "];
+/** The peers' comparison's runs; every other run is the whole bench's (older ones were copied from README.md). */
+const PEERS_RECORDER = "npm run bench:peers at ";
 
-/** The rows of the newest recorded run of each recorder, newest run first. */
+/** The rows of the newest run of the whole bench and of the newest bench:peers run, newest run first. */
 export function latestRows(rows: readonly RecordedRow[]): RecordedRow[] {
-  const runs = RECORDERS.map((recorder) => rows.filter((row) => row.recordedIn.startsWith(recorder)).reduce<string | undefined>((run, row) => (run === undefined || row.runUtc > run ? row.runUtc : run), undefined))
+  const newestRun = (test: (row: RecordedRow) => boolean) =>
+    rows.filter(test).reduce<string | undefined>((run, row) => (run === undefined || row.runUtc > run ? row.runUtc : run), undefined);
+  const runs = [newestRun((row) => !row.recordedIn.startsWith(PEERS_RECORDER)), newestRun((row) => row.recordedIn.startsWith(PEERS_RECORDER))];
+  return runs
     .filter((run) => run !== undefined)
     .sort()
-    .reverse();
-  return runs.flatMap((run) => rows.filter((row) => row.runUtc === run));
+    .reverse()
+    .flatMap((run) => rows.filter((row) => row.runUtc === run));
 }
 
 /**

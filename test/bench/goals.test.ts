@@ -82,14 +82,15 @@ describe("the bench's goals", () => {
 });
 
 describe("the bench's report", () => {
-  test("latestRows() takes the newest run of npm run bench and of npm run bench:peers, newest first", () => {
+  test("latestRows() takes the newest run of the whole bench and of npm run bench:peers, newest first", () => {
     const rows = [
       row("2026-11-26T10:00:00.000Z", "old bench"),
       row("2026-11-26T12:00:00.000Z", "new bench"),
       row("2026-11-26T11:00:00.000Z", "peers", { recordedIn: "npm run bench:peers at abc1234" }),
-      row("2026-11-26T13:00:00.000Z", "by hand", { recordedIn: "README.md at 4754536" }),
     ];
     expect(latestRows(rows).map((r) => r.measurement)).toEqual(["new bench", "peers"]);
+    const copied = row("2026-11-26T13:00:00.000Z", "copied from README.md", { recordedIn: "README.md at 4754536" });
+    expect(latestRows([...rows, copied]).map((r) => r.measurement)).toEqual(["copied from README.md", "peers"]);
   });
 
   test("replaceSection() replaces what stands between a section's markers, and refuses a missing section", () => {
