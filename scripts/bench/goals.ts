@@ -1,0 +1,166 @@
+import { parseProviderSummary } from "./providerBackfill.js";
+import type { RecordedRow } from "./results.js";
+
+/** A goal judged on recorded rows: the figure behind the verdict (with its run), and the verdict. */
+export type Verdict = { figure: string; met: boolean | undefined };
+export type Goal = { goal: string; judge: (rows: readonly RecordedRow[]) => Verdict };
+
+const NOT_MEASURED: Verdict = { figure: "not measured", met: undefined };
+const n = (value: number) => Math.round(value).toLocaleString("en-US");
+const pct = (value: number) => `${(100 * value).toFixed(1)}%`;
+/** The day and minute of a run, as the goals table names it. */
+const when = (row: RecordedRow) => row.runUtc.slice(0, 16).replace("T", " ");
+
+/** The newest row (by run start) that `test` accepts. */
+function newest(rows: readonly RecordedRow[], test: (measurement: string) => boolean): RecordedRow | undefined {
+  let found: RecordedRow | undefined;
+  for (const row of rows) if (test(row.measurement) && row.logs > 0 && (found === undefined || row.runUtc >= found.runUtc)) found = row;
+  return found;
+}
+
+/** The newest run holding a row for each test, and those rows: figures compared must come from one run. */
+function newestTogether(rows: readonly RecordedRow[], tests: readonly ((measurement: string) => boolean)[]): RecordedRow[] | undefined {
+  const runs = [...new Set(rows.map((row) => row.runUtc))].sort().reverse();
+  for (const run of runs) {
+    const inRun = rows.filter((row) => row.runUtc === run);
+    const found = tests.map((test) => newest(inRun, test));
+    if (found.every((row) => row !== undefined)) return found as RecordedRow[];
+  }
+  return undefined;
+}
+
+/** flashindex's end-to-end row against anvil: a saved chain's size and shape, the defaults, attribution on or off. */
+const anvilRow = (logs: number, shape: string, attribution: boolean) => (m: string) =>
+  m.startsWith("backfill (whole process): anvil end to end, ") &&
+  m.includes(`${n(logs)} Transfer logs (saved ${shape} chain`) &&
+  m.includes("; defaults (") &&
+  m.endsWith(`attribution ${attribution ? "on" : "off"}`);
+/** flashindex through the provider-shaped proxy, the defaults with attribution on or off. */
+const providerRow = (attribution: boolean) => (m: string) =>
+  m.startsWith("backfill (whole process) through a provider-shaped proxy") && new RegExp(`defaults(?: \\([^)]*\\))?, attribution ${attribution ? "on" : "off"}(?![a-z])`).test(m);
+/** Ponder through the same proxy (bench:peers), not a blocked row. */
+const ponderProviderRow = (m: string) => m.startsWith("Ponder ") && m.includes("through a provider-shaped proxy") && !m.includes(": blocked: ");
+/** The x402 settle rows (issue 30): flashindex's facilitator waiting for pre-confirmation, and the reference facilitator. */
+const settleRow = (m: string) => m.startsWith("settle") && m.includes("preconfirmed");
+const settleReferenceRow = (m: string) => m.startsWith("settle") && m.includes("reference");
+
+function atLeastLogsPerSecond(logs: number, shape: string, attribution: boolean, floor: number): Goal {
+  return {
+    goal: `${n(logs)} logs, ${shape} chain, anvil end to end, defaults with attribution ${attribution ? "on" : "off"}: at least ${n(floor)} logs/s`,
+    judge(rows) {
+      const row = newest(rows, anvilRow(logs, shape, attribution));
+      if (row?.logsPerSecond === undefined) return NOT_MEASURED;
+      return { figure: `${n(row.logsPerSecond)} logs/s (${when(row)})`, met: row.logsPerSecond >= floor };
+    },
+  };
+}
+
+function peakRss(logs: number, ceilingMb: number): Goal {
+  return {
+    goal: `peak RSS at most ${ceilingMb} MB at ${n(logs)} logs, defaults`,
+    judge(rows) {
+      const found = ["dense", "base-mix"].map((shape) => newest(rows, anvilRow(logs, shape, true))).filter((row) => row?.peakRssMb !== undefined) as RecordedRow[];
+      if (found.length === 0) return NOT_MEASURED;
+      const figure = found.map((row) => `${row.peakRssMb} MB ${/saved (\S+) chain/.exec(row.measurement)?.[1]} (${when(row)})`).join("; ");
+      return { figure, met: found.every((row) => row.peakRssMb! <= ceilingMb) };
+    },
+  };
+}
+
+function attributionShare(shape: string, floor: number, goal: string): Goal {
+  return {
+    goal,
+    judge(rows) {
+      for (const logs of [1_000_000, 200_000]) {
+        const pair = newestTogether(rows, [anvilRow(logs, shape, true), anvilRow(logs, shape, false)]);
+        if (pair === undefined) continue;
+        const [on, off] = pair as [RecordedRow, RecordedRow];
+        const share = on.logsPerSecond! / off.logsPerSecond!;
+        return { figure: `${pct(share)} at ${n(logs)} logs: ${n(on.logsPerSecond!)} on, ${n(off.logsPerSecond!)} off (${when(on)})`, met: share >= floor };
+      }
+      return NOT_MEASURED;
+    },
+  };
+}
+
+/** Issue 32 §2 and issue 30's settle goals, in the order docs/benchmarks.md lists them. */
+export const GOALS: readonly Goal[] = [
+  atLeastLogsPerSecond(1_000_000, "dense", true, 60_000),
+  atLeastLogsPerSecond(1_000_000, "base-mix", true, 60_000),
+  atLeastLogsPerSecond(1_000_000, "dense", false, 75_000),
+  atLeastLogsPerSecond(1_000_000, "base-mix", false, 75_000),
+  peakRss(200_000, 256),
+  peakRss(1_000_000, 256),
+  attributionShare("dense", 0.95, "attribution on within 5% of off on a chain of 500-log transactions (dense)"),
+  attributionShare("base-mix", 0.7, "attribution on at least 70% of off on the Base-like mix"),
+  {
+    goal: "provider-shaped proxy: the defaults finish",
+    judge(rows) {
+      const row = newest(rows, providerRow(true));
+      return row === undefined ? NOT_MEASURED : { figure: `finished, ${n(row.logsPerSecond ?? 0)} logs/s (${when(row)})`, met: true };
+    },
+  },
+  {
+    goal: "provider-shaped proxy, attribution off: at least 90% of the provider's ceiling",
+    judge(rows) {
+      const row = newest(rows, providerRow(false));
+      const summary = row === undefined ? undefined : parseProviderSummary(row.measurement);
+      if (row === undefined || summary === undefined) return NOT_MEASURED;
+      return { figure: `${summary.sharePercent}% of ${n(summary.ceilingLogsPerSecond)} logs/s (${when(row)})`, met: summary.sharePercent >= 90 };
+    },
+  },
+  {
+    goal: "provider-shaped proxy: at most 2% of requests refused",
+    judge(rows) {
+      const found = [true, false].map((on) => newest(rows, providerRow(on))).filter((row) => row !== undefined);
+      const shares = found.map((row) => ({ row, summary: parseProviderSummary(row.measurement) })).filter((s) => s.summary !== undefined);
+      if (shares.length === 0) return NOT_MEASURED;
+      const figure = shares
+        .map(({ row, summary }) => `attribution ${row.measurement.includes("attribution on") ? "on" : "off"}: ${summary!.refused} of ${summary!.requests} (${when(row)})`)
+        .join("; ");
+      return { figure, met: shares.every(({ summary }) => summary!.refused <= 0.02 * summary!.requests) };
+    },
+  },
+  {
+    goal: "provider-shaped proxy, defaults: at least 5× Ponder through the same proxy",
+    judge(rows) {
+      const pair = newestTogether(rows, [providerRow(true), ponderProviderRow]);
+      if (pair === undefined) return NOT_MEASURED;
+      const [flashindex, ponder] = pair as [RecordedRow, RecordedRow];
+      const ratio = flashindex.logsPerSecond! / ponder.logsPerSecond!;
+      return { figure: `${ratio.toFixed(1)}×: ${n(flashindex.logsPerSecond!)} against ${n(ponder.logsPerSecond!)} logs/s (${when(flashindex)})`, met: ratio >= 5 };
+    },
+  },
+  {
+    goal: "settle p50 at most 400 ms and p99 at most 1 s, settleWaitsFor preconfirmed, devnet",
+    judge(rows) {
+      const row = newest(rows, settleRow);
+      if (row?.p50Ms === undefined || row.p99Ms === undefined) return NOT_MEASURED;
+      return { figure: `p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms (${when(row)})`, met: row.p50Ms <= 400 && row.p99Ms <= 1_000 };
+    },
+  },
+  {
+    goal: "settle at least 5× faster than the reference facilitator at p50, same run",
+    judge(rows) {
+      const pair = newestTogether(rows, [settleRow, settleReferenceRow]);
+      if (pair === undefined) return NOT_MEASURED;
+      const [ours, reference] = pair as [RecordedRow, RecordedRow];
+      if (ours.p50Ms === undefined || reference.p50Ms === undefined) return NOT_MEASURED;
+      const ratio = reference.p50Ms / ours.p50Ms;
+      return { figure: `${ratio.toFixed(1)}×: p50 ${ours.p50Ms} against ${reference.p50Ms} ms (${when(ours)})`, met: ratio >= 5 };
+    },
+  },
+];
+
+/** The goals judged on `rows`, as the Markdown table docs/benchmarks.md keeps. */
+export function goalsTable(rows: readonly RecordedRow[], goals: readonly Goal[] = GOALS): string {
+  const verdict = (met: boolean | undefined) => (met === undefined ? "not known" : met ? "met" : "not met");
+  return [
+    "| goal | figure (newest run) | met? |",
+    "| --- | --- | --- |",
+    ...goals.map((goal) => {
+      const { figure, met } = goal.judge(rows);
+      return `| ${goal.goal} | ${figure} | ${verdict(met)} |`;
+    }),
+  ].join("\n");
+}

@@ -1,0 +1,101 @@
+import { describe, expect, test } from "vitest";
+import { GOALS, goalsTable } from "../../scripts/bench/goals.js";
+import { providerSummary } from "../../scripts/bench/providerBackfill.js";
+import { latestRows, replaceSection } from "../../scripts/bench/report.js";
+import type { RecordedRow } from "../../scripts/bench/results.js";
+
+const DEFAULTS = "defaults (50 requests/s, windowBlocks 2000, concurrency 4, log level info)";
+const PROXY = "a provider-shaped proxy (80 ms, 5 calls/s, 429 with Retry-After on 1 in 2 refusals, 2000-block and 10000-result caps)";
+
+function row(runUtc: string, measurement: string, figures: Partial<RecordedRow> = {}): RecordedRow {
+  return { runUtc, machine: "2 × test cpu, 24 GiB, Node v20", measurement, logs: 1_000_000, recordedIn: "npm run bench at abc1234", note: "", ...figures };
+}
+const anvil = (runUtc: string, logs: string, shape: string, attribution: string, logsPerSecond: number, peakRssMb = 200) =>
+  row(runUtc, `backfill (whole process): anvil end to end, ${logs} Transfer logs (saved ${shape} chain: 2,000 blocks, 2,000 token transactions); ${DEFAULTS}, attribution ${attribution}`, {
+    logsPerSecond,
+    peakRssMb,
+  });
+/** A provider row's measurement, written by the bench's own providerSummary(). */
+const provider = (runUtc: string, attribution: string, logsPerSecond: number, refused: number, requests: number) =>
+  row(
+    runUtc,
+    `backfill (whole process) through ${PROXY}, anvil saved chain of 20,000 Transfer logs, defaults, attribution ${attribution}: ${providerSummary({
+      logs: 20_000,
+      durationMs: (1_000 * 20_000) / logsPerSecond,
+      ceilingLogsPerSecond: 50_000,
+      provider: { requests, calls: requests, rateLimited: refused, withRetryAfter: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 20_000, bytesServed: 0 },
+    })}`,
+    { logs: 20_001, logsPerSecond },
+  );
+
+const verdicts = (rows: RecordedRow[]) => new Map(GOALS.map((goal) => [goal.goal, goal.judge(rows)]));
+
+describe("the bench's goals", () => {
+  test("a goal is judged on the newest row that measures it, and is not known without one", () => {
+    const judged = verdicts([
+      anvil("2026-11-26T10:00:00.000Z", "1,000,000", "dense", "on", 70_000),
+      anvil("2026-11-26T12:00:00.000Z", "1,000,000", "dense", "on", 55_000),
+      anvil("2026-11-26T11:00:00.000Z", "1,000,000", "dense", "on", 80_000),
+    ]);
+    expect(judged.get("1,000,000 logs, dense chain, anvil end to end, defaults with attribution on: at least 60,000 logs/s")).toEqual({ figure: "55,000 logs/s (2026-11-26 12:00)", met: false });
+    expect(judged.get("1,000,000 logs, base-mix chain, anvil end to end, defaults with attribution on: at least 60,000 logs/s")).toEqual({ figure: "not measured", met: undefined });
+  });
+
+  test("attribution's share compares on and off from one run, never across runs", () => {
+    const judged = verdicts([
+      anvil("2026-11-26T10:00:00.000Z", "1,000,000", "base-mix", "on", 40_000),
+      anvil("2026-11-26T10:00:00.000Z", "1,000,000", "base-mix", "off", 50_000),
+      // A newer run with attribution off alone is not paired with the older run's attribution on.
+      anvil("2026-11-26T12:00:00.000Z", "1,000,000", "base-mix", "off", 90_000),
+    ]);
+    expect(judged.get("attribution on at least 70% of off on the Base-like mix")).toEqual({ figure: "80.0% at 1,000,000 logs: 40,000 on, 50,000 off (2026-11-26 10:00)", met: true });
+  });
+
+  test("peak RSS is judged over both shapes at a size", () => {
+    const judged = verdicts([anvil("2026-11-26T10:00:00.000Z", "200,000", "dense", "on", 40_000, 230), anvil("2026-11-26T10:00:00.000Z", "200,000", "base-mix", "on", 30_000, 262)]);
+    expect(judged.get("peak RSS at most 256 MB at 200,000 logs, defaults")).toEqual({ figure: "230 MB dense (2026-11-26 10:00); 262 MB base-mix (2026-11-26 10:00)", met: false });
+  });
+
+  test("the proxy's goals read the provider's figures back from the rows' text, and Ponder's ratio comes from one run", () => {
+    const run = "2026-11-26T21:42:00.000Z";
+    const judged = verdicts([
+      provider(run, "on", 4_000, 1, 100),
+      provider(run, "off", 46_000, 3, 100),
+      row(run, `Ponder 0.16.10 (its default database, PGlite), through ${PROXY}, 20,000 Transfer logs (saved dense chain), wall time to ready`, { logs: 20_001, logsPerSecond: 500 }),
+    ]);
+    expect(judged.get("provider-shaped proxy: the defaults finish")).toEqual({ figure: "finished, 4,000 logs/s (2026-11-26 21:42)", met: true });
+    expect(judged.get("provider-shaped proxy, attribution off: at least 90% of the provider's ceiling")).toEqual({ figure: "92% of 50,000 logs/s (2026-11-26 21:42)", met: true });
+    expect(judged.get("provider-shaped proxy: at most 2% of requests refused")).toEqual({
+      figure: "attribution on: 1 of 100 (2026-11-26 21:42); attribution off: 3 of 100 (2026-11-26 21:42)",
+      met: false,
+    });
+    expect(judged.get("provider-shaped proxy, defaults: at least 5× Ponder through the same proxy")).toEqual({ figure: "8.0×: 4,000 against 500 logs/s (2026-11-26 21:42)", met: true });
+  });
+
+  test("goalsTable() writes one row per goal with its verdict", () => {
+    const table = goalsTable([anvil("2026-11-26T10:00:00.000Z", "1,000,000", "dense", "off", 80_000)]).split("\n");
+    expect(table).toHaveLength(2 + GOALS.length);
+    expect(table[0]).toBe("| goal | figure (newest run) | met? |");
+    expect(table).toContain("| 1,000,000 logs, dense chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s | 80,000 logs/s (2026-11-26 10:00) | met |");
+    expect(table).toContain("| 1,000,000 logs, base-mix chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s | not measured | not known |");
+  });
+});
+
+describe("the bench's report", () => {
+  test("latestRows() takes the newest run of the whole bench and of npm run bench:peers, newest first", () => {
+    const rows = [
+      row("2026-11-26T10:00:00.000Z", "old bench"),
+      row("2026-11-26T12:00:00.000Z", "new bench"),
+      row("2026-11-26T11:00:00.000Z", "peers", { recordedIn: "npm run bench:peers at abc1234" }),
+    ];
+    expect(latestRows(rows).map((r) => r.measurement)).toEqual(["new bench", "peers"]);
+    const copied = row("2026-11-26T13:00:00.000Z", "copied from README.md", { recordedIn: "README.md at 4754536" });
+    expect(latestRows([...rows, copied]).map((r) => r.measurement)).toEqual(["copied from README.md", "peers"]);
+  });
+
+  test("replaceSection() replaces what stands between a section's markers, and refuses a missing section", () => {
+    const text = "# B\n<!-- bench:goals -->\nold\n<!-- /bench:goals -->\nafter\n";
+    expect(replaceSection(text, "goals", "new")).toBe("# B\n<!-- bench:goals -->\nnew\n<!-- /bench:goals -->\nafter\n");
+    expect(() => replaceSection(text, "latest", "new")).toThrow(/no <!-- bench:latest --> … <!-- \/bench:latest --> section/);
+  });
+});
