@@ -7,6 +7,7 @@ import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { providerBackfill, providerSummary } from "./providerBackfill.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
+import { settleLines } from "./settleRows.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
 /**
@@ -18,7 +19,8 @@ import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
  * (c) through a provider-shaped proxy (providerProxy.ts) in front of anvil, on a small saved chain;
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
- * allocator). Prints one table; with BENCH_RECORD=1 also appends it to results/runs.csv.
+ * allocator); then x402 settle latency (settleRows.ts). Prints one table; with BENCH_RECORD=1 also
+ * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone.
  */
 const HERE = import.meta.dirname;
 /** When the run started (UTC): the run's name in results/runs.csv. */
@@ -31,6 +33,11 @@ const LOGS_PER_BLOCK = 20;
 const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 20_000);
 
 type Row = { name: string; figures: ProcessFigures };
+
+if (process.env.BENCH_ROWS === "settle") {
+  report(await settleLines(runNode));
+  process.exit(0);
+}
 
 /** Runs one of the bench's scripts as the bin starts Node and returns its last line of output. */
 function runNode(script: string, args: string[]): Promise<string> {
@@ -96,9 +103,8 @@ try {
 const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ rate: number; withBackfill: boolean; samples: number; p50Ms: number; p99Ms: number; maxMs: number }>;
 const webhook = JSON.parse(await runNode("webhookLatency.js", [])) as { delivered: number; p50Ms: number; p99Ms: number };
 const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
+const settle = await settleLines(runNode);
 
-const cpu = cpus()[0]?.model ?? "unknown cpu";
-const machine = `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 const lines: BenchLine[] = [
   ...rows.map(({ name, figures }): BenchLine => {
     const seconds = figures.durationMs / 1_000;
@@ -130,15 +136,23 @@ const lines: BenchLine[] = [
     seconds: reorg.rollbackMs / 1_000,
     secondsDigits: 3,
   },
+  ...settle,
 ];
-console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`);
-// One table: each row is one measurement; columns that do not apply stay empty.
-console.log(markdownTable(lines));
-if (process.env.BENCH_RECORD === "1") {
-  // Runs from dist/scripts/bench/: the committed results live in the sources.
-  const runsCsv = join(HERE, "..", "..", "..", "scripts", "bench", "results", "runs.csv");
-  appendRuns(runsCsv, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
-  console.log(`\nRecorded in ${runsCsv}`);
+report(lines);
+
+/** Prints the run's table; with BENCH_RECORD=1 also appends it to results/runs.csv. */
+function report(lines: BenchLine[]): void {
+  const cpu = cpus()[0]?.model ?? "unknown cpu";
+  const machine = `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`);
+  // One table: each row is one measurement; columns that do not apply stay empty.
+  console.log(markdownTable(lines));
+  if (process.env.BENCH_RECORD === "1") {
+    // Runs from dist/scripts/bench/: the committed results live in the sources.
+    const runsCsv = join(HERE, "..", "..", "..", "scripts", "bench", "results", "runs.csv");
+    appendRuns(runsCsv, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
+    console.log(`\nRecorded in ${runsCsv}`);
+  }
 }
 
 /** The commit the run measured (with "+changes" when the work tree differs), or "unknown" outside git. */
