@@ -10,6 +10,7 @@ import { providerBackfill, providerLine } from "./providerBackfill.js";
 import { CHAIN_SHAPES, type ChainShape } from "./savedAnvilChain.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
+import { settleLines } from "./settleRows.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 import { watchBackfill, watchSummary } from "./watchBackfill.js";
 
@@ -24,7 +25,8 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * (d) Ponder through the same proxy on the same chain (ponderRows.ts; BENCH_PEERS=0 leaves it out);
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
- * allocator). Prints one table; with BENCH_RECORD=1 also appends it to results/runs.csv.
+ * allocator); then x402 settle latency (settleRows.ts). Prints one table; with BENCH_RECORD=1 also
+ * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone.
  */
 const HERE = import.meta.dirname;
 /** When the run started (UTC): the run's name in results/runs.csv. */
@@ -41,6 +43,11 @@ const LOGS_PER_BLOCK = 20;
 const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 20_000);
 
 type Row = { name: string; figures: ProcessFigures };
+
+if (process.env.BENCH_ROWS === "settle") {
+  report(await settleLines(runNode));
+  process.exit(0);
+}
 
 /** Runs one of the bench's scripts as the bin starts Node and returns its last line of output. */
 function runNode(script: string, args: string[]): Promise<string> {
@@ -119,8 +126,8 @@ try {
 const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ rate: number; withBackfill: boolean; samples: number; p50Ms: number; p99Ms: number; maxMs: number }>;
 const webhook = JSON.parse(await runNode("webhookLatency.js", [])) as { delivered: number; p50Ms: number; p99Ms: number };
 const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
+const settle = await settleLines(runNode);
 
-const machine = machineText();
 const lines: BenchLine[] = [
   ...rows.map(({ name, figures }): BenchLine => {
     const seconds = figures.durationMs / 1_000;
@@ -156,12 +163,19 @@ const lines: BenchLine[] = [
     seconds: reorg.rollbackMs / 1_000,
     secondsDigits: 3,
   },
+  ...settle,
 ];
-console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`);
-// One table: each row is one measurement; columns that do not apply stay empty.
-console.log(markdownTable(lines, { runUtc: STARTED_UTC, machine }));
-if (process.env.BENCH_RECORD === "1") {
-  appendRuns(RUNS_CSV, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
-  console.log(`\nRecorded in ${RUNS_CSV}`);
+report(lines);
+
+/** Prints the run's table; with BENCH_RECORD=1 also appends it to results/runs.csv. */
+function report(lines: BenchLine[]): void {
+  const machine = machineText();
+  console.log(`\nflashindex benchmark — started ${STARTED_UTC} — ${machine}\n`);
+  // One table: each row is one measurement; columns that do not apply stay empty.
+  console.log(markdownTable(lines, { runUtc: STARTED_UTC, machine }));
+  if (process.env.BENCH_RECORD === "1") {
+    appendRuns(RUNS_CSV, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
+    console.log(`\nRecorded in ${RUNS_CSV}`);
+  }
 }
 

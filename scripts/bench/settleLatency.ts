@@ -43,7 +43,14 @@ export type SettleLatencyOptions = {
   /** Payers, used in turn; each must hold `payments / payers.length` times the offer's amount. */
   payers: readonly ClientEvmSigner[];
   payments: number;
+  /** Requests in flight at most. */
   concurrency: number;
+  /**
+   * Open loop: request i is sent at i / perSecond seconds after the first (or later, when
+   * `concurrency` requests are still waiting), however long earlier answers take. Without it,
+   * each worker sends its next request when its last answer came.
+   */
+  perSecond?: number | undefined;
   /** Extra request headers (e.g. `authorization: Bearer …` for a facilitator that wants one). */
   headers?: Record<string, string>;
 };
@@ -63,7 +70,12 @@ export async function measureSettleLatency(options: SettleLatencyOptions): Promi
 
   async function worker(): Promise<void> {
     while (next < bodies.length) {
-      const body = bodies[next++]!;
+      const index = next++;
+      const body = bodies[index]!;
+      if (options.perSecond !== undefined) {
+        const due = started + (index * 1_000) / options.perSecond;
+        if (due > now()) await new Promise((resolve) => setTimeout(resolve, due - now()));
+      }
       const sentAt = now();
       const response = await fetch(`${options.facilitatorUrl}/settle`, { method: "POST", headers: { "content-type": "application/json", ...options.headers }, body });
       const answer = (await response.json().catch(() => undefined)) as { success?: unknown; transaction?: unknown; errorReason?: unknown } | undefined;

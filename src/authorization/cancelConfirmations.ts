@@ -1,12 +1,12 @@
 import type { Hex } from "viem";
-import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
+import type { TransactionReceiptSummary } from "../chain/transactionReceipt.js";
 import { RetryableError } from "../errors/base.js";
-import { sleep } from "../ops/shutdown.js";
 import { CancelRevertedError, CancelTimeoutError, OutOfGasError } from "../errors/cancel.js";
 import type { RpcClient } from "../chain/rpcClient.js";
+import { createReceiptPoller } from "./receiptPoller.js";
 
-/** How often the relay polls for the receipt and new blocks while waiting for confirmations. */
-export const RECEIPT_POLL_INTERVAL_MS = 250;
+/** How often the cancel polls for the receipt and new blocks while waiting for confirmations: a one-off command need not hurry. */
+export const CONFIRMATION_POLL_INTERVAL_MS = 250;
 
 /** A successful receipt in a canonical block, and the canonical head its confirmations were counted at. */
 export type CanonicalReceipt = TransactionReceiptSummary & { head: bigint };
@@ -33,58 +33,37 @@ export type ConfirmationWait = {
  * whose block was reorged away is not counted either. RPC failures while waiting are retried until the timeout.
  */
 export async function waitForCanonicalReceipt(deps: ConfirmationWait, sent: Sent): Promise<CanonicalReceipt> {
-  const { client } = deps;
-  const pollMs = deps.pollingIntervalMs ?? RECEIPT_POLL_INTERVAL_MS;
+  const poller = createReceiptPoller({ client: deps.client, pollingIntervalMs: deps.pollingIntervalMs ?? CONFIRMATION_POLL_INTERVAL_MS });
   const deadline = Date.now() + deps.receiptTimeoutMs;
   let reportedPreconfirmed = false;
   let lastSeen = "no receipt";
   let lastError: unknown;
   for (;;) {
     try {
-      const receipt = await getTransactionReceipt(client, sent.txHash);
-      if (receipt !== null && receipt.preconfirmed) {
-        lastSeen = `pre-confirmed in pending block ${receipt.blockNumber}`;
-        if (!reportedPreconfirmed) deps.onPreconfirmed?.({ txHash: sent.txHash, pendingBlockNumber: receipt.blockNumber });
+      const seen = await poller.next([sent.txHash]);
+      if (seen.kind === "preconfirmed") {
+        lastSeen = `pre-confirmed in pending block ${seen.receipt.blockNumber}`;
+        if (!reportedPreconfirmed) deps.onPreconfirmed?.({ txHash: sent.txHash, pendingBlockNumber: seen.receipt.blockNumber });
         reportedPreconfirmed = true;
-      } else if (receipt !== null) {
-        const [head, canonicalHash] = await Promise.all([
-          client.request("eth_blockNumber", [], parseBlockNumber),
-          client.request("eth_getBlockByNumber", [`0x${receipt.blockNumber.toString(16)}`, false], parseBlockHash),
-        ]);
-        if (canonicalHash !== receipt.blockHash) lastSeen = `in block ${receipt.blockNumber}, no longer canonical`;
-        else {
-          const confirmations = head - receipt.blockNumber + 1n;
-          lastSeen = `in block ${receipt.blockNumber} with ${confirmations} confirmation(s)`;
-          if (receipt.status !== "success") {
-            if (receipt.gasUsed >= sent.gas) throw new OutOfGasError(`${sent.txHash} ran out of gas (limit ${sent.gas}) in block ${receipt.blockNumber}`);
-            throw new CancelRevertedError(`${sent.txHash} reverted in block ${receipt.blockNumber}`, sent.txHash);
-          }
-          if (confirmations >= BigInt(deps.confirmations)) return { ...receipt, head };
+      } else if (seen.kind === "orphaned") lastSeen = `in block ${seen.receipt.blockNumber}, no longer canonical`;
+      else if (seen.kind === "canonical") {
+        const { receipt, confirmations, head } = seen;
+        lastSeen = `in block ${receipt.blockNumber} with ${confirmations} confirmation(s)`;
+        if (receipt.status !== "success") {
+          if (receipt.gasUsed >= sent.gas) throw new OutOfGasError(`${sent.txHash} ran out of gas (limit ${sent.gas}) in block ${receipt.blockNumber}`);
+          throw new CancelRevertedError(`${sent.txHash} reverted in block ${receipt.blockNumber}`, sent.txHash);
         }
+        if (confirmations >= deps.confirmations) return { ...receipt, head };
       }
     } catch (error) {
       if (!(error instanceof RetryableError)) throw error;
       lastError = error;
     }
-    if (Date.now() + pollMs > deadline)
+    if (Date.now() >= deadline)
       throw new CancelTimeoutError(
         `sent ${sent.txHash} (relayer nonce ${sent.relayerNonce}) but saw no receipt with ${deps.confirmations} canonical confirmation(s) within ${deps.receiptTimeoutMs} ms (last seen: ${lastSeen}); it may still land: check it before sending again`,
         sent.txHash,
         { cause: lastError },
       );
-    await sleep(pollMs);
   }
-}
-
-function parseBlockNumber(result: unknown): bigint {
-  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,16}$/.test(result)) throw new RetryableError(`eth_blockNumber returned ${JSON.stringify(result)}`);
-  return BigInt(result);
-}
-
-/** The canonical block's hash at a height, or null when the node has no such block yet (a lagging endpoint). */
-function parseBlockHash(result: unknown): Hex | null {
-  if (result === null) return null;
-  const hash = (result as { hash?: unknown }).hash;
-  if (typeof hash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(hash)) throw new RetryableError(`eth_getBlockByNumber returned a block without a hash`);
-  return hash.toLowerCase() as Hex;
 }

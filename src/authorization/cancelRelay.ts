@@ -29,7 +29,7 @@ const ERROR_STRING_ABI = parseAbi(["error Error(string)"]);
 const GAS_LIMIT_HEADROOM_PERCENT = 20n;
 /** maxFeePerGas = base fee × this + priority fee: room for the base fee to rise for a few blocks. */
 const BASE_FEE_MULTIPLIER = 2n;
-export { RECEIPT_POLL_INTERVAL_MS } from "./cancelConfirmations.js";
+export { CONFIRMATION_POLL_INTERVAL_MS } from "./cancelConfirmations.js";
 
 /** Where the CancelAuthorization signature comes from: the buyer's key, or one the buyer (or the buyer's wallet) made. */
 export type CancelAuthority =

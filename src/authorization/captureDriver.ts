@@ -2,7 +2,7 @@ import type { LocalAccount } from "viem";
 import type { Common } from "../common.js";
 import type { Store } from "../store/store.js";
 import { createCaptureRelay, type CaptureRelay } from "./captureRelay.js";
-import { readKeyAccount, RELAYER_KEY_ENV } from "./keySources.js";
+import { readRelayerAccount } from "./keySources.js";
 import { createRelayerNonces } from "./relayerNonces.js";
 
 /** How often the daemon looks at the live capture intents. */
@@ -12,7 +12,7 @@ export const CAPTURE_DRIVE_INTERVAL_MS = 1_000;
  * The daemon's capture relay and its driver: every CAPTURE_DRIVE_INTERVAL_MS it takes the intents still
  * capturing (those of this run, of `order capture` runs beside it, and those a crash left behind) and
  * re-sends what the node lost or replaces what is stuck (captureRelay.ts drive). The relayer key is
- * the one given, else FLASHINDEX_RELAYER_KEY's. Without a relayer key
+ * the one given, else the configured one (keySources.ts readRelayerAccount). Without a relayer key
  * it can still re-send stored bytes; replacements need the key. Stopped by the shutdown.
  */
 export function startCaptureDriver(deps: Common & { store: Store; relayer?: LocalAccount | undefined }): CaptureRelay {
@@ -20,7 +20,7 @@ export function startCaptureDriver(deps: Common & { store: Store; relayer?: Loca
     client: deps.client,
     store: deps.store,
     chainId: deps.config.chainId,
-    relayer: deps.relayer ?? readKeyAccount({ envName: RELAYER_KEY_ENV, fileFlag: RELAYER_KEY_ENV, filePath: undefined }),
+    relayer: deps.relayer ?? readRelayerAccount(deps.config.facilitator),
     relayerNonces: createRelayerNonces(),
     logger: deps.logger,
     metrics: deps.metrics,

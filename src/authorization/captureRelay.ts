@@ -6,12 +6,12 @@ import { CaptureFundsError, CaptureRevertedError, CaptureTimeoutError, ReceivePa
 import { RpcRequestError } from "../errors/rpc.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
-import { sleep } from "../ops/shutdown.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent, type CaptureTransaction, type Order } from "../store/orderStates.js";
 import type { Store } from "../store/store.js";
 import { parseBaseFee, parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
 import type { RelayerNonces } from "./relayerNonces.js";
+import { createReceiptPoller, type ReceiptStanding } from "./receiptPoller.js";
 import { simulateCapture, type CaptureCall } from "./simulateCapture.js";
 import { readAuthorizationState } from "./tokenReads.js";
 
@@ -23,8 +23,6 @@ const BASE_FEE_MULTIPLIER = 2n;
 const REPLACEMENT_FEE_BUMP_PERCENT = 25n;
 /** A capture not pre-confirmed this long after it was sent is replaced (Base pre-confirms within a flashblock, ~200 ms). */
 export const CAPTURE_REPLACE_AFTER_MS = 10_000;
-/** How often a wait polls the receipt. */
-export const CAPTURE_POLL_INTERVAL_MS = 100;
 /** A plain transfer's gas: what a nonce-gap filler costs. */
 const SELF_TRANSFER_GAS = 21_000n;
 /** How often a wait hands the intent to the driver (re-send, replacement). */
@@ -40,6 +38,7 @@ export type CaptureRelayDeps = {
   logger: Logger;
   metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap"> | undefined;
   replaceAfterMs?: number | undefined;
+  /** How often waits read receipts (receiptPoller.ts RECEIPT_POLL_INTERVAL_MS by default). */
   pollingIntervalMs?: number | undefined;
 };
 
@@ -69,12 +68,12 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const { client, store, relayer, relayerNonces } = deps;
   const logger = deps.logger.child({ component: "capture" });
   const replaceAfterMs = deps.replaceAfterMs ?? CAPTURE_REPLACE_AFTER_MS;
-  const pollMs = deps.pollingIntervalMs ?? CAPTURE_POLL_INTERVAL_MS;
+  const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
   /** Orders a drive step is working on in this process: one step at a time per order. */
   const busy = new Set<number>();
 
   function needRelayer(): LocalAccount {
-    if (relayer === undefined) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} or pass --relayer-key-file`);
+    if (relayer === undefined) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, or pass --relayer-key-file`);
     return relayer;
   }
 
@@ -248,36 +247,30 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       for (;;) {
         const capture = await store.captures.get(orderId);
         if (capture === undefined) throw new OrderNotFoundError(`order ${orderId} has no capture`);
-        const seen = await landed(capture).catch((error: unknown) => {
-          if (error instanceof RetryableError) return undefined;
+        // Only one of them can have a receipt: they share a nonce.
+        const seen = await poller.next([capture.txHash, ...capture.replacedTxHashes], signal).catch((error: unknown): ReceiptStanding => {
+          if (error instanceof RetryableError) return { kind: "none" };
           throw error;
         });
-        if (seen !== undefined && seen.receipt.preconfirmed) {
+        if (seen.kind === "preconfirmed") {
           lastSeen = `pre-confirmed for block ${seen.receipt.blockNumber}`;
           if (confirmations === 0) return { txHash: seen.txHash, status: "preconfirmed", blockNumber: seen.receipt.blockNumber, confirmations: 0 };
-        } else if (seen !== undefined) {
+        } else if (seen.kind === "canonical") {
           const { receipt } = seen;
-          const [head, canonical] = await Promise.all([
-            client.request("eth_blockNumber", [], parseQuantity),
-            client.request("eth_getBlockByNumber", [`0x${receipt.blockNumber.toString(16)}`, false], (result) => (result as { hash?: string } | null)?.hash?.toLowerCase()),
-          ]);
-          if (canonical === receipt.blockHash) {
-            if (receipt.status === "reverted") throw new CaptureRevertedError(`${seen.txHash} reverted in block ${receipt.blockNumber}`, "reverted on chain", seen.txHash);
-            const count = Number(head - receipt.blockNumber) + 1;
-            lastSeen = `in block ${receipt.blockNumber} with ${count} confirmation(s)`;
-            if (count >= confirmations) return { txHash: seen.txHash, status: "confirmed", blockNumber: receipt.blockNumber, confirmations: count };
-          } else lastSeen = `in block ${receipt.blockNumber}, no longer canonical`;
-        } else if (Date.now() - lastDrive >= DRIVE_DURING_WAIT_MS) {
+          if (receipt.status === "reverted") throw new CaptureRevertedError(`${seen.txHash} reverted in block ${receipt.blockNumber}`, "reverted on chain", seen.txHash);
+          lastSeen = `in block ${receipt.blockNumber} with ${seen.confirmations} confirmation(s)`;
+          if (seen.confirmations >= confirmations) return { txHash: seen.txHash, status: "confirmed", blockNumber: receipt.blockNumber, confirmations: seen.confirmations };
+        } else if (seen.kind === "orphaned") lastSeen = `in block ${seen.receipt.blockNumber}, no longer canonical`;
+        else if (Date.now() - lastDrive >= DRIVE_DURING_WAIT_MS) {
           lastDrive = Date.now();
           const order = await store.getOrder(orderId);
           if (order?.state === "capturing" && capture.status === "sent") await driveGuarded(order, capture, Date.now()).catch((error: unknown) => logDriveError(orderId, error));
         }
-        if (Date.now() + pollMs > deadline)
+        if (Date.now() >= deadline)
           throw new CaptureTimeoutError(
             `sent ${capture.txHash} for order ${orderId} but did not see it ${confirmations === 0 ? "pre-confirmed" : `in ${confirmations} canonical block(s)`} within ${timeoutMs} ms (last seen: ${lastSeen}); it is stored and may still land: run the capture again, it sends nothing new`,
             capture.txHash,
           );
-        await sleep(pollMs, signal);
       }
     },
 

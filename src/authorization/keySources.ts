@@ -39,3 +39,22 @@ export function readKeyAccount(
     throw new ConfigError(origin, "not a valid secp256k1 private key (the value is not shown)");
   }
 }
+
+/** Where the relayer's key is configured: `facilitator.relayerKeyEnv` and `facilitator.relayerKeyFile`. */
+export type RelayerKeyConfig = { relayerKeyEnv: string; relayerKeyFile: string | undefined };
+
+/**
+ * The relayer's key, by the one rule `cancel`, `order capture`, the capture driver and the
+ * facilitator share: a command's `--relayer-key-file` flag, else `facilitator.relayerKeyFile`,
+ * else the variable `facilitator.relayerKeyEnv` names (FLASHINDEX_RELAYER_KEY by default).
+ * Undefined when none is set.
+ */
+export function readRelayerAccount(config: RelayerKeyConfig, flagFile?: string | undefined, env: NodeJS.ProcessEnv = process.env): PrivateKeyAccount | undefined {
+  if (flagFile !== undefined) return readKeyAccount({ envName: config.relayerKeyEnv, fileFlag: "--relayer-key-file", filePath: flagFile }, env);
+  return readKeyAccount({ envName: config.relayerKeyEnv, fileFlag: "facilitator.relayerKeyFile", filePath: config.relayerKeyFile }, env);
+}
+
+/** How to give a relayer key, for the message of a command that has none. */
+export function relayerKeyHint(config: RelayerKeyConfig): string {
+  return `set ${config.relayerKeyEnv} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, or pass --relayer-key-file`;
+}

@@ -202,7 +202,7 @@ export const CONFIG_FIELDS: Record<string, Field> = {
       settleWaitsFor: { type: "enum", values: ["preconfirmed", "confirmed"], default: d.facilitator.settleWaitsFor, description: "when /settle answers: pre-confirmed (Flashblocks) or in a sealed block" },
       payTo: { type: "array", items: ADDRESS, description: "the payees settled for; empty or absent: any (loopback only)" },
       authTokenEnv: { type: "string", format: "text", description: "the environment variable holding the bearer token /verify and /settle require" },
-      builderCode: { type: "string", format: "text", description: "the facilitator's own ERC-8021 builder code (w in the suffix), ^[a-z0-9_]{1,32}$" },
+      builderCode: { type: "string", format: "text", description: "the facilitator's own ERC-8021 builder code (w in the suffix), ^[a-z0-9_]{1,32}$; unset: the code flashindex register stored for the relayer wallet" },
       settleTimeoutMs: ms(1_000, 600_000, d.facilitator.settleTimeoutMs, "longest a /settle waits for its transaction"),
       maxBodyBytes: ms(1_024, 10_485_760, d.facilitator.maxBodyBytes, "largest request body read"),
     },

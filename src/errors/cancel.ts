@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
-import { BaseError, RetryableError, type BaseErrorOptions } from "./base.js";
+import { BaseError, type BaseErrorOptions } from "./base.js";
+import { TransactionWaitTimeoutError } from "./relayedTransaction.js";
 import { RpcTransportError } from "./rpc.js";
 
 /**
@@ -100,13 +101,8 @@ export class CancelNotAppliedError extends CancelError {
 }
 
 /** Sent, but no receipt with enough confirmations in time. The transaction may still land: check before retrying. */
-export class CancelTimeoutError extends RetryableError {
+export class CancelTimeoutError extends TransactionWaitTimeoutError {
   override name = "CancelTimeoutError";
-  readonly txHash: Hex;
-  constructor(shortMessage: string, txHash: Hex, options: BaseErrorOptions = {}) {
-    super(shortMessage, options);
-    this.txHash = txHash;
-  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
-import { BaseError, RetryableError, UsageError, type BaseErrorOptions } from "./base.js";
+import { BaseError, UsageError, type BaseErrorOptions } from "./base.js";
+import { TransactionWaitTimeoutError } from "./relayedTransaction.js";
 import { EXIT_RELAYER_FUNDS, EXIT_REVERTED } from "./cancel.js";
 
 /** The exit-code table of `flashindex order capture` (the codes cancel uses for the same failures). */
@@ -38,11 +39,6 @@ export class CaptureFundsError extends BaseError {
 }
 
 /** Sent (and stored), but not seen as asked within the wait. It may still land; a retry sends nothing new. */
-export class CaptureTimeoutError extends RetryableError {
+export class CaptureTimeoutError extends TransactionWaitTimeoutError {
   override name = "CaptureTimeoutError";
-  readonly txHash: Hex;
-  constructor(shortMessage: string, txHash: Hex, options: BaseErrorOptions = {}) {
-    super(shortMessage, options);
-    this.txHash = txHash;
-  }
 }

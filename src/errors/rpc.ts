@@ -94,11 +94,19 @@ const INVALID_PARAMS = -32602;
 const INVALID_REQUEST = -32600;
 const METHOD_NOT_SUPPORTED = -32004;
 
+/** What nodes answer eth_sendRawTransaction when they refuse or already hold the transaction. */
+const SEND_VERDICT = /already known|known transaction|already imported|nonce too low|nonce has already been used|underpriced|insufficient funds/i;
+
 /** Whether a node's JSON-RPC error is worth another try (rate limits, overloaded or lagging nodes). */
 export function isRetryableRpcError(error: RpcRequestError): boolean {
   if ([EXECUTION_REVERTED_CODE, METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_SUPPORTED, PRUNED_HISTORY_CODE].includes(error.code)) return false;
   // Note: geth answers a revert without data as -32000 "execution reverted"; retrying cannot change it.
   if (/^execution reverted/i.test(error.shortMessage.replace(/^\S+ failed: /, ""))) return false;
+  // Note: a node's verdict on a sent transaction (geth/reth -32000 "already known", "nonce too low",
+  // "replacement transaction underpriced", "insufficient funds"; anvil -32003 "transaction already
+  // imported") is the same for the same bytes a second later: the relay reads it and decides, where
+  // seconds of retries held a settlement's answer back.
+  if (SEND_VERDICT.test(error.shortMessage)) return false;
   // -32000 "header not found", -32005 limit exceeded, -32603 internal error, 429-like texts, and proxyd's
   // -32011 "no backend is currently healthy to serve traffic" (HTTP 503): transient.
   return true;

@@ -236,7 +236,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     settleLatency: new Histogram({
       name: "flashindex_settle_latency_seconds",
-      help: "x402 POST /settle from the request to the answer, by outcome (success, refused).",
+      help: "x402 POST /settle from the request to the answer, by outcome (success, pending: sent but not seen within the wait, refused).",
       labelNames: ["outcome"] as const,
       buckets: [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10, 30],
       registers,

@@ -3,6 +3,7 @@ import type { Store } from "../store/store.js";
 import type { Metrics } from "./metrics.js";
 import type { Hex } from "viem";
 import { tokenCheckpoint } from "../sync/watchScope.js";
+import { readFacilitatorStatus, renderFacilitatorSection, type FacilitatorStatus } from "./statusPageFacilitator.js";
 
 /** The page reloads itself this often. */
 export const STATUS_PAGE_REFRESH_SECONDS = 5;
@@ -17,6 +18,8 @@ export type StatusMetrics = {
   webhooksDelivered: number;
   webhooksFailed: number;
   webhooksParked: number;
+  /** Present when the facilitator is enabled. */
+  facilitator?: FacilitatorStatus | undefined;
 };
 
 /** Escapes text for HTML element content and quoted attribute values. */
@@ -100,6 +103,7 @@ ${table(["State", "Orders"], s.orders.map((o) => [o.state, o.n]), "No orders.")}
 <dt>Parked</dt><dd>${escapeHtml(s.webhooks.parked)}</dd>
 <dt>Since start</dt><dd>${escapeHtml(m.webhooksDelivered)} delivered, ${escapeHtml(m.webhooksFailed)} failed attempts, ${escapeHtml(m.webhooksParked)} parked</dd></dl>
 ${table(["When", "Event", "Type", "Attempt", "HTTP", "Result", "Took"], attempts, "No delivery attempts yet.")}</section>
+${m.facilitator === undefined ? "" : renderFacilitatorSection(m.facilitator, { escapeHtml, table })}
 </body>
 </html>
 `;
@@ -115,7 +119,11 @@ async function metricSum(metric: MetricLike, labels: Record<string, string> = {}
 
 /** Builds the page from the daemon's store (either backend) and metrics, on each request. */
 export function createStatusPage(deps: {
-  config: { chainId: number; tokens: ReadonlyArray<{ address: string; label: string | undefined; startBlock: number; watch?: readonly Hex[] | undefined }> };
+  config: {
+    chainId: number;
+    tokens: ReadonlyArray<{ address: string; label: string | undefined; startBlock: number; watch?: readonly Hex[] | undefined }>;
+    facilitator?: { enabled: boolean };
+  };
   metrics: Metrics;
   store: Pick<Store, "statusSnapshot" | "syncedRanges">;
 }): () => Promise<string> {
@@ -139,6 +147,7 @@ export function createStatusPage(deps: {
         webhooksDelivered: await metricSum(metrics.webhookDeliveries, { outcome: "delivered" }),
         webhooksFailed: await metricSum(metrics.webhookDeliveries, { outcome: "failed" }),
         webhooksParked: await metricSum(metrics.webhookDeliveries, { outcome: "parked" }),
+        facilitator: deps.config.facilitator?.enabled === true ? await readFacilitatorStatus(metrics) : undefined,
       },
     });
   };

@@ -40,6 +40,26 @@ export function settleSucceeded(settled: { transaction: Hex; network: string; pa
   };
 }
 
+/**
+ * /settle's body for a payment whose transaction was sent but not seen pre-confirmed (or
+ * confirmed) within facilitator.settleTimeoutMs: `success: false`, errorReason
+ * `settlement_pending` and the sent hash in `transaction`. The specification's §5.3.2 table
+ * says `transaction` is empty when settlement failed; the reference packages (@x402/evm 2.27,
+ * settlementPendingResponse) answer a receipt wait that timed out after the broadcast exactly
+ * so, and a resource server finds the hash where it finds it on success. The payment is stored
+ * and driven: a repeated /settle answers with the same transaction and sends nothing.
+ */
+export function settlePending(pending: { transaction: Hex; network: string; payer: Address; message: string }): SettleResponse {
+  return {
+    success: false,
+    errorReason: INVALID_REASONS.settlementPending,
+    errorMessage: pending.message,
+    transaction: pending.transaction,
+    network: pending.network,
+    payer: pending.payer,
+  };
+}
+
 /** /settle's body for a refused or failed payment: no transaction (the spec's empty string). */
 export function settleRefused(refusal: Refusal, network: string, payer?: Address): SettleResponse {
   return { success: false, errorReason: refusal.invalidReason, errorMessage: refusal.message, transaction: "", network, ...(payer === undefined ? {} : { payer }) };

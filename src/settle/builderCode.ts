@@ -1,6 +1,8 @@
-import type { Hex } from "viem";
+import type { Address, Hex } from "viem";
 import { schema2Suffix } from "../attribution/erc8021Suffix.js";
 import { describe } from "../config/fields.js";
+import type { Logger } from "../ops/logger.js";
+import type { Store } from "../store/store.js";
 import { BUILDER_CODE_EXTENSION } from "./wire.js";
 
 /**
@@ -80,6 +82,20 @@ export function builderCodeSuffix(codes: { app?: string | undefined; services?: 
   const services = codes.services ?? [];
   if (codes.app === undefined && facilitatorCode === undefined && services.length === 0) return undefined;
   return schema2Suffix({ app: codes.app, wallet: facilitatorCode, services });
+}
+
+/**
+ * The facilitator's own code `w`: `facilitator.builderCode` when set, else the code
+ * `flashindex register` stored for the relayer wallet (the wallet that sends the settlements is
+ * the one the code was registered for). A stored code the extension's format cannot carry is left
+ * out with a warning rather than stopping the facilitator. Undefined when there is neither.
+ */
+export async function facilitatorBuilderCode(deps: { store: Pick<Store, "registration">; logger: Logger }, configured: string | undefined, relayer: Address): Promise<string | undefined> {
+  if (configured !== undefined) return configured;
+  const stored = (await deps.store.registration(relayer))?.builderCode;
+  if (stored === undefined || isBuilderCode(stored)) return stored;
+  deps.logger.warn({ msg: "Skipped registered builder code", relayer, builder_code: stored, reason: `not of the form ${BUILDER_CODE_PATTERN.source}` });
+  return undefined;
 }
 
 /** `calldata` with `suffix` appended (ERC-8021 suffixes go after the ABI-encoded arguments). */

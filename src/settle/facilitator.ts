@@ -12,7 +12,7 @@ import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { OrderExistsError, type Order } from "../store/orderStates.js";
 import type { Store } from "../store/store.js";
-import { refusalStatus, settleRefused, settleSucceeded, verifyAccepted, verifyRefused } from "./answers.js";
+import { ANSWER_STATUS, refusalStatus, settlePending, settleRefused, settleSucceeded, verifyAccepted, verifyRefused } from "./answers.js";
 import { builderCodeSuffix, readPayloadBuilderCodes } from "./builderCode.js";
 import { checkExactFields, type ExactPolicy, type FacilitatorToken } from "./exactFieldChecks.js";
 import { INVALID_REASONS as R, refuse, type Refusal } from "./invalidReasons.js";
@@ -197,13 +197,13 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
           answer = await settleRequest(parsed.request, signal);
         } catch (error) {
           logger.warn({ msg: "Failed to settle payment", payer, error: message(error) });
-          const reason = error instanceof CaptureRevertedError ? R.transactionFailed : R.unexpectedSettleError;
-          const detail = error instanceof CaptureTimeoutError ? `${message(error)} (transaction ${error.txHash})` : message(error);
-          answer = refused(refuse(reason, detail), payer);
+          if (error instanceof CaptureTimeoutError) answer = { status: ANSWER_STATUS.ok, body: settlePending({ transaction: error.txHash, network, payer, message: message(error) }) };
+          else answer = refused(refuse(error instanceof CaptureRevertedError ? R.transactionFailed : R.unexpectedSettleError, message(error)), payer);
         }
       }
       count("settle", answer.body.success ? "success" : (answer.body.errorReason ?? "failed"));
-      deps.metrics.settleLatency.observe({ outcome: answer.body.success ? "success" : "refused" }, (performance.now() - started) / 1000);
+      const outcome = answer.body.success ? "success" : answer.body.errorReason === R.settlementPending ? "pending" : "refused";
+      deps.metrics.settleLatency.observe({ outcome }, (performance.now() - started) / 1000);
       return answer;
     },
   };

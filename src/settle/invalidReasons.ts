@@ -33,6 +33,8 @@ export const INVALID_REASONS = {
   simulationFailed: "invalid_exact_evm_transaction_simulation_failed",
   transactionFailed: "invalid_exact_evm_transaction_failed",
   assetNotContract: "asset_not_deployed_contract",
+  // @x402/evm's settle helpers (ErrSettlementPending): sent, not yet seen within the wait; `transaction` carries the hash.
+  settlementPending: "settlement_pending",
   // payment-identifier extension: the same id with another payload (answered with HTTP 409).
   paymentIdentifierConflict: "payment_identifier_conflict",
 } as const;

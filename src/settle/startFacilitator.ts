@@ -1,12 +1,13 @@
 import { numberToHex, parseEther, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { startCaptureDriver } from "../authorization/captureDriver.js";
-import { readKeyAccount } from "../authorization/keySources.js";
+import { readRelayerAccount } from "../authorization/keySources.js";
 import { readTokenDomainOverRpc } from "../authorization/tokenReads.js";
 import type { Common } from "../common.js";
 import { runsDevnet } from "../config/parseConfig.js";
 import { ConfigError } from "../errors/base.js";
 import type { Store } from "../store/store.js";
+import { facilitatorBuilderCode } from "./builderCode.js";
 import { createFacilitator } from "./facilitator.js";
 import { facilitatorRecordPath, removeFacilitatorRecord, writeFacilitatorRecord } from "./facilitatorRecord.js";
 import { startFacilitatorServer } from "./facilitatorServer.js";
@@ -26,7 +27,7 @@ const DEVNET_RELAYER_ETH = "1000";
  */
 export async function startSettlement(deps: Common & { store: Store }): Promise<{ facilitatorUrl: string | undefined }> {
   const settings = deps.config.facilitator;
-  let relayer: LocalAccount | undefined = readKeyAccount({ envName: settings.relayerKeyEnv, fileFlag: "facilitator.relayerKeyFile", filePath: settings.relayerKeyFile });
+  let relayer: LocalAccount | undefined = readRelayerAccount(settings);
   if (relayer === undefined && settings.enabled && runsDevnet(deps.config)) relayer = await fundedDevnetRelayer(deps);
   const relay = startCaptureDriver({ ...deps, relayer });
   if (!settings.enabled) return { facilitatorUrl: undefined };
@@ -43,6 +44,7 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
       return { address: token.address, name: domain.name, version: domain.version };
     }),
   );
+  const builderCode = await facilitatorBuilderCode(deps, settings.builderCode, relayer.address);
   const facilitator = createFacilitator({
     client: deps.client,
     store: deps.store,
@@ -55,7 +57,7 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
     payTo: settings.payTo as `0x${string}`[],
     settleWaitsFor: settings.settleWaitsFor,
     settleTimeoutMs: settings.settleTimeoutMs,
-    builderCode: settings.builderCode,
+    builderCode,
   });
   const server = await startFacilitatorServer(deps, facilitator, {
     host: settings.host,
@@ -71,7 +73,7 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
     writeFacilitatorRecord(recordPath, { pid: process.pid, url: server.url, relayer: relayer.address, settleWaitsFor: settings.settleWaitsFor });
     deps.shutdown.add(() => removeFacilitatorRecord(recordPath, process.pid));
   }
-  deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, settle_waits_for: settings.settleWaitsFor, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
+  deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, settle_waits_for: settings.settleWaitsFor, builder_code: builderCode ?? null, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
   return { facilitatorUrl: server.url };
 }
 

@@ -2,7 +2,7 @@ import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../decode/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
-import type { AttributedTransaction, BlockApplied, InsertCounts, PreconfirmedStored, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
+import type { AttributedTransaction, BlockApplied, InsertCounts, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
 import type { CaptureStore } from "./captureStore.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 
@@ -129,6 +129,8 @@ export type Store = {
   unattributed: (txHashes: readonly Hex[]) => Promise<Hex[]>;
   insertAttribution: (transactions: readonly AttributedTransaction[], now: number) => Promise<number>;
   saveRegistration: (wallet: Address, code: string, now: number) => Promise<SaveRegistrationResult>;
+  /** The builder code `flashindex register` stored for `wallet` (any case), if any. */
+  registration: (wallet: Address) => Promise<RegistrationRow | undefined>;
 
   // Orders
   addOrder: (order: NewOrder, now: number) => Promise<Order>;

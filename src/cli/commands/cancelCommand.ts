@@ -11,7 +11,7 @@ import {
 } from "../../authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../authorization/indexedAuthorizationState.js";
 import { createRelayerNonces } from "../../authorization/relayerNonces.js";
-import { BUYER_KEY_ENV, readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
+import { BUYER_KEY_ENV, readKeyAccount, readRelayerAccount, RELAYER_KEY_ENV, relayerKeyHint } from "../../authorization/keySources.js";
 import { readAddress } from "../../config/fields.js";
 import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
@@ -61,7 +61,8 @@ The buyer's CancelAuthorization comes from --signature (65 bytes r ‖ s ‖ v, 
 of any length), from --v/--r/--s, or is signed here with the buyer's key (for a wallet authorizer:
 its owner's key). Keys are never taken from the command line and never printed:
   buyer key     ${BUYER_KEY_ENV} or --buyer-key-file PATH
-  relayer key   ${RELAYER_KEY_ENV} or --relayer-key-file PATH (not needed with --dry-run)
+  relayer key   --relayer-key-file PATH, else facilitator.relayerKeyFile, else the variable
+                facilitator.relayerKeyEnv names (${RELAYER_KEY_ENV} by default); not needed with --dry-run
 
 --db names the SQLite file read to tell captured from canceled. Logs go to stderr.`,
   options: OPTIONS,
@@ -79,9 +80,8 @@ async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
   const confirmations = values.confirmations === undefined ? config.cancel.confirmations : positiveInteger("--confirmations", values.confirmations);
   const authority = authorityOf(values);
   const dryRun = values["dry-run"] === true;
-  const relayer = readKeyAccount({ envName: RELAYER_KEY_ENV, fileFlag: "--relayer-key-file", filePath: values["relayer-key-file"] });
-  if (relayer === undefined && !dryRun)
-    throw new UsageError(`cancel: no relayer key: set ${RELAYER_KEY_ENV} or pass --relayer-key-file (or use --dry-run)`);
+  const relayer = readRelayerAccount(config.facilitator, values["relayer-key-file"]);
+  if (relayer === undefined && !dryRun) throw new UsageError(`cancel: no relayer key: ${relayerKeyHint(config.facilitator)} (or use --dry-run)`);
 
   const deps: CancelRelayDeps = {
     client,

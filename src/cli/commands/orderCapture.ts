@@ -1,5 +1,5 @@
 import { createCaptureRelay } from "../../authorization/captureRelay.js";
-import { readKeyAccount, RELAYER_KEY_ENV } from "../../authorization/keySources.js";
+import { readRelayerAccount, relayerKeyHint } from "../../authorization/keySources.js";
 import { createRelayerNonces } from "../../authorization/relayerNonces.js";
 import { UsageError } from "../../errors/base.js";
 import { createMetrics } from "../../ops/metrics.js";
@@ -17,9 +17,9 @@ export type CaptureFlags = { confirmations: string | undefined; relayerKeyFile: 
  */
 export async function runOrderCapture(id: number, flags: CaptureFlags, common: CommonFlags, shutdown: Shutdown): Promise<void> {
   const confirmations = flags.confirmations === undefined ? 0 : confirmationsFlag(flags.confirmations);
-  const relayer = readKeyAccount({ envName: RELAYER_KEY_ENV, fileFlag: "--relayer-key-file", filePath: flags.relayerKeyFile });
-  if (relayer === undefined) throw new UsageError(`order capture: no relayer key: set ${RELAYER_KEY_ENV} or pass --relayer-key-file`);
   const context = createContext(common, shutdown);
+  const relayer = readRelayerAccount(context.config.facilitator, flags.relayerKeyFile);
+  if (relayer === undefined) throw new UsageError(`order capture: no relayer key: ${relayerKeyHint(context.config.facilitator)}`);
   await verifyChain(context);
   const store = await openStore(context.config, { metrics: createMetrics({ defaultMetrics: false }) });
   shutdown.add(() => store.close());

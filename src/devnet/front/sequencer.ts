@@ -213,12 +213,13 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
   async function mineExactly(block: PendingBlock): Promise<void> {
     const include = new Set(block.txs.map((t) => t.hash).filter((hash) => !deferred.has(hash)));
     const pool = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", ["pending", false]);
+    const asideHashes = (pool.transactions as unknown as string[]).filter((hash) => !include.has(hash));
+    // Note: anvil_dropTransaction also drops the sender's later nonces, and a dropped transaction's
+    // raw bytes are gone: read every one set aside before dropping any, or a relayer's nonce n+1
+    // behind a set-aside n vanished from the pool (a Base mempool keeps both until they are sequenced).
     const aside: string[] = [];
-    for (const hash of pool.transactions as unknown as string[]) {
-      if (include.has(hash)) continue;
-      aside.push(await upstream.call<string>("eth_getRawTransactionByHash", [hash]));
-      await upstream.call("anvil_dropTransaction", [hash]);
-    }
+    for (const hash of asideHashes) aside.push(await upstream.call<string>("eth_getRawTransactionByHash", [hash]));
+    for (const hash of asideHashes) await upstream.call("anvil_dropTransaction", [hash]);
     await upstream.call("evm_setNextBlockTimestamp", [toQuantity(block.timestamp)]).catch(() => undefined);
     await upstream.call("evm_mine", []);
     // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would; the others go back.

@@ -22,6 +22,10 @@ import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStateColumns.js";
 import { READER_INDEXES } from "../readerIndexDefinitions.js";
 import { RECENT_WEBHOOK_ATTEMPTS } from "../statusSnapshotLimits.js";
 
+/** One agent_registrations row by wallet (lower case), as RegistrationRow. */
+const REGISTRATION_SELECT = `SELECT wallet_address AS "walletAddress", builder_code AS "builderCode", registered_at AS "registeredAt",
+  last_confirmed_at AS "lastConfirmedAt" FROM agent_registrations WHERE wallet_address = $1`;
+
 export type PostgresStoreDeps = {
   pool: pg.Pool;
   chainId: number;
@@ -229,8 +233,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     saveRegistration: (wallet, code, now) =>
       write("attribution", async (c) => {
         const key = wallet.toLowerCase();
-        const select = `SELECT wallet_address AS "walletAddress", builder_code AS "builderCode", registered_at AS "registeredAt",
-          last_confirmed_at AS "lastConfirmedAt" FROM agent_registrations WHERE wallet_address = $1`;
+        const select = REGISTRATION_SELECT;
         const before = (await c.query(`${select} FOR UPDATE`, [key])).rows[0] as RegistrationRow | undefined;
         await c.query(
           `INSERT INTO agent_registrations (wallet_address, builder_code, registered_at, last_confirmed_at) VALUES ($1, $2, $3, $3)
@@ -243,6 +246,11 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         if (before === undefined) return { status: "new" as const, row };
         if (before.builderCode === code) return { status: "confirmed" as const, row };
         return { status: "changed" as const, previousCode: before.builderCode, row };
+      }),
+
+    registration: (wallet) =>
+      read(async (c) => {
+        return (await c.query(REGISTRATION_SELECT, [wallet.toLowerCase()])).rows[0] as RegistrationRow | undefined;
       }),
 
     // Orders are written beside the daemon by other processes: not through this process's write queue alone.

@@ -30,6 +30,12 @@ export function saveRegistration(db: Database, wallet: Address, code: string, no
     .immediate();
 }
 
+/** The registration of `wallet` (any case), if any. */
+export function getRegistration(db: Database, wallet: Address): RegistrationRow | undefined {
+  const row = db.prepare("SELECT * FROM agent_registrations WHERE wallet_address = ?").get(wallet.toLowerCase()) as DbRow | undefined;
+  return row === undefined ? undefined : toRow(row);
+}
+
 /** Every registered wallet, ordered by wallet address. */
 export function listRegistrations(db: Database): RegistrationRow[] {
   return (db.prepare("SELECT * FROM agent_registrations ORDER BY wallet_address").all() as DbRow[]).map(toRow);

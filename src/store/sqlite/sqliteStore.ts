@@ -13,7 +13,7 @@ import * as orders from "./orders.js";
 import { createSqliteCaptures } from "./orderCaptures.js";
 import { createReaderIndexes } from "./readerIndexes.js";
 import { createStagedAttribution } from "./stagedAttribution.js";
-import { saveRegistration } from "./registrations.js";
+import { getRegistration, saveRegistration } from "./registrations.js";
 import { readStatusSnapshot } from "./statusPageQueries.js";
 import { countRowsByStatus } from "./statusQueries.js";
 import type { Store } from "../store.js";
@@ -152,6 +152,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     unattributed: async (txHashes) => attribution.unstored(txHashes),
     insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
     saveRegistration: async (wallet, code, now) => hold(() => saveRegistration(db, wallet, code, now)),
+    registration: async (wallet) => getRegistration(db, wallet),
 
     addOrder: async (order, now) => timedOrders(() => orders.addOrder(db, order, now)),
     voidOrder: async (id, now) => timedOrders(() => orders.voidOrder(db, id, now)),

@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { readTokenDomain } from "../../src/authorization/eip3009.js";
+import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { measureSettleLatency, type SettleLatency } from "./settleLatency.js";
+import { startReferenceFacilitator, type ExactOffer } from "./x402Reference.js";
+
+/**
+ * Settle latency on one devnet (2 s blocks, 200 ms flashblocks, the Flashblocks front playing a
+ * Base node): flashindex's facilitator (the real `flashindex start`, in its own process) with
+ * settleWaitsFor "preconfirmed" and then "confirmed", payments sent open loop at
+ * BENCH_SETTLE_PER_SECOND (default 20) through its one relayer; then the reference facilitator
+ * (x402Facilitator + @x402/evm's exact scheme, viem's 1 s receipt polling as on Base) one settle at
+ * a time, since its relayer takes each nonce from the pending count and concurrent settles collide.
+ * BENCH_SETTLE_PAYMENTS (default 100) payments for flashindex, BENCH_SETTLE_REFERENCE_PAYMENTS
+ * (default 20) for the reference. Prints one JSON array, one object per facilitator run.
+ *
+ * Run: `npx tsx scripts/bench/settleBench.ts` (or the built dist/scripts/bench/settleBench.js).
+ */
+const PAYMENTS = Number(process.env.BENCH_SETTLE_PAYMENTS ?? 100);
+const PER_SECOND = Number(process.env.BENCH_SETTLE_PER_SECOND ?? 20);
+const REFERENCE_PAYMENTS = Number(process.env.BENCH_SETTLE_REFERENCE_PAYMENTS ?? 20);
+/** The devnet's buyers (test USDC) and a relayer key per facilitator run, none shared. */
+const BUYER_KEY_INDEXES = [1, 2, 3, 4, 5];
+const RELAYER_KEY_INDEX = { preconfirmed: 7, confirmed: 8, reference: 9 } as const;
+const SHOP = "0x000000000000000000000000000000000000c0de";
+/** One cent of a 6-decimals token. */
+const AMOUNT = 10_000n;
+/** How long the daemon gets to start its facilitator. */
+const DAEMON_START_TIMEOUT_MS = 60_000;
+const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", import.meta.filename.endsWith(".ts") ? "main.ts" : "main.js");
+
+export type SettleBenchRow = SettleLatency & { facilitator: "flashindex" | "reference"; settleWaitsFor: "preconfirmed" | "confirmed"; perSecond: number | undefined };
+
+/** `flashindex start` with the facilitator on, its URL once it listens, and how to stop it. */
+async function startDaemon(devnet: Devnet, dir: string, settleWaitsFor: "preconfirmed" | "confirmed"): Promise<{ url: string; stop: () => Promise<void> }> {
+  const config = join(dir, `${settleWaitsFor}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({
+      chainId: devnet.chainId,
+      // The devnet is no provider to spare: the default 50 requests a second caps a settle stream
+      // of about ten calls each well below 20 a second.
+      rpc: { http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl },
+      tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
+      finality: { depth: 6 },
+      database: { path: join(dir, `${settleWaitsFor}.db`) },
+      metrics: { enabled: false },
+      logLevel: "info",
+      facilitator: { enabled: true, port: 0, settleWaitsFor },
+    }),
+  );
+  const daemon: ChildProcess = spawn(process.execPath, [...(MAIN.endsWith(".ts") ? ["--import", "tsx"] : []), MAIN, "start", "--config", config], {
+    env: { ...process.env, FLASHINDEX_RELAYER_KEY: devnet.privateKeys[RELAYER_KEY_INDEX[settleWaitsFor]]! },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  daemon.stdout!.on("data", (chunk: Buffer) => (out = (out + chunk.toString()).slice(-100_000)));
+  const stop = async () => {
+    if (daemon.exitCode !== null) return;
+    const exited = new Promise((resolve) => daemon.once("exit", resolve));
+    daemon.kill("SIGTERM");
+    await exited;
+  };
+  const deadline = Date.now() + DAEMON_START_TIMEOUT_MS;
+  for (;;) {
+    const url = /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(out)?.[1];
+    if (url !== undefined) return { url, stop };
+    if (daemon.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`flashindex's facilitator did not start (${settleWaitsFor}):\n${out.slice(-4_000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200 });
+const dir = mkdtempSync(join(tmpdir(), "flashindex-settle-bench-"));
+const rows: SettleBenchRow[] = [];
+try {
+  const domain = await readTokenDomain(createPublicClient({ transport: http(devnet.httpUrl) }), devnet.token);
+  const offer: ExactOffer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: SHOP, amount: AMOUNT };
+  const payers = BUYER_KEY_INDEXES.map((index) => privateKeyToAccount(devnet.privateKeys[index]!));
+  for (const settleWaitsFor of ["preconfirmed", "confirmed"] as const) {
+    const daemon = await startDaemon(devnet, dir, settleWaitsFor);
+    try {
+      const figures = await measureSettleLatency({ facilitatorUrl: daemon.url, offer, payers, payments: PAYMENTS, concurrency: PAYMENTS, perSecond: PER_SECOND });
+      rows.push({ facilitator: "flashindex", settleWaitsFor, perSecond: PER_SECOND, ...figures });
+    } finally {
+      await daemon.stop();
+    }
+  }
+  const reference = await startReferenceFacilitator({ rpcUrl: devnet.httpUrl, chainId: devnet.chainId, privateKey: devnet.privateKeys[RELAYER_KEY_INDEX.reference]! });
+  try {
+    const figures = await measureSettleLatency({ facilitatorUrl: reference.url, offer, payers, payments: REFERENCE_PAYMENTS, concurrency: 1 });
+    // The reference waits for a receipt, which the Flashblocks front answers at pre-confirmation.
+    rows.push({ facilitator: "reference", settleWaitsFor: "preconfirmed", perSecond: undefined, ...figures });
+  } finally {
+    await reference.close();
+  }
+} finally {
+  await devnet.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(JSON.stringify(rows));

@@ -1,0 +1,97 @@
+import { createPublicClient, http, keccak256, stringToHex, type PublicClient } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
+import { readTokenDomain, signTransferAuthorization } from "../../src/authorization/eip3009.js";
+import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
+import { createRpcClient } from "../../src/chain/rpcClient.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openStore } from "../../src/store/openStore.js";
+import type { Store } from "../../src/store/store.js";
+import { sqliteBackend } from "../helpers/backends.js";
+import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
+
+let devnet: Devnet;
+let client: PublicClient;
+let store: Store;
+
+const admin = (method: string) =>
+  fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) }).then((r) => r.json());
+
+beforeAll(async () => {
+  // No flashblocks and no blocks until the test makes one: a sent capture stays in the pool, not pre-confirmed.
+  devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0, port: 0 });
+  client = createPublicClient({ transport: http(devnet.httpUrl) });
+  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
+  store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+}, 60_000);
+
+afterAll(async () => {
+  await store?.close();
+  await devnet?.stop();
+});
+
+describe("a capture not pre-confirmed within the bound", () => {
+  test("is replaced on the same nonce with higher fees once the bound passes; the replacement lands, the authorization is used once, the replaced hash is recorded", async () => {
+    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const relayer = privateKeyToAccount(devnet.privateKeys[7]!);
+    const buyer = privateKeyToAccount(devnet.privateKeys[3]!);
+    const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+    const domain = await readTokenDomain(client, devnet.token);
+    const validBefore = (await client.getBlock()).timestamp + 3600n;
+    const message = { from: buyer.address, to: payee, value: 77n, validAfter: 0n, validBefore, nonce: keccak256(stringToHex(`replace ${Date.now()}`)) };
+    const { signature } = await signTransferAuthorization(buyer, domain, message);
+    const order = await store.addOrder(
+      { chainId: devnet.chainId, token: devnet.token, authorizer: buyer.address, payee, value: 77n, validAfter: 0, validBefore: Number(validBefore), nonce: message.nonce, kind: "transfer", signature },
+      Date.now(),
+    );
+    const balanceOf = (account: `0x${string}`) => client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [account] });
+    const payeeBefore = await balanceOf(payee);
+    const { logger, lines } = createMemoryLogger("debug");
+    // Note: the devnet answers eth_call "pending" from anvil's pending block, which (unlike a Base
+    // node's pre-confirmed state) holds every executable pool transaction. A capture one nonce above a
+    // nonce taken in memory is not executable: it waits in the pool, not pre-confirmed, as a stuck one would.
+    const nonces = createRelayerNonces();
+    const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    expect(nonces.next(relayer.address, gap)).toBe(gap);
+    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, relayerNonces: nonces, logger, replaceAfterMs: 200 });
+
+    const first = await relay.capture(order.id);
+    const sent = (await store.captures.get(order.id))!;
+    expect(sent.relayerNonce).toBe(gap + 1);
+    expect(await client.getTransaction({ hash: first.txHash })).toMatchObject({ nonce: sent.relayerNonce });
+    // Before the bound nothing is replaced.
+    expect(await relay.drive(Date.now())).toEqual({ resent: 0, replaced: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await relay.drive(Date.now())).toMatchObject({ replaced: 1 });
+
+    const replaced = (await store.captures.get(order.id))!;
+    expect(replaced.txHash).not.toBe(first.txHash);
+    expect(replaced.replacedTxHashes).toEqual([first.txHash]);
+    expect(replaced.relayerNonce).toBe(sent.relayerNonce);
+    expect(replaced.maxFeePerGas).toBeGreaterThan(sent.maxFeePerGas);
+    expect(replaced.maxPriorityFeePerGas).toBeGreaterThan(sent.maxPriorityFeePerGas);
+    expect(lines).toContainEqual(expect.objectContaining({ msg: "Replaced capture", replaced_tx_hash: first.txHash, tx_hash: replaced.txHash }));
+    // The same pass filled the nonce below it, so the replacement can be pre-confirmed.
+    expect(lines.filter((line) => line.msg === "Filled relayer nonce gap").map((line) => line.relayer_nonce)).toEqual([gap]);
+
+    await admin("devnet_flashblock");
+    const preconfirmed = await relay.waitFor(order.id, { confirmations: 0, timeoutMs: 10_000 });
+    expect(preconfirmed).toMatchObject({ txHash: replaced.txHash, status: "preconfirmed" });
+    await admin("devnet_mine");
+    const landed = await relay.waitFor(order.id, { confirmations: 1, timeoutMs: 10_000 });
+    expect(landed).toMatchObject({ txHash: replaced.txHash, status: "confirmed" });
+    expect(await client.getTransactionReceipt({ hash: first.txHash }).catch(() => null)).toBeNull();
+
+    // Used once: one AuthorizationUsed for the nonce, one transfer to the payee; a later drive sends nothing.
+    const used = await client.getContractEvents({ address: devnet.token, abi: flashTestTokenAbi, eventName: "AuthorizationUsed", fromBlock: 0n, args: { authorizer: buyer.address, nonce: message.nonce } });
+    expect(used.map((log) => log.transactionHash)).toEqual([replaced.txHash]);
+    expect((await balanceOf(payee)) - payeeBefore).toBe(77n);
+    const count = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    expect(await relay.drive(Date.now() + 60_000)).toEqual({ resent: 0, replaced: 0 });
+    expect(await client.getTransactionCount({ address: relayer.address, blockTag: "pending" })).toBe(count);
+    expect(count).toBe(sent.relayerNonce + 1);
+  }, 90_000);
+});
