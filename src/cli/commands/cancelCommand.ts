@@ -62,7 +62,8 @@ of any length), from --v/--r/--s, or is signed here with the buyer's key (for a 
 its owner's key). Keys are never taken from the command line and never printed:
   buyer key     ${BUYER_KEY_ENV} or --buyer-key-file PATH
   relayer key   --relayer-key-file PATH, else facilitator.relayerKeyFile, else the variable
-                facilitator.relayerKeyEnv names (${RELAYER_KEY_ENV} by default); not needed with --dry-run
+                facilitator.relayerKeyEnv names (${RELAYER_KEY_ENV} by default); not needed
+                with --dry-run
 
 --db names the SQLite file read to tell captured from canceled. Logs go to stderr.`,
   options: OPTIONS,

@@ -72,9 +72,9 @@ when validBefore passes unused.
       (start) re-sends a dropped or reorged-out capture while it can still land, replaces one stuck
       unconfirmed (same nonce, higher fee), and moves the order to captured as the event arrives.
       Waits until pre-confirmed, or --confirmations canonical blocks (timeout:
-      cancel.receiptTimeoutMs). Relayer key: --relayer-key-file PATH, else facilitator.relayerKeyFile, else
-      the variable facilitator.relayerKeyEnv names (${RELAYER_KEY_ENV} by default)
-      (never an argument, never printed).
+      cancel.receiptTimeoutMs). Relayer key: --relayer-key-file PATH, else
+      facilitator.relayerKeyFile, else the variable facilitator.relayerKeyEnv names
+      (${RELAYER_KEY_ENV} by default; never an argument, never printed).
   order show <id>      prints the order and its transitions
   order list [--state S]`,
   options: OPTIONS,
