@@ -4,7 +4,7 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 
 /** The `flashindex` bin itself, run through its shebang as a user's shell runs it: no Node flags added. */
-const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
+export const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
 const CLOCK_TICKS = 100;
 
 /**

@@ -9,6 +9,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import WebSocket from "ws";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet } from "../../src/devnet/startDevnet.js";
+import { followDevnet } from "./devnetDaemonConfig.js";
 
 /**
  * Webhook latency on the devnet: from a `pendingLogs` notification to the receiver's 2xx for the
@@ -66,9 +67,7 @@ const config = join(dir, "bench.json");
 writeFileSync(
   config,
   JSON.stringify({
-    chainId: devnet.chainId,
-    rpc: { http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl },
-    tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
+    ...followDevnet(devnet),
     finality: { depth: 6 },
     database: { path: join(dir, "bench.db") },
     metrics: { enabled: false },

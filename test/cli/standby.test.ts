@@ -9,7 +9,9 @@ import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js"
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Config } from "../../src/config/types.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { EXIT_TEMPORARY } from "../../src/errors/base.js";
 import { connectionConfig } from "../../src/store/postgres/connection.js";
+import { describeLocation } from "../../src/store/postgres/location.js";
 import { postgresBackend, stopFileBackends } from "../helpers/backends.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { waitFor } from "../helpers/devnetPayments.js";
@@ -39,9 +41,8 @@ async function pay(blocks: number): Promise<void> {
   }
 }
 
-const started = (daemon: ReturnType<typeof spawnCli>, line: string) => waitFor(() => daemon.output().stdout.includes(line), 30_000, line);
-
-test("start --standby waits while another daemon writes the Postgres schema, takes over after a kill -9 during traffic, and ends with the chain's logs", async () => {
+/** A config (and its environment) for a daemon on a fresh schema of the file's database, following the chain. */
+async function freshDaemonConfig(): Promise<{ database: Config["database"]; path: string; env: NodeJS.ProcessEnv }> {
   const database = (await postgresBackend.freshDatabase()) as Config["database"];
   const path = writeConfig(dir, {
     chainId: 8453,
@@ -52,8 +53,14 @@ test("start --standby waits while another daemon writes the Postgres schema, tak
     realtime: { pendingPollIntervalMs: 0, headPollIntervalMs: 200 },
     metrics: { enabled: false },
     logLevel: "info",
-  });
-  const env = { FLASHINDEX_DATABASE_URL: database.url! };
+  }, `${database.schema}.json`);
+  return { database, path, env: { FLASHINDEX_DATABASE_URL: database.url! } };
+}
+
+const started = (daemon: ReturnType<typeof spawnCli>, line: string) => waitFor(() => daemon.output().stdout.includes(line), 30_000, line);
+
+test("start --standby waits while another daemon writes the Postgres schema, takes over after a kill -9 during traffic, and ends with the chain's logs", async () => {
+  const { database, path, env } = await freshDaemonConfig();
   const writer = spawnCli(["start", "--config", path], env);
   daemons.push(writer);
   await started(writer, "Caught up with the head");
@@ -85,3 +92,43 @@ test("start --standby waits while another daemon writes the Postgres schema, tak
   await new Promise((resolve) => standby.once("exit", resolve));
   expect(standby.exitCode).toBe(0);
 }, 120_000);
+
+/** The server process holding the writer lock of `schema` (writerLock.ts takes `hashtext('flashindex:writer:' || schema)` as a bigint). */
+async function lockHolderPid(client: pg.Client, schema: string): Promise<number | undefined> {
+  const { rows } = await client.query(
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+       AND objid::bigint = (hashtext($1)::bigint & 4294967295) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [`flashindex:writer:${schema}`],
+  );
+  return rows[0]?.pid as number | undefined;
+}
+
+test("a daemon whose writer-lock connection is terminated stops before its next write: exit 75, one line", async () => {
+  const { database, path, env } = await freshDaemonConfig();
+  const daemon = spawnCli(["start", "--config", path], env);
+  daemons.push(daemon);
+  const exited = new Promise<number | null>((resolve) => daemon.once("exit", resolve));
+  await started(daemon, "Caught up with the head");
+
+  const admin = new pg.Client({ connectionString: database.url! });
+  await admin.connect();
+  try {
+    const pid = await lockHolderPid(admin, database.schema);
+    expect(pid).toBeTypeOf("number");
+    expect((await admin.query("SELECT pg_terminate_backend($1) AS done", [pid])).rows[0].done).toBe(true);
+    // The lock went with its connection.
+    await waitFor(async () => (await lockHolderPid(admin, database.schema)) === undefined, 10_000, "the lock released");
+  } finally {
+    await admin.end();
+  }
+
+  // A payment gives the daemon something to write: it must stop instead.
+  await pay(1);
+
+  expect(await exited).toBe(EXIT_TEMPORARY);
+  const { stdout, stderr } = daemon.output();
+  expect(stderr.trim().split("\n")).toEqual([
+    `flashindex: failed: Lost the connection holding the writer lock of ${describeLocation(database.url!, database.schema)}: stopping rather than writing beside another writer`,
+  ]);
+  expect(stdout).toContain('"reason":"writer_lost"');
+}, 90_000);

@@ -739,6 +739,25 @@ describe("a pre-confirmed transaction that lands a block later (devnet_deferPrec
     expect(await h.receipt(late)).toMatchObject({ blockNumber: numberToHex(head + 2), status: "0x1" });
     expect(await h.call("devnet_deferPreconfirmed", [late])).toBe(false);
   });
+
+  test("the sender's later transactions wait with it, none lost: they land together in the next block, in nonce order", async () => {
+    const alice = h.sender(3);
+    const bob = h.sender(4);
+    await h.mine();
+    const head = await h.blockNumber();
+    const late = await alice.transfer(R1, 1n);
+    const next = await alice.transfer(R2, 2n);
+    const last = await alice.transfer(R3, 3n);
+    const other = await bob.transfer(R4, 4n);
+    await h.flashblock();
+    expect(await h.call("devnet_deferPreconfirmed", [late])).toBe(true);
+
+    await h.mine();
+    // Without its predecessor, neither later transaction of alice's can be in the block.
+    expect((await h.block(head + 1)).transactions).toEqual([other]);
+    await h.mine();
+    expect((await h.block(head + 2)).transactions).toEqual([late, next, last]);
+  });
 });
 
 describe("the newFlashblocks subscription", () => {

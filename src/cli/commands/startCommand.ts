@@ -4,6 +4,8 @@ import { createRegistrationClient } from "../../attribution/registrationClient.j
 import { getChainTips } from "../../chain/finality.js";
 import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors/base.js";
 import { DamagedAnswerError, PrunedHistoryError } from "../../errors/rpc.js";
+import { WriterEpochLostError } from "../../errors/writerEpoch.js";
+import { WriterLockLostError } from "../../errors/writerLock.js";
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
@@ -189,6 +191,7 @@ function haltReason(error: unknown): string {
   for (let e: unknown = error; e instanceof Error; e = e.cause) {
     if (e instanceof DamagedAnswerError) return "damaged_answer";
     if (e instanceof PrunedHistoryError) return "pruned_history";
+    if (e instanceof WriterLockLostError || e instanceof WriterEpochLostError) return "writer_lost";
   }
   if (error instanceof FatalError) return "fatal";
   if (error instanceof RetryableError) return "rpc_unavailable";

@@ -215,6 +215,11 @@ export async function startFlashblocksFront(options: FrontOptions) {
         });
         return ok(request, toQuantity(count));
       }
+      if (method === "eth_sendRawTransaction") {
+        // Not while a block is mined exactly (the pool's other transactions set aside, dropped and sent
+        // again): a transaction entering the pool then could be dropped with them.
+        return (await sequencer.admit(() => upstream.forward(request))) as Answer;
+      }
       if (method === "eth_getTransactionReceipt") {
         // Note: on Base, a pre-confirmed transaction has a receipt (zero blockHash) before its block exists.
         const answer = (await upstream.forward(request)) as Answer;

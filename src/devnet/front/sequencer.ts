@@ -3,6 +3,8 @@ import type { Upstream } from "./upstream.js";
 
 type PoolTransaction = { hash: string; from: string; to: string | null; input: string; value: string; gas: string; type?: string; gasPrice?: string; maxFeePerGas?: string } & Record<string, unknown>;
 type SimulatedCall = { status: string; gasUsed?: string; logs: Array<{ address: string; topics: string[]; data: string }> };
+/** anvil's `txpool_content`: pool transactions by sender, then by nonce (decimal). */
+type TxPoolContent = Partial<Record<"pending" | "queued", Record<string, Record<string, { hash: string; from: string; nonce: string }>>>>;
 type Head = { number: string; hash: string; timestamp: string };
 
 /** A receipt as JSON-RPC carries it, for a pre-confirmed transaction. */
@@ -69,6 +71,10 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
   /** After a flashblock gap the node's pending view is empty until the next block opens. */
   let blind = false;
   const dropped = new Set<string>();
+  /** Transactions on their way into anvil's pool; mining a block exactly waits for them and holds new ones back. */
+  const admitting = new Set<Promise<unknown>>();
+  /** Set while a block is mined exactly (its pool's other transactions set aside). */
+  let miningExactly: Promise<void> | undefined;
   /** Pre-confirmed transactions the next mined block leaves out (they land in a later block). */
   const deferred = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
@@ -208,22 +214,46 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
 
   /**
    * Mines `block` with exactly its pre-confirmed transactions (less the deferred ones): everything
-   * else in anvil's pool is set aside and sent again afterwards, in the same order.
+   * else in anvil's pool (ready or waiting for a nonce) is set aside and sent again afterwards,
+   * each sender's in nonce order.
    */
   async function mineExactly(block: PendingBlock): Promise<void> {
-    const include = new Set(block.txs.map((t) => t.hash).filter((hash) => !deferred.has(hash)));
-    const pool = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", ["pending", false]);
-    const asideHashes = (pool.transactions as unknown as string[]).filter((hash) => !include.has(hash));
-    // Note: anvil_dropTransaction also drops the sender's later nonces, and a dropped transaction's
-    // raw bytes are gone: read every one set aside before dropping any, or a relayer's nonce n+1
-    // behind a set-aside n vanished from the pool (a Base mempool keeps both until they are sequenced).
-    const aside: string[] = [];
-    for (const hash of asideHashes) aside.push(await upstream.call<string>("eth_getRawTransactionByHash", [hash]));
+    let done!: () => void;
+    miningExactly = new Promise((resolve) => (done = resolve));
+    try {
+      // A transaction entering the pool while the others are set aside could be dropped with them.
+      await Promise.allSettled([...admitting]);
+      await mineWithPoolSetAside(block);
+    } finally {
+      miningExactly = undefined;
+      done();
+    }
+  }
+
+  async function mineWithPoolSetAside(block: PendingBlock): Promise<void> {
+    const include = new Set(block.txs.filter((t) => !deferred.has(t.hash)).map((t) => t.hash.toLowerCase()));
+    const pool = await upstream.call<TxPoolContent>("txpool_content", []);
+    const byNonce = [pool.pending, pool.queued]
+      .flatMap((bySender) => Object.values(bySender ?? {}).flatMap((txs) => Object.values(txs)))
+      .sort((a, b) => a.from.localeCompare(b.from) || Number(BigInt(a.nonce) - BigInt(b.nonce)));
+    // A sender's transactions after one set aside go aside too: they cannot be mined without it, and
+    // anvil_dropTransaction drops them with it.
+    const blocked = new Set<string>();
+    const asideHashes: string[] = [];
+    for (const t of byNonce) {
+      const from = t.from.toLowerCase();
+      if (include.has(t.hash.toLowerCase()) && !blocked.has(from)) continue;
+      blocked.add(from);
+      asideHashes.push(t.hash);
+    }
+    // Every raw transaction is read before any is dropped: a read after its predecessor's drop finds
+    // it gone, and the gap would stall that sender for good.
+    const aside = await Promise.all(asideHashes.map((hash) => upstream.call<string | null>("eth_getRawTransactionByHash", [hash])));
     for (const hash of asideHashes) await upstream.call("anvil_dropTransaction", [hash]);
     await upstream.call("evm_setNextBlockTimestamp", [toQuantity(block.timestamp)]).catch(() => undefined);
     await upstream.call("evm_mine", []);
     // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would; the others go back.
-    for (const raw of aside) await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
+    for (const raw of aside) if (raw !== null) await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
     for (const t of block.txs) deferred.delete(t.hash);
     block.mined = true;
   }
@@ -265,6 +295,17 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     flashblock: () => exclusive(flashblock),
     /** Closes the pending block: a last flashblock, then mine it (or, with a lag, an earlier one) with the announced timestamp. */
     mine: () => exclusive(mine),
+    /** Runs `send` (a transaction into anvil's pool) when no block is being mined exactly: it would be set aside, or lost, with the others. */
+    admit: async <T>(send: () => Promise<T>): Promise<T> => {
+      while (miningExactly !== undefined) await miningExactly;
+      const sending = send();
+      admitting.add(sending);
+      try {
+        return await sending;
+      } finally {
+        admitting.delete(sending);
+      }
+    },
     /** Runs `work` between ticks, so it never sees a block mined but the pending block not yet rebuilt. */
     between: <T>(work: () => Promise<T>) => exclusive(work),
     /** Removes a pre-confirmed transaction from the pool so it never lands; its logs are not retracted. */

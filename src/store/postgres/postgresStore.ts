@@ -1,6 +1,5 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import { FatalError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
 import { createCommitSignal } from "../commitSignal.js";
 import type { RegistrationRow } from "../types.js";
@@ -307,9 +306,4 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
   function timedOrders<T>(work: () => Promise<T>): Promise<T> {
     return timed(metrics, "orders", work).then((result) => (committed.notify(), result));
   }
-}
-
-/** Fails loudly when a write arrives after the writer lock was lost. */
-export function lostWriterError(location: string): FatalError {
-  return new FatalError(`Lost the connection holding the writer lock of ${location}: stopping rather than writing beside another writer`);
 }

@@ -2,15 +2,15 @@ import { hostname } from "node:os";
 import pg from "pg";
 import { connectionConfig } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
-import { lostWriterError } from "./postgresStore.js";
 import type { WriterHolder, WriterLock } from "../types.js";
 import { WriterBusyError } from "../../errors/store.js";
+import { WriterLockLostError } from "../../errors/writerLock.js";
 
 /** The advisory lock key of a schema's one writer (hashed to the bigint Postgres locks on). */
 const WRITER_LOCK = "flashindex:writer:";
 
 export type PostgresWriterLock = WriterLock & {
-  /** Throws once the lock's connection is gone: the lock went with it. */
+  /** Throws WriterLockLostError (exit 75) once the lock's connection is gone: the lock went with it. */
   check: () => void;
 };
 
@@ -49,7 +49,7 @@ export async function acquirePostgresWriterLock(url: string, schema: string, loc
       void client.end().catch(() => undefined);
     },
     check: () => {
-      if (lost && !released) throw lostWriterError(location);
+      if (lost && !released) throw new WriterLockLostError(location);
     },
   };
 }
