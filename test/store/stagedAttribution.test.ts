@@ -107,6 +107,19 @@ describe("a bulk backfill's staged attribution", () => {
     staging.close();
   });
 
+  test("a bundle the live path mapped meanwhile keeps its mapping: its staged one is dropped", () => {
+    const db = database();
+    const writer = createAttributionWriter(db);
+    writer.stagePacked(packAttribution(FIRST_WINDOW, 100));
+    const live = bundle(word("c7"));
+    writer.insertPacked(packAttribution([{ ...live, bundleLogs: { kind: "mapped", logs: [{ token: TOKEN as Hex, txLogPosition: 5, opIndex: 1 }] } }], 99));
+    createStagedAttribution(db).move();
+    expect(contents(db).operationLogs).toEqual([{ tx_hash: word("c7"), token: TOKEN, tx_log_position: 5, op_index: 1 }]);
+    expect(db.prepare("SELECT operation_logs, fetched_at FROM transactions WHERE tx_hash = ?").get(word("c7"))).toEqual({ operation_logs: "mapped", fetched_at: 99 });
+    expect(stagedCount(db)).toEqual([0, 0, 0, 0, 0]);
+    db.close();
+  });
+
   test("a failed move leaves everything staged and the tables untouched", () => {
     const db = database();
     createAttributionWriter(db).stagePacked(packAttribution(FIRST_WINDOW, 100));
