@@ -120,6 +120,17 @@ describe("a bulk backfill's staged attribution", () => {
     db.close();
   });
 
+  test("a bundle staged twice with different mappings is stored as first staged, with only that staging's logs", () => {
+    const db = database();
+    const writer = createAttributionWriter(db);
+    const later = { ...bundle(word("c7")), bundleLogs: { kind: "mapped" as const, logs: [{ token: TOKEN as Hex, txLogPosition: 7, opIndex: 0 }] } };
+    writer.stagePacked(packAttribution(FIRST_WINDOW, 100));
+    writer.stagePacked(packAttribution([later], 101));
+    createStagedAttribution(db).move();
+    expect(contents(db).operationLogs).toEqual([0, 1].map((op) => ({ tx_hash: word("c7"), token: TOKEN, tx_log_position: op, op_index: op })));
+    db.close();
+  });
+
   test("a failed move leaves everything staged and the tables untouched", () => {
     const db = database();
     createAttributionWriter(db).stagePacked(packAttribution(FIRST_WINDOW, 100));

@@ -69,14 +69,23 @@ function prepareInserts(db: Database, prefix: "" | "staged_", onConflict: { tran
     return db.prepare(`INSERT INTO ${prefix}${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${tail}`);
   };
   // A bundle's state is set only while NULL, and its logs written only then; staged, both are
-  // appended and the move applies that rule (its transaction is not in `transactions` yet).
+  // appended, each log naming its bundle row, and the move applies that rule (stagedAttribution.ts).
+  const operationLog = db.prepare(
+    prefix === ""
+      ? "INSERT INTO user_operation_logs (tx_hash, token, tx_log_position, op_index) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+      : "INSERT INTO staged_user_operation_logs (tx_hash, token, tx_log_position, op_index, staged_bundle) VALUES (?, ?, ?, ?, ?)",
+  );
   const bundle = prefix === ""
     ? db.prepare("UPDATE transactions SET operation_logs = ?, operation_logs_error = ? WHERE tx_hash = ? AND user_operations > 0 AND operation_logs IS NULL")
     : db.prepare("INSERT INTO staged_bundles (operation_logs, operation_logs_error, tx_hash) VALUES (?, ?, ?)");
   return {
-    /** Records a bundle's mapping; whether its logs are to be written. */
-    bundle: (state: string, error: string | null, hash: Hex): boolean => bundle.run(state, error, hash).changes > 0,
-    operationLog: db.prepare(`INSERT INTO ${prefix}user_operation_logs (tx_hash, token, tx_log_position, op_index) VALUES (?, ?, ?, ?) ${onConflict.rest}`),
+    /** Records a bundle's mapping; the values its logs' rows end with, or undefined when they are not to be written. */
+    bundle: (state: string, error: string | null, hash: Hex): unknown[] | undefined => {
+      const result = bundle.run(state, error, hash);
+      if (result.changes === 0) return undefined;
+      return prefix === "" ? [] : [result.lastInsertRowid];
+    },
+    operationLog,
     transaction: insert("transactions", onConflict.transactions),
     userOperation: insert("user_operations", onConflict.rest),
     code: insert("attribution_codes", onConflict.rest),
@@ -95,9 +104,15 @@ function insertPacked(inserts: Inserts, packed: PackedAttribution, between?: Bet
     t++;
   });
   if (packed.operationLogs !== undefined) {
-    const mapped = new Set<Hex>();
-    for (const [hash, state, error] of packed.operationLogs.bundles) if (inserts.bundle(state, error, hash)) mapped.add(hash);
-    for (const row of packed.operationLogs.logs) if (mapped.has(row[0])) inserts.operationLog.run(...row);
+    const mapped = new Map<Hex, unknown[]>();
+    for (const [hash, state, error] of packed.operationLogs.bundles) {
+      const tail = inserts.bundle(state, error, hash);
+      if (tail !== undefined) mapped.set(hash, tail);
+    }
+    for (const row of packed.operationLogs.logs) {
+      const tail = mapped.get(row[0]);
+      if (tail !== undefined) inserts.operationLog.run(...row, ...tail);
+    }
   }
   return inserted;
 }

@@ -33,11 +33,12 @@ export function createStagedAttribution(db: Database) {
   const moveTransactions = move("transactions", "true", "s.tx_hash, s.fetched_at", "ON CONFLICT (tx_hash) DO NOTHING");
   // A bundle staged twice (a window fetched again after a crash) is mapped as first staged (the
   // bare columns of a MIN() aggregate are taken from the row holding the minimum).
-  const firstStaged = "(SELECT tx_hash, operation_logs, operation_logs_error, MIN(rowid) FROM staged_bundles GROUP BY tx_hash) b";
-  // Before `moveTransactions` and `mapBundles`: a bundle already stored keeps its mapping, and its staged logs are dropped.
+  const firstStaged = "(SELECT tx_hash, operation_logs, operation_logs_error, MIN(rowid) AS id FROM staged_bundles GROUP BY tx_hash) b";
+  // Only the logs staged with that mapping. Before `moveTransactions` and `mapBundles`: a bundle
+  // already stored keeps its mapping, and its staged logs are dropped.
   const moveOperationLogs = db.prepare(`
     INSERT INTO user_operation_logs (tx_hash, token, tx_log_position, op_index)
-    SELECT s.tx_hash, s.token, s.tx_log_position, s.op_index FROM staged_user_operation_logs s JOIN ${firstStaged} ON b.tx_hash = s.tx_hash
+    SELECT s.tx_hash, s.token, s.tx_log_position, s.op_index FROM staged_user_operation_logs s JOIN ${firstStaged} ON b.id = s.staged_bundle
     WHERE b.operation_logs = 'mapped'
       AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.tx_hash = s.tx_hash AND t.operation_logs IS NOT NULL)
     ORDER BY s.tx_hash, s.token, s.tx_log_position ON CONFLICT DO NOTHING`);

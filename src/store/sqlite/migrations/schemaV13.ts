@@ -32,8 +32,9 @@ CREATE TABLE user_operation_logs (
 CREATE TABLE staged_bundles (
   tx_hash TEXT NOT NULL, operation_logs TEXT NOT NULL, operation_logs_error TEXT
 ) STRICT;
+-- staged_bundle: the rowid of the staged_bundles row the log was staged with.
 CREATE TABLE staged_user_operation_logs (
-  tx_hash TEXT NOT NULL, token TEXT NOT NULL, tx_log_position INTEGER NOT NULL, op_index INTEGER NOT NULL
+  tx_hash TEXT NOT NULL, token TEXT NOT NULL, tx_log_position INTEGER NOT NULL, op_index INTEGER NOT NULL, staged_bundle INTEGER NOT NULL
 ) STRICT;
 
 ALTER TABLE transactions ADD COLUMN operation_logs TEXT CHECK (operation_logs = 'mapped' OR operation_logs = 'unmapped');
