@@ -33,11 +33,12 @@ function attributed(hash: Hex, input: Hex, to: Hex = TOKEN as Hex): AttributedTr
   return { chainId: 8453, tx, attribution: attributeTransaction(tx) };
 }
 
-/** A handleOps bundle of two user operations, the second with a schema 2 suffix. */
+/** A handleOps bundle of two user operations, the second with a schema 2 suffix, its receipt's logs mapped one to each operation. */
 function bundle(hash: Hex): AttributedTransaction {
   const op = (suffix?: Hex) => userOperation("0x00000000000000000000000000000000000000a1", suffix === undefined ? TRANSFER_CALL : withSuffix(suffix));
   const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: "handleOps", args: [[op(), op(OxAttribution.toDataSuffix({ appCode: "morpho", walletCode: "bc_k2x9q7m1" }))], BUYER] });
-  return attributed(hash, input, ENTRY_POINT_ADDRESSES["0.7"]);
+  const bundleLogs = { kind: "mapped" as const, logs: [0, 1].map((op) => ({ token: TOKEN as Hex, txLogPosition: op, opIndex: op })) };
+  return { ...attributed(hash, input, ENTRY_POINT_ADDRESSES["0.7"]), bundleLogs };
 }
 
 // Hashes out of order, as real ones are: the move sorts them.
@@ -60,14 +61,15 @@ function database(): Database {
   return db;
 }
 
-/** Every column of the three attribution tables, in key order. */
+/** Every column of the attribution tables, in key order. */
 const contents = (db: Database) => ({
+  operationLogs: db.prepare("SELECT * FROM user_operation_logs ORDER BY tx_hash, token, tx_log_position").all(),
   transactions: db.prepare("SELECT * FROM transactions ORDER BY tx_hash").all(),
   userOperations: db.prepare("SELECT * FROM user_operations ORDER BY tx_hash, op_index").all(),
   codes: db.prepare("SELECT * FROM attribution_codes ORDER BY tx_hash, op_index, position").all(),
 });
 const stagedCount = (db: Database) =>
-  ["staged_transactions", "staged_user_operations", "staged_attribution_codes"].map((table) => db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get());
+  ["staged_transactions", "staged_user_operations", "staged_attribution_codes", "staged_bundles", "staged_user_operation_logs"].map((table) => db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get());
 
 describe("a bulk backfill's staged attribution", () => {
   test("once moved, the attribution tables hold exactly what window-by-window inserts store", () => {
@@ -90,16 +92,43 @@ describe("a bulk backfill's staged attribution", () => {
     expect(staged.move()).toBe(FIRST_WINDOW.length + SECOND_WINDOW.length);
     const expected = contents(direct);
     expect(expected.userOperations).toHaveLength(2);
+    // The bundle's mapping, staged twice, is stored once, as window-by-window inserts store it.
+    expect(expected.operationLogs).toEqual([0, 1].map((op) => ({ tx_hash: word("c7"), token: TOKEN, tx_log_position: op, op_index: op })));
+    expect(expected.transactions.find((row) => (row as { tx_hash: Hex }).tx_hash === word("c7"))).toMatchObject({ operation_logs: "mapped" });
     expect(expected.codes.length).toBeGreaterThan(5);
     expect(contents(staging)).toEqual(expected);
     expect(staged.pending()).toBe(false);
-    expect(stagedCount(staging)).toEqual([0, 0, 0]);
+    expect(stagedCount(staging)).toEqual([0, 0, 0, 0, 0]);
     expect(staging.pragma("foreign_key_check")).toEqual([]);
     // Nothing left to move: a second move changes nothing.
     expect(staged.move()).toBe(0);
     expect(contents(staging)).toEqual(expected);
     direct.close();
     staging.close();
+  });
+
+  test("a bundle the live path mapped meanwhile keeps its mapping: its staged one is dropped", () => {
+    const db = database();
+    const writer = createAttributionWriter(db);
+    writer.stagePacked(packAttribution(FIRST_WINDOW, 100));
+    const live = bundle(word("c7"));
+    writer.insertPacked(packAttribution([{ ...live, bundleLogs: { kind: "mapped", logs: [{ token: TOKEN as Hex, txLogPosition: 5, opIndex: 1 }] } }], 99));
+    createStagedAttribution(db).move();
+    expect(contents(db).operationLogs).toEqual([{ tx_hash: word("c7"), token: TOKEN, tx_log_position: 5, op_index: 1 }]);
+    expect(db.prepare("SELECT operation_logs, fetched_at FROM transactions WHERE tx_hash = ?").get(word("c7"))).toEqual({ operation_logs: "mapped", fetched_at: 99 });
+    expect(stagedCount(db)).toEqual([0, 0, 0, 0, 0]);
+    db.close();
+  });
+
+  test("a bundle staged twice with different mappings is stored as first staged, with only that staging's logs", () => {
+    const db = database();
+    const writer = createAttributionWriter(db);
+    const later = { ...bundle(word("c7")), bundleLogs: { kind: "mapped" as const, logs: [{ token: TOKEN as Hex, txLogPosition: 7, opIndex: 0 }] } };
+    writer.stagePacked(packAttribution(FIRST_WINDOW, 100));
+    writer.stagePacked(packAttribution([later], 101));
+    createStagedAttribution(db).move();
+    expect(contents(db).operationLogs).toEqual([0, 1].map((op) => ({ tx_hash: word("c7"), token: TOKEN, tx_log_position: op, op_index: op })));
+    db.close();
   });
 
   test("a failed move leaves everything staged and the tables untouched", () => {
@@ -110,7 +139,7 @@ describe("a bulk backfill's staged attribution", () => {
     db.prepare("UPDATE staged_attribution_codes SET role = 'bogus' WHERE position = 1").run();
     expect(() => createStagedAttribution(db).move()).toThrow(/CHECK constraint failed/);
     expect(contents(db)).toEqual(before);
-    expect(stagedCount(db)).toEqual([3, 2, 4]);
+    expect(stagedCount(db)).toEqual([3, 2, 4, 1, 2]);
     db.close();
   });
 });
@@ -142,6 +171,7 @@ describe.each(BACKENDS)("staged attribution through the store on $name", (backen
             transactions: await reader.all("SELECT * FROM transactions ORDER BY tx_hash"),
             userOperations: await reader.all("SELECT * FROM user_operations ORDER BY tx_hash, op_index"),
             codes: await reader.all("SELECT * FROM attribution_codes ORDER BY tx_hash, op_index, position"),
+            operationLogs: await reader.all("SELECT * FROM user_operation_logs ORDER BY tx_hash, token, tx_log_position"),
           },
         };
       } finally {
@@ -153,6 +183,7 @@ describe.each(BACKENDS)("staged attribution through the store on $name", (backen
     const staged = await contentsOf(true);
     if (backend.name === "sqlite") expect(staged.before).toEqual([{ tx_hash: ALREADY_STORED.tx.hash }]);
     expect(direct.after.codes.length).toBeGreaterThan(5);
+    expect(direct.after.operationLogs).toHaveLength(2);
     expect(staged.after).toEqual(direct.after);
   });
 });

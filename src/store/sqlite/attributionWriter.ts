@@ -37,7 +37,6 @@ export function createAttributionWriter(db: Database) {
     },
     /** Inserts packed attribution (decode/packedAttribution.ts): a transaction already stored is skipped with its codes and operations. */
     insertPacked: (packed: PackedAttribution, between?: Between): number => insertPacked(keyed, packed, between),
-    // Staged attribution leaves its bundles unmapped: their transactions are not in `transactions` until the move.
     /**
      * Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves
      * it); returns the transactions staged. `between` as for the log writer's insertPacked.
@@ -63,19 +62,30 @@ export const ATTRIBUTION_COLUMNS = {
   attribution_codes: ["tx_hash", "op_index", "position", "code", "role", "registry", "registry_chain_id", "registry_address"],
 } as const;
 
-/** The three inserts into the attribution tables, or into their staging twins (`prefix` "staged_", no keys to conflict on). */
+/** The inserts into the attribution tables, or into their staging twins (`prefix` "staged_", no keys to conflict on). */
 function prepareInserts(db: Database, prefix: "" | "staged_", onConflict: { transactions: string; rest: string }) {
   const insert = (table: keyof typeof ATTRIBUTION_COLUMNS, tail: string) => {
     const columns = ATTRIBUTION_COLUMNS[table];
     return db.prepare(`INSERT INTO ${prefix}${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ${tail}`);
   };
-  // Staging has no bundle rows to write: prepared for the keyed tables only (a staged bundle stays unmapped).
-  const keyedOnly = prefix === "";
+  // A bundle's state is set only while NULL, and its logs written only then; staged, both are
+  // appended, each log naming its bundle row, and the move applies that rule (stagedAttribution.ts).
+  const operationLog = db.prepare(
+    prefix === ""
+      ? "INSERT INTO user_operation_logs (tx_hash, token, tx_log_position, op_index) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+      : "INSERT INTO staged_user_operation_logs (tx_hash, token, tx_log_position, op_index, staged_bundle) VALUES (?, ?, ?, ?, ?)",
+  );
+  const bundle = prefix === ""
+    ? db.prepare("UPDATE transactions SET operation_logs = ?, operation_logs_error = ? WHERE tx_hash = ? AND user_operations > 0 AND operation_logs IS NULL")
+    : db.prepare("INSERT INTO staged_bundles (operation_logs, operation_logs_error, tx_hash) VALUES (?, ?, ?)");
   return {
-    setOperationLogs: keyedOnly
-      ? db.prepare("UPDATE transactions SET operation_logs = ?, operation_logs_error = ? WHERE tx_hash = ? AND user_operations > 0 AND operation_logs IS NULL")
-      : undefined,
-    operationLog: keyedOnly ? db.prepare("INSERT INTO user_operation_logs (tx_hash, token, tx_log_position, op_index) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING") : undefined,
+    /** Records a bundle's mapping; the values its logs' rows end with, or undefined when they are not to be written. */
+    bundle: (state: string, error: string | null, hash: Hex): unknown[] | undefined => {
+      const result = bundle.run(state, error, hash);
+      if (result.changes === 0) return undefined;
+      return prefix === "" ? [] : [result.lastInsertRowid];
+    },
+    operationLog,
     transaction: insert("transactions", onConflict.transactions),
     userOperation: insert("user_operations", onConflict.rest),
     code: insert("attribution_codes", onConflict.rest),
@@ -93,10 +103,16 @@ function insertPacked(inserts: Inserts, packed: PackedAttribution, between?: Bet
     if (between !== undefined && t > 0 && t % between.every === 0) between.run();
     t++;
   });
-  if (packed.operationLogs !== undefined && inserts.setOperationLogs !== undefined && inserts.operationLog !== undefined) {
-    const mapped = new Set<Hex>();
-    for (const [hash, state, error] of packed.operationLogs.bundles) if (inserts.setOperationLogs.run(state, error, hash).changes > 0) mapped.add(hash);
-    for (const row of packed.operationLogs.logs) if (mapped.has(row[0])) inserts.operationLog.run(...row);
+  if (packed.operationLogs !== undefined) {
+    const mapped = new Map<Hex, unknown[]>();
+    for (const [hash, state, error] of packed.operationLogs.bundles) {
+      const tail = inserts.bundle(state, error, hash);
+      if (tail !== undefined) mapped.set(hash, tail);
+    }
+    for (const row of packed.operationLogs.logs) {
+      const tail = mapped.get(row[0]);
+      if (tail !== undefined) inserts.operationLog.run(...row, ...tail);
+    }
   }
   return inserted;
 }

@@ -15,6 +15,10 @@ import { attributionViews } from "../../attributionViews.js";
  * Rows stored before this version: a transaction that is no bundle is credited as before; a
  * bundle's receipt was never read and calldata is not stored, so its payments cannot be split
  * between its operations and its bundler here: it is marked unmapped with the reason.
+ *
+ * - `staged_bundles`, `staged_user_operation_logs`: a bulk backfill's twins of the two above (no
+ *   keys, as schema 10's staging tables): a staged bundle's transaction is not in `transactions`
+ *   until the move (store/sqlite/stagedAttribution.ts), which sets its state and writes its logs.
  */
 export const SCHEMA_V13 = /* sql */ `
 CREATE TABLE user_operation_logs (
@@ -23,6 +27,14 @@ CREATE TABLE user_operation_logs (
   tx_log_position  INTEGER NOT NULL,
   op_index         INTEGER NOT NULL,
   PRIMARY KEY (tx_hash, token, tx_log_position)
+) STRICT;
+
+CREATE TABLE staged_bundles (
+  tx_hash TEXT NOT NULL, operation_logs TEXT NOT NULL, operation_logs_error TEXT
+) STRICT;
+-- staged_bundle: the rowid of the staged_bundles row the log was staged with.
+CREATE TABLE staged_user_operation_logs (
+  tx_hash TEXT NOT NULL, token TEXT NOT NULL, tx_log_position INTEGER NOT NULL, op_index INTEGER NOT NULL, staged_bundle INTEGER NOT NULL
 ) STRICT;
 
 ALTER TABLE transactions ADD COLUMN operation_logs TEXT CHECK (operation_logs = 'mapped' OR operation_logs = 'unmapped');
