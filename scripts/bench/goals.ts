@@ -41,8 +41,8 @@ const providerRow = (attribution: boolean) => (m: string) =>
 /** Ponder through the same proxy (bench:peers), not a blocked row. */
 const ponderProviderRow = (m: string) => m.startsWith("Ponder ") && m.includes("through a provider-shaped proxy") && !m.includes(": blocked: ");
 /** The x402 settle rows (issue 30): flashindex's facilitator waiting for pre-confirmation, and the reference facilitator. */
-const settleRow = (m: string) => m.startsWith("settle") && m.includes("preconfirmed");
-const settleReferenceRow = (m: string) => m.startsWith("settle") && m.includes("reference");
+const settleRow = (m: string) => m.startsWith("x402 settle") && m.includes("flashindex facilitator") && m.includes('"preconfirmed"');
+const settleReferenceRow = (m: string) => m.startsWith("x402 settle") && m.includes("reference facilitator");
 
 function atLeastLogsPerSecond(logs: number, shape: string, attribution: boolean, floor: number): Goal {
   return {

@@ -51,6 +51,18 @@ describe("the bench's goals", () => {
     expect(judged.get("attribution on at least 70% of off on the Base-like mix")).toEqual({ figure: "80.0% at 1,000,000 logs: 40,000 on, 50,000 off (2026-11-26 10:00)", met: true });
   });
 
+  test("the settle goals read the x402 settle rows the bench writes, flashindex's and the reference's from one run", () => {
+    const run = "2026-11-26T23:01:00.000Z";
+    const settle = (who: string, p50Ms: number, p99Ms: number) => row(run, `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}`, { logs: 100, p50Ms, p99Ms });
+    const judged = verdicts([
+      settle('flashindex facilitator, settleWaitsFor "preconfirmed", 100 payments 20/s offered open loop through one relayer, 19.1 settled/s', 297, 587.2),
+      settle('flashindex facilitator, settleWaitsFor "confirmed", 100 payments 20/s offered open loop through one relayer, 14.3 settled/s', 1_318.2, 2_403.6),
+      settle("reference facilitator (@x402/core x402Facilitator + @x402/evm exact, viem receipt polling 1 s), 20 payments one at a time through one relayer, 0.5 settled/s", 2_035.3, 2_072.6),
+    ]);
+    expect(judged.get("settle p50 at most 400 ms and p99 at most 1 s, settleWaitsFor preconfirmed, devnet")).toEqual({ figure: "p50 297 ms, p99 587.2 ms (2026-11-26 23:01)", met: true });
+    expect(judged.get("settle at least 5× faster than the reference facilitator at p50, same run")?.met).toBe(true);
+  });
+
   test("peak RSS is judged over both shapes at a size", () => {
     const judged = verdicts([anvil("2026-11-26T10:00:00.000Z", "200,000", "dense", "on", 40_000, 230), anvil("2026-11-26T10:00:00.000Z", "200,000", "base-mix", "on", 30_000, 262)]);
     expect(judged.get("peak RSS at most 256 MB at 200,000 logs, defaults")).toEqual({ figure: "230 MB dense (2026-11-26 10:00); 262 MB base-mix (2026-11-26 10:00)", met: false });
