@@ -65,14 +65,21 @@ describe("the facilitator after kill -9", () => {
 
     const first = await startDaemon();
     const answered = new Map<number, Record<string, unknown>>();
-    const inFlight = bodies.map((body, i) =>
+    const send = (body: unknown, i: number) =>
       settle(first.url, body).then(
         (answer) => void answered.set(i, answer),
         () => undefined, // the daemon died under it
-      ),
-    );
-    // Killed once some settles were answered and others are still under way.
+      );
+    // Killed once some settles were answered and others are still under way: a second wave is sent
+    // after the first answers, and the kill comes as soon as one of it is broadcast. (One wave of
+    // all 24 could be answered in one 400 ms block before a kill after the first answers landed.)
+    const firstWave = 12;
+    const inFlight = bodies.slice(0, firstWave).map(send);
     await waitFor(() => (answered.size >= 3 ? true : undefined), 30_000, "the first answers", 5);
+    const pendingNonce = () => client.getTransactionCount({ address: relayer, blockTag: "pending" });
+    const sentBefore = await pendingNonce();
+    inFlight.push(...bodies.slice(firstWave).map((body, j) => send(body, firstWave + j)));
+    await waitFor(async () => ((await pendingNonce()) > sentBefore ? true : undefined), 30_000, "a broadcast of the second wave", 5);
     const killed = new Promise((resolve) => first.daemon.once("exit", resolve));
     first.daemon.kill("SIGKILL");
     await killed;
