@@ -1,8 +1,7 @@
-import { createPublicClient, http, keccak256, stringToHex, type PublicClient } from "viem";
+import { createPublicClient, http, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
-import { readTokenDomain, signTransferAuthorization } from "../../src/authorization/eip3009.js";
 import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
@@ -12,6 +11,7 @@ import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteBackend } from "../helpers/backends.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
+import { addSignedTransferOrder } from "../helpers/signedOrder.js";
 import { waitFor } from "../helpers/fixtures.js";
 
 let devnet: Devnet;
@@ -36,14 +36,7 @@ describe("the capture driver and the relayer's nonces", () => {
     const relayer = privateKeyToAccount(devnet.privateKeys[8]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[1]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
-    const domain = await readTokenDomain(client, devnet.token);
-    const validBefore = (await client.getBlock()).timestamp + 3600n;
-    const message = { from: buyer.address, to: payee, value: 42n, validAfter: 0n, validBefore, nonce: keccak256(stringToHex(`gap ${Date.now()}`)) };
-    const { signature } = await signTransferAuthorization(buyer, domain, message);
-    const order = await store.addOrder(
-      { chainId: devnet.chainId, token: devnet.token, authorizer: buyer.address, payee, value: 42n, validAfter: 0, validBefore: Number(validBefore), nonce: message.nonce, kind: "transfer", signature },
-      Date.now(),
-    );
+    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 42n, label: "gap" });
 
     // A nonce taken in memory and never sent: the capture goes out one above it and cannot be mined.
     const nonces = createRelayerNonces();
@@ -58,7 +51,7 @@ describe("the capture driver and the relayer's nonces", () => {
 
     await waitFor(async () => {
       await relay.drive(Date.now());
-      return client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [buyer.address, message.nonce] }).then((used) => used || undefined);
+      return client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [buyer.address, order.nonce] }).then((used) => used || undefined);
     }, 30_000, "the capture behind the gap", 300);
     expect(lines.filter((line) => line.msg === "Filled relayer nonce gap").map((line) => line.relayer_nonce)).toEqual([gap]);
     const seen = await relay.waitFor(order.id, { confirmations: 1, timeoutMs: 20_000 });

@@ -1,8 +1,7 @@
-import { createPublicClient, http, keccak256, stringToHex, type PublicClient } from "viem";
+import { createPublicClient, http, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
-import { readTokenDomain, signTransferAuthorization } from "../../src/authorization/eip3009.js";
 import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
@@ -12,6 +11,7 @@ import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteBackend } from "../helpers/backends.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
+import { addSignedTransferOrder } from "../helpers/signedOrder.js";
 
 let devnet: Devnet;
 let client: PublicClient;
@@ -39,14 +39,7 @@ describe("a capture not pre-confirmed within the bound", () => {
     const relayer = privateKeyToAccount(devnet.privateKeys[7]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[3]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
-    const domain = await readTokenDomain(client, devnet.token);
-    const validBefore = (await client.getBlock()).timestamp + 3600n;
-    const message = { from: buyer.address, to: payee, value: 77n, validAfter: 0n, validBefore, nonce: keccak256(stringToHex(`replace ${Date.now()}`)) };
-    const { signature } = await signTransferAuthorization(buyer, domain, message);
-    const order = await store.addOrder(
-      { chainId: devnet.chainId, token: devnet.token, authorizer: buyer.address, payee, value: 77n, validAfter: 0, validBefore: Number(validBefore), nonce: message.nonce, kind: "transfer", signature },
-      Date.now(),
-    );
+    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 77n, label: "replace" });
     const balanceOf = (account: `0x${string}`) => client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [account] });
     const payeeBefore = await balanceOf(payee);
     const { logger, lines } = createMemoryLogger("debug");
@@ -86,7 +79,7 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(await client.getTransactionReceipt({ hash: first.txHash }).catch(() => null)).toBeNull();
 
     // Used once: one AuthorizationUsed for the nonce, one transfer to the payee; a later drive sends nothing.
-    const used = await client.getContractEvents({ address: devnet.token, abi: flashTestTokenAbi, eventName: "AuthorizationUsed", fromBlock: 0n, args: { authorizer: buyer.address, nonce: message.nonce } });
+    const used = await client.getContractEvents({ address: devnet.token, abi: flashTestTokenAbi, eventName: "AuthorizationUsed", fromBlock: 0n, args: { authorizer: buyer.address, nonce: order.nonce } });
     expect(used.map((log) => log.transactionHash)).toEqual([replaced.txHash]);
     expect((await balanceOf(payee)) - payeeBefore).toBe(77n);
     const count = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
