@@ -1,4 +1,13 @@
+import { setMaxListeners } from "node:events";
 import { ShutdownError } from "../errors/base.js";
+
+/**
+ * Listeners the shutdown signal may hold before Node warns of a leak. Every request in flight, every
+ * sleep and every waiting settle listens to it while it lasts (removing its listener when it ends),
+ * so a busy daemon holds dozens at once, past Node's default of 10; a leak (a listener never
+ * removed, one per request) still passes this bound within minutes and is warned of.
+ */
+export const SHUTDOWN_LISTENER_BOUND = 1_000;
 
 export type Shutdown = {
   /** Aborted once shutdown starts: long waits and loops listen to it. */
@@ -15,6 +24,7 @@ export type Shutdown = {
 /** Shutdown as a value: whoever opens a resource registers its close here. */
 export function createShutdown(): Shutdown {
   const controller = new AbortController();
+  setMaxListeners(SHUTDOWN_LISTENER_BOUND, controller.signal);
   const closes: Array<() => unknown | Promise<unknown>> = [];
   let killing: Promise<void> | undefined;
   return {
