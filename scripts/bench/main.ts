@@ -26,7 +26,8 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator); then x402 settle latency (settleRows.ts). Prints one table; with BENCH_RECORD=1 also
- * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone.
+ * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone; BENCH_ROWS=anvil the
+ * anvil rows (a).
  */
 const HERE = import.meta.dirname;
 /** When the run started (UTC): the run's name in results/runs.csv. */
@@ -102,6 +103,10 @@ for (const logs of ANVIL_LOGS) {
     }
   }
 }
+if (process.env.BENCH_ROWS === "anvil") {
+  report(rows.map(({ name, figures }) => backfillLine(name, figures)));
+  process.exit(0);
+}
 // A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
 const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_LOGS, false)];
 // A merchant's watch list against the whole token, on the largest saved chain (docs/watch.md).
@@ -129,11 +134,7 @@ const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: num
 const settle = await settleLines(runNode);
 
 const lines: BenchLine[] = [
-  ...rows.map(({ name, figures }): BenchLine => {
-    const seconds = figures.durationMs / 1_000;
-    const { logs, peakRssMb, cpuSeconds } = figures;
-    return { measurement: `backfill (whole process): ${name}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
-  }),
+  ...rows.map(({ name, figures }) => backfillLine(name, figures)),
   ...providerRows.map(providerLine),
   ...ponderLines,
   {
@@ -166,6 +167,13 @@ const lines: BenchLine[] = [
   ...settle,
 ];
 report(lines);
+
+/** A backfill row as a line of the table. */
+function backfillLine(name: string, figures: ProcessFigures): BenchLine {
+  const seconds = figures.durationMs / 1_000;
+  const { logs, peakRssMb, cpuSeconds } = figures;
+  return { measurement: `backfill (whole process): ${name}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
+}
 
 /** Prints the run's table; with BENCH_RECORD=1 also appends it to results/runs.csv. */
 function report(lines: BenchLine[]): void {
