@@ -4,6 +4,7 @@ import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps } from "../../sync/syncDeps.js";
+import { createTrailingAttribution } from "../../attribution/trailingAttribution.js";
 import { parseBlockNumber } from "../blockNumberFlag.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
@@ -62,19 +63,32 @@ async function runBackfill(context: Common, lock: WriterLock, from: number | und
   try {
     // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
     const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;
+    const deps = createSyncDeps(context, store);
     let summary;
     try {
       // A batch the user waits for: a bulk load's attribution is staged and moved into place at its end.
-      summary = await backfill(
-        createSyncDeps(context, store),
-        { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update },
-        { stageAttribution: true },
-      );
+      summary = await backfill(deps, { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update }, { stageAttribution: true });
     } finally {
       display?.stop();
     }
-    if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs });
-    else console.log(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
+    // The range is complete at exit: attribution a rate-limited provider left owed (this run's, or a killed one's) is paid first.
+    let trailed = { blocks: 0, durationMs: 0 };
+    const owed = deps.attributor === undefined ? 0 : await store.owedAttribution.count();
+    if (deps.attributor !== undefined && owed > 0) {
+      context.logger.info({ msg: "Backfilled logs; attribution trails", logs: summary.logs, duration_ms: summary.durationMs, owed_blocks: owed });
+      const trailing = createTrailingAttribution({ ...deps, attributor: deps.attributor }, { mode: "batch" });
+      try {
+        trailed = await trailing.payAll();
+      } finally {
+        await trailing.close();
+      }
+    }
+    if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs, trailedBlocks: trailed.blocks, trailingMs: trailed.durationMs });
+    else
+      console.log(
+        `Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms` +
+          (trailed.blocks > 0 ? `; attributed ${trailed.blocks} owed blocks in ${trailed.durationMs} ms more` : ""),
+      );
   } finally {
     await store.close();
   }
