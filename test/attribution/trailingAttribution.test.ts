@@ -207,6 +207,47 @@ describe.each(BACKENDS)("attribution trailing a rate-limited backfill ($name)", 
       await proxy.close();
     }
   }, 180_000);
+
+  test("flashindex start pays what a rate-limited backfill left owed, beside realtime", async () => {
+    const proxy = await startProviderProxy(chain.anvil.httpUrl, { latencyMs: 20, requestsPerSecond: 4 });
+    const config = configFor(chain, proxy.url, await backend.freshDatabase());
+    const deps = testDeps(config);
+    const client = createRpcClient(deps);
+    const store = await openStore(config, { metrics: deps.metrics });
+    try {
+      await hitTheRateLimit(client, proxy);
+      await backfill(createSyncDeps({ ...deps, client }, store), { to: head, finalized: head });
+      expect(await store.owedAttribution.count()).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
+    const dir = mkdtempSync(join(tmpdir(), "flashindex-trailing-"));
+    const path = writeConfig(dir, {
+      chainId: 8453,
+      rpc: { http: [proxy.url] },
+      tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
+      finality: { depth: 0 },
+      realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 0 },
+      database: config.database,
+      metrics: { enabled: false },
+      logLevel: "info",
+    });
+    const daemon = spawnCli(["start", "--config", path]);
+    const exited = new Promise((resolve) => daemon.on("exit", resolve));
+    try {
+      // Both, in either order: the owed blocks are paid in the background of the head follower.
+      await waitFor(() => daemon.output().stdout.includes('"msg":"Caught up with owed attribution"'), 90_000, "the owed blocks paid");
+      await waitFor(() => daemon.output().stdout.includes('"msg":"Caught up with the head"'), 30_000, "the head followed");
+      expect(await readAttribution(config.database)).toEqual(reference);
+      const reader = await backend.reader(config.database);
+      expect(await reader.all("SELECT * FROM attribution_owed")).toEqual([]);
+      await reader.close();
+    } finally {
+      daemon.kill("SIGTERM");
+      await exited;
+      await proxy.close();
+    }
+  }, 180_000);
 });
 
 describe.each(BACKENDS)("an owed block reorged before it is paid ($name)", (backend: TestBackend) => {
