@@ -191,6 +191,12 @@ describe.each(BACKENDS)("attribution trailing a rate-limited backfill ($name)", 
       await exited;
       const [left] = await db.all<{ n: number }>("SELECT COUNT(*) AS n FROM attribution_owed");
       expect(Number(left!.n)).toBeGreaterThan(0);
+      // Visible meanwhile: flashindex status counts the owed blocks.
+      const status = await runCli(["status", "--config", path, "--json"]);
+      expect(status.code, status.stderr).toBe(0);
+      const shown = (JSON.parse(status.stdout) as { attribution_owed_blocks: number }).attribution_owed_blocks;
+      expect(shown).toBeGreaterThan(0);
+      expect(shown).toBeLessThanOrEqual(Number(left!.n));
 
       const second = await runCli(["backfill", "--config", path, "--to", String(head), "--json"]);
       expect(second.code, second.stderr).toBe(0);
