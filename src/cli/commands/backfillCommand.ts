@@ -26,7 +26,8 @@ export const BACKFILL_COMMAND = defineCommand({
   description: `Indexes blocks N..M once and exits. Blocks already indexed are skipped, so the command is safe
 to repeat and to interrupt (Ctrl-C finishes the window being written and exits 0). Refused (exit 2)
 while another start or backfill writes the same database, and for a database that is not
-flashindex's or that was filled from another chain.`,
+flashindex's or that was filled from another chain. Behind a provider that limits the rate, the logs
+are stored first and their builder-code attribution is read after them, before it exits.`,
   options: OPTIONS,
   epilog: "Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).",
   run: runBackfillCommand,
