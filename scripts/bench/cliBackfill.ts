@@ -24,7 +24,14 @@ export function cliLaunch(): { env: Record<string, string>; nodeFlags: string[] 
   return { env, nodeFlags: words.slice(1) };
 }
 
-export type ProcessFigures = { logs: number; durationMs: number; peakRssMb: number; cpuSeconds: number };
+export type ProcessFigures = {
+  logs: number;
+  durationMs: number;
+  peakRssMb: number;
+  cpuSeconds: number;
+  /** When the log line `options.markMsg` reached stderr, ms after the spawn (undefined: it never did). */
+  markedMs?: number | undefined;
+};
 
 /**
  * Runs `flashindex backfill` in its own process exactly as a user would (config file, no flags to
@@ -37,6 +44,8 @@ export async function runCliBackfill(
   range: { from?: number; to: number },
   /** Counts the stored logs when the database is not the config's SQLite file (Postgres). */
   countLogs?: () => Promise<number>,
+  /** `markMsg`: a log line's msg whose time to note (the config's logLevel must let it through). */
+  options: { markMsg?: string } = {},
 ): Promise<ProcessFigures> {
   const configPath = join(dir, "bench.config.json");
   writeFileSync(configPath, JSON.stringify(config));
@@ -44,7 +53,12 @@ export async function runCliBackfill(
   const started = performance.now();
   const child = spawn(CLI, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  let markedMs: number | undefined;
+  const mark = options.markMsg === undefined ? undefined : `"msg":${JSON.stringify(options.markMsg)}`;
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+    if (mark !== undefined && markedMs === undefined && stderr.includes(mark)) markedMs = performance.now() - started;
+  });
   let peakKb = 0;
   let cpuTicks = 0;
   const sample = () => {
@@ -69,5 +83,5 @@ export async function runCliBackfill(
     logs = db.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number;
     db.close();
   }
-  return { logs, durationMs, peakRssMb: Math.round(peakKb / 1024), cpuSeconds: cpuTicks / CLOCK_TICKS };
+  return { logs, durationMs, peakRssMb: Math.round(peakKb / 1024), cpuSeconds: cpuTicks / CLOCK_TICKS, markedMs };
 }

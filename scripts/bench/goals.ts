@@ -1,4 +1,4 @@
-import { parseProviderSummary } from "./providerBackfill.js";
+import { parseLogsStored, parseProviderSummary } from "./providerBackfill.js";
 import type { RecordedRow } from "./results.js";
 
 /** A goal judged on recorded rows: the figure behind the verdict (with its run), and the verdict. */
@@ -122,13 +122,20 @@ export const GOALS: readonly Goal[] = [
     },
   },
   {
+    // Judged on when the logs were stored, as Ponder's time is to its logs ready; where attribution
+    // trailed them (a rate-limited provider), when it caught up is shown beside.
     goal: "provider-shaped proxy, defaults: at least 5× Ponder through the same proxy",
     judge(rows) {
       const pair = newestTogether(rows, [providerRow(true), ponderProviderRow]);
       if (pair === undefined) return NOT_MEASURED;
       const [flashindex, ponder] = pair as [RecordedRow, RecordedRow];
-      const ratio = flashindex.logsPerSecond! / ponder.logsPerSecond!;
-      return { figure: `${ratio.toFixed(1)}×: ${n(flashindex.logsPerSecond!)} against ${n(ponder.logsPerSecond!)} logs/s (${when(flashindex)})`, met: ratio >= 5 };
+      const stored = parseLogsStored(flashindex.measurement);
+      const ratio = (stored?.logsPerSecond ?? flashindex.logsPerSecond!) / ponder.logsPerSecond!;
+      const figure =
+        stored === undefined
+          ? `${n(flashindex.logsPerSecond!)} against ${n(ponder.logsPerSecond!)} logs/s`
+          : `logs stored at ${n(stored.logsPerSecond)} against ${n(ponder.logsPerSecond!)} logs/s; attribution caught up at ${n(flashindex.logsPerSecond!)} logs/s`;
+      return { figure: `${ratio.toFixed(1)}×: ${figure} (${when(flashindex)})`, met: ratio >= 5 };
     },
   },
   {

@@ -7,6 +7,9 @@ import { startProviderProxy, type ProviderCounts, type ProviderShape } from "./p
 import type { BenchLine } from "./results.js";
 import { startSavedAnvilChain } from "./savedAnvilChain.js";
 
+/** What `flashindex backfill` logs once the logs are stored while attribution trails them (src/cli/commands/backfillCommand.ts). */
+export const LOGS_STORED_MSG = "Backfilled logs; attribution trails";
+
 /** A backfill through the provider-shaped proxy: the process's figures and what the provider saw. */
 export type ProviderRow = ProcessFigures & {
   name: string;
@@ -39,9 +42,12 @@ export async function providerBackfill(logs: number, attribution: boolean): Prom
         finality: { depth: 0 },
         database: { path: join(dir, "provider.db") },
         metrics: { enabled: false },
-        logLevel: "warn",
+        // Info with attribution on: the line that says the logs are stored and attribution trails.
+        logLevel: attribution ? "info" : "warn",
       },
       { from: chain.deployBlock, to: chain.head },
+      undefined,
+      { markMsg: LOGS_STORED_MSG },
     );
     return {
       name: `through ${providerShapeText(proxy.shape)}, anvil ${describeChain(chain)}; ${describeConfig(attribution)}`,
@@ -68,12 +74,25 @@ export function providerCeiling(shape: ProviderShape, logs: number, blocks: numb
   return Math.round(shape.requestsPerSecond * Math.min(shape.maxResults, density * shape.maxBlockRange));
 }
 
-/** The row's extra columns as one cell: the ceiling, the share of it reached, and the requests refused. */
-export function providerSummary(row: Pick<ProviderRow, "logs" | "durationMs" | "ceilingLogsPerSecond" | "provider">): string {
+/**
+ * The row's extra columns as one cell: the ceiling, the share of it reached, and the requests
+ * refused; when attribution trailed the logs (`markedMs`), when the logs were stored as well.
+ */
+export function providerSummary(row: Pick<ProviderRow, "logs" | "durationMs" | "ceilingLogsPerSecond" | "provider"> & { markedMs?: number | undefined }): string {
   const logsPerSecond = row.logs / (row.durationMs / 1_000);
   const refused = row.provider.rateLimited + row.provider.rangeRefused + row.provider.resultsRefused;
   const share = (part: number, whole: number) => `${((100 * part) / Math.max(1, whole)).toFixed(1)}%`;
-  return `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it; ${refused} of ${row.provider.requests} requests refused (${share(refused, row.provider.requests)}: ${row.provider.rateLimited} rate, ${row.provider.rangeRefused} range, ${row.provider.resultsRefused} results)`;
+  const stored =
+    row.markedMs === undefined
+      ? ""
+      : `; logs stored in ${(row.markedMs / 1_000).toFixed(1)} s (${Math.round(row.logs / (row.markedMs / 1_000))} logs/s), attribution caught up at ${(row.durationMs / 1_000).toFixed(1)} s`;
+  return `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it; ${refused} of ${row.provider.requests} requests refused (${share(refused, row.provider.requests)}: ${row.provider.rateLimited} rate, ${row.provider.rangeRefused} range, ${row.provider.resultsRefused} results)${stored}`;
+}
+
+/** When the logs were stored, as providerSummary() wrote it (a row whose attribution trailed them), read back. */
+export function parseLogsStored(measurement: string): { seconds: number; logsPerSecond: number } | undefined {
+  const found = /logs stored in ([\d.]+) s \((\d+) logs\/s\)/.exec(measurement);
+  return found === null ? undefined : { seconds: Number(found[1]), logsPerSecond: Number(found[2]) };
 }
 
 /** The figures providerSummary() wrote into a row's measurement, read back (a recorded run keeps only the text). */

@@ -205,6 +205,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ["result", "schema"] as const,
       registers,
     }),
+    attributionOwedBlocks: new Gauge({
+      name: "flashindex_attribution_owed_blocks",
+      help: "Blocks whose logs are stored but whose transactions' attribution trails (a rate-limited backfill's), not yet read.",
+      registers,
+    }),
     dbWriteDuration: new Histogram({
       name: "flashindex_db_write_duration_seconds",
       help: "Duration of one SQLite write transaction, by kind.",

@@ -86,7 +86,8 @@ dl { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1rem; }
 <dt>Newest indexed block</dt><dd>${escapeHtml(orDash(s.newestBlock))}</dd>
 <dt>Lag</dt><dd>${escapeHtml(orDash(m.lagBlocks, " blocks"))}, ${escapeHtml(orDash(m.lagSeconds === null ? null : Math.round(m.lagSeconds), " s"))}</dd></dl></section>
 <section id="backfill"><h2>Backfill progress</h2>
-${table(["Token", "Address", "Start block", "Checkpoint", "Progress"], backfill, "No tokens configured.")}</section>
+${table(["Token", "Address", "Start block", "Checkpoint", "Progress"], backfill, "No tokens configured.")}
+<p>Blocks whose builder-code attribution trails their stored logs: ${escapeHtml(s.attributionOwedBlocks)}</p></section>
 <section id="lead-time"><h2>Pre-confirmation lead time (last hour)</h2>
 <dl><dt>p50</dt><dd>${escapeHtml(orDash(p50, " ms"))}</dd><dt>p99</dt><dd>${escapeHtml(orDash(p99, " ms"))}</dd>
 <dt>Logs</dt><dd>${escapeHtml(s.leadTimesMs.length)}</dd></dl></section>

@@ -2,7 +2,7 @@ import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../decode/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
-import type { AttributedTransaction, BlockApplied, InsertCounts, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
+import type { AttributedTransaction, BlockApplied, InsertCounts, OwedBlock, PackedAttribution, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
 import type { CaptureStore } from "./captureStore.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 
@@ -68,6 +68,23 @@ export type StagedAttribution = {
   move: (options?: { mode?: ProcessMode }) => Promise<number>;
 };
 
+/**
+ * Blocks whose logs a rate-limited backfill stored without their transactions' attribution (schema
+ * 14: `attribution_owed`), and their payment (attribution/trailingAttribution.ts).
+ */
+export type OwedAttribution = {
+  /** How many blocks are owed. */
+  count: () => Promise<number>;
+  /** The `limit` lowest owed blocks, each with the transactions of its live logs (none: reorged out). */
+  next: (limit: number) => Promise<OwedBlock[]>;
+  /**
+   * Stores `attribution` (of `blocks`' transactions) and deletes `blocks` from what is owed, in one
+   * transaction: a crash leaves them owed, and paying them again stores nothing twice. Returns the
+   * transactions new to `transactions`.
+   */
+  pay: (blocks: ReadonlyArray<Pick<OwedBlock, "number" | "hash">>, attribution: PackedAttribution) => Promise<number>;
+};
+
 /** Reader indexes a bulk backfill drops and builds once at its end. */
 export type ReaderIndexes = {
   missing: () => Promise<string[]>;
@@ -128,6 +145,8 @@ export type Store = {
   /** Of these transactions, those whose attribution is not stored yet. */
   unattributed: (txHashes: readonly Hex[]) => Promise<Hex[]>;
   insertAttribution: (transactions: readonly AttributedTransaction[], now: number) => Promise<number>;
+  /** What rate-limited backfills left to attribute (schema 14). */
+  readonly owedAttribution: OwedAttribution;
   saveRegistration: (wallet: Address, code: string, now: number) => Promise<SaveRegistrationResult>;
   /** The builder code `flashindex register` stored for `wallet` (any case), if any. */
   registration: (wallet: Address) => Promise<RegistrationRow | undefined>;

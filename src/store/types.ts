@@ -55,7 +55,16 @@ export type WindowWrite = {
   rows: PackedRows;
   attribution: PackedAttribution;
   stageAttribution?: boolean | undefined;
+  /**
+   * Blocks (number, hash) whose transactions' attribution was not read with the window (a
+   * rate-limited provider: sync/historical.ts): recorded as owed in the window's transaction
+   * (schema 14), paid later by attribution/trailingAttribution.ts.
+   */
+  owed?: ReadonlyArray<readonly [number, Hex]> | undefined;
 };
+
+/** An owed block (schema 14) with the transactions of its live logs: none when the block was reorged out (its logs flagged). */
+export type OwedBlock = { number: number; hash: Hex; txHashes: Hex[] };
 
 /** One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. */
 /**
@@ -200,6 +209,8 @@ export type StatusSnapshot = {
   removals: Array<{ status: string; blockNumber: number; txHash: string; removedAt: number }>;
   orders: Array<{ state: string; n: number }>;
   voidedThenCaptured: number;
+  /** Blocks whose attribution trails their stored logs (schema 14), not yet read. */
+  attributionOwedBlocks: number;
   webhooks: WebhookBacklog;
   webhookAttempts: Array<AttemptRecord & { type: string }>;
 };

@@ -22,8 +22,11 @@ import type { MemberSelection } from "./watchScope.js";
 
 /** One fetched window: the rows to store and the members (sync/watchScope.ts: tokens, or watched addresses of one) whose range it completes. */
 export type Window = BlockRange & { tokens: readonly Hex[] };
-/** A fetched window: its rows and the packed attribution of their transactions. */
-export type WindowResult = Window & { rows: PackedRows; attribution: PackedAttribution };
+/**
+ * A fetched window: its rows and the packed attribution of their transactions, or (a rate-limited
+ * provider) the blocks whose attribution it leaves owed.
+ */
+export type WindowResult = Window & { rows: PackedRows; attribution: PackedAttribution; owed?: Array<[number, Hex]> | undefined };
 
 export type HistoricalDeps = {
   config: Pick<Config, "chainId" | "backfill">;
@@ -93,8 +96,13 @@ export async function* syncHistorical(
       logs: fetched.rows.count,
       duration_ms: Math.round(performance.now() - started),
     });
+    if (plan.attributor === undefined) return { ...window, rows: fetched.rows, attribution: emptyAttribution() };
+    // Against a rate-limited provider the calldata (a call per block: on Base hundreds of times the
+    // logs' calls) trails the logs: the window owes its blocks, and attribution/trailingAttribution.ts
+    // pays them once the logs are stored.
+    if (client.rateLimited()) return { ...window, rows: fetched.rows, attribution: emptyAttribution(), owed: fetched.blocks };
     // The window's calldata: at most one call per block (attributeWindow).
-    const attribution = plan.attributor === undefined ? emptyAttribution() : await plan.attributor.attributeWindow(deps.client, decoder, fetched);
+    const attribution = await plan.attributor.attributeWindow(deps.client, decoder, fetched);
     return { ...window, rows: fetched.rows, attribution };
   }
 

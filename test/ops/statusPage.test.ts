@@ -37,6 +37,7 @@ function snapshot(overrides: Partial<StatusSnapshot> = {}): StatusSnapshot {
     removals: [],
     orders: [{ state: "authorized", n: 2 }],
     voidedThenCaptured: 1,
+    attributionOwedBlocks: 0,
     webhooks: { pending: 8, parked: 9, subscriptions: 1 },
     webhookAttempts: [],
     ...overrides,

@@ -57,11 +57,12 @@ describe("migrate() to schema 5", () => {
     expect(db.prepare("SELECT * FROM logs ORDER BY id").all()).toEqual(before.logs);
     expect(db.prepare("SELECT * FROM authorization_states").all()).toEqual(before.states);
     // Every view, trigger and index kept; later steps add their own (schema 6, narrowed by schema 8:
-    // the writer's hash-tail index; schema 7: the webhook outbox; schema 13: bundles' operation logs).
+    // the writer's hash-tail index; schema 7: the webhook outbox; schema 13: bundles' operation logs;
+    // schema 14: owed attribution).
     const after = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all() as Array<{ name: string }>;
     const added = (name: string) =>
-      /^(?:sqlite_autoindex_)?(?:webhook_|x402_|user_operation_logs_)|^order_captures_/.test(name) ||
-      ["logs_recently_removed", "logs_unsettled_by_tx_tail", "unmapped_bundle_transfers"].includes(name);
+      /^(?:sqlite_autoindex_)?(?:webhook_|x402_|user_operation_logs_|attribution_owed_)|^order_captures_/.test(name) ||
+      ["logs_recently_removed", "logs_unsettled_by_tx_tail", "unmapped_bundle_transfers", "owed_attribution_transfers"].includes(name);
     expect(after.filter((o) => !added(o.name))).toEqual(before.objects);
     expect(after).toContainEqual({ type: "index", name: "logs_unsettled_by_tx_tail" });
     expect(after).not.toContainEqual({ type: "index", name: "logs_by_tx_tail" });

@@ -96,6 +96,33 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
     expect({ logs: Number(stored!.logs), transfers: Number(stored!.transfers), orphans: Number(stored!.orphans) }).toEqual({ logs: 250, transfers: 250, orphans: 0 });
   });
 
+  test("a window's owed blocks are recorded with its range, staged or not, on the writer thread too, and paid in one transaction", async () => {
+    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+    open.push(store);
+    const owedOf = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i): [number, Hex] => [from + i, word(`b${(from + i).toString(16)}`)]);
+    const writer = store.openWindowWriter({ bulk: true });
+    await writer.commit({ ...window(1, 10, 3), owed: owedOf(1, 10), stageAttribution: true }, 5);
+    await writer.commit({ ...window(11, 20, 3), owed: owedOf(11, 20) }, 6);
+    // A window fetched again after a crash owes its blocks again: nothing doubled.
+    await writer.commit({ ...window(11, 20, 3), owed: owedOf(11, 20) }, 7);
+    await writer.close();
+    expect(await store.owedAttribution.count()).toBe(20);
+    const first = await store.owedAttribution.next(3);
+    expect(first).toEqual([1, 2, 3].map((n) => ({ number: n, hash: word(`b${n.toString(16)}`), txHashes: [0, 1, 2].map((i) => word(`7${(n * 100 + i).toString(16)}`)) })));
+    const raw = await backend.reader(config.database as Config["database"]);
+    open.push(raw);
+    const [listed] = await raw.all<{ n: number }>("SELECT COUNT(*) AS n FROM owed_attribution_transfers");
+    expect(Number(listed!.n)).toBe(60);
+
+    // Block 2 reorged out: its logs flagged, it owes no transaction any more.
+    await store.applyChainChange({ kind: "reorg", orphaned: [{ number: 2, hash: first[1]!.hash }], blocks: [], synced: [] }, 8);
+    expect((await store.owedAttribution.next(3))[1]).toEqual({ number: 2, hash: first[1]!.hash, txHashes: [] });
+    await store.owedAttribution.pay(first, { batches: [] });
+    expect(await store.owedAttribution.count()).toBe(17);
+    expect((await store.owedAttribution.next(1))[0]!.number).toBe(4);
+  });
+
   test.runIf(backend.name === "postgres")("a connection cut in the middle of a window's COPY stores nothing of it and is an outage (exit 75)", async () => {
     const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
     const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });

@@ -1,5 +1,6 @@
 import { createPublicClient, http, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createTrailingAttribution } from "../../src/attribution/trailingAttribution.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { openStore } from "../../src/store/openStore.js";
@@ -8,6 +9,7 @@ import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { expectMixedBundleCredited, sendMixedBundle } from "../helpers/bundles.js";
 import { testConfig, testDeps } from "../helpers/context.js";
+import { startProviderProxy } from "../helpers/providerProxy.js";
 
 let devnet: Devnet;
 let sent: { bundle: Hex; lookalike: Hex };
@@ -23,11 +25,15 @@ afterAll(async () => {
   await stopFileBackends();
 });
 
-/** A backfill of the devnet's whole chain into a fresh database of `backend`, with attribution; returns a reader of it. */
-async function backfilled(backend: TestBackend, options: { stageAttribution?: boolean } = {}) {
+/**
+ * A backfill of the devnet's whole chain into a fresh database of `backend`, with attribution; returns a reader of it.
+ * `trailing`: through a rate-limiting provider that has already refused the client, so attribution trails the logs.
+ */
+async function backfilled(backend: TestBackend, options: { stageAttribution?: boolean; trailing?: boolean } = {}) {
+  const proxy = options.trailing === true ? await startProviderProxy(devnet.anvilUrl, { latencyMs: 0, requestsPerSecond: 4 }) : undefined;
   const config = testConfig({
     attribution: { enabled: true },
-    rpc: { http: [devnet.anvilUrl] },
+    rpc: { http: [proxy?.url ?? devnet.anvilUrl] },
     tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
     finality: { depth: 0 },
     database: await backend.freshDatabase(),
@@ -35,10 +41,21 @@ async function backfilled(backend: TestBackend, options: { stageAttribution?: bo
   const deps = testDeps(config);
   const store = await openStore(config, { metrics: deps.metrics });
   try {
+    const client = createRpcClient(deps);
+    if (proxy !== undefined) await Promise.all(Array.from({ length: 8 }, () => client.request("eth_blockNumber", [])));
+    const syncDeps = createSyncDeps({ ...deps, client }, store);
     const staging = options.stageAttribution === true ? { bulkMinLogs: 0, writerThread: true, stageAttribution: true } : {};
-    await backfill(createSyncDeps({ ...deps, client: createRpcClient(deps) }, store), { to: head, finalized: head }, { decodeThreadAfterLogs: 0, ...staging });
+    await backfill(syncDeps, { to: head, finalized: head }, { decodeThreadAfterLogs: 0, ...staging });
+    if (proxy !== undefined) {
+      expect(await store.owedAttribution.count()).toBeGreaterThan(0);
+      const trailing = createTrailingAttribution({ ...syncDeps, attributor: syncDeps.attributor! }, { mode: "batch" });
+      await trailing.payAll();
+      await trailing.close();
+      expect(await store.owedAttribution.count()).toBe(0);
+    }
   } finally {
     await store.close();
+    await proxy?.close();
   }
   return backend.reader(config.database);
 }
@@ -53,6 +70,16 @@ describe.each(BACKENDS)("a backfilled bundle on $name", (backend) => {
       await db.close();
     }
   });
+
+  test("whose attribution trailed the logs (a rate-limited provider) is mapped from its receipt all the same", async () => {
+    const db = await backfilled(backend, { trailing: true });
+    try {
+      await expectMixedBundleCredited(db, sent);
+      expect(Number((await db.all<{ n: unknown }>("SELECT COUNT(*) AS n FROM unmapped_bundle_transfers"))[0]!.n)).toBe(0);
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
 });
 
 test("a bulk SQLite backfill, which stages attribution, maps its bundles as the daemon does once the staging is moved", async () => {

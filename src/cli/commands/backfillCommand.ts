@@ -4,6 +4,7 @@ import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/backfill.js";
 import { createSyncDeps } from "../../sync/syncDeps.js";
+import { createTrailingAttribution } from "../../attribution/trailingAttribution.js";
 import { parseBlockNumber } from "../blockNumberFlag.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
@@ -25,7 +26,8 @@ export const BACKFILL_COMMAND = defineCommand({
   description: `Indexes blocks N..M once and exits. Blocks already indexed are skipped, so the command is safe
 to repeat and to interrupt (Ctrl-C finishes the window being written and exits 0). Refused (exit 2)
 while another start or backfill writes the same database, and for a database that is not
-flashindex's or that was filled from another chain.`,
+flashindex's or that was filled from another chain. Behind a provider that limits the rate, the logs
+are stored first and their builder-code attribution is read after them, before it exits.`,
   options: OPTIONS,
   epilog: "Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).",
   run: runBackfillCommand,
@@ -62,19 +64,32 @@ async function runBackfill(context: Common, lock: WriterLock, from: number | und
   try {
     // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
     const display = process.stderr.isTTY ? createTerminalProgress(process.stderr) : undefined;
+    const deps = createSyncDeps(context, store);
     let summary;
     try {
       // A batch the user waits for: a bulk load's attribution is staged and moved into place at its end.
-      summary = await backfill(
-        createSyncDeps(context, store),
-        { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update },
-        { stageAttribution: true },
-      );
+      summary = await backfill(deps, { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update }, { stageAttribution: true });
     } finally {
       display?.stop();
     }
-    if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs });
-    else console.log(`Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms`);
+    // The range is complete at exit: attribution a rate-limited provider left owed (this run's, or a killed one's) is paid first.
+    let trailed = { blocks: 0, durationMs: 0 };
+    const owed = deps.attributor === undefined ? 0 : await store.owedAttribution.count();
+    if (deps.attributor !== undefined && owed > 0) {
+      context.logger.info({ msg: "Backfilled logs; attribution trails", logs: summary.logs, duration_ms: summary.durationMs, owed_blocks: owed });
+      const trailing = createTrailingAttribution({ ...deps, attributor: deps.attributor }, { mode: "batch" });
+      try {
+        trailed = await trailing.payAll();
+      } finally {
+        await trailing.close();
+      }
+    }
+    if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs, trailedBlocks: trailed.blocks, trailingMs: trailed.durationMs });
+    else
+      console.log(
+        `Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms` +
+          (trailed.blocks > 0 ? `; attributed ${trailed.blocks} owed blocks in ${trailed.durationMs} ms more` : ""),
+      );
   } finally {
     await store.close();
   }

@@ -1,5 +1,6 @@
 import { createOrderUpkeep, ORDER_UPKEEP_INTERVAL_MS } from "../../authorization/orderUpkeep.js";
 import { registerConfiguredWallets } from "../../attribution/registerWallets.js";
+import { createTrailingAttribution } from "../../attribution/trailingAttribution.js";
 import { createRegistrationClient } from "../../attribution/registrationClient.js";
 import { getChainTips } from "../../chain/finality.js";
 import { BaseError, FatalError, RetryableError, ShutdownError } from "../../errors/base.js";
@@ -115,6 +116,11 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
   if (metricsConfig.statusPage) server?.setStatusPage(createStatusPage({ ...context, store }));
   const webhookSender = (await createWebhookSender({ ...context, store }, webhookSecrets, tips.head)).run();
   shutdown.add(() => webhookSender);
+  // Attribution a rate-limited backfill left owed (this one's catch-ups, or an earlier run's) is paid beside live work, one request at a time.
+  if (deps.attributor !== undefined) {
+    const trailing = createTrailingAttribution({ ...deps, attributor: deps.attributor }, { mode: "daemon" }).runForever();
+    shutdown.add(() => trailing);
+  }
   const heartbeat = startHeartbeat({ ...context, health });
   shutdown.add(() => heartbeat.stop());
   context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: store.location, tokens: context.config.tokens.length });

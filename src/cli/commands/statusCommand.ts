@@ -64,9 +64,12 @@ async function runStatusCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
     }
     // The daemon records its x402 facilitator beside a SQLite database while it runs.
     const facilitator = config.database.url === undefined ? readRunningFacilitator(facilitatorRecordPath(config.database.path)) : undefined;
-    const report = { chainId: config.chainId, database: store.location, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, facilitatorUrl: facilitator?.url ?? null, tokens };
+    // Blocks a rate-limited backfill stored without their attribution, not read yet (owed_attribution_transfers lists their payments).
+    const attributionOwedBlocks = await store.owedAttribution.count();
+    const report = { chainId: config.chainId, database: store.location, head: tips?.head ?? null, finalized: tips?.finalized ?? null, rpcError: rpcError ?? null, facilitatorUrl: facilitator?.url ?? null, attributionOwedBlocks, tokens };
     if (values.json) return printJson(report);
     console.log(`chain ${config.chainId}  head ${tips?.head ?? `unavailable (${rpcError})`}  finalized ${tips?.finalized ?? "-"}  database ${store.location}`);
+    if (attributionOwedBlocks > 0) console.log(`attribution trails the logs: ${attributionOwedBlocks} block(s) owed (see the owed_attribution_transfers view)`);
     if (facilitator !== undefined) console.log(`x402 facilitator ${facilitator.url} (relayer ${facilitator.relayer}, answers when ${facilitator.settleWaitsFor})`);
     for (const t of tokens) {
       console.log(`\n${t.label ?? "token"} ${t.token}  start ${t.startBlock}  checkpoint ${t.checkpoint ?? "none"}  lag ${t.lagBlocks ?? "?"} blocks`);

@@ -16,6 +16,7 @@ import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
 import { insertAttributionRows, insertLogRows, insertPackedAttribution } from "./rowWriter.js";
 import { copyWindow } from "./windowCopy.js";
+import { postgresOwedBlocks } from "./owedAttribution.js";
 import { checkWriterEpoch } from "./writerEpoch.js";
 import { AUTHORIZATION_STATE_COLUMNS } from "../authorizationStateColumns.js";
 import { READER_INDEXES } from "../readerIndexDefinitions.js";
@@ -118,6 +119,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
           const counts = (await copyWindow(client, window.rows, now)) ?? (await insertLogRows(client, window.rows, now));
           await insertPackedAttribution(client, window.attribution);
           const synced = postgresSyncedRanges(client, chainId);
+          // What the window owes is recorded with its range: a window fetched again after a crash owes it again.
+          if (window.owed !== undefined) await postgresOwedBlocks(client).record(window.owed, now);
           for (const token of window.tokens) await synced.add(token, window);
           return counts;
         });
@@ -229,6 +232,16 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         return txHashes.filter((hash) => !stored.has(hash));
       }),
     insertAttribution: (transactions, now) => write("attribution", (c) => insertAttributionRows(c, transactions, now)),
+    owedAttribution: {
+      count: () => read((c) => postgresOwedBlocks(c).count()),
+      next: (limit) => read((c) => postgresOwedBlocks(c).next(limit)),
+      pay: (blocks, packed) =>
+        write("attribution", async (c) => {
+          const stored = await insertPackedAttribution(c, packed);
+          await postgresOwedBlocks(c).clear(blocks);
+          return stored;
+        }),
+    },
     saveRegistration: (wallet, code, now) =>
       write("attribution", async (c) => {
         const key = wallet.toLowerCase();

@@ -45,5 +45,6 @@ export async function readPostgresStatusSnapshot(
   ).rows as StatusSnapshot["removals"];
   const orders = (await c.query("SELECT state, COUNT(*)::int AS n FROM orders GROUP BY state ORDER BY state")).rows as StatusSnapshot["orders"];
   const voidedThenCaptured = Number((await c.query("SELECT COUNT(*)::int AS n FROM orders WHERE voided_then_captured")).rows[0].n);
-  return { tokens: progress, newestBlock, leadTimesMs, payments, removals, orders, voidedThenCaptured };
+  const attributionOwedBlocks = Number((await c.query("SELECT COUNT(*)::int AS n FROM attribution_owed")).rows[0].n);
+  return { tokens: progress, newestBlock, leadTimesMs, payments, removals, orders, voidedThenCaptured, attributionOwedBlocks };
 }

@@ -12,6 +12,7 @@ import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createSqliteCaptures } from "./orderCaptures.js";
 import { createReaderIndexes } from "./readerIndexes.js";
+import { createOwedBlocks } from "./owedAttribution.js";
 import { createStagedAttribution } from "./stagedAttribution.js";
 import { getRegistration, saveRegistration } from "./registrations.js";
 import { readStatusSnapshot } from "./statusPageQueries.js";
@@ -93,6 +94,9 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   // Prepared on first use, as writeMeta: a read-only store may open a file older than the staging tables.
   let staged: ReturnType<typeof createStagedAttribution> | undefined;
   const stagedAttribution = () => (staged ??= createStagedAttribution(db));
+  // Prepared on first use, as the staged attribution: a read-only store may open a file older than schema 14.
+  let owedBlocks: ReturnType<typeof createOwedBlocks> | undefined;
+  const owed = () => (owedBlocks ??= createOwedBlocks(db));
   let closed = false;
   let outbox: WebhookOutbox | undefined;
   const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, hold));
@@ -151,6 +155,16 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
 
     unattributed: async (txHashes) => attribution.unstored(txHashes),
     insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
+    owedAttribution: {
+      count: async () => owed().count(),
+      next: async (limit) => owed().next(limit),
+      pay: async (blocks, packed) =>
+        write("attribution", () => {
+          const stored = attribution.insertPacked(packed);
+          owed().clear(blocks);
+          return stored;
+        }),
+    },
     saveRegistration: async (wallet, code, now) => hold(() => saveRegistration(db, wallet, code, now)),
     registration: async (wallet) => getRegistration(db, wallet),
 

@@ -37,6 +37,7 @@ export async function readStatusSnapshot(db: Database, chainId: number, tokens: 
     .all(RECENT_REMOVALS) as StatusSnapshot["removals"];
   const orders = db.prepare("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state").all() as StatusSnapshot["orders"];
   const voidedThenCaptured = db.prepare("SELECT COUNT(*) FROM orders WHERE state = 'captured' AND offchain_state = 'voided_offchain'").pluck().get() as number;
+  const attributionOwedBlocks = db.prepare("SELECT COUNT(*) FROM attribution_owed").pluck().get() as number;
   return {
     tokens: tokens.map((t) => tokenProgress(t, ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock))),
     newestBlock,
@@ -45,6 +46,7 @@ export async function readStatusSnapshot(db: Database, chainId: number, tokens: 
     removals,
     orders,
     voidedThenCaptured,
+    attributionOwedBlocks,
     webhooks: await outbox.backlog(),
     webhookAttempts: await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS),
   };

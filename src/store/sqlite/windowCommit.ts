@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createLogWriter } from "./logWriter.js";
+import { createOwedBlocks } from "./owedAttribution.js";
 import { unpackStrings } from "../../decode/packedRows.js";
 import { createSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
@@ -14,6 +15,7 @@ export const windowFields = (window: WindowWrite): WindowWrite => ({
   rows: window.rows,
   attribution: window.attribution,
   stageAttribution: window.stageAttribution,
+  owed: window.owed,
 });
 
 /**
@@ -36,6 +38,7 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
   const logs = createLogWriter(db);
   const attribution = createAttributionWriter(db);
   const synced = createSyncedRanges(db, chainId);
+  const owed = createOwedBlocks(db);
   const begin = db.prepare("BEGIN IMMEDIATE");
   const commit = db.prepare("COMMIT");
   const rollback = db.prepare("ROLLBACK");
@@ -79,6 +82,8 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
       if (window.stageAttribution === true) attribution.stagePacked(window.attribution, between);
       else attribution.insertPacked(window.attribution, between);
       const counts = logs.insertPacked(window.rows, now, between, strings);
+      // What the window owes is recorded with its range: a window fetched again after a crash owes it again.
+      if (window.owed !== undefined) owed.record(window.owed, now);
       for (const token of window.tokens) synced.add(token, window);
       close(commit);
       return counts;

@@ -13,6 +13,7 @@ import { SCHEMA_V10 } from "./schemaV10.js";
 import { matchWebhookTriggersToSubscriptions } from "./schemaV11.js";
 import { migrateToV12 } from "./schemaV12.js";
 import { SCHEMA_V13 } from "./schemaV13.js";
+import { SCHEMA_V14 } from "./schemaV14.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -32,6 +33,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 11, apply: matchWebhookTriggersToSubscriptions },
   { version: 12, apply: migrateToV12 },
   { version: 13, apply: SCHEMA_V13 },
+  { version: 14, apply: SCHEMA_V14 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
