@@ -7,7 +7,7 @@ import { startSavedAnvilChain, type ChainShape } from "./savedAnvilChain.js";
  * whole blocks (`eth_getBlockByNumber(n, true)`), the token transactions by hash, block headers with
  * hashes only, raw blocks (`debug_getRawBlock`), in batches of 50 / 10 / 1 calls, 1 or 4 requests at
  * a time. Prints one JSON line per way: wall ms, anvil's CPU seconds, bytes received.
- * `node scripts/bench/anvilCalldataServe.ts [logs] [shape] [blocks]` (defaults 200000 base-mix 1000).
+ * `node dist/scripts/bench/anvilCalldataServe.js [logs] [shape] [blocks]` (defaults 200000 base-mix 1000).
  */
 const logs = Number(process.argv[2] ?? 200_000);
 const shape = (process.argv[3] ?? "base-mix") as ChainShape;

@@ -9,7 +9,7 @@ import { startSavedAnvilChain, type ChainShape } from "./savedAnvilChain.js";
  * Attribution on against off, alternating, against one anvil serving a saved chain (loaded once):
  * `flashindex backfill` with the defaults as anvilBackfill.ts runs it, and per run the wall time,
  * flashindex's CPU seconds and anvil's. Prints one JSON line per run.
- * `node scripts/bench/attributionAB.ts [logs] [shape] [pairs] [extra config JSON]`
+ * `node dist/scripts/bench/attributionAB.js [logs] [shape] [pairs] [extra config JSON]`
  * (defaults 200000 base-mix 2). The extra config is merged into the backfill's (e.g. a log level).
  */
 const logs = Number(process.argv[2] ?? 200_000);
