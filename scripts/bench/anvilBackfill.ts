@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS } from "../../src/config/types.js";
 import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
-import { startSavedAnvilChain, type ChainShape, type SavedChainMeta } from "./savedAnvilChain.js";
+import { startSavedAnvilChain, type ChainShape, type SavedChain, type SavedChainMeta } from "./savedAnvilChain.js";
 
 /**
  * End to end: `flashindex backfill` (a fresh process, as a user starts it) against anvil serving a
@@ -16,24 +16,25 @@ export async function anvilEndToEnd(logs: number, shape: ChainShape, attribution
   const chain = await startSavedAnvilChain(logs, shape);
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   try {
-    const figures = await runCliBackfill(
-      dir,
-      {
-        chainId: 8453,
-        ...(attribution ? {} : { attribution: { enabled: false } }),
-        rpc: { http: [chain.anvil.httpUrl] },
-        tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
-        finality: { depth: 0 },
-        database: { path: join(dir, "anvil.db") },
-        metrics: { enabled: false },
-      },
-      { from: chain.deployBlock, to: chain.head },
-    );
+    const figures = await runCliBackfill(dir, anvilBackfillConfig(chain, dir, attribution), { from: chain.deployBlock, to: chain.head });
     return { name: `anvil end to end, ${describeChain(chain)}; ${describeConfig(attribution)}`, ...figures };
   } finally {
     await chain.anvil.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The configuration of an end-to-end backfill against a saved chain: the defaults, but what anvilEndToEnd says, with the database in `dir`. */
+export function anvilBackfillConfig(chain: SavedChain, dir: string, attribution: boolean): Record<string, unknown> {
+  return {
+    chainId: 8453,
+    ...(attribution ? {} : { attribution: { enabled: false } }),
+    rpc: { http: [chain.anvil.httpUrl] },
+    tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
+    finality: { depth: 0 },
+    database: { path: join(dir, "anvil.db") },
+    metrics: { enabled: false },
+  };
 }
 
 /** A saved chain as a row names it: size, shape, blocks and transactions. */

@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeFunctionData, numberToHex, type Address, type Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
@@ -11,9 +10,19 @@ export { CHAIN_SHAPES, type ChainShape } from "./chainShapes.js";
 
 /** A fixed genesis timestamp: block 0 (and so every hash after it) is the same on every load. */
 const GENESIS_TIMESTAMP = "1700000000";
-const CACHE_DIR = join(import.meta.dirname, "..", "..", "..", ".bench");
+/** Where saved chains live: `.bench/` beside the checkout, or BENCH_CHAIN_DIR (to try a chain without touching the shared ones). */
+const CACHE_DIR = process.env.BENCH_CHAIN_DIR ?? join(import.meta.dirname, "..", "..", "..", ".bench");
 /** A base-mix chain's dump runs to gigabytes: anvil takes minutes to load it on a busy host. */
 const LOAD_TIMEOUT_MS = 600_000;
+/**
+ * The senders of the planned transactions (token transactions, then the others), impersonated: anvil
+ * recovers a signed transaction's sender with k256 each time it serves it, whole block or by hash,
+ * a cost no production node pays on every read (reth stores senders), which made an attributed
+ * backfill of the base-mix chain measure anvil's ECDSA rather than the indexer
+ * (`anvil-ecdsa-per-served-tx` in results/measurements.csv). An impersonated transaction's sender
+ * is stored with it.
+ */
+const SENDERS = ["0x00000000000000000000000000000000000a11ce", "0x0000000000000000000000000000000000000b0b"] as const;
 /** Gas limits given with each transaction, so anvil estimates nothing: room for the largest of each kind. */
 const GAS = { dense: 6_000_000, mixToken: 300_000, other: 60_000 } as const;
 
@@ -30,9 +39,13 @@ export type SavedChainMeta = {
 };
 export type SavedChain = SavedChainMeta & { anvil: Anvil };
 
-/** Where a saved chain lives: anvil's state dump and what the generator recorded about it. */
+/**
+ * Where a saved chain lives: anvil's state dump and what the generator recorded about it. The name
+ * says the senders are impersonated (SENDERS): chains saved before, with signed senders, keep
+ * theirs, for a checkout that still reads them.
+ */
 export function savedChainPaths(shape: ChainShape, logs: number): { state: string; meta: string } {
-  const base = join(CACHE_DIR, `anvil-${shape}-${logs}`);
+  const base = join(CACHE_DIR, `anvil-${shape}-${logs}-impersonated`);
   return { state: `${base}.state.json`, meta: `${base}.meta.json` };
 }
 
@@ -66,8 +79,12 @@ async function generate(shape: ChainShape, logs: number, paths: { state: string;
     extraArgs: ["--timestamp", GENESIS_TIMESTAMP, "--dump-state", partial, "--state-interval", "86400", "--prune-history"],
   });
   try {
-    const [tokenSender, otherSender] = ANVIL_PRIVATE_KEYS.slice(0, 2).map((key) => privateKeyToAccount(key as Hex).address);
     const { address: token, blockNumber: deployBlock } = await deployTestToken({ rpcUrl: anvil.httpUrl, privateKey: ANVIL_PRIVATE_KEYS[0] as Hex });
+    const [tokenSender, otherSender] = SENDERS;
+    for (const sender of SENDERS) {
+      await rpc(anvil.httpUrl, "anvil_setBalance", [sender, "0xffffffffffffffffffffffffffffffff"]);
+      await rpc(anvil.httpUrl, "anvil_impersonateAccount", [sender]);
+    }
     // From here each planned block is sent whole, then mined: its transactions share the block.
     await rpc(anvil.httpUrl, "evm_setAutomine", [false]);
     const counts = { logs: 0, tokenTransactions: 0, otherTransactions: 0, blocks: 0 };
