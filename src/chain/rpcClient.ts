@@ -91,8 +91,9 @@ export type RpcClientDeps = {
 };
 
 /**
- * Most requests in flight at once, before any rate limit: more than the backfill's windows plus
- * the live path ever ask for. A provider's refusal halves it (the rate limiter's AIMD).
+ * Most requests in flight at once: more than the backfill's windows plus the live path ever ask
+ * for. The limit starts at one and doubles every round trip up to this; a provider's refusal halves
+ * it (the rate limiter's slow start and AIMD).
  */
 const MAX_REQUESTS_IN_FLIGHT = 32;
 
@@ -104,7 +105,7 @@ const ENDPOINT_COOLDOWN_MS = 30_000;
 
 /**
  * JSON-RPC over HTTP. Every request passes the rate limiter (rateLimiter.ts: at most the configured
- * calls per second, if any; after a provider's rate limit, half the rate it accepted, regained slowly), is retried with
+ * calls per second, if any; after a provider's rate limit, just under the rate it accepted, halved if refused again), is retried with
  * exponential backoff and full jitter on transient failures, and moves to the next endpoint when one fails.
  * Before an endpoint's first use its chain id is checked: a failover must never switch chains.
  */
