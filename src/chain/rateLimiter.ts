@@ -69,6 +69,12 @@ export type RateLimiter = {
    * the limits stay. Returns whether the limits were cut.
    */
   refused: (sentAt: number, retryAfterMs: number | undefined, cost?: number) => boolean;
+  /**
+   * A request of `cost` calls let go at `sentAt` left at `leftAt` (ms, the same clock), later: it
+   * was sent from another thread, busy meanwhile. The pacing counts it from then; a refusal of it
+   * is reported with `leftAt`.
+   */
+  left: (sentAt: number, leftAt: number, cost: number) => void;
   /** A request of `cost` calls, let go at `sentAt`, was answered: the limits climb back (additive increase). */
   answered: (cost: number, sentAt: number) => void;
   state: () => RateLimiterState;
@@ -184,6 +190,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       lastCutAt = now;
       pump();
       return true;
+    },
+
+    left(sentAt, leftAt, cost) {
+      if (leftAt > sentAt) sends.moved(sentAt, leftAt, cost);
     },
 
     answered(cost, _sentAt) {

@@ -76,10 +76,11 @@ export type RawBatchAnswer = { body: AnswerBody; firstId: number; endpoint: stri
  * sends a backfill window's, so the answer's bytes never reach the main thread), with a transport
  * made from `request.transport`. It throws what the transport would (transportFailureError
  * rebuilds it) and what `accept` would: the client's rate limit, retries, failover and
- * classification are the same. `signal` is the shutdown's. Used only when the client's transport
- * is createHttpTransport's.
+ * classification are the same. `signal` is the shutdown's; `onLeft` is told when the request left
+ * (performance.now() ms of this thread): the rate limiter paces from then. Used only when the
+ * client's transport is createHttpTransport's.
  */
-export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal) => Promise<T>;
+export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<T>;
 /** One JSON-RPC request as the client would send it: `id` is the request's (a batch's first call's). */
 export type OutgoingRequest = { url: string; body: string; id: number; endpoint: string; timeoutMs: number; transport: HttpTransportSettings };
 
@@ -160,7 +161,13 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     const settings = transport.settings;
     if (elsewhere !== undefined && settings !== undefined) {
       const request = { url: endpoint.url, body, id, endpoint: endpoint.label, timeoutMs, transport: settings };
-      return paced(sending, () => elsewhere(request, shutdown.signal));
+      // The other thread may send it later than it was let go (busy decoding): the pacing counts it from when it left.
+      const onLeft = (at: number) => {
+        if (sending.sentAt === undefined || at <= sending.sentAt) return;
+        limiter.left(sending.sentAt, at, sending.cost);
+        sending.sentAt = at;
+      };
+      return paced(sending, () => elsewhere(request, shutdown.signal, onLeft));
     }
     return send(endpoint, body, timeoutMs, sending).then(accept);
   }

@@ -34,6 +34,24 @@ export function createSendLog() {
       total.push(totalBefore(at.length - 1) + cost);
     },
 
+    /**
+     * The request of `cost` calls recorded as leaving at `from` left at `to` instead (another thread
+     * sent it, later): it moves, and what it counts toward moves with it. Nothing, if none left at `from`.
+     */
+    moved(from: number, to: number, cost: number): void {
+      let i = firstAfter(from) - 1;
+      while (i >= head && at[i] === from && total[i]! - totalBefore(i) !== cost) i--;
+      if (i < head || at[i] !== from) return;
+      for (let j = i + 1; j < at.length; j++) total[j]! -= cost;
+      at.splice(i, 1);
+      total.splice(i, 1);
+      const k = firstAfter(to);
+      at.splice(k, 0, to);
+      total.splice(k, 0, totalBefore(k) + cost);
+      for (let j = k + 1; j < at.length; j++) total[j]! += cost;
+      for (const r of refused) if (r.at === from && r.cost === cost) r.at = to;
+    },
+
     /** Notes that the request of `cost` calls that left at `time` was refused (nothing, if none left then). */
     markRefused(time: number, cost: number): void {
       const i = firstAfter(time) - 1;

@@ -92,6 +92,27 @@ describe("createRateLimiter()", () => {
     expect(sentAt).toBe(clock.now);
   });
 
+  test("a request sent later than it was let go (from another thread) is paced, and refused, from when it left", async () => {
+    const { clock, pacing, send } = onClock();
+    for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
+    // The first left 150 ms after it was let go.
+    pacing.left(10_000, 10_150, 1);
+    await send(10_450);
+    clock.now = 10_530;
+    // The provider counted 10,150 to 10,400 in the second before 10,450: five.
+    expect(pacing.refused(10_450, undefined)).toBe(true);
+    expect(pacing.state().requestsPerSecond).toBe(underShown(5));
+    let sentAt: number | undefined;
+    const next = pacing.run(1, async (at) => void (sentAt = at));
+    clock.now = 10_100 + (5 * 1_000) / underShown(5);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // 10,100 has left the span, but the moved 10,150 has not.
+    expect(sentAt).toBeUndefined();
+    clock.now = 10_150 + (5 * 1_000) / underShown(5);
+    await next;
+    expect(sentAt).toBe(clock.now);
+  });
+
   test("refusals of requests sent before the cut only correct its measurement", async () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 4; i++) await send(10_000 + i * 100);

@@ -37,4 +37,21 @@ describe("createSendLog()", () => {
     log.add(5_000, 1);
     expect(log.acceptedIn(4_999, 5_000)).toBe(1);
   });
+
+  test("moves a send that left later than recorded, with what it counts toward", () => {
+    const log = createSendLog();
+    log.add(100, 1);
+    log.add(200, 2);
+    log.add(300, 1);
+    log.markRefused(200, 2);
+    log.moved(200, 450, 2);
+    // Nothing recorded at 250: nothing moves.
+    log.moved(250, 500, 1);
+    expect(log.acceptedIn(0, 400)).toBe(2);
+    expect(log.acceptedIn(400, 500)).toBe(0);
+    log.add(460, 1);
+    // 100, 300, 450 (2 calls), 460 in the span: room for one more call once 100 leaves it.
+    expect(log.fitsAt(1, 5, 1_000, 470)).toBe(1_100);
+    expect(log.fitsAt(1, 6, 1_000, 470)).toBe(470);
+  });
 });
