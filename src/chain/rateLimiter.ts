@@ -27,8 +27,12 @@ const PROVIDER_SECOND_MS = 1_000;
  * (ms): a loaded event loop on either side. Pacing at a limit the provider showed keeps this much
  * above its second, so the request that would make one too many arrives after the first has left its count.
  */
-export const ARRIVAL_JITTER_MS = 30;
-/** Requests in flight at the start: the limit doubles every round trip until a provider refuses (TCP's slow start). */
+export const ARRIVAL_JITTER_MS = 50;
+/**
+ * Requests in flight at the start: the limit grows by one every round trip while requests wait,
+ * until a provider refuses. By one, not doubling (TCP's slow start): the requests let go before a
+ * first refusal is read are refused too, and every other refusal may carry a Retry-After second.
+ */
 export const INITIAL_CONCURRENCY = 1;
 
 export type RateLimiterOptions = {
@@ -85,8 +89,8 @@ export type RateLimiter = {
  * providers count them, over a sliding second (at most ⌈rate⌉ calls in any ⌈rate⌉/rate seconds), so
  * a burst the provider already counted delays the next calls instead of being refused. Without a
  * ceiling nothing is paced until the first refusal (a node on the same host or a paid plan is not
- * held to a guess), and the requests in flight start at one and double every round trip, so the
- * first refusal finds few requests behind it. A `Retry-After` pauses every request, not only the refused one.
+ * held to a guess), and the requests in flight start at one and grow by one every round trip, so
+ * the first refusal finds few requests behind it. A `Retry-After` pauses every request, not only the refused one.
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const maxRate = options.requestsPerSecond;
@@ -99,6 +103,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   let pausedUntil = 0;
   let lastCutAt = Number.NEGATIVE_INFINITY;
   let inFlight = 0;
+  /** When the requests in flight last grew before a refusal: answers to requests sent earlier do not grow them again. */
+  let grewAt = Number.NEGATIVE_INFINITY;
   const sends = createSendLog();
   const waiting: Array<{ cost: number; go: (sentAt: number) => void; fail: (error: Error) => void }> = [];
   let timer: NodeJS.Timeout | undefined;
@@ -196,10 +202,13 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       if (leftAt > sentAt) sends.moved(sentAt, leftAt, cost);
     },
 
-    answered(cost, _sentAt) {
-      // Slow start: one more request in flight per answer while requests wait for a slot, until the first refusal.
+    answered(cost, sentAt) {
+      // Before the first refusal: one more request in flight per round trip while requests wait for a slot.
       if (refusedRate === Number.POSITIVE_INFINITY) {
-        if (waiting.length > 0) concurrency = Math.min(maxConcurrency, concurrency + 1);
+        if (waiting.length > 0 && sentAt >= grewAt) {
+          concurrency = Math.min(maxConcurrency, concurrency + 1);
+          grewAt = clock();
+        }
       } else concurrency = Math.min(maxConcurrency, concurrency + 1 / concurrency);
       if (rate === Number.POSITIVE_INFINITY) return;
       const share = rate < refusedRate * QUICK_RECOVERY_SHARE ? QUICK_RECOVERY_PER_SECOND : SLOW_RECOVERY_PER_SECOND;

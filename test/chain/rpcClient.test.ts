@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { BATCH_SIZE } from "../../src/chain/getTransactions.js";
+import { ARRIVAL_JITTER_MS } from "../../src/chain/rateLimiter.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PrunedHistoryError, RangeLimitError, RateLimitedError, WrongChainError } from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
@@ -134,8 +135,9 @@ describe("createRpcClient()", () => {
     // No ceiling: the first refusal paces just under the one call (eth_chainId) the server accepted
     // in the second before; refused again at that rate, the rate halves.
     const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
-    expect(cuts[0]).toBe(0.97);
-    expect(cuts[1]).toBe(0.49);
+    const measured = 1_000 / (1_000 + ARRIVAL_JITTER_MS);
+    expect(cuts[0]).toBe(Math.round(measured * 100) / 100);
+    expect(cuts[1]).toBe(Math.round((measured / 2) * 100) / 100);
   });
 
   test("Retry-After on a 429 holds back every request of the client until it expires, not only the refused one", async () => {
