@@ -23,8 +23,8 @@ export type ProviderRow = ProcessFigures & {
  * serving a saved dense chain of `logs` Transfer logs (one transaction a block: the base-mix
  * shape's calls, one a block, take minutes at 5 calls a second), through a proxy shaped like a hosted provider
  * (DEFAULT_PROVIDER_SHAPE: 80 ms latency, 5 calls/s with HTTP 429 beyond, Retry-After on every
- * other refusal, 2,000-block and 10,000-result caps). Small chains only: at 5 calls a second a
- * large one takes minutes whatever the client does.
+ * other refusal, 2,000-block and 10,000-result caps). At 5 calls a second a chain takes at least
+ * its logs / 50,000 seconds, and with attribution one call a block more.
  */
 export async function providerBackfill(logs: number, attribution: boolean): Promise<ProviderRow> {
   const chain = await startSavedAnvilChain(logs, "dense");

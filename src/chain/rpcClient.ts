@@ -76,10 +76,11 @@ export type RawBatchAnswer = { body: AnswerBody; firstId: number; endpoint: stri
  * sends a backfill window's, so the answer's bytes never reach the main thread), with a transport
  * made from `request.transport`. It throws what the transport would (transportFailureError
  * rebuilds it) and what `accept` would: the client's rate limit, retries, failover and
- * classification are the same. `signal` is the shutdown's. Used only when the client's transport
- * is createHttpTransport's.
+ * classification are the same. `signal` is the shutdown's; `onLeft` is told when the request left
+ * (performance.now() ms of this thread): the rate limiter paces from then. Used only when the
+ * client's transport is createHttpTransport's.
  */
-export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal) => Promise<T>;
+export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<T>;
 /** One JSON-RPC request as the client would send it: `id` is the request's (a batch's first call's). */
 export type OutgoingRequest = { url: string; body: string; id: number; endpoint: string; timeoutMs: number; transport: HttpTransportSettings };
 
@@ -91,8 +92,9 @@ export type RpcClientDeps = {
 };
 
 /**
- * Most requests in flight at once, before any rate limit: more than the backfill's windows plus
- * the live path ever ask for. A provider's refusal halves it (the rate limiter's AIMD).
+ * Most requests in flight at once: more than the backfill's windows plus the live path ever ask
+ * for. The limit starts at one and doubles every round trip up to this; a provider's refusal halves
+ * it (the rate limiter's slow start and AIMD).
  */
 const MAX_REQUESTS_IN_FLIGHT = 32;
 
@@ -104,7 +106,7 @@ const ENDPOINT_COOLDOWN_MS = 30_000;
 
 /**
  * JSON-RPC over HTTP. Every request passes the rate limiter (rateLimiter.ts: at most the configured
- * calls per second, if any; after a provider's rate limit, half the rate it accepted, regained slowly), is retried with
+ * calls per second, if any; after a provider's rate limit, just under the rate it accepted, halved if refused again), is retried with
  * exponential backoff and full jitter on transient failures, and moves to the next endpoint when one fails.
  * Before an endpoint's first use its chain id is checked: a failover must never switch chains.
  */
@@ -159,7 +161,13 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
     const settings = transport.settings;
     if (elsewhere !== undefined && settings !== undefined) {
       const request = { url: endpoint.url, body, id, endpoint: endpoint.label, timeoutMs, transport: settings };
-      return paced(sending, () => elsewhere(request, shutdown.signal));
+      // The other thread may send it later than it was let go (busy decoding): the pacing counts it from when it left.
+      const onLeft = (at: number) => {
+        if (sending.sentAt === undefined || at <= sending.sentAt) return;
+        limiter.left(sending.sentAt, at, sending.cost);
+        sending.sentAt = at;
+      };
+      return paced(sending, () => elsewhere(request, shutdown.signal, onLeft));
     }
     return send(endpoint, body, timeoutMs, sending).then(accept);
   }

@@ -15,7 +15,7 @@ import { transportFailureError } from "../chain/httpTransport.js";
 import type { OutgoingRequest } from "../chain/rpcClient.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer } from "./windowAnswer.js";
-import type { DecodeReply, DecodeRequest, DecodeThreadData, SendRequest } from "./windowDecoderThread.js";
+import type { DecodeReply, DecodeRequest, DecodeThreadData, LeftNotice, SendRequest } from "./windowDecoderThread.js";
 import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
 
 export type WindowDecoder = {
@@ -30,9 +30,10 @@ export type WindowDecoder = {
   close: () => Promise<void>;
 };
 
+/** `onLeft`: told when the thread sent the request (performance.now() ms of this thread). */
 export type ThreadSender = {
-  decode: (request: OutgoingRequest, window: WindowContext, signal: AbortSignal) => Promise<DecodedWindow>;
-  attribute: (request: OutgoingRequest, batch: TransactionsContext, signal: AbortSignal) => Promise<AttributedAnswer>;
+  decode: (request: OutgoingRequest, window: WindowContext, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<DecodedWindow>;
+  attribute: (request: OutgoingRequest, batch: TransactionsContext, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<AttributedAnswer>;
 };
 
 /**
@@ -90,11 +91,21 @@ function startThreadOfDecoder(nice: number) {
     const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
     worker.postMessage(request, movable ? [body.buffer as ArrayBuffer] : []);
   };
+  /** Who is told when each request sent from the thread left, by id. */
+  const leftBy = new Map<number, (at: number) => void>();
+  worker.on("message", (message: DecodeReply | LeftNotice) => {
+    if (!("left" in message)) return;
+    leftBy.get(message.left)?.(message.at - performance.timeOrigin);
+    leftBy.delete(message.left);
+  });
   /** Posts a request that the thread sends itself; the shutdown (`signal`) aborts it there. */
-  const callFromThread = (signal: AbortSignal, request: (id: number) => SendRequest) => {
+  const callFromThread = (signal: AbortSignal, request: (id: number) => SendRequest, onLeft: ((at: number) => void) | undefined) => {
     let stopListening = () => {};
+    let sentId = 0;
     return calls
       .call((id) => {
+        sentId = id;
+        if (onLeft !== undefined) leftBy.set(id, onLeft);
         const abort = () => worker.postMessage({ abort: id } satisfies DecodeRequest);
         signal.addEventListener("abort", abort, { once: true });
         stopListening = () => signal.removeEventListener("abort", abort);
@@ -102,14 +113,17 @@ function startThreadOfDecoder(nice: number) {
         // Killed while the request waited for the rate limit: the listener never fires; abort it now.
         if (signal.aborted) abort();
       })
-      .finally(() => stopListening());
+      .finally(() => {
+        stopListening();
+        leftBy.delete(sentId);
+      });
   };
   return {
     decode: (answer: WindowAnswer) => calls.call((id) => send({ id, answer }, answer.body)) as Promise<DecodedWindow>,
     attribute: (transactions: TransactionsAnswer) => calls.call((id) => send({ id, transactions }, transactions.body)) as Promise<AttributedAnswer>,
     sender: {
-      decode: (fetch, window, signal) => callFromThread(signal, (id) => ({ id, fetch, window })) as Promise<DecodedWindow>,
-      attribute: (fetch, batch, signal) => callFromThread(signal, (id) => ({ id, fetch, batch })) as Promise<AttributedAnswer>,
+      decode: (fetch, window, signal, onLeft) => callFromThread(signal, (id) => ({ id, fetch, window }), onLeft) as Promise<DecodedWindow>,
+      attribute: (fetch, batch, signal, onLeft) => callFromThread(signal, (id) => ({ id, fetch, batch }), onLeft) as Promise<AttributedAnswer>,
     } satisfies ThreadSender,
     close(): Promise<void> {
       closing ??= (async () => {

@@ -23,6 +23,12 @@ export type DecodeRequest =
 /** A request the thread sends itself before decoding its answer. */
 export type SendRequest = Extract<DecodeRequest, { fetch: OutgoingRequest }>;
 export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnswer; failure?: TransportFailure; error?: string };
+/**
+ * Posted as a request this thread sends leaves (before its reply): when, in ms since the Unix epoch
+ * at performance's resolution (threads' performance.now() clocks start apart). It has no `id`, so
+ * the calls' replies never take it for one.
+ */
+export type LeftNotice = { left: number; at: number };
 
 export type DecodeThreadData = { nice: number };
 
@@ -51,7 +57,9 @@ async function sendThenDecode(message: SendRequest): Promise<void> {
   sending.set(id, controller);
   let body: AnswerBody;
   try {
-    body = await transportFor(fetch)(fetch.url, fetch.body, controller.signal, fetch.timeoutMs);
+    const transport = transportFor(fetch);
+    parentPort!.postMessage({ left: id, at: performance.timeOrigin + performance.now() } satisfies LeftNotice);
+    body = await transport(fetch.url, fetch.body, controller.signal, fetch.timeoutMs);
   } catch (error) {
     let answer: DecodeReply;
     try {

@@ -6,6 +6,7 @@ import { getBlockHeader } from "../chain/blockHeaders.js";
 import { WRITER_THREAD_MIN_BLOCKS, WRITER_THREAD_MIN_LOGS, WRITER_THREAD_MIN_WINDOW_LOGS, type ProcessMode } from "../ops/threadSettings.js";
 import type { WindowWriter } from "../store/store.js";
 import { countIndexed } from "../store/insertCounts.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
 import { createWatchScope, memberRanges, membersOf, recordWatchLists, tokenCheckpoint } from "./watchScope.js";
 
 /** How often the backfill reports progress at info level. */
@@ -140,14 +141,20 @@ export async function backfill(
     deps.shutdown.throwIfKilled();
   }
   let lagBlockAsked = -1;
+  /** The block time (Unix seconds) of the newest row committed so far. */
+  let newestRowTime = 0;
   const updateCheckpoint = async () => {
     const ends = await Promise.all(tokens.map((t) => tokenCheckpoint(store, t)));
     const checkpoint = Math.min(...ends);
     metrics.backfillCheckpointBlock.set(checkpoint);
     metrics.indexedBlock.set({ source: "backfill" }, checkpoint);
     metrics.lagBlocks.set(Math.max(0, (range.head ?? range.to) - checkpoint));
-    // flashindex_sync_lag_seconds: now minus the newest indexed block's time, one header per progress tick.
-    if (checkpoint >= 0 && checkpoint !== lagBlockAsked) {
+    // flashindex_sync_lag_seconds: now minus the newest indexed block's time, one header per progress
+    // tick. Against a rate-limited provider every call is a window's worth of logs: the newest row's
+    // block time stands in (older by the blocks without logs at the end of its window).
+    if (deps.client.rateLimited()) {
+      if (newestRowTime > 0) metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - newestRowTime));
+    } else if (checkpoint >= 0 && checkpoint !== lagBlockAsked) {
       lagBlockAsked = checkpoint;
       getBlockHeader(deps.client, checkpoint).then(
         (header) => header !== undefined && metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - header.timestamp)),
@@ -169,6 +176,8 @@ export async function backfill(
   async function commitWindow(writer: WindowWriter, window: WindowResult): Promise<void> {
     // Committing a window here (a short backfill), or posting one to the writer thread, holds this thread: live messages received meanwhile go first.
     await yieldToEventLoop();
+    // Read before the commit: the rows' buffers move to the writer thread.
+    if (window.rows.count > 0) newestRowTime = Math.max(newestRowTime, window.rows.numbers[(window.rows.count - 1) * NUMBER_FIELDS + NUMBER_AT.blockTimestamp]!);
     const writeStarted = performance.now();
     const counts = await writer.commit({ ...window, stageAttribution: bulk && options.stageAttribution === true }, Date.now());
     metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);

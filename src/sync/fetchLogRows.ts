@@ -78,7 +78,7 @@ export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecode
     "eth_getLogs",
     getLogsParams(filter),
     async (answer) => accepted(await decoder.decode({ ...answer, ...window })),
-    thread && (async (request, signal) => accepted(await thread.decode(request, window, signal))),
+    thread && (async (request, signal, onLeft) => accepted(await thread.decode(request, window, signal, onLeft))),
   );
   if (decoded.untimed.length > 0) {
     const timestamps = await getBlockTimestamps(deps.client, new Map(decoded.untimed));

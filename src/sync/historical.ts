@@ -133,8 +133,10 @@ export async function* syncHistorical(
         return;
       }
       const first = pieces[0]!;
-      // A limit the provider stated in blocks is a ceiling for the rest of the run, not a guess to retry.
+      // A limit the provider stated in blocks is a ceiling for the rest of the run, not a guess to
+      // retry; one stated in results is the most any window should aim for.
       windowSize.shrinkTo(Number(first.to - first.from) + 1, error.hint.kind === "maxRange");
+      if (error.hint.kind === "maxResults") windowSize.capResults(error.hint.results);
       logger.info({
         msg: "Split window after a provider range limit",
         from_block: window.from,

@@ -20,12 +20,26 @@ export const RATE_LIMITED_TARGET_LOGS_PER_WINDOW = 10_000;
  * `backfill.concurrency` of them start at once.
  */
 export const INITIAL_WINDOW_BLOCKS = 10;
+/**
+ * A window that brought at least this share of the target shows the range's density well enough
+ * to size the next one from it at once; sparser ones only double the size (a few logs in a few
+ * blocks predict little).
+ */
+export const DENSITY_KNOWN_SHARE = 0.1;
+/**
+ * A size read from a window that brought much less than the target aims this much under it:
+ * densities vary from window to window (a range's first block may be its token's deployment, with
+ * no logs), and an answer over a provider's result cap is refused whole.
+ */
+export const DENSITY_MARGIN = 0.05;
 
 /**
  * The adaptive eth_getLogs window. It starts small and, while windows bring fewer logs than
- * `targetLogs()` (TARGET_LOGS_PER_WINDOW unless the caller says otherwise), at most doubles toward the size that density would allow (up to the
- * configured size); it shrinks at once when a window brings too many, and to what a provider
- * accepted after a range error, growing back only after a run of successes.
+ * `targetLogs()` (TARGET_LOGS_PER_WINDOW unless the caller says otherwise), grows toward the size
+ * that density would allow (up to the configured size): at once when the last window showed the
+ * density (DENSITY_KNOWN_SHARE), else at most doubling. It shrinks at once when a window brings too
+ * many, and to what a provider accepted after a range error, growing back only after a run of
+ * successes. A result cap the provider stated bounds the target from then on.
  */
 export function createWindowSize(configured: number, targetLogs: () => number = () => TARGET_LOGS_PER_WINDOW) {
   let current = Math.min(configured, INITIAL_WINDOW_BLOCKS);
@@ -34,8 +48,17 @@ export function createWindowSize(configured: number, targetLogs: () => number = 
   let successes = 0;
   // A block-range limit the provider stated: the window never grows past it again.
   let ceiling = configured;
+  // A result cap the provider stated: no window aims past it again.
+  let capLogs = Number.POSITIVE_INFINITY;
   return {
     current: () => current,
+    /** After a provider refused an answer for holding more than `results` logs. */
+    capResults(results: number): void {
+      capLogs = Math.min(capLogs, Math.max(1, results));
+      // Stated, the cap sizes windows from their density: no run of successes to wait for.
+      rangeLimited = false;
+      successes = 0;
+    },
     /** After a range error: `blocks` is what the provider accepts; `stated` when it said so as a block count. */
     shrinkTo(blocks: number, stated = false): void {
       current = Math.max(1, Math.min(current, blocks));
@@ -45,7 +68,7 @@ export function createWindowSize(configured: number, targetLogs: () => number = 
     },
     /** After a window of `blocks` blocks brought `logs` logs. */
     recordSuccess(blocks: number, logs: number): void {
-      const target = targetLogs();
+      const target = Math.min(targetLogs(), capLogs);
       if (logs > target) {
         current = Math.max(1, Math.min(current, Math.floor((blocks * target) / logs)));
         return;
@@ -54,7 +77,9 @@ export function createWindowSize(configured: number, targetLogs: () => number = 
       successes = 0;
       // Blocks that would bring about the target at this window's density; an empty window allows any size.
       const fits = logs === 0 ? configured : Math.floor((blocks * target) / logs);
-      current = Math.max(current, Math.min(ceiling, fits, current * 2));
+      // Within the margin of the target, the window's own density sizes the next one exactly.
+      const next = logs >= target * (1 - DENSITY_MARGIN) ? fits : logs >= target * DENSITY_KNOWN_SHARE ? Math.floor(fits * (1 - DENSITY_MARGIN)) : current * 2;
+      current = Math.max(current, Math.min(ceiling, fits, next));
       if (current >= ceiling) rangeLimited = false;
     },
   };

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { BATCH_SIZE } from "../../src/chain/getTransactions.js";
+import { ARRIVAL_JITTER_MS } from "../../src/chain/rateLimiter.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PrunedHistoryError, RangeLimitError, RateLimitedError, WrongChainError } from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
@@ -122,20 +123,21 @@ describe("createRpcClient()", () => {
     const s = await server(() => {
       calls++;
       if (calls <= 3) return { http: 429, body: JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32016, message: "over rate limit" } }) };
-      if (calls <= 5) return { error: { code: -32005, message: "project ID request rate exceeded" } };
+      if (calls <= 4) return { error: { code: -32005, message: "project ID request rate exceeded" } };
       return { result: "0x30" };
     });
     const { client: rpc, metrics, lines } = client([s.url], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
     await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x30");
-    expect(calls).toBe(6);
+    expect(calls).toBe(5);
     const counts = await metrics.rpcRequests.get();
-    expect(counts.values.find((v) => v.labels.outcome === "rate_limited")?.value).toBe(5);
+    expect(counts.values.find((v) => v.labels.outcome === "rate_limited")?.value).toBe(4);
     expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(0);
-    // No ceiling and nothing accepted yet: the first refusal paces at half of the 32 requests allowed
-    // in flight; the next ones, within the same second, do not cut again.
+    // No ceiling: the first refusal paces just under the one call (eth_chainId) the server accepted
+    // in the second before; refused again at that rate, the rate halves.
     const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
-    expect(cuts[0]).toBe(16);
-    expect(cuts.length).toBeLessThan(5);
+    const measured = 1_000 / (1_000 + ARRIVAL_JITTER_MS);
+    expect(cuts[0]).toBe(Math.round(measured * 100) / 100);
+    expect(cuts[1]).toBe(Math.round((measured / 2) * 100) / 100);
   });
 
   test("Retry-After on a 429 holds back every request of the client until it expires, not only the refused one", async () => {

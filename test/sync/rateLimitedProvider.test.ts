@@ -100,6 +100,9 @@ describe("a backfill through a rate-limited, range- and result-capped provider",
       const early = proxy.events.filter((e) => e.at > refusal.at + inFlightMs && e.at < refusal.at + refusal.retryAfterMs!);
       expect(early.map((e) => e.at - refusal.at)).toEqual([]);
     }
+    // Once the provider has refused, every call is a window's worth of logs: the progress ticks ask for no block header.
+    const firstRefusal = proxy.events.find((e) => e.outcome === "rate_limited")!;
+    expect(proxy.events.filter((e) => e.at > firstRefusal.at + inFlightMs && e.method === "eth_getBlockByNumber")).toEqual([]);
   }, 120_000);
 });
 

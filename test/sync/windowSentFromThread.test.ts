@@ -5,6 +5,7 @@ import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTra
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { getLogsParams } from "../../src/chain/getLogs.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { RetryableError, ShutdownError } from "../../src/errors/base.js";
 import { RangeLimitError } from "../../src/errors/rpc.js";
@@ -84,6 +85,29 @@ describe("a backfill window sent from the decode thread", () => {
     expect(Buffer.from(fromThread.rows.text as Uint8Array).toString("latin1")).toEqual(Buffer.from(here.rows.text as Uint8Array).toString("latin1"));
     expect(fromThread.txHashes).toEqual(here.txHashes);
     expect(fromThread.blocks).toEqual(here.blocks);
+  });
+
+  test("the decode thread tells this thread when each request it sent left, on this thread's clock", async () => {
+    const { decoder } = await setUp();
+    const filter = { from: devnet.tokenDeployBlock, to: head, addresses: [devnet.token.toLowerCase() as Hex], topic0: [...PAYMENT_TOPICS] };
+    const settings = createHttpTransport({ timeoutMs: 2_000, maxResponseBytes: 1e8 }).settings!;
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 7, method: "eth_getLogs", params: getLogsParams(filter) });
+    const left: number[] = [];
+    const before = performance.now();
+    try {
+      const decoded = await decoder.sender()!.decode(
+        { url: devnet.httpUrl, body, id: 7, endpoint: "devnet", timeoutMs: 2_000, transport: settings },
+        { filter, chainId: 8453, finalized: head },
+        new AbortController().signal,
+        (at) => left.push(at),
+      );
+      expect(decoded.kind).toBe("rows");
+      expect(left).toHaveLength(1);
+      expect(left[0]!).toBeGreaterThanOrEqual(before);
+      expect(left[0]!).toBeLessThanOrEqual(performance.now());
+    } finally {
+      await decoder.close();
+    }
   });
 
   test("a node's range limit sent with an HTTP error status (proxyd) reaches the client as a range limit", async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, test } from "vitest";
-import { createWindowSize, GROW_AFTER_SUCCESSES, INITIAL_WINDOW_BLOCKS, RATE_LIMITED_TARGET_LOGS_PER_WINDOW, TARGET_LOGS_PER_WINDOW } from "../../src/sync/windowSize.js";
+import {
+  createWindowSize,
+  DENSITY_MARGIN,
+  GROW_AFTER_SUCCESSES,
+  INITIAL_WINDOW_BLOCKS,
+  RATE_LIMITED_TARGET_LOGS_PER_WINDOW,
+  TARGET_LOGS_PER_WINDOW,
+} from "../../src/sync/windowSize.js";
 
 describe("createWindowSize()", () => {
   test("starts small, and doubles toward the configured size while windows are sparse", () => {
@@ -39,11 +46,37 @@ describe("createWindowSize()", () => {
     expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / logsPerBlock);
   });
 
-  test("never grows past what the density allows in one step", () => {
+  test("never grows past what the density allows in one step, less a margin when the window brought much less than the target", () => {
     const size = createWindowSize(1_000);
-    // 10 blocks brought 10/16 of the target: 16 blocks would bring the target; growth stops there, not at 20.
+    // 10 blocks brought 10/16 of the target: 16 blocks would bring the target; growth stops under it, not at 20.
     size.recordSuccess(10, (TARGET_LOGS_PER_WINDOW * 10) / 16);
-    expect(size.current()).toBe(16);
+    expect(size.current()).toBe(Math.floor(16 * (1 - DENSITY_MARGIN)));
+  });
+
+  test("jumps to the size the density allows once a window showed it, instead of doubling", () => {
+    let rateLimited = false;
+    const size = createWindowSize(1_000, () => (rateLimited ? RATE_LIMITED_TARGET_LOGS_PER_WINDOW : TARGET_LOGS_PER_WINDOW));
+    size.recordSuccess(size.current(), size.current() * 500);
+    expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / 500);
+    rateLimited = true;
+    size.recordSuccess(size.current(), size.current() * 500);
+    // 4 blocks to 19 at once (20 less the margin), then to 20 from a window within the margin.
+    expect(size.current()).toBe(Math.floor((RATE_LIMITED_TARGET_LOGS_PER_WINDOW / 500) * (1 - DENSITY_MARGIN)));
+    size.recordSuccess(size.current(), size.current() * 500);
+    expect(size.current()).toBe(RATE_LIMITED_TARGET_LOGS_PER_WINDOW / 500);
+  });
+
+  test("a result cap the provider stated becomes the target, with no run of successes to wait for", () => {
+    const size = createWindowSize(1_000, () => RATE_LIMITED_TARGET_LOGS_PER_WINDOW);
+    size.recordSuccess(size.current(), size.current() * 500);
+    expect(size.current()).toBe(19);
+    // A 19-block window of 9,500 logs was refused: "more than 4000 results"; it was split in two.
+    size.shrinkTo(10);
+    size.capResults(4_000);
+    size.recordSuccess(10, 5_000);
+    expect(size.current()).toBe(8);
+    size.recordSuccess(8, 4_000);
+    expect(size.current()).toBe(8);
   });
 
   test("after a provider range error, grows back only after a run of successes", () => {
