@@ -5,8 +5,8 @@ import DatabaseConstructor from "better-sqlite3";
 import pg from "pg";
 import { afterAll, describe, expect, test } from "vitest";
 import { connectionConfig } from "../../src/store/postgres/connection.js";
-import { migratePostgres, POSTGRES_MIGRATIONS } from "../../src/store/postgres/migrations/migrate.js";
-import { migrate } from "../../src/store/sqlite/migrations/migrations.js";
+import { migratePostgres, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from "../../src/store/postgres/migrations/migrate.js";
+import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
 import { postgresBackend, stopFileBackends } from "../helpers/backends.js";
 import { word } from "../helpers/fixtures.js";
 
@@ -90,7 +90,7 @@ describe("migration to schema 13", () => {
       { code: "op_zero", payments: 2 },
       { code: "plain", payments: 1 },
     ]);
-    expect(migrate(db)).toEqual({ from: 12, to: 13 });
+    expect(migrate(db)).toEqual({ from: 12, to: SCHEMA_VERSION });
     await expectMigrated(run);
     expect(db.pragma("foreign_key_check")).toEqual([]);
     db.close();
@@ -119,7 +119,7 @@ describe("migration to schema 13", () => {
         { code: "op_zero", payments: 2 },
         { code: "plain", payments: 1 },
       ]);
-      expect(await migratePostgres(client, schema)).toEqual({ from: 12, to: 13 });
+      expect(await migratePostgres(client, schema)).toEqual({ from: 12, to: POSTGRES_SCHEMA_VERSION });
       await expectMigrated(run);
     } finally {
       await client.end();
