@@ -75,6 +75,34 @@ async function hitTheRateLimit(client: RpcClient, proxy: { counts: { rateLimited
   expect(client.rateLimited()).toBe(true);
 }
 
+/**
+ * A backfill to `head` through a rate-limited proxy (4 calls/s, `latencyMs`) into a fresh database
+ * of `backend`, the client refused once before it starts: the logs stored, their blocks owed. The
+ * store and reader stay open for the test; `close` closes them and the proxy.
+ */
+async function rateLimitedBackfill(chain: PaymentChain, backend: TestBackend, head: number, latencyMs: number) {
+  const proxy = await startProviderProxy(chain.anvil.httpUrl, { latencyMs, requestsPerSecond: 4 });
+  const config = configFor(chain, proxy.url, await backend.freshDatabase());
+  const deps = testDeps(config);
+  const client = createRpcClient(deps);
+  const store = await openStore(config, { metrics: deps.metrics });
+  const reader = await backend.reader(config.database);
+  const close = async () => {
+    await reader.close();
+    await store.close();
+    await proxy.close();
+  };
+  try {
+    await hitTheRateLimit(client, proxy);
+    const syncDeps = createSyncDeps({ ...deps, client }, store);
+    await backfill(syncDeps, { to: head, finalized: head });
+    return { proxy, config, deps, store, reader, syncDeps, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
 describe.each(BACKENDS)("attribution trailing a rate-limited backfill ($name)", (backend: TestBackend) => {
   let chain: PaymentChain;
   let head: number;
@@ -113,17 +141,8 @@ describe.each(BACKENDS)("attribution trailing a rate-limited backfill ($name)", 
   });
 
   test("stores the logs first, owes their blocks, then attributes them row for row as an unlimited backfill, at most one call a block", async () => {
-    const proxy = await startProviderProxy(chain.anvil.httpUrl, { latencyMs: 20, requestsPerSecond: 4 });
-    const config = configFor(chain, proxy.url, await backend.freshDatabase());
-    const deps = testDeps(config);
-    const client = createRpcClient(deps);
-    const store = await openStore(config, { metrics: deps.metrics });
-    const reader = await backend.reader(config.database);
+    const { config, deps, store, reader, syncDeps, close } = await rateLimitedBackfill(chain, backend, head, 20);
     try {
-      await hitTheRateLimit(client, proxy);
-      const syncDeps = createSyncDeps({ ...deps, client }, store);
-      await backfill(syncDeps, { to: head, finalized: head });
-
       // Logs stored, no calldata read: every block holding one is owed, each payment listed as owed.
       const blocks = await reader.all<{ n: number }>("SELECT COUNT(DISTINCT block_number) AS n FROM logs");
       const owed = await store.owedAttribution.next(1_000);
@@ -151,9 +170,7 @@ describe.each(BACKENDS)("attribution trailing a rate-limited backfill ($name)", 
       expect(served).toBeLessThanOrEqual(owed.length);
       expect(await readAttribution(config.database)).toEqual(reference);
     } finally {
-      await reader.close();
-      await store.close();
-      await proxy.close();
+      await close();
     }
   }, 120_000);
 
@@ -215,16 +232,11 @@ describe.each(BACKENDS)("attribution trailing a rate-limited backfill ($name)", 
   }, 180_000);
 
   test("flashindex start pays what a rate-limited backfill left owed, beside realtime", async () => {
-    const proxy = await startProviderProxy(chain.anvil.httpUrl, { latencyMs: 20, requestsPerSecond: 4 });
-    const config = configFor(chain, proxy.url, await backend.freshDatabase());
-    const deps = testDeps(config);
-    const client = createRpcClient(deps);
-    const store = await openStore(config, { metrics: deps.metrics });
+    const { proxy, config, store, reader } = await rateLimitedBackfill(chain, backend, head, 20);
     try {
-      await hitTheRateLimit(client, proxy);
-      await backfill(createSyncDeps({ ...deps, client }, store), { to: head, finalized: head });
       expect(await store.owedAttribution.count()).toBeGreaterThan(0);
     } finally {
+      await reader.close();
       await store.close();
     }
     const dir = mkdtempSync(join(tmpdir(), "flashindex-trailing-"));
@@ -267,16 +279,8 @@ describe.each(BACKENDS)("an owed block reorged before it is paid ($name)", (back
     await chain.addTraffic(2);
     await addCodedTransfers(chain);
     const head = Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
-    const proxy = await startProviderProxy(chain.anvil.httpUrl, { latencyMs: 0, requestsPerSecond: 4 });
-    const config = configFor(chain, proxy.url, await backend.freshDatabase());
-    const deps = testDeps(config);
-    const client = createRpcClient(deps);
-    const store = await openStore(config, { metrics: deps.metrics });
-    const reader = await backend.reader(config.database);
+    const { deps, store, reader, syncDeps, close } = await rateLimitedBackfill(chain, backend, head, 0);
     try {
-      await hitTheRateLimit(client, proxy);
-      const syncDeps = createSyncDeps({ ...deps, client }, store);
-      await backfill(syncDeps, { to: head, finalized: head });
       const owed = await store.owedAttribution.next(1_000);
       const last = owed.at(-1)!;
       expect(last.number).toBe(head);
@@ -297,9 +301,7 @@ describe.each(BACKENDS)("an owed block reorged before it is paid ($name)", (back
       expect(stored.sort()).toEqual(owed.slice(0, -1).flatMap((b) => b.txHashes).sort());
       expect(deps.lines.some((l) => l.msg === "Dropped owed attribution of reorged blocks")).toBe(true);
     } finally {
-      await reader.close();
-      await store.close();
-      await proxy.close();
+      await close();
     }
   }, 120_000);
 });
