@@ -17,6 +17,7 @@ import {
   PrunedHistoryError,
   RangeLimitError,
   BatchOverRateError,
+  HeldBackError,
   RateLimitedError,
   RpcRequestError,
   RpcResponseError,
@@ -81,8 +82,22 @@ export type RawBatchAnswer = { body: AnswerBody; firstId: number; endpoint: stri
  * client's transport is createHttpTransport's.
  */
 export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<T>;
-/** One JSON-RPC request as the client would send it: `id` is the request's (a batch's first call's). */
-export type OutgoingRequest = { url: string; body: string; id: number; endpoint: string; timeoutMs: number; transport: HttpTransportSettings };
+/**
+ * One JSON-RPC request as the client would send it: `id` is the request's (a batch's first call's).
+ * `refusals` counts the provider's rate refusals (shared with the thread that sends it) and
+ * `refusalsSeen` is its count when the limiter let the request go: a request that has not left by
+ * the time the count moved is not sent (HeldBackError).
+ */
+export type OutgoingRequest = {
+  url: string;
+  body: string;
+  id: number;
+  endpoint: string;
+  timeoutMs: number;
+  transport: HttpTransportSettings;
+  refusals?: Int32Array;
+  refusalsSeen?: number;
+};
 
 export type RpcClientDeps = {
   config: Pick<Config, "chainId" | "rpc">;
@@ -129,6 +144,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   }));
   type Endpoint = (typeof endpoints)[number];
   let nextId = 1;
+  /** The provider's rate refusals so far, shared with the threads that send requests (OutgoingRequest). */
+  const refusals = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 
   function pickEndpoint(attempt: number): Endpoint {
     const now = Date.now();
@@ -167,7 +184,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         limiter.left(sending.sentAt, at, sending.cost);
         sending.sentAt = at;
       };
-      return paced(sending, () => elsewhere(request, shutdown.signal, onLeft));
+      return paced(sending, () => elsewhere({ ...request, refusals, refusalsSeen: Atomics.load(refusals, 0) }, shutdown.signal, onLeft));
     }
     return send(endpoint, body, timeoutMs, sending).then(accept);
   }
@@ -230,6 +247,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         return result;
       } catch (error) {
         const classified = classify(method, error);
+        // Never sent: neither a request to count nor a failure.
+        if (classified instanceof HeldBackError) throw classified;
         metrics.rpcRequests.inc({ method, outcome: outcomeOf(classified) });
         if (classified instanceof RateLimitedError && rateLimits === "wait") slowDown(sending, classified);
         else if (classified instanceof RetryableError) failures++;
@@ -250,10 +269,12 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
           error instanceof RetryableError &&
           !(error instanceof BatchOverRateError) &&
           !shutdown.isKilled() &&
-          (error instanceof RateLimitedError ? rateLimits === "wait" : failures < maxAttempts),
-        // The limiter paces a rate-limited request's next try; other failures back off.
-        delay: ({ error }) => (error instanceof RateLimitedError ? 0 : backoffDelayMs(failures - 1, { initialDelayMs, maxDelayMs })),
-        onRetry: ({ error, delayMs }) =>
+          (error instanceof HeldBackError || (error instanceof RateLimitedError ? rateLimits === "wait" : failures < maxAttempts)),
+        // The limiter paces a rate-limited or held-back request's next try; other failures back off.
+        delay: ({ error }) => (error instanceof RateLimitedError || error instanceof HeldBackError ? 0 : backoffDelayMs(failures - 1, { initialDelayMs, maxDelayMs })),
+        onRetry: ({ error, delayMs }) => {
+          // A held-back request was never sent: nothing to report.
+          if (error instanceof HeldBackError) return;
           logger.warn({
             msg: "Retrying RPC request",
             method,
@@ -263,7 +284,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
             rate_limited: error instanceof RateLimitedError,
             delay_ms: Math.round(delayMs),
             error: (error as RetryableError).shortMessage,
-          }),
+          });
+        },
         signal: shutdown.signal,
       });
     } catch (error) {
@@ -278,6 +300,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
 
   /** A provider refused a request for its rate: the whole client slows down (once per round trip, logged). */
   function slowDown(sending: Sending, error: RateLimitedError): void {
+    // Requests let go but not yet sent by another thread stay unsent (HeldBackError).
+    Atomics.add(refusals, 0, 1);
     const retryAfterMs = retryAfterOf(error);
     // A request refused before it left (it never did) still tells the limiter the provider's mind.
     if (!limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs, sending.cost)) return;

@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
 import { FatalError } from "../errors/base.js";
+import { HeldBackError } from "../errors/rpc.js";
 import { startThread } from "../ops/startThread.js";
 import {
   decodeThreadNice,
@@ -81,8 +82,11 @@ function startThreadOfDecoder(nice: number) {
   const calls = createThreadCalls<DecodeReply, DecodedWindow | AttributedAnswer>(worker, {
     thread: "decode thread",
     // A request the thread sent fails with the transport's error, rebuilt here.
-    settle: (reply) =>
-      reply.failure !== undefined ? transportFailureError(reply.failure) : (reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`)),
+    settle: (reply) => {
+      if (reply.heldBack === true) return new HeldBackError("not sent: the provider refused another request for its rate after this one was let go");
+      if (reply.failure !== undefined) return transportFailureError(reply.failure);
+      return reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`);
+    },
   });
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   let closing: Promise<void> | undefined;

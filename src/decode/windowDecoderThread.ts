@@ -22,7 +22,8 @@ export type DecodeRequest =
   | { abort: number };
 /** A request the thread sends itself before decoding its answer. */
 export type SendRequest = Extract<DecodeRequest, { fetch: OutgoingRequest }>;
-export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnswer; failure?: TransportFailure; error?: string };
+/** `heldBack`: the request was not sent, the provider having refused another since it was let go (HeldBackError). */
+export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnswer; failure?: TransportFailure; error?: string; heldBack?: true };
 /**
  * Posted as a request this thread sends leaves (before its reply): when, in ms since the Unix epoch
  * at performance's resolution (threads' performance.now() clocks start apart). It has no `id`, so
@@ -53,6 +54,11 @@ serveThreadMessages<DecodeRequest>((message) => {
 
 async function sendThenDecode(message: SendRequest): Promise<void> {
   const { id, fetch } = message;
+  // Let go before the provider refused another request, and not sent yet (this thread was busy): the provider is over its limit now.
+  if (fetch.refusals !== undefined && Atomics.load(fetch.refusals, 0) !== fetch.refusalsSeen) {
+    parentPort!.postMessage({ id, heldBack: true } satisfies DecodeReply);
+    return;
+  }
   const controller = new AbortController();
   sending.set(id, controller);
   let body: AnswerBody;

@@ -19,6 +19,15 @@ export class RateLimitedError extends RpcTransportError {
 }
 
 /**
+ * A request the rate limiter let go that had not left yet when the provider refused another (the
+ * decode thread sends a window's when it is free): it was not sent, since the provider is over its
+ * limit, and is asked again through the limiter at once. Never counted against the attempt budget.
+ */
+export class HeldBackError extends RetryableError {
+  override name = "HeldBackError";
+}
+
+/**
  * A batch refused for its rate: a provider that bills every call may refuse it for its size alone,
  * and asked again whole it could be refused forever. The caller sends it in the smaller pieces the
  * client now allows (chain/inBatches.ts). Not retried by the client.
