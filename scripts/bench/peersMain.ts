@@ -15,7 +15,7 @@ import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
  */
 const STARTED_UTC = new Date().toISOString();
 const PEERS_LOGS = (process.env.BENCH_PEERS_LOGS ?? "200000").split(",").map(Number);
-const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 20_000);
+const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 200_000);
 const PEERS_SHAPES = (process.env.BENCH_PEERS_SHAPES ?? CHAIN_SHAPES.join(",")).split(",").map((shape) => {
   if (!CHAIN_SHAPES.includes(shape as ChainShape)) throw new Error(`BENCH_PEERS_SHAPES: "${shape}" is not one of ${CHAIN_SHAPES.join(", ")}`);
   return shape as ChainShape;
