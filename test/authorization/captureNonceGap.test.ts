@@ -1,15 +1,13 @@
-import { createPublicClient, http, type PublicClient } from "viem";
+import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
-import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { createMetrics } from "../../src/ops/metrics.js";
-import { openStore } from "../../src/store/openStore.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { Store } from "../../src/store/store.js";
-import { sqliteBackend } from "../helpers/backends.js";
+import { startCaptureDevnet } from "../helpers/captureDevnet.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { addSignedTransferOrder } from "../helpers/signedOrder.js";
 import { waitFor } from "../helpers/fixtures.js";
@@ -17,18 +15,13 @@ import { waitFor } from "../helpers/fixtures.js";
 let devnet: Devnet;
 let client: PublicClient;
 let store: Store;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  devnet = await startDevnet({ blockTimeMs: 300, flashblockIntervalMs: 50, port: 0 });
-  client = createPublicClient({ transport: http(devnet.httpUrl) });
-  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
-  store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+  ({ devnet, client, store, stop } = await startCaptureDevnet({ blockTimeMs: 300, flashblockIntervalMs: 50 }));
 }, 60_000);
 
-afterAll(async () => {
-  await store?.close();
-  await devnet?.stop();
-});
+afterAll(() => stop?.());
 
 describe("the capture driver and the relayer's nonces", () => {
   test("a nonce no transaction holds is filled by a 0-value transfer to the relayer, and the capture stuck behind it lands", async () => {

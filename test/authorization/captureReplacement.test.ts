@@ -1,37 +1,30 @@
-import { createPublicClient, http, type PublicClient } from "viem";
+import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
-import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { createMetrics } from "../../src/ops/metrics.js";
-import { openStore } from "../../src/store/openStore.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { Store } from "../../src/store/store.js";
-import { sqliteBackend } from "../helpers/backends.js";
+import { startCaptureDevnet } from "../helpers/captureDevnet.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { addSignedTransferOrder } from "../helpers/signedOrder.js";
 
 let devnet: Devnet;
 let client: PublicClient;
 let store: Store;
+let stop: (() => Promise<void>) | undefined;
 
 const admin = (method: string) =>
   fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) }).then((r) => r.json());
 
 beforeAll(async () => {
   // No flashblocks and no blocks until the test makes one: a sent capture stays in the pool, not pre-confirmed.
-  devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0, port: 0 });
-  client = createPublicClient({ transport: http(devnet.httpUrl) });
-  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
-  store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+  ({ devnet, client, store, stop } = await startCaptureDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
 }, 60_000);
 
-afterAll(async () => {
-  await store?.close();
-  await devnet?.stop();
-});
+afterAll(() => stop?.());
 
 describe("a capture not pre-confirmed within the bound", () => {
   test("is replaced on the same nonce with higher fees once the bound passes; the replacement lands, the authorization is used once, the replaced hash is recorded", async () => {
