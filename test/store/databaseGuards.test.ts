@@ -4,7 +4,8 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { ConfigError } from "../../src/errors/base.js";
-import { openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/sqlite/openDatabase.js";
+import { NEW_DATABASE_PAGE_SIZE, openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/sqlite/openDatabase.js";
+import { SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
 import { acquireWriterLock, isFileAt, recordWriter, writerLockPath } from "../../src/store/sqlite/writerLock.js";
 import { WriterBusyError } from "../../src/errors/store.js";
 
@@ -40,6 +41,23 @@ describe("database guards", () => {
     const db = openDatabase(path, 8453, { genesisHash: GENESIS_A });
     expect(storedGenesisHash(db)).toBe(GENESIS_A);
     db.close();
+  });
+
+  test("openDatabase() gives a new database 16 KiB pages and leaves an existing database's size alone", () => {
+    const fresh = openDatabase(tempPath("fresh.db"), 8453);
+    expect(fresh.pragma("page_size", { simple: true })).toBe(NEW_DATABASE_PAGE_SIZE);
+    fresh.close();
+    // A database an earlier version created, with SQLite's default 4 KiB pages.
+    const path = tempPath("older.db");
+    const older = new DatabaseConstructor(path);
+    older.pragma("page_size = 4096");
+    older.pragma("journal_mode = WAL");
+    older.close();
+    openDatabase(path, 8453).close();
+    const reopened = openDatabase(path, 8453);
+    expect(reopened.pragma("page_size", { simple: true })).toBe(4096);
+    expect(reopened.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
+    reopened.close();
   });
 
   test("openDatabase() refuses a SQLite file of another program and leaves it unchanged", () => {
