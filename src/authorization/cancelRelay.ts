@@ -1,4 +1,5 @@
 import { decodeErrorResult, encodeFunctionData, isAddressEqual, keccak256, parseAbi, toHex, type Address, type Hex, type LocalAccount } from "viem";
+import { isHexBytes } from "../chain/hexPatterns.js";
 import { RpcRequestError, WrongChainError } from "../errors/rpc.js";
 import { ConfigError, FatalError, RetryableError } from "../errors/base.js";
 import {
@@ -281,7 +282,7 @@ export function parseQuantity(result: unknown): bigint {
 }
 
 export function parseData(result: unknown): Hex {
-  if (typeof result !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(result)) throw new RetryableError(`expected hex data, got ${JSON.stringify(result)}`);
+  if (typeof result !== "string" || !isHexBytes(result)) throw new RetryableError(`expected hex data, got ${JSON.stringify(result)}`);
   return result.toLowerCase() as Hex;
 }
 

@@ -9,6 +9,7 @@ import {
   type Address,
   type Hex,
 } from "viem";
+import { isHexBytes } from "../chain/hexPatterns.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { RpcRequestError } from "../errors/rpc.js";
 import { RetryableError } from "../errors/base.js";
@@ -155,12 +156,12 @@ async function isValidSignature(client: RpcClient, wallet: Address, digest: Hex,
 }
 
 function parseCode(result: unknown): Hex {
-  if (typeof result !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(result)) throw new RetryableError(`eth_getCode returned ${JSON.stringify(result)} instead of code`);
+  if (typeof result !== "string" || !isHexBytes(result)) throw new RetryableError(`eth_getCode returned ${JSON.stringify(result)} instead of code`);
   return result.toLowerCase() as Hex;
 }
 
 function parseHexData(result: unknown): Hex {
-  if (typeof result !== "string" || !/^0x(?:[0-9a-fA-F]{2})*$/.test(result)) throw new RetryableError(`eth_call returned ${JSON.stringify(result)} instead of ABI data`);
+  if (typeof result !== "string" || !isHexBytes(result)) throw new RetryableError(`eth_call returned ${JSON.stringify(result)} instead of ABI data`);
   return result.toLowerCase() as Hex;
 }
 

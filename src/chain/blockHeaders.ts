@@ -2,11 +2,10 @@ import type { Hex } from "viem";
 import { quantity } from "./rpcLog.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { inBatches } from "./inBatches.js";
+import { WORD } from "./hexPatterns.js";
 import type { RpcClient } from "./rpcClient.js";
 
 export type BlockHeader = { number: number; hash: Hex; parentHash: Hex; timestamp: number };
-
-const WORD = /^0x[0-9a-fA-F]{64}$/;
 
 /** Checks a block object from eth_getBlockByNumber/Hash (or a newHeads notification) and keeps the header fields. */
 export function parseBlockHeader(value: unknown, where: string): BlockHeader {

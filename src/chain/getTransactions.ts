@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
+import { ADDRESS, HEX_BYTES, WORD, type HexPattern } from "./hexPatterns.js";
 import { inBatches } from "./inBatches.js";
 import type { RpcClient } from "./rpcClient.js";
 
@@ -9,9 +10,6 @@ export type TransactionInput = { hash: Hex; from: Hex; to: Hex | null; input: He
 /** Transactions per JSON-RPC batch: one HTTP request carries a whole window's worth. */
 export const BATCH_SIZE = 500;
 
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-const WORD = /^0x[0-9a-fA-F]{64}$/;
-const BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
 
 /**
  * The calldata of the given transactions, by hash, in JSON-RPC batches (one HTTP request per
@@ -38,7 +36,7 @@ export async function getTransactions(client: RpcClient, hashes: readonly Hex[])
 export function parseTransaction(value: unknown, where: string): TransactionInput {
   if (typeof value !== "object" || value === null) throw new RpcResponseError(`${where} is not a transaction object`);
   const tx = value as Record<string, unknown>;
-  const field = (key: string, pattern: RegExp): Hex => {
+  const field = (key: string, pattern: HexPattern): Hex => {
     const v = tx[key];
     if (typeof v !== "string" || !pattern.test(v)) throw new RpcResponseError(`${where}.${key} is malformed`);
     return v.toLowerCase() as Hex;
@@ -47,6 +45,6 @@ export function parseTransaction(value: unknown, where: string): TransactionInpu
     hash: field("hash", WORD),
     from: field("from", ADDRESS),
     to: tx.to === null || tx.to === undefined ? null : field("to", ADDRESS),
-    input: field("input", BYTES),
+    input: field("input", HEX_BYTES),
   };
 }

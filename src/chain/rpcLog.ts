@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
+import { ADDRESS, HEX_BYTES, WORD, type HexPattern } from "./hexPatterns.js";
 
 /** A log as an RPC returned it, shape-checked and normalised (lower-case hex, numbers). */
 export type RpcLog = {
@@ -19,9 +20,6 @@ export type RpcLog = {
 /** The block hash of a pre-confirmed log (32 zero bytes), as Base's Flashblocks nodes send it. */
 export const PRECONFIRMED_BLOCK_HASH: Hex = `0x${"0".repeat(64)}`;
 
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-const WORD = /^0x[0-9a-fA-F]{64}$/;
-const BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
 const QUANTITY = /^0x[0-9a-fA-F]{1,13}$/;
 
 /**
@@ -36,7 +34,7 @@ export function parseRpcLog(value: unknown, where: string): RpcLog {
   return {
     address: hexField(log, "address", ADDRESS, where),
     topics: topics.map((topic, i) => hexString(topic, WORD, `${where}.topics[${i}]`)),
-    data: hexField(log, "data", BYTES, where),
+    data: hexField(log, "data", HEX_BYTES, where),
     blockNumber: quantity(log.blockNumber, `${where}.blockNumber`),
     blockHash: hexField(log, "blockHash", WORD, where),
     blockTimestamp:
@@ -50,11 +48,11 @@ export function parseRpcLog(value: unknown, where: string): RpcLog {
   };
 }
 
-function hexField(log: Record<string, unknown>, key: string, pattern: RegExp, where: string): Hex {
+function hexField(log: Record<string, unknown>, key: string, pattern: HexPattern, where: string): Hex {
   return hexString(log[key], pattern, `${where}.${key}`);
 }
 
-function hexString(value: unknown, pattern: RegExp, path: string): Hex {
+function hexString(value: unknown, pattern: HexPattern, path: string): Hex {
   if (typeof value !== "string" || !pattern.test(value)) throw new RpcResponseError(`${path} is malformed hex`);
   return value.toLowerCase() as Hex;
 }

@@ -1,6 +1,7 @@
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
 import type { RpcClient } from "./rpcClient.js";
+import { WORD as HASH } from "./hexPatterns.js";
 
 /** The fields of a transaction receipt flashindex reads; block number and gas as bigint. */
 export type TransactionReceiptSummary = {
@@ -19,7 +20,6 @@ export type TransactionReceiptSummary = {
 
 const ZERO_BLOCK_HASH = `0x${"0".repeat(64)}`;
 const QUANTITY = /^0x[0-9a-fA-F]{1,64}$/;
-const HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** eth_getTransactionReceipt, validated; null while the node knows no receipt. */
 export async function getTransactionReceipt(client: RpcClient, hash: Hex): Promise<TransactionReceiptSummary | null> {
