@@ -25,9 +25,12 @@ const PROVIDER_SECOND_MS = 1_000;
 /**
  * How much later or earlier than its neighbours a request may reach the provider than it left
  * (ms): a loaded event loop on either side. Pacing at a limit the provider showed keeps this much
- * above its second, so the request that would make one too many arrives after the first has left its count.
+ * above its second, so the request that would make one too many arrives after the first has left
+ * its count. It is where the margin starts: a refusal at the limit the provider showed doubles it.
  */
 export const ARRIVAL_JITTER_MS = 50;
+/** The margin stops doubling here: the rate is then half the limit the provider showed. */
+const MAX_ARRIVAL_JITTER_MS = PROVIDER_SECOND_MS;
 /**
  * Requests in flight at the start: the limit grows by one every round trip while requests wait,
  * until a provider refuses. By one, not doubling (TCP's slow start): the requests let go before a
@@ -65,8 +68,9 @@ export type RateLimiter = {
   /**
    * A request sent at `sentAt` was refused for its rate. The first time, the rate falls to what the
    * provider showed it accepts (the calls sent in the second before it and not refused) less a
-   * margin for arrival jitter: a measurement, not a guess. Refused again at or under that rate, the
-   * rate halves. The concurrency halves with either, at most once a second; refusals of requests
+   * margin for arrival jitter: a measurement, not a guess. Refused again at or under that rate with
+   * as many calls in its second (one fewer: the provider's second held one the client's did not),
+   * the margin doubles; with fewer, the rate halves. The concurrency halves with either, at most once a second; refusals of requests
    * sent before the last cut only correct its measurement. With `retryAfterMs` no request leaves
    * before that wait is over. A batch of `cost` calls, more than the provider showed it accepts,
    * was refused for its size, which says nothing of the rate: the caller sends it in pieces and
@@ -100,6 +104,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   let concurrency = Math.min(maxConcurrency, INITIAL_CONCURRENCY);
   /** The limit the provider showed at the last refusal (calls per second). */
   let refusedRate = Number.POSITIVE_INFINITY;
+  /** The margin kept over the provider's second at that limit (ms). */
+  let marginMs = ARRIVAL_JITTER_MS;
   let pausedUntil = 0;
   let lastCutAt = Number.NEGATIVE_INFINITY;
   let inFlight = 0;
@@ -118,8 +124,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     { once: true },
   );
 
-  /** Just under a limit the provider showed: its second plus ARRIVAL_JITTER_MS. */
-  const underShown = (limit: number) => (limit * PROVIDER_SECOND_MS) / (PROVIDER_SECOND_MS + ARRIVAL_JITTER_MS);
+  /** Just under a limit the provider showed: its second plus the margin. */
+  const underShown = (limit: number) => (limit * PROVIDER_SECOND_MS) / (PROVIDER_SECOND_MS + marginMs);
 
   /** When `cost` more calls fit: at most ⌈rate⌉ calls in any span of ⌈rate⌉/rate seconds. */
   function sendableAt(cost: number, now: number): number {
@@ -185,13 +191,21 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         return pump(), false;
       }
       if (now - lastCutAt < MIN_MS_BETWEEN_CUTS) return pump(), false;
-      // Refused at or under a limit the provider showed before: that measurement does not hold (it counts otherwise), so halve.
+      // Refused at or under a limit the provider showed before.
       const repeated = refusedRate !== Number.POSITIVE_INFINITY && rate <= refusedRate;
-      // Nothing sent and accepted in its second (the first answer was a refusal) shows nothing: the
-      // old rate halves or, with no rate yet, the concurrency stands in for it.
-      const limit = shown > 0 ? Math.min(rate, shown) : rate === Number.POSITIVE_INFINITY ? Math.floor(concurrency) : rate;
-      refusedRate = Math.max(MIN_REQUESTS_PER_SECOND, limit);
-      rate = Math.max(MIN_REQUESTS_PER_SECOND, shown > 0 && !repeated ? underShown(limit) : limit / 2);
+      if (repeated && shown > 0 && shown >= refusedRate - 1 && marginMs < MAX_ARRIVAL_JITTER_MS) {
+        // Refused where it refused before (one call short of it in the client's second): the limit
+        // holds and the requests reached it closer together than they left. The margin doubles.
+        marginMs = Math.min(MAX_ARRIVAL_JITTER_MS, marginMs * 2);
+        rate = Math.max(MIN_REQUESTS_PER_SECOND, Math.min(rate, underShown(refusedRate)));
+      } else {
+        // Otherwise that measurement does not hold (the provider counts otherwise), so halve.
+        // Nothing sent and accepted in its second (the first answer was a refusal) shows nothing:
+        // the old rate halves or, with no rate yet, the concurrency stands in for it.
+        const limit = shown > 0 ? Math.min(rate, shown) : rate === Number.POSITIVE_INFINITY ? Math.floor(concurrency) : rate;
+        refusedRate = Math.max(MIN_REQUESTS_PER_SECOND, limit);
+        rate = Math.max(MIN_REQUESTS_PER_SECOND, shown > 0 && !repeated ? underShown(limit) : limit / 2);
+      }
       concurrency = Math.max(1, concurrency / 2);
       lastCutAt = now;
       pump();

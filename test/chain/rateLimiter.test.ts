@@ -141,6 +141,40 @@ describe("createRateLimiter()", () => {
     expect(pacing.state().requestsPerSecond).toBe(measured / 2);
   });
 
+  test("refused again where it refused before (arrivals bunched), the margin over the provider's second doubles instead", async () => {
+    const { clock, pacing, send } = onClock();
+    for (let i = 0; i < 6; i++) await send(10_000 + i * 100);
+    clock.now = 10_600;
+    pacing.refused(10_500, undefined);
+    expect(pacing.state().requestsPerSecond).toBe(underShown(5));
+    // Paced at 5 a second plus the margin: by the client's clock four in the second before the
+    // sixth, but the provider counted five in its own and refused it.
+    const spacing = (1_000 + ARRIVAL_JITTER_MS) / 5;
+    for (let i = 0; i < 6; i++) await send(12_000 + i * spacing);
+    clock.now = 12_000 + 6 * spacing;
+    expect(pacing.refused(12_000 + 5 * spacing, undefined)).toBe(true);
+    expect(pacing.state().requestsPerSecond).toBeCloseTo((5 * 1_000) / (1_000 + 2 * ARRIVAL_JITTER_MS), 9);
+    // Once more, later: it doubles again.
+    for (let i = 0; i < 6; i++) await send(15_000 + i * (1_000 + 2 * ARRIVAL_JITTER_MS) / 5);
+    clock.now = 16_500;
+    expect(pacing.refused(15_000 + (5 * (1_000 + 2 * ARRIVAL_JITTER_MS)) / 5, undefined)).toBe(true);
+    expect(pacing.state().requestsPerSecond).toBeCloseTo((5 * 1_000) / (1_000 + 4 * ARRIVAL_JITTER_MS), 9);
+  });
+
+  test("refused again with fewer calls in its second than the provider showed before, the rate halves from those", async () => {
+    const { clock, pacing, send } = onClock();
+    for (let i = 0; i < 6; i++) await send(10_000 + i * 100);
+    clock.now = 10_600;
+    pacing.refused(10_500, undefined);
+    // The provider lowered its limit: it refuses the third call in a second.
+    await send(12_000);
+    await send(12_300);
+    await send(12_600);
+    clock.now = 12_700;
+    expect(pacing.refused(12_600, undefined)).toBe(true);
+    expect(pacing.state().requestsPerSecond).toBe(2 / 2);
+  });
+
   test("climbed past the limit it showed, a refusal measures the limit again instead of halving", async () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 6; i++) await send(10_000 + i * 100);

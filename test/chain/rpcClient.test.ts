@@ -133,7 +133,7 @@ describe("createRpcClient()", () => {
     expect(counts.values.find((v) => v.labels.outcome === "rate_limited")?.value).toBe(4);
     expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(0);
     // No ceiling: the first refusal paces just under the one call (eth_chainId) the server accepted
-    // in the second before; refused again at that rate, the rate halves.
+    // in the second before; refused again at that rate with nothing accepted in its second, the rate halves.
     const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
     const measured = 1_000 / (1_000 + ARRIVAL_JITTER_MS);
     expect(cuts[0]).toBe(Math.round(measured * 100) / 100);
