@@ -89,6 +89,19 @@ export type RateLimiter = {
 };
 
 /**
+ * Calls to put in one batch at `requestsPerSecond`, at most `most`: no more than the rate's whole
+ * calls, and a size that fills the pacing's span (⌈rate⌉ calls) exactly. Batches of 4 under a rate
+ * of 4.76 fit one to a 5-call span, so a fifth of the rate went unused; batches of 1 use all of it.
+ */
+export function callsPerBatch(requestsPerSecond: number, most: number): number {
+  let size = Math.max(1, Math.min(most, Math.floor(requestsPerSecond)));
+  if (requestsPerSecond === Number.POSITIVE_INFINITY) return size;
+  const span = Math.max(1, Math.ceil(requestsPerSecond));
+  while (span % size !== 0) size--;
+  return size;
+}
+
+/**
  * The client's request pacing, AIMD on a rate and on the requests in flight. Calls are paced as
  * providers count them, over a sliding second (at most ⌈rate⌉ calls in any ⌈rate⌉/rate seconds), so
  * a burst the provider already counted delays the next calls instead of being refused. Without a

@@ -10,7 +10,7 @@ import { parseRangeError } from "./rangeErrors.js";
 import { batchResults, unwrap, type BatchResult } from "./jsonRpcAnswer.js";
 import { backoffDelayMs, retryAfterOf, withRetry } from "../ops/withRetry.js";
 import { createBatchSize } from "./batchSize.js";
-import { createRateLimiter } from "./rateLimiter.js";
+import { callsPerBatch, createRateLimiter } from "./rateLimiter.js";
 import { isRateLimitAnswer } from "./rateLimitErrors.js";
 import {
   PRUNED_HISTORY_CODE,
@@ -296,7 +296,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   }
 
   const batchSize = createBatchSize();
-  const batchCalls = (): number => Math.max(1, Math.min(batchSize.current(), Math.floor(limiter.state().requestsPerSecond)));
+  const batchCalls = (): number => callsPerBatch(limiter.state().requestsPerSecond, batchSize.current());
 
   /** A provider refused a request for its rate: the whole client slows down (once per round trip, logged). */
   function slowDown(sending: Sending, error: RateLimitedError): void {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { ARRIVAL_JITTER_MS, createRateLimiter, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND } from "../../src/chain/rateLimiter.js";
+import { ARRIVAL_JITTER_MS, callsPerBatch, createRateLimiter, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND } from "../../src/chain/rateLimiter.js";
 import { ShutdownError } from "../../src/errors/base.js";
 
 const limiter = (requestsPerSecond: number, concurrency = 8, signal = new AbortController().signal) =>
@@ -271,5 +271,18 @@ describe("createRateLimiter()", () => {
     const waiting = pacing.run(1, async () => "sent").catch((e: unknown) => e);
     controller.abort();
     expect(await waiting).toBeInstanceOf(ShutdownError);
+  });
+});
+
+describe("callsPerBatch()", () => {
+  test("under a rate, batches fill the pacing's span of ⌈rate⌉ calls exactly, never past the rate's whole calls", () => {
+    expect(callsPerBatch(Number.POSITIVE_INFINITY, 500)).toBe(500);
+    expect(callsPerBatch(10, 500)).toBe(10);
+    expect(callsPerBatch(50, 20)).toBe(10);
+    // 4.76 calls a second paces 5 calls a span: batches of 4 would fit one a span.
+    expect(callsPerBatch(underShown(5), 500)).toBe(1);
+    expect(callsPerBatch(9.5, 500)).toBe(5);
+    expect(callsPerBatch(47.6, 500)).toBe(24);
+    expect(callsPerBatch(0.2, 500)).toBe(1);
   });
 });
