@@ -10,7 +10,6 @@ export type TransactionInput = { hash: Hex; from: Hex; to: Hex | null; input: He
 /** Transactions per JSON-RPC batch: one HTTP request carries a whole window's worth. */
 export const BATCH_SIZE = 500;
 
-
 /**
  * The calldata of the given transactions, by hash, in JSON-RPC batches (one HTTP request per
  * BATCH_SIZE transactions, so never more than one request per block, unless the provider's rate

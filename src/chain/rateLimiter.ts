@@ -70,8 +70,8 @@ export type RateLimiter = {
    * provider showed it accepts (the calls sent in the second before it and not refused) less a
    * margin for arrival jitter: a measurement, not a guess. Refused again at or under that rate with
    * as many calls in its second (one fewer: the provider's second held one the client's did not),
-   * the margin doubles; with fewer, the rate halves. The concurrency halves with either, at most once a second; refusals of requests
-   * sent before the last cut only correct its measurement. With `retryAfterMs` no request leaves
+   * the margin doubles; with fewer, the rate halves. The concurrency halves with either, at most
+   * once a second; refusals of requests sent before the last cut only correct its measurement. With `retryAfterMs` no request leaves
    * before that wait is over. A batch of `cost` calls, more than the provider showed it accepts,
    * was refused for its size, which says nothing of the rate: the caller sends it in pieces and
    * the limits stay. Returns whether the limits were cut.

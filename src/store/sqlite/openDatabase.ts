@@ -24,8 +24,9 @@ export const WINDOW_WRITER_CACHE_SIZE_KIB = 16 * 1024;
 /**
  * Page size of a database this opens for the first time (SQLite's default is 4 KiB; a file keeps
  * the size it was created with). A backfill writes every page twice, into the WAL and back, a
- * syscall and a checksum each: at 16 KiB the checkpointer spends about half the CPU and a
- * 1,000,000-log backfill about a tenth less (`page-size` in scripts/bench/results/measurements.csv).
+ * syscall and a checksum each: fewer, larger pages cost the writer and the checkpointer less CPU.
+ * Larger still would make the live path's small commits rewrite more bytes (`page-size` in
+ * scripts/bench/results/measurements.csv).
  */
 export const NEW_DATABASE_PAGE_SIZE = 16 * 1024;
 /** WAL pages before an automatic checkpoint (SQLite's default is 1,000); the store's connection turns it off (walCheckpoints.ts). */
