@@ -1,9 +1,52 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS } from "../../src/config/types.js";
-import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { CLOCK_TICKS, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { startSavedAnvilChain, type ChainShape, type SavedChain, type SavedChainMeta } from "./savedAnvilChain.js";
+
+/**
+ * Runs per configuration in the headline rows: attribution on and off in turn, the median kept. On
+ * this host one configuration's logs/s moved by a fifth between runs minutes apart
+ * (`attribution-pairs-after-pages` in results/measurements.csv), so one run per row judged the goals
+ * on the host's drift as much as on the code.
+ */
+export const ANVIL_RUNS = Number(process.env.BENCH_ANVIL_RUNS ?? 3);
+
+/** One run of an alternating series: its configuration, the process's figures and anvil's CPU seconds over it. */
+export type AlternatingRun = ProcessFigures & { attribution: boolean; anvilCpuSeconds: number };
+
+/**
+ * `flashindex backfill` with attribution on and off in turn (on-off, off-on, …: drift falls on both
+ * alike), `pairs` times each, against one anvil serving the saved chain (loaded once). `extra` is
+ * merged into each run's configuration; `each` hears every run as it ends; `attribution` narrows
+ * the configurations run (`[true]`: the defaults alone).
+ */
+export async function alternatingRuns(
+  chain: SavedChain,
+  pairs: number,
+  extra: Record<string, unknown> = {},
+  each: (run: AlternatingRun, pair: number) => void = () => undefined,
+  attribution: readonly boolean[] = [true, false],
+): Promise<AlternatingRun[]> {
+  const runs: AlternatingRun[] = [];
+  for (let pair = 0; pair < pairs; pair++) {
+    for (const on of pair % 2 === 0 ? attribution : [...attribution].reverse()) {
+      const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
+      try {
+        const anvilBefore = processCpuSeconds(chain.anvil.process.pid!);
+        const config = { ...anvilBackfillConfig(chain, dir, on), ...extra };
+        const figures = await runCliBackfill(dir, config, { from: chain.deployBlock, to: chain.head });
+        const run = { ...figures, attribution: on, anvilCpuSeconds: processCpuSeconds(chain.anvil.process.pid!) - anvilBefore };
+        runs.push(run);
+        each(run, pair);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  }
+  return runs;
+}
 
 /**
  * End to end: `flashindex backfill` (a fresh process, as a user starts it) against anvil serving a
@@ -11,17 +54,41 @@ import { startSavedAnvilChain, type ChainShape, type SavedChain, type SavedChain
  * default (attribution on, the default rate limit, windows and concurrency, log level) but for the
  * node's URL, the token, the database file, finality at the head (the bench reads to its last block)
  * and metrics off (no port to share). `attribution: false` turns attribution off and nothing else.
+ * `runs` alternating runs of each of `attribution`'s configurations (alternatingRuns); a row gives
+ * its configuration's median run (the slower middle one of an even count), the peak RSS of its
+ * largest, and the spread of logs/s. Returns a row per configuration, in `attribution`'s order.
  */
-export async function anvilEndToEnd(logs: number, shape: ChainShape, attribution: boolean): Promise<ProcessFigures & { name: string }> {
+export async function anvilEndToEnd(
+  logs: number,
+  shape: ChainShape,
+  { runs = ANVIL_RUNS, attribution = [true, false] }: { runs?: number; attribution?: readonly boolean[] } = {},
+): Promise<Array<ProcessFigures & { name: string }>> {
   const chain = await startSavedAnvilChain(logs, shape);
-  const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   try {
-    const figures = await runCliBackfill(dir, anvilBackfillConfig(chain, dir, attribution), { from: chain.deployBlock, to: chain.head });
-    return { name: `anvil end to end, ${describeChain(chain)}; ${describeConfig(attribution)}`, ...figures };
+    const all = await alternatingRuns(chain, runs, {}, undefined, attribution);
+    return attribution.map((attribution) => {
+      const mine = all.filter((run) => run.attribution === attribution).sort((a, b) => a.durationMs - b.durationMs);
+      const median = mine[Math.floor(mine.length / 2)]!;
+      const rate = (run: ProcessFigures) => Math.round(run.logs / (run.durationMs / 1_000)).toLocaleString("en-US");
+      const alternating = all.length > mine.length ? ` alternating with attribution ${attribution ? "off" : "on"}` : "";
+      const series = mine.length === 1 ? "" : `; median of ${mine.length} runs${alternating} (${rate(mine.at(-1)!)}–${rate(mine[0]!)} logs/s)`;
+      return {
+        name: `anvil end to end, ${describeChain(chain)}${series}; ${describeConfig(attribution)}`,
+        logs: median.logs,
+        durationMs: median.durationMs,
+        cpuSeconds: median.cpuSeconds,
+        peakRssMb: Math.max(...mine.map((run) => run.peakRssMb)),
+      };
+    });
   } finally {
     await chain.anvil.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A process's CPU seconds so far (user and system), from /proc. */
+function processCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 /** The configuration of an end-to-end backfill against a saved chain: the defaults, but what anvilEndToEnd says, with the database in `dir`. */

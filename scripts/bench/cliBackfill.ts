@@ -5,7 +5,8 @@ import DatabaseConstructor from "better-sqlite3";
 
 /** The `flashindex` bin itself, run through its shebang as a user's shell runs it: no Node flags added. */
 export const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
-const CLOCK_TICKS = 100;
+/** Clock ticks a second in /proc/PID/stat (USER_HZ, 100 on Linux). */
+export const CLOCK_TICKS = 100;
 
 /**
  * How the bin starts Node in its shebang (`#!/usr/bin/env -S NAME=value node --flag ...`): the

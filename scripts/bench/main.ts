@@ -18,7 +18,8 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * `npm run bench`: every backfill figure is the whole `flashindex backfill` process, started as a
  * user starts it (the bin, no Node flags added), timed from spawn to exit:
  * (a) end to end against anvil serving saved chains (generated once under .bench/ from a fixed seed,
- *     identical on every run) of both shapes, with the defaults and with attribution off;
+ *     identical on every run) of both shapes, with the defaults and with attribution off, in turn
+ *     (ANVIL_RUNS each against one anvil, the median kept: anvilBackfill.ts);
  * (b) against a synthetic JSON-RPC server in its own process, its answers rendered before the clock
  *     starts, so the RPC is neither the bottleneck nor a rival for the two cores;
  * (c) through a provider-shaped proxy (providerProxy.ts) in front of anvil, on saved dense chains;
@@ -101,13 +102,10 @@ async function synthetic(logs: number, attribution: boolean, postgres?: Awaited<
 }
 
 const rows: Row[] = [];
-// The headline rows: the defaults (attribution on), with attribution off beside each.
+// The headline rows: the defaults (attribution on), with attribution off beside each (medians of alternating runs).
 for (const logs of ANVIL_LOGS) {
   for (const shape of ANVIL_SHAPES) {
-    for (const attribution of [true, false]) {
-      const { name, ...figures } = await anvilEndToEnd(logs, shape, attribution);
-      rows.push({ name, figures });
-    }
+    for (const { name, ...figures } of await anvilEndToEnd(logs, shape)) rows.push({ name, figures });
   }
 }
 if (process.env.BENCH_ROWS === "anvil") {

@@ -29,7 +29,8 @@ function measured(line: BenchLine): void {
 }
 for (const logs of PEERS_LOGS) {
   for (const shape of PEERS_SHAPES) {
-    const { name, ...flashindex } = await anvilEndToEnd(logs, shape, true);
+    // One run, as Ponder's beside it.
+    const { name, ...flashindex } = (await anvilEndToEnd(logs, shape, { runs: 1, attribution: [true] }))[0]!;
     const seconds = flashindex.durationMs / 1_000;
     measured({ measurement: `backfill (whole process): ${name}`, logs: flashindex.logs, seconds, logsPerSecond: flashindex.logs / seconds, peakRssMb: flashindex.peakRssMb, cpuSeconds: flashindex.cpuSeconds });
     measured(ponderLine(await ponderRow(logs, shape, false), { flashindexLogsPerSecond: flashindex.logs / seconds, flashindexConfiguration: "defaults, the row above" }));
