@@ -55,8 +55,9 @@ export async function alternatingRuns(
  * node's URL, the token, the database file, finality at the head (the bench reads to its last block)
  * and metrics off (no port to share). `attribution: false` turns attribution off and nothing else.
  * `runs` alternating runs of each of `attribution`'s configurations (alternatingRuns); a row gives
- * its configuration's median run (the slower middle one of an even count), the peak RSS of its
- * largest, and the spread of logs/s. Returns a row per configuration, in `attribution`'s order.
+ * its configuration's median run (the slower middle one of an even count) with anvil's CPU seconds
+ * over it, the peak RSS of its largest, and the spread of logs/s. Returns a row per configuration,
+ * in `attribution`'s order.
  */
 export async function anvilEndToEnd(
   logs: number,
@@ -71,7 +72,9 @@ export async function anvilEndToEnd(
       const median = mine[Math.floor(mine.length / 2)]!;
       const rate = (run: ProcessFigures) => Math.round(run.logs / (run.durationMs / 1_000)).toLocaleString("en-US");
       const alternating = all.length > mine.length ? ` alternating with attribution ${attribution ? "off" : "on"}` : "";
-      const series = mine.length === 1 ? "" : `; median of ${mine.length} runs${alternating} (${rate(mine.at(-1)!)}–${rate(mine[0]!)} logs/s)`;
+      // anvil's CPU over the median run: what the node took of the two cores the run shared with it.
+      const anvil = `anvil's CPU ${median.anvilCpuSeconds.toFixed(1)} s`;
+      const series = mine.length === 1 ? `; ${anvil}` : `; median of ${mine.length} runs${alternating} (${rate(mine.at(-1)!)}–${rate(mine[0]!)} logs/s; ${anvil})`;
       return {
         name: `anvil end to end, ${describeChain(chain)}${series}; ${describeConfig(attribution)}`,
         logs: median.logs,
