@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS } from "../../src/config/types.js";
-import { CLOCK_TICKS, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
+import { processCpuSeconds, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { startSavedAnvilChain, type ChainShape, type SavedChain, type SavedChainMeta } from "./savedAnvilChain.js";
 
 /**
@@ -67,16 +67,16 @@ export async function anvilEndToEnd(
   const chain = await startSavedAnvilChain(logs, shape);
   try {
     const all = await alternatingRuns(chain, runs, {}, undefined, attribution);
-    return attribution.map((attribution) => {
-      const mine = all.filter((run) => run.attribution === attribution).sort((a, b) => a.durationMs - b.durationMs);
+    return attribution.map((on) => {
+      const mine = all.filter((run) => run.attribution === on).sort((a, b) => a.durationMs - b.durationMs);
       const median = mine[Math.floor(mine.length / 2)]!;
       const rate = (run: ProcessFigures) => Math.round(run.logs / (run.durationMs / 1_000)).toLocaleString("en-US");
-      const alternating = all.length > mine.length ? ` alternating with attribution ${attribution ? "off" : "on"}` : "";
+      const alternating = all.length > mine.length ? ` alternating with attribution ${on ? "off" : "on"}` : "";
       // anvil's CPU over the median run: what the node took of the two cores the run shared with it.
       const anvil = `anvil's CPU ${median.anvilCpuSeconds.toFixed(1)} s`;
       const series = mine.length === 1 ? `; ${anvil}` : `; median of ${mine.length} runs${alternating} (${rate(mine.at(-1)!)}–${rate(mine[0]!)} logs/s; ${anvil})`;
       return {
-        name: `anvil end to end, ${describeChain(chain)}${series}; ${describeConfig(attribution)}`,
+        name: `anvil end to end, ${describeChain(chain)}${series}; ${describeConfig(on)}`,
         logs: median.logs,
         durationMs: median.durationMs,
         cpuSeconds: median.cpuSeconds,
@@ -86,12 +86,6 @@ export async function anvilEndToEnd(
   } finally {
     await chain.anvil.stop();
   }
-}
-
-/** A process's CPU seconds so far (user and system), from /proc. */
-function processCpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 /** The configuration of an end-to-end backfill against a saved chain: the defaults, but what anvilEndToEnd says, with the database in `dir`. */

@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
 import type { Hex } from "viem";
+import { processCpuSeconds } from "./cliBackfill.js";
 import { startSavedAnvilChain, type ChainShape } from "./savedAnvilChain.js";
 
 /**
@@ -16,10 +16,7 @@ const blockCount = Number(process.argv[4] ?? 1_000);
 const chain = await startSavedAnvilChain(logs, shape);
 const url = chain.anvil.httpUrl;
 const pid = chain.anvil.process.pid!;
-const anvilCpuSeconds = () => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
+const anvilCpuSeconds = () => processCpuSeconds(pid);
 
 let nextId = 1;
 async function post(calls: Array<{ method: string; params: unknown[] }>): Promise<string> {

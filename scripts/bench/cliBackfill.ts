@@ -6,7 +6,13 @@ import DatabaseConstructor from "better-sqlite3";
 /** The `flashindex` bin itself, run through its shebang as a user's shell runs it: no Node flags added. */
 export const CLI = join(import.meta.dirname, "..", "..", "src", "cli", "main.js");
 /** Clock ticks a second in /proc/PID/stat (USER_HZ, 100 on Linux). */
-export const CLOCK_TICKS = 100;
+const CLOCK_TICKS = 100;
+
+/** A running process's CPU seconds so far (user and system, all threads), from /proc. */
+export function processCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
 
 /**
  * How the bin starts Node in its shebang (`#!/usr/bin/env -S NAME=value node --flag ...`): the
@@ -61,13 +67,12 @@ export async function runCliBackfill(
     if (mark !== undefined && markedMs === undefined && stderr.includes(mark)) markedMs = performance.now() - started;
   });
   let peakKb = 0;
-  let cpuTicks = 0;
+  let cpuSeconds = 0;
   const sample = () => {
     try {
       const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
       peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
-      const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-      cpuTicks = Number(fields[11]) + Number(fields[12]);
+      cpuSeconds = processCpuSeconds(child.pid!);
     } catch {
       // The process has just exited.
     }
@@ -84,5 +89,5 @@ export async function runCliBackfill(
     logs = db.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number;
     db.close();
   }
-  return { logs, durationMs, peakRssMb: Math.round(peakKb / 1024), cpuSeconds: cpuTicks / CLOCK_TICKS, markedMs };
+  return { logs, durationMs, peakRssMb: Math.round(peakKb / 1024), cpuSeconds, markedMs };
 }

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
@@ -9,7 +9,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { startDemoTraffic } from "../../src/devnet/demoTraffic.js";
 import { startDevnet } from "../../src/devnet/startDevnet.js";
 import { followDevnet } from "./devnetDaemonConfig.js";
-import { CLI } from "./cliBackfill.js";
+import { CLI, processCpuSeconds } from "./cliBackfill.js";
 import { judgeSoak, metricSum, SOAK_CSV_HEADER, soakCsvRow, type SoakSample } from "./soakFigures.js";
 
 /**
@@ -34,7 +34,6 @@ const STARTED_UTC = new Date().toISOString();
 const RESULTS = join(import.meta.dirname, "..", "..", "..", "scripts", "bench", "results");
 /** The newest daemon output kept for a failure's message. */
 const OUTPUT_TAIL = 20_000;
-const CLOCK_TICKS = 100;
 
 for (const [name, value] of Object.entries({ MINUTES, PAYMENTS_PER_SECOND, SAMPLE_MS, WARMUP_MINUTES }))
   if (!Number.isFinite(value) || value < 0) throw new Error(`soak: ${name} must be a non-negative number, got ${value}`);
@@ -107,10 +106,6 @@ let nonceBaseline = 0;
 let trafficErrors = 0;
 let traffic: { stop: () => void } | undefined;
 
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
 const megabytes = (path: string) => {
   try {
     return statSync(path).size / 2 ** 20;
@@ -139,7 +134,7 @@ async function sample(minute: number): Promise<void> {
     eventLoopP99Ms: metricSum(body, "flashindex_nodejs_eventloop_lag_p99_seconds") * 1_000,
     dbMb: megabytes(database),
     walMb: megabytes(`${database}-wal`),
-    cpuSeconds: cpuSeconds(daemon.pid!),
+    cpuSeconds: processCpuSeconds(daemon.pid!),
     paymentsMined: (await minedNonces()) - nonceBaseline,
     logsIndexed: metricSum(body, "flashindex_logs_indexed_total"),
     preconfLogs: metricSum(body, "flashindex_preconf_logs_total"),
