@@ -140,6 +140,21 @@ describe("the bench's report", () => {
     expect(latestRows([...rows, copied]).map((r) => r.measurement)).toEqual(["copied from README.md", "peers"]);
   });
 
+  test("latestRows() adds the newest row of each anvil chain and configuration the newest run left out", () => {
+    const rows = [
+      anvil("2026-11-26T09:00:00.000Z", "1,000,000", "dense", "on", 60_000),
+      anvil("2026-11-26T10:00:00.000Z", "1,000,000", "dense", "on", 70_000),
+      anvil("2026-11-26T10:00:00.000Z", "1,000,000", "dense", "off", 80_000),
+      anvil("2026-11-26T11:00:00.000Z", "200,000", "dense", "on", 50_000),
+      anvil("2026-11-26T12:00:00.000Z", "200,000", "dense", "on", 55_000),
+      row("2026-11-26T12:00:00.000Z", "the whole bench's other row"),
+      anvil("2026-11-26T13:00:00.000Z", "1,000,000", "dense", "on", 1, 200),
+    ].map((r, i) => (i === 6 ? { ...r, recordedIn: "npm run bench:peers at abc1234" } : r));
+    const latest = latestRows(rows).map((r) => `${r.runUtc.slice(11, 13)} ${r.logsPerSecond ?? "-"}`);
+    // The peers run first; the whole bench at 12:00; the 1,000,000-log rows of 10:00 (not 09:00's), which it lacks.
+    expect(latest).toEqual(["13 1", "12 55000", "12 -", "10 70000", "10 80000"]);
+  });
+
   test("replaceSection() replaces what stands between a section's markers, and refuses a missing section", () => {
     const text = "# B\n<!-- bench:goals -->\nold\n<!-- /bench:goals -->\nafter\n";
     expect(replaceSection(text, "goals", "new")).toBe("# B\n<!-- bench:goals -->\nnew\n<!-- /bench:goals -->\nafter\n");
