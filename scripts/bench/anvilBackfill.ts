@@ -12,6 +12,7 @@ import { startSavedAnvilChain, type ChainShape, type SavedChain, type SavedChain
  * on the host's drift as much as on the code.
  */
 export const ANVIL_RUNS = Number(process.env.BENCH_ANVIL_RUNS ?? 3);
+if (!Number.isInteger(ANVIL_RUNS) || ANVIL_RUNS < 1) throw new Error(`BENCH_ANVIL_RUNS must be a whole number of runs, at least 1, got "${process.env.BENCH_ANVIL_RUNS}"`);
 
 /** One run of an alternating series: its configuration, the process's figures and anvil's CPU seconds over it. */
 export type AlternatingRun = ProcessFigures & { attribution: boolean; anvilCpuSeconds: number };
