@@ -53,8 +53,9 @@ export function replaceSection(text: string, name: string, content: string): str
 }
 
 /**
- * `npm run bench:report`: renders docs/benchmarks.md's latest table (latestRows) and its goals table (each goal judged on the newest
- * rows of results/runs.csv that measure it) from the recorded runs, so neither is edited by hand.
+ * `npm run bench:report`: renders docs/benchmarks.md's latest table (latestRows) and its goals
+ * table (each goal judged on the newest rows of results/runs.csv that measure it) from the recorded
+ * runs, so neither is edited by hand.
  */
 export function writeReport(runsCsv = RUNS_CSV, benchmarksMd = BENCHMARKS_MD): void {
   const rows = parseRunsCsv(readFileSync(runsCsv, "utf8"));
