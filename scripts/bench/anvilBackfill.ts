@@ -25,10 +25,12 @@ export type AlternatingRun = ProcessFigures & { attribution: boolean; anvilCpuSe
  */
 export async function alternatingRuns(
   chain: SavedChain,
-  pairs: number,
-  extra: Record<string, unknown> = {},
-  each: (run: AlternatingRun, pair: number) => void = () => undefined,
-  attribution: readonly boolean[] = [true, false],
+  {
+    pairs,
+    extra = {},
+    each = () => undefined,
+    attribution = [true, false],
+  }: { pairs: number; extra?: Record<string, unknown>; each?: (run: AlternatingRun, pair: number) => void; attribution?: readonly boolean[] },
 ): Promise<AlternatingRun[]> {
   const runs: AlternatingRun[] = [];
   for (let pair = 0; pair < pairs; pair++) {
@@ -67,7 +69,7 @@ export async function anvilEndToEnd(
 ): Promise<Array<ProcessFigures & { name: string }>> {
   const chain = await startSavedAnvilChain(logs, shape);
   try {
-    const all = await alternatingRuns(chain, runs, {}, undefined, attribution);
+    const all = await alternatingRuns(chain, { pairs: runs, attribution });
     return attribution.map((on) => {
       const mine = all.filter((run) => run.attribution === on).sort((a, b) => a.durationMs - b.durationMs);
       const median = mine[Math.floor(mine.length / 2)]!;

@@ -1,4 +1,4 @@
-import { alternatingRuns } from "./anvilBackfill.js";
+import { alternatingRuns, type AlternatingRun } from "./anvilBackfill.js";
 import { startSavedAnvilChain, type ChainShape } from "./savedAnvilChain.js";
 
 /**
@@ -15,7 +15,7 @@ const extra = JSON.parse(process.argv[5] ?? "{}") as Record<string, unknown>;
 
 const chain = await startSavedAnvilChain(logs, shape);
 try {
-  await alternatingRuns(chain, pairs, extra, (run, pair) => {
+  const each = (run: AlternatingRun, pair: number) => {
     const line = {
       pair,
       attribution: run.attribution,
@@ -27,7 +27,8 @@ try {
       peakRssMb: run.peakRssMb,
     };
     process.stdout.write(`${JSON.stringify(line)}\n`);
-  });
+  };
+  await alternatingRuns(chain, { pairs, extra, each });
 } finally {
   await chain.anvil.stop();
 }
