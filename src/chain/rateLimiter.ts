@@ -71,10 +71,10 @@ export type RateLimiter = {
    * margin for arrival jitter: a measurement, not a guess. Refused again at or under that rate with
    * as many calls in its second (one fewer: the provider's second held one the client's did not),
    * the margin doubles; with fewer, the rate halves. The concurrency halves with either, at most
-   * once a second; refusals of requests sent before the last cut only correct its measurement. With `retryAfterMs` no request leaves
-   * before that wait is over. A batch of `cost` calls, more than the provider showed it accepts,
-   * was refused for its size, which says nothing of the rate: the caller sends it in pieces and
-   * the limits stay. Returns whether the limits were cut.
+   * once a second; refusals of requests sent before the last cut only correct its measurement.
+   * With `retryAfterMs` no request leaves before that wait is over. A batch of `cost` calls, more
+   * than the provider showed it accepts, was refused for its size, which says nothing of the rate:
+   * the caller sends it in pieces and the limits stay. Returns whether the limits were cut.
    */
   refused: (sentAt: number, retryAfterMs: number | undefined, cost?: number) => boolean;
   /**
