@@ -116,15 +116,15 @@ const UNKNOWN_REASON_LINE = "The payment was refused.";
  */
 export function buyerLine(reason: string, requestId: string): string {
   const line = Object.hasOwn(BUYER_LINES, reason) ? BUYER_LINES[reason as InvalidReason] : UNKNOWN_REASON_LINE;
-  const unexpected = reason === INVALID_REASONS.unexpectedVerifyError || reason === INVALID_REASONS.unexpectedSettleError;
-  return unexpected ? `${line} The operator can look it up as request ${requestId}.` : line;
+  const { unexpectedVerifyError, unexpectedSettleError } = INVALID_REASONS;
+  if (reason !== unexpectedVerifyError && reason !== unexpectedSettleError) return line;
+  return `${line} The operator can look it up as request ${requestId}.`;
 }
 
 /** A /verify body as it goes out on the wire: `invalidMessage` replaced by the buyer's line. */
 export function verifyForBuyer(body: VerifyResponse, requestId: string): VerifyResponse {
-  if (body.isValid) return { isValid: true, ...(body.payer === undefined ? {} : { payer: body.payer }) };
-  const reason = body.invalidReason ?? UNKNOWN_REASON_LINE;
-  return { ...body, invalidMessage: buyerLine(reason, requestId) };
+  if (body.isValid) return body.payer === undefined ? { isValid: true } : { isValid: true, payer: body.payer };
+  return { ...body, invalidMessage: buyerLine(body.invalidReason ?? UNKNOWN_REASON_LINE, requestId) };
 }
 
 /**
@@ -133,8 +133,14 @@ export function verifyForBuyer(body: VerifyResponse, requestId: string): VerifyR
  * reference answers `payload.accepted.network` (v1: `payload.network`). A success keeps the
  * facilitator's network unless the request named the same chain another way (v1's `base`).
  */
-export function settleForBuyer(body: SettleResponse, requestId: string, network: { named: string | undefined; sameChain: boolean }): SettleResponse {
-  const echoed = network.named !== undefined && (!body.success || network.sameChain) ? network.named : body.network;
+export function settleForBuyer(
+  body: SettleResponse,
+  requestId: string,
+  network: { named: string | undefined; sameChain: boolean },
+): SettleResponse {
+  const { named, sameChain } = network;
+  const echoed = named !== undefined && (!body.success || sameChain) ? named : body.network;
   if (body.success) return { ...body, network: echoed };
-  return { ...body, network: echoed, errorMessage: buyerLine(body.errorReason ?? UNKNOWN_REASON_LINE, requestId) };
+  const errorMessage = buyerLine(body.errorReason ?? UNKNOWN_REASON_LINE, requestId);
+  return { ...body, network: echoed, errorMessage };
 }

@@ -6,7 +6,7 @@ import { ConfigError } from "../errors/base.js";
 import { asListenError } from "../ops/listenErrors.js";
 import type { Logger } from "../ops/logger.js";
 import { ANSWER_STATUS, settleForBuyer, settleRefused, verifyForBuyer, verifyRefused } from "./answers.js";
-import type { Facilitator } from "./facilitator.js";
+import type { Answer, Facilitator } from "./facilitator.js";
 import { INVALID_REASONS as R, refuse } from "./invalidReasons.js";
 import { namedNetwork, networkChainId, type SettleResponse, type VerifyResponse } from "./wire.js";
 
@@ -45,14 +45,18 @@ export type FacilitatorServer = { url: string; close: () => Promise<void> };
 export async function startFacilitatorServer(deps: { logger: Logger }, facilitator: Facilitator, options: FacilitatorServerOptions): Promise<FacilitatorServer> {
   // parseFacilitator refuses such a config; this keeps any other caller from opening the relayer.
   if (options.authToken === undefined && !isLoopback(options.host))
-    throw new ConfigError("facilitator.authTokenEnv", `is required while the facilitator listens on ${options.host}: /verify and /settle would spend the relayer's gas for anyone`);
+    throw new ConfigError(
+      "facilitator.authTokenEnv",
+      `is required while the facilitator listens on ${options.host}: /verify and /settle would spend the relayer's gas for anyone`,
+    );
   const logger = deps.logger.child({ component: "facilitator_server" });
   const expected = options.authToken === undefined ? undefined : digest(options.authToken);
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      const requestId = response.getHeader(REQUEST_ID_HEADER);
-      logger.error({ msg: "Failed to answer facilitator request", request_id: requestId ?? null, error: error instanceof Error ? error.message : String(error) });
-      if (!response.headersSent) send(response, 500, { error: `internal error; the operator can look it up as request ${String(requestId)}` });
+      const requestId = String(response.getHeader(REQUEST_ID_HEADER));
+      const detail = error instanceof Error ? error.message : String(error);
+      logger.error({ msg: "Failed to answer facilitator request", request_id: requestId, error: detail });
+      if (!response.headersSent) send(response, 500, { error: `internal error; the operator can look it up as request ${requestId}` });
       else response.destroy();
     });
   });
@@ -79,31 +83,33 @@ export async function startFacilitatorServer(deps: { logger: Logger }, facilitat
       body = JSON.parse(text);
     } catch {
       const refusal = refuse(R.invalidPayload, "the request body is not JSON");
-      if (path === "/verify") return sendVerify(response, requestId, { status: ANSWER_STATUS.notJson, body: verifyRefused(refusal) });
-      return sendSettle(response, requestId, undefined, { status: ANSWER_STATUS.notJson, body: settleRefused(refusal, options.network) });
+      const status = ANSWER_STATUS.notJson;
+      if (path === "/verify") return sendVerify(response, requestId, { status, body: verifyRefused(refusal) });
+      return sendSettle(response, requestId, undefined, { status, body: settleRefused(refusal, options.network) });
     }
     if (path === "/verify") return sendVerify(response, requestId, await facilitator.verify(body));
     // A client that goes away does not stop the settlement: its transaction is stored and driven.
     return sendSettle(response, requestId, body, await facilitator.settle(body));
   }
 
-  function sendVerify(response: ServerResponse, requestId: string, answer: { status: number; body: VerifyResponse }): void {
-    if (!answer.body.isValid) logRefusal("verify", requestId, answer.body.invalidReason, answer.body.invalidMessage, answer.body.payer);
-    send(response, answer.status, verifyForBuyer(answer.body, requestId));
+  function sendVerify(response: ServerResponse, requestId: string, { status, body }: Answer<VerifyResponse>): void {
+    if (!body.isValid) logRefusal("verify", requestId, { reason: body.invalidReason, detail: body.invalidMessage, payer: body.payer });
+    send(response, status, verifyForBuyer(body, requestId));
   }
 
-  function sendSettle(response: ServerResponse, requestId: string, request: unknown, answer: { status: number; body: SettleResponse }): void {
-    if (!answer.body.success) logRefusal("settle", requestId, answer.body.errorReason, answer.body.errorMessage, answer.body.payer);
+  /** `request` is the parsed body, for the network it named (undefined when it was not JSON). */
+  function sendSettle(response: ServerResponse, requestId: string, request: unknown, { status, body }: Answer<SettleResponse>): void {
+    if (!body.success) logRefusal("settle", requestId, { reason: body.errorReason, detail: body.errorMessage, payer: body.payer });
     const named = namedNetwork(request);
-    const sameChain = named !== undefined && networkChainId(named) === networkChainId(answer.body.network);
-    send(response, answer.status, settleForBuyer(answer.body, requestId, { named, sameChain }));
+    const sameChain = named !== undefined && networkChainId(named) === networkChainId(body.network);
+    send(response, status, settleForBuyer(body, requestId, { named, sameChain }));
   }
 
   /** The operator's copy of a refusal: the detail the buyer does not see, under the answer's request id. */
-  function logRefusal(endpoint: "verify" | "settle", requestId: string, reason: string | undefined, detail: string | undefined, payer: string | undefined): void {
-    const unexpected = reason === R.unexpectedVerifyError || reason === R.unexpectedSettleError;
-    const entry = { msg: "Refused payment", request_id: requestId, endpoint, reason: reason ?? null, detail: detail ?? null, payer: payer ?? null };
-    if (unexpected) logger.warn(entry);
+  function logRefusal(endpoint: "verify" | "settle", requestId: string, refusal: { reason?: string | undefined; detail?: string | undefined; payer?: string | undefined }): void {
+    const { reason = null, detail = null, payer = null } = refusal;
+    const entry = { msg: "Refused payment", request_id: requestId, endpoint, reason, detail, payer };
+    if (reason === R.unexpectedVerifyError || reason === R.unexpectedSettleError) logger.warn(entry);
     else logger.info(entry);
   }
 

@@ -25,7 +25,8 @@ export function buildSupportedBody(input: SupportedInput): SupportedResponse {
   // The reference registers its v1 exact scheme beside v2 and lists it; so do we, under the
   // chain's v1 name (base, base-sepolia), when v1 has one.
   const v1Name = v1NetworkName(input.chainId);
-  const versions = v1Name === undefined ? [{ x402Version: X402_VERSION, network }] : [{ x402Version: X402_VERSION, network }, { x402Version: X402_VERSION_V1, network: v1Name }];
+  const versions: Array<{ x402Version: number; network: string }> = [{ x402Version: X402_VERSION, network }];
+  if (v1Name !== undefined) versions.push({ x402Version: X402_VERSION_V1, network: v1Name });
   return {
     kinds: versions.flatMap(({ x402Version, network }) =>
       input.tokens.map((token) => ({

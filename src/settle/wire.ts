@@ -88,13 +88,14 @@ const ECHOABLE_NETWORK = /^[-_a-zA-Z0-9:]{1,64}$/;
  * `paymentRequirements.network`. Undefined when none is a short network-like string.
  */
 export function namedNetwork(body: unknown): string | undefined {
-  const top = body as { paymentPayload?: { accepted?: { network?: unknown }; network?: unknown }; paymentRequirements?: { network?: unknown } } | null;
-  const payload = typeof top?.paymentPayload === "object" && top.paymentPayload !== null ? top.paymentPayload : undefined;
-  const accepted = typeof payload?.accepted === "object" && payload.accepted !== null ? payload.accepted : undefined;
-  const requirements = typeof top?.paymentRequirements === "object" && top.paymentRequirements !== null ? top.paymentRequirements : undefined;
-  for (const candidate of [accepted?.network, payload?.network, requirements?.network])
-    if (typeof candidate === "string" && ECHOABLE_NETWORK.test(candidate)) return candidate;
-  return undefined;
+  const payload = field(body, "paymentPayload");
+  const candidates = [field(field(payload, "accepted"), "network"), field(payload, "network"), field(field(body, "paymentRequirements"), "network")];
+  return candidates.find((candidate): candidate is string => typeof candidate === "string" && ECHOABLE_NETWORK.test(candidate));
+}
+
+/** `value[key]` when `value` is a JSON object, else undefined. */
+function field(value: unknown, key: string): unknown {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined;
 }
 
 /** PaymentRequirements as sent (§5.1.2); `extra` carries the token's EIP-712 `name` and `version`. */
