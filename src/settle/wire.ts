@@ -5,7 +5,8 @@ import type { Address, Hex } from "viem";
  * `HTTPFacilitatorClient` of @x402/core 2.27 sends and reads it: it POSTs
  * `{ x402Version, paymentPayload, paymentRequirements }` to /verify and /settle and parses the
  * answers with zod schemas that require `isValid` (verify), `success`, `transaction` and `network`
- * (settle), and `kinds` (supported). Numbers of the exact scheme travel as decimal strings.
+ * (settle), and `kinds` (supported). Numbers of the exact scheme travel as decimal strings. x402
+ * v1's shapes (specs/x402-specification-v1.md) are read too, as @x402/evm's ExactEvmSchemeV1 reads them.
  */
 
 /** The protocol version this facilitator speaks first; v1 requests are served as the reference does. */
