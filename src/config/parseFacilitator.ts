@@ -11,8 +11,10 @@ const BUILDER_CODE = /^[a-z0-9_]{1,32}$/;
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
 
 /**
- * `facilitator`: the x402 facilitator served by `start`. Off loopback the relayer's gas is spent
- * only for the listed payees: `payTo` must not be empty there.
+ * `facilitator`: the x402 facilitator served by `start`. Off loopback it is closed by default:
+ * `/verify` and `/settle` need the bearer token `authTokenEnv` names, and the relayer's gas is
+ * spent only for the listed payees (`payTo` must not be empty there). Without both, anyone who
+ * reaches the port could make the relayer pay gas for 1-unit payments to any listed payee.
  */
 export function parseFacilitator(value: unknown): FacilitatorConfig {
   const d = DEFAULTS.facilitator;
@@ -44,6 +46,11 @@ export function parseFacilitator(value: unknown): FacilitatorConfig {
     settleTimeoutMs: int("settleTimeoutMs") ?? d.settleTimeoutMs,
     maxBodyBytes: int("maxBodyBytes") ?? d.maxBodyBytes,
   };
+  if (config.enabled && !isLoopback(config.host) && config.authTokenEnv === undefined)
+    throw new ConfigError(
+      path("authTokenEnv"),
+      `is required while the facilitator listens on ${config.host}: name the environment variable holding the bearer token /verify and /settle require, or listen on 127.0.0.1`,
+    );
   if (config.enabled && !isLoopback(config.host) && config.payTo.length === 0)
     throw new ConfigError(
       path("payTo"),

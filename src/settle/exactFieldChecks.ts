@@ -51,7 +51,8 @@ export function checkExactFields(request: ExactPaymentRequest, policy: ExactPoli
     return refuse(R.validBeforeExpired, `authorization.validBefore ${authorization.validBefore} is before now (${nowSeconds}) + ${VALID_BEFORE_MARGIN_SECONDS} s`);
   if (authorization.validAfter > nowSeconds)
     return refuse(R.validAfterInFuture, `authorization.validAfter ${authorization.validAfter} is after now (${nowSeconds})`);
+  // The reference names this differently in v1 (ExactEvmSchemeV1: ErrInvalidAuthorizationValue).
   if (authorization.value !== requirements.amount)
-    return refuse(R.valueMismatch, `authorization.value ${authorization.value} is not the required amount ${requirements.amount}`);
+    return refuse(request.x402Version === 1 ? R.authorizationValueV1Mismatch : R.valueMismatch, `authorization.value ${authorization.value} is not the required amount ${requirements.amount}`);
   return undefined;
 }

@@ -209,7 +209,23 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   };
 }
 
-function message(error: unknown): string {
-  return error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : String(error);
-}
+/** Longest operator detail kept from an error chain, in characters; causes followed at most. */
+const MAX_DETAIL_CHARS = 2_000;
+const MAX_CAUSES = 5;
 
+/**
+ * What went wrong, for the operator: the error's one line and those of its causes, on one line.
+ * It may quote a node or name an order, so it goes only to the log and into a refusal's message,
+ * which facilitatorServer.ts logs under the request id and never sends (the buyer reads the
+ * fixed line of the reason, answers.ts buyerLine).
+ */
+function message(error: unknown): string {
+  const lines: string[] = [];
+  let at: unknown = error;
+  for (let depth = 0; depth < MAX_CAUSES && at !== undefined && at !== null; depth++) {
+    const line = at instanceof BaseError ? at.shortMessage : at instanceof Error ? at.message : String(at);
+    if (!lines.some((seen) => seen.includes(line))) lines.push(line);
+    at = at instanceof Error ? at.cause : undefined;
+  }
+  return lines.join(" <- ").replace(/\s+/g, " ").slice(0, MAX_DETAIL_CHARS);
+}

@@ -1,11 +1,14 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { isLoopback } from "../config/parseFacilitator.js";
+import { ConfigError } from "../errors/base.js";
 import { asListenError } from "../ops/listenErrors.js";
 import type { Logger } from "../ops/logger.js";
-import { ANSWER_STATUS, settleRefused, verifyRefused } from "./answers.js";
-import type { Facilitator } from "./facilitator.js";
+import { ANSWER_STATUS, settleForBuyer, settleRefused, verifyForBuyer, verifyRefused } from "./answers.js";
+import type { Answer, Facilitator } from "./facilitator.js";
 import { INVALID_REASONS as R, refuse } from "./invalidReasons.js";
+import { namedNetwork, networkChainId, type SettleResponse, type VerifyResponse } from "./wire.js";
 
 /** Time a client has to send its headers. */
 const HEADERS_TIMEOUT_MS = 10_000;
@@ -24,6 +27,9 @@ export type FacilitatorServerOptions = {
   network: string;
 };
 
+/** The header that carries the id under which the operator's log keeps a request's detail. */
+const REQUEST_ID_HEADER = "x-request-id";
+
 export type FacilitatorServer = { url: string; close: () => Promise<void> };
 
 /**
@@ -31,14 +37,26 @@ export type FacilitatorServer = { url: string; close: () => Promise<void> };
  * POST /settle, JSON in and out. Bodies are read up to `maxBodyBytes` (413 past it), slow clients
  * are cut off, and with a bearer token configured /verify and /settle answer 401 without it (the
  * comparison takes the same time whatever the guess).
+ *
+ * This is the wire boundary: a refusal's message as the facilitator built it may quote a node or
+ * name an order, so it goes to the operator's log under a request id, and the buyer reads the
+ * fixed line of its reason (answers.ts, buyerLine); the id travels back in X-Request-Id.
  */
 export async function startFacilitatorServer(deps: { logger: Logger }, facilitator: Facilitator, options: FacilitatorServerOptions): Promise<FacilitatorServer> {
+  // parseFacilitator refuses such a config; this keeps any other caller from opening the relayer.
+  if (options.authToken === undefined && !isLoopback(options.host))
+    throw new ConfigError(
+      "facilitator.authTokenEnv",
+      `is required while the facilitator listens on ${options.host}: /verify and /settle would spend the relayer's gas for anyone`,
+    );
   const logger = deps.logger.child({ component: "facilitator_server" });
   const expected = options.authToken === undefined ? undefined : digest(options.authToken);
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      logger.error({ msg: "Failed to answer facilitator request", error: error instanceof Error ? error.message : String(error) });
-      if (!response.headersSent) send(response, 500, { error: "internal error" });
+      const requestId = String(response.getHeader(REQUEST_ID_HEADER));
+      const detail = error instanceof Error ? error.message : String(error);
+      logger.error({ msg: "Failed to answer facilitator request", request_id: requestId, error: detail });
+      if (!response.headersSent) send(response, 500, { error: `internal error; the operator can look it up as request ${requestId}` });
       else response.destroy();
     });
   });
@@ -47,6 +65,8 @@ export async function startFacilitatorServer(deps: { logger: Logger }, facilitat
   server.maxConnections = MAX_CONNECTIONS;
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const requestId = randomUUID();
+    response.setHeader(REQUEST_ID_HEADER, requestId);
     const path = (request.url ?? "/").split("?")[0];
     if (path === "/supported") {
       if (request.method !== "GET" && request.method !== "HEAD") return send(response, 405, { error: "use GET" }, { allow: "GET, HEAD" });
@@ -63,15 +83,34 @@ export async function startFacilitatorServer(deps: { logger: Logger }, facilitat
       body = JSON.parse(text);
     } catch {
       const refusal = refuse(R.invalidPayload, "the request body is not JSON");
-      return send(response, ANSWER_STATUS.notJson, path === "/verify" ? verifyRefused(refusal) : settleRefused(refusal, options.network));
+      const status = ANSWER_STATUS.notJson;
+      if (path === "/verify") return sendVerify(response, requestId, { status, body: verifyRefused(refusal) });
+      return sendSettle(response, requestId, undefined, { status, body: settleRefused(refusal, options.network) });
     }
-    if (path === "/verify") {
-      const answer = await facilitator.verify(body);
-      return send(response, answer.status, answer.body);
-    }
+    if (path === "/verify") return sendVerify(response, requestId, await facilitator.verify(body));
     // A client that goes away does not stop the settlement: its transaction is stored and driven.
-    const answer = await facilitator.settle(body);
-    return send(response, answer.status, answer.body);
+    return sendSettle(response, requestId, body, await facilitator.settle(body));
+  }
+
+  function sendVerify(response: ServerResponse, requestId: string, { status, body }: Answer<VerifyResponse>): void {
+    if (!body.isValid) logRefusal("verify", requestId, { reason: body.invalidReason, detail: body.invalidMessage, payer: body.payer });
+    send(response, status, verifyForBuyer(body, requestId));
+  }
+
+  /** `request` is the parsed body, for the network it named (undefined when it was not JSON). */
+  function sendSettle(response: ServerResponse, requestId: string, request: unknown, { status, body }: Answer<SettleResponse>): void {
+    if (!body.success) logRefusal("settle", requestId, { reason: body.errorReason, detail: body.errorMessage, payer: body.payer });
+    const named = namedNetwork(request);
+    const sameChain = named !== undefined && networkChainId(named) === networkChainId(body.network);
+    send(response, status, settleForBuyer(body, requestId, { named, sameChain }));
+  }
+
+  /** The operator's copy of a refusal: the detail the buyer does not see, under the answer's request id. */
+  function logRefusal(endpoint: "verify" | "settle", requestId: string, refusal: { reason?: string | undefined; detail?: string | undefined; payer?: string | undefined }): void {
+    const { reason = null, detail = null, payer = null } = refusal;
+    const entry = { msg: "Refused payment", request_id: requestId, endpoint, reason, detail, payer };
+    if (reason === R.unexpectedVerifyError || reason === R.unexpectedSettleError) logger.warn(entry);
+    else logger.info(entry);
   }
 
   try {
@@ -113,10 +152,14 @@ async function readBody(request: IncomingMessage, maxBytes: number): Promise<str
   return Buffer.concat(chunks, size).toString("utf8");
 }
 
-/** Compares digests of equal length, so the time taken says nothing about the token. */
+/**
+ * `Authorization: Bearer <token>`. The scheme is matched case-insensitively (RFC 9110 §11.1: an
+ * auth-scheme is a case-insensitive token), one or more spaces before the credentials (§11.4).
+ * Digests of equal length are compared, so the time taken says nothing about the token.
+ */
 function authorized(header: string | undefined, expected: Buffer): boolean {
-  const match = header === undefined ? null : /^Bearer (.+)$/.exec(header);
-  return match !== null && timingSafeEqual(digest(match[1]!), expected);
+  const match = header === undefined ? null : /^bearer +(\S+) *$/i.exec(header);
+  return timingSafeEqual(digest(match?.[1] ?? ""), expected) && match !== null;
 }
 
 function digest(text: string): Buffer {

@@ -25,13 +25,22 @@ export const INVALID_REASONS = {
   validBeforeExpired: "invalid_exact_evm_payload_authorization_valid_before",
   validAfterInFuture: "invalid_exact_evm_payload_authorization_valid_after",
   valueMismatch: "invalid_exact_evm_payload_authorization_value_mismatch",
+  // x402 v1's exact scheme (ExactEvmSchemeV1) names a value other than maxAmountRequired so.
+  authorizationValueV1Mismatch: "invalid_exact_evm_authorization_value",
   tokenNameMismatch: "invalid_exact_evm_token_name_mismatch",
   tokenVersionMismatch: "invalid_exact_evm_token_version_mismatch",
   eip3009NotSupported: "invalid_exact_evm_eip3009_not_supported",
   nonceAlreadyUsed: "invalid_exact_evm_nonce_already_used",
   insufficientBalance: "invalid_exact_evm_insufficient_balance",
   simulationFailed: "invalid_exact_evm_transaction_simulation_failed",
+  // The settlement's receipt says reverted (status 0), or the send itself was refused.
   transactionFailed: "invalid_exact_evm_transaction_failed",
+  // A successful receipt without the Transfer(from, to, value) of the authorization on the token.
+  transferEventMismatch: "invalid_exact_evm_transfer_event_mismatch",
+  // The signature could not be read as ECDSA, ERC-1271 bytes or an ERC-6492 wrapper.
+  failedToParseSignature: "invalid_exact_evm_failed_to_parse_signature",
+  undeployedSmartWallet: "invalid_exact_evm_payload_undeployed_smart_wallet",
+  factoryNotAllowed: "eip6492_factory_not_allowed",
   assetNotContract: "asset_not_deployed_contract",
   // @x402/evm's settle helpers (ErrSettlementPending): sent, not yet seen within the wait; `transaction` carries the hash.
   settlementPending: "settlement_pending",

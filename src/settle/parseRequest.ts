@@ -5,12 +5,15 @@ import { INVALID_REASONS as R, refuse, type InvalidReason, type Refusal } from "
 import {
   ASSET_TRANSFER_EIP3009,
   SCHEME_EXACT,
+  v1NetworkChainId,
   X402_VERSION,
+  X402_VERSION_V1,
   type EvmNetwork,
   type ExactAuthorization,
   type ExactPaymentRequest,
   type ExactRequirements,
   type WirePaymentPayload,
+  type WirePaymentPayloadV1,
 } from "./wire.js";
 
 /**
@@ -34,7 +37,7 @@ const MAX_DOMAIN_FIELD_CHARS = 256;
 
 export type ParsedRequest = { ok: true; request: ExactPaymentRequest } | { ok: false; refusal: Refusal; payer?: Address };
 
-/** Parses a /verify or /settle body of x402 v2, exact scheme, EIP-3009 on an EVM network. */
+/** Parses a /verify or /settle body of x402 v2 (or v1), exact scheme, EIP-3009 on an EVM network. */
 export function parseFacilitatorRequest(body: unknown): ParsedRequest {
   // The reference names the payer in every refusal; so do we whenever `from` reads as an address.
   const state: { payer?: Address } = {};
@@ -63,12 +66,18 @@ type Json = Record<string, unknown>;
 
 function parse(body: unknown, state: { payer?: Address }): ExactPaymentRequest {
   const top = readObject(R.invalidPayload, "the request body", body);
-  if (top.x402Version !== X402_VERSION) fail(R.invalidX402Version, `x402Version: only ${X402_VERSION} is supported, got ${describe(top.x402Version)}`);
   const payload = readObject(R.invalidPayload, "paymentPayload", top.paymentPayload);
+  // Routed by the payload's version, as the reference's x402Facilitator routes; the envelope's must agree.
+  const version = payload.x402Version;
+  if (version !== X402_VERSION && version !== X402_VERSION_V1)
+    fail(R.invalidX402Version, `paymentPayload.x402Version: only ${X402_VERSION_V1} and ${X402_VERSION} are supported, got ${describe(version)}`);
+  if (top.x402Version !== version) fail(R.invalidX402Version, `x402Version ${describe(top.x402Version)} differs from paymentPayload.x402Version ${version}`);
   const requirementsJson = readObject(R.invalidPaymentRequirements, "paymentRequirements", top.paymentRequirements);
-  if (payload.x402Version !== X402_VERSION) fail(R.invalidX402Version, `paymentPayload.x402Version: only ${X402_VERSION} is supported, got ${describe(payload.x402Version)}`);
+  return version === X402_VERSION ? parseV2(payload, requirementsJson) : parseV1(payload, requirementsJson);
+}
 
-  const requirements = readRequirements(requirementsJson);
+function parseV2(payload: Json, requirementsJson: Json): ExactPaymentRequest {
+  const requirements = readRequirements(requirementsJson, "amount", readNetwork);
   const accepted = readObject(R.invalidPayload, "paymentPayload.accepted", payload.accepted);
   // As the reference: the client's echo must name the same scheme and network; the rest of the
   // payment is judged against paymentRequirements, which the resource server vouches for.
@@ -77,8 +86,30 @@ function parse(body: unknown, state: { payer?: Address }): ExactPaymentRequest {
 
   const extensions = payload.extensions ?? {};
   if (typeof extensions !== "object" || Array.isArray(extensions)) fail(R.invalidPayload, `paymentPayload.extensions: expected an object, got ${describe(extensions)}`);
+  const { authorization, signature } = readExactPayload(payload.payload);
+  return { x402Version: X402_VERSION, requirements, authorization, signature, extensions: extensions as Json, paymentPayload: payload as WirePaymentPayload };
+}
 
-  const scheme = readObject(R.invalidPayload, "paymentPayload.payload", payload.payload);
+/**
+ * x402 v1 as @x402/evm 2.27's ExactEvmSchemeV1 reads it: the payload names `scheme` and `network`
+ * itself (no `accepted`), networks are v1 names (`base`), the amount is `maxAmountRequired`, and
+ * extensions do not exist (the reference ignores any, so builder codes and payment identifiers of
+ * a v1 payload are not read).
+ */
+function parseV1(payload: Json, requirementsJson: Json): ExactPaymentRequest {
+  const requirements = readRequirements(requirementsJson, "maxAmountRequired", readNetworkV1);
+  if (payload.scheme !== SCHEME_EXACT) fail(R.schemeMismatch, `paymentPayload.scheme: expected "${SCHEME_EXACT}", got ${describe(payload.scheme)}`);
+  if (typeof payload.network !== "string" || v1NetworkChainId(payload.network) === undefined)
+    fail(R.networkMismatch, `paymentPayload.network: expected an x402 v1 network name, got ${describe(payload.network)}`);
+  if (payload.network !== requirements.network) fail(R.networkMismatch, `paymentPayload.network ${describe(payload.network)} differs from paymentRequirements.network "${requirements.network}"`);
+  const { authorization, signature } = readExactPayload(payload.payload);
+  const { extensions: _ignored, ...withoutExtensions } = payload;
+  return { x402Version: X402_VERSION_V1, requirements, authorization, signature, extensions: {}, paymentPayload: withoutExtensions as WirePaymentPayloadV1 };
+}
+
+/** The exact scheme's EVM payload: an EIP-3009 authorization and its signature. */
+function readExactPayload(value: unknown): { authorization: ExactAuthorization; signature: Hex } {
+  const scheme = readObject(R.invalidPayload, "paymentPayload.payload", value);
   if ("permit2Authorization" in scheme) fail(R.unsupportedPayloadType, "paymentPayload.payload: a Permit2 payload; this facilitator settles EIP-3009 authorizations only");
   const authJson = readObject(R.invalidPayload, "paymentPayload.payload.authorization", scheme.authorization);
   const authorization: ExactAuthorization = {
@@ -89,8 +120,7 @@ function parse(body: unknown, state: { payer?: Address }): ExactPaymentRequest {
     validBefore: readUint256(R.invalidPayload, "paymentPayload.payload.authorization.validBefore", authJson.validBefore),
     nonce: readNonce("paymentPayload.payload.authorization.nonce", authJson.nonce),
   };
-  const signature = readSignature("paymentPayload.payload.signature", scheme.signature);
-  return { requirements, authorization, signature, extensions: extensions as Json, paymentPayload: payload as WirePaymentPayload };
+  return { authorization, signature: readSignature("paymentPayload.payload.signature", scheme.signature) };
 }
 
 /** `paymentPayload.payload.authorization.from` when it is a well-formed address, else undefined. */
@@ -99,19 +129,19 @@ function peekPayer(body: unknown): Address | undefined {
   return typeof from === "string" && /^0x[0-9a-fA-F]{40}$/.test(from) && validate(from, { strict: true }) ? checksum(from) : undefined;
 }
 
-function readRequirements(json: Json): ExactRequirements {
+function readRequirements(json: Json, amountKey: "amount" | "maxAmountRequired", networkOf: (value: unknown) => { network: string; chainId: number }): ExactRequirements {
   const scheme = json.scheme;
   if (typeof scheme !== "string" || scheme === "") fail(R.invalidPaymentRequirements, `paymentRequirements.scheme: expected a scheme name, got ${describe(scheme)}`);
   if (scheme !== SCHEME_EXACT) fail(R.unsupportedScheme, `paymentRequirements.scheme: only "${SCHEME_EXACT}" is supported, got ${describe(scheme)}`);
-  const { network, chainId } = readNetwork(json.network);
+  const { network, chainId } = networkOf(json.network);
   const extra = json.extra ?? {};
   if (typeof extra !== "object" || Array.isArray(extra)) fail(R.invalidPaymentRequirements, `paymentRequirements.extra: expected an object, got ${describe(extra)}`);
   const { assetTransferMethod, name, version } = extra as Json;
   // The reference's resource server leaves out assetTransferMethod when it is the default eip3009.
   if (assetTransferMethod !== undefined && assetTransferMethod !== ASSET_TRANSFER_EIP3009)
     fail(R.unsupportedPayloadType, `paymentRequirements.extra.assetTransferMethod: only "${ASSET_TRANSFER_EIP3009}" is supported, got ${describe(assetTransferMethod)}`);
-  const amount = readUint256(R.invalidPaymentRequirements, "paymentRequirements.amount", json.amount);
-  if (amount === 0n) fail(R.invalidPaymentRequirements, "paymentRequirements.amount: a payment of 0 is not settled (it would only spend the relayer's gas)");
+  const amount = readUint256(R.invalidPaymentRequirements, `paymentRequirements.${amountKey}`, json[amountKey]);
+  if (amount === 0n) fail(R.invalidPaymentRequirements, `paymentRequirements.${amountKey}: a payment of 0 is not settled (it would only spend the relayer's gas)`);
   const maxTimeoutSeconds = json.maxTimeoutSeconds;
   if (typeof maxTimeoutSeconds !== "number" || !Number.isFinite(maxTimeoutSeconds) || maxTimeoutSeconds <= 0)
     fail(R.invalidPaymentRequirements, `paymentRequirements.maxTimeoutSeconds: expected a positive number, got ${describe(maxTimeoutSeconds)}`);
@@ -126,6 +156,13 @@ function readRequirements(json: Json): ExactRequirements {
     name: readDomainField("name", name),
     version: readDomainField("version", version),
   };
+}
+
+/** An x402 v1 network name the reference knows (`base`, `base-sepolia`, …) and its chain id. */
+function readNetworkV1(value: unknown): { network: string; chainId: number } {
+  const chainId = typeof value === "string" ? v1NetworkChainId(value) : undefined;
+  if (chainId === undefined) fail(R.invalidNetwork, `paymentRequirements.network: expected an x402 v1 network name such as "base", got ${describe(value)}`);
+  return { network: value as string, chainId };
 }
 
 /** `eip155:<chain id>`, the chain id a positive safe integer written without leading zeros. */
@@ -161,9 +198,11 @@ function readNonce(path: string, value: unknown): Hex {
   return value.toLowerCase() as Hex;
 }
 
+/** Bytes of hex; a signature that is there but not that is the reference's `failed_to_parse_signature`. */
 function readSignature(path: string, value: unknown): Hex {
+  if (value === undefined) fail(R.invalidPayload, `${path}: missing`);
   if (typeof value !== "string" || value.length > 2 + MAX_SIGNATURE_BYTES * 2 || !/^0x(?:[0-9a-fA-F]{2})+$/.test(value))
-    fail(R.invalidPayload, `${path}: expected 1 to ${MAX_SIGNATURE_BYTES} bytes of hex, got ${describe(value)}`);
+    fail(R.failedToParseSignature, `${path}: expected 1 to ${MAX_SIGNATURE_BYTES} bytes of hex, got ${describe(value)}`);
   return value.toLowerCase() as Hex;
 }
 

@@ -18,6 +18,10 @@ const DEVNET_MNEMONIC = "test test test test test test test test test test test 
 const DEVNET_RELAYER_INDEX = 10;
 /** What the devnet relayer is given for gas. */
 const DEVNET_RELAYER_ETH = "1000";
+/** A shorter bearer token is guessable; 16 characters of hex are 64 bits. */
+const AUTH_TOKEN_MIN_CHARS = 16;
+/** RFC 9110 §11.2 token68 (as RFC 6750's b64token). */
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
  * The daemon's settlement side: the capture driver (always: it drives what `order capture` and a
@@ -33,11 +37,7 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
   if (!settings.enabled) return { facilitatorUrl: undefined };
   if (relayer === undefined)
     throw new ConfigError("facilitator.relayerKeyEnv", `${settings.relayerKeyEnv} is not set: the facilitator sends settlements from the relayer's key (or set facilitator.relayerKeyFile)`);
-  let authToken: string | undefined;
-  if (settings.authTokenEnv !== undefined) {
-    authToken = process.env[settings.authTokenEnv];
-    if (authToken === undefined || authToken.trim() === "") throw new ConfigError("facilitator.authTokenEnv", `the environment variable ${settings.authTokenEnv} is not set (the bearer token /verify and /settle require)`);
-  }
+  const authToken = settings.authTokenEnv === undefined ? undefined : readAuthToken(settings.authTokenEnv);
   const tokens = await Promise.all(
     deps.config.tokens.map(async (token) => {
       const domain = await readTokenDomainOverRpc(deps.client, token.address, deps.config.chainId);
@@ -75,6 +75,23 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
   }
   deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, settle_waits_for: settings.settleWaitsFor, builder_code: builderCode ?? null, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
   return { facilitatorUrl: server.url };
+}
+
+/**
+ * The bearer token from the variable `envName` names. It must be a token68 (RFC 9110 §11.2, the
+ * form `Authorization: Bearer` carries) of at least AUTH_TOKEN_MIN_CHARS characters. Errors name
+ * the setting and the variable, never the value.
+ */
+export function readAuthToken(envName: string, env: NodeJS.ProcessEnv = process.env): string {
+  const token = env[envName]?.trim();
+  if (token === undefined || token === "")
+    throw new ConfigError("facilitator.authTokenEnv", `the environment variable ${envName} is not set (the bearer token /verify and /settle require)`);
+  if (token.length < AUTH_TOKEN_MIN_CHARS || !TOKEN68.test(token))
+    throw new ConfigError(
+      "facilitator.authTokenEnv",
+      `${envName} must hold at least ${AUTH_TOKEN_MIN_CHARS} characters of A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32); the value is not shown`,
+    );
+  return token;
 }
 
 /** A devnet-only relayer: anvil's mnemonic at an index no demo part uses, given ETH for gas. */

@@ -58,6 +58,19 @@ describe("parseConfig()", () => {
     expect(parseConfig({ ...valid(), cancel: { confirmations: 5, receiptTimeoutMs: 3_000 } }, "t").cancel).toEqual({ confirmations: 5, receiptTimeoutMs: 3_000 });
   });
 
+  test("off loopback the facilitator is closed by default: without authTokenEnv the config is refused in one line naming it", () => {
+    const shop = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+    for (const host of ["0.0.0.0", "::", "192.168.1.20", "facilitator.example"]) {
+      const error = configError({ ...valid(), facilitator: { enabled: true, host, payTo: [shop] } });
+      expect(error.field).toBe("facilitator.authTokenEnv");
+      expect(error.shortMessage).toMatch(new RegExp(`^facilitator\\.authTokenEnv: is required while the facilitator listens on ${host.replaceAll(".", "\\.")}:`));
+      expect(error.shortMessage).not.toContain("\n");
+    }
+    for (const host of ["127.0.0.1", "127.0.0.2", "::1", "localhost"]) expect(parseConfig({ ...valid(), facilitator: { enabled: true, host } }, "t").facilitator.authTokenEnv).toBeUndefined();
+    // Disabled, the host is not listened on: nothing to close.
+    expect(parseConfig({ ...valid(), facilitator: { host: "0.0.0.0" } }, "t").facilitator.enabled).toBe(false);
+  });
+
   test("reads the facilitator: off by default; off loopback it needs payees; env names, codes and payees checked", () => {
     expect(parseConfig(valid(), "t").facilitator).toMatchObject({ enabled: false, host: "127.0.0.1", port: 4021, relayerKeyEnv: "FLASHINDEX_RELAYER_KEY", settleWaitsFor: "preconfirmed", payTo: [] });
     const shop = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
@@ -69,7 +82,7 @@ describe("parseConfig()", () => {
       builderCode: "my_app",
       settleWaitsFor: "confirmed",
     });
-    expect(configError({ ...valid(), facilitator: { enabled: true, host: "0.0.0.0" } }).shortMessage).toMatch(/^facilitator\.payTo: is empty while the facilitator listens on 0\.0\.0\.0/);
+    expect(configError({ ...valid(), facilitator: { enabled: true, host: "0.0.0.0", authTokenEnv: "FACILITATOR_TOKEN" } }).shortMessage).toMatch(/^facilitator\.payTo: is empty while the facilitator listens on 0\.0\.0\.0/);
     expect(configError({ ...valid(), facilitator: { authTokenEnv: "s3cr3t token" } }).shortMessage).toBe(
       "facilitator.authTokenEnv: expected an environment variable name (letters, digits, _), not the secret itself",
     );

@@ -1,7 +1,8 @@
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import type { ResourceServerExtension, SettleResponse } from "@x402/core/types";
-import type { ClientExtension } from "@x402/core/client";
+import { x402Client, type ClientExtension } from "@x402/core/client";
+import { registerExactEvmScheme as registerExactEvmClient } from "@x402/evm/exact/client";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { paymentMiddleware } from "@x402/express";
 import { wrapFetchWithPayment } from "@x402/fetch";
@@ -97,3 +98,33 @@ export function paymentResponseOf(response: Response): SettleResponse | undefine
   return header === null ? undefined : decodePaymentResponseHeader(header);
 }
 
+
+/** An x402 v1 verify/settle body: `maxAmountRequired`, networks named as v1 names them (`base`). */
+export type V1PaymentBody = {
+  x402Version: 1;
+  paymentPayload: { x402Version: 1; scheme: string; network: string; payload: { signature: string; authorization: Record<string, string> } };
+  paymentRequirements: Record<string, unknown> & { network: string; maxAmountRequired: string; extra: Record<string, unknown> };
+};
+
+/**
+ * The body a v1 resource server POSTs to /verify and /settle for `offer` on the v1 network
+ * `network` (e.g. `base`), signed by the reference client's v1 exact scheme (@x402/evm's
+ * ExactEvmSchemeV1, which registerExactEvmScheme registers on every v1 network).
+ */
+export async function referenceV1PaymentBody(account: ClientEvmSigner, offer: ExactOffer, network: string): Promise<V1PaymentBody> {
+  const requirements = {
+    scheme: "exact",
+    network,
+    maxAmountRequired: offer.amount.toString(),
+    resource: "http://127.0.0.1/paid",
+    description: "a test resource",
+    mimeType: "text/plain",
+    payTo: offer.payTo,
+    maxTimeoutSeconds: offer.maxTimeoutSeconds ?? 300,
+    asset: offer.token,
+    extra: { name: offer.name, version: offer.version },
+  };
+  const client = registerExactEvmClient(new x402Client().setSpendControls({ allowedAssets: [{ network: network as never, asset: offer.token }] }), { signer: account });
+  const paymentPayload = await client.createPaymentPayload({ x402Version: 1, accepts: [requirements] } as never);
+  return JSON.parse(JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements })) as V1PaymentBody;
+}

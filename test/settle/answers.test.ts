@@ -4,7 +4,7 @@ import { HTTPFacilitatorClient } from "@x402/core/server";
 import { SettleError, VerifyError } from "@x402/core/types";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { refusalStatus, settleRefused, settleSucceeded, verifyAccepted, verifyRefused } from "../../src/settle/answers.js";
+import { buyerLine, refusalStatus, settleForBuyer, settleRefused, settleSucceeded, verifyAccepted, verifyForBuyer, verifyRefused } from "../../src/settle/answers.js";
 import { INVALID_REASONS, refuse } from "../../src/settle/invalidReasons.js";
 import { paymentIdentifierConflict } from "../../src/settle/paymentIdentifier.js";
 
@@ -55,5 +55,30 @@ describe("facilitator answers", () => {
     await expect(settled).rejects.toMatchObject({ statusCode: 409, errorReason: "payment_identifier_conflict" });
     next = { status: refusalStatus(refusal), body: verifyRefused(refusal, PAYER) };
     await expect(client().verify(payload as never, requirements as never)).rejects.toMatchObject({ constructor: VerifyError, statusCode: 409, invalidReason: "payment_identifier_conflict" });
+  });
+
+  test("a buyer reads one fixed line per reason, whatever detail the refusal carried; unexpected ones name the request id", () => {
+    const lines = new Map<string, string>();
+    for (const reason of Object.values(INVALID_REASONS)) {
+      const line = buyerLine(reason, "req-1");
+      expect(line, reason).toMatch(/^[^\n]{10,120}$/);
+      lines.set(reason, line);
+    }
+    expect(lines.get("unexpected_settle_error")).toContain("req-1");
+    expect(lines.get("invalid_exact_evm_nonce_already_used")).not.toContain("req-1");
+    expect(buyerLine("not_a_reason", "req-1")).toBe("The payment was refused.");
+
+    const leaky = refuse(INVALID_REASONS.unexpectedSettleError, "eth_call failed after 2 attempts (last from https://rpc.example/***): have 12345 (order 7)");
+    const settled = settleForBuyer(settleRefused(leaky, NETWORK, PAYER), "req-2", { named: "eip155:84532", sameChain: false });
+    expect(settled).toEqual({ success: false, errorReason: "unexpected_settle_error", errorMessage: buyerLine("unexpected_settle_error", "req-2"), transaction: "", network: "eip155:84532", payer: PAYER });
+    const verified = verifyForBuyer(verifyRefused(leaky, PAYER), "req-3");
+    expect(verified.invalidMessage).toBe(buyerLine("unexpected_settle_error", "req-3"));
+  });
+
+  test("a success names the request's network only when it is the same chain (v1's base for eip155:8453)", () => {
+    const success = settleSucceeded({ transaction: TX, network: NETWORK, payer: PAYER, amount: 1n });
+    expect(settleForBuyer(success, "r", { named: "base", sameChain: true }).network).toBe("base");
+    expect(settleForBuyer(success, "r", { named: "eip155:1", sameChain: false }).network).toBe(NETWORK);
+    expect(settleForBuyer(success, "r", { named: undefined, sameChain: false })).toEqual(success);
   });
 });

@@ -3,7 +3,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, test } from "vitest";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
 import { parseFacilitatorRequest } from "../../src/settle/parseRequest.js";
-import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
+import { referencePaymentBody, referenceV1PaymentBody, type ExactOffer, type V1PaymentBody } from "../helpers/x402.js";
 
 const payer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[1] as `0x${string}`);
 const OFFER: ExactOffer = {
@@ -76,6 +76,7 @@ describe("parseFacilitatorRequest()", () => {
     ["x402Version", "2", "invalid_x402_version"],
     ["x402Version", undefined, "invalid_x402_version"],
     ["paymentPayload.x402Version", 1, "invalid_x402_version"],
+    ["paymentPayload.x402Version", 3, "invalid_x402_version"],
     ["paymentPayload", undefined, "invalid_payload"],
     ["paymentPayload", [], "invalid_payload"],
     ["paymentRequirements", undefined, "invalid_payment_requirements"],
@@ -122,9 +123,10 @@ describe("parseFacilitatorRequest()", () => {
     ["paymentPayload.payload.authorization.validBefore", "1.5", "invalid_payload"],
     ["paymentPayload.payload.authorization.nonce", "0x1234", "invalid_payload"],
     ["paymentPayload.payload.authorization.nonce", `0x${"zz".repeat(32)}`, "invalid_payload"],
-    ["paymentPayload.payload.signature", "0x", "invalid_payload"],
-    ["paymentPayload.payload.signature", "0xabc", "invalid_payload"],
-    ["paymentPayload.payload.signature", `0x${"ab".repeat(4097)}`, "invalid_payload"],
+    ["paymentPayload.payload.signature", "0x", "invalid_exact_evm_failed_to_parse_signature"],
+    ["paymentPayload.payload.signature", "0xabc", "invalid_exact_evm_failed_to_parse_signature"],
+    ["paymentPayload.payload.signature", 65, "invalid_exact_evm_failed_to_parse_signature"],
+    ["paymentPayload.payload.signature", `0x${"ab".repeat(4097)}`, "invalid_exact_evm_failed_to_parse_signature"],
     ["paymentPayload.payload.signature", undefined, "invalid_payload"],
   ])("refuses %s = %j with %s", (path, value, reason) => {
     expect(reasonOf(mutate(path, value))).toBe(reason);
@@ -157,6 +159,43 @@ describe("parseFacilitatorRequest()", () => {
       }
     }
     expect(refused).toBeGreaterThan(1000);
+  });
+});
+
+describe("parseFacilitatorRequest() of an x402 v1 body", () => {
+  let v1: V1PaymentBody;
+  beforeAll(async () => {
+    v1 = await referenceV1PaymentBody(payer, OFFER, "base");
+  });
+  const edited = (edit: (copy: V1PaymentBody) => void): unknown => {
+    const copy = structuredClone(v1);
+    edit(copy);
+    return copy;
+  };
+
+  test("reads the reference v1 client's body: maxAmountRequired, the network `base` on chain 8453, no extensions", () => {
+    const parsed = parseFacilitatorRequest(edited((b) => void ((b.paymentPayload as Record<string, unknown>).extensions = { "payment-identifier": { info: { id: "pay_0123456789abcdef" } } })));
+    expect(parsed.ok).toBe(true);
+    if (!parsed.ok) return;
+    expect(parsed.request.x402Version).toBe(1);
+    expect(parsed.request.requirements).toMatchObject({ scheme: "exact", network: "base", chainId: 8453, amount: 10_000n, asset: OFFER.token, name: OFFER.name, version: "2" });
+    expect(parsed.request.authorization).toMatchObject({ from: payer.address, value: 10_000n });
+    // v1 has no extensions; the reference's ExactEvmSchemeV1 reads none, so neither do we.
+    expect(parsed.request.extensions).toEqual({});
+    expect("extensions" in parsed.request.paymentPayload).toBe(false);
+  });
+
+  test.each<[string, (b: V1PaymentBody) => void, string]>([
+    ["a v2 envelope around a v1 payload", (b) => void ((b as { x402Version: number }).x402Version = 2), "invalid_x402_version"],
+    ["requirements under another scheme", (b) => void (b.paymentRequirements.scheme = "upto"), "unsupported_scheme"],
+    ["a payload under another scheme", (b) => void (b.paymentPayload.scheme = "upto"), "invalid_exact_evm_scheme"],
+    ["requirements on a network v1 does not know", (b) => void (b.paymentRequirements.network = "eip155:8453"), "invalid_network"],
+    ["a payload on a network v1 does not know", (b) => void (b.paymentPayload.network = "base-mainnet"), "invalid_exact_evm_network_mismatch"],
+    ["a payload on another v1 network", (b) => void (b.paymentPayload.network = "base-sepolia"), "invalid_exact_evm_network_mismatch"],
+    ["no maxAmountRequired", (b) => void delete (b.paymentRequirements as Record<string, unknown>).maxAmountRequired, "invalid_payment_requirements"],
+    ["no EIP-712 domain", (b) => void delete b.paymentRequirements.extra.name, "invalid_exact_evm_missing_eip712_domain"],
+  ])("refuses %s with %s", (_what, edit, reason) => {
+    expect(reasonOf(edited(edit))).toBe(reason);
   });
 });
 

@@ -41,6 +41,9 @@ describe("buildSupportedBody()", () => {
       kinds: [
         { x402Version: 2, scheme: "exact", network: "eip155:8453", extra: { asset: "0x5FbDB2315678afecb367f032d93F642f64180aa3", name: "Flash Test USD", version: "2", assetTransferMethod: "eip3009" } },
         { x402Version: 2, scheme: "exact", network: "eip155:8453", extra: { asset: USDC, name: "USD Coin", version: "2", assetTransferMethod: "eip3009" } },
+        // The reference lists its v1 exact scheme too, under v1's network names (8453 is `base`).
+        { x402Version: 1, scheme: "exact", network: "base", extra: { asset: "0x5FbDB2315678afecb367f032d93F642f64180aa3", name: "Flash Test USD", version: "2", assetTransferMethod: "eip3009" } },
+        { x402Version: 1, scheme: "exact", network: "base", extra: { asset: USDC, name: "USD Coin", version: "2", assetTransferMethod: "eip3009" } },
       ],
       extensions: ["builder-code", "payment-identifier"],
       signers: { "eip155:*": ["0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"] },
@@ -51,7 +54,12 @@ describe("buildSupportedBody()", () => {
     const url = await serveSupported(buildSupportedBody(INPUT));
     const facilitator = new HTTPFacilitatorClient({ url });
     const supported = await facilitator.getSupported();
-    expect(supported.kinds.map((kind) => kind.extra?.asset)).toEqual(["0x5FbDB2315678afecb367f032d93F642f64180aa3", USDC]);
+    expect(supported.kinds.map((kind) => [kind.x402Version, kind.network, kind.extra?.asset])).toEqual([
+      [2, "eip155:8453", "0x5FbDB2315678afecb367f032d93F642f64180aa3"],
+      [2, "eip155:8453", USDC],
+      [1, "base", "0x5FbDB2315678afecb367f032d93F642f64180aa3"],
+      [1, "base", USDC],
+    ]);
     expect(supported.signers["eip155:*"]).toEqual(["0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"]);
 
     const server = new x402ResourceServer(facilitator).register("eip155:8453", new ExactEvmScheme());
@@ -67,6 +75,13 @@ describe("buildSupportedBody()", () => {
     const elsewhere = new x402ResourceServer(facilitator).register("eip155:84532", new ExactEvmScheme());
     await elsewhere.initialize();
     await expect(elsewhere.buildPaymentRequirements({ scheme: "exact", network: "eip155:84532", payTo: "0x000000000000000000000000000000000000c0de", price: { amount: "1", asset: TOKEN } })).rejects.toThrow(/does not support exact on eip155:84532/);
+  });
+
+  test("lists only v2 kinds on a chain x402 v1 has no name for", () => {
+    expect(buildSupportedBody({ ...INPUT, chainId: 31337 }).kinds.map((kind) => [kind.x402Version, kind.network])).toEqual([
+      [2, "eip155:31337"],
+      [2, "eip155:31337"],
+    ]);
   });
 
   test("lists no kind when no token is configured", () => {
