@@ -17,8 +17,9 @@ if [ "$("$bin/node" --version 2>/dev/null)" != "v$version" ]; then
   mkdir -p "$dir"
   # Its own package.json, so npm installs here and never walks up into a project's.
   [ -f "$dir/package.json" ] || echo '{"private": true}' >"$dir/package.json"
-  npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "$package@$version" >&2
+  npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "$package@$version" >/dev/null
 fi
 # The binary must run and be the release asked for.
 [ "$("$bin/node" --version)" = "v$version" ] || { echo "installNode: $bin/node is not v$version" >&2; exit 1; }
+echo "installNode: Node v$version in $bin" >&2
 echo "$bin"
