@@ -10,7 +10,9 @@ export const REQUIRED_NODE_API_VERSION = 10;
 export const SUPPORTED_NODE = "Node 22.14 or later (the 22, 24 and 26 LTS lines)";
 
 /** Why this Node cannot run flashindex (one line), or undefined when it can. */
-export function unsupportedNodeReason(versions: { node: string; napi?: string | undefined } = process.versions): string | undefined {
+export function unsupportedNodeReason(
+  versions: { node: string; napi?: string | undefined } = process.versions,
+): string | undefined {
   const napi = Number(versions.napi ?? 0);
   if (napi >= REQUIRED_NODE_API_VERSION) return undefined;
   return (

@@ -14,10 +14,12 @@ describe("which Node runs flashindex", () => {
   });
 
   test("Node 22.14, 24 and 26 (Node-API 10) are accepted", () => {
-    for (const node of ["22.14.0", "22.23.3", "24.21.0", "26.12.1"]) expect(unsupportedNodeReason({ node, napi: "10" })).toBeUndefined();
+    for (const node of ["22.14.0", "22.23.3", "24.21.0", "26.12.1"]) {
+      expect(unsupportedNodeReason({ node, napi: "10" })).toBeUndefined();
+    }
   });
 
-  test("the Node running this suite is one flashindex supports, and better-sqlite3 opens a database on it", () => {
+  test("the Node running this suite is supported, and better-sqlite3 opens a database on it", () => {
     expect(unsupportedNodeReason(), process.version).toBeUndefined();
     const db = new DatabaseConstructor(":memory:");
     try {
