@@ -1,12 +1,10 @@
-# flashindex: multi-stage image on the current Node LTS.
-# Build stage compiles TypeScript and better-sqlite3's native addon; the runtime stage holds only
-# production dependencies, runs as a non-root user, and keeps its SQLite file on a volume.
+# flashindex: multi-stage image on Node 26, the Active LTS.
+# The build stage compiles TypeScript (better-sqlite3's addon comes prebuilt in its npm package: no
+# C++ toolchain); the runtime stage holds only production dependencies, runs as a non-root user,
+# and keeps its SQLite file on a volume.
 
-FROM node:22-bookworm-slim AS build
+FROM node:26-bookworm-slim AS build
 WORKDIR /app
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 # npm ci runs the `prepare` script: with no sources copied yet it only says it skipped the build.
 COPY scripts/buildIfStale.mjs ./scripts/
@@ -16,7 +14,7 @@ COPY src ./src
 COPY scripts ./scripts
 RUN npm run build && npm prune --omit=dev
 
-FROM node:22-bookworm-slim AS runtime
+FROM node:26-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     FLASHINDEX_DB_PATH=/data/flashindex.db \
     FLASHINDEX_METRICS_HOST=0.0.0.0

@@ -8,7 +8,7 @@
 // into buffers of its own, and an arena of its own held tens of MB of freed ones (`malloc-arenas`
 // there: a lower peak RSS at the same speed). The npm scripts and the Docker image run this file
 // through its shebang, so these apply however flashindex is started.
-import { BaseError, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors/base.js";
+import { BaseError, EXIT_FATAL, EXIT_USAGE, ShutdownError, exitCodeOf } from "../errors/base.js";
 import { pino } from "pino";
 import { LOG_LEVELS, type LogLevel } from "../config/types.js";
 import { exitAtOnce } from "../ops/exitAtOnce.js";
@@ -17,6 +17,7 @@ import { redactText } from "../ops/redact.js";
 import { createShutdown, type Shutdown } from "../ops/shutdown.js";
 import { createStopRequests, REPEAT_WINDOW_MS } from "../ops/stopRequests.js";
 import { buildProgram, parseCommand, type CommandDefinition } from "./commandLine.js";
+import { unsupportedNodeReason } from "./nodeSupport.js";
 import { jsonError } from "./output.js";
 
 /** After the first SIGINT/SIGTERM, work has this long to finish before the process exits anyway. */
@@ -47,6 +48,12 @@ function loadCommands(name: string | undefined): Promise<CommandDefinition[]> {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // Before any command opens a database: on an old Node, better-sqlite3 crashes with no message.
+  const unsupported = unsupportedNodeReason();
+  if (unsupported !== undefined) {
+    console.error(`flashindex: failed: ${unsupported}`);
+    return EXIT_FATAL;
+  }
   const [name, ...args] = argv;
   const commands = await loadCommands(name);
   const program = buildProgram(commands);
