@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import type { Address, Hex } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { processOwner, type NonceBook } from "../store/nonceBook.js";
-import { parseQuantity, rpc } from "./cancelRelay.js";
+import { RetryableError } from "../errors/base.js";
 
 /**
  * A process's hand on the relayers' shared nonce book (store/nonceBook.ts): capture, settle, cancel
@@ -29,7 +29,7 @@ export function createRelayerNonces(deps: { client: RpcClient; book: NonceBook; 
   const pendingCount = async (relayer: Address): Promise<number> =>
     // A Base node counts canonical and pre-confirmed transactions here, never a mempool
     // (base/base crates/execution/flashblocks/src/rpc/eth.rs): the floor, not the next free nonce.
-    Number(await rpc("reading the relayer's pending nonce", () => client.request("eth_getTransactionCount", [relayer, "pending"], parseQuantity)));
+    client.request("eth_getTransactionCount", [relayer, "pending"], parseCount);
   return {
     owner,
     pendingCount,
@@ -37,4 +37,10 @@ export function createRelayerNonces(deps: { client: RpcClient; book: NonceBook; 
     mark: (relayer, nonce, holder, state, txHash) => book.mark({ relayer, nonce, holder, state, txHash }, Date.now()),
     release: async (relayer, nonce, holder) => void (await book.release({ relayer, nonce, holder }, Date.now())),
   };
+}
+
+/** A transaction count as a node answers it (hex); anything else is a garbled answer, retried. */
+function parseCount(result: unknown): number {
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,13}$/.test(result)) throw new RetryableError(`expected a hex transaction count, got ${JSON.stringify(result)}`);
+  return Number(result);
 }

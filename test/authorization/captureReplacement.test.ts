@@ -2,7 +2,6 @@ import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
@@ -38,13 +37,14 @@ describe("a capture not pre-confirmed within the bound", () => {
     const { logger, lines } = createMemoryLogger("debug");
     // Note: the devnet answers eth_call "pending" from anvil's pending block, which (unlike a Base
     // node's pre-confirmed state) holds every executable pool transaction. A capture one nonce above a
-    // nonce taken in memory is not executable: it waits in the pool, not pre-confirmed, as a stuck one would.
-    const nonces = createRelayerNonces();
+    // nonce reserved and never sent is not executable: it waits in the pool, not pre-confirmed, as a stuck one would.
     const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
-    expect(nonces.next(relayer.address, gap)).toBe(gap);
-    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, relayerNonces: nonces, logger, replaceAfterMs: 200 });
+    const hold = { relayer: relayer.address, nonce: gap, holder: "test:refused" };
+    expect(await store.nonces.reserve({ ...hold, floor: gap, owner: "test" }, Date.now())).toBe(gap);
+    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 200 });
 
     const first = await relay.capture(order.id);
+    expect(await store.nonces.release(hold, Date.now())).toBe(true);
     const sent = (await store.captures.get(order.id))!;
     expect(sent.relayerNonce).toBe(gap + 1);
     expect(await client.getTransaction({ hash: first.txHash })).toMatchObject({ nonce: sent.relayerNonce });
