@@ -1,5 +1,6 @@
 import type { LocalAccount } from "viem";
 import type { Common } from "../common.js";
+import { crashPointFromEnv } from "../ops/crashPoint.js";
 import type { Store } from "../store/store.js";
 import { createCaptureRelay, type CaptureRelay } from "./captureRelay.js";
 import { readRelayerAccount } from "./keySources.js";
@@ -22,6 +23,7 @@ export function startCaptureDriver(deps: Common & { store: Store; relayer?: Loca
     relayer: deps.relayer ?? readRelayerAccount(deps.config.facilitator),
     logger: deps.logger,
     metrics: deps.metrics,
+    crashPoint: crashPointFromEnv(process.env),
   });
   let running = false;
   const timer = setInterval(() => {

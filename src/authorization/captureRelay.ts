@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { getAddress, isAddressEqual, keccak256, parseTransaction, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
@@ -12,9 +13,10 @@ import {
 } from "../errors/capture.js";
 import { RpcRequestError } from "../errors/rpc.js";
 import type { Logger } from "../ops/logger.js";
+import type { CrashStep } from "../ops/crashPoint.js";
 import type { Metrics } from "../ops/metrics.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent, type CaptureTransaction, type Order } from "../store/orderStates.js";
-import { captureHolder, GAP_FILLER_HOLDER, isFree } from "../store/nonceBook.js";
+import { captureHolder, gapFillerHolder, isFree, ownerIsGone } from "../store/nonceBook.js";
 import type { Store } from "../store/store.js";
 import { parseBaseFee, parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
@@ -49,6 +51,8 @@ export type CaptureRelayDeps = {
   relayer: LocalAccount | undefined;
   /** This process's name in the nonce book and on the intents it stores (nonceBook.ts processOwner by default). */
   owner?: string | undefined;
+  /** Test-only (ops/crashPoint.ts): called at each step of a capture, where a kill -9 test stops the process. */
+  crashPoint?: ((step: CrashStep) => void) | undefined;
   logger: Logger;
   metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap"> | undefined;
   replaceAfterMs?: number | undefined;
@@ -82,6 +86,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const { client, store, relayer } = deps;
   const relayerNonces = createRelayerNonces({ client, book: store.nonces, owner: deps.owner });
   const { owner } = relayerNonces;
+  const host = hostname();
   const logger = deps.logger.child({ component: "capture" });
   const replaceAfterMs = deps.replaceAfterMs ?? CAPTURE_REPLACE_AFTER_MS;
   const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
@@ -176,6 +181,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     for (let attempt = 0; ; attempt++) {
       const outcome = await send(intent.rawTx);
       if (outcome === "accepted" || outcome === "known") {
+        deps.crashPoint?.("sent");
         // "known": a node has these bytes (a retry after a lost answer): a broadcast all the same,
         // so the driver fee-bumps it when stuck and gap filling sees the nonce taken.
         await store.captures.recordBroadcast(order.id, intent.txHash, Date.now());
@@ -277,6 +283,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         throw new CaptureRevertedError(`the gas estimate of the capture of order ${orderId} reverted: ${reason}; nothing was sent`, reason, undefined, { cause: error });
       });
       const tx = await sign(order, data, estimate + (estimate * GAS_LIMIT_HEADROOM_PERCENT) / 100n, undefined, await fees());
+      deps.crashPoint?.("signed");
       let started: Awaited<ReturnType<Store["captures"]["start"]>>;
       const holder = captureHolder(orderId);
       try {
@@ -286,11 +293,14 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         throw error;
       }
       if (!started.created) {
-        // Another process started this capture first: its transaction is the one. The nonce goes
-        // back to the book, which hands it out before any new one: no gap.
-        await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
+        // Another call started this capture first: its transaction is the one. Racing calls for one
+        // order share one reserved nonce (nonceBook.ts), so there is usually nothing to give back;
+        // a nonce of our own goes back to the book, which hands it out before any new one: no gap.
+        if (started.capture.relayerNonce !== tx.relayerNonce || !isAddressEqual(started.capture.relayer, tx.relayer))
+          await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
         return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
       }
+      deps.crashPoint?.("stored");
       settling.add(orderId);
       try {
         const sent = await sendIntent(started.order, started.capture, "first");
@@ -318,6 +328,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         });
         if (seen.kind === "preconfirmed") {
           lastSeen = `pre-confirmed for block ${seen.receipt.blockNumber}`;
+          deps.crashPoint?.("preconfirmed");
           if (confirmations === 0) return { txHash: seen.txHash, status: "preconfirmed", blockNumber: seen.receipt.blockNumber, confirmations: 0 };
         } else if (seen.kind === "canonical") {
           const { receipt } = seen;
@@ -348,7 +359,13 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         if (done === "replaced") replaced++;
       }
       if (relayer !== undefined) {
-        await fillNonceGaps(relayer, pending.map((p) => p.capture), now).catch((error: unknown) => logDriveError(0, error));
+        await relayerNonces
+          .pendingCount(relayer.address)
+          .then(async (count) => {
+            await releaseGoneReservations(relayer, count, now);
+            await fillNonceGaps(relayer, pending.map((p) => p.capture), count, now);
+          })
+          .catch((error: unknown) => logDriveError(0, error));
         if (deps.metrics !== undefined) await reportRelayer(relayer, pending.map((p) => p.capture)).catch(() => undefined);
       }
       return { resent, replaced };
@@ -362,35 +379,50 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
    * missing nonce is taken by a 0-value transfer to the relayer itself: no authorization is sent
    * twice to fill it. Returns how many nonces were filled.
    */
-  async function fillNonceGaps(account: LocalAccount, live: CaptureIntent[], now: number): Promise<number> {
+  async function fillNonceGaps(account: LocalAccount, live: CaptureIntent[], count: number, now: number): Promise<number> {
     const mine = live.filter((c) => isAddressEqual(c.relayer, account.address));
     const waiting = mine.filter((c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= replaceAfterMs);
     if (waiting.length === 0) return 0;
     const lowest = Math.min(...waiting.map((c) => c.relayerNonce));
-    const count = await relayerNonces.pendingCount(account.address);
     // Only a nonce the book holds free is a gap: a cancel's, another process's or a reserved one is not touched.
     const entries = await store.nonces.entries(account.address, count);
     const held = entries.filter((e) => e.nonce < lowest && !isFree(e, now)).length;
     if (count + held >= lowest) return 0;
     let filled = 0;
-    for (;;) {
-      const nonce = await relayerNonces.reserve(account.address, GAP_FILLER_HOLDER);
+    for (let index = 0; ; index++) {
+      const holder = gapFillerHolder(owner, now, index);
+      const nonce = await relayerNonces.reserve(account.address, holder);
       if (nonce >= lowest) {
-        await relayerNonces.release(account.address, nonce, GAP_FILLER_HOLDER);
+        await relayerNonces.release(account.address, nonce, holder);
         return filled;
       }
       const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: account.address, value: 0n, gas: SELF_TRANSFER_GAS, nonce, ...(await fees()) });
-      await relayerNonces.mark(account.address, nonce, GAP_FILLER_HOLDER, "signed", keccak256(rawTx));
+      await relayerNonces.mark(account.address, nonce, holder, "signed", keccak256(rawTx));
       const outcome = await send(rawTx).catch(async (error: unknown) => {
-        await relayerNonces.release(account.address, nonce, GAP_FILLER_HOLDER);
+        await relayerNonces.release(account.address, nonce, holder);
         throw error;
       });
       // Taken meanwhile by a transaction outside the book: not ours to overwrite. The entry stays
       // signed, and the book hands the nonce out again after NONCE_RESERVATION_TTL_MS.
       if (outcome !== "accepted" && outcome !== "known") return filled;
-      await relayerNonces.mark(account.address, nonce, GAP_FILLER_HOLDER, "broadcast", keccak256(rawTx));
+      await relayerNonces.mark(account.address, nonce, holder, "broadcast", keccak256(rawTx));
       filled++;
       logger.warn({ msg: "Filled relayer nonce gap", relayer: account.address, relayer_nonce: nonce, blocked_from: lowest });
+    }
+  }
+
+  /**
+   * Reservations of a process on this host that is gone (kill -9 between reserving and signing, or
+   * a cancel killed before its send) go back to the book at once instead of after
+   * NONCE_RESERVATION_TTL_MS, so the next transaction takes the nonce and no gap is left. A
+   * capture's signed nonce is not touched: its stored intent is sent or abandoned by driveOne.
+   */
+  async function releaseGoneReservations(account: LocalAccount, count: number, now: number): Promise<void> {
+    for (const entry of await store.nonces.entries(account.address, count)) {
+      const unsent = entry.state === "reserved" || (entry.state === "signed" && !entry.holder.startsWith("capture:"));
+      if (!unsent || entry.owner === owner || !ownerIsGone(entry.owner, host, isAlive)) continue;
+      if (await store.nonces.release({ relayer: account.address, nonce: entry.nonce, holder: entry.holder }, now))
+        logger.warn({ msg: "Released nonce of a gone process", relayer: account.address, relayer_nonce: entry.nonce, holder: entry.holder, owner: entry.owner });
     }
   }
 
@@ -405,6 +437,16 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
 
   function logDriveError(orderId: number, error: unknown): void {
     logger.warn({ msg: "Failed to drive capture", order_id: orderId, error: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+/** Whether a process of this host runs under `pid` (signal 0 checks without sending; EPERM: it runs as another user). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

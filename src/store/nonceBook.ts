@@ -33,7 +33,11 @@ export type NonceReservation = { relayer: Address; floor: number; holder: string
 export type NonceRef = { relayer: Address; nonce: number; holder: string };
 
 export type NonceBook = {
-  /** Reserves the lowest nonce at or above `floor` that nothing holds (released ones first); returns it. */
+  /**
+   * Reserves the lowest nonce at or above `floor` that nothing holds (released ones first); returns
+   * it. A holder that already holds a live nonce at or above the floor gets that one back: two
+   * captures of one order racing each other share one nonce, and the loser leaves no gap.
+   */
   reserve: (reservation: NonceReservation, now: number) => Promise<number>;
   /** Moves the holder's nonce to `state` (with the bytes' hash); false when `holder` no longer holds it. */
   mark: (ref: NonceRef & { state: "signed" | "broadcast" | "landed"; txHash?: Hex | undefined }, now: number) => Promise<boolean>;
@@ -57,8 +61,8 @@ export const captureHolder = (orderId: number): string => `capture:${orderId}`;
 /** The holder of a relayed cancel's nonce. */
 export const cancelHolder = (token: Address, authorizer: Address, nonce: Hex): string =>
   `cancel:${token.toLowerCase()}:${authorizer.toLowerCase()}:${nonce.toLowerCase()}`;
-/** The holder of a 0-value self-transfer that fills a nonce no transaction holds. */
-export const GAP_FILLER_HOLDER = "gap_filler";
+/** The holder of a 0-value self-transfer that fills a nonce no transaction holds (one per filler: each takes a nonce of its own). */
+export const gapFillerHolder = (owner: string, at: number, index: number): string => `gap_filler:${owner}:${at}:${index}`;
 
 /** Whether an entry's nonce can be handed out again: released, or a reservation its process abandoned. */
 export function isFree(entry: Pick<NonceEntry, "state" | "holder" | "updatedAt">, now: number): boolean {
@@ -69,13 +73,27 @@ export function isFree(entry: Pick<NonceEntry, "state" | "holder" | "updatedAt">
   return entry.state === "signed" && stale && !entry.holder.startsWith("capture:");
 }
 
-/** The nonce a reservation gets: the lowest at or above `floor` with no entry, or a free one. `entries`: those at or above `floor`. */
-export function pickNonce(entries: ReadonlyArray<Pick<NonceEntry, "nonce" | "state" | "holder" | "updatedAt">>, floor: number, now: number): number {
+/**
+ * The nonce a reservation for `holder` gets: the one it already holds live, else the lowest at or
+ * above `floor` with no entry or a free one. `entries`: those at or above `floor`.
+ */
+export function pickNonce(entries: ReadonlyArray<Pick<NonceEntry, "nonce" | "state" | "holder" | "updatedAt">>, floor: number, now: number, holder?: string): number {
+  const held = entries.find((e) => e.holder === holder && e.state !== "released" && e.state !== "landed" && !isFree(e, now));
+  if (held !== undefined) return held.nonce;
   const byNonce = new Map(entries.map((e) => [e.nonce, e]));
   for (let nonce = floor; ; nonce++) {
     const entry = byNonce.get(nonce);
     if (entry === undefined || isFree(entry, now)) return nonce;
   }
+}
+
+/**
+ * Whether `owner` (processOwner's form) names a process on this host that is gone: its
+ * reservations can be taken back at once rather than after NONCE_RESERVATION_TTL_MS.
+ */
+export function ownerIsGone(owner: string, host: string, alive: (pid: number) => boolean): boolean {
+  const [ownerHost, pid] = owner.split(":");
+  return ownerHost === host && pid !== undefined && /^[1-9][0-9]*$/.test(pid) && !alive(Number(pid));
 }
 
 /** A process's name in the book and on intents: host, pid and a random part (pids are reused). */

@@ -37,11 +37,12 @@ export function createPostgresNonceBook(chainId: number, write: InTransaction, r
         );
         await client.query("DELETE FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce < $3", [...key, floor - NONCE_BOOK_HISTORY]);
         const { rows } = await client.query(`SELECT ${COLUMNS} FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce >= $3 ORDER BY nonce`, [...key, floor]);
-        const nonce = pickNonce(rows.map(toEntry), floor, now);
+        const nonce = pickNonce(rows.map(toEntry), floor, now, holder);
         await client.query(
           `INSERT INTO relayer_nonces (chain_id, relayer, nonce, holder, owner, state, tx_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'reserved', NULL, $6, $6)
            ON CONFLICT (chain_id, relayer, nonce) DO UPDATE SET holder = excluded.holder, owner = excluded.owner, state = 'reserved', tx_hash = NULL,
-             created_at = excluded.created_at, updated_at = excluded.updated_at`,
+             created_at = excluded.created_at, updated_at = excluded.updated_at
+           WHERE NOT (relayer_nonces.holder = excluded.holder AND relayer_nonces.state IN ('signed', 'broadcast'))`,
           [...key, nonce, holder, owner, now],
         );
         return nonce;

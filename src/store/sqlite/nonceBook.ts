@@ -40,11 +40,12 @@ export function createSqliteNonceBook(db: Database, chainId: number, write: <T>(
         );
         db.prepare("DELETE FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce < ?").run(...key, floor - NONCE_BOOK_HISTORY);
         const above = (db.prepare("SELECT * FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce >= ? ORDER BY nonce").all(...key, floor) as NonceRow[]).map(toEntry);
-        const nonce = pickNonce(above, floor, now);
+        const nonce = pickNonce(above, floor, now, holder);
         db.prepare(
           `INSERT INTO relayer_nonces (chain_id, relayer, nonce, holder, owner, state, tx_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'reserved', NULL, ?, ?)
            ON CONFLICT (chain_id, relayer, nonce) DO UPDATE SET holder = excluded.holder, owner = excluded.owner, state = 'reserved', tx_hash = NULL,
-             created_at = excluded.created_at, updated_at = excluded.updated_at`,
+             created_at = excluded.created_at, updated_at = excluded.updated_at
+           WHERE NOT (relayer_nonces.holder = excluded.holder AND relayer_nonces.state IN ('signed', 'broadcast'))`,
         ).run(...key, nonce, holder, owner, now, now);
         return nonce;
       }),
