@@ -1,0 +1,61 @@
+import type { PublicClient } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
+import { createRpcClient } from "../../src/chain/rpcClient.js";
+import type { Devnet } from "../../src/devnet/startDevnet.js";
+import type { Store } from "../../src/store/store.js";
+import { startCaptureDevnet } from "../helpers/captureDevnet.js";
+import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
+import { addSignedTransferOrder } from "../helpers/signedOrder.js";
+
+let devnet: Devnet;
+let client: PublicClient;
+let store: Store;
+let stop: (() => Promise<void>) | undefined;
+
+beforeAll(async () => {
+  ({ devnet, client, store, stop } = await startCaptureDevnet({ blockTimeMs: 300, flashblockIntervalMs: 50 }));
+}, 60_000);
+
+afterAll(() => stop?.());
+
+describe("duplicate captures of one payment", () => {
+  test("racing each other in two relays leave no nonce gap: one transaction per order, and the next capture is not stuck behind a hole", async () => {
+    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const relayer = privateKeyToAccount(devnet.privateKeys[8]!);
+    const buyer = privateKeyToAccount(devnet.privateKeys[1]!);
+    const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+    const { logger, lines } = createMemoryLogger("debug");
+    // Two relays: what two facilitator processes on one database are. Neither is driven: a capture
+    // stuck behind a hole in the relayer's nonces would wait for gap filling, which only drive() does.
+    const relays = [0, 1].map(() => createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger }));
+    const start = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    const paid = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 11n, label: "dup" });
+    const other = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 12n, label: "dup other" });
+
+    const attempts = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => relays[i % 2]!.capture(paid.id)),
+      relays[1]!.capture(other.id),
+    ]);
+    const paidHashes = new Set(attempts.slice(0, 6).map((a) => a.txHash));
+    expect(paidHashes.size).toBe(1);
+    expect(attempts.slice(0, 6).filter((a) => !a.alreadySent)).toHaveLength(1);
+
+    // Both pre-confirmed without a drive: nothing waits on a nonce nobody sends.
+    // waitFor throws once the timeout passes without a pre-confirmed (or sealed) receipt.
+    for (const order of [paid, other]) await relays[0]!.waitFor(order.id, { confirmations: 0, timeoutMs: 15_000 });
+    expect(await client.getTransactionCount({ address: relayer.address, blockTag: "pending" })).toBe(start + 2);
+    const intents = [(await store.captures.get(paid.id))!, (await store.captures.get(other.id))!];
+    expect(intents.map((c) => c.relayerNonce).sort()).toEqual([start, start + 1]);
+
+    // A later capture takes the next nonce, not one past a hole a loser left.
+    const later = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 13n, label: "dup later" });
+    await relays[0]!.capture(later.id);
+    expect((await store.captures.get(later.id))?.relayerNonce).toBe(start + 2);
+    await relays[1]!.waitFor(later.id, { confirmations: 0, timeoutMs: 15_000 });
+    const book = await store.nonces.entries(relayer.address, start);
+    expect(book.filter((e) => e.state === "reserved" || e.state === "released")).toEqual([]);
+    expect(lines.filter((line) => line.msg === "Filled relayer nonce gap")).toEqual([]);
+  }, 60_000);
+});
