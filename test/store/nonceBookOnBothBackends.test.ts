@@ -2,6 +2,9 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
+import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/chain/rpcLog.js";
+import { toLogRows } from "../../src/decode/logRow.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { NonceLapsedError } from "../../src/errors/capture.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { captureHolder, NONCE_RESERVATION_TTL_MS } from "../../src/store/nonceBook.js";
@@ -37,6 +40,19 @@ const order = (nonce: Hex): NewOrder => ({
 });
 const reserve = (store: Store, holder: string, floor: number, now = NOW) => store.nonces.reserve({ relayer: RELAYER, floor, holder, owner: "test" }, now);
 const tx = (relayerNonce: number, tag: string) => ({ relayer: RELAYER, relayerNonce, txHash: word(tag), rawTx: `0x02${tag}` as Hex, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n });
+
+/** The logs of a capture (AuthorizationUsed + Transfer) or of a cancel, pre-confirmed, as the store takes them. */
+function eventLogs(kind: "used" | "canceled", nonce: Hex, txHash: Hex, block: number) {
+  const base = { address: TOKEN, blockNumber: block, blockHash: ZERO_HASH, blockTimestamp: 1_700_000_000, transactionHash: txHash, transactionIndex: 0, removed: false };
+  const logs: RpcLog[] =
+    kind === "canceled"
+      ? [{ ...base, topics: [AUTHORIZATION_CANCELED_TOPIC, word(ALICE), nonce], data: "0x", logIndex: 0 }]
+      : [
+          { ...base, topics: [AUTHORIZATION_USED_TOPIC, word(ALICE), nonce], data: "0x", logIndex: 0 },
+          { ...base, topics: [TRANSFER_TOPIC, word(ALICE), word(SHOP)], data: word("5"), logIndex: 1 },
+        ];
+  return toLogRows(logs, { chainId: 8453, statusOf: () => "preconfirmed", source: "pending", timestampOf: () => 0 }).rows;
+}
 
 /** Runs test/helpers/reserveNonces.ts in a process of its own; resolves with the nonces it got. */
 function reserveInProcess(database: Record<string, unknown>, prefix: string, count: number): Promise<number[]> {
@@ -135,6 +151,19 @@ describe.each(BACKENDS)("a cancel's order state on $name", (backend) => {
       "canceling>voided_offchain:cancel_reverted",
     ]);
     expect(await store.cancels.begin(TOKEN, ALICE, word("ff"), NOW)).toBeUndefined();
+  });
+
+  test("the indexer moves a canceling order to canceled on its AuthorizationCanceled, and to captured when a capture landed first", async () => {
+    const { store } = await freshStore(backend);
+    const first = await store.addOrder(order(word("e1")), NOW);
+    const second = await store.addOrder(order(word("e2")), NOW);
+    await store.cancels.begin(TOKEN, ALICE, word("e1"), NOW);
+    await store.cancels.begin(TOKEN, ALICE, word("e2"), NOW);
+    await store.insertPreconfirmed([...eventLogs("canceled", word("e1"), word("f1"), 10), ...eventLogs("used", word("e2"), word("f2"), 10)], NOW + 1);
+    expect(await store.getOrder(first.id)).toMatchObject({ state: "canceled", eventStatus: "preconfirmed", eventTxHash: word("f1") });
+    expect(await store.getOrder(second.id)).toMatchObject({ state: "captured", eventStatus: "preconfirmed", eventTxHash: word("f2") });
+    // The cancel of the second then fails: the order is no longer canceling and stays captured.
+    expect((await store.cancels.fail(second.id, "cancel_reverted", NOW + 2)).state).toBe("captured");
   });
 
   test("an order capturing refuses the cancel and stays capturing", async () => {
