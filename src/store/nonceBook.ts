@@ -35,8 +35,9 @@ export type NonceRef = { relayer: Address; nonce: number; holder: string };
 export type NonceBook = {
   /**
    * Reserves the lowest nonce at or above `floor` that nothing holds (released ones first); returns
-   * it. A holder that already holds a live nonce at or above the floor gets that one back: two
-   * captures of one order racing each other share one nonce, and the loser leaves no gap.
+   * it. A holder that already holds a live nonce at or above the floor, or a capture whose order has
+   * a live intent, gets that one back: two captures of one order racing each other share one
+   * nonce, and the loser leaves no gap.
    */
   reserve: (reservation: NonceReservation, now: number) => Promise<number>;
   /** Moves the holder's nonce to `state` (with the bytes' hash); false when `holder` no longer holds it. */
@@ -58,6 +59,11 @@ export const NONCE_BOOK_HISTORY = 256;
 
 /** The holder of a capture intent's nonce. */
 export const captureHolder = (orderId: number): string => `capture:${orderId}`;
+/** The order id of a capture's holder; undefined for any other holder. */
+export function captureOrderId(holder: string): number | undefined {
+  const match = /^capture:([1-9][0-9]*)$/.exec(holder);
+  return match === null ? undefined : Number(match[1]);
+}
 /** The holder of a relayed cancel's nonce. */
 export const cancelHolder = (token: Address, authorizer: Address, nonce: Hex): string =>
   `cancel:${token.toLowerCase()}:${authorizer.toLowerCase()}:${nonce.toLowerCase()}`;

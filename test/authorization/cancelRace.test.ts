@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, parseSignature, type Address, type Hex, type PublicClient } from "viem";
@@ -22,6 +23,8 @@ let dir: string;
 let configPath: string;
 let store: Store;
 let relayer: Address;
+let gethLike: Server;
+let gethLikeConfig: string;
 
 const keys = () => ({ buyer: devnet.privateKeys[1]!, relayer: devnet.privateKeys[6]! });
 const buyer = () => privateKeyToAccount(keys().buyer);
@@ -29,8 +32,8 @@ const payee = () => privateKeyToAccount(devnet.privateKeys[2]!);
 const used = (nonce: Hex, blockTag: "latest" | "pending" = "latest") =>
   client.readContract({ address: devnet.token, abi, functionName: "authorizationState", args: [buyer().address, nonce], blockTag });
 const relayerCount = () => client.getTransactionCount({ address: relayer, blockTag: "pending" });
-const cancel = (order: Order) =>
-  runCli(["cancel", "--config", configPath, "--authorizer", order.authorizer, "--nonce", order.nonce, "--confirmations", "1", "--json"], {
+const cancel = (order: Order, config = configPath) =>
+  runCli(["cancel", "--config", config, "--authorizer", order.authorizer, "--nonce", order.nonce, "--confirmations", "1", "--json"], {
     FLASHINDEX_BUYER_KEY: keys().buyer,
     FLASHINDEX_RELAYER_KEY: keys().relayer,
   });
@@ -55,10 +58,27 @@ beforeAll(async () => {
     cancel: { confirmations: 1, receiptTimeoutMs: 20_000 },
   };
   configPath = writeConfig(dir, settings);
+  // anvil answers eth_estimateGas without a block tag at its pending block; geth and reth (Base's
+  // node) at "latest" (execution-apis eth_estimateGas: block defaults to latest). This forwarder
+  // adds "latest" as they do, so a cancel that only the pending view refuses is not saved by anvil.
+  gethLike = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    request.on("end", async () => {
+      const call = JSON.parse(body) as { method?: string; params?: unknown[] } | Array<{ method?: string; params?: unknown[] }>;
+      for (const one of Array.isArray(call) ? call : [call]) if (one.method === "eth_estimateGas" && one.params?.length === 1) one.params.push("latest");
+      const answer = await fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(call) });
+      response.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text());
+    });
+  });
+  await new Promise<void>((resolve) => gethLike.listen(0, "127.0.0.1", resolve));
+  const port = (gethLike.address() as { port: number }).port;
+  gethLikeConfig = writeConfig(dir, { ...settings, rpc: { ...settings.rpc, http: [`http://127.0.0.1:${port}`] } }, "geth-like.json");
   store = await openStore(testConfig({ ...settings, logLevel: "silent" }), { metrics: createMetrics({ defaultMetrics: false }) });
 }, 60_000);
 
 afterAll(async () => {
+  gethLike?.close();
   await store?.close();
   await devnet?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
@@ -100,7 +120,7 @@ describe("flashindex cancel for a stored order", () => {
       await waitFor(async () => ((await used(order.nonce, "pending")) ? true : undefined), 10_000, "the capture pre-confirmed", 50);
       expect(await used(order.nonce, "latest")).toBe(false);
 
-      const result = await cancel(order);
+      const result = await cancel(order, gethLikeConfig);
       expect([3, 5], result.stderr).toContain(result.code);
       expect(await relayerCount()).toBe(before);
       const transitions = (await store.listTransitions(order.id)).map((t) => `${t.fromState}>${t.toState}:${t.cause}`);

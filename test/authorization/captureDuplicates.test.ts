@@ -34,10 +34,28 @@ describe("duplicate captures of one payment", () => {
     const paid = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 11n, label: "dup" });
     const other = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 12n, label: "dup other" });
 
-    const attempts = await Promise.all([
-      ...Array.from({ length: 6 }, (_, i) => relays[i % 2]!.capture(paid.id)),
-      relays[1]!.capture(other.id),
-    ]);
+    // The losers reach the store only after the other order's capture took its nonce: the order in
+    // which a busy facilitator interleaves them, made certain (the store's start() is held back).
+    let otherStored!: () => void;
+    const afterOther = new Promise<void>((resolve) => (otherStored = resolve));
+    let firstPaid = true;
+    const held: Store = {
+      ...store,
+      captures: {
+        ...store.captures,
+        start: async (orderId, tx, now, owner) => {
+          if (orderId === other.id) return store.captures.start(orderId, tx, now, owner).finally(otherStored);
+          if (!firstPaid) await afterOther;
+          firstPaid = false;
+          return store.captures.start(orderId, tx, now, owner);
+        },
+      },
+    };
+    const racing = [0, 1].map(() => createCaptureRelay({ client: rpcClient, store: held, chainId: devnet.chainId, relayer, logger }));
+    const paidAttempts = Array.from({ length: 6 }, (_, i) => racing[i % 2]!.capture(paid.id));
+    // The other order's capture starts once every duplicate holds its nonce.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const attempts = await Promise.all([...paidAttempts, racing[1]!.capture(other.id)]);
     const paidHashes = new Set(attempts.slice(0, 6).map((a) => a.txHash));
     expect(paidHashes.size).toBe(1);
     expect(attempts.slice(0, 6).filter((a) => !a.alreadySent)).toHaveLength(1);

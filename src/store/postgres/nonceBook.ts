@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Address, Hex } from "viem";
-import { NONCE_BOOK_HISTORY, pickNonce, type NonceBook, type NonceEntry, type NonceRef, type NonceState } from "../nonceBook.js";
+import { captureOrderId, NONCE_BOOK_HISTORY, pickNonce, type NonceBook, type NonceEntry, type NonceRef, type NonceState } from "../nonceBook.js";
 
 type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
 
@@ -31,6 +31,12 @@ export function createPostgresNonceBook(chainId: number, write: InTransaction, r
       write(async (client) => {
         const key = [chainId, lower(relayer)];
         await client.query("SELECT pg_advisory_xact_lock(hashtext($1 || current_schema()))", [`${NONCE_LOCK}${chainId}:${lower(relayer)}:`]);
+        // A capture's live intent keeps its nonce: a racing second capture of the order gets that one, not a new one.
+        const orderId = captureOrderId(holder);
+        if (orderId !== undefined) {
+          const live = await client.query("SELECT relayer_nonce FROM order_captures WHERE order_id = $1 AND relayer = $2 AND status = 'sent'", [orderId, lower(relayer)]);
+          if (live.rows[0] !== undefined) return Number(live.rows[0].relayer_nonce);
+        }
         await client.query(
           "UPDATE relayer_nonces SET state = 'landed', updated_at = $3 WHERE chain_id = $1 AND relayer = $2 AND nonce < $4 AND state IN ('reserved', 'signed', 'broadcast')",
           [...key, now, floor],

@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
-import { NONCE_BOOK_HISTORY, pickNonce, type NonceBook, type NonceEntry, type NonceRef, type NonceState } from "../nonceBook.js";
+import { captureOrderId, NONCE_BOOK_HISTORY, pickNonce, type NonceBook, type NonceEntry, type NonceRef, type NonceState } from "../nonceBook.js";
 
 type NonceRow = {
   relayer: Address;
@@ -30,10 +30,19 @@ const toEntry = (row: NonceRow): NonceEntry => ({
  * processes on one file are serialised.
  */
 export function createSqliteNonceBook(db: Database, chainId: number, write: <T>(work: () => T) => Promise<T>): NonceBook {
+  /** A capture's live intent keeps its nonce: a racing second capture of the order gets that one, not a new one. */
+  const liveCaptureNonce = (holder: string, relayer: Address): number | undefined => {
+    const orderId = captureOrderId(holder);
+    if (orderId === undefined) return undefined;
+    const nonce = db.prepare("SELECT relayer_nonce FROM order_captures WHERE order_id = ? AND relayer = ? AND status = 'sent'").pluck().get(orderId, lower(relayer));
+    return nonce === undefined ? undefined : Number(nonce);
+  };
   return {
     reserve: ({ relayer, floor, holder, owner }, now) =>
       write(() => {
         const key = [chainId, lower(relayer)] as const;
+        const live = liveCaptureNonce(holder, relayer);
+        if (live !== undefined) return live;
         // Below the floor the chain has consumed the nonce, whoever's the transaction was.
         db.prepare("UPDATE relayer_nonces SET state = 'landed', updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce < ? AND state IN ('reserved', 'signed', 'broadcast')").run(
           now, ...key, floor,
