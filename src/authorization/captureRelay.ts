@@ -260,13 +260,17 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
 
   return {
     async capture(orderId, options = {}) {
-      const order = await store.getOrder(orderId);
+      let order = await store.getOrder(orderId);
       if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
       const existing = await store.captures.get(orderId);
       if (existing !== undefined && existing.status !== "abandoned") {
         if (existing.status === "sent" && order.state === "capturing") await driveGuarded(order, existing, Date.now());
         const current = (await store.captures.get(orderId)) ?? existing;
-        return { order: (await store.getOrder(orderId)) ?? order, txHash: current.txHash, alreadySent: true };
+        const now = (await store.getOrder(orderId)) ?? order;
+        // An x402 intent a crash left unsent was just abandoned (crash rule): this caller is here
+        // and waiting, so the payment is captured afresh below, on a nonce of its own.
+        if (current.status !== "abandoned") return { order: now, txHash: current.txHash, alreadySent: true };
+        order = now;
       }
       assertTransition(order.state, "capturing", "relay", orderId);
       const account = needRelayer();

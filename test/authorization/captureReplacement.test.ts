@@ -80,4 +80,29 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(await client.getTransactionCount({ address: relayer.address, blockTag: "pending" })).toBe(count);
     expect(count).toBe(sent.relayerNonce + 1);
   }, 90_000);
+
+  test("a re-send the node answers \"already known\" counts as a broadcast, so the stuck capture is fee-bumped later", async () => {
+    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const relayer = privateKeyToAccount(devnet.privateKeys[9]!);
+    const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
+    const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 78n, label: "known" });
+    // Held in the pool behind a reserved nonce, as in the test above: not executable, not pre-confirmed.
+    const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    await store.nonces.reserve({ relayer: relayer.address, floor: gap, holder: "test:held", owner: "test" }, Date.now());
+    const { logger, lines } = createMemoryLogger("debug");
+    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 60_000 });
+    await relay.capture(order.id);
+    const first = (await store.captures.get(order.id))!;
+    expect(first.broadcasts).toBe(1);
+
+    // The driver hands the same bytes to the node again; anvil answers "transaction already imported".
+    await relay.drive(Date.now());
+    const again = (await store.captures.get(order.id))!;
+    expect(again.txHash).toBe(first.txHash);
+    expect(again.broadcasts).toBe(2);
+    expect(again.lastBroadcastAt).toBeGreaterThanOrEqual(first.lastBroadcastAt!);
+    expect(lines).toContainEqual(expect.objectContaining({ msg: "Sent capture", order_id: order.id, node_answer: "known" }));
+    expect((await store.nonces.entries(relayer.address, gap + 1))[0]).toMatchObject({ nonce: gap + 1, state: "broadcast", txHash: first.txHash });
+  }, 60_000);
 });
