@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 import { getAddress, isAddressEqual, keccak256, parseTransaction, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
@@ -16,10 +15,11 @@ import type { Logger } from "../ops/logger.js";
 import type { CrashStep } from "../ops/crashPoint.js";
 import type { Metrics } from "../ops/metrics.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent, type CaptureTransaction, type Order } from "../store/orderStates.js";
-import { captureHolder, gapFillerHolder, isFree, ownerIsGone } from "../store/nonceBook.js";
+import { captureHolder } from "../store/nonceBook.js";
 import type { Store } from "../store/store.js";
 import { parseBaseFee, parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
+import { createRelayerGaps, type SendOutcome } from "./relayerGaps.js";
 import { createRelayerNonces } from "./relayerNonces.js";
 import { createReceiptPoller, type ReceiptStanding } from "./receiptPoller.js";
 import { simulateCapture, type CaptureCall } from "./simulateCapture.js";
@@ -33,8 +33,6 @@ const BASE_FEE_MULTIPLIER = 2n;
 const REPLACEMENT_FEE_BUMP_PERCENT = 25n;
 /** A capture not pre-confirmed this long after it was sent is replaced (Base pre-confirms within a flashblock, ~200 ms). */
 export const CAPTURE_REPLACE_AFTER_MS = 10_000;
-/** A plain transfer's gas: what a nonce-gap filler costs. */
-const SELF_TRANSFER_GAS = 21_000n;
 /** How often a wait hands the intent to the driver (re-send, replacement). */
 const DRIVE_DURING_WAIT_MS = 1_000;
 /**
@@ -79,14 +77,12 @@ export type CaptureRelay = {
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
 };
 
-type SendOutcome = "accepted" | "known" | "nonce_used" | "nonce_taken";
 
 /** The capture relay: one per process, shared by `order capture`, the daemon's driver and the facilitator. */
 export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const { client, store, relayer } = deps;
   const relayerNonces = createRelayerNonces({ client, book: store.nonces, owner: deps.owner });
   const { owner } = relayerNonces;
-  const host = hostname();
   const logger = deps.logger.child({ component: "capture" });
   const replaceAfterMs = deps.replaceAfterMs ?? CAPTURE_REPLACE_AFTER_MS;
   const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
@@ -135,6 +131,8 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       throw error;
     }
   }
+
+  const gaps = createRelayerGaps({ store, relayerNonces, chainId: deps.chainId, replaceAfterMs, logger, fees, send });
 
   /** The receipt of the intent's transaction or of one it replaced (only one of them can exist: they share a nonce). */
   async function landed(capture: CaptureIntent): Promise<{ txHash: Hex; receipt: TransactionReceiptSummary } | undefined> {
@@ -366,8 +364,8 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         await relayerNonces
           .pendingCount(relayer.address)
           .then(async (count) => {
-            await releaseGoneReservations(relayer, count, now);
-            await fillNonceGaps(relayer, pending.map((p) => p.capture), count, now);
+            await gaps.releaseGone(relayer, count, now);
+            await gaps.fill(relayer, pending.map((p) => p.capture), count, now);
           })
           .catch((error: unknown) => logDriveError(0, error));
         if (deps.metrics !== undefined) await reportRelayer(relayer, pending.map((p) => p.capture)).catch(() => undefined);
@@ -375,60 +373,6 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       return { resent, replaced };
     },
   };
-
-  /**
-   * A relayer nonce below the lowest live capture that no transaction holds (a send the node never
-   * took, a count that ran ahead) leaves every capture behind it stuck for good, and a replacement
-   * on the same nonce cannot help. Once such a capture has waited CAPTURE_REPLACE_AFTER_MS, each
-   * missing nonce is taken by a 0-value transfer to the relayer itself: no authorization is sent
-   * twice to fill it. Returns how many nonces were filled.
-   */
-  async function fillNonceGaps(account: LocalAccount, live: CaptureIntent[], count: number, now: number): Promise<number> {
-    const mine = live.filter((c) => isAddressEqual(c.relayer, account.address));
-    const waiting = mine.filter((c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= replaceAfterMs);
-    if (waiting.length === 0) return 0;
-    const lowest = Math.min(...waiting.map((c) => c.relayerNonce));
-    // Only a nonce the book holds free is a gap: a cancel's, another process's or a reserved one is not touched.
-    const entries = await store.nonces.entries(account.address, count);
-    const held = entries.filter((e) => e.nonce < lowest && !isFree(e, now)).length;
-    if (count + held >= lowest) return 0;
-    let filled = 0;
-    for (let index = 0; ; index++) {
-      const holder = gapFillerHolder(owner, now, index);
-      const nonce = await relayerNonces.reserve(account.address, holder);
-      if (nonce >= lowest) {
-        await relayerNonces.release(account.address, nonce, holder);
-        return filled;
-      }
-      const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: account.address, value: 0n, gas: SELF_TRANSFER_GAS, nonce, ...(await fees()) });
-      await relayerNonces.mark(account.address, nonce, holder, "signed", keccak256(rawTx));
-      const outcome = await send(rawTx).catch(async (error: unknown) => {
-        await relayerNonces.release(account.address, nonce, holder);
-        throw error;
-      });
-      // Taken meanwhile by a transaction outside the book: not ours to overwrite. The entry stays
-      // signed, and the book hands the nonce out again after NONCE_RESERVATION_TTL_MS.
-      if (outcome !== "accepted" && outcome !== "known") return filled;
-      await relayerNonces.mark(account.address, nonce, holder, "broadcast", keccak256(rawTx));
-      filled++;
-      logger.warn({ msg: "Filled relayer nonce gap", relayer: account.address, relayer_nonce: nonce, blocked_from: lowest });
-    }
-  }
-
-  /**
-   * Reservations of a process on this host that is gone (kill -9 between reserving and signing, or
-   * a cancel killed before its send) go back to the book at once instead of after
-   * NONCE_RESERVATION_TTL_MS, so the next transaction takes the nonce and no gap is left. A
-   * capture's signed nonce is not touched: its stored intent is sent or abandoned by driveOne.
-   */
-  async function releaseGoneReservations(account: LocalAccount, count: number, now: number): Promise<void> {
-    for (const entry of await store.nonces.entries(account.address, count)) {
-      const unsent = entry.state === "reserved" || (entry.state === "signed" && !entry.holder.startsWith("capture:"));
-      if (!unsent || entry.owner === owner || !ownerIsGone(entry.owner, host, isAlive)) continue;
-      if (await store.nonces.release({ relayer: account.address, nonce: entry.nonce, holder: entry.holder }, now))
-        logger.warn({ msg: "Released nonce of a gone process", relayer: account.address, relayer_nonce: entry.nonce, holder: entry.holder, owner: entry.owner });
-    }
-  }
 
   async function reportRelayer(account: LocalAccount, live: CaptureIntent[]): Promise<void> {
     const [balance, pending] = await Promise.all([
@@ -441,16 +385,6 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
 
   function logDriveError(orderId: number, error: unknown): void {
     logger.warn({ msg: "Failed to drive capture", order_id: orderId, error: error instanceof Error ? error.message : String(error) });
-  }
-}
-
-/** Whether a process of this host runs under `pid` (signal 0 checks without sending; EPERM: it runs as another user). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
