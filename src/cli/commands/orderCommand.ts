@@ -45,7 +45,7 @@ export const ORDER_COMMAND = defineCommand({
   summary: "add, void, capture, show and list merchant orders (signed authorizations)",
   usage: "<add|void|capture|show|list> [options]",
   description: `Merchant orders: signed EIP-3009 transfer authorizations kept off chain in the database, with their
-state (authorized, voided_offchain, capturing, captured, canceled, expired). The daemon moves
+state (authorized, voided_offchain, capturing, canceling, captured, canceled, expired). The daemon moves
 orders to captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired
 when validBefore passes unused.
 
