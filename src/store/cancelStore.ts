@@ -11,8 +11,9 @@ import type { Order, OrderState } from "./orderStates.js";
 export type CancelStore = {
   /**
    * Moves the order holding this authorization (addresses and nonce compared lower-case) to
-   * `canceling`; `undefined` when no order holds it. An order capturing, captured, canceled or
-   * already canceling is refused (OrderStateError), nothing changed.
+   * `canceling`; `undefined` when no order holds it. An order capturing, captured or canceled is
+   * refused (OrderStateError), nothing changed. An order already `canceling` (a cancel run again,
+   * say after one was killed before it sent) is returned as it is, with the state it came from.
    */
   begin: (token: Address, authorizer: Address, nonce: Hex, now: number) => Promise<{ order: Order; previous: OrderState } | undefined>;
   /**

@@ -35,6 +35,7 @@ export const ORDER_TRANSITIONS: ReadonlyArray<{ from: OrderState; to: OrderState
   { from: "canceling", to: "authorized", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
   { from: "canceling", to: "voided_offchain", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
   { from: "canceling", to: "expired", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
+  { from: "canceling", to: "expired", by: "expiry", when: "validBefore passed with no live event (a cancel killed before it was sent ends here)" },
   { from: "canceling", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce (the cancel landed)" },
   { from: "canceling", to: "captured", by: "chain", when: "a live AuthorizationUsed: a capture landed before the cancel" },
   { from: "authorized", to: "expired", by: "expiry", when: "validBefore passed with no live event" },

@@ -13,6 +13,11 @@ export function createPostgresCancels(chainId: number, write: InTransaction): Ca
       orderId, from, to, cause, now,
     ]);
   const mustGet = async (client: pg.ClientBase, id: number): Promise<Order> => (await postgresOrders(client).get(id))!;
+  /** The state the order was in when its cancel was accepted. */
+  const cameFrom = async (client: pg.ClientBase, orderId: number): Promise<OrderState | undefined> => {
+    const { rows } = await client.query("SELECT from_state FROM order_transitions WHERE order_id = $1 AND to_state = 'canceling' ORDER BY id DESC LIMIT 1", [orderId]);
+    return rows[0]?.from_state as OrderState | undefined;
+  };
   return {
     begin: (token, authorizer, nonce, now) =>
       write(async (client) => {
@@ -21,6 +26,7 @@ export function createPostgresCancels(chainId: number, write: InTransaction): Ca
         ]);
         if (rows[0] === undefined) return undefined;
         const order = (await postgresOrders(client).get(Number(rows[0].id), true))!;
+        if (order.state === "canceling") return { order, previous: (await cameFrom(client, order.id)) ?? order.offchainState };
         if (!CANCELABLE_STATES.includes(order.state))
           throw new OrderStateError(`order ${order.id} is ${order.state}: a cancel is accepted only for an order ${CANCELABLE_STATES.join(", ")}; nothing was sent`);
         assertTransition(order.state, "canceling", "merchant", order.id);
@@ -32,11 +38,7 @@ export function createPostgresCancels(chainId: number, write: InTransaction): Ca
       write(async (client) => {
         const order = (await postgresOrders(client).get(orderId, true))!;
         if (order.state !== "canceling") return order;
-        const { rows } = await client.query(
-          "SELECT from_state FROM order_transitions WHERE order_id = $1 AND to_state = 'canceling' ORDER BY id DESC LIMIT 1",
-          [orderId],
-        );
-        const back = (rows[0]?.from_state as OrderState | undefined) ?? order.offchainState;
+        const back = (await cameFrom(client, orderId)) ?? order.offchainState;
         assertTransition("canceling", back, "relay", orderId);
         await client.query("UPDATE orders SET state = $1, updated_at = $2 WHERE id = $3", [back, now, orderId]);
         await record(client, orderId, "canceling", back, cause, now);
