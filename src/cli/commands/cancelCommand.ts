@@ -47,8 +47,13 @@ export const CANCEL_COMMAND = defineCommand({
   description: `Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the
 token's cancelAuthorization from the relayer account, waits for the confirmations, and checks that
 authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's
-domain, checks the signature exactly as the token will, refuses a nonce already used, and simulates
-the call.
+domain, checks the signature exactly as the token will, refuses a nonce already used at the
+pending (pre-confirmed) view, and simulates the call there.
+
+An order stored for the authorization moves to canceling first, in one database transaction, so
+order capture and the facilitator's settle refuse it from then on; a refused or reverted cancel
+sends it back to the state it came from, with the cause. The relayer's nonce comes from the nonce
+book the daemon's captures share (docs/authorizations.md).
 
 The signature check follows FiatToken v2.2: an authorizer with code (a smart-contract wallet, or an
 EOA delegated under EIP-7702) must answer ERC-1271 isValidSignature with 0x1626ba7e, and its
@@ -68,7 +73,8 @@ its owner's key). Keys are never taken from the command line and never printed:
                 facilitator.relayerKeyEnv names (${RELAYER_KEY_ENV} by default); not needed
                 with --dry-run
 
---db names the SQLite file read to tell captured from canceled. Logs go to stderr.`,
+The database (--db, or database.url) holds the nonce book and the orders, and tells captured from
+canceled; it is opened for writing (--dry-run only reads it). Logs go to stderr.`,
   options: OPTIONS,
   epilog: CANCEL_EXIT_CODES_HELP,
   run: runCancelCommand,
