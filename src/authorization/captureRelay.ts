@@ -88,8 +88,18 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
   /** Orders a drive step is working on in this process: one step at a time per order. */
   const busy = new Set<number>();
-  /** Orders whose capture() this process is running, between storing the intent and its first send. */
-  const settling = new Set<number>();
+  /**
+   * Orders whose capture() this process is running (how many calls), from storing the intent to
+   * its first send: the driver leaves their unsent intents alone. Counted from before the store's
+   * write, so a driver tick between the commit and its answer cannot take the intent for a crash's.
+   */
+  const settling = new Map<number, number>();
+  const enter = (orderId: number) => settling.set(orderId, (settling.get(orderId) ?? 0) + 1);
+  const leave = (orderId: number) => {
+    const left = (settling.get(orderId) ?? 1) - 1;
+    if (left === 0) settling.delete(orderId);
+    else settling.set(orderId, left);
+  };
 
   function needRelayer(): LocalAccount {
     if (relayer === undefined) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, or pass --relayer-key-file`);
@@ -288,23 +298,23 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       deps.crashPoint?.("signed");
       let started: Awaited<ReturnType<Store["captures"]["start"]>>;
       const holder = captureHolder(orderId);
+      enter(orderId);
       try {
-        started = await store.captures.start(orderId, tx, Date.now(), owner);
-      } catch (error) {
-        await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
-        throw error;
-      }
-      if (!started.created) {
-        // Another call started this capture first: its transaction is the one. Racing calls for one
-        // order share one reserved nonce (nonceBook.ts), so there is usually nothing to give back;
-        // a nonce of our own goes back to the book, which hands it out before any new one: no gap.
-        if (started.capture.relayerNonce !== tx.relayerNonce || !isAddressEqual(started.capture.relayer, tx.relayer))
+        try {
+          started = await store.captures.start(orderId, tx, Date.now(), owner);
+        } catch (error) {
           await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
-        return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
-      }
-      deps.crashPoint?.("stored");
-      settling.add(orderId);
-      try {
+          throw error;
+        }
+        if (!started.created) {
+          // Another call started this capture first: its transaction is the one. Racing calls for one
+          // order share one reserved nonce (nonceBook.ts), so there is usually nothing to give back;
+          // a nonce of our own goes back to the book, which hands it out before any new one: no gap.
+          if (started.capture.relayerNonce !== tx.relayerNonce || !isAddressEqual(started.capture.relayer, tx.relayer))
+            await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
+          return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
+        }
+        deps.crashPoint?.("stored");
         const sent = await sendIntent(started.order, started.capture, "first");
         return { order: started.order, txHash: sent.txHash, alreadySent: false };
       } catch (error) {
@@ -312,7 +322,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         if (error instanceof CaptureFundsError) await store.captures.abandon(orderId, Date.now(), { nonceUnused: true });
         throw error;
       } finally {
-        settling.delete(orderId);
+        leave(orderId);
       }
     },
 
