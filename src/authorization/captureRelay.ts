@@ -77,7 +77,6 @@ export type CaptureRelay = {
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
 };
 
-
 /** The capture relay: one per process, shared by `order capture`, the daemon's driver and the facilitator. */
 export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const { client, store, relayer } = deps;
