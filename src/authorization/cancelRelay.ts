@@ -19,6 +19,7 @@ import { EIP3009_ABI } from "./eip3009Abi.js";
 import { AUTHORIZATION_TYPES, type TokenDomain } from "./eip3009.js";
 import type { IndexedStateLookup } from "./indexedAuthorizationState.js";
 import type { RelayerNonces } from "./relayerNonces.js";
+import { cancelHolder } from "../store/nonceBook.js";
 import { readAuthorizationState, readTokenDomainOverRpc } from "./tokenReads.js";
 import { cancelAuthorizationDigest, verifyAuthorizerSignature, type SignatureInput, type VerifiedSignature } from "./verifyAuthorization.js";
 
@@ -45,8 +46,8 @@ export type CancelRequest = { token: Address; authorizer: Address; nonce: Hex; a
 export type CancelRelayDeps = ConfirmationWait & {
   /** The account that pays for and sends the transaction; a dry run may go without. */
   relayer: LocalAccount | undefined;
-  /** The last nonce used per relayer in this process (the pending count lags a send on a Flashblocks node). */
-  relayerNonces: RelayerNonces;
+  /** The relayers' shared nonce book (relayerNonces.ts): the daemon's captures and settles take theirs there too. */
+  relayerNonces?: RelayerNonces | undefined;
   /** Tells captured from canceled when the nonce is already used; the chain alone cannot. */
   lookupIndexedState?: IndexedStateLookup;
   /** Called once the transaction is accepted by the node, before the wait for confirmations. */
@@ -104,7 +105,8 @@ export async function prepareCancel(deps: CancelRelayDeps, request: CancelReques
   await assertUnused(deps, chainId, token, authorizer, nonce);
 
   const simulatedFrom = deps.relayer?.address ?? authorizer;
-  await rpc("simulating cancelAuthorization", () => client.request("eth_call", [{ from: simulatedFrom, to: token, data: callData(signature, authorizer, nonce) }, "latest"])).catch(
+  // At the pending view, as the nonce check: a capture pre-confirmed a moment ago makes it revert here, before any gas is spent.
+  await rpc("simulating cancelAuthorization", () => client.request("eth_call", [{ from: simulatedFrom, to: token, data: callData(signature, authorizer, nonce) }, "pending"])).catch(
     (error: unknown) => {
       throw revertError(error, undefined, "the simulation of cancelAuthorization reverted");
     },
@@ -120,23 +122,24 @@ export async function estimateCancelCost(deps: CancelRelayDeps, prepared: Prepar
 }
 
 /**
- * Steps 4–5: sends cancelAuthorization from the relayer (nonce from eth_getTransactionCount "pending",
- * never below one past the last this process used), waits for the configured confirmations on canonical
- * blocks within the timeout, then checks authorizationState at a block at or after the receipt's.
+ * Steps 4–5: sends cancelAuthorization from the relayer with a nonce reserved in the relayers' shared
+ * nonce book (the node's pending count its floor), waits for the configured confirmations on
+ * canonical blocks within the timeout, then checks authorizationState at a block at or after the
+ * receipt's. A nonce nothing was broadcast with goes back to the book.
  */
 export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCancel): Promise<CancelResult> {
   const { client, relayer } = deps;
   if (relayer === undefined) throw new FatalError("no relayer account to send cancelAuthorization from");
+  if (deps.relayerNonces === undefined) throw new FatalError("no nonce book to take the relayer's nonce from");
+  const nonces = deps.relayerNonces;
   const estimated = await estimateGas(deps, prepared, relayer.address);
   const gas = estimated + (estimated * GAS_LIMIT_HEADROOM_PERCENT) / 100n;
   const chainId = await rpc("reading the chain id", () => client.request("eth_chainId", [], parseQuantity).then(Number));
-  const [latest, priorityFee, balance, pendingCount] = await rpc("reading fees, balance and the relayer's pending nonce", () =>
+  const [latest, priorityFee, balance] = await rpc("reading fees and balance", () =>
     Promise.all([
       client.request("eth_getBlockByNumber", ["latest", false], parseBaseFee),
       client.request("eth_maxPriorityFeePerGas", [], parseQuantity),
       client.request("eth_getBalance", [relayer.address, "latest"], parseQuantity),
-      // "pending" counts pre-confirmed transactions too: no nonce gap, no replacement of an earlier pre-confirmed send.
-      client.request("eth_getTransactionCount", [relayer.address, "pending"], parseQuantity).then(Number),
     ]),
   );
   const maxFeePerGas = latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priorityFee;
@@ -144,8 +147,9 @@ export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCance
   if (balance < maxCostWei)
     throw new RelayerFundsError(`the relayer ${relayer.address} holds ${balance} wei, the transaction may cost up to ${maxCostWei} wei; nothing was sent`);
 
-  const relayerNonce = deps.relayerNonces.next(relayer.address, pendingCount);
-  let txHash: Hex;
+  const holder = cancelHolder(prepared.token, prepared.authorizer, prepared.nonce);
+  const relayerNonce = await nonces.reserve(relayer.address, holder);
+  let txHash: Hex | undefined;
   try {
     const serialized = await relayer.signTransaction({
       type: "eip1559",
@@ -158,6 +162,7 @@ export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCance
       maxPriorityFeePerGas: priorityFee,
     });
     txHash = keccak256(serialized);
+    await nonces.mark(relayer.address, relayerNonce, holder, "signed", txHash);
     await rpc("sending cancelAuthorization", () => client.request("eth_sendRawTransaction", [serialized])).catch((error: unknown) => {
       // A retry after a lost answer re-sends the same bytes: the node already has them.
       if (error instanceof RpcRequestError && /already known|known transaction/i.test(error.shortMessage)) return;
@@ -166,9 +171,19 @@ export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCance
       throw error;
     });
   } catch (error) {
-    deps.relayerNonces.release(relayer.address, relayerNonce);
+    // A node's refusal (or nothing sent): nothing was broadcast with the nonce, the book hands it
+    // out again. An unanswered send may have reached a node: the nonce stays taken (a gap, if it
+    // never lands, is filled by the capture driver), never handed to another transaction.
+    const refused = txHash === undefined || error instanceof RpcRequestError || error instanceof RelayerFundsError;
+    if (refused) await nonces.release(relayer.address, relayerNonce, holder);
+    else {
+      const maybeSent = txHash!;
+      await nonces.mark(relayer.address, relayerNonce, holder, "broadcast", maybeSent);
+      throw new CancelTimeoutError(`sending ${maybeSent} (relayer nonce ${relayerNonce}) got no answer; it may still land: check it before sending again`, maybeSent, { cause: error });
+    }
     throw error;
   }
+  await nonces.mark(relayer.address, relayerNonce, holder, "broadcast", txHash);
   deps.onSent?.({ txHash, relayerNonce });
 
   const receipt: CanonicalReceipt = await waitForCanonicalReceipt(deps, { txHash, relayerNonce, gas });
@@ -204,7 +219,7 @@ export function callData(signature: VerifiedSignature, authorizer: Address, nonc
 
 async function estimateGas(deps: CancelRelayDeps, prepared: PreparedCancel, from: Address): Promise<bigint> {
   const data = callData(prepared.signature, prepared.authorizer, prepared.nonce);
-  return rpc("estimating the gas of cancelAuthorization", () => deps.client.request("eth_estimateGas", [{ from, to: prepared.token, data }], parseQuantity)).catch(
+  return rpc("estimating the gas of cancelAuthorization", () => deps.client.request("eth_estimateGas", [{ from, to: prepared.token, data }, "pending"], parseQuantity)).catch(
     (error: unknown) => {
       throw revertError(error, undefined, "the gas estimate of cancelAuthorization reverted");
     },
@@ -224,7 +239,8 @@ async function signatureOf(deps: CancelRelayDeps, authority: CancelAuthority, do
 }
 
 async function assertUnused(deps: CancelRelayDeps, chainId: number, token: Address, authorizer: Address, nonce: Hex): Promise<void> {
-  const used = await rpc("reading authorizationState", () => readAuthorizationState(deps.client, token, authorizer, nonce));
+  // The pending view: a capture pre-confirmed but not yet in a block already used the nonce.
+  const used = await rpc("reading authorizationState", () => readAuthorizationState(deps.client, token, authorizer, nonce, "pending"));
   if (!used) return;
   const indexed = await deps.lookupIndexedState?.(token, authorizer, nonce);
   const where = indexed === undefined ? "" : ` in block ${indexed.blockNumber}, tx ${indexed.txHash} (${indexed.status})`;

@@ -1,9 +1,9 @@
 import type { LocalAccount } from "viem";
 import type { Common } from "../common.js";
+import { crashPointFromEnv } from "../ops/crashPoint.js";
 import type { Store } from "../store/store.js";
 import { createCaptureRelay, type CaptureRelay } from "./captureRelay.js";
 import { readRelayerAccount } from "./keySources.js";
-import { createRelayerNonces } from "./relayerNonces.js";
 
 /** How often the daemon looks at the live capture intents. */
 export const CAPTURE_DRIVE_INTERVAL_MS = 1_000;
@@ -21,9 +21,9 @@ export function startCaptureDriver(deps: Common & { store: Store; relayer?: Loca
     store: deps.store,
     chainId: deps.config.chainId,
     relayer: deps.relayer ?? readRelayerAccount(deps.config.facilitator),
-    relayerNonces: createRelayerNonces(),
     logger: deps.logger,
     metrics: deps.metrics,
+    crashPoint: crashPointFromEnv(process.env),
   });
   let running = false;
   const timer = setInterval(() => {

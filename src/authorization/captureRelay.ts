@@ -2,15 +2,25 @@ import { getAddress, isAddressEqual, keccak256, parseTransaction, type Hex, type
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
 import { BaseError, RetryableError, UsageError } from "../errors/base.js";
-import { CaptureFundsError, CaptureRevertedError, CaptureTimeoutError, ReceivePayeeError } from "../errors/capture.js";
+import {
+  CaptureFundsError,
+  CaptureNonceLostError,
+  CaptureNotSentError,
+  CaptureRevertedError,
+  CaptureTimeoutError,
+  ReceivePayeeError,
+} from "../errors/capture.js";
 import { RpcRequestError } from "../errors/rpc.js";
 import type { Logger } from "../ops/logger.js";
+import type { CrashStep } from "../ops/crashPoint.js";
 import type { Metrics } from "../ops/metrics.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent, type CaptureTransaction, type Order } from "../store/orderStates.js";
+import { captureHolder } from "../store/nonceBook.js";
 import type { Store } from "../store/store.js";
 import { parseBaseFee, parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
-import type { RelayerNonces } from "./relayerNonces.js";
+import { createRelayerGaps, type SendOutcome } from "./relayerGaps.js";
+import { createRelayerNonces } from "./relayerNonces.js";
 import { createReceiptPoller, type ReceiptStanding } from "./receiptPoller.js";
 import { simulateCapture, type CaptureCall } from "./simulateCapture.js";
 import { readAuthorizationState } from "./tokenReads.js";
@@ -23,10 +33,13 @@ const BASE_FEE_MULTIPLIER = 2n;
 const REPLACEMENT_FEE_BUMP_PERCENT = 25n;
 /** A capture not pre-confirmed this long after it was sent is replaced (Base pre-confirms within a flashblock, ~200 ms). */
 export const CAPTURE_REPLACE_AFTER_MS = 10_000;
-/** A plain transfer's gas: what a nonce-gap filler costs. */
-const SELF_TRANSFER_GAS = 21_000n;
 /** How often a wait hands the intent to the driver (re-send, replacement). */
 const DRIVE_DURING_WAIT_MS = 1_000;
+/**
+ * Another process's x402 intent that no send was started for is left alone this long (ms) before
+ * it is abandoned: its process stores and claims the send within milliseconds when alive.
+ */
+export const UNSENT_SETTLE_GRACE_MS = 5_000;
 
 export type CaptureRelayDeps = {
   client: RpcClient;
@@ -34,7 +47,10 @@ export type CaptureRelayDeps = {
   chainId: number;
   /** Signs new and replacement transactions; without one the relay can only re-send stored bytes. */
   relayer: LocalAccount | undefined;
-  relayerNonces: RelayerNonces;
+  /** This process's name in the nonce book and on the intents it stores (nonceBook.ts processOwner by default). */
+  owner?: string | undefined;
+  /** Test-only (ops/crashPoint.ts): called at each step of a capture, where a kill -9 test stops the process. */
+  crashPoint?: ((step: CrashStep) => void) | undefined;
   logger: Logger;
   metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap"> | undefined;
   replaceAfterMs?: number | undefined;
@@ -61,16 +77,28 @@ export type CaptureRelay = {
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
 };
 
-type SendOutcome = "accepted" | "known" | "nonce_used" | "nonce_taken";
-
 /** The capture relay: one per process, shared by `order capture`, the daemon's driver and the facilitator. */
 export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
-  const { client, store, relayer, relayerNonces } = deps;
+  const { client, store, relayer } = deps;
+  const relayerNonces = createRelayerNonces({ client, book: store.nonces, owner: deps.owner });
+  const { owner } = relayerNonces;
   const logger = deps.logger.child({ component: "capture" });
   const replaceAfterMs = deps.replaceAfterMs ?? CAPTURE_REPLACE_AFTER_MS;
   const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
   /** Orders a drive step is working on in this process: one step at a time per order. */
   const busy = new Set<number>();
+  /**
+   * Orders whose capture() this process is running (how many calls), from storing the intent to
+   * its first send: the driver leaves their unsent intents alone. Counted from before the store's
+   * write, so a driver tick between the commit and its answer cannot take the intent for a crash's.
+   */
+  const settling = new Map<number, number>();
+  const enter = (orderId: number) => settling.set(orderId, (settling.get(orderId) ?? 0) + 1);
+  const leave = (orderId: number) => {
+    const left = (settling.get(orderId) ?? 1) - 1;
+    if (left === 0) settling.delete(orderId);
+    else settling.set(orderId, left);
+  };
 
   function needRelayer(): LocalAccount {
     if (relayer === undefined) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, or pass --relayer-key-file`);
@@ -84,16 +112,17 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     return { maxFeePerGas: latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priority, maxPriorityFeePerGas: priority };
   }
 
-  /** Signs `data` to the token with `nonce` (or the next free one, reserved). */
+  /** Signs `data` to the token with `nonce`, or with one reserved now in the nonce book for this order. */
   async function sign(order: Order, data: Hex, gas: bigint, nonce: number | undefined, fee: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }): Promise<CaptureTransaction> {
     const account = needRelayer();
-    let relayerNonce = nonce;
-    if (relayerNonce === undefined) {
-      const pending = await rpc("reading the relayer's pending nonce", () => client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity));
-      relayerNonce = relayerNonces.next(account.address, Number(pending));
+    const relayerNonce = nonce ?? (await relayerNonces.reserve(account.address, captureHolder(order.id)));
+    try {
+      const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: order.token, data, gas, nonce: relayerNonce, ...fee });
+      return { relayer: account.address, relayerNonce, txHash: keccak256(rawTx), rawTx, ...fee };
+    } catch (error) {
+      if (nonce === undefined) await relayerNonces.release(account.address, relayerNonce, captureHolder(order.id));
+      throw error;
     }
-    const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: order.token, data, gas, nonce: relayerNonce, ...fee });
-    return { relayer: account.address, relayerNonce, txHash: keccak256(rawTx), rawTx, ...fee };
   }
 
   async function send(rawTx: Hex): Promise<SendOutcome> {
@@ -112,6 +141,8 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     }
   }
 
+  const gaps = createRelayerGaps({ store, relayerNonces, chainId: deps.chainId, replaceAfterMs, logger, fees, send });
+
   /** The receipt of the intent's transaction or of one it replaced (only one of them can exist: they share a nonce). */
   async function landed(capture: CaptureIntent): Promise<{ txHash: Hex; receipt: TransactionReceiptSummary } | undefined> {
     for (const txHash of [capture.txHash, ...capture.replacedTxHashes].reverse()) {
@@ -121,35 +152,62 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     return undefined;
   }
 
-  /** A new transaction for the intent: same calldata and gas; `nonce` kept (a fee bump) or a fresh one. */
-  async function resign(order: Order, capture: CaptureIntent, keepNonce: boolean): Promise<CaptureIntent> {
+  /**
+   * A replacement for the intent: same calldata, gas and relayer nonce, higher fees. Never another
+   * nonce: two nonces could both land, and the second reverts or (for a stale view) is taken for
+   * the outcome. One nonce means at most one of the intent's transactions can ever land.
+   */
+  async function resign(order: Order, capture: CaptureIntent): Promise<CaptureIntent> {
     const previous = parseTransaction(capture.rawTx);
     const current = await fees();
     const bump = (value: bigint) => value + (value * REPLACEMENT_FEE_BUMP_PERCENT) / 100n + 1n;
-    const fee = keepNonce
-      ? { maxFeePerGas: max(current.maxFeePerGas, bump(capture.maxFeePerGas)), maxPriorityFeePerGas: max(current.maxPriorityFeePerGas, bump(capture.maxPriorityFeePerGas)) }
-      : current;
-    const next = await sign(order, previous.data!, previous.gas!, keepNonce ? capture.relayerNonce : undefined, fee);
+    const fee = { maxFeePerGas: max(current.maxFeePerGas, bump(capture.maxFeePerGas)), maxPriorityFeePerGas: max(current.maxPriorityFeePerGas, bump(capture.maxPriorityFeePerGas)) };
+    const next = await sign(order, previous.data!, previous.gas!, capture.relayerNonce, fee);
     return store.captures.replace(order.id, next, Date.now());
   }
 
-  /** Hands the intent's bytes to the node; a nonce another transaction took gets a fresh nonce (once). */
+  /**
+   * Hands the intent's bytes to the node. Before the first send of an intent the store records that
+   * a send started (claimSend): an intent abandoned meanwhile (x402 crash rule) is never sent.
+   *
+   * What holds the nonce when the node refuses it decides the rest; the invariant is that an
+   * authorization is never live in two transactions at once:
+   * - "nonce too low": some transaction with this nonce is included. If it is one of the intent's
+   *   (a receipt) or the authorization is used at the pending view (ours, or anyone's capture or
+   *   cancel), there is nothing to send: the indexer moves the order. Otherwise a transaction that
+   *   is not the intent's took the nonce, and every transaction of the intent (all on this nonce)
+   *   can never land: the intent is abandoned (CaptureNonceLostError) and a new capture may sign
+   *   the authorization on a new nonce without two live transactions.
+   * - "underpriced"/"replacement": a transaction on this nonce sits in the pool (our older one, or
+   *   a foreign one): it is outbid on the same nonce, never moved to another.
+   */
   async function sendIntent(order: Order, capture: CaptureIntent, kind: "first" | "resend" | "replacement"): Promise<CaptureIntent> {
     let intent = capture;
+    if (intent.sendStartedAt === null && !(await store.captures.claimSend(order.id, intent.txHash, Date.now())))
+      throw new CaptureNotSentError(`the capture of order ${order.id} was abandoned before it was sent; nothing was broadcast`);
     for (let attempt = 0; ; attempt++) {
       const outcome = await send(intent.rawTx);
-      if (outcome === "accepted") {
+      if (outcome === "accepted" || outcome === "known") {
+        deps.crashPoint?.("sent");
+        // "known": a node has these bytes (a retry after a lost answer): a broadcast all the same,
+        // so the driver fee-bumps it when stuck and gap filling sees the nonce taken.
         await store.captures.recordBroadcast(order.id, intent.txHash, Date.now());
         deps.metrics?.captureBroadcasts.inc({ kind: attempt === 0 ? kind : "replacement" });
-        logger.info({ msg: "Sent capture", order_id: order.id, tx_hash: intent.txHash, relayer_nonce: intent.relayerNonce, kind });
+        logger.info({ msg: "Sent capture", order_id: order.id, tx_hash: intent.txHash, relayer_nonce: intent.relayerNonce, kind, node_answer: outcome });
         return intent;
       }
-      if (outcome === "known") return intent;
-      if (outcome === "nonce_used" && (await landed(intent)) !== undefined) return intent;
-      // The nonce went to another transaction of the relayer's (another process, an operator): the
-      // authorization itself was not sent under it, so a fresh nonce cannot make it land twice.
-      if (relayer === undefined || attempt > 0) throw new RetryableError(`the capture of order ${order.id} (${intent.txHash}) lost relayer nonce ${intent.relayerNonce} to another transaction`);
-      intent = await resign(order, intent, false);
+      if (outcome === "nonce_used") {
+        if ((await landed(intent)) !== undefined) return intent;
+        if (await readAuthorizationState(client, order.token, order.authorizer, order.nonce, "pending")) return intent;
+        await store.captures.abandon(order.id, Date.now(), { cause: "capture_nonce_lost" });
+        logger.error({ msg: "Abandoned capture", order_id: order.id, tx_hash: intent.txHash, relayer_nonce: intent.relayerNonce, reason: "nonce taken by another transaction" });
+        throw new CaptureNonceLostError(
+          `relayer nonce ${intent.relayerNonce} of the capture of order ${order.id} (${intent.txHash}) was taken by another transaction and the authorization is unused; nothing of it can land: capture it again`,
+        );
+      }
+      if (relayer === undefined || attempt > 0 || !isAddressEqual(relayer.address, intent.relayer))
+        throw new RetryableError(`relayer nonce ${intent.relayerNonce} of the capture of order ${order.id} (${intent.txHash}) is held by another pending transaction; the driver outbids it on the same nonce`);
+      intent = await resign(order, intent);
     }
   }
 
@@ -167,11 +225,12 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       }
       return "none";
     }
+    if (capture.sendStartedAt === null && order.source === "x402") return abandonUnsent(order, capture, now);
     // Used by another transaction, or canceled: the indexer moves the order when it sees the event.
     if (await readAuthorizationState(client, order.token, order.authorizer, order.nonce, "pending")) return "none";
     const stuck = capture.lastBroadcastAt !== null && now - capture.lastBroadcastAt >= replaceAfterMs;
     if (stuck && relayer !== undefined && isAddressEqual(relayer.address, capture.relayer)) {
-      const replacement = await resign(order, capture, true);
+      const replacement = await resign(order, capture);
       logger.warn({ msg: "Replaced capture", order_id: order.id, replaced_tx_hash: capture.txHash, tx_hash: replacement.txHash, waited_ms: now - capture.lastBroadcastAt! });
       await sendIntent(order, replacement, "replacement");
       return "replaced";
@@ -179,6 +238,21 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     const before = capture.broadcasts;
     const after = await sendIntent(order, capture, "resend");
     return after.txHash !== capture.txHash || after.broadcasts !== before ? "resent" : "none";
+  }
+
+  /**
+   * The crash rule for x402 (docs/x402.md): a settle's intent that no send was started for has no
+   * caller waiting for it unless this process is settling it right now; after a crash its caller
+   * got an error (and may have paid again with a new authorization), so its bytes are never sent.
+   * The intent is abandoned and its nonce released in one transaction: no gap is left. Another
+   * live process's intent is given UNSENT_SETTLE_GRACE_MS to claim its send first.
+   */
+  async function abandonUnsent(order: Order, capture: CaptureIntent, now: number): Promise<"none"> {
+    if (settling.has(order.id)) return "none";
+    if (capture.owner !== owner && now - capture.createdAt < UNSENT_SETTLE_GRACE_MS) return "none";
+    await store.captures.abandon(order.id, now, { nonceUnused: true, cause: "settle_never_sent" });
+    logger.warn({ msg: "Abandoned unsent settle", order_id: order.id, tx_hash: capture.txHash, relayer_nonce: capture.relayerNonce, stored_by: capture.owner });
+    return "none";
   }
 
   async function driveGuarded(order: Order, capture: CaptureIntent, now: number): Promise<"resent" | "replaced" | "none"> {
@@ -193,13 +267,17 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
 
   return {
     async capture(orderId, options = {}) {
-      const order = await store.getOrder(orderId);
+      let order = await store.getOrder(orderId);
       if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
       const existing = await store.captures.get(orderId);
       if (existing !== undefined && existing.status !== "abandoned") {
         if (existing.status === "sent" && order.state === "capturing") await driveGuarded(order, existing, Date.now());
         const current = (await store.captures.get(orderId)) ?? existing;
-        return { order: (await store.getOrder(orderId)) ?? order, txHash: current.txHash, alreadySent: true };
+        const now = (await store.getOrder(orderId)) ?? order;
+        // An x402 intent a crash left unsent was just abandoned (crash rule): this caller is here
+        // and waiting, so the payment is captured afresh below, on a nonce of its own.
+        if (current.status !== "abandoned") return { order: now, txHash: current.txHash, alreadySent: true };
+        order = now;
       }
       assertTransition(order.state, "capturing", "relay", orderId);
       const account = needRelayer();
@@ -216,27 +294,34 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         throw new CaptureRevertedError(`the gas estimate of the capture of order ${orderId} reverted: ${reason}; nothing was sent`, reason, undefined, { cause: error });
       });
       const tx = await sign(order, data, estimate + (estimate * GAS_LIMIT_HEADROOM_PERCENT) / 100n, undefined, await fees());
+      deps.crashPoint?.("signed");
       let started: Awaited<ReturnType<Store["captures"]["start"]>>;
+      const holder = captureHolder(orderId);
+      enter(orderId);
       try {
-        started = await store.captures.start(orderId, tx, Date.now());
-      } catch (error) {
-        relayerNonces.release(tx.relayer, tx.relayerNonce);
-        throw error;
-      }
-      if (!started.created) {
-        // Another process started this capture first: its transaction is the one.
-        relayerNonces.release(tx.relayer, tx.relayerNonce);
-        return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
-      }
-      try {
+        try {
+          started = await store.captures.start(orderId, tx, Date.now(), owner);
+        } catch (error) {
+          await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
+          throw error;
+        }
+        if (!started.created) {
+          // Another call started this capture first: its transaction is the one. Racing calls for one
+          // order share one reserved nonce (nonceBook.ts), so there is usually nothing to give back;
+          // a nonce of our own goes back to the book, which hands it out before any new one: no gap.
+          if (started.capture.relayerNonce !== tx.relayerNonce || !isAddressEqual(started.capture.relayer, tx.relayer))
+            await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
+          return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
+        }
+        deps.crashPoint?.("stored");
         const sent = await sendIntent(started.order, started.capture, "first");
         return { order: started.order, txHash: sent.txHash, alreadySent: false };
       } catch (error) {
-        if (error instanceof CaptureFundsError) {
-          relayerNonces.release(tx.relayer, tx.relayerNonce);
-          await store.captures.abandon(orderId, Date.now());
-        }
+        // The node refused the bytes: nothing was broadcast with the nonce, the book reuses it.
+        if (error instanceof CaptureFundsError) await store.captures.abandon(orderId, Date.now(), { nonceUnused: true });
         throw error;
+      } finally {
+        leave(orderId);
       }
     },
 
@@ -254,6 +339,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         });
         if (seen.kind === "preconfirmed") {
           lastSeen = `pre-confirmed for block ${seen.receipt.blockNumber}`;
+          deps.crashPoint?.("preconfirmed");
           if (confirmations === 0) return { txHash: seen.txHash, status: "preconfirmed", blockNumber: seen.receipt.blockNumber, confirmations: 0 };
         } else if (seen.kind === "canonical") {
           const { receipt } = seen;
@@ -284,37 +370,18 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         if (done === "replaced") replaced++;
       }
       if (relayer !== undefined) {
-        await fillNonceGaps(relayer, pending.map((p) => p.capture), now).catch((error: unknown) => logDriveError(0, error));
+        await relayerNonces
+          .pendingCount(relayer.address)
+          .then(async (count) => {
+            await gaps.releaseGone(relayer, count, now);
+            await gaps.fill(relayer, pending.map((p) => p.capture), count, now);
+          })
+          .catch((error: unknown) => logDriveError(0, error));
         if (deps.metrics !== undefined) await reportRelayer(relayer, pending.map((p) => p.capture)).catch(() => undefined);
       }
       return { resent, replaced };
     },
   };
-
-  /**
-   * A relayer nonce below the lowest live capture that no transaction holds (a send the node never
-   * took, a count that ran ahead) leaves every capture behind it stuck for good, and a replacement
-   * on the same nonce cannot help. Once such a capture has waited CAPTURE_REPLACE_AFTER_MS, each
-   * missing nonce is taken by a 0-value transfer to the relayer itself: no authorization is sent
-   * twice to fill it. Returns how many nonces were filled.
-   */
-  async function fillNonceGaps(account: LocalAccount, live: CaptureIntent[], now: number): Promise<number> {
-    const mine = live.filter((c) => isAddressEqual(c.relayer, account.address));
-    const waiting = mine.filter((c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= replaceAfterMs);
-    if (waiting.length === 0) return 0;
-    const lowest = Math.min(...waiting.map((c) => c.relayerNonce));
-    const count = Number(await rpc("reading the relayer's pending nonce", () => client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity)));
-    const held = new Set(mine.map((c) => c.relayerNonce));
-    let filled = 0;
-    for (let nonce = count; nonce < lowest; nonce++) {
-      if (held.has(nonce)) continue;
-      const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: account.address, value: 0n, gas: SELF_TRANSFER_GAS, nonce, ...(await fees()) });
-      if ((await send(rawTx)) !== "accepted") continue;
-      filled++;
-      logger.warn({ msg: "Filled relayer nonce gap", relayer: account.address, relayer_nonce: nonce, blocked_from: lowest });
-    }
-    return filled;
-  }
 
   async function reportRelayer(account: LocalAccount, live: CaptureIntent[]): Promise<void> {
     const [balance, pending] = await Promise.all([

@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import { BaseError, UsageError, type BaseErrorOptions } from "./base.js";
+import { BaseError, RetryableError, UsageError, type BaseErrorOptions } from "./base.js";
 import { TransactionWaitTimeoutError } from "./relayedTransaction.js";
 import { EXIT_RELAYER_FUNDS, EXIT_REVERTED } from "./cancel.js";
 
@@ -41,4 +41,23 @@ export class CaptureFundsError extends BaseError {
 /** Sent (and stored), but not seen as asked within the wait. It may still land; a retry sends nothing new. */
 export class CaptureTimeoutError extends TransactionWaitTimeoutError {
   override name = "CaptureTimeoutError";
+}
+
+/** The capture's nonce reservation was taken back before its intent was stored: nothing was sent. Run it again. */
+export class NonceLapsedError extends RetryableError {
+  override name = "NonceLapsedError";
+}
+
+/**
+ * The capture's relayer nonce was consumed by a transaction that is not the capture's, and the
+ * authorization is still unused: none of the capture's transactions can land any more. The intent
+ * was abandoned (the order is back to authorized); a new capture signs it on a new nonce.
+ */
+export class CaptureNonceLostError extends RetryableError {
+  override name = "CaptureNonceLostError";
+}
+
+/** An x402 intent was abandoned before its bytes were sent (crash rule, docs/x402.md): nothing was broadcast. */
+export class CaptureNotSentError extends RetryableError {
+  override name = "CaptureNotSentError";
 }

@@ -13,18 +13,29 @@ export type CaptureStore = {
   /**
    * Moves the order authorized → capturing and stores `transaction` with the intent, atomically. An
    * order that already has a live or landed intent is left as it is: that intent comes back with
-   * `created: false`. Any other state is refused (OrderStateError), nothing stored.
+   * `created: false`. Any other state is refused (OrderStateError), nothing stored. The nonce must
+   * still be reserved for this order in the nonce book (it becomes `signed` there), else
+   * NonceLapsedError. `owner`: the storing process (nonceBook.ts processOwner).
    */
-  start: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<{ order: Order; capture: CaptureIntent; created: boolean }>;
+  start: (orderId: number, transaction: CaptureTransaction, now: number, owner?: string) => Promise<{ order: Order; capture: CaptureIntent; created: boolean }>;
   get: (orderId: number) => Promise<CaptureIntent | undefined>;
   /** The intents the daemon drives: status `sent` and the order still capturing. */
   pending: () => Promise<Array<{ order: Order; capture: CaptureIntent }>>;
-  /** Counts one hand-over of the current bytes to the node. */
+  /**
+   * Records, before the current bytes are first handed to a node, that this process is sending them:
+   * true unless the intent was abandoned (or replaced) meanwhile, when nothing must be sent.
+   */
+  claimSend: (orderId: number, txHash: Hex, now: number) => Promise<boolean>;
+  /** Counts one hand-over of the current bytes to the node (an answer "already known" counts too); the book marks the nonce broadcast. */
   recordBroadcast: (orderId: number, txHash: Hex, now: number) => Promise<void>;
   /** A new signed transaction for the intent (a fee bump on the same nonce, or a new nonce); the old hash is kept in `replacedTxHashes`. */
   replace: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<CaptureIntent>;
-  /** The node refused the transaction for good: the intent ends and the order goes back to authorized (cause `capture_abandoned`). */
-  abandon: (orderId: number, now: number) => Promise<Order>;
+  /**
+   * The node refused the transaction for good, or (x402) it was never sent and its caller is gone: the
+   * intent ends and the order goes back to authorized (cause `capture_abandoned` unless given).
+   * `nonceUnused`: nothing was broadcast with the nonce, so the book releases it in the same transaction.
+   */
+  abandon: (orderId: number, now: number, options?: { nonceUnused?: boolean; cause?: string }) => Promise<Order>;
   /** The order holding this authorization, if any (addresses and nonce compared lower-case). */
   findOrder: (chainId: number, token: Address, authorizer: Address, nonce: Hex) => Promise<Order | undefined>;
   /** Binds a payment id to a fingerprint and order unless it is bound already; returns the binding that holds. */
@@ -47,6 +58,8 @@ export type CaptureRow = {
   last_broadcast_at: number | null;
   created_at: number;
   updated_at: number;
+  owner: string | null;
+  send_started_at: number | null;
 };
 
 /** Maps a row of `order_captures` (either backend's column names) to the intent. */
@@ -65,5 +78,7 @@ export function toCaptureIntent(row: CaptureRow): CaptureIntent {
     lastBroadcastAt: row.last_broadcast_at === null ? null : Number(row.last_broadcast_at),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    owner: row.owner ?? null,
+    sendStartedAt: row.send_started_at === null || row.send_started_at === undefined ? null : Number(row.send_started_at),
   };
 }

@@ -5,7 +5,8 @@ import type { Address, Hex } from "viem";
  *
  * States: authorized (signature stored, nonce unused), voided_offchain (the merchant will never
  * submit it), capturing (flashindex's capture relay signed and stored a transaction for it, not yet
- * seen on chain; since schema 12), captured / canceled (a live AuthorizationUsed / AuthorizationCanceled event; its
+ * seen on chain; since schema 12), canceling (`flashindex cancel` accepted a cancel for it and may
+ * have sent it; capture and settle refuse it; since schema 15), captured / canceled (a live AuthorizationUsed / AuthorizationCanceled event; its
  * lifecycle status is `eventStatus`), expired (validBefore passed with no live event).
  *
  * Off-chain transitions (add, void, expire) are made by the store, each in one transaction that
@@ -13,7 +14,7 @@ import type { Address, Hex } from "viem";
  * triggers inside the transaction that stores the event. The database itself refuses a state change
  * outside ORDER_TRANSITIONS (trigger `orders_refuse_illegal_transition`).
  */
-export const ORDER_STATES = ["authorized", "voided_offchain", "capturing", "captured", "canceled", "expired"] as const;
+export const ORDER_STATES = ["authorized", "voided_offchain", "capturing", "canceling", "captured", "canceled", "expired"] as const;
 export type OrderState = (typeof ORDER_STATES)[number];
 export type OrderKind = "transfer" | "receive";
 export type EventStatus = "preconfirmed" | "confirmed" | "finalized";
@@ -28,6 +29,15 @@ export const ORDER_TRANSITIONS: ReadonlyArray<{ from: OrderState; to: OrderState
   { from: "authorized", to: "voided_offchain", by: "merchant", when: "order void: the merchant will never submit the signature" },
   { from: "authorized", to: "capturing", by: "relay", when: "order capture / x402 settle: the signed transaction is stored with the intent, then sent" },
   { from: "capturing", to: "authorized", by: "relay", when: "the node refused the transaction for good (nothing of it can land): the intent is abandoned" },
+  { from: "authorized", to: "canceling", by: "merchant", when: "flashindex cancel accepted the cancel, before anything is sent" },
+  { from: "voided_offchain", to: "canceling", by: "merchant", when: "flashindex cancel accepted the cancel, before anything is sent" },
+  { from: "expired", to: "canceling", by: "merchant", when: "flashindex cancel accepted the cancel (cancel works after expiry too)" },
+  { from: "canceling", to: "authorized", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
+  { from: "canceling", to: "voided_offchain", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
+  { from: "canceling", to: "expired", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
+  { from: "canceling", to: "expired", by: "expiry", when: "validBefore passed with no live event (a cancel killed before it was sent ends here)" },
+  { from: "canceling", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce (the cancel landed)" },
+  { from: "canceling", to: "captured", by: "chain", when: "a live AuthorizationUsed: a capture landed before the cancel" },
   { from: "authorized", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
   { from: "capturing", to: "expired", by: "expiry", when: "validBefore passed with no live event: the relay's transaction can no longer land" },
   { from: "voided_offchain", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
@@ -138,4 +148,8 @@ export type CaptureIntent = CaptureTransaction & {
   lastBroadcastAt: number | null;
   createdAt: number;
   updatedAt: number;
+  /** The process that stored it (schema 15; null before). */
+  owner: string | null;
+  /** Unix ms when a process committed to sending its bytes (claimSend), before the send; null: never sent. */
+  sendStartedAt: number | null;
 };

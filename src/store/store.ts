@@ -3,7 +3,9 @@ import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../decode/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
 import type { AttributedTransaction, BlockApplied, InsertCounts, OwedBlock, PackedAttribution, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
+import type { CancelStore } from "./cancelStore.js";
 import type { CaptureStore } from "./captureStore.js";
+import type { NonceBook } from "./nonceBook.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 
 /** A block as the store keys it. */
@@ -161,6 +163,10 @@ export type Store = {
   voidedThenCapturedSince: (afterId: number) => Promise<OrderTransition[]>;
   /** The capture relay's intents and x402 payment ids (schema 12). */
   readonly captures: CaptureStore;
+  /** `flashindex cancel`'s order transitions: canceling before anything is sent (schema 15). */
+  readonly cancels: CancelStore;
+  /** Every relayer nonce handed out, shared by all processes on this database (schema 15). */
+  readonly nonces: NonceBook;
   readMeta: (key: string) => Promise<string | undefined>;
   writeMeta: (key: string, value: string) => Promise<void>;
 

@@ -21,7 +21,9 @@ import { createIndexedStateLookup } from "../../src/authorization/indexedAuthori
 import { loadConfig } from "../../src/config/loadConfig.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openReadOnlyStore } from "../../src/store/openStore.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
+import type { RelayerNonces } from "../../src/authorization/relayerNonces.js";
+import type { Store } from "../../src/store/store.js";
+import { testRelayerNonces } from "../helpers/nonceBook.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
@@ -35,7 +37,8 @@ const abi = flashTestTokenAbi;
 let devnet: Devnet;
 let client: PublicClient;
 let rpcClient: RpcClient;
-const relayerNonces = createRelayerNonces();
+let relayerNonces: RelayerNonces;
+let nonceStore: Store;
 let domain: TokenDomain;
 let buyer: PrivateKeyAccount;
 let stranger: PrivateKeyAccount;
@@ -99,6 +102,7 @@ beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 200, flashblockIntervalMs: 50, port: 0 });
   client = createPublicClient({ transport: http(devnet.httpUrl) });
   rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+  ({ store: nonceStore, nonces: relayerNonces } = await testRelayerNonces(rpcClient, devnet.chainId));
   domain = await readTokenDomain(client, devnet.token);
   buyer = privateKeyToAccount(devnet.privateKeys[1]!);
   payee = privateKeyToAccount(devnet.privateKeys[2]!);
@@ -118,6 +122,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await nonceStore?.close();
   await devnet?.stop();
   await stopFileBackends();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });

@@ -6,7 +6,9 @@ import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { prepareCancel, relayCancel, type CancelRelayDeps, type CancelResult } from "../../src/authorization/cancelRelay.js";
 import { readTokenDomain, signCancelAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
+import type { RelayerNonces } from "../../src/authorization/relayerNonces.js";
+import type { Store } from "../../src/store/store.js";
+import { testRelayerNonces } from "../helpers/nonceBook.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
@@ -19,6 +21,8 @@ import { waitFor } from "../helpers/devnetPayments.js";
 let devnet: Devnet;
 let client: PublicClient;
 let rpcClient: RpcClient;
+let relayerNonces: RelayerNonces;
+let nonceStore: Store;
 let domain: TokenDomain;
 let buyer: PrivateKeyAccount;
 let relayer: PrivateKeyAccount;
@@ -43,6 +47,7 @@ beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0, port: 0 });
   client = createPublicClient({ transport: http(devnet.httpUrl) });
   rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+  ({ store: nonceStore, nonces: relayerNonces } = await testRelayerNonces(rpcClient, devnet.chainId));
   domain = await readTokenDomain(client, devnet.token);
   buyer = privateKeyToAccount(devnet.privateKeys[1]!);
   relayer = privateKeyToAccount(devnet.privateKeys[6]!);
@@ -50,6 +55,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await nonceStore?.close();
   await devnet?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
@@ -122,7 +128,7 @@ describe("relayCancel() on a Flashblocks node", () => {
   const deps = (overrides: Partial<CancelRelayDeps> = {}): CancelRelayDeps => ({
     client: rpcClient,
     relayer,
-    relayerNonces: createRelayerNonces(),
+    relayerNonces,
     confirmations: 1,
     receiptTimeoutMs: 30_000,
     pollingIntervalMs: 50,

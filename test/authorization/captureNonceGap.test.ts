@@ -2,7 +2,6 @@ import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
@@ -31,14 +30,17 @@ describe("the capture driver and the relayer's nonces", () => {
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
     const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 42n, label: "gap" });
 
-    // A nonce taken in memory and never sent: the capture goes out one above it and cannot be mined.
-    const nonces = createRelayerNonces();
+    // A nonce reserved (a send the node then refused) while the capture took the next: it goes out
+    // one above the gap and cannot be mined.
     const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
-    expect(nonces.next(relayer.address, gap)).toBe(gap);
+    const hold = { relayer: relayer.address, nonce: gap, holder: "test:refused" };
+    expect(await store.nonces.reserve({ ...hold, floor: gap, owner: "test" }, Date.now())).toBe(gap);
     const { logger, lines } = createMemoryLogger("debug");
-    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, relayerNonces: nonces, logger, replaceAfterMs: 300 });
+    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 300 });
     await relay.capture(order.id);
     expect((await store.captures.get(order.id))?.relayerNonce).toBe(gap + 1);
+    // Released once a later nonce was handed out: only the book can tell the gap from a live send.
+    expect(await store.nonces.release(hold, Date.now())).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(await client.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(gap);
 

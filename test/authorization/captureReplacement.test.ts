@@ -1,9 +1,8 @@
-import type { PublicClient } from "viem";
+import { parseTransaction, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
-import { createRpcClient } from "../../src/chain/rpcClient.js";
+import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { Store } from "../../src/store/store.js";
@@ -38,13 +37,14 @@ describe("a capture not pre-confirmed within the bound", () => {
     const { logger, lines } = createMemoryLogger("debug");
     // Note: the devnet answers eth_call "pending" from anvil's pending block, which (unlike a Base
     // node's pre-confirmed state) holds every executable pool transaction. A capture one nonce above a
-    // nonce taken in memory is not executable: it waits in the pool, not pre-confirmed, as a stuck one would.
-    const nonces = createRelayerNonces();
+    // nonce reserved and never sent is not executable: it waits in the pool, not pre-confirmed, as a stuck one would.
     const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
-    expect(nonces.next(relayer.address, gap)).toBe(gap);
-    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, relayerNonces: nonces, logger, replaceAfterMs: 200 });
+    const hold = { relayer: relayer.address, nonce: gap, holder: "test:refused" };
+    expect(await store.nonces.reserve({ ...hold, floor: gap, owner: "test" }, Date.now())).toBe(gap);
+    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 200 });
 
     const first = await relay.capture(order.id);
+    expect(await store.nonces.release(hold, Date.now())).toBe(true);
     const sent = (await store.captures.get(order.id))!;
     expect(sent.relayerNonce).toBe(gap + 1);
     expect(await client.getTransaction({ hash: first.txHash })).toMatchObject({ nonce: sent.relayerNonce });
@@ -80,4 +80,72 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(await client.getTransactionCount({ address: relayer.address, blockTag: "pending" })).toBe(count);
     expect(count).toBe(sent.relayerNonce + 1);
   }, 90_000);
+
+  test("a re-send the node answers \"already known\" counts as a broadcast, so the stuck capture is fee-bumped later", async () => {
+    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const relayer = privateKeyToAccount(devnet.privateKeys[9]!);
+    const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
+    const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 78n, label: "known" });
+    // Held in the pool behind a reserved nonce, as in the test above: not executable, not pre-confirmed.
+    const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    await store.nonces.reserve({ relayer: relayer.address, floor: gap, holder: "test:held", owner: "test" }, Date.now());
+    const { logger, lines } = createMemoryLogger("debug");
+    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 60_000 });
+    await relay.capture(order.id);
+    const first = (await store.captures.get(order.id))!;
+    expect(first.broadcasts).toBe(1);
+
+    // The driver hands the same bytes to the node again; anvil answers "transaction already imported".
+    await relay.drive(Date.now());
+    const again = (await store.captures.get(order.id))!;
+    expect(again.txHash).toBe(first.txHash);
+    expect(again.broadcasts).toBe(2);
+    expect(again.lastBroadcastAt).toBeGreaterThanOrEqual(first.lastBroadcastAt!);
+    expect(lines).toContainEqual(expect.objectContaining({ msg: "Sent capture", order_id: order.id, node_answer: "known" }));
+    expect((await store.nonces.entries(relayer.address, gap + 1))[0]).toMatchObject({ nonce: gap + 1, state: "broadcast", txHash: first.txHash });
+  }, 60_000);
+
+  test("a capture whose nonce another pending transaction holds is outbid on that nonce, never signed again on a fresh one", async () => {
+    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const relayer = privateKeyToAccount(devnet.privateKeys[5]!);
+    const buyer = privateKeyToAccount(devnet.privateKeys[3]!);
+    const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 79n, label: "outbid" });
+    const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    await store.nonces.reserve({ relayer: relayer.address, floor: gap, holder: "test:held", owner: "test" }, Date.now());
+    // Note: anvil answers "already imported" for bytes another transaction replaced in its pool; geth
+    // and reth answer "replacement transaction underpriced" while a transaction with higher fees holds
+    // the nonce. The node here answers as they do once an operator's transaction took the nonce.
+    let foreignFee: bigint | undefined;
+    const gethLike: RpcClient = {
+      ...rpcClient,
+      request: (method, params, parse) => {
+        if (method === "eth_sendRawTransaction" && foreignFee !== undefined) {
+          const tx = parseTransaction(params[0] as Hex);
+          if (tx.nonce === gap + 1 && tx.maxFeePerGas! < foreignFee) return Promise.reject(new Error("replacement transaction underpriced"));
+        }
+        return rpcClient.request(method, params, parse);
+      },
+    };
+    const { logger, lines } = createMemoryLogger("debug");
+    const relay = createCaptureRelay({ client: gethLike, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 60_000 });
+    await relay.capture(order.id);
+    const sent = (await store.captures.get(order.id))!;
+    expect(sent.relayerNonce).toBe(gap + 1);
+
+    foreignFee = sent.maxFeePerGas * 4n;
+    await relay.drive(Date.now());
+
+    // The first transaction may still be in some node's pool: the authorization is re-signed only on its own nonce.
+    const after = (await store.captures.get(order.id))!;
+    expect(after.relayerNonce).toBe(sent.relayerNonce);
+    expect(after.replacedTxHashes).toEqual([sent.txHash]);
+    expect(after.maxFeePerGas).toBeGreaterThan(sent.maxFeePerGas);
+    expect((await store.nonces.entries(relayer.address, gap)).map((e) => [e.nonce, e.holder])).toEqual([
+      [gap, "test:held"],
+      [gap + 1, `capture:${order.id}`],
+    ]);
+    expect(lines).toContainEqual(expect.objectContaining({ msg: "Failed to drive capture", order_id: order.id }));
+  }, 60_000);
 });

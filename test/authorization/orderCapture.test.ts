@@ -6,7 +6,6 @@ import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { readTokenDomain, signReceiveAuthorization, signTransferAuthorization, type TokenDomain, type TransferAuthorization } from "../../src/authorization/eip3009.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { loadConfig } from "../../src/config/loadConfig.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
@@ -215,7 +214,7 @@ describe("flashindex order capture", () => {
         return rpcClient.request(method, params, parse as never);
       }) as RpcClient["request"],
     };
-    const relay = createCaptureRelay({ client: crashing, store, chainId: devnet.chainId, relayer, relayerNonces: createRelayerNonces(), logger: createMemoryLogger("silent").logger });
+    const relay = createCaptureRelay({ client: crashing, store, chainId: devnet.chainId, relayer, logger: createMemoryLogger("silent").logger });
     try {
       const first = await addOrder();
       await expect(relay.capture(first.order.id)).rejects.toThrow("killed before sending");

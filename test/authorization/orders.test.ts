@@ -75,7 +75,8 @@ describe("orders", () => {
   test("the SQL table of allowed transitions is exactly ORDER_TRANSITIONS", () => {
     const { db } = freshDb();
     const inSql = db.prepare("SELECT from_state || '>' || to_state FROM order_state_transitions ORDER BY 1").pluck().all();
-    expect(inSql).toEqual(ORDER_TRANSITIONS.map((t) => `${t.from}>${t.to}`).sort());
+    // A pair two actors may make (canceling -> expired: a failed cancel, or expiry) is one row.
+    expect(inSql).toEqual([...new Set(ORDER_TRANSITIONS.map((t) => `${t.from}>${t.to}`))].sort());
   });
 
   test("addOrder() stores an authorized order once; the same nonce again is refused", () => {

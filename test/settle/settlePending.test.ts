@@ -3,7 +3,6 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { readTokenDomain } from "../../src/authorization/eip3009.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
@@ -33,7 +32,7 @@ beforeAll(async () => {
   const { logger } = createMemoryLogger("debug");
   const domain = await readTokenDomain(createPublicClient({ transport: http(devnet.httpUrl) }), devnet.token);
   offer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: privateKeyToAccount(devnet.privateKeys[2]!).address, amount: 10_000n };
-  const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, relayerNonces: createRelayerNonces(), logger });
+  const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, logger });
   facilitator = createFacilitator({
     client,
     store,

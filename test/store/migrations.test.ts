@@ -58,10 +58,10 @@ describe("migrate() to schema 5", () => {
     expect(db.prepare("SELECT * FROM authorization_states").all()).toEqual(before.states);
     // Every view, trigger and index kept; later steps add their own (schema 6, narrowed by schema 8:
     // the writer's hash-tail index; schema 7: the webhook outbox; schema 13: bundles' operation logs;
-    // schema 14: owed attribution).
+    // schema 14: owed attribution; schema 15: the relayers' nonce book).
     const after = db.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger', 'index') ORDER BY name").all() as Array<{ name: string }>;
     const added = (name: string) =>
-      /^(?:sqlite_autoindex_)?(?:webhook_|x402_|user_operation_logs_|attribution_owed_)|^order_captures_/.test(name) ||
+      /^(?:sqlite_autoindex_)?(?:webhook_|x402_|user_operation_logs_|attribution_owed_|relayer_nonces_)|^order_captures_/.test(name) ||
       ["logs_recently_removed", "logs_unsettled_by_tx_tail", "unmapped_bundle_transfers", "owed_attribution_transfers"].includes(name);
     expect(after.filter((o) => !added(o.name))).toEqual(before.objects);
     expect(after).toContainEqual({ type: "index", name: "logs_unsettled_by_tx_tail" });
@@ -214,6 +214,34 @@ describe("migrate() to schema 12", () => {
     insertCapturing.run(word("c3"), second.id);
     expect(() => db.prepare("UPDATE orders SET state = 'sideways' WHERE nonce = ?").run(word("c3"))).toThrow(/CHECK constraint failed|illegal order transition/);
     expect(() => db.prepare("UPDATE orders SET source = 'fax' WHERE id = ?").run(second.id)).toThrow(/CHECK constraint failed/);
+    expect(db.pragma("foreign_key_check")).toEqual([]);
+    db.close();
+  });
+});
+
+describe("migrate() to schema 15", () => {
+  test("admits canceling with its transitions, adds the nonce book, and counts a stored capture as sent", () => {
+    const db = v4Database();
+    migrate(db, 14);
+    const order = addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 6n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("c15"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    db.prepare("UPDATE orders SET state = 'capturing' WHERE id = ?").run(order.id);
+    db.prepare(
+      `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, created_at, updated_at)
+       VALUES (?, ?, 3, ?, '0x02', '1', '1', 5, 5)`,
+    ).run(order.id, ALICE, word("t15"));
+    expect(() => db.prepare("UPDATE orders SET state = 'canceling' WHERE id = 1").run()).toThrow(/CHECK constraint failed|illegal order transition/);
+
+    expect(migrate(db)).toEqual({ from: 14, to: SCHEMA_VERSION });
+    // Sent by the relay of its time, which sent right after storing: never taken for an unsent x402 settle.
+    expect(db.prepare("SELECT send_started_at, owner FROM order_captures").get()).toEqual({ send_started_at: 5, owner: null });
+    // The first order was captured on chain (v4Database); a fresh one goes authorized -> canceling -> authorized.
+    const fresh = addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 7n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("d15"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    db.prepare("UPDATE orders SET state = 'canceling' WHERE id = ?").run(fresh.id);
+    expect(() => db.prepare("UPDATE orders SET state = 'capturing' WHERE id = ?").run(fresh.id)).toThrow(/illegal order transition/);
+    db.prepare("UPDATE orders SET state = 'authorized' WHERE id = ?").run(fresh.id);
+    expect(() => db.prepare("UPDATE orders SET state = 'canceling' WHERE id = ?").run(order.id)).toThrow(/illegal order transition/);
+    db.prepare("INSERT INTO relayer_nonces (chain_id, relayer, nonce, holder, owner, state, created_at, updated_at) VALUES (8453, ?, 3, 'capture:2', 'h:1:a', 'signed', 5, 5)").run(ALICE);
+    expect(() => db.prepare("UPDATE relayer_nonces SET state = 'lost'").run()).toThrow(/CHECK constraint failed/);
     expect(db.pragma("foreign_key_check")).toEqual([]);
     db.close();
   });

@@ -10,6 +10,7 @@ import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
+import { captureHolder } from "../../src/store/nonceBook.js";
 
 const TOKEN: Address = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const ALICE: Address = "0x00000000000000000000000000000000000a11ce";
@@ -51,6 +52,12 @@ function captureLogs(nonce: Hex, txHash: Hex, block: number, status: LogStatus) 
   return toLogRows(logs, { chainId: 8453, statusOf: () => status, source: status === "preconfirmed" ? "pending" : "head", timestampOf: () => 0 }).rows;
 }
 
+/** Reserves the transaction's nonce for the order in the book, as the relay does, then starts the capture. */
+async function start(store: Store, orderId: number, tx: CaptureTransaction, now: number) {
+  await store.nonces.reserve({ relayer: tx.relayer, floor: tx.relayerNonce, holder: captureHolder(orderId), owner: "test" }, now);
+  return store.captures.start(orderId, tx, now, "test");
+}
+
 const trail = async (store: Store, id: number) =>
   (await store.listTransitions(id)).map((t) => `${t.fromState ?? "-"}>${t.toState}${t.eventStatus ? `(${t.eventStatus})` : ""}:${t.cause}`);
 
@@ -59,12 +66,12 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     const { store } = await freshStore(backend);
     const added = await store.addOrder(order(word("c1"), "x402"), NOW);
     expect(added.source).toBe("x402");
-    const first = await store.captures.start(added.id, signed("aa"), NOW + 1);
+    const first = await start(store, added.id, signed("aa"), NOW + 1);
     expect(first.created).toBe(true);
     expect(first.order).toMatchObject({ state: "capturing", eventStatus: null });
     expect(first.capture).toMatchObject({ orderId: added.id, relayer: RELAYER, relayerNonce: 7, txHash: word("aa"), rawTx: "0x02000000aa", status: "sent", broadcasts: 0, maxFeePerGas: 2_000_000_000n });
 
-    const second = await store.captures.start(added.id, signed("bb", 8), NOW + 2);
+    const second = await start(store, added.id, signed("bb", 8), NOW + 2);
     expect(second.created).toBe(false);
     expect(second.capture.txHash).toBe(word("aa"));
     expect((await store.captures.get(added.id))?.rawTx).toBe("0x02000000aa");
@@ -78,17 +85,17 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     const { store, raw } = await freshStore(backend);
     const voided = await store.addOrder(order(word("d1")), NOW);
     await store.voidOrder(voided.id, NOW);
-    await expect(store.captures.start(voided.id, signed("d1"), NOW)).rejects.toThrow(/is voided_offchain: it cannot become capturing/);
+    await expect(start(store, voided.id, signed("d1"), NOW)).rejects.toThrow(/is voided_offchain: it cannot become capturing/);
     const expired = await store.addOrder(order(word("d2")), NOW);
     await store.expireOrders(NOW + 10_000_000_000);
-    await expect(store.captures.start(expired.id, signed("d2"), NOW)).rejects.toThrow(/is expired/);
+    await expect(start(store, expired.id, signed("d2"), NOW)).rejects.toThrow(/is expired/);
     expect(await raw.all("SELECT order_id FROM order_captures")).toEqual([]);
   });
 
   test("the event lands the order; a dropped pre-confirmation sends it back to capturing, not authorized; finality ends the intent", async () => {
     const { store } = await freshStore(backend);
     const added = await store.addOrder(order(word("e1")), NOW);
-    await store.captures.start(added.id, signed("e1"), NOW);
+    await start(store, added.id, signed("e1"), NOW);
     await store.insertPreconfirmed(captureLogs(word("e1"), word("e1"), 10, "preconfirmed"), NOW);
     expect(await store.getOrder(added.id)).toMatchObject({ state: "captured", eventStatus: "preconfirmed", eventTxHash: word("e1") });
     expect(await store.captures.pending()).toEqual([]);
@@ -117,7 +124,7 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
   test("replace() keeps the old hash; abandon() sends the order back to authorized; expiry ends a live intent", async () => {
     const { store } = await freshStore(backend);
     const added = await store.addOrder(order(word("f1")), NOW);
-    await store.captures.start(added.id, signed("f1"), NOW);
+    await start(store, added.id, signed("f1"), NOW);
     await store.captures.recordBroadcast(added.id, word("f1"), NOW + 5);
     expect(await store.captures.get(added.id)).toMatchObject({ broadcasts: 1, lastBroadcastAt: NOW + 5 });
     const replaced = await store.captures.replace(added.id, { ...signed("f2"), maxFeePerGas: 3_000_000_000n }, NOW + 6);
@@ -125,7 +132,7 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     expect(await store.captures.abandon(added.id, NOW + 7)).toMatchObject({ state: "authorized" });
     expect((await store.captures.get(added.id))?.status).toBe("abandoned");
     // Abandoned: a new capture may start over.
-    expect((await store.captures.start(added.id, signed("f3", 9), NOW + 8)).created).toBe(true);
+    expect((await start(store, added.id, signed("f3", 9), NOW + 8)).created).toBe(true);
 
     expect(await store.expireOrders(NOW + 10_000_000_000)).toEqual([added.id]);
     expect((await store.captures.get(added.id))?.status).toBe("expired");

@@ -57,7 +57,7 @@ describe.each(BACKENDS)("orders through the store on $name", (backend) => {
   test("the allowed transitions in SQL are exactly ORDER_TRANSITIONS", async () => {
     const { raw } = await freshStore(backend);
     const rows = await raw.all<{ t: string }>("SELECT from_state || '>' || to_state AS t FROM order_state_transitions");
-    expect(rows.map((r) => r.t).sort()).toEqual(ORDER_TRANSITIONS.map((t) => `${t.from}>${t.to}`).sort());
+    expect(rows.map((r) => r.t).sort()).toEqual([...new Set(ORDER_TRANSITIONS.map((t) => `${t.from}>${t.to}`))].sort());
   });
 
   test("add, void, capture by a pre-confirmed then confirmed event, with the audit trail; illegal changes refused in SQL", async () => {

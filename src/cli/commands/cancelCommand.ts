@@ -11,11 +11,14 @@ import {
 } from "../../authorization/cancelRelay.js";
 import { createIndexedStateLookup } from "../../authorization/indexedAuthorizationState.js";
 import { createRelayerNonces } from "../../authorization/relayerNonces.js";
+import { AlreadyCanceledError, AlreadyCapturedError, CancelNotAppliedError, CancelRevertedError, CancelTimeoutError, OutOfGasError } from "../../errors/cancel.js";
+import { OrderStateError } from "../../errors/orders.js";
 import { BUYER_KEY_ENV, readKeyAccount, readRelayerAccount, RELAYER_KEY_ENV, relayerKeyHint } from "../../authorization/keySources.js";
 import { readAddress } from "../../config/fields.js";
 import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { openReadOnlyStore } from "../../store/openStore.js";
+import { openReadOnlyStore, openStore } from "../../store/openStore.js";
+import type { Store } from "../../store/store.js";
 import { parseBytes32Flag, parseSignatureFlag } from "../authorizationFlags.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { createContext } from "../context.js";
@@ -44,8 +47,13 @@ export const CANCEL_COMMAND = defineCommand({
   description: `Voids a signed transfer authorization on chain: relays the buyer's CancelAuthorization to the
 token's cancelAuthorization from the relayer account, waits for the confirmations, and checks that
 authorizationState(authorizer, nonce) is then true. Before anything is sent it reads the token's
-domain, checks the signature exactly as the token will, refuses a nonce already used, and simulates
-the call.
+domain, checks the signature exactly as the token will, refuses a nonce already used at the
+pending (pre-confirmed) view, and simulates the call there.
+
+An order stored for the authorization moves to canceling first, in one database transaction, so
+order capture and the facilitator's settle refuse it from then on; a refused or reverted cancel
+sends it back to the state it came from, with the cause. The relayer's nonce comes from the nonce
+book the daemon's captures share (docs/authorizations.md).
 
 The signature check follows FiatToken v2.2: an authorizer with code (a smart-contract wallet, or an
 EOA delegated under EIP-7702) must answer ERC-1271 isValidSignature with 0x1626ba7e, and its
@@ -65,7 +73,8 @@ its owner's key). Keys are never taken from the command line and never printed:
                 facilitator.relayerKeyEnv names (${RELAYER_KEY_ENV} by default); not needed
                 with --dry-run
 
---db names the SQLite file read to tell captured from canceled. Logs go to stderr.`,
+The database (--db, or database.url) holds the nonce book and the orders, and tells captured from
+canceled; it is opened for writing (--dry-run only reads it). Logs go to stderr.`,
   options: OPTIONS,
   epilog: CANCEL_EXIT_CODES_HELP,
   run: runCancelCommand,
@@ -84,23 +93,29 @@ async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
   const relayer = readRelayerAccount(config.facilitator, values["relayer-key-file"]);
   if (relayer === undefined && !dryRun) throw new UsageError(`cancel: no relayer key: ${relayerKeyHint(config.facilitator)} (or use --dry-run)`);
 
+  // A real cancel takes its nonce from the relayers' shared book and moves the order it voids: the
+  // database is opened for writing (created if absent). A dry run only reads it, if it exists.
+  const store: Store | undefined = dryRun ? undefined : await openStore(config, { metrics });
+  if (store !== undefined) shutdown.add(() => store.close());
   const deps: CancelRelayDeps = {
     client,
     relayer,
-    relayerNonces: createRelayerNonces(),
+    relayerNonces: store === undefined ? undefined : createRelayerNonces({ client, book: store.nonces }),
     confirmations,
     receiptTimeoutMs: config.cancel.receiptTimeoutMs,
-    lookupIndexedState: createIndexedStateLookup(() => openReadOnlyStore(config, metrics)),
+    lookupIndexedState:
+      store === undefined ? createIndexedStateLookup(() => openReadOnlyStore(config, metrics)) : (t, a, n) => store.authorizationState(t, a, n).catch(() => undefined),
     onSent: ({ txHash, relayerNonce }) =>
       console.error(`flashindex: sent ${txHash} (relayer nonce ${relayerNonce}), waiting for ${confirmations} canonical confirmation(s)`),
     onPreconfirmed: ({ txHash, pendingBlockNumber }) =>
       console.error(`flashindex: ${txHash} is pre-confirmed for block ${pendingBlockNumber} (zero block hash: the block does not exist yet); still waiting for ${confirmations} canonical confirmation(s)`),
   };
 
-  const prepared = await prepareCancel(deps, { token, authorizer, nonce, authority });
-  if (dryRun) return printDryRun(prepared, await estimateCancelCost(deps, prepared), relayer?.address, values.json === true);
-
-  const result = await relayCancel(deps, prepared);
+  if (store === undefined) {
+    const prepared = await prepareCancel(deps, { token, authorizer, nonce, authority });
+    return printDryRun(prepared, await estimateCancelCost(deps, prepared), relayer?.address, values.json === true);
+  }
+  const result = await cancelStoredOrder(store, config.chainId, deps, { token, authorizer, nonce, authority });
   if (values.json)
     return printJson(
         {
@@ -125,6 +140,36 @@ async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
       `authorizationState ${result.authorizationState}`,
     ].join("\n"),
   );
+}
+
+/**
+ * The interface spec's rule: the order state changes atomically before a cancellation is accepted.
+ * The order holding the authorization (if one is stored) moves to `canceling` in one write
+ * transaction first, so a capture or settle racing the cancel is refused from then on, and one
+ * started before makes this cancel refused. Then the nonce is checked at the pending view,
+ * simulated, and relayed. A cancel refused or reverted sends the order back to the state it came
+ * from with the cause; one that may still land (a timeout) leaves it `canceling`, and the indexer
+ * moves it to canceled (or captured, if a capture landed first) when it sees the event.
+ */
+async function cancelStoredOrder(store: Store, chainId: number, deps: CancelRelayDeps, request: Parameters<typeof prepareCancel>[1]) {
+  const begun = await store.cancels.begin(request.token, request.authorizer, request.nonce, Date.now()).catch(async (error: unknown) => {
+    if (!(error instanceof OrderStateError)) throw error;
+    const state = (await store.captures.findOrder(chainId, request.token, request.authorizer, request.nonce))?.state;
+    if (state === "captured" || state === "capturing") throw new AlreadyCapturedError(`${error.shortMessage} (its capture was sent)`, { cause: error });
+    if (state === "canceled" || state === "canceling") throw new AlreadyCanceledError(error.shortMessage, { cause: error });
+    throw error;
+  });
+  let sent = false;
+  try {
+    const prepared = await prepareCancel(deps, request);
+    return await relayCancel({ ...deps, onSent: (tx) => ((sent = true), deps.onSent?.(tx)) }, prepared);
+  } catch (error) {
+    if (begun !== undefined && !(error instanceof CancelTimeoutError)) {
+      const reverted = error instanceof CancelRevertedError || error instanceof OutOfGasError || error instanceof CancelNotAppliedError;
+      await store.cancels.fail(begun.order.id, sent && reverted ? "cancel_reverted" : sent ? "cancel_failed" : "cancel_refused", Date.now());
+    }
+    throw error;
+  }
 }
 
 /** The one line that compares the two voiding paths (interface spec, cost comparison). */

@@ -1,6 +1,5 @@
 import { createCaptureRelay } from "../../authorization/captureRelay.js";
 import { readRelayerAccount, relayerKeyHint } from "../../authorization/keySources.js";
-import { createRelayerNonces } from "../../authorization/relayerNonces.js";
 import { UsageError } from "../../errors/base.js";
 import { createMetrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
@@ -28,7 +27,6 @@ export async function runOrderCapture(id: number, flags: CaptureFlags, common: C
     store,
     chainId: context.config.chainId,
     relayer,
-    relayerNonces: createRelayerNonces(),
     logger: context.logger,
   });
   const sent = await relay.capture(id);

@@ -45,9 +45,9 @@ export const ORDER_COMMAND = defineCommand({
   summary: "add, void, capture, show and list merchant orders (signed authorizations)",
   usage: "<add|void|capture|show|list> [options]",
   description: `Merchant orders: signed EIP-3009 transfer authorizations kept off chain in the database, with their
-state (authorized, voided_offchain, capturing, captured, canceled, expired). The daemon moves
-orders to captured/canceled as the events arrive (pre-confirmed, then confirmed) and to expired
-when validBefore passes unused.
+state (authorized, voided_offchain, capturing, canceling, captured, canceled, expired). The daemon
+moves orders to captured/canceled as the events arrive (pre-confirmed, then confirmed) and to
+expired when validBefore passes unused.
 
   order add --token T --from A --to B --value V --valid-after N --valid-before N
             --nonce 0x.. --signature 0x.. [--kind transfer|receive]

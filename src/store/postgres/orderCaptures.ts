@@ -1,5 +1,8 @@
 import type pg from "pg";
 import { FatalError } from "../../errors/base.js";
+import { NonceLapsedError } from "../../errors/capture.js";
+import { captureHolder } from "../nonceBook.js";
+import { markNonce, releaseNonce } from "./nonceBook.js";
 import { toCaptureIntent, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent } from "../orderStates.js";
 import { postgresOrders } from "./orders.js";
@@ -7,14 +10,15 @@ import { postgresOrders } from "./orders.js";
 type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
 
 const CAPTURE_COLUMNS = `order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas::text AS max_fee_per_gas,
-  max_priority_fee_per_gas::text AS max_priority_fee_per_gas, replaced_tx_hashes, status, broadcasts, last_broadcast_at, created_at, updated_at`;
+  max_priority_fee_per_gas::text AS max_priority_fee_per_gas, replaced_tx_hashes, status, broadcasts, last_broadcast_at, created_at, updated_at,
+  owner, send_started_at`;
 
 /**
  * The capture relay's tables over Postgres (see captureStore.ts). Writers lock the order row
  * (SELECT … FOR UPDATE) before reading its state and intent, as orders.ts does: two processes
  * capturing one order are serialised and the second finds the first one's intent.
  */
-export function createPostgresCaptures(write: InTransaction, read: InTransaction): CaptureStore {
+export function createPostgresCaptures(chainId: number, write: InTransaction, read: InTransaction): CaptureStore {
   const get = async (client: pg.ClientBase, orderId: number): Promise<CaptureIntent | undefined> => {
     const { rows } = await client.query(`SELECT ${CAPTURE_COLUMNS} FROM order_captures WHERE order_id = $1`, [orderId]);
     return rows[0] === undefined ? undefined : toCaptureIntent(rows[0]);
@@ -39,20 +43,24 @@ export function createPostgresCaptures(write: InTransaction, read: InTransaction
   };
 
   return {
-    start: (orderId, tx, now) =>
+    start: (orderId, tx, now, owner) =>
       write(async (client) => {
         const order = await mustGetOrder(client, orderId, true);
         const existing = await get(client, orderId);
         if (existing !== undefined && existing.status !== "abandoned") return { order, capture: existing, created: false };
         assertTransition(order.state, "capturing", "relay", orderId);
+        // The nonce must still be this capture's in the book: a reservation taken back meanwhile is not sent with.
+        if (!(await markNonce(client, chainId, { relayer: tx.relayer, nonce: tx.relayerNonce, holder: captureHolder(orderId) }, "signed", tx.txHash, now)))
+          throw new NonceLapsedError(`relayer nonce ${tx.relayerNonce} is no longer reserved for order ${orderId}; nothing was stored or sent`);
         await client.query(
           `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, status, broadcasts,
-             last_broadcast_at, replaced_tx_hashes, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'sent', 0, NULL, '[]', $8, $8)
+             last_broadcast_at, replaced_tx_hashes, created_at, updated_at, owner, send_started_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'sent', 0, NULL, '[]', $8, $8, $9, NULL)
            ON CONFLICT (order_id) DO UPDATE SET relayer = excluded.relayer, relayer_nonce = excluded.relayer_nonce, tx_hash = excluded.tx_hash,
              raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
-             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at`,
-          [orderId, tx.relayer.toLowerCase(), tx.relayerNonce, tx.txHash.toLowerCase(), tx.rawTx.toLowerCase(), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), now],
+             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
+             owner = excluded.owner, send_started_at = NULL`,
+          [orderId, tx.relayer.toLowerCase(), tx.relayerNonce, tx.txHash.toLowerCase(), tx.rawTx.toLowerCase(), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), now, owner ?? null],
         );
         await client.query("UPDATE orders SET state = 'capturing', updated_at = $1 WHERE id = $2", [now, orderId]);
         await transition(client, orderId, order.state, "capturing", "capture_sent", now, tx.txHash.toLowerCase());
@@ -71,11 +79,25 @@ export function createPostgresCaptures(write: InTransaction, read: InTransaction
         }
         return result;
       }),
+    claimSend: (orderId, txHash, now) =>
+      write(async (client) => {
+        await postgresOrders(client).get(orderId, true);
+        const { rowCount } = await client.query(
+          `UPDATE order_captures c SET send_started_at = COALESCE(c.send_started_at, $1), updated_at = $1
+           WHERE c.order_id = $2 AND c.tx_hash = $3 AND c.status = 'sent' AND EXISTS (SELECT 1 FROM orders o WHERE o.id = c.order_id AND o.state = 'capturing')`,
+          [now, orderId, txHash.toLowerCase()],
+        );
+        return rowCount === 1;
+      }),
     recordBroadcast: (orderId, txHash, now) =>
       write(async (client) => {
-        await client.query("UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = $1, updated_at = $1 WHERE order_id = $2 AND tx_hash = $3", [
-          now, orderId, txHash.toLowerCase(),
-        ]);
+        const { rowCount } = await client.query(
+          "UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = $1, send_started_at = COALESCE(send_started_at, $1), updated_at = $1 WHERE order_id = $2 AND tx_hash = $3",
+          [now, orderId, txHash.toLowerCase()],
+        );
+        const capture = await get(client, orderId);
+        if (rowCount === 1 && capture !== undefined)
+          await markNonce(client, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, "broadcast", txHash, now);
       }),
     replace: (orderId, tx, now) =>
       write(async (client) => {
@@ -89,16 +111,22 @@ export function createPostgresCaptures(write: InTransaction, read: InTransaction
             tx.maxPriorityFeePerGas.toString(), JSON.stringify([...current.replacedTxHashes, current.txHash]), now, orderId,
           ],
         );
+        await client.query("UPDATE relayer_nonces SET tx_hash = $1, updated_at = $2 WHERE chain_id = $3 AND relayer = $4 AND nonce = $5 AND holder = $6", [
+          tx.txHash.toLowerCase(), now, chainId, tx.relayer.toLowerCase(), tx.relayerNonce, captureHolder(orderId),
+        ]);
         return mustGetCapture(client, orderId);
       }),
-    abandon: (orderId, now) =>
+    abandon: (orderId, now, options = {}) =>
       write(async (client) => {
         const order = await mustGetOrder(client, orderId, true);
+        const capture = await get(client, orderId);
+        if (options.nonceUnused === true && capture !== undefined && capture.status === "sent")
+          await releaseNonce(client, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, now);
         await client.query("UPDATE order_captures SET status = 'abandoned', updated_at = $1 WHERE order_id = $2 AND status = 'sent'", [now, orderId]);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
         await client.query("UPDATE orders SET state = 'authorized', updated_at = $1 WHERE id = $2", [now, orderId]);
-        await transition(client, orderId, order.state, "authorized", "capture_abandoned", now, null);
+        await transition(client, orderId, order.state, "authorized", options.cause ?? "capture_abandoned", now, null);
         return mustGetOrder(client, orderId, false);
       }),
     findOrder: (chainId, token, authorizer, nonce) =>

@@ -65,7 +65,7 @@ export function postgresOrders(client: pg.ClientBase) {
     async expire(now: number): Promise<number[]> {
       const { rows } = await client.query(
         `SELECT o.id, o.state FROM orders o
-         WHERE o.state IN ('authorized', 'capturing', 'voided_offchain') AND o.valid_before <= $1
+         WHERE o.state IN ('authorized', 'capturing', 'canceling', 'voided_offchain') AND o.valid_before <= $1
            AND NOT EXISTS (SELECT 1 FROM authorization_events e
              WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
                AND e.status IN ${LIVE_STATUS_LIST_SQL})

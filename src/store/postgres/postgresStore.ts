@@ -11,6 +11,8 @@ import { postgresChainEnd } from "./chainEnd.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
 import { createPostgresCaptures } from "./orderCaptures.js";
+import { createPostgresCancels } from "./orderCancels.js";
+import { createPostgresNonceBook } from "./nonceBook.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
 import { DEFERRED_FOREIGN_KEYS } from "./deferredForeignKeys.js";
@@ -273,7 +275,9 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     listOrders: (filter) => read((c) => postgresOrders(c).list(filter)),
     listTransitions: (orderId) => read((c) => postgresOrders(c).transitions(orderId)),
     voidedThenCapturedSince: (afterId) => read((c) => postgresOrders(c).voidedThenCapturedSince(afterId)),
-    captures: createPostgresCaptures((work) => timedOrders(() => inTransaction(pool, work, { outboxLock: true })), read),
+    captures: createPostgresCaptures(chainId, (work) => timedOrders(() => inTransaction(pool, work, { outboxLock: true })), read),
+    cancels: createPostgresCancels(chainId, (work) => timedOrders(() => inTransaction(pool, work, { outboxLock: true }))),
+    nonces: createPostgresNonceBook(chainId, (work) => timedOrders(() => inTransaction(pool, work, { outboxLock: false })), read),
     readMeta: (key) => read(async (c) => (await c.query("SELECT value FROM meta WHERE key = $1", [key])).rows[0]?.value),
     writeMeta: (key, value) =>
       write("orders", async (c) => void (await c.query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value]))),

@@ -1,15 +1,18 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
 import { FatalError } from "../../errors/base.js";
+import { NonceLapsedError } from "../../errors/capture.js";
 import { toCaptureIntent, type CaptureRow, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";
 import { assertTransition, type CaptureIntent } from "../orderStates.js";
+import { captureHolder } from "../nonceBook.js";
+import { markNonce, releaseNonce } from "./nonceBook.js";
 import { mustGet, recordTransition, toOrder, type OrderRow } from "./orders.js";
 
 /**
  * The capture relay's tables over one SQLite connection. `write` runs its work in one `BEGIN
  * IMMEDIATE` transaction (the store's write path), so the order is read under the write lock.
  */
-export function createSqliteCaptures(db: Database, write: <T>(work: () => T) => Promise<T>): CaptureStore {
+export function createSqliteCaptures(db: Database, chainId: number, write: <T>(work: () => T) => Promise<T>): CaptureStore {
   const get = (orderId: number): CaptureIntent | undefined => {
     const row = db.prepare("SELECT * FROM order_captures WHERE order_id = ?").get(orderId) as CaptureRow | undefined;
     return row === undefined ? undefined : toCaptureIntent(row);
@@ -21,20 +24,24 @@ export function createSqliteCaptures(db: Database, write: <T>(work: () => T) => 
   };
 
   return {
-    start: (orderId, tx, now) =>
+    start: (orderId, tx, now, owner) =>
       write(() => {
         const order = mustGet(db, orderId);
         const existing = get(orderId);
         if (existing !== undefined && existing.status !== "abandoned") return { order, capture: existing, created: false };
         assertTransition(order.state, "capturing", "relay", orderId);
+        // The nonce must still be this capture's in the book: a reservation taken back meanwhile is not sent with.
+        if (!markNonce(db, chainId, { relayer: tx.relayer, nonce: tx.relayerNonce, holder: captureHolder(orderId) }, "signed", tx.txHash, now))
+          throw new NonceLapsedError(`relayer nonce ${tx.relayerNonce} is no longer reserved for order ${orderId}; nothing was stored or sent`);
         db.prepare(
           `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, status, broadcasts,
-             last_broadcast_at, replaced_tx_hashes, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, 'sent', 0, NULL, '[]', ?, ?)
+             last_broadcast_at, replaced_tx_hashes, created_at, updated_at, owner, send_started_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 'sent', 0, NULL, '[]', ?, ?, ?, NULL)
            ON CONFLICT (order_id) DO UPDATE SET relayer = excluded.relayer, relayer_nonce = excluded.relayer_nonce, tx_hash = excluded.tx_hash,
              raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
-             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at`,
-        ).run(orderId, lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), now, now);
+             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
+             owner = excluded.owner, send_started_at = NULL`,
+        ).run(orderId, lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), now, now, owner ?? null);
         db.prepare("UPDATE orders SET state = 'capturing', updated_at = ? WHERE id = ?").run(now, orderId);
         recordTransition(db, orderId, order.state, "capturing", "capture_sent", now, lower(tx.txHash));
         return { order: mustGet(db, orderId), capture: mustGetCapture(orderId), created: true };
@@ -46,14 +53,24 @@ export function createSqliteCaptures(db: Database, write: <T>(work: () => T) => 
         .all() as Array<OrderRow & { capture_order_id: number }>;
       return rows.map((row) => ({ order: toOrder(row), capture: mustGetCapture(row.capture_order_id) }));
     },
+    claimSend: (orderId, txHash, now) =>
+      write(() => {
+        const claimed = db
+          .prepare(
+            `UPDATE order_captures SET send_started_at = COALESCE(send_started_at, ?), updated_at = ?
+             WHERE order_id = ? AND tx_hash = ? AND status = 'sent' AND EXISTS (SELECT 1 FROM orders o WHERE o.id = order_id AND o.state = 'capturing')`,
+          )
+          .run(now, now, orderId, lower(txHash)).changes;
+        return claimed === 1;
+      }),
     recordBroadcast: (orderId, txHash, now) =>
       write(() => {
-        db.prepare("UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, updated_at = ? WHERE order_id = ? AND tx_hash = ?").run(
-          now,
-          now,
-          orderId,
-          lower(txHash),
-        );
+        const changed = db
+          .prepare("UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, send_started_at = COALESCE(send_started_at, ?), updated_at = ? WHERE order_id = ? AND tx_hash = ?")
+          .run(now, now, now, orderId, lower(txHash)).changes;
+        const capture = get(orderId);
+        if (changed === 1 && capture !== undefined)
+          markNonce(db, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, "broadcast", txHash, now);
       }),
     replace: (orderId, tx, now) =>
       write(() => {
@@ -63,16 +80,22 @@ export function createSqliteCaptures(db: Database, write: <T>(work: () => T) => 
           `UPDATE order_captures SET relayer = ?, relayer_nonce = ?, tx_hash = ?, raw_tx = ?, max_fee_per_gas = ?, max_priority_fee_per_gas = ?,
              replaced_tx_hashes = ?, broadcasts = 0, last_broadcast_at = NULL, updated_at = ? WHERE order_id = ?`,
         ).run(lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), replaced, now, orderId);
+        db.prepare("UPDATE relayer_nonces SET tx_hash = ?, updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce = ? AND holder = ?").run(
+          lower(tx.txHash), now, chainId, lower(tx.relayer), tx.relayerNonce, captureHolder(orderId),
+        );
         return mustGetCapture(orderId);
       }),
-    abandon: (orderId, now) =>
+    abandon: (orderId, now, options = {}) =>
       write(() => {
         const order = mustGet(db, orderId);
+        const capture = get(orderId);
+        if (options.nonceUnused === true && capture !== undefined && capture.status === "sent")
+          releaseNonce(db, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, now);
         db.prepare("UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'").run(now, orderId);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
         db.prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?").run(now, orderId);
-        recordTransition(db, orderId, order.state, "authorized", "capture_abandoned", now);
+        recordTransition(db, orderId, order.state, "authorized", options.cause ?? "capture_abandoned", now);
         return mustGet(db, orderId);
       }),
     findOrder: async (chainId, token, authorizer, nonce) => {

@@ -133,7 +133,7 @@ export function expireOrders(db: Database, now: number): number[] {
       const ids = db
         .prepare(
           `SELECT o.id FROM orders o
-           WHERE o.state IN ('authorized', 'capturing', 'voided_offchain') AND o.valid_before <= ?
+           WHERE o.state IN ('authorized', 'capturing', 'canceling', 'voided_offchain') AND o.valid_before <= ?
              AND NOT EXISTS (SELECT 1 FROM authorization_events e
                WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
                  AND e.status IN ${LIVE_STATUS_LIST_SQL})

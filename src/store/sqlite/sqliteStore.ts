@@ -11,6 +11,8 @@ import { createMaintenance } from "./threads/maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
 import { createSqliteCaptures } from "./orderCaptures.js";
+import { createSqliteCancels } from "./orderCancels.js";
+import { createSqliteNonceBook } from "./nonceBook.js";
 import { createReaderIndexes } from "./readerIndexes.js";
 import { createOwedBlocks } from "./owedAttribution.js";
 import { createStagedAttribution } from "./stagedAttribution.js";
@@ -175,7 +177,9 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     listOrders: async (filter) => orders.listOrders(db, filter),
     listTransitions: async (orderId) => orders.listTransitions(db, orderId),
     voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(db, afterId),
-    captures: createSqliteCaptures(db, (work) => timedOrders(() => db.transaction(work).immediate())),
+    captures: createSqliteCaptures(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
+    cancels: createSqliteCancels(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
+    nonces: createSqliteNonceBook(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
     readMeta: async (key) => readMeta.get(key) as string | undefined,
     writeMeta: async (key, value) => void writeMeta(key, value),
 

@@ -84,9 +84,9 @@ END;
 `;
 
 /** Replaces `from` (which must occur exactly once) by `to` in a table's stored definition. */
-function rewriteTableSql(db: Database, table: string, from: string, to: string): void {
+export function rewriteTableSql(db: Database, table: string, from: string, to: string, step = 12): void {
   const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(table) as string | undefined;
-  if (sql === undefined || sql.split(from).length !== 2) throw new FatalError(`Schema step 12: the definition of table ${table} is not the one expected; nothing was changed`);
+  if (sql === undefined || sql.split(from).length !== 2) throw new FatalError(`Schema step ${step}: the definition of table ${table} is not the one expected; nothing was changed`);
   const version = db.pragma("schema_version", { simple: true }) as number;
   // better-sqlite3 runs in SQLite's defensive mode, which refuses writes to sqlite_master.
   db.unsafeMode(true);
