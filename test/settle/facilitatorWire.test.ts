@@ -8,7 +8,6 @@ import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { readTokenDomain, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
-import { createRelayerNonces } from "../../src/authorization/relayerNonces.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
@@ -115,7 +114,7 @@ beforeAll(async () => {
   const relayer = privateKeyToAccount(devnet.privateKeys[8]!);
   const memory = createMemoryLogger("debug");
   logLines = memory.lines;
-  const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, relayerNonces: createRelayerNonces(), logger: memory.logger });
+  const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, logger: memory.logger });
   const facilitator = createFacilitator({
     client,
     store,
