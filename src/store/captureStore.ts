@@ -1,6 +1,9 @@
 import type { Address, Hex } from "viem";
 import type { CaptureIntent, CaptureStatus, CaptureTransaction, Order } from "./orderStates.js";
 
+/** Why an intent ended without its payment: the transition's cause, and the transaction that reverted. */
+export type AbandonCause = { cause: "capture_abandoned" } | { cause: "capture_reverted"; txHash: Hex };
+
 /** A payment-identifier (x402 extension) bound to the payload it first came with, and the order it settled. */
 export type PaymentIdBinding = { paymentId: string; fingerprint: string; orderId: number };
 
@@ -23,8 +26,11 @@ export type CaptureStore = {
   recordBroadcast: (orderId: number, txHash: Hex, now: number) => Promise<void>;
   /** A new signed transaction for the intent (a fee bump on the same nonce, or a new nonce); the old hash is kept in `replacedTxHashes`. */
   replace: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<CaptureIntent>;
-  /** The node refused the transaction for good: the intent ends and the order goes back to authorized (cause `capture_abandoned`). */
-  abandon: (orderId: number, now: number) => Promise<Order>;
+  /**
+   * The intent ends and a capturing order goes back to authorized: the node refused the transaction
+   * for good (cause `capture_abandoned`), or it reverted on chain (`capture_reverted`, with its hash).
+   */
+  abandon: (orderId: number, now: number, why?: AbandonCause) => Promise<Order>;
   /** The order holding this authorization, if any (addresses and nonce compared lower-case). */
   findOrder: (chainId: number, token: Address, authorizer: Address, nonce: Hex) => Promise<Order | undefined>;
   /** Binds a payment id to a fingerprint and order unless it is bound already; returns the binding that holds. */

@@ -91,14 +91,14 @@ export function createPostgresCaptures(write: InTransaction, read: InTransaction
         );
         return mustGetCapture(client, orderId);
       }),
-    abandon: (orderId, now) =>
+    abandon: (orderId, now, why = { cause: "capture_abandoned" }) =>
       write(async (client) => {
         const order = await mustGetOrder(client, orderId, true);
         await client.query("UPDATE order_captures SET status = 'abandoned', updated_at = $1 WHERE order_id = $2 AND status = 'sent'", [now, orderId]);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
         await client.query("UPDATE orders SET state = 'authorized', updated_at = $1 WHERE id = $2", [now, orderId]);
-        await transition(client, orderId, order.state, "authorized", "capture_abandoned", now, null);
+        await transition(client, orderId, order.state, "authorized", why.cause, now, why.cause === "capture_reverted" ? why.txHash.toLowerCase() : null);
         return mustGetOrder(client, orderId, false);
       }),
     findOrder: (chainId, token, authorizer, nonce) =>

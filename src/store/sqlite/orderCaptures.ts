@@ -65,14 +65,14 @@ export function createSqliteCaptures(db: Database, write: <T>(work: () => T) => 
         ).run(lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), replaced, now, orderId);
         return mustGetCapture(orderId);
       }),
-    abandon: (orderId, now) =>
+    abandon: (orderId, now, why = { cause: "capture_abandoned" }) =>
       write(() => {
         const order = mustGet(db, orderId);
         db.prepare("UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'").run(now, orderId);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
         db.prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?").run(now, orderId);
-        recordTransition(db, orderId, order.state, "authorized", "capture_abandoned", now);
+        recordTransition(db, orderId, order.state, "authorized", why.cause, now, why.cause === "capture_reverted" ? lower(why.txHash) : undefined);
         return mustGet(db, orderId);
       }),
     findOrder: async (chainId, token, authorizer, nonce) => {
