@@ -4,6 +4,7 @@ import type { LogRow } from "../decode/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
 import type { AttributedTransaction, BlockApplied, InsertCounts, OwedBlock, PackedAttribution, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
 import type { CaptureStore } from "./captureStore.js";
+import type { SettlementStore } from "./settlementStore.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 
 /** A block as the store keys it. */
@@ -161,6 +162,8 @@ export type Store = {
   voidedThenCapturedSince: (afterId: number) => Promise<OrderTransition[]>;
   /** The capture relay's intents and x402 payment ids (schema 12). */
   readonly captures: CaptureStore;
+  /** The x402 facilitator's settle claims and answers (schema 16). */
+  readonly settlements: SettlementStore;
   readMeta: (key: string) => Promise<string | undefined>;
   writeMeta: (key: string, value: string) => Promise<void>;
 

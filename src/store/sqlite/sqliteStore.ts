@@ -10,6 +10,7 @@ import { createLifecycle } from "./lifecycle.js";
 import { createMaintenance } from "./threads/maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
+import { createSqliteSettlements } from "./x402Settlements.js";
 import { createSqliteCaptures } from "./orderCaptures.js";
 import { createReaderIndexes } from "./readerIndexes.js";
 import { createOwedBlocks } from "./owedAttribution.js";
@@ -176,6 +177,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     listTransitions: async (orderId) => orders.listTransitions(db, orderId),
     voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(db, afterId),
     captures: createSqliteCaptures(db, (work) => timedOrders(() => db.transaction(work).immediate())),
+    settlements: createSqliteSettlements(db, (work) => timedOrders(() => db.transaction(work).immediate())),
     readMeta: async (key) => readMeta.get(key) as string | undefined,
     writeMeta: async (key, value) => void writeMeta(key, value),
 
