@@ -32,6 +32,7 @@ export const INVALID_REASONS = {
   insufficientBalance: "invalid_exact_evm_insufficient_balance",
   simulationFailed: "invalid_exact_evm_transaction_simulation_failed",
   transactionFailed: "invalid_exact_evm_transaction_failed",
+  transferEventMismatch: "invalid_exact_evm_transfer_event_mismatch",
   assetNotContract: "asset_not_deployed_contract",
   // @x402/evm's settle helpers (ErrSettlementPending): sent, not yet seen within the wait; `transaction` carries the hash.
   settlementPending: "settlement_pending",
