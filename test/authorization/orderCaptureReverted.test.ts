@@ -1,6 +1,4 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, keccak256, stringToHex, type Hex, type PublicClient } from "viem";
@@ -15,6 +13,7 @@ import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { waitFor } from "../helpers/fixtures.js";
+import { pendingCallsAtLatest, startRewritingRpcProxy } from "../helpers/rewritingRpcProxy.js";
 
 /*
  * `order capture` exits 0 only for a transfer the chain made (issue 40): two orders of 0.8 from a
@@ -22,36 +21,14 @@ import { waitFor } from "../helpers/fixtures.js";
  * when told), one reverts; its command exits 8 and its order records why.
  */
 
-/**
- * The devnet's endpoint as a Base node answers eth_call and eth_estimateGas at `pending`: from the
- * pre-confirmed state, which holds no mempool transaction (anvil's pending block holds its pool).
- * No flashblock comes while the test sends, so that state is the latest block's.
- */
-async function startBaseLikeProxy(target: string): Promise<{ url: string; server: Server }> {
-  const rewrite = (request: { method?: string; params?: unknown[] }) =>
-    (request.method === "eth_call" || request.method === "eth_estimateGas") && request.params?.[1] === "pending" ? { ...request, params: [request.params[0], "latest"] } : request;
-  const server = createServer((incoming, outgoing) => {
-    let body = "";
-    incoming.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    incoming.on("end", () => {
-      const parsed = JSON.parse(body) as unknown;
-      const forwarded = Array.isArray(parsed) ? parsed.map(rewrite) : rewrite(parsed as { method?: string });
-      void fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(forwarded) })
-        .then((r) => r.text())
-        .then((text) => outgoing.writeHead(200, { "content-type": "application/json" }).end(text), () => outgoing.writeHead(502).end());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
 let devnet: Devnet;
 let chain: PublicClient;
 let domain: TokenDomain;
 let dir: string;
 let configPath: string;
 let store: Store;
-let proxy: { url: string; server: Server };
+/** The devnet answering eth_call and eth_estimateGas at pending as a Base node does (no mempool). */
+let proxy: { url: string; close: () => Promise<void> };
 
 const admin = (method: string) =>
   fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) }).then((r) => r.json());
@@ -61,7 +38,7 @@ beforeAll(async () => {
   chain = createPublicClient({ transport: http(devnet.httpUrl) });
   domain = await readTokenDomain(chain, devnet.token);
   dir = mkdtempSync(join(tmpdir(), "flashindex-capture-reverted-"));
-  proxy = await startBaseLikeProxy(devnet.httpUrl);
+  proxy = await startRewritingRpcProxy(devnet.httpUrl, pendingCallsAtLatest);
   configPath = writeConfig(dir, {
     chainId: devnet.chainId,
     rpc: { http: [proxy.url], retry: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 50 } },
@@ -75,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await store?.close();
-  await new Promise((resolve) => proxy?.server.close(resolve));
+  await proxy?.close();
   await devnet?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });

@@ -16,6 +16,7 @@ import type { Store } from "../../src/store/store.js";
 import { sqliteBackend } from "../helpers/backends.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { waitFor } from "../helpers/fixtures.js";
+import { startRewritingRpcProxy, untaggedEstimateAtLatest } from "../helpers/rewritingRpcProxy.js";
 import { PAID_BODY, referenceClient, referencePaymentBody, startResourceServer, type ExactOffer, type RunningServer } from "../helpers/x402.js";
 
 /*
@@ -37,6 +38,8 @@ let relayer: PrivateKeyAccount;
 let reserved = 0;
 const servers: RunningServer[] = [];
 let pump: NodeJS.Timeout | undefined;
+/** The devnet as the facilitator reads it: an untagged eth_estimateGas runs at latest, as on geth and reth. */
+let proxy: { url: string; close: () => Promise<void> };
 
 const admin = (method: string, params: unknown[] = []) =>
   fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then((r) => r.json());
@@ -99,7 +102,8 @@ beforeAll(async () => {
   domain = await readTokenDomain(chain, devnet.token);
   shop = privateKeyToAccount(devnet.privateKeys[2]!);
   relayer = privateKeyToAccount(devnet.privateKeys[RELAYER_KEY_INDEX]!);
-  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
+  proxy = await startRewritingRpcProxy(devnet.httpUrl, untaggedEstimateAtLatest);
+  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [proxy.url] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
   store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
   const client = createRpcClient(testDeps(config));
   const { logger } = createMemoryLogger("silent");
@@ -128,6 +132,7 @@ afterAll(async () => {
   for (const resource of servers) await resource.close();
   await server?.close();
   await store?.close();
+  await proxy?.close();
   await devnet?.stop();
 });
 
@@ -208,6 +213,26 @@ describe("success means the chain made the transfer", () => {
     expect((await chain.getTransactionReceipt({ hash: settled.transaction as Hex })).status).toBe("reverted");
     expect(await authorizationState(payer.address, nonce)).toBe(true);
     expect(await balanceOf(payer.address)).toBe(1_000_000n);
+  }, 60_000);
+});
+
+describe("verify and settle read the same view", () => {
+  test("a payer funded by a transfer that is only pre-confirmed is valid at verify and settles", async () => {
+    const payer = privateKeyToAccount(keccak256(stringToHex(`settle-once preconfirmed ${Math.random()}`)));
+    const deployer = createWalletClient({ account: privateKeyToAccount(devnet.privateKeys[0]!), transport: http(devnet.httpUrl) });
+    const nonce = await chain.getTransactionCount({ address: deployer.account.address, blockTag: "pending" });
+    await deployer.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "mint", args: [payer.address, 500_000n], chain: null, nonce });
+    await admin("devnet_flashblock");
+    // Pre-confirmed, not in a block: the latest state does not hold it.
+    expect(await chain.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [payer.address], blockTag: "latest" })).toBe(0n);
+    const body = await referencePaymentBody(payer, offerOf(400_000n));
+    expect(await post("verify", body)).toMatchObject({ isValid: true });
+    const answer = post("settle", body);
+    await broadcast(payer.address, body.paymentPayload.payload.authorization.nonce as Hex);
+    await admin("devnet_flashblock");
+    expect(await answer).toMatchObject({ success: true });
+    await seal();
+    expect(await balanceOf(payer.address)).toBe(100_000n);
   }, 60_000);
 });
 
