@@ -185,7 +185,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       if (first !== undefined) return first;
     }
     const settlement = order === undefined ? undefined : await store.settlements.get(order.id);
-    const followUp = order !== undefined && settlement?.state === "pending" ? { asOfSeconds: BigInt(Math.floor(order.createdAt / 1000)) } : undefined;
+    // Judged as of the claim that answered pending: that request passed the full judgement then.
+    const followUp = settlement?.state === "pending" ? { asOfSeconds: BigInt(Math.floor(settlement.claimedAt / 1000)) } : undefined;
     const refusal = await judge(request, followUp);
     if (refusal !== undefined) return refused(refusal, payer);
 
