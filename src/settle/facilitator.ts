@@ -12,7 +12,7 @@ import { CaptureMismatchError, CaptureRevertedError, CaptureTimeoutError } from 
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { sleep } from "../ops/shutdown.js";
-import { OrderExistsError, type Order } from "../store/orderStates.js";
+import { OrderExistsError, type NewOrder, type Order } from "../store/orderStates.js";
 import type { ClaimFrom } from "../store/settlementStore.js";
 import type { Store } from "../store/store.js";
 import { ANSWER_STATUS, refusalStatus, settlePending, settleRefused, settleSucceeded, verifyAccepted, verifyRefused } from "./answers.js";
@@ -123,10 +123,10 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     return store.captures.findOrder(deps.chainId, requirements.asset, authorization.from, authorization.nonce);
   }
 
-  /** Records the payment as an order, or finds the one a request beside this one recorded first. */
-  async function recordOrder(request: ExactPaymentRequest): Promise<Order> {
+  /** The order a payment is recorded as (source x402). */
+  function orderOf(request: ExactPaymentRequest): NewOrder {
     const { authorization, requirements } = request;
-    const order = {
+    return {
       chainId: deps.chainId,
       token: requirements.asset,
       authorizer: authorization.from,
@@ -135,15 +135,10 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       validAfter: Number(authorization.validAfter),
       validBefore: Number(authorization.validBefore),
       nonce: authorization.nonce,
-      kind: "transfer" as const,
+      kind: "transfer",
       signature: request.signature,
-      source: "x402" as const,
+      source: "x402",
     };
-    return store.addOrder(order, Date.now()).catch(async (error: unknown) => {
-      // The same payment settled side by side: the other request recorded it first.
-      if (error instanceof OrderExistsError) return (await recorded(request))!;
-      throw error;
-    });
   }
 
   /**
@@ -190,21 +185,38 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     const refusal = await judge(request, followUp);
     if (refusal !== undefined) return refused(refusal, payer);
 
+    const claim = randomUUID();
+    let claimed = false;
     if (order === undefined) {
-      order = await recordOrder(request);
+      // A first /settle records the order and takes its claim in one write.
+      const added = await store.settlements.addAndClaim(orderOf(request), claim, Date.now()).catch((error: unknown) => {
+        if (error instanceof OrderExistsError) return undefined; // recorded by a request beside this one
+        throw error;
+      });
+      claimed = added !== undefined;
+      order = added ?? (await recorded(request))!;
       if (!sameAuthorization(order, authorization)) return refused(otherPayment(order, request), payer);
     }
     if (identifier.kind === "present") {
       const binding = await store.captures.bindPaymentId({ paymentId: identifier.id, fingerprint: identifier.fingerprint, orderId: order.id }, Date.now());
-      if (binding.fingerprint !== identifier.fingerprint) return refused(paymentIdentifierConflict(identifier.id), payer);
+      if (binding.fingerprint !== identifier.fingerprint) {
+        // Another payload took the id meanwhile: this request ends here (its claim, if any, answered).
+        const conflict = refused(paymentIdentifierConflict(identifier.id), payer);
+        if (claimed) await store.settlements.answer(order.id, claim, { state: "failed", txHash: null, answer: JSON.stringify(conflict.body) }, Date.now());
+        return conflict;
+      }
     }
-    const claim = randomUUID();
-    const now = Date.now();
-    const from: ClaimFrom = followUp !== undefined ? { kind: "pending" } : { kind: "open", staleBefore: now - deps.settleTimeoutMs - SETTLE_CLAIM_LEASE_MARGIN_MS };
-    const taken = await store.settlements.claim(order.id, claim, from, now);
-    if (!taken.claimed) {
-      logger.info({ msg: "Refused duplicate settle", order_id: order.id, settlement_state: taken.settlement.state, payer });
-      return refused(refuse(R.nonceAlreadyUsed, `the authorization ${authorization.nonce} of ${payer} is already settled or being settled by another request`), payer);
+    if (!claimed) {
+      const now = Date.now();
+      const from: ClaimFrom = followUp !== undefined ? { kind: "pending" } : { kind: "open", staleBefore: now - deps.settleTimeoutMs - SETTLE_CLAIM_LEASE_MARGIN_MS };
+      const taken = await store.settlements.claim(order.id, claim, from, now);
+      if (!taken.claimed) {
+        // A repeat of the same id and payload arriving while the first settles waits for its answer.
+        const first = identifier.kind === "present" ? await firstAnswer(order.id, signal) : undefined;
+        if (first !== undefined) return first;
+        logger.info({ msg: "Refused duplicate settle", order_id: order.id, settlement_state: taken.settlement.state, payer });
+        return refused(refuse(R.nonceAlreadyUsed, `the authorization ${authorization.nonce} of ${payer} is already settled or being settled by another request`), payer);
+      }
     }
 
     const { answer, state, txHash } = await settleClaimed(order, request, signal);

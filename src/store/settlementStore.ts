@@ -1,4 +1,5 @@
 import type { Hex } from "viem";
+import type { NewOrder, Order } from "./orderStates.js";
 
 /**
  * What the x402 facilitator answered for one order (table `x402_settlements`, schema 16):
@@ -40,6 +41,11 @@ export type SettlementStore = {
    * of two processes claiming at once, one wins. Returns the row as it stands and whether we hold it.
    */
   claim: (orderId: number, claim: string, from: ClaimFrom, now: number) => Promise<{ claimed: boolean; settlement: Settlement }>;
+  /**
+   * Records a new order and takes the claim on it for `claim`, in one transaction (one write where a
+   * first /settle would otherwise make two). OrderExistsError when the authorization has an order.
+   */
+  addAndClaim: (order: NewOrder, claim: string, now: number) => Promise<Order>;
   /**
    * Records the answer given under `claim` (state, transaction, body). False when the claim was
    * taken over meanwhile: nothing is recorded, and the caller must not answer success.

@@ -286,13 +286,15 @@ describe("one payment, at most one success answer", () => {
     expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(countBefore + 2);
   }, 60_000);
 
-  test("a payment-identifier repeat (same id, payload and requirements) gets the first outcome again; the same payment without the id is refused", async () => {
+  test("a payment-identifier repeat (same id, payload and requirements), at once or later, gets the first outcome again; the same payment without the id is refused", async () => {
     const payer = await fundedPayer("payment-id", 1_000_000n);
     const id = `pay_once_${Date.now()}_0123456789`;
     const body = await referencePaymentBody(payer, offerOf(100_000n));
     body.paymentPayload.extensions = { "payment-identifier": { info: { required: false, id } } };
-    const first = await withMovingChain(() => post("settle", body));
+    // A repeat sent while the first settles waits for its answer; later ones get it from the store.
+    const [first, concurrent] = await withMovingChain(() => Promise.all([post("settle", body), post("settle", body)]));
     expect(first).toMatchObject({ success: true });
+    expect(concurrent).toEqual(first);
     const repeats = await withMovingChain(() => Promise.all([post("settle", body), post("settle", body)]));
     for (const repeat of repeats) expect(repeat).toEqual(first);
     const withoutId = structuredClone(body);

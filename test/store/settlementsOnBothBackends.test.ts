@@ -66,6 +66,20 @@ describe.each(BACKENDS)("x402 settle claims on $name", (backend) => {
     expect(await b.settlements.get(id)).toMatchObject({ state: "succeeded", txHash: word("t1"), answer: '{"success":true}', answeredAt: NOW + 2, contradictedAt: null });
   });
 
+  test("addAndClaim() records the order and its claim in one step; of two at once on two connections one wins, the other finds the order", async () => {
+    const [a, b] = await twoStores(await backend.freshDatabase());
+    const results = await Promise.allSettled([a.settlements.addAndClaim(order(word("d1")), "one", NOW), b.settlements.addAndClaim(order(word("d1")), "two", NOW)]);
+    const won = results.filter((r) => r.status === "fulfilled");
+    expect(won).toHaveLength(1);
+    expect(results.find((r) => r.status === "rejected")).toMatchObject({ reason: { name: "OrderExistsError" } });
+    const { id } = (won[0] as PromiseFulfilledResult<{ id: number }>).value;
+    expect(await a.getOrder(id)).toMatchObject({ state: "authorized", source: "x402" });
+    const holder = (await b.settlements.get(id))!;
+    expect(holder).toMatchObject({ state: "settling", claimedAt: NOW });
+    expect(["one", "two"]).toContain(holder.claim);
+    expect((await a.settlements.claim(id, "three", OPEN, NOW + 1)).claimed).toBe(false);
+  });
+
   test("a pending answer is followed up once; a failure may be claimed again; a claim nobody answered is taken over after its lease", async () => {
     const [a, b] = await twoStores(await backend.freshDatabase());
     const pending = await a.addOrder(order(word("b1")), NOW);

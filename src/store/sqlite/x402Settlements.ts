@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { addOrder } from "./orders.js";
 import { toSettlement, type Settlement, type SettlementRow, type SettlementStore } from "../settlementStore.js";
 
 /**
@@ -26,6 +27,12 @@ export function createSqliteSettlements(db: Database, write: <T>(work: () => T) 
                 )
                 .run(orderId, claim, now, from.staleBefore);
         return { claimed: taken.changes === 1, settlement: get(orderId)! };
+      }),
+    addAndClaim: (order, claim, now) =>
+      write(() => {
+        const added = addOrder(db, order, now);
+        db.prepare("INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)").run(added.id, claim, now);
+        return added;
       }),
     answer: (orderId, claim, outcome, now) =>
       write(() => {
