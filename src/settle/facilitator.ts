@@ -151,7 +151,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     for (;;) {
       const settlement = await store.settlements.get(orderId);
       if (settlement === undefined || settlement.state === "pending") return undefined;
-      if (settlement.state !== "settling" && settlement.answer !== null) return { status: ANSWER_STATUS.ok, body: JSON.parse(settlement.answer) as SettleResponse };
+      if (settlement.state !== "settling" && settlement.answer !== null)
+        return { status: ANSWER_STATUS.ok, body: JSON.parse(settlement.answer) as SettleResponse };
       if (Date.now() >= deadline || signal?.aborted === true) return undefined;
       await sleep(REPEAT_POLL_INTERVAL_MS);
     }
@@ -170,7 +171,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     const identifier = fingerprinted(readPaymentIdentifier(request.paymentPayload), request);
     if (identifier.kind === "invalid") return refused(identifier.refusal, payer);
     const bound = identifier.kind === "present" ? await store.captures.getPaymentId(identifier.id) : undefined;
-    if (identifier.kind === "present" && bound !== undefined && bound.fingerprint !== identifier.fingerprint) return refused(paymentIdentifierConflict(identifier.id), payer);
+    if (identifier.kind === "present" && bound !== undefined && bound.fingerprint !== identifier.fingerprint)
+      return refused(paymentIdentifierConflict(identifier.id), payer);
 
     let order = await recorded(request);
     if (order !== undefined && !sameAuthorization(order, authorization)) return refused(otherPayment(order, request), payer);
@@ -198,24 +200,30 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       if (!sameAuthorization(order, authorization)) return refused(otherPayment(order, request), payer);
     }
     if (identifier.kind === "present") {
-      const binding = await store.captures.bindPaymentId({ paymentId: identifier.id, fingerprint: identifier.fingerprint, orderId: order.id }, Date.now());
+      const binding = await store.captures.bindPaymentId(
+        { paymentId: identifier.id, fingerprint: identifier.fingerprint, orderId: order.id },
+        Date.now(),
+      );
       if (binding.fingerprint !== identifier.fingerprint) {
         // Another payload took the id meanwhile: this request ends here (its claim, if any, answered).
         const conflict = refused(paymentIdentifierConflict(identifier.id), payer);
-        if (claimed) await store.settlements.answer(order.id, claim, { state: "failed", txHash: null, answer: JSON.stringify(conflict.body) }, Date.now());
+        const outcome = { state: "failed" as const, txHash: null, answer: JSON.stringify(conflict.body) };
+        if (claimed) await store.settlements.answer(order.id, claim, outcome, Date.now());
         return conflict;
       }
     }
     if (!claimed) {
       const now = Date.now();
-      const from: ClaimFrom = followUp !== undefined ? { kind: "pending" } : { kind: "open", staleBefore: now - deps.settleTimeoutMs - SETTLE_CLAIM_LEASE_MARGIN_MS };
+      const from: ClaimFrom =
+        followUp !== undefined ? { kind: "pending" } : { kind: "open", staleBefore: now - deps.settleTimeoutMs - SETTLE_CLAIM_LEASE_MARGIN_MS };
       const taken = await store.settlements.claim(order.id, claim, from, now);
       if (!taken.claimed) {
         // A repeat of the same id and payload arriving while the first settles waits for its answer.
         const first = identifier.kind === "present" ? await firstAnswer(order.id, signal) : undefined;
         if (first !== undefined) return first;
         logger.info({ msg: "Refused duplicate settle", order_id: order.id, settlement_state: taken.settlement.state, payer });
-        return refused(refuse(R.nonceAlreadyUsed, `the authorization ${authorization.nonce} of ${payer} is already settled or being settled by another request`), payer);
+        const why = `the authorization ${authorization.nonce} of ${payer} is already settled or being settled by another request`;
+        return refused(refuse(R.nonceAlreadyUsed, why), payer);
       }
     }
 
@@ -224,33 +232,45 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     if (!kept) {
       // Another request took the claim over (this one outlived its lease): it answers, not this one.
       logger.warn({ msg: "Lost settle claim", order_id: order.id, payer });
-      return refused(refuse(R.nonceAlreadyUsed, `the authorization ${authorization.nonce} of ${payer} is being settled by another request`), payer);
+      const why = `the authorization ${authorization.nonce} of ${payer} is being settled by another request`;
+      return refused(refuse(R.nonceAlreadyUsed, why), payer);
     }
     return answer;
   }
 
-  /** Captures a claimed payment and waits as configured: the answer, and what the settlement row records of it. */
-  async function settleClaimed(order: Order, request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<{ answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null }> {
+  /** What a claimed settle answers, and what its x402_settlements row records of it. */
+  type Settled = { answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null };
+
+  /** Captures a claimed payment and waits as configured. */
+  async function settleClaimed(order: Order, request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Settled> {
     const payer = request.authorization.from;
+    const answered = (body: SettleResponse) => ({ status: ANSWER_STATUS.ok, body });
     try {
       const suffix = builderCodeSuffix(readPayloadBuilderCodes(request.extensions), deps.builderCode);
       const sent = await relay.capture(order.id, { suffix });
-      const seen = await relay.waitFor(order.id, { confirmations: deps.settleWaitsFor === "confirmed" ? 1 : 0, timeoutMs: deps.settleTimeoutMs, signal });
+      const confirmations = deps.settleWaitsFor === "confirmed" ? 1 : 0;
+      const seen = await relay.waitFor(order.id, { confirmations, timeoutMs: deps.settleTimeoutMs, signal });
       logger.info({ msg: "Settled payment", order_id: order.id, tx_hash: seen.txHash, status: seen.status, already_sent: sent.alreadySent, payer });
       const body = settleSucceeded({ transaction: seen.txHash, network, payer, amount: request.authorization.value });
-      return { answer: { status: ANSWER_STATUS.ok, body }, state: "succeeded", txHash: seen.txHash };
+      return { answer: answered(body), state: "succeeded", txHash: seen.txHash };
     } catch (error) {
       logger.warn({ msg: "Failed to settle payment", order_id: order.id, payer, error: message(error) });
-      if (error instanceof CaptureTimeoutError)
-        return { answer: { status: ANSWER_STATUS.ok, body: settlePending({ transaction: error.txHash, network, payer, message: message(error) }) }, state: "pending", txHash: error.txHash };
+      if (error instanceof CaptureTimeoutError) {
+        const body = settlePending({ transaction: error.txHash, network, payer, message: message(error) });
+        return { answer: answered(body), state: "pending", txHash: error.txHash };
+      }
       // On chain: the reference answers these with the transaction's hash (settleEIP3009).
-      const onChain = error instanceof CaptureMismatchError ? error.txHash : error instanceof CaptureRevertedError ? error.txHash : undefined;
+      const onChain = error instanceof CaptureMismatchError || error instanceof CaptureRevertedError ? error.txHash : undefined;
       if (onChain !== undefined) {
         const reason = error instanceof CaptureMismatchError ? R.transferEventMismatch : R.transactionFailed;
-        return { answer: { status: ANSWER_STATUS.ok, body: { ...settleRefused(refuse(reason, message(error)), network, payer), transaction: onChain } }, state: "failed", txHash: onChain };
+        const body = { ...settleRefused(refuse(reason, message(error)), network, payer), transaction: onChain };
+        return { answer: answered(body), state: "failed", txHash: onChain };
       }
+      // Nothing sent: a simulation or gas estimate that reverted gets verify's reason for it.
       const refusal =
-        error instanceof CaptureRevertedError ? refusalOfFailedSimulation({ revertReason: error.reason }, request.authorization.value) : refuse(R.unexpectedSettleError, message(error));
+        error instanceof CaptureRevertedError
+          ? refusalOfFailedSimulation({ revertReason: error.reason }, request.authorization.value)
+          : refuse(R.unexpectedSettleError, message(error));
       return { answer: refused(refusal, payer), state: "failed", txHash: null };
     }
   }
