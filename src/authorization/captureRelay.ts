@@ -4,6 +4,7 @@ import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/
 import { BaseError, RetryableError, UsageError } from "../errors/base.js";
 import {
   CaptureFundsError,
+  CaptureMismatchError,
   CaptureNonceLostError,
   CaptureNotSentError,
   CaptureRevertedError,
@@ -19,6 +20,7 @@ import { captureHolder } from "../store/nonceBook.js";
 import type { Store } from "../store/store.js";
 import { parseBaseFee, parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
+import { judgeCaptureReceipt } from "./captureReceipt.js";
 import { createRelayerGaps, type SendOutcome } from "./relayerGaps.js";
 import { createRelayerNonces } from "./relayerNonces.js";
 import { createReceiptPoller, type ReceiptStanding } from "./receiptPoller.js";
@@ -71,7 +73,12 @@ export type CaptureRelay = {
    * and returned with `alreadySent`. `suffix`: ERC-8021 bytes appended to the calldata.
    */
   capture: (orderId: number, options?: { suffix?: Hex | undefined }) => Promise<CaptureSent>;
-  /** Waits until the order's capture is pre-confirmed (confirmations 0) or in that many canonical blocks. */
+  /**
+   * Waits until the order's capture is pre-confirmed (confirmations 0) or in that many canonical
+   * blocks, with a receipt that shows the payment (status success, the authorization's
+   * AuthorizationUsed, its Transfer). A revert throws CaptureRevertedError (the order goes back to
+   * authorized, cause `capture_reverted`); a success without those events CaptureMismatchError.
+   */
   waitFor: (orderId: number, options: { confirmations: number; timeoutMs: number; signal?: AbortSignal | undefined }) => Promise<CaptureSeen>;
   /** One pass over the live intents (the daemon's): re-send what the node lost, replace what is stuck, fill a nonce gap. `now` in unix ms. */
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
@@ -220,7 +227,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         const used = await readAuthorizationState(client, order.token, order.authorizer, order.nonce);
         if (!used) {
           logger.error({ msg: "Abandoned capture", order_id: order.id, tx_hash: seen.txHash, reason: "reverted on chain, authorization still unused" });
-          await store.captures.abandon(order.id, now);
+          await store.captures.abandon(order.id, now, { cause: "capture_reverted", txHash: seen.txHash });
         }
       }
       return "none";
@@ -255,6 +262,26 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     return "none";
   }
 
+  /**
+   * Throws unless `receipt` (pre-confirmed or sealed) shows the order's payment. A revert ends the
+   * intent (its relayer nonce is spent, nothing of it can land any more): the order goes back to
+   * authorized with cause `capture_reverted`, and the indexer moves it on if a cancel or another
+   * transaction used the nonce. A success without the payment's events is refused, the intent left
+   * to the indexer and the driver.
+   */
+  async function judgeSeen(order: Order, txHash: Hex, receipt: TransactionReceiptSummary): Promise<void> {
+    const verdict = judgeCaptureReceipt(receipt, { token: order.token, authorizer: order.authorizer, payee: order.payee, value: BigInt(order.value), nonce: order.nonce });
+    if (verdict.kind === "paid") return;
+    const where = receipt.preconfirmed ? `pre-confirmed for block ${receipt.blockNumber}` : `in block ${receipt.blockNumber}`;
+    if (verdict.kind === "mismatch") {
+      logger.error({ msg: "Refused capture receipt", order_id: order.id, tx_hash: txHash, reason: `no ${verdict.missing}` });
+      throw new CaptureMismatchError(`${txHash} for order ${order.id} succeeded ${where} without ${verdict.missing}: the chain did not make this payment`, txHash);
+    }
+    logger.warn({ msg: "Abandoned capture", order_id: order.id, tx_hash: txHash, reason: `reverted ${where}` });
+    await store.captures.abandon(order.id, Date.now(), { cause: "capture_reverted", txHash });
+    throw new CaptureRevertedError(`${txHash} for order ${order.id} reverted ${where}: nothing was paid`, "reverted on chain", txHash);
+  }
+
   async function driveGuarded(order: Order, capture: CaptureIntent, now: number): Promise<"resent" | "replaced" | "none"> {
     if (busy.has(order.id)) return "none";
     busy.add(order.id);
@@ -287,7 +314,9 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         );
       const { data } = await simulateCapture(client, callOf(order), account.address, { suffix: options.suffix });
       const estimate = await rpc("estimating the capture's gas", () =>
-        client.request("eth_estimateGas", [{ from: account.address, to: order.token, data }], parseQuantity),
+        // `pending`, as verify and the simulation read: a payer funded by a pre-confirmed transfer
+        // must not pass verify and fail here (geth and reth estimate at `latest` without a tag).
+        client.request("eth_estimateGas", [{ from: account.address, to: order.token, data }, "pending"], parseQuantity),
       ).catch((error: unknown) => {
         if (!(error instanceof RpcRequestError)) throw error;
         const reason = revertReason(error);
@@ -329,6 +358,8 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       const deadline = Date.now() + timeoutMs;
       let lastDrive = Date.now();
       let lastSeen = "no receipt";
+      const order = await store.getOrder(orderId);
+      if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
       for (;;) {
         const capture = await store.captures.get(orderId);
         if (capture === undefined) throw new OrderNotFoundError(`order ${orderId} has no capture`);
@@ -337,20 +368,21 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
           if (error instanceof RetryableError) return { kind: "none" };
           throw error;
         });
+        // A receipt counts, pre-confirmed or sealed, only once it shows the payment itself.
+        if (seen.kind === "preconfirmed" || seen.kind === "canonical") await judgeSeen(order, seen.txHash, seen.receipt);
         if (seen.kind === "preconfirmed") {
           lastSeen = `pre-confirmed for block ${seen.receipt.blockNumber}`;
           deps.crashPoint?.("preconfirmed");
           if (confirmations === 0) return { txHash: seen.txHash, status: "preconfirmed", blockNumber: seen.receipt.blockNumber, confirmations: 0 };
         } else if (seen.kind === "canonical") {
           const { receipt } = seen;
-          if (receipt.status === "reverted") throw new CaptureRevertedError(`${seen.txHash} reverted in block ${receipt.blockNumber}`, "reverted on chain", seen.txHash);
           lastSeen = `in block ${receipt.blockNumber} with ${seen.confirmations} confirmation(s)`;
           if (seen.confirmations >= confirmations) return { txHash: seen.txHash, status: "confirmed", blockNumber: receipt.blockNumber, confirmations: seen.confirmations };
         } else if (seen.kind === "orphaned") lastSeen = `in block ${seen.receipt.blockNumber}, no longer canonical`;
         else if (Date.now() - lastDrive >= DRIVE_DURING_WAIT_MS) {
           lastDrive = Date.now();
-          const order = await store.getOrder(orderId);
-          if (order?.state === "capturing" && capture.status === "sent") await driveGuarded(order, capture, Date.now()).catch((error: unknown) => logDriveError(orderId, error));
+          const current = await store.getOrder(orderId);
+          if (current?.state === "capturing" && capture.status === "sent") await driveGuarded(current, capture, Date.now()).catch((error: unknown) => logDriveError(orderId, error));
         }
         if (Date.now() >= deadline)
           throw new CaptureTimeoutError(

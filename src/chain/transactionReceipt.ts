@@ -1,5 +1,7 @@
 import type { Hex } from "viem";
+import type { ReceiptLog } from "../decode/userOperationLogs.js";
 import { RpcResponseError } from "../errors/rpc.js";
+import { parseReceiptLogs } from "./getReceiptLogs.js";
 import type { RpcClient } from "./rpcClient.js";
 import { WORD as HASH } from "./hexPatterns.js";
 
@@ -16,6 +18,8 @@ export type TransactionReceiptSummary = {
    * with a zero blockHash and the pending block's number, before the block exists.
    */
   preconfirmed: boolean;
+  /** The transaction's logs, each checked as a log of eth_getLogs is (lower-case hex). */
+  logs: ReceiptLog[];
 };
 
 const ZERO_BLOCK_HASH = `0x${"0".repeat(64)}`;
@@ -26,6 +30,11 @@ export async function getTransactionReceipt(client: RpcClient, hash: Hex): Promi
   return client.request("eth_getTransactionReceipt", [hash], (result) => parseReceipt(result, hash));
 }
 
+/**
+ * Checks one eth_getTransactionReceipt answer field by field (a node can answer garbage): it is
+ * `hash`'s, its block, status and gas are well-formed, and every log is a well-formed log of
+ * this transaction in this receipt's block. Throws RpcResponseError naming what is wrong.
+ */
 export function parseReceipt(result: unknown, hash: Hex): TransactionReceiptSummary | null {
   if (result === null) return null;
   const r = result as Record<string, unknown> | undefined;
@@ -37,6 +46,13 @@ export function parseReceipt(result: unknown, hash: Hex): TransactionReceiptSumm
     throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned a receipt without a block hash or number`);
   if (status !== "0x1" && status !== "0x0") throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned status ${JSON.stringify(status)}`);
   if (typeof gasUsed !== "string" || !QUANTITY.test(gasUsed)) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned gasUsed ${JSON.stringify(gasUsed)}`);
+  const logs = parseReceiptLogs(r, hash);
+  // A reverted transaction emits nothing: logs on one are a node's garbage, not events.
+  if (status === "0x0" && logs.length > 0) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned a reverted receipt with ${logs.length} log(s)`);
+  (r.logs as Array<Record<string, unknown>>).forEach((log, i) => {
+    if (typeof log.blockNumber !== "string" || BigInt(log.blockNumber) !== BigInt(blockNumber))
+      throw new RpcResponseError(`eth_getTransactionReceipt(${hash}).logs[${i}] is in block ${String(log.blockNumber)}, not ${blockNumber}`);
+  });
   return {
     transactionHash: hash,
     blockHash: blockHash.toLowerCase() as Hex,
@@ -44,5 +60,6 @@ export function parseReceipt(result: unknown, hash: Hex): TransactionReceiptSumm
     status: status === "0x1" ? "success" : "reverted",
     gasUsed: BigInt(gasUsed),
     preconfirmed: blockHash === ZERO_BLOCK_HASH,
+    logs,
   };
 }

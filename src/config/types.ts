@@ -130,6 +130,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "authorization.captured",
   "authorization.canceled",
   "order.state_changed",
+  "settlement.contradicted",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

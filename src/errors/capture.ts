@@ -8,7 +8,9 @@ export const CAPTURE_EXIT_CODES_HELP = `Exit codes:
   0   sent (or already sent) and seen as asked: pre-confirmed, or --confirmations canonical blocks
   1   unknown order, or one whose state does not allow a capture (voided, canceled, expired, captured)
   2   bad option, config or key; a receive-kind order with a relayer key that is not the payee's
-  8   the token would refuse it: the simulation reverted (its reason is printed); nothing sent
+  8   the token refused it: the simulation reverted (its reason is printed; nothing sent), or
+      the sent transaction reverted or moved other money than the order's (the order goes back
+      to authorized with cause capture_reverted while its authorization is unused)
   9   the relayer lacks the ETH for gas (nothing sent; the order stays authorized)
   75  temporary: the RPC is unreachable, or the wait timed out (the transaction is stored and
       may still land: run the same command again, it never sends a second one)`;
@@ -60,4 +62,19 @@ export class CaptureNonceLostError extends RetryableError {
 /** An x402 intent was abandoned before its bytes were sent (crash rule, docs/x402.md): nothing was broadcast. */
 export class CaptureNotSentError extends RetryableError {
   override name = "CaptureNotSentError";
+}
+
+/**
+ * The capture's transaction succeeded but its receipt lacks this authorization's AuthorizationUsed
+ * or this payment's Transfer (@x402/evm's `invalid_exact_evm_transfer_event_mismatch`): the chain
+ * did not make the payment the order holds, whatever the status says.
+ */
+export class CaptureMismatchError extends BaseError {
+  override name = "CaptureMismatchError";
+  override readonly exitCode = EXIT_REVERTED;
+  readonly txHash: Hex;
+  constructor(shortMessage: string, txHash: Hex, options: BaseErrorOptions = {}) {
+    super(shortMessage, options);
+    this.txHash = txHash;
+  }
 }

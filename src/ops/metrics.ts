@@ -15,6 +15,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registers = [registry];
   /** What flashindex_db_size_bytes reads at scrape time (the store, once it is open). */
   let databaseSize: (() => Promise<number>) | undefined;
+  /** What flashindex_settle_contradicted_settlements reads at scrape time (the store, once it is open). */
+  let contradictedSettlements: (() => Promise<number>) | undefined;
   const buildInfo = new Gauge({
     name: "flashindex_build_info",
     help: "Always 1; labels say which flashindex and Node.js are running.",
@@ -246,6 +248,23 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       buckets: [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10, 30],
       registers,
     }),
+    settleContradicted: new Gauge({
+      name: "flashindex_settle_contradicted_settlements",
+      help: "x402 settlements answered as successful that the chain contradicted later (the capture dropped, reverted in its block, or the nonce canceled), read from the database at scrape time.",
+      registers,
+      async collect() {
+        if (contradictedSettlements === undefined) return;
+        try {
+          this.set(await contradictedSettlements());
+        } catch {
+          // A database that cannot answer now keeps the last value; the scrape itself must not fail.
+        }
+      },
+    }),
+    /** Makes flashindex_settle_contradicted_settlements read `count` at each scrape. */
+    measureContradictedSettlements(count: () => Promise<number>): void {
+      contradictedSettlements = count;
+    },
     relayerBalance: new Gauge({
       name: "flashindex_relayer_balance_wei",
       help: "The capture relayer's ETH balance (wei), read by the capture driver.",

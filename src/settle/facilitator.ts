@@ -1,4 +1,5 @@
-import { decodeFunctionResult, encodeFunctionData, parseAbi, type Address } from "viem";
+import { randomUUID } from "node:crypto";
+import { decodeFunctionResult, encodeFunctionData, keccak256, parseAbi, stringToHex, type Address, type Hex } from "viem";
 import type { CaptureRelay } from "../authorization/captureRelay.js";
 import { parseData, rpc } from "../authorization/cancelRelay.js";
 import type { TokenDomain } from "../authorization/eip3009.js";
@@ -7,10 +8,12 @@ import { readAuthorizationState } from "../authorization/tokenReads.js";
 import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../authorization/verifyAuthorization.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { BaseError } from "../errors/base.js";
-import { CaptureRevertedError, CaptureTimeoutError } from "../errors/capture.js";
+import { CaptureMismatchError, CaptureRevertedError, CaptureTimeoutError } from "../errors/capture.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
-import { OrderExistsError, type Order } from "../store/orderStates.js";
+import { sleep } from "../ops/shutdown.js";
+import { OrderExistsError, type NewOrder, type Order } from "../store/orderStates.js";
+import type { ClaimFrom } from "../store/settlementStore.js";
 import type { Store } from "../store/store.js";
 import { ANSWER_STATUS, refusalStatus, settlePending, settleRefused, settleSucceeded, verifyAccepted, verifyRefused } from "./answers.js";
 import { builderCodeSuffix, readPayloadBuilderCodes } from "./builderCode.js";
@@ -18,9 +21,9 @@ import { checkExactFields, type ExactPolicy, type FacilitatorToken } from "./exa
 import { INVALID_REASONS as R, refuse, type Refusal } from "./invalidReasons.js";
 import { parseFacilitatorRequest } from "./parseRequest.js";
 import { refusalOfFailedSimulation } from "./simulationRefusal.js";
-import { paymentIdentifierConflict, readPaymentIdentifier } from "./paymentIdentifier.js";
+import { paymentIdentifierConflict, readPaymentIdentifier, type PaymentIdentifier } from "./paymentIdentifier.js";
 import { buildSupportedBody } from "./supportedBody.js";
-import { BUILDER_CODE_EXTENSION, evmNetwork, PAYMENT_IDENTIFIER_EXTENSION, type ExactPaymentRequest, type SettleResponse, type SupportedResponse, type VerifyResponse } from "./wire.js";
+import { BUILDER_CODE_EXTENSION, evmNetwork, PAYMENT_IDENTIFIER_EXTENSION, type ExactAuthorization, type ExactPaymentRequest, type SettleResponse, type SupportedResponse, type VerifyResponse } from "./wire.js";
 
 const BALANCE_ABI = parseAbi(["function balanceOf(address account) view returns (uint256)"]);
 
@@ -42,6 +45,11 @@ export type FacilitatorDeps = {
   builderCode: string | undefined;
 };
 
+/** A settle claim taken by a request that never answered is taken over this long after its wait ended. */
+const SETTLE_CLAIM_LEASE_MARGIN_MS = 30_000;
+/** How often a payment-identifier repeat reads whether the first request answered. */
+const REPEAT_POLL_INTERVAL_MS = 50;
+
 /** An answer and the HTTP status it goes out with. */
 export type Answer<T> = { status: number; body: T };
 
@@ -54,9 +62,11 @@ export type Facilitator = {
 /**
  * The x402 facilitator over the capture relay. Verify judges a payment as the token will: the
  * fields, the EIP-712 signature by FiatToken v2.2's rules, the nonce, the balance and an eth_call of
- * the transfer itself. Settle records the payment as an order (source x402) and captures it; a
- * payment already recorded (same token, payer and nonce) is never sent again: its transaction is
- * awaited and answered. With a payment-identifier, the same id with another payload is refused.
+ * the transfer itself, all at the pending view. Settle judges the same way every time, records the
+ * payment as an order (source x402), claims it in the database and captures it; it answers success
+ * only for a receipt that shows the payment, and at most once per payment (settlementStore.ts):
+ * duplicates are refused as a used nonce, the follow-up of a `settlement_pending` answer gets the
+ * outcome once, and a payment-identifier repeat (same id, payload and requirements) the first answer.
  */
 export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   const { client, store, relay } = deps;
@@ -65,9 +75,14 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   const policy: ExactPolicy = { chainId: deps.chainId, tokens: deps.tokens, payTo: deps.payTo };
   const supported = buildSupportedBody({ chainId: deps.chainId, tokens: deps.tokens, signers: [deps.relayer], extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION] });
 
-  /** Every check of verify; the refusal, or undefined when the token would accept the transfer now. */
-  async function judge(request: ExactPaymentRequest): Promise<Refusal | undefined> {
-    const fields = checkExactFields(request, policy, BigInt(Math.floor(Date.now() / 1000)));
+  /**
+   * Every check of verify; the refusal, or undefined when the token would accept the transfer now.
+   * `followUp`: the repeat of a payment already sent and answered `settlement_pending`, judged as
+   * of when it was first settled (`asOfSeconds`): its fields and signature, not the nonce's state,
+   * the balance or a simulation, which its own transaction has changed since.
+   */
+  async function judge(request: ExactPaymentRequest, followUp?: { asOfSeconds: bigint }): Promise<Refusal | undefined> {
+    const fields = checkExactFields(request, policy, followUp?.asOfSeconds ?? BigInt(Math.floor(Date.now() / 1000)));
     if (fields !== undefined) return fields;
     const { authorization, requirements } = request;
     const token = deps.tokens.find((t) => t.address.toLowerCase() === requirements.asset.toLowerCase())!;
@@ -78,6 +93,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       if (error instanceof BadSignatureError || error instanceof WrongSignerError) return refuse(R.invalidSignature, error.shortMessage);
       throw error;
     }
+    if (followUp !== undefined) return undefined;
     if (await readAuthorizationState(client, token.address, authorization.from, authorization.nonce, "pending"))
       return refuse(R.nonceAlreadyUsed, `the nonce ${authorization.nonce} of ${authorization.from} is already used or canceled`);
     const balance = await balanceOf(token.address, authorization.from);
@@ -107,58 +123,163 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     return store.captures.findOrder(deps.chainId, requirements.asset, authorization.from, authorization.nonce);
   }
 
-  /** Records the payment and captures it (or finds the capture already under way), then waits for it as configured. */
-  async function settleRequest(request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Answer<SettleResponse>> {
+  /** The order a payment is recorded as (source x402). */
+  function orderOf(request: ExactPaymentRequest): NewOrder {
     const { authorization, requirements } = request;
-    const payer = authorization.from;
-    const identifier = readPaymentIdentifier(request.paymentPayload);
-    if (identifier.kind === "invalid") return refused(identifier.refusal, payer);
-    if (identifier.kind === "present") {
-      const bound = await store.captures.getPaymentId(identifier.id);
-      if (bound !== undefined && bound.fingerprint !== identifier.fingerprint) return refused(paymentIdentifierConflict(identifier.id), payer);
+    return {
+      chainId: deps.chainId,
+      token: requirements.asset,
+      authorizer: authorization.from,
+      payee: authorization.to,
+      value: authorization.value,
+      validAfter: Number(authorization.validAfter),
+      validBefore: Number(authorization.validBefore),
+      nonce: authorization.nonce,
+      kind: "transfer",
+      signature: request.signature,
+      source: "x402",
+    };
+  }
+
+  /**
+   * The answer a payment-identifier repeat gets: the first request's, once it has one (waited for
+   * while that request still holds the claim, up to the settle wait); undefined when the first
+   * answered `settlement_pending` (the repeat is its follow-up) or is still settling.
+   */
+  async function firstAnswer(orderId: number, signal: AbortSignal | undefined): Promise<Answer<SettleResponse> | undefined> {
+    const deadline = Date.now() + deps.settleTimeoutMs;
+    for (;;) {
+      const settlement = await store.settlements.get(orderId);
+      if (settlement === undefined || settlement.state === "pending") return undefined;
+      if (settlement.state !== "settling" && settlement.answer !== null)
+        return { status: ANSWER_STATUS.ok, body: JSON.parse(settlement.answer) as SettleResponse };
+      if (Date.now() >= deadline || signal?.aborted === true) return undefined;
+      await sleep(REPEAT_POLL_INTERVAL_MS);
     }
+  }
+
+  /**
+   * /settle of one payment. Judged in full like /verify (a follow-up of a pending answer: its fields
+   * and signature); then recorded as an order (source x402) and claimed in the database: of requests
+   * for one payment side by side, across processes, one holds the claim and the others are refused
+   * as a used nonce, before anything is signed or sent. The holder captures, waits as configured,
+   * and records its answer under the claim before giving it: a success is answered once.
+   */
+  async function settleRequest(request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Answer<SettleResponse>> {
+    const { authorization } = request;
+    const payer = authorization.from;
+    const identifier = fingerprinted(readPaymentIdentifier(request.paymentPayload), request);
+    if (identifier.kind === "invalid") return refused(identifier.refusal, payer);
+    const bound = identifier.kind === "present" ? await store.captures.getPaymentId(identifier.id) : undefined;
+    if (identifier.kind === "present" && bound !== undefined && bound.fingerprint !== identifier.fingerprint)
+      return refused(paymentIdentifierConflict(identifier.id), payer);
 
     let order = await recorded(request);
-    if (order !== undefined && (BigInt(order.value) !== authorization.value || order.payee.toLowerCase() !== authorization.to.toLowerCase()))
-      return refused(refuse(R.nonceAlreadyUsed, `the nonce ${authorization.nonce} of ${payer} belongs to another payment (order ${order.id})`), payer);
-    const intent = order === undefined ? undefined : await store.captures.get(order.id);
-    if (intent === undefined || intent.status === "abandoned") {
-      const refusal = await judge(request);
-      if (refusal !== undefined) return refused(refusal, payer);
+    if (order !== undefined && !sameAuthorization(order, authorization)) return refused(otherPayment(order, request), payer);
+    if (order !== undefined && bound !== undefined && bound.orderId === order.id) {
+      // The extension's purpose (x402 issue #786): an idempotent retry gets the first outcome again.
+      const first = await firstAnswer(order.id, signal);
+      if (first !== undefined) return first;
     }
+    const settlement = order === undefined ? undefined : await store.settlements.get(order.id);
+    // Judged as of the claim that answered pending: that request passed the full judgement then.
+    const followUp = settlement?.state === "pending" ? { asOfSeconds: BigInt(Math.floor(settlement.claimedAt / 1000)) } : undefined;
+    const refusal = await judge(request, followUp);
+    if (refusal !== undefined) return refused(refusal, payer);
+
+    const claim = randomUUID();
+    let claimed = false;
     if (order === undefined) {
-      order = await store
-        .addOrder(
-          {
-            chainId: deps.chainId,
-            token: requirements.asset,
-            authorizer: payer,
-            payee: authorization.to,
-            value: authorization.value,
-            validAfter: Number(authorization.validAfter),
-            validBefore: Number(authorization.validBefore),
-            nonce: authorization.nonce,
-            kind: "transfer",
-            signature: request.signature,
-            source: "x402",
-          },
-          Date.now(),
-        )
-        .catch(async (error: unknown) => {
-          // The same payment settled side by side: the other request recorded it first.
-          if (error instanceof OrderExistsError) return (await recorded(request))!;
-          throw error;
-        });
+      // A first /settle records the order and takes its claim in one write.
+      const added = await store.settlements.addAndClaim(orderOf(request), claim, Date.now()).catch((error: unknown) => {
+        if (error instanceof OrderExistsError) return undefined; // recorded by a request beside this one
+        throw error;
+      });
+      claimed = added !== undefined;
+      order = added ?? (await recorded(request))!;
+      if (!sameAuthorization(order, authorization)) return refused(otherPayment(order, request), payer);
     }
     if (identifier.kind === "present") {
-      const bound = await store.captures.bindPaymentId({ paymentId: identifier.id, fingerprint: identifier.fingerprint, orderId: order.id }, Date.now());
-      if (bound.fingerprint !== identifier.fingerprint) return refused(paymentIdentifierConflict(identifier.id), payer);
+      const binding = await store.captures.bindPaymentId(
+        { paymentId: identifier.id, fingerprint: identifier.fingerprint, orderId: order.id },
+        Date.now(),
+      );
+      if (binding.fingerprint !== identifier.fingerprint) {
+        // Another payload took the id meanwhile: this request ends here (its claim, if any, answered).
+        const conflict = refused(paymentIdentifierConflict(identifier.id), payer);
+        const outcome = { state: "failed" as const, txHash: null, answer: JSON.stringify(conflict.body) };
+        if (claimed) await store.settlements.answer(order.id, claim, outcome, Date.now());
+        return conflict;
+      }
     }
-    const suffix = builderCodeSuffix(readPayloadBuilderCodes(request.extensions), deps.builderCode);
-    const sent = await relay.capture(order.id, { suffix });
-    const seen = await relay.waitFor(order.id, { confirmations: deps.settleWaitsFor === "confirmed" ? 1 : 0, timeoutMs: deps.settleTimeoutMs, signal });
-    logger.info({ msg: "Settled payment", order_id: order.id, tx_hash: seen.txHash, status: seen.status, already_sent: sent.alreadySent, payer });
-    return { status: 200, body: settleSucceeded({ transaction: seen.txHash, network, payer, amount: authorization.value }) };
+    if (!claimed) {
+      const now = Date.now();
+      const from: ClaimFrom =
+        followUp !== undefined ? { kind: "pending" } : { kind: "open", staleBefore: now - deps.settleTimeoutMs - SETTLE_CLAIM_LEASE_MARGIN_MS };
+      const taken = await store.settlements.claim(order.id, claim, from, now);
+      if (!taken.claimed) {
+        // A repeat of the same id and payload arriving while the first settles waits for its answer.
+        const first = identifier.kind === "present" ? await firstAnswer(order.id, signal) : undefined;
+        if (first !== undefined) return first;
+        logger.info({ msg: "Refused duplicate settle", order_id: order.id, settlement_state: taken.settlement.state, payer });
+        const why = `the authorization ${authorization.nonce} of ${payer} is already settled or being settled by another request`;
+        return refused(refuse(R.nonceAlreadyUsed, why), payer);
+      }
+    }
+
+    const { answer, state, txHash } = await settleClaimed(order, request, signal);
+    const kept = await store.settlements.answer(order.id, claim, { state, txHash, answer: JSON.stringify(answer.body) }, Date.now());
+    if (!kept) {
+      // Another request took the claim over (this one outlived its lease): it answers, not this one.
+      logger.warn({ msg: "Lost settle claim", order_id: order.id, payer });
+      const why = `the authorization ${authorization.nonce} of ${payer} is being settled by another request`;
+      return refused(refuse(R.nonceAlreadyUsed, why), payer);
+    }
+    return answer;
+  }
+
+  /** What a claimed settle answers, and what its x402_settlements row records of it. */
+  type Settled = { answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null };
+
+  /** Captures a claimed payment and waits as configured. */
+  async function settleClaimed(order: Order, request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Settled> {
+    const payer = request.authorization.from;
+    const answered = (body: SettleResponse) => ({ status: ANSWER_STATUS.ok, body });
+    try {
+      const suffix = builderCodeSuffix(readPayloadBuilderCodes(request.extensions), deps.builderCode);
+      const sent = await relay.capture(order.id, { suffix });
+      const confirmations = deps.settleWaitsFor === "confirmed" ? 1 : 0;
+      const seen = await relay.waitFor(order.id, { confirmations, timeoutMs: deps.settleTimeoutMs, signal });
+      logger.info({ msg: "Settled payment", order_id: order.id, tx_hash: seen.txHash, status: seen.status, already_sent: sent.alreadySent, payer });
+      const body = settleSucceeded({ transaction: seen.txHash, network, payer, amount: request.authorization.value });
+      return { answer: answered(body), state: "succeeded", txHash: seen.txHash };
+    } catch (error) {
+      logger.warn({ msg: "Failed to settle payment", order_id: order.id, payer, error: message(error) });
+      if (error instanceof CaptureTimeoutError) {
+        const body = settlePending({ transaction: error.txHash, network, payer, message: message(error) });
+        return { answer: answered(body), state: "pending", txHash: error.txHash };
+      }
+      // On chain: the reference answers these with the transaction's hash (settleEIP3009).
+      const onChain = error instanceof CaptureMismatchError || error instanceof CaptureRevertedError ? error.txHash : undefined;
+      if (onChain !== undefined) {
+        const reason = error instanceof CaptureMismatchError ? R.transferEventMismatch : R.transactionFailed;
+        const body = { ...settleRefused(refuse(reason, message(error)), network, payer), transaction: onChain };
+        return { answer: answered(body), state: "failed", txHash: onChain };
+      }
+      // Nothing sent: a simulation or gas estimate that reverted gets verify's reason for it.
+      const refusal =
+        error instanceof CaptureRevertedError
+          ? refusalOfFailedSimulation({ revertReason: error.reason }, request.authorization.value)
+          : refuse(R.unexpectedSettleError, message(error));
+      return { answer: refused(refusal, payer), state: "failed", txHash: null };
+    }
+  }
+
+  /** The payment-identifier's fingerprint covers the requirements too: the same payload for another price is another request. */
+  function fingerprinted(identifier: PaymentIdentifier, request: ExactPaymentRequest): PaymentIdentifier {
+    if (identifier.kind !== "present") return identifier;
+    const requirements = JSON.stringify(request.requirements, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
+    return { ...identifier, fingerprint: keccak256(stringToHex(`${identifier.fingerprint}${requirements}`)) };
   }
 
   function refused(refusal: Refusal, payer?: Address): Answer<SettleResponse> {
@@ -196,9 +317,9 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
         try {
           answer = await settleRequest(parsed.request, signal);
         } catch (error) {
+          // Before a claim or after its answer was recorded: nothing this request sent is answered here.
           logger.warn({ msg: "Failed to settle payment", payer, error: message(error) });
-          if (error instanceof CaptureTimeoutError) answer = { status: ANSWER_STATUS.ok, body: settlePending({ transaction: error.txHash, network, payer, message: message(error) }) };
-          else answer = refused(refuse(error instanceof CaptureRevertedError ? R.transactionFailed : R.unexpectedSettleError, message(error)), payer);
+          answer = refused(refuse(R.unexpectedSettleError, message(error)), payer);
         }
       }
       count("settle", answer.body.success ? "success" : (answer.body.errorReason ?? "failed"));
@@ -207,6 +328,22 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       return answer;
     },
   };
+}
+
+/** Whether a stored order holds this very authorization (not another one signed with its nonce). */
+function sameAuthorization(order: Order, authorization: ExactAuthorization): boolean {
+  return (
+    order.kind === "transfer" &&
+    BigInt(order.value) === authorization.value &&
+    order.payee.toLowerCase() === authorization.to.toLowerCase() &&
+    BigInt(order.validAfter) === authorization.validAfter &&
+    BigInt(order.validBefore) === authorization.validBefore
+  );
+}
+
+function otherPayment(order: Order, request: ExactPaymentRequest): Refusal {
+  const { nonce, from } = request.authorization;
+  return refuse(R.nonceAlreadyUsed, `the nonce ${nonce} of ${from} belongs to another payment (order ${order.id})`);
 }
 
 /** Longest operator detail kept from an error chain, in characters; causes followed at most. */

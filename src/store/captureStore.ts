@@ -1,6 +1,17 @@
 import type { Address, Hex } from "viem";
 import type { CaptureIntent, CaptureStatus, CaptureTransaction, Order } from "./orderStates.js";
 
+/**
+ * Why an intent ended without its payment: the transition's cause (`capture_abandoned` when not
+ * given), the transaction that reverted (`capture_reverted`), and `nonceUnused` when nothing was
+ * ever broadcast with its relayer nonce, so the book releases the nonce in the same transaction.
+ */
+export type AbandonCause = {
+  cause?: "capture_abandoned" | "capture_reverted" | "capture_nonce_lost" | "settle_never_sent";
+  txHash?: Hex | undefined;
+  nonceUnused?: boolean;
+};
+
 /** A payment-identifier (x402 extension) bound to the payload it first came with, and the order it settled. */
 export type PaymentIdBinding = { paymentId: string; fingerprint: string; orderId: number };
 
@@ -31,11 +42,12 @@ export type CaptureStore = {
   /** A new signed transaction for the intent (a fee bump on the same nonce, or a new nonce); the old hash is kept in `replacedTxHashes`. */
   replace: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<CaptureIntent>;
   /**
-   * The node refused the transaction for good, or (x402) it was never sent and its caller is gone: the
-   * intent ends and the order goes back to authorized (cause `capture_abandoned` unless given).
-   * `nonceUnused`: nothing was broadcast with the nonce, so the book releases it in the same transaction.
+   * The intent ends and a capturing order goes back to authorized: the node refused the transaction
+   * for good (cause `capture_abandoned`), it reverted on chain (`capture_reverted`, with its hash),
+   * its nonce went to another transaction (`capture_nonce_lost`), or (x402) it was never sent and
+   * its caller is gone (`settle_never_sent`, with `nonceUnused`).
    */
-  abandon: (orderId: number, now: number, options?: { nonceUnused?: boolean; cause?: string }) => Promise<Order>;
+  abandon: (orderId: number, now: number, why?: AbandonCause) => Promise<Order>;
   /** The order holding this authorization, if any (addresses and nonce compared lower-case). */
   findOrder: (chainId: number, token: Address, authorizer: Address, nonce: Hex) => Promise<Order | undefined>;
   /** Binds a payment id to a fingerprint and order unless it is bound already; returns the binding that holds. */

@@ -6,6 +6,7 @@ import type { AttributedTransaction, BlockApplied, InsertCounts, OwedBlock, Pack
 import type { CancelStore } from "./cancelStore.js";
 import type { CaptureStore } from "./captureStore.js";
 import type { NonceBook } from "./nonceBook.js";
+import type { SettlementStore } from "./settlementStore.js";
 import type { EventStatus, NewOrder, Order, OrderState, OrderTransition } from "./orderStates.js";
 
 /** A block as the store keys it. */
@@ -167,6 +168,8 @@ export type Store = {
   readonly cancels: CancelStore;
   /** Every relayer nonce handed out, shared by all processes on this database (schema 15). */
   readonly nonces: NonceBook;
+  /** The x402 facilitator's settle claims and answers (schema 16). */
+  readonly settlements: SettlementStore;
   readMeta: (key: string) => Promise<string | undefined>;
   writeMeta: (key: string, value: string) => Promise<void>;
 

@@ -172,14 +172,15 @@ describe("flashindex as an x402 facilitator", () => {
     expect(hooks.map((r) => JSON.stringify(r.body)).some((b) => b.includes('"to_state":"capturing"'))).toBe(true);
   }, 90_000);
 
-  test("a repeated /settle of a landed payment answers with the same transaction and sends nothing", async () => {
+  test("a repeated /settle of a landed payment is refused as a used nonce and sends nothing", async () => {
     const body = await paymentBody();
     const first = await post("settle", body);
     expect(first.body, JSON.stringify(first.body)).toMatchObject({ success: true });
     const relayer = privateKeyToAccount(devnet.privateKeys[6]!).address;
     const sent = await client.getTransactionCount({ address: relayer, blockTag: "pending" });
+    // One payment, one success (the reference answers a repeat the same way).
     const again = await post("settle", body);
-    expect(again.body).toMatchObject({ success: true, transaction: first.body.transaction });
+    expect(again.body).toMatchObject({ success: false, errorReason: "invalid_exact_evm_nonce_already_used", transaction: "" });
     expect(await client.getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(sent);
     expect(orderRows().filter((o) => o.nonce === body.paymentPayload.payload.authorization.nonce!.toLowerCase())).toHaveLength(1);
     // The nonce is used now: a verify says so.

@@ -55,7 +55,7 @@ afterAll(async () => {
 });
 
 describe("a /settle whose transaction is not seen within settleTimeoutMs", () => {
-  test("answers settlement_pending with the sent hash in transaction; repeated once it is pre-confirmed, it succeeds with the same hash", async () => {
+  test("answers settlement_pending with the sent hash in transaction; its follow-up once pre-confirmed succeeds with the same hash, once", async () => {
     const body = await referencePaymentBody(privateKeyToAccount(devnet.privateKeys[1]!), offer);
     const pending = await facilitator.settle(body);
     expect(pending.status).toBe(200);
@@ -69,6 +69,8 @@ describe("a /settle whose transaction is not seen within settleTimeoutMs", () =>
     await admin("devnet_flashblock");
     const settled = await facilitator.settle(body);
     expect(settled.body).toMatchObject({ success: true, transaction: pending.body.transaction });
+    // The outcome is answered once: a later repeat is refused, as the reference refuses a used nonce.
+    expect((await facilitator.settle(body)).body).toMatchObject({ success: false, errorReason: "invalid_exact_evm_nonce_already_used", transaction: "" });
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/flashindex_settle_requests_total\{endpoint="settle",outcome="settlement_pending"\} 1/);
     expect(text).toMatch(/flashindex_settle_latency_seconds_count\{outcome="pending"\} 1/);

@@ -96,6 +96,7 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
   // The composition root: the store and the services every stage shares are built here, once.
   const { store, tips } = await openIndex(context, { lock, chainEndsAt });
   context.metrics.measureDatabaseSize(() => store.sizeBytes());
+  context.metrics.measureContradictedSettlements(() => store.settlements.contradicted());
   const deps = createSyncDeps(context, store);
   registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));
   const orderUpkeep = createOrderUpkeep(deps);

@@ -116,17 +116,17 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
         ]);
         return mustGetCapture(client, orderId);
       }),
-    abandon: (orderId, now, options = {}) =>
+    abandon: (orderId, now, why = {}) =>
       write(async (client) => {
         const order = await mustGetOrder(client, orderId, true);
         const capture = await get(client, orderId);
-        if (options.nonceUnused === true && capture !== undefined && capture.status === "sent")
+        if (why.nonceUnused === true && capture !== undefined && capture.status === "sent")
           await releaseNonce(client, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, now);
         await client.query("UPDATE order_captures SET status = 'abandoned', updated_at = $1 WHERE order_id = $2 AND status = 'sent'", [now, orderId]);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
         await client.query("UPDATE orders SET state = 'authorized', updated_at = $1 WHERE id = $2", [now, orderId]);
-        await transition(client, orderId, order.state, "authorized", options.cause ?? "capture_abandoned", now, null);
+        await transition(client, orderId, order.state, "authorized", why.cause ?? "capture_abandoned", now, why.txHash?.toLowerCase() ?? null);
         return mustGetOrder(client, orderId, false);
       }),
     findOrder: (chainId, token, authorizer, nonce) =>

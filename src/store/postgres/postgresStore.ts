@@ -10,6 +10,7 @@ import { asPostgresError } from "./postgresErrors.js";
 import { postgresChainEnd } from "./chainEnd.js";
 import { postgresLifecycle, postgresSyncedRanges } from "./lifecycle.js";
 import { postgresOrders } from "./orders.js";
+import { createPostgresSettlements } from "./x402Settlements.js";
 import { createPostgresCaptures } from "./orderCaptures.js";
 import { createPostgresCancels } from "./orderCancels.js";
 import { createPostgresNonceBook } from "./nonceBook.js";
@@ -278,6 +279,7 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     captures: createPostgresCaptures(chainId, (work) => timedOrders(() => inTransaction(pool, work, { outboxLock: true })), read),
     cancels: createPostgresCancels(chainId, (work) => timedOrders(() => inTransaction(pool, work, { outboxLock: true }))),
     nonces: createPostgresNonceBook(chainId, (work) => timedOrders(() => inTransaction(pool, work, { outboxLock: false })), read),
+    settlements: createPostgresSettlements((work) => timedOrders(() => inTransaction(pool, work, { outboxLock: true })), read),
     readMeta: (key) => read(async (c) => (await c.query("SELECT value FROM meta WHERE key = $1", [key])).rows[0]?.value),
     writeMeta: (key, value) =>
       write("orders", async (c) => void (await c.query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value]))),

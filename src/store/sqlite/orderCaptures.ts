@@ -85,17 +85,17 @@ export function createSqliteCaptures(db: Database, chainId: number, write: <T>(w
         );
         return mustGetCapture(orderId);
       }),
-    abandon: (orderId, now, options = {}) =>
+    abandon: (orderId, now, why = {}) =>
       write(() => {
         const order = mustGet(db, orderId);
         const capture = get(orderId);
-        if (options.nonceUnused === true && capture !== undefined && capture.status === "sent")
+        if (why.nonceUnused === true && capture !== undefined && capture.status === "sent")
           releaseNonce(db, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, now);
         db.prepare("UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'").run(now, orderId);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
         db.prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?").run(now, orderId);
-        recordTransition(db, orderId, order.state, "authorized", options.cause ?? "capture_abandoned", now);
+        recordTransition(db, orderId, order.state, "authorized", why.cause ?? "capture_abandoned", now, why.txHash === undefined ? undefined : lower(why.txHash));
         return mustGet(db, orderId);
       }),
     findOrder: async (chainId, token, authorizer, nonce) => {

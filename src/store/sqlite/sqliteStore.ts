@@ -10,6 +10,7 @@ import { createLifecycle } from "./lifecycle.js";
 import { createMaintenance } from "./threads/maintenance.js";
 import type { Database } from "./openDatabase.js";
 import * as orders from "./orders.js";
+import { createSqliteSettlements } from "./x402Settlements.js";
 import { createSqliteCaptures } from "./orderCaptures.js";
 import { createSqliteCancels } from "./orderCancels.js";
 import { createSqliteNonceBook } from "./nonceBook.js";
@@ -180,6 +181,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     captures: createSqliteCaptures(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
     cancels: createSqliteCancels(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
     nonces: createSqliteNonceBook(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
+    settlements: createSqliteSettlements(db, (work) => timedOrders(() => db.transaction(work).immediate())),
     readMeta: async (key) => readMeta.get(key) as string | undefined,
     writeMeta: async (key, value) => void writeMeta(key, value),
 
