@@ -6,6 +6,7 @@ import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import type { NewOrder } from "../../src/store/orderStates.js";
+import { captureHolder } from "../../src/store/nonceBook.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
@@ -107,7 +108,9 @@ describe.each(BACKENDS)("x402 settle claims on $name", (backend) => {
     const [store] = await twoStores(await backend.freshDatabase());
     await store.webhooks.syncSubscriptions(["http://127.0.0.1:9/hook"], 0, NOW);
     const { id } = await store.addOrder(order(word("c1")), NOW);
-    await store.captures.start(id, { relayer: SHOP, relayerNonce: 1, txHash: word("c1"), rawTx: "0x02aa", maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }, NOW);
+    // The relay reserves the nonce in the book before it stores the intent (schema 15).
+    await store.nonces.reserve({ relayer: SHOP, floor: 1, holder: captureHolder(id), owner: "test" }, NOW);
+    await store.captures.start(id, { relayer: SHOP, relayerNonce: 1, txHash: word("c1"), rawTx: "0x02aa", maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }, NOW, "test");
     await store.settlements.claim(id, "mine", OPEN, NOW);
     await store.insertPreconfirmed(captureLogs(word("c1"), word("c1"), 10), NOW);
     expect(await store.settlements.answer(id, "mine", { state: "succeeded", txHash: word("c1"), answer: "{}" }, NOW)).toBe(true);
