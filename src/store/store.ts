@@ -33,7 +33,8 @@ export type ChainChange = {
   /** Ranges to record as indexed, per token key. */
   synced: ReadonlyArray<{ token: Hex; range: BlockRange }>;
   /**
-   * The chain now ends at this block (a devnet restored from a chain saved behind the database):
+   * The chain now ends at this block (a devnet restored from a chain saved behind the database, or
+   * a reorg onto a branch shorter than the one it orphans):
    * every token's synced ranges are cut there first, so the heights above are indexed again as the
    * chain makes them. The rows above are flagged removed through `orphaned`.
    */
@@ -137,7 +138,10 @@ export type Store = {
   preconfirmedThrough: (blockNumber: number) => Promise<Set<Hex>>;
   /** Confirmed rows at or below `blockNumber` become finalized; returns how many. */
   finalizeThrough: (blockNumber: number, now: number) => Promise<number>;
-  /** Honours one `removed: true` log of a `logs` subscription; returns rows flagged. */
+  /**
+   * Honours one `removed: true` log of a `logs` subscription; returns rows flagged. When it flags
+   * any, the synced ranges end below its block: the reorg's new branch, or a restart, indexes it again.
+   */
   removeLog: (log: { blockNumber: number; blockHash: Hex; logIndex: number }, now: number) => Promise<number>;
   /** Blocks holding confirmed (not yet final) rows. */
   unsettledBlocks: () => Promise<BlockRef[]>;

@@ -160,6 +160,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
         blocks: branch.map((block) => ({ number: block.number, rows: rows.get(block.hash)! })),
         stillPending,
         synced: branch.flatMap((block) => tokensAt(block.number).map((token) => ({ token, range: { from: block.number, to: block.number } }))),
+        // A shorter new branch: the orphaned heights above it leave the synced ranges, or a kill
+        // before its next block would leave them claimed with only removed rows (a gap).
+        endsAt: orphaned.some((block) => block.number > head.number) ? head.number : undefined,
       },
       now,
     );

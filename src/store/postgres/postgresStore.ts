@@ -224,7 +224,13 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     insertPreconfirmed: (rows, now) => write("preconfirmed", (c) => postgresLifecycle(c, chainId).insertPreconfirmed(rows, now)),
     preconfirmedThrough: (blockNumber) => read((c) => postgresLifecycle(c, chainId).preconfirmedThrough(blockNumber)),
     finalizeThrough: (blockNumber, now) => write("finalize", (c) => postgresLifecycle(c, chainId).finalizeThrough(blockNumber, now)),
-    removeLog: (log, now) => write("removed_flag", (c) => postgresLifecycle(c, chainId).removeLog(log, now)),
+    // As on SQLite (sqliteStore.ts): flagged rows end the synced ranges below their block.
+    removeLog: (log, now) =>
+      write("removed_flag", async (c) => {
+        const changed = await postgresLifecycle(c, chainId).removeLog(log, now);
+        if (changed > 0) await postgresChainEnd(c, chainId).cutSyncedAt(log.blockNumber - 1);
+        return changed;
+      }),
     unsettledBlocks: () => read((c) => postgresLifecycle(c, chainId).unsettledBlocks()),
     liveBlocksAbove: (blockNumber) => read((c) => postgresChainEnd(c, chainId).liveBlocksAbove(blockNumber)),
 

@@ -152,7 +152,14 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     insertPreconfirmed: async (rows, now) => write("preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
     preconfirmedThrough: async (blockNumber) => lifecycle.preconfirmedThrough(blockNumber),
     finalizeThrough: async (blockNumber, now) => write("finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
-    removeLog: async (log, now) => write("removed_flag", () => lifecycle.removeLog(log, now)),
+    // The node says the block's rows were reorged out: the synced ranges end below it, so a kill
+    // before the follower applies that reorg leaves the heights to be indexed again, not a gap.
+    removeLog: async (log, now) =>
+      write("removed_flag", () => {
+        const changed = lifecycle.removeLog(log, now);
+        if (changed > 0) chainEnd.cutSyncedAt(log.blockNumber - 1);
+        return changed;
+      }),
     unsettledBlocks: async () => lifecycle.unsettledBlocks(),
     liveBlocksAbove: async (blockNumber) => chainEnd.liveBlocksAbove(blockNumber),
 
