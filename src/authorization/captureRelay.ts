@@ -369,10 +369,14 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
           throw error;
         });
         // A receipt counts, pre-confirmed or sealed, only once it shows the payment itself.
-        if (seen.kind === "preconfirmed" || seen.kind === "canonical") await judgeSeen(order, seen.txHash, seen.receipt);
+        if (seen.kind === "preconfirmed" || seen.kind === "canonical") {
+          await judgeSeen(order, seen.txHash, seen.receipt);
+          // The chain shows the payment, the caller has no answer yet. A poll can miss a short
+          // pre-confirmation and see the receipt sealed first: the step is the same one.
+          deps.crashPoint?.("preconfirmed");
+        }
         if (seen.kind === "preconfirmed") {
           lastSeen = `pre-confirmed for block ${seen.receipt.blockNumber}`;
-          deps.crashPoint?.("preconfirmed");
           if (confirmations === 0) return { txHash: seen.txHash, status: "preconfirmed", blockNumber: seen.receipt.blockNumber, confirmations: 0 };
         } else if (seen.kind === "canonical") {
           const { receipt } = seen;

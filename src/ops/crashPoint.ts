@@ -1,6 +1,10 @@
 import { writeSync } from "node:fs";
 
-/** The steps of a capture a kill -9 test stops the process at (test/settle/settleCrashPoints.test.ts). */
+/**
+ * The steps of a capture a kill -9 test stops the process at (test/settle/settleCrashPoints.test.ts).
+ * "preconfirmed": a receipt showing the payment was seen (pre-confirmed, or sealed when a poll
+ * missed the pre-confirmation), before any answer.
+ */
 export type CrashStep = "signed" | "stored" | "sent" | "preconfirmed";
 
 /** Test-only: names the step at which the process kills itself with SIGKILL. */
