@@ -51,8 +51,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
   const tracker = createBlockTracker();
   // Requests on the head path give way after realtime.requestTimeoutMs and move to the next endpoint.
   const headClient = client.withTimeout(config.realtime.requestTimeoutMs);
-  // A block's confirmation never waits for its calldata: attribution follows the commit.
-  const attributeLater = createLateAttribution({ attributor: deps.attributor, client: headClient, store, logger, shutdown });
+  // A block's confirmation never waits for its calldata: attribution follows the commit, and
+  // its requests wait while the head's go first.
+  const attributeLater = createLateAttribution({ attributor: deps.attributor, client: headClient.background(), store, logger, shutdown });
   const tokens = config.tokens;
   const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.

@@ -1,0 +1,155 @@
+import { createRefusalWindow, REFUSAL_WINDOW_MS } from "./refusalWindow.js";
+import { createSendLog } from "./sendLog.js";
+
+/**
+ * Share of the window's calls refused for the rate at which the rate is cut. Below it a refusal is
+ * retried and nothing else changes: providers refuse a few requests for reasons other than the
+ * client's rate (a burst limit on another dimension, a noisy neighbour). Note: Alchemy's guidance
+ * is that retries are the answer under 30% refused; a client pacing itself acts well before that.
+ */
+export const CUT_SHARE = 0.1;
+/** Refusals in the window before a cut: one refusal is never a rate limit on its own. */
+export const MIN_REFUSALS_TO_CUT = 2;
+/**
+ * The share is taken over at least this many calls: two refusals among the first few answers of a
+ * backfill are a rate limit met at once, two among hundreds are not.
+ */
+const MIN_CALLS_JUDGED = 20;
+/** Pace at this share of the limit the provider showed: room for requests that bunch up in transit. */
+export const PACE_SHARE = 0.95;
+/** Refused again at or under a limit it showed, the provider counts otherwise: the limit is cut by this factor (CUBIC's β). */
+export const DECREASE = 0.7;
+/**
+ * How long the rate holds just under the limit it found before it probes above it (ms). A probe
+ * against a hard limit costs about MIN_REFUSALS_TO_CUT refusals: at 5 calls a second, one in 75.
+ */
+export const PROBE_AFTER_MS = 30_000;
+/** Probing above the limit doubles the rate after this long (ms), along a cubic: slow at first, then fast. */
+export const PROBE_DOUBLING_MS = 5_000;
+/** The rate never falls below this (requests per second): a rate limit slows the client, it never stops it. */
+export const MIN_REQUESTS_PER_SECOND = 0.2;
+/** The span of the provider's count the client measures at a refusal (ms). */
+const SHOWN_MS = 1_000;
+
+export type AdaptiveRateState = {
+  /** Calls a second the client paces at now; Infinity while nothing paces. */
+  requestsPerSecond: number;
+  /** The limit the provider showed at the last cut (calls a second); Infinity before any. */
+  ceiling: number;
+  /** Whether the rate was cut for a provider's rate limit since the client started. */
+  refusedBefore: boolean;
+};
+
+/**
+ * The client's rate: the configured ceiling until a provider shows a rate limit, then just under
+ * the limit it showed, on a clock rather than on answers.
+ *
+ * - A refusal counts in a window of REFUSAL_WINDOW_MS; only when refusals are CUT_SHARE of its
+ *   calls (and at least MIN_REFUSALS_TO_CUT) is the rate cut. One refusal among many answered calls
+ *   is a retry, never a new ceiling.
+ * - A cut goes to what the provider showed it accepts (the calls answered in the second before the
+ *   refused one left), never above the rate of the moment; refused again at or under a limit it
+ *   showed, the provider counts over a longer span (Alchemy's rolling 10 s, Coinbase's 5 s), and
+ *   the limit is cut by DECREASE. Refusals of requests sent before a cut, or in the second after it
+ *   (the provider's count still holds the calls before it), were the old rate's.
+ * - Recovery follows time, not successes (AWS SDK adaptive retry, CUBIC): the rate holds just under
+ *   the limit for PROBE_AFTER_MS, then probes above it along a cubic, so a ceiling learnt too low
+ *   (a stray refusal, a provider that raised its limit) is outgrown. Refusals that are a share of
+ *   the calls sent above the limit found (they follow the rate: none came at the limit) set it
+ *   again from what the provider accepted. Nothing ratchets down: a cut never halves blindly.
+ */
+export function createAdaptiveRate(options: { requestsPerSecond: number; now: () => number }) {
+  const maxRate = options.requestsPerSecond;
+  const clock = options.now;
+  const sends = createSendLog();
+  const window = createRefusalWindow();
+  let ceiling = Number.POSITIVE_INFINITY;
+  let cutAt = Number.NEGATIVE_INFINITY;
+  /** Calls sent above the limit found since the probe began, and those refused: refusals that follow the rate. */
+  let probe = { calls: 0, refused: 0 };
+
+  const target = () => Math.max(MIN_REQUESTS_PER_SECOND, ceiling * PACE_SHARE);
+
+  /** The pacing rate at `at` (ms): the configured ceiling, or the found limit's schedule. */
+  function rateAt(at: number): number {
+    if (ceiling === Number.POSITIVE_INFINITY) return maxRate;
+    const probing = (at - cutAt - PROBE_AFTER_MS) / PROBE_DOUBLING_MS;
+    return Math.min(maxRate, probing <= 0 ? target() : target() * (1 + probing ** 3));
+  }
+
+  /** Whether a call sent at `at` went above the limit found (the rate is probing). */
+  const probing = (at: number) => ceiling !== Number.POSITIVE_INFINITY && rateAt(at) > target() * 1.01;
+  /** Refusals a real share of `calls`: a rate limit, not strays. */
+  const aShare = (refused: number, calls: number) => refused >= MIN_REFUSALS_TO_CUT && refused / Math.max(MIN_CALLS_JUDGED, calls) >= CUT_SHARE;
+
+  /** The limit to keep after refusals that are a real share, from what the provider accepted. */
+  function measuredLimit(sentAt: number, rate: number): number {
+    const shown = sends.acceptedIn(sentAt - SHOWN_MS, sentAt);
+    let limit = shown > 0 ? Math.min(rate, shown) : rate === Number.POSITIVE_INFINITY ? 1 : rate * DECREASE;
+    // At or under the limit found before: the provider's count is not the client's second.
+    if (ceiling !== Number.POSITIVE_INFINITY && rate <= target() * 1.01) limit = Math.min(limit, rate * DECREASE);
+    return Math.max(MIN_REQUESTS_PER_SECOND, limit);
+  }
+
+  return {
+    rate: (): number => rateAt(clock()),
+
+    /** A request of `cost` calls left at `at`. */
+    sent(at: number, cost: number): void {
+      sends.forgetBefore(at - 2 * REFUSAL_WINDOW_MS);
+      sends.add(at, cost);
+      if (probing(at)) probe.calls += cost;
+    },
+
+    /** It left at `leftAt` instead, later (sent from another thread): measured from then. */
+    moved(sentAt: number, leftAt: number, cost: number): void {
+      sends.moved(sentAt, leftAt, cost);
+    },
+
+    answered(sentAt: number, cost: number): void {
+      if (sentAt >= cutAt) window.answered(sentAt, cost, clock());
+    },
+
+    /**
+     * A request of `cost` calls sent at `sentAt` was refused for its rate. Returns whether the
+     * rate was cut. A batch larger than the calls the provider accepted in the second before it
+     * was refused for its size, not the rate: it is sent in pieces and nothing is cut.
+     */
+    refused(sentAt: number, cost: number): boolean {
+      const now = clock();
+      sends.markRefused(sentAt, cost);
+      if (cost > 1 && cost > sends.acceptedIn(sentAt - SHOWN_MS, sentAt)) return false;
+      // Sent before the cut, or while the provider's count still held the calls before it: the old
+      // rate's. One sent before it and refused since corrects the cut's measurement (fewer were accepted).
+      if (sentAt < cutAt + SHOWN_MS) {
+        const shown = sends.acceptedIn(sentAt - SHOWN_MS, sentAt);
+        if (sentAt < cutAt && shown > 0 && shown < ceiling) ceiling = Math.max(MIN_REQUESTS_PER_SECOND, shown);
+        return false;
+      }
+      window.refused(sentAt, cost, now);
+      // Sent while probing above the limit found: judged among the probe's calls alone, which the
+      // calls at the limit before it would otherwise dilute.
+      if (probing(sentAt)) probe.refused += cost;
+      const { answered, refused } = window.totals(now);
+      if (!aShare(refused, answered + refused) && !aShare(probe.refused, probe.calls)) return false;
+      ceiling = measuredLimit(sentAt, rateAt(sentAt));
+      cutAt = now;
+      probe = { calls: 0, refused: 0 };
+      window.clear();
+      return true;
+    },
+
+    /**
+     * When the calls the provider counted in its last second leave room for one more under the
+     * limit found (ms): after a cut, nothing leaves before, or it would be refused too.
+     */
+    roomAt(now: number): number {
+      if (ceiling === Number.POSITIVE_INFINITY) return now;
+      return sends.fitsAt(1, Math.max(1, Math.floor(ceiling)), SHOWN_MS, now);
+    },
+
+    state: (): AdaptiveRateState => ({ requestsPerSecond: rateAt(clock()), ceiling, refusedBefore: ceiling !== Number.POSITIVE_INFINITY }),
+  };
+}
+
+export type AdaptiveRate = ReturnType<typeof createAdaptiveRate>;
