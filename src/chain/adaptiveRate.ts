@@ -8,13 +8,19 @@ import { createSendLog } from "./sendLog.js";
  * is that retries are the answer under 30% refused; a client pacing itself acts well before that.
  */
 export const CUT_SHARE = 0.1;
-/** Refusals in the window before a cut: one refusal is never a rate limit on its own. */
-export const MIN_REFUSALS_TO_CUT = 2;
 /**
- * The share is taken over at least this many calls: two refusals among the first few answers of a
- * backfill are a rate limit met at once, two among hundreds are not.
+ * Refusals in the window before a cut: one or two are never a rate limit on their own (at 3% of
+ * requests refused at random, two among the first 20 calls come in one start in eight; three among
+ * the first 30, in one in seventeen, and the cut then goes to the rate of the moment).
  */
-const MIN_CALLS_JUDGED = 20;
+export const MIN_REFUSALS_TO_CUT = 3;
+/** Refusals of calls sent above the limit found that end a probe (the limit is then where the probe left it or higher). */
+export const MIN_PROBE_REFUSALS_TO_CUT = 2;
+/**
+ * The share is taken over at least this many calls: three refusals among the first answers of a
+ * backfill are a rate limit met at once, three among hundreds are not.
+ */
+const MIN_CALLS_JUDGED = 30;
 /** Pace at this share of the limit the provider showed: room for requests that bunch up in transit. */
 export const PACE_SHARE = 0.95;
 /** Refused again at or under a limit it showed, the provider counts otherwise: the limit is cut by this factor (CUBIC's β). */
@@ -79,8 +85,8 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
 
   /** Whether a call sent at `at` went above the limit found (the rate is probing). */
   const probing = (at: number) => ceiling !== Number.POSITIVE_INFINITY && rateAt(at) > target() * 1.01;
-  /** Refusals a real share of `calls`: a rate limit, not strays. */
-  const aShare = (refused: number, calls: number) => refused >= MIN_REFUSALS_TO_CUT && refused / Math.max(MIN_CALLS_JUDGED, calls) >= CUT_SHARE;
+  /** Refusals a real share of `calls` (at least `least` of them, over `judged` calls at least): a rate limit, not strays. */
+  const aShare = (refused: number, calls: number, least: number, judged: number) => refused >= least && refused / Math.max(judged, calls) >= CUT_SHARE;
 
   /** The limit to keep after refusals that are a real share, from what the provider accepted. */
   function measuredLimit(sentAt: number, rate: number): number {
@@ -131,8 +137,10 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
       // calls at the limit before it would otherwise dilute.
       if (probing(sentAt)) probe.refused += cost;
       const { answered, refused } = window.totals(now);
-      if (!aShare(refused, answered + refused) && !aShare(probe.refused, probe.calls)) return false;
-      ceiling = measuredLimit(sentAt, rateAt(sentAt));
+      // Above the limit found, refusals that follow the rate need less evidence: a cut there never goes below it.
+      const rateLimit = aShare(refused, answered + refused, MIN_REFUSALS_TO_CUT, MIN_CALLS_JUDGED);
+      if (!rateLimit && !aShare(probe.refused, probe.calls, MIN_PROBE_REFUSALS_TO_CUT, MIN_PROBE_REFUSALS_TO_CUT / CUT_SHARE)) return false;
+      ceiling = probing(sentAt) ? Math.max(ceiling, measuredLimit(sentAt, rateAt(sentAt))) : measuredLimit(sentAt, rateAt(sentAt));
       cutAt = now;
       probe = { calls: 0, refused: 0 };
       window.clear();

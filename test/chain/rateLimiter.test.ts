@@ -152,8 +152,10 @@ describe("createRateLimiter()", () => {
     // Sent more than a second before: not in the provider's count.
     await send(8_000);
     for (let i = 0; i < 5; i++) await send(10_000 + i * 150);
-    clock.now = 10_700;
-    expect(pacing.refused(10_700, undefined)).toBe(MIN_REFUSALS_TO_CUT <= 1);
+    for (let i = 1; i < MIN_REFUSALS_TO_CUT; i++) {
+      clock.now = 10_700 + i;
+      expect(pacing.refused(10_700 + i, undefined)).toBe(false);
+    }
     clock.now = 10_750;
     expect(pacing.refused(10_740, undefined)).toBe(true);
     expect(pacing.state()).toMatchObject({ requestsPerSecond: 5 * PACE_SHARE, ceiling: 5, refusedBefore: true });
@@ -163,7 +165,7 @@ describe("createRateLimiter()", () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
     clock.now = 10_600;
-    pacing.refused(10_500, undefined);
+    for (let i = 1; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(10_500 + i, undefined);
     expect(pacing.refused(10_550, undefined)).toBe(true);
     const cut = pacing.state();
     clock.now = 10_700;
@@ -175,13 +177,12 @@ describe("createRateLimiter()", () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
     clock.now = 10_600;
-    pacing.refused(10_500, undefined);
-    pacing.refused(10_550, undefined);
+    for (let i = 0; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(10_500 + i, undefined);
     const before = pacing.state().requestsPerSecond;
     // Paced at the limit found, a provider that counts over 10 s refuses a share.
     for (let i = 0; i < 8; i++) await send(12_000 + (i * 1_000) / before);
     clock.now = 14_000;
-    pacing.refused(13_900, undefined);
+    for (let i = 1; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(13_900 + i, undefined);
     expect(pacing.refused(13_950, undefined)).toBe(true);
     expect(pacing.state().ceiling).toBeLessThanOrEqual(before * DECREASE);
   });
@@ -189,8 +190,7 @@ describe("createRateLimiter()", () => {
   test("recovery follows time, not answers: the rate holds just under the limit found, then probes above it", () => {
     let now = 0;
     const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal, now: () => now });
-    pacing.refused(0, undefined);
-    pacing.refused(0, undefined);
+    for (let i = 0; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(0, undefined);
     const found = pacing.state().requestsPerSecond;
     now = PROBE_AFTER_MS - 1;
     expect(pacing.state().requestsPerSecond).toBe(found);
