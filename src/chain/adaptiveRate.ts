@@ -1,26 +1,24 @@
+import { binomialTail } from "./binomialTail.js";
 import { createRefusalWindow, REFUSAL_WINDOW_MS } from "./refusalWindow.js";
 import { createSendLog } from "./sendLog.js";
 
 /**
- * Share of the window's calls refused for the rate at which the rate is cut. Below it a refusal is
- * retried and nothing else changes: providers refuse a few requests for reasons other than the
- * client's rate (a burst limit on another dimension, a noisy neighbour). Note: Alchemy's guidance
+ * Share of requests a provider may refuse at random (not for the client's rate) that the client
+ * takes for strays: a burst limit on another dimension, a noisy neighbour. Note: Alchemy's guidance
  * is that retries are the answer under 30% refused; a client pacing itself acts well before that.
  */
-export const CUT_SHARE = 0.1;
+export const STRAY_SHARE = 0.05;
 /**
- * Refusals in the window before a cut: one or two are never a rate limit on their own (at 3% of
- * requests refused at random, two among the first 20 calls come in one start in eight; three among
- * the first 30, in one in seventeen, and the cut then goes to the rate of the moment).
+ * The rate is cut only when the window's refusals would come from strays at STRAY_SHARE less often
+ * than this: one or two refusals among many answered calls never cut, four in a row after the
+ * first answers do. At 3% of requests refused at random, a false cut comes in about one start in
+ * a thousand.
  */
-export const MIN_REFUSALS_TO_CUT = 3;
+export const CUT_CONFIDENCE = 1e-3;
+/** Share of the calls sent while probing above the limit found that ends the probe (at least MIN_PROBE_REFUSALS_TO_CUT). */
+export const PROBE_CUT_SHARE = 0.1;
 /** Refusals of calls sent above the limit found that end a probe (the limit is then where the probe left it or higher). */
 export const MIN_PROBE_REFUSALS_TO_CUT = 2;
-/**
- * The share is taken over at least this many calls: three refusals among the first answers of a
- * backfill are a rate limit met at once, three among hundreds are not.
- */
-const MIN_CALLS_JUDGED = 30;
 /** Pace at this share of the limit the provider showed: room for requests that bunch up in transit. */
 export const PACE_SHARE = 0.95;
 /** Refused again at or under a limit it showed, the provider counts otherwise: the limit is cut by this factor (CUBIC's β). */
@@ -50,9 +48,9 @@ export type AdaptiveRateState = {
  * The client's rate: the configured ceiling until a provider shows a rate limit, then just under
  * the limit it showed, on a clock rather than on answers.
  *
- * - A refusal counts in a window of REFUSAL_WINDOW_MS; only when refusals are CUT_SHARE of its
- *   calls (and at least MIN_REFUSALS_TO_CUT) is the rate cut. One refusal among many answered calls
- *   is a retry, never a new ceiling.
+ * - A refusal counts in a window of REFUSAL_WINDOW_MS; only when its refusals are more than strays
+ *   at STRAY_SHARE would explain (CUT_CONFIDENCE) is the rate cut. One refusal among many answered
+ *   calls is a retry, never a new ceiling.
  * - A cut goes to what the provider showed it accepts (the calls answered in the second before the
  *   refused one left), never above the rate of the moment; refused again at or under a limit it
  *   showed, the provider counts over a longer span (Alchemy's rolling 10 s, Coinbase's 5 s), and
@@ -85,8 +83,9 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
 
   /** Whether a call sent at `at` went above the limit found (the rate is probing). */
   const probing = (at: number) => ceiling !== Number.POSITIVE_INFINITY && rateAt(at) > target() * 1.01;
-  /** Refusals a real share of `calls` (at least `least` of them, over `judged` calls at least): a rate limit, not strays. */
-  const aShare = (refused: number, calls: number, least: number, judged: number) => refused >= least && refused / Math.max(judged, calls) >= CUT_SHARE;
+  /** Refusals among a probe's calls that follow its rate: a share of them, never one alone. */
+  const probeRefused = () =>
+    probe.refused >= MIN_PROBE_REFUSALS_TO_CUT && probe.refused / Math.max(MIN_PROBE_REFUSALS_TO_CUT / PROBE_CUT_SHARE, probe.calls) >= PROBE_CUT_SHARE;
 
   /** The limit to keep after refusals that are a real share, from what the provider accepted. */
   function measuredLimit(sentAt: number, rate: number): number {
@@ -138,8 +137,10 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
       if (probing(sentAt)) probe.refused += cost;
       const { answered, refused } = window.totals(now);
       // Above the limit found, refusals that follow the rate need less evidence: a cut there never goes below it.
-      const rateLimit = aShare(refused, answered + refused, MIN_REFUSALS_TO_CUT, MIN_CALLS_JUDGED);
-      if (!rateLimit && !aShare(probe.refused, probe.calls, MIN_PROBE_REFUSALS_TO_CUT, MIN_PROBE_REFUSALS_TO_CUT / CUT_SHARE)) return false;
+      // More refusals than strays would explain (Google SRE's client-side throttling acts on the share
+      // of rejections over a window, never on one): a rate limit.
+      const rateLimit = binomialTail(refused, answered + refused, STRAY_SHARE) < CUT_CONFIDENCE;
+      if (!rateLimit && !probeRefused()) return false;
       ceiling = probing(sentAt) ? Math.max(ceiling, measuredLimit(sentAt, rateAt(sentAt))) : measuredLimit(sentAt, rateAt(sentAt));
       cutAt = now;
       probe = { calls: 0, refused: 0 };

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { CUT_SHARE, DECREASE, MIN_REFUSALS_TO_CUT, PACE_SHARE, PROBE_AFTER_MS } from "../../src/chain/adaptiveRate.js";
+import { DECREASE, PACE_SHARE, PROBE_AFTER_MS } from "../../src/chain/adaptiveRate.js";
 import { callsPerBatch, createRateLimiter, HEAD_RESERVED_REQUESTS, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND, type RateLimiter } from "../../src/chain/rateLimiter.js";
+import { binomialTail } from "../../src/chain/binomialTail.js";
 import { ShutdownError } from "../../src/errors/base.js";
 
 const limiter = (requestsPerSecond: number, concurrency = 8, signal = new AbortController().signal) =>
@@ -147,12 +148,13 @@ describe("createRateLimiter()", () => {
     expect(pacing.state()).toMatchObject({ requestsPerSecond: 10, refusedBefore: false });
   });
 
-  test(`refusals that are ${CUT_SHARE * 100}% of the window's calls cut the rate to just under what the provider accepted in the second before`, async () => {
+  test("refusals more than strays would explain cut the rate to just under what the provider accepted in the second before", async () => {
     const { clock, pacing, send } = onClock();
     // Sent more than a second before: not in the provider's count.
     await send(8_000);
     for (let i = 0; i < 5; i++) await send(10_000 + i * 150);
-    for (let i = 1; i < MIN_REFUSALS_TO_CUT; i++) {
+    // Five refusals in a row after six answers: strays at 5% would do that less than once in a thousand.
+    for (let i = 1; i < 5; i++) {
       clock.now = 10_700 + i;
       expect(pacing.refused(10_700 + i, undefined)).toBe(false);
     }
@@ -165,7 +167,7 @@ describe("createRateLimiter()", () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
     clock.now = 10_600;
-    for (let i = 1; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(10_500 + i, undefined);
+    for (let i = 1; i < 4; i++) pacing.refused(10_500 + i, undefined);
     expect(pacing.refused(10_550, undefined)).toBe(true);
     const cut = pacing.state();
     clock.now = 10_700;
@@ -177,12 +179,12 @@ describe("createRateLimiter()", () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
     clock.now = 10_600;
-    for (let i = 0; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(10_500 + i, undefined);
+    for (let i = 0; i < 4; i++) pacing.refused(10_500 + i, undefined);
     const before = pacing.state().requestsPerSecond;
     // Paced at the limit found, a provider that counts over 10 s refuses a share.
     for (let i = 0; i < 8; i++) await send(12_000 + (i * 1_000) / before);
     clock.now = 14_000;
-    for (let i = 1; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(13_900 + i, undefined);
+    for (let i = 1; i < 5; i++) pacing.refused(13_900 + i, undefined);
     expect(pacing.refused(13_950, undefined)).toBe(true);
     expect(pacing.state().ceiling).toBeLessThanOrEqual(before * DECREASE);
   });
@@ -190,7 +192,7 @@ describe("createRateLimiter()", () => {
   test("recovery follows time, not answers: the rate holds just under the limit found, then probes above it", () => {
     let now = 0;
     const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal, now: () => now });
-    for (let i = 0; i < MIN_REFUSALS_TO_CUT; i++) pacing.refused(0, undefined);
+    for (let i = 0; i < 3; i++) pacing.refused(0, undefined);
     const found = pacing.state().requestsPerSecond;
     now = PROBE_AFTER_MS - 1;
     expect(pacing.state().requestsPerSecond).toBe(found);
@@ -301,5 +303,18 @@ describe("callsPerBatch()", () => {
     expect(callsPerBatch(50, 20)).toBe(20);
     expect(callsPerBatch(4.75, 500)).toBe(4);
     expect(callsPerBatch(0.2, 500)).toBe(1);
+  });
+});
+
+describe("binomialTail()", () => {
+  test("is the chance of k or more refusals among n calls refused at random", () => {
+    expect(binomialTail(0, 10, 0.05)).toBe(1);
+    expect(binomialTail(11, 10, 0.05)).toBe(0);
+    expect(binomialTail(1, 10, 0.05)).toBeCloseTo(1 - 0.95 ** 10, 12);
+    expect(binomialTail(10, 10, 0.05)).toBeCloseTo(0.05 ** 10, 20);
+    // Large windows stay cheap and finite.
+    expect(binomialTail(600, 10_000, 0.05)).toBeGreaterThan(0);
+    expect(binomialTail(600, 10_000, 0.05)).toBeLessThan(1e-3);
+    expect(binomialTail(500, 10_000, 0.05)).toBeGreaterThan(0.4);
   });
 });

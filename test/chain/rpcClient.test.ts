@@ -132,8 +132,8 @@ describe("createRpcClient()", () => {
     const counts = await metrics.rpcRequests.get();
     expect(counts.values.find((v) => v.labels.outcome === "rate_limited")?.value).toBe(4);
     expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(0);
-    // No ceiling: three refusals among the first answers are a rate limit met at once. The rate goes
-    // just under the one call (eth_chainId) the server accepted in the second before.
+    // No ceiling: four refusals in a row after the first answer are a rate limit met at once. The rate
+    // goes just under the one call (eth_chainId) the server accepted in the second before.
     const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
     expect(cuts).toEqual([Math.round(PACE_SHARE * 100) / 100]);
   });
