@@ -49,10 +49,7 @@ export type RpcClient = {
    * again (to the next endpoint when there are several) and the first answer wins.
    */
   withTimeout: (timeoutMs: number) => RpcClient;
-  /**
-   * The same client for work that can wait (backfill windows, pending-view polls, attribution): its
-   * requests only borrow what the head's leave, and wait while a head request does (rateLimiter.ts).
-   */
+  /** The same client for work that can wait (backfill, pending view, attribution): it yields to the head's. */
   background: () => RpcClient;
   /**
    * The same client for reads that pace themselves (the pending view: its poll and watchdog share
@@ -239,7 +236,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
   async function withRetries<T>(method: string, cost: number, lane: Lane, run: (endpoint: Endpoint, sending: Sending) => Promise<T>): Promise<T> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = config.rpc.retry;
     let lastEndpoint = "";
-    let failures = 0;
+    // Attempts that failed: a hedged attempt whose two calls both fail is one failure, not two.
+    const failed = new Set<number>();
     let refusals = 0;
     const once = async (count: number, hedge: number): Promise<T> => {
       shutdown.throwIfKilled();
@@ -260,7 +258,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         if (classified instanceof HeldBackError) throw classified;
         metrics.rpcRequests.inc({ method, outcome: outcomeOf(classified) });
         if (classified instanceof RateLimitedError && lane.rateLimits === "wait") slowDown(sending, classified, ++refusals);
-        else if (classified instanceof RetryableError) failures++;
+        else if (classified instanceof RetryableError) failed.add(count);
         if (classified instanceof RetryableError && !(classified instanceof RateLimitedError)) endpoint.failedAt = Date.now();
         if (classified instanceof RateLimitedError && cost > 1) {
           batchSize.refused(cost);
@@ -280,14 +278,14 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
           error instanceof RetryableError &&
           !(error instanceof BatchOverRateError) &&
           !shutdown.isKilled() &&
-          (error instanceof HeldBackError || (error instanceof RateLimitedError ? lane.rateLimits === "wait" : failures < maxAttempts)),
+          (error instanceof HeldBackError || (error instanceof RateLimitedError ? lane.rateLimits === "wait" : failed.size < maxAttempts)),
         // A held-back request goes back to the limiter at once; a refused one backs off (a named wait first, withRetry).
         delay: ({ error }) =>
           error instanceof HeldBackError
             ? 0
             : error instanceof RateLimitedError
               ? backoffDelayMs(refusals - 1, REFUSED_RETRY_BACKOFF)
-              : backoffDelayMs(failures - 1, { initialDelayMs, maxDelayMs }),
+              : backoffDelayMs(failed.size - 1, { initialDelayMs, maxDelayMs }),
         onRetry: ({ error, delayMs }) => {
           // A held-back request was never sent: nothing to report.
           if (error instanceof HeldBackError) return;
@@ -295,7 +293,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
             msg: "Retrying RPC request",
             method,
             endpoint: lastEndpoint,
-            attempt: failures,
+            attempt: failed.size,
             max_attempts: maxAttempts,
             rate_limited: error instanceof RateLimitedError,
             delay_ms: Math.round(delayMs),
@@ -306,8 +304,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       });
     } catch (error) {
       if (!(error instanceof RetryableError) || error instanceof BatchOverRateError || error instanceof RateLimitedError || shutdown.isKilled()) throw error;
-      logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: failures, max_attempts: maxAttempts, error: error.shortMessage });
-      throw new RetryableError(`${method} failed after ${failures} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
+      logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: failed.size, max_attempts: maxAttempts, error: error.shortMessage });
+      throw new RetryableError(`${method} failed after ${failed.size} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
     }
   }
 
