@@ -25,7 +25,7 @@ export const PACE_SHARE = 0.95;
 export const DECREASE = 0.7;
 /**
  * How long the rate holds just under the limit it found before it probes above it (ms). A probe
- * against a hard limit costs about MIN_REFUSALS_TO_CUT refusals: at 5 calls a second, one in 75.
+ * against a hard limit costs about MIN_PROBE_REFUSALS_TO_CUT refusals: at 5 calls a second, one in 75.
  */
 export const PROBE_AFTER_MS = 30_000;
 /** Probing above the limit doubles the rate after this long (ms), along a cubic: slow at first, then fast. */
@@ -66,7 +66,7 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
   const maxRate = options.requestsPerSecond;
   const clock = options.now;
   const sends = createSendLog();
-  const window = createRefusalWindow();
+  const outcomes = createRefusalWindow();
   let ceiling = Number.POSITIVE_INFINITY;
   let cutAt = Number.NEGATIVE_INFINITY;
   /** Calls sent above the limit found since the probe began, and those refused: refusals that follow the rate. */
@@ -112,7 +112,7 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
     },
 
     answered(sentAt: number, cost: number): void {
-      if (sentAt >= cutAt) window.answered(sentAt, cost, clock());
+      if (sentAt >= cutAt) outcomes.answered(sentAt, cost, clock());
     },
 
     /**
@@ -131,11 +131,11 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
         if (sentAt < cutAt && shown > 0 && shown < ceiling) ceiling = Math.max(MIN_REQUESTS_PER_SECOND, shown);
         return false;
       }
-      window.refused(sentAt, cost, now);
+      outcomes.refused(sentAt, cost, now);
       // Sent while probing above the limit found: judged among the probe's calls alone, which the
       // calls at the limit before it would otherwise dilute.
       if (probing(sentAt)) probe.refused += cost;
-      const { answered, refused } = window.totals(now);
+      const { answered, refused } = outcomes.totals(now);
       // Above the limit found, refusals that follow the rate need less evidence: a cut there never goes below it.
       // More refusals than strays would explain (Google SRE's client-side throttling acts on the share
       // of rejections over a window, never on one): a rate limit.
@@ -144,7 +144,7 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
       ceiling = probing(sentAt) ? Math.max(ceiling, measuredLimit(sentAt, rateAt(sentAt))) : measuredLimit(sentAt, rateAt(sentAt));
       cutAt = now;
       probe = { calls: 0, refused: 0 };
-      window.clear();
+      outcomes.clear();
       return true;
     },
 
