@@ -38,7 +38,7 @@ export type RpcClient = {
    * is billed), and less than a batch the provider refused. Callers batch through chain/inBatches.ts.
    */
   batchCalls: () => number;
-  /** Whether a provider has refused a request for its rate since the client started: it will again. */
+  /** Whether the client found a provider's rate limit since it started (refusals more than strays): it will meet it again. */
   rateLimited: () => boolean;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
