@@ -229,7 +229,7 @@ describe("createRateLimiter()", () => {
   });
 
   test("head requests go before every background request waiting, and have slots of their own", async () => {
-    const pacing = limiter(10, 2);
+    const pacing = limiter(1_000, 2);
     const order: string[] = [];
     const release: Array<() => void> = [];
     const hold = (name: string) => async () => {
@@ -240,13 +240,14 @@ describe("createRateLimiter()", () => {
     const background = Array.from({ length: 6 }, (_, i) => pacing.run(1, hold(`background ${i}`), "background"));
     await new Promise((resolve) => setTimeout(resolve, 150));
     const heads = Array.from({ length: HEAD_RESERVED_REQUESTS }, (_, i) => pacing.run(1, hold(`head ${i}`)));
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    const started = (prefix: string) => order.filter((o) => o.startsWith(prefix)).length;
+    for (let i = 0; i < 250 && started("head") < HEAD_RESERVED_REQUESTS; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     // Every head request left while the background ones still held both slots.
-    expect(order.filter((o) => o.startsWith("head"))).toHaveLength(HEAD_RESERVED_REQUESTS);
-    expect(order.filter((o) => o.startsWith("background"))).toHaveLength(pacing.state().concurrency);
+    expect(started("head")).toBe(HEAD_RESERVED_REQUESTS);
+    expect(started("background")).toBe(pacing.state().concurrency);
     while (order.length < 6 + HEAD_RESERVED_REQUESTS) {
       release.splice(0).forEach((go) => go());
-      await new Promise((resolve) => setTimeout(resolve, 120));
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
     release.splice(0).forEach((go) => go());
     await Promise.all([...background, ...heads]);
