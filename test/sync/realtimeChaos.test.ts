@@ -80,8 +80,8 @@ describe("realtime behind a misbehaving provider", () => {
     async () => {
       const devnet = await startDevnet({ blockTimeMs: BLOCK_TIME_MS, flashblockIntervalMs: 200 });
       open.push(devnet);
-      // Issue 41's realtime run: 10% faults with 429s among them, and WebSocket drops.
-      const proxy = await startChaosProxy(devnet, { errorRate: 0.04, rateLimitRate: 0.04, hangRate: 0.02, hangMs: 30_000, damageRate: 0.1, wsDropEveryMs: [5_000, 15_000] });
+      // Issue 41's realtime run: 10% faults with 429s among them (there 4 in 351 requests; here 2%), and WebSocket drops.
+      const proxy = await startChaosProxy(devnet, { errorRate: 0.05, rateLimitRate: 0.02, hangRate: 0.02, hangMs: 30_000, damageRate: 0.1, wsDropEveryMs: [5_000, 15_000] });
       open.push(proxy);
       // Background work competes: the pending view polled every 50 ms, attribution of every payment (on by default).
       const { deps, payer, config } = await startFollower(
@@ -104,8 +104,9 @@ describe("realtime behind a misbehaving provider", () => {
       expect(maxLag).toBeLessThanOrEqual(MAX_LAG_BLOCKS);
       // The strays were retried, never taken for the provider's rate.
       expect(deps.lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit")).toEqual([]);
-      const answered = (await deps.metrics.rpcRequests.get()).values.filter((v) => v.labels.outcome === "ok").reduce((sum, v) => sum + v.value, 0);
-      expect(answered).toBeGreaterThan(20 * proxy.done.rateLimited);
+      const counts = (await deps.metrics.rpcRequests.get()).values;
+      const refused = counts.filter((v) => v.labels.outcome === "rate_limited").reduce((sum, v) => sum + v.value, 0);
+      expect(refused).toBeGreaterThanOrEqual(5);
     },
     120_000,
   );
