@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { hedgedCall } from "../../src/chain/hedgedCall.js";
 
-const after = <T>(ms: number, value: T, fail = false) =>
-  new Promise<T>((resolve, reject) => setTimeout(() => (fail ? reject(value) : resolve(value)), ms));
+const after = <T>(ms: number, value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
+const failAfter = (ms: number, message: string) => new Promise<never>((_, reject) => setTimeout(() => reject(new Error(message)), ms));
 
 /** Settles `promise` on the fake clock: its outcome as a value, so a rejection is never left unhandled. */
 async function settle<T>(promise: Promise<T>, ms = 1_000) {
@@ -29,18 +29,18 @@ describe("hedgedCall()", () => {
   });
 
   test("a failure waits for the other call: the hedge's answer still wins", async () => {
-    const result = hedgedCall((hedge) => (hedge === 0 ? after(40, new Error("first"), true) : after(60, "hedge")), 20);
+    const result = hedgedCall((hedge) => (hedge === 0 ? failAfter(40, "first") : after(60, "hedge")), 20);
     expect(await settle(result)).toEqual({ value: "hedge" });
   });
 
   test("both failing throw the failure that came first", async () => {
-    const result = hedgedCall((hedge) => after(hedge === 0 ? 40 : 5, new Error(`call ${hedge}`), true), 20);
+    const result = hedgedCall((hedge) => failAfter(hedge === 0 ? 40 : 5, `call ${hedge}`), 20);
     expect(await settle(result)).toEqual({ error: new Error("call 1") });
   });
 
   test("a call that fails before the hedge is due fails at once: the caller's retry backs off", async () => {
     const calls: number[] = [];
-    expect(await settle(hedgedCall((hedge) => (calls.push(hedge), after(5, new Error("503"), true)), 50))).toEqual({ error: new Error("503") });
+    expect(await settle(hedgedCall((hedge) => (calls.push(hedge), failAfter(5, "503")), 50))).toEqual({ error: new Error("503") });
     expect(calls).toEqual([0]);
   });
 });
