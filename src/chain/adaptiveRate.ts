@@ -21,8 +21,10 @@ export const PROBE_CUT_SHARE = 0.1;
 export const MIN_PROBE_REFUSALS_TO_CUT = 2;
 /** Pace at this share of the limit the provider showed: room for requests that bunch up in transit. */
 export const PACE_SHARE = 0.95;
-/** Refused again at or under a limit it showed, the provider counts otherwise: the limit is cut by this factor (CUBIC's β). */
+/** Refused again at or under a limit it showed, the provider counts otherwise: the rate is cut by this factor (CUBIC's β). */
 export const DECREASE = 0.7;
+/** After such a cut the rate is back just under the limit within this long (ms), on time alone. */
+export const RECOVERY_MS = 3_000;
 /**
  * How long the rate holds just under the limit it found before it probes above it (ms). A probe
  * against a hard limit costs about MIN_PROBE_REFUSALS_TO_CUT refusals: at 5 calls a second, one in 75.
@@ -53,8 +55,8 @@ export type AdaptiveRateState = {
  *   calls is a retry, never a new ceiling.
  * - A cut goes to what the provider showed it accepts (the calls answered in the second before the
  *   refused one left), never above the rate of the moment; refused again at or under a limit it
- *   showed, the provider counts over a longer span (Alchemy's rolling 10 s, Coinbase's 5 s), and
- *   the limit is cut by DECREASE. Refusals of requests sent before a cut, or in the second after it
+ *   showed, the provider counts over a longer span (Alchemy's rolling 10 s, Coinbase's 5 s): the
+ *   rate drops by DECREASE and is back near the limit within RECOVERY_MS. Refusals of requests sent before a cut, or in the second after it
  *   (the provider's count still holds the calls before it), were the old rate's.
  * - Recovery follows time, not successes (AWS SDK adaptive retry, CUBIC): the rate holds just under
  *   the limit for PROBE_AFTER_MS, then probes above it along a cubic, so a ceiling learnt too low
@@ -69,15 +71,24 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
   const outcomes = createRefusalWindow();
   let ceiling = Number.POSITIVE_INFINITY;
   let cutAt = Number.NEGATIVE_INFINITY;
+  /** The rate right after the last cut: under the limit found when the cut was a DECREASE. */
+  let startRate = Number.POSITIVE_INFINITY;
   /** Calls sent above the limit found since the probe began, and those refused: refusals that follow the rate. */
   let probe = { calls: 0, refused: 0 };
 
   const target = () => Math.max(MIN_REQUESTS_PER_SECOND, ceiling * PACE_SHARE);
 
-  /** The pacing rate at `at` (ms): the configured ceiling, or the found limit's schedule. */
+  /**
+   * The pacing rate at `at` (ms): the configured ceiling, or the found limit's schedule: from the
+   * rate right after the cut back up to just under the limit within RECOVERY_MS (concave, as CUBIC
+   * nears its last maximum), there until PROBE_AFTER_MS, then above it.
+   */
   function rateAt(at: number): number {
     if (ceiling === Number.POSITIVE_INFINITY) return maxRate;
-    const probing = (at - cutAt - PROBE_AFTER_MS) / PROBE_DOUBLING_MS;
+    const since = at - cutAt;
+    const recovering = 1 - since / RECOVERY_MS;
+    if (recovering > 0 && startRate < target()) return Math.min(maxRate, target() - (target() - startRate) * recovering ** 3);
+    const probing = (since - PROBE_AFTER_MS) / PROBE_DOUBLING_MS;
     return Math.min(maxRate, probing <= 0 ? target() : target() * (1 + probing ** 3));
   }
 
@@ -87,13 +98,25 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
   const probeRefused = () =>
     probe.refused >= MIN_PROBE_REFUSALS_TO_CUT && probe.refused / Math.max(MIN_PROBE_REFUSALS_TO_CUT / PROBE_CUT_SHARE, probe.calls) >= PROBE_CUT_SHARE;
 
-  /** The limit to keep after refusals that are a real share, from what the provider accepted. */
+  /** The limit the provider showed it accepts (the calls answered in the second before `sentAt`), never above `rate`. */
   function measuredLimit(sentAt: number, rate: number): number {
     const shown = sends.acceptedIn(sentAt - SHOWN_MS, sentAt);
-    let limit = shown > 0 ? Math.min(rate, shown) : rate === Number.POSITIVE_INFINITY ? 1 : rate * DECREASE;
-    // At or under the limit found before: the provider's count is not the client's second.
-    if (ceiling !== Number.POSITIVE_INFINITY && rate <= target() * 1.01) limit = Math.min(limit, rate * DECREASE);
+    const limit = shown > 0 ? Math.min(rate, shown) : rate === Number.POSITIVE_INFINITY ? 1 : rate * DECREASE;
     return Math.max(MIN_REQUESTS_PER_SECOND, limit);
+  }
+
+  /** Cuts to the limit the refused request's second showed (a probe's never below the limit found). */
+  function cut(sentAt: number, now: number): void {
+    const rate = rateAt(sentAt);
+    const aboveLimit = probing(sentAt);
+    // Refused at or under the limit found: the provider counts over a longer span than the client's
+    // second. The rate drops by DECREASE and climbs back on time (CUBIC's multiplicative decrease).
+    const atLimit = ceiling !== Number.POSITIVE_INFINITY && !aboveLimit;
+    ceiling = aboveLimit ? Math.max(ceiling, measuredLimit(sentAt, rate)) : measuredLimit(sentAt, rate);
+    startRate = atLimit ? Math.max(MIN_REQUESTS_PER_SECOND, Math.min(target(), rate * DECREASE)) : target();
+    cutAt = now;
+    probe = { calls: 0, refused: 0 };
+    outcomes.clear();
   }
 
   return {
@@ -136,15 +159,12 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
       // calls at the limit before it would otherwise dilute.
       if (probing(sentAt)) probe.refused += cost;
       const { answered, refused } = outcomes.totals(now);
-      // Above the limit found, refusals that follow the rate need less evidence: a cut there never goes below it.
       // More refusals than strays would explain (Google SRE's client-side throttling acts on the share
-      // of rejections over a window, never on one): a rate limit.
+      // of rejections over a window, never on one): a rate limit. Above the limit found, refusals
+      // that follow the rate need less evidence: a cut there never goes below it.
       const rateLimit = binomialTail(refused, answered + refused, STRAY_SHARE) < CUT_CONFIDENCE;
       if (!rateLimit && !probeRefused()) return false;
-      ceiling = probing(sentAt) ? Math.max(ceiling, measuredLimit(sentAt, rateAt(sentAt))) : measuredLimit(sentAt, rateAt(sentAt));
-      cutAt = now;
-      probe = { calls: 0, refused: 0 };
-      outcomes.clear();
+      cut(sentAt, now);
       return true;
     },
 

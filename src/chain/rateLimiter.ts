@@ -18,9 +18,19 @@ export const INITIAL_CONCURRENCY = 1;
 export const HEAD_RESERVED_REQUESTS = 4;
 
 /**
+ * Head requests let go in a row while background ones wait, before one background request goes:
+ * when both want more than the budget, the head gets four fifths of it and the background a fifth,
+ * so work that can wait still catches up (a head polled every 200 ms against a provider allowing 4
+ * calls a second would otherwise take all of it). A head request waits behind one background
+ * request's pacing slot at most.
+ */
+export const HEAD_TURNS_PER_BACKGROUND = 4;
+
+/**
  * Two classes over one budget. `head`: the confirmed head (new blocks, their logs, reorg walks),
- * settle and relay calls; strict priority and a guaranteed share. `background`: backfill windows,
- * pending-view polls, attribution; they borrow what the head leaves and wait while it has work.
+ * settle and relay calls; priority and the larger guaranteed share. `background`: backfill
+ * windows, pending-view polls, attribution; they borrow what the head leaves, with a fifth of the
+ * budget guaranteed (HEAD_TURNS_PER_BACKGROUND).
  */
 export type RequestPriority = "head" | "background";
 
@@ -49,7 +59,7 @@ export type RateLimiter = {
   /**
    * Runs `task` once a request slot is free and `cost` more calls fit the rate (a JSON-RPC batch
    * costs one per call, as hosted providers bill it); `task` gets the time it was let go (ms).
-   * Head requests go before every background request waiting.
+   * Head requests go before background ones waiting, but for one in HEAD_TURNS_PER_BACKGROUND + 1.
    */
   run: <T>(cost: number, task: (sentAt: number) => Promise<T>, priority?: RequestPriority) => Promise<T>;
   /**
@@ -90,6 +100,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   type Waiting = { cost: number; go: (sentAt: number) => void; fail: (error: Error) => void };
   const waiting: Record<RequestPriority, Waiting[]> = { head: [], background: [] };
   let timer: NodeJS.Timeout | undefined;
+  /** Head requests let go in a row while background ones waited. */
+  let headTurns = 0;
 
   options.signal.addEventListener(
     "abort",
@@ -100,13 +112,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     { once: true },
   );
 
-  /** Lets go every waiting request the limits allow, head first; sets a timer for the next one. */
+  /** Lets go every waiting request the limits allow, head first (HEAD_TURNS_PER_BACKGROUND); sets a timer for the next one. */
   function pump(): void {
     clearTimeout(timer);
     timer = undefined;
     const now = clock();
     for (;;) {
-      const head = waiting.head.length > 0;
+      const backgroundFits = waiting.background.length > 0 && inFlight < Math.floor(concurrency);
+      const head = waiting.head.length > 0 && !(backgroundFits && headTurns >= HEAD_TURNS_PER_BACKGROUND);
       const queue = head ? waiting.head : waiting.background;
       if (queue.length === 0) return;
       if (inFlight >= Math.floor(concurrency) + (head ? HEAD_RESERVED_REQUESTS : 0)) return;
@@ -119,6 +132,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       rate.sent(now, next.cost);
       inFlight++;
       queue.shift();
+      headTurns = !head ? 0 : waiting.background.length > 0 ? headTurns + 1 : 0;
       next.go(now);
     }
   }

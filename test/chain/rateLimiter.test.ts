@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { DECREASE, PACE_SHARE, PROBE_AFTER_MS } from "../../src/chain/adaptiveRate.js";
-import { callsPerBatch, createRateLimiter, HEAD_RESERVED_REQUESTS, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND, type RateLimiter } from "../../src/chain/rateLimiter.js";
+import { DECREASE, PACE_SHARE, PROBE_AFTER_MS, RECOVERY_MS } from "../../src/chain/adaptiveRate.js";
+import { callsPerBatch, createRateLimiter, HEAD_RESERVED_REQUESTS, HEAD_TURNS_PER_BACKGROUND, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND, type RateLimiter } from "../../src/chain/rateLimiter.js";
 import { binomialTail } from "../../src/chain/binomialTail.js";
 import { ShutdownError } from "../../src/errors/base.js";
 
@@ -175,18 +175,27 @@ describe("createRateLimiter()", () => {
     expect(pacing.state()).toEqual(cut);
   });
 
-  test("refused again as a share at or under the limit it found, the provider counts otherwise: the limit is cut by DECREASE", async () => {
+  test("refused again as a share at the limit it found, the rate drops by DECREASE and is back near the limit within RECOVERY_MS", async () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
     clock.now = 10_600;
     for (let i = 0; i < 4; i++) pacing.refused(10_500 + i, undefined);
     const before = pacing.state().requestsPerSecond;
+    expect(before).toBe(5 * PACE_SHARE);
     // Paced at the limit found, a provider that counts over 10 s refuses a share.
-    for (let i = 0; i < 8; i++) await send(12_000 + (i * 1_000) / before);
+    for (let i = 0; i < 10; i++) await send(12_000 + (i * 1_000) / before);
     clock.now = 14_000;
-    for (let i = 1; i < 5; i++) pacing.refused(13_900 + i, undefined);
+    for (let i = 1; i < 5; i++) expect(pacing.refused(13_900 + i, undefined)).toBe(false);
     expect(pacing.refused(13_950, undefined)).toBe(true);
-    expect(pacing.state().ceiling).toBeLessThanOrEqual(before * DECREASE);
+    const { ceiling } = pacing.state();
+    expect(ceiling).toBeCloseTo(before, 9);
+    expect(pacing.state().requestsPerSecond).toBeCloseTo(before * DECREASE, 9);
+    // On time alone, quickly at first (CUBIC's concave approach), then flat near the limit.
+    clock.now = 14_000 + RECOVERY_MS / 2;
+    const halfway = pacing.state().requestsPerSecond;
+    expect(halfway - before * DECREASE).toBeGreaterThan(0.8 * (ceiling * PACE_SHARE - before * DECREASE));
+    clock.now = 14_000 + RECOVERY_MS;
+    expect(pacing.state().requestsPerSecond).toBeCloseTo(ceiling * PACE_SHARE, 9);
   });
 
   test("recovery follows time, not answers: the rate holds just under the limit found, then probes above it", () => {
@@ -252,6 +261,18 @@ describe("createRateLimiter()", () => {
     release.splice(0).forEach((go) => go());
     await Promise.all([...background, ...heads]);
   }, 10_000);
+
+  test(`when both classes want more than the budget, one background request goes for every ${HEAD_TURNS_PER_BACKGROUND} head ones`, async () => {
+    const pacing = limiter(200, 1);
+    const order: string[] = [];
+    const all = [
+      ...Array.from({ length: 20 }, () => pacing.run(1, async () => void order.push("background"), "background")),
+      ...Array.from({ length: 20 }, () => pacing.run(1, async () => void order.push("head"))),
+    ];
+    await Promise.all(all);
+    // The first background request left before any head one was asked for; then the head's turns.
+    expect(order.slice(1, 11)).toEqual([...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"), "background", ...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"), "background"]);
+  });
 
   test("a shutdown rejects the requests still waiting with ShutdownError", async () => {
     const controller = new AbortController();
