@@ -1,4 +1,4 @@
-import { parseLogsStored, parseProviderSummary } from "./providerBackfill.js";
+import { NO_RATE_LIMIT, parseLogsStored, parseProviderSummary, STRAYS } from "./providerBackfill.js";
 import type { RecordedRow } from "./results.js";
 
 /** A goal judged on recorded rows: the figure behind the verdict (with its run), and the verdict. */
@@ -37,7 +37,15 @@ const anvilRow = (logs: number, shape: string, attribution: boolean) => (m: stri
   m.endsWith(`attribution ${attribution ? "on" : "off"}`);
 /** flashindex through the provider-shaped proxy, the defaults with attribution on or off. */
 const providerRow = (attribution: boolean) => (m: string) =>
-  m.startsWith("backfill (whole process) through a provider-shaped proxy") && new RegExp(`defaults(?: \\([^)]*\\))?, attribution ${attribution ? "on" : "off"}(?![a-z])`).test(m);
+  m.startsWith("backfill (whole process) through a provider-shaped proxy") &&
+  !m.includes(NO_RATE_LIMIT) &&
+  new RegExp(`defaults(?: \\([^)]*\\))?, attribution ${attribution ? "on" : "off"}(?![a-z])`).test(m);
+/** flashindex through the proxy without a rate limit, attribution off: with stray refusals (issue 41) or without. */
+const unlimitedRow = (strays: boolean) => (m: string) =>
+  m.startsWith(`backfill (whole process) through a provider-shaped proxy (`) &&
+  m.includes(`, ${NO_RATE_LIMIT}`) &&
+  m.includes(STRAYS) === strays &&
+  m.includes("attribution off");
 /** Ponder through the same proxy (bench:peers), not a blocked row. */
 const ponderProviderRow = (m: string) => m.startsWith("Ponder ") && m.includes("through a provider-shaped proxy") && !m.includes(": blocked: ");
 /** The x402 settle rows (issue 30): flashindex's facilitator waiting for pre-confirmation, and the reference facilitator. */
@@ -107,6 +115,16 @@ export const GOALS: readonly Goal[] = [
       const summary = row === undefined ? undefined : parseProviderSummary(row.measurement);
       if (row === undefined || summary === undefined) return NOT_MEASURED;
       return { figure: `${summary.sharePercent}% of ${n(summary.ceilingLogsPerSecond)} logs/s (${when(row)})`, met: summary.sharePercent >= 90 };
+    },
+  },
+  {
+    goal: "provider-shaped proxy without a rate limit, attribution off: 3% of requests refused at random keep at least 80% of the speed without them",
+    judge(rows) {
+      const pair = newestTogether(rows, [unlimitedRow(true), unlimitedRow(false)]);
+      if (pair === undefined) return NOT_MEASURED;
+      const [strays, clean] = pair as [RecordedRow, RecordedRow];
+      const share = strays.logsPerSecond! / clean.logsPerSecond!;
+      return { figure: `${pct(share)}: ${n(strays.logsPerSecond!)} against ${n(clean.logsPerSecond!)} logs/s (${when(strays)})`, met: share >= 0.8 };
     },
   },
   {

@@ -28,7 +28,7 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator); then x402 settle latency (settleRows.ts). Prints one table; with BENCH_RECORD=1 also
  * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone; BENCH_ROWS=anvil the
- * anvil rows (a).
+ * anvil rows (a); BENCH_ROWS=provider the proxy rows that judge the rate limiter (issue 41).
  */
 const HERE = import.meta.dirname;
 /** When the run started (UTC): the run's name in results/runs.csv. */
@@ -50,11 +50,26 @@ const LOGS_PER_BLOCK = 20;
  */
 const PROVIDER_LOGS = Number(process.env.BENCH_PROVIDER_LOGS ?? 200_000);
 const PROVIDER_OFF_LOGS = Number(process.env.BENCH_PROVIDER_OFF_LOGS ?? 1_000_000);
+/** The saved dense chain behind the proxy without a rate limit, with and without 3% stray refusals (issue 41). */
+const PROVIDER_STRAY_LOGS = Number(process.env.BENCH_PROVIDER_STRAY_LOGS ?? 1_000_000);
+/** Issue 41: a provider's stray refusals, 3% of requests at random, against the same proxy without them. */
+const STRAY_SHARE = 0.03;
+
+/** The rows of a provider that refuses a few requests at random and has no rate limit: without strays, then with. */
+const strayRows = async () => [
+  await providerBackfill(PROVIDER_STRAY_LOGS, false, { requestsPerSecond: Number.POSITIVE_INFINITY }),
+  await providerBackfill(PROVIDER_STRAY_LOGS, false, { requestsPerSecond: Number.POSITIVE_INFINITY, strayRefusals: STRAY_SHARE }),
+];
 
 type Row = { name: string; figures: ProcessFigures };
 
 if (process.env.BENCH_ROWS === "settle") {
   report(await settleLines(runNode));
+  process.exit(0);
+}
+if (process.env.BENCH_ROWS === "provider") {
+  // The provider rows that judge the rate limiter: the real rate limit (attribution off) and the stray refusals.
+  report([await providerBackfill(PROVIDER_OFF_LOGS, false), ...(await strayRows())].map(providerLine));
   process.exit(0);
 }
 
@@ -113,7 +128,7 @@ if (process.env.BENCH_ROWS === "anvil") {
   process.exit(0);
 }
 // A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
-const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_OFF_LOGS, false)];
+const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_OFF_LOGS, false), ...(await strayRows())];
 // A merchant's watch list against the whole token, on the largest saved chain (docs/watch.md).
 const watchRow = await watchBackfill(ANVIL_LOGS.at(-1)!);
 // Ponder through the same proxy on the same chain (installed into .bench/ on first use; BENCH_PEERS=0 skips it).

@@ -23,12 +23,13 @@ export type ProviderRow = ProcessFigures & {
  * serving a saved dense chain of `logs` Transfer logs (one transaction a block: the base-mix
  * shape's calls, one a block, take minutes at 5 calls a second), through a proxy shaped like a hosted provider
  * (DEFAULT_PROVIDER_SHAPE: 80 ms latency, 5 calls/s with HTTP 429 beyond, Retry-After on every
- * other refusal, 2,000-block and 10,000-result caps). At 5 calls a second a chain takes at least
- * its logs / 50,000 seconds, and with attribution one call a block more.
+ * other refusal, 2,000-block and 10,000-result caps; `shape` changes it: no rate limit, stray
+ * refusals). At 5 calls a second a chain takes at least its logs / 50,000 seconds, and with
+ * attribution one call a block more.
  */
-export async function providerBackfill(logs: number, attribution: boolean): Promise<ProviderRow> {
+export async function providerBackfill(logs: number, attribution: boolean, shape: Partial<ProviderShape> = {}): Promise<ProviderRow> {
   const chain = await startSavedAnvilChain(logs, "dense");
-  const proxy = await startProviderProxy(chain.anvil.httpUrl);
+  const proxy = await startProviderProxy(chain.anvil.httpUrl, shape);
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   try {
     const figures = await runCliBackfill(
@@ -65,10 +66,16 @@ export async function providerBackfill(logs: number, attribution: boolean): Prom
 /** The proxy's shape as a row names it. */
 export function providerShapeText(shape: ProviderShape): string {
   const named = shape.retryAfterEvery === 1 ? "every" : `1 in ${shape.retryAfterEvery}`;
-  return `a provider-shaped proxy (${shape.latencyMs} ms, ${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${named} refusals, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps)`;
+  const rate = Number.isFinite(shape.requestsPerSecond) ? `${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${named} refusals` : NO_RATE_LIMIT;
+  const strays = shape.strayRefusals > 0 ? `, ${Math.round(shape.strayRefusals * 100)}% ${STRAYS}` : "";
+  return `a provider-shaped proxy (${shape.latencyMs} ms, ${rate}${strays}, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps)`;
 }
 
-/** The provider's ceiling (logs/s) on a chain of `logs` over `blocks`: its rate × the logs one answer can bring. */
+/** How a row names a proxy without a rate limit, and its stray refusals (goals.ts finds the rows by them). */
+export const NO_RATE_LIMIT = "no rate limit";
+export const STRAYS = "of requests refused at random with 429";
+
+/** The provider's ceiling (logs/s) on a chain of `logs` over `blocks`: its rate × the logs one answer can bring; Infinity without a rate limit. */
 export function providerCeiling(shape: ProviderShape, logs: number, blocks: number): number {
   const density = logs / Math.max(1, blocks);
   return Math.round(shape.requestsPerSecond * Math.min(shape.maxResults, density * shape.maxBlockRange));
@@ -86,7 +93,8 @@ export function providerSummary(row: Pick<ProviderRow, "logs" | "durationMs" | "
     row.markedMs === undefined
       ? ""
       : `; logs stored in ${(row.markedMs / 1_000).toFixed(1)} s (${Math.round(row.logs / (row.markedMs / 1_000))} logs/s), attribution caught up at ${(row.durationMs / 1_000).toFixed(1)} s`;
-  return `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it; ${refused} of ${row.provider.requests} requests refused (${share(refused, row.provider.requests)}: ${row.provider.rateLimited} rate, ${row.provider.rangeRefused} range, ${row.provider.resultsRefused} results)${stored}`;
+  const ceiling = Number.isFinite(row.ceilingLogsPerSecond) ? `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it` : "no ceiling";
+  return `${ceiling}; ${refused} of ${row.provider.requests} requests refused (${share(refused, row.provider.requests)}: ${row.provider.rateLimited} rate, ${row.provider.rangeRefused} range, ${row.provider.resultsRefused} results)${stored}`;
 }
 
 /** When the logs were stored, as providerSummary() wrote it (a row whose attribution trailed them), read back. */

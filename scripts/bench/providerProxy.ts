@@ -14,6 +14,11 @@ export type ProviderShape = {
   maxBlockRange: number;
   /** An eth_getLogs answer with more logs than this is refused as geth-derived nodes refuse it. */
   maxResults: number;
+  /**
+   * Share of requests refused with HTTP 429 at random, whatever the rate, without a Retry-After: a
+   * provider's stray refusals (a burst limit on another dimension, a noisy neighbour; issue 41).
+   */
+  strayRefusals: number;
 };
 
 export const DEFAULT_PROVIDER_SHAPE: ProviderShape = {
@@ -23,6 +28,7 @@ export const DEFAULT_PROVIDER_SHAPE: ProviderShape = {
   retryAfterSeconds: 1,
   maxBlockRange: 2_000,
   maxResults: 10_000,
+  strayRefusals: 0,
 };
 
 /** What the proxy did, for a test's assertions and a bench row. */
@@ -30,9 +36,10 @@ export type ProviderCounts = {
   /** HTTP requests, and the calls they carried (a batch's calls each). */
   requests: number;
   calls: number;
-  /** Requests refused for the rate (HTTP 429), and how many of those named a wait. */
+  /** Requests refused for the rate (HTTP 429, strays included), how many of those named a wait, and the strays. */
   rateLimited: number;
   withRetryAfter: number;
+  strayRefused: number;
   /** eth_getLogs refused for their range or their result count. */
   rangeRefused: number;
   resultsRefused: number;
@@ -60,7 +67,7 @@ const RATE_WINDOW_MS = 1_000;
  */
 export async function startProviderProxy(targetUrl: string, shape: Partial<ProviderShape> = {}) {
   const s: ProviderShape = { ...DEFAULT_PROVIDER_SHAPE, ...shape };
-  const counts: ProviderCounts = { requests: 0, calls: 0, rateLimited: 0, withRetryAfter: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 0, bytesServed: 0 };
+  const counts: ProviderCounts = { requests: 0, calls: 0, rateLimited: 0, withRetryAfter: 0, strayRefused: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 0, bytesServed: 0 };
   const events: ProviderEvent[] = [];
   /** When each admitted call arrived, over the last RATE_WINDOW_MS. */
   const admitted: number[] = [];
@@ -98,6 +105,12 @@ export async function startProviderProxy(targetUrl: string, shape: Partial<Provi
     const now = Date.now();
     counts.requests++;
     counts.calls += calls;
+    if (s.strayRefusals > 0 && Math.random() < s.strayRefusals) {
+      counts.rateLimited++;
+      counts.strayRefused++;
+      events.push({ at: now, method, calls, outcome: "rate_limited" });
+      return { status: 429, body: errorBody(null, -32016, "over rate limit") };
+    }
     if (!admit(calls, now)) {
       counts.rateLimited++;
       const named = counts.rateLimited % s.retryAfterEvery === 0;

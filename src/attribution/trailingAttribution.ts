@@ -40,7 +40,9 @@ export type TrailingDeps = Pick<Common, "logger" | "metrics" | "shutdown" | "cli
 export function createTrailingAttribution(deps: TrailingDeps, options: { mode: ProcessMode }) {
   const { store, attributor, metrics, shutdown } = deps;
   const logger = deps.logger.child({ component: "trailing_attribution" });
-  const client: RpcClient = options.mode === "daemon" ? { ...deps.client, batchCalls: () => (deps.client.rateLimited() ? 1 : deps.client.batchCalls()) } : deps.client;
+  // Owed attribution can always wait: its requests borrow what live work leaves.
+  const background = deps.client.background();
+  const client: RpcClient = options.mode === "daemon" ? { ...background, batchCalls: () => (background.rateLimited() ? 1 : background.batchCalls()) } : background;
   // Calldata answers are attributed on this thread (attribute() never starts the decode thread).
   const decoder = createWindowDecoder({ threadAfterLogs: Number.POSITIVE_INFINITY, mode: options.mode });
 

@@ -1,3 +1,5 @@
+import { MAX_RETRY_AFTER_MS } from "../ops/withRetry.js";
+
 /**
  * How RPC providers say "too many requests" in a JSON-RPC error (with HTTP 200 or 429). A rate limit
  * is not a failure of the request: the client slows down and asks again, and it never counts
@@ -27,3 +29,21 @@ const RATE_LIMIT_TEXT =
 export function isRateLimitAnswer(error: { code: number; message: string }): boolean {
   return RATE_LIMIT_CODES.has(error.code) || RATE_LIMIT_TEXT.test(error.message);
 }
+
+/**
+ * The wait (ms) a rate-limit error body names, if any. Note: Infura answers -32005 with
+ * `data: { current_rps, allowed_rps, backoff_seconds }` (docs.infura.io, "Avoid rate limiting");
+ * some gateways nest the same under `data.rate`. Capped like a `Retry-After` header.
+ */
+export function rateLimitWaitMs(data: unknown): number | undefined {
+  const seconds = backoffSecondsOf(data) ?? backoffSecondsOf(isObject(data) ? data.rate : undefined);
+  return seconds === undefined ? undefined : Math.min(MAX_RETRY_AFTER_MS, Math.round(seconds * 1_000));
+}
+
+function backoffSecondsOf(data: unknown): number | undefined {
+  if (!isObject(data)) return undefined;
+  const value = typeof data.backoff_seconds === "string" ? Number(data.backoff_seconds) : data.backoff_seconds;
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);

@@ -6,24 +6,13 @@ import type { Metrics } from "../ops/metrics.js";
 import { redactUrl } from "../ops/redact.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import { answerText, createHttpTransport, type AnswerBody, type HttpTransport, type HttpTransportSettings } from "./httpTransport.js";
-import { parseRangeError } from "./rangeErrors.js";
 import { batchResults, unwrap, type BatchResult } from "./jsonRpcAnswer.js";
 import { backoffDelayMs, retryAfterOf, withRetry } from "../ops/withRetry.js";
 import { createBatchSize } from "./batchSize.js";
-import { callsPerBatch, createRateLimiter } from "./rateLimiter.js";
-import { isRateLimitAnswer } from "./rateLimitErrors.js";
-import {
-  PRUNED_HISTORY_CODE,
-  PrunedHistoryError,
-  RangeLimitError,
-  BatchOverRateError,
-  HeldBackError,
-  RateLimitedError,
-  RpcRequestError,
-  RpcResponseError,
-  WrongChainError,
-  isRetryableRpcError,
-} from "../errors/rpc.js";
+import { classifyRpcError, outcomeOf } from "./classifyRpcError.js";
+import { hedgedCall } from "./hedgedCall.js";
+import { callsPerBatch, createRateLimiter, type RequestPriority } from "./rateLimiter.js";
+import { BatchOverRateError, HeldBackError, RateLimitedError, RpcResponseError, WrongChainError } from "../errors/rpc.js";
 
 export type RpcCall = { method: string; params: readonly unknown[] };
 export type { BatchResult };
@@ -49,15 +38,19 @@ export type RpcClient = {
    * is billed), and less than a batch the provider refused. Callers batch through chain/inBatches.ts.
    */
   batchCalls: () => number;
-  /** Whether a provider has refused a request for its rate since the client started: it will again. */
+  /** Whether the client found a provider's rate limit since it started (refusals more than strays): it will meet it again. */
   rateLimited: () => boolean;
   /** Asks every endpoint for its chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
   verifyEndpoints: () => Promise<void>;
   /**
    * The same client (endpoints, health, rate limit) with another per-request timeout, in ms: the
-   * realtime path uses a short one so a hung request moves to the next endpoint within a block or two.
+   * realtime path uses a short one so a hung request moves to the next endpoint within a block or
+   * two. A head request with such a timeout is hedged: unanswered after HEDGE_SHARE of it, it is sent
+   * again (to the next endpoint when there are several) and the first answer wins.
    */
   withTimeout: (timeoutMs: number) => RpcClient;
+  /** The same client for work that can wait (backfill, pending view, attribution): it yields to the head's. */
+  background: () => RpcClient;
   /**
    * The same client for reads that pace themselves (the pending view: its poll and watchdog share
    * one backoff, sync/pendingBackoff.ts): a rate limit is thrown at once as RateLimitedError,
@@ -108,22 +101,29 @@ export type RpcClientDeps = {
 
 /**
  * Most requests in flight at once: more than the backfill's windows plus the live path ever ask
- * for. The limit starts at one and doubles every round trip up to this; a provider's refusal halves
- * it (the rate limiter's slow start and AIMD).
+ * for. The limit starts at one and grows by one every round trip up to this (the rate limiter's
+ * slow start); head requests may add rateLimiter.ts's HEAD_RESERVED_REQUESTS.
  */
 const MAX_REQUESTS_IN_FLIGHT = 32;
 
-/** One attempt's request as the rate limiter sees it: its cost (calls) and when it left (performance.now() ms). */
-type Sending = { cost: number; sentAt: number | undefined };
+/** One attempt's request as the rate limiter sees it: its cost (calls), class, and when it left (performance.now() ms). */
+type Sending = { cost: number; priority: RequestPriority; sentAt: number | undefined };
+
+/**
+ * A head request with a short timeout (withTimeout) unanswered after this share of it is sent again:
+ * two hung requests in a row no longer cost two whole timeouts (issue 41: 8 blocks behind).
+ */
+export const HEDGE_SHARE = 0.4;
+/** Backoff (full jitter) before a request refused for the rate is asked again, unless the provider named a wait. */
+const REFUSED_RETRY_BACKOFF = { initialDelayMs: 100, maxDelayMs: 5_000 };
 
 /** An endpoint that failed is skipped for this long while another is healthy. */
 const ENDPOINT_COOLDOWN_MS = 30_000;
 
 /**
- * JSON-RPC over HTTP. Every request passes the rate limiter (rateLimiter.ts: at most the configured
- * calls per second, if any; after a provider's rate limit, just under the rate it accepted, halved if refused again), is retried with
- * exponential backoff and full jitter on transient failures, and moves to the next endpoint when one fails.
- * Before an endpoint's first use its chain id is checked: a failover must never switch chains.
+ * JSON-RPC over HTTP. Every request passes the rate limiter (rateLimiter.ts: two priority classes,
+ * paced just under the limit a provider showed), is retried with backoff and full jitter, and moves
+ * to the next endpoint when one fails. Before an endpoint's first use its chain id is checked.
  */
 export function createRpcClient(deps: RpcClientDeps, options: { transport?: HttpTransport } = {}): RpcClient {
   const { config, metrics, shutdown } = deps;
@@ -157,10 +157,14 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
 
   /** Passes the limiter (one token per call of the request) and notes when the request left, in `sending`. */
   const paced = <T>(sending: Sending, task: () => Promise<T>): Promise<T> =>
-    limiter.run(sending.cost, (sentAt) => {
-      sending.sentAt = sentAt;
-      return task();
-    });
+    limiter.run(
+      sending.cost,
+      (sentAt) => {
+        sending.sentAt = sentAt;
+        return task();
+      },
+      sending.priority,
+    );
 
   const send = (endpoint: Endpoint, body: string, timeoutMs: number, sending: Sending): Promise<AnswerBody> =>
     paced(sending, () => transport(endpoint.url, body, shutdown.signal, timeoutMs));
@@ -209,7 +213,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
 
   function ensureVerified(endpoint: Endpoint): Promise<void> {
     endpoint.verified ??= (async () => {
-      const answer = await callOnce(endpoint, "eth_chainId", [], config.rpc.timeoutMs, { cost: 1, sentAt: undefined });
+      const answer = await callOnce(endpoint, "eth_chainId", [], config.rpc.timeoutMs, { cost: 1, priority: "head", sentAt: undefined });
       if (typeof answer !== "string" || !/^0x[0-9a-fA-F]+$/.test(answer))
         throw new RpcResponseError(`${endpoint.label} answered eth_chainId with ${JSON.stringify(answer)}`);
       const chainId = Number.parseInt(answer, 16);
@@ -225,18 +229,21 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
 
   /**
    * Runs `run` against endpoints until it succeeds, the error is not retryable, or `rpc.retry.maxAttempts`
-   * failures are spent. A provider's rate limit is not a failure: it slows the whole client (the
-   * limiter), waits any `Retry-After` out, and the request is asked again for as long as it takes.
+   * failures are spent. A provider's rate limit is not a failure: the request is asked again after
+   * a backoff with full jitter (or the wait the provider named) for as long as it takes, and the
+   * limiter decides whether the refusals are a share that cuts the rate.
    */
-  async function withRetries<T>(method: string, cost: number, rateLimits: RateLimits, run: (endpoint: Endpoint, sending: Sending) => Promise<T>): Promise<T> {
+  async function withRetries<T>(method: string, cost: number, lane: Lane, run: (endpoint: Endpoint, sending: Sending) => Promise<T>): Promise<T> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = config.rpc.retry;
     let lastEndpoint = "";
-    let failures = 0;
-    const attempt = async ({ count }: { count: number }): Promise<T> => {
+    // Attempts that failed: a hedged attempt whose two calls both fail is one failure, not two.
+    const failed = new Set<number>();
+    let refusals = 0;
+    const once = async (count: number, hedge: number): Promise<T> => {
       shutdown.throwIfKilled();
-      const endpoint = pickEndpoint(count);
+      const endpoint = pickEndpoint(count + hedge);
       lastEndpoint = endpoint.label;
-      const sending: Sending = { cost, sentAt: undefined };
+      const sending: Sending = { cost, priority: lane.priority, sentAt: undefined };
       const started = performance.now();
       try {
         await ensureVerified(endpoint);
@@ -246,13 +253,13 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         if (cost > 1) batchSize.answered(cost);
         return result;
       } catch (error) {
-        const classified = classify(method, error);
+        const classified = classifyRpcError(method, error);
         // Never sent: neither a request to count nor a failure.
         if (classified instanceof HeldBackError) throw classified;
         metrics.rpcRequests.inc({ method, outcome: outcomeOf(classified) });
-        if (classified instanceof RateLimitedError && rateLimits === "wait") slowDown(sending, classified);
-        else if (classified instanceof RetryableError) failures++;
-        if (classified instanceof RetryableError) endpoint.failedAt = Date.now();
+        if (classified instanceof RateLimitedError && lane.rateLimits === "wait") slowDown(sending, classified, ++refusals);
+        else if (classified instanceof RetryableError) failed.add(count);
+        if (classified instanceof RetryableError && !(classified instanceof RateLimitedError)) endpoint.failedAt = Date.now();
         if (classified instanceof RateLimitedError && cost > 1) {
           batchSize.refused(cost);
           throw new BatchOverRateError(`a batch of ${cost} calls was refused for the rate; sending it in pieces of ${batchCalls()}: ${classified.shortMessage}`, { cause: classified });
@@ -262,6 +269,8 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
         metrics.rpcDuration.observe({ method }, (performance.now() - started) / 1_000);
       }
     };
+    const hedgeAfterMs = lane.priority === "head" && lane.timeoutMs < config.rpc.timeoutMs ? lane.timeoutMs * HEDGE_SHARE : undefined;
+    const attempt = ({ count }: { count: number }) => (hedgeAfterMs === undefined ? once(count, 0) : hedgedCall((hedge) => once(count, hedge), hedgeAfterMs));
     try {
       return await withRetry(attempt, {
         retryCount: Number.POSITIVE_INFINITY,
@@ -269,9 +278,14 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
           error instanceof RetryableError &&
           !(error instanceof BatchOverRateError) &&
           !shutdown.isKilled() &&
-          (error instanceof HeldBackError || (error instanceof RateLimitedError ? rateLimits === "wait" : failures < maxAttempts)),
-        // The limiter paces a rate-limited or held-back request's next try; other failures back off.
-        delay: ({ error }) => (error instanceof RateLimitedError || error instanceof HeldBackError ? 0 : backoffDelayMs(failures - 1, { initialDelayMs, maxDelayMs })),
+          (error instanceof HeldBackError || (error instanceof RateLimitedError ? lane.rateLimits === "wait" : failed.size < maxAttempts)),
+        // A held-back request goes back to the limiter at once; a refused one backs off (a named wait first, withRetry).
+        delay: ({ error }) =>
+          error instanceof HeldBackError
+            ? 0
+            : error instanceof RateLimitedError
+              ? backoffDelayMs(refusals - 1, REFUSED_RETRY_BACKOFF)
+              : backoffDelayMs(failed.size - 1, { initialDelayMs, maxDelayMs }),
         onRetry: ({ error, delayMs }) => {
           // A held-back request was never sent: nothing to report.
           if (error instanceof HeldBackError) return;
@@ -279,7 +293,7 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
             msg: "Retrying RPC request",
             method,
             endpoint: lastEndpoint,
-            attempt: failures,
+            attempt: failed.size,
             max_attempts: maxAttempts,
             rate_limited: error instanceof RateLimitedError,
             delay_ms: Math.round(delayMs),
@@ -290,62 +304,64 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       });
     } catch (error) {
       if (!(error instanceof RetryableError) || error instanceof BatchOverRateError || error instanceof RateLimitedError || shutdown.isKilled()) throw error;
-      logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: failures, max_attempts: maxAttempts, error: error.shortMessage });
-      throw new RetryableError(`${method} failed after ${failures} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
+      logger.warn({ msg: "Gave up on RPC request", method, endpoint: lastEndpoint, attempt: failed.size, max_attempts: maxAttempts, error: error.shortMessage });
+      throw new RetryableError(`${method} failed after ${failed.size} attempts (last from ${lastEndpoint}): ${error.shortMessage}`, { cause: error });
     }
   }
 
   const batchSize = createBatchSize();
   const batchCalls = (): number => callsPerBatch(limiter.state().requestsPerSecond, batchSize.current());
 
-  /** A provider refused a request for its rate: the whole client slows down (once per round trip, logged). */
-  function slowDown(sending: Sending, error: RateLimitedError): void {
-    // Requests let go but not yet sent by another thread stay unsent (HeldBackError).
-    Atomics.add(refusals, 0, 1);
+  /** A provider refused a request for its rate (its `refusals`-th): the limiter weighs it; a cut is logged. */
+  function slowDown(sending: Sending, error: RateLimitedError, ofRequest: number): void {
     const retryAfterMs = retryAfterOf(error);
     // A request refused before it left (it never did) still tells the limiter the provider's mind.
-    if (!limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs, sending.cost)) return;
+    const cut = limiter.refused(sending.sentAt ?? performance.now(), retryAfterMs, sending.cost);
+    // After a cut or a named wait, requests let go but not yet sent by another thread stay unsent (HeldBackError).
+    if (cut || retryAfterMs !== undefined) Atomics.add(refusals, 0, 1);
+    if (!cut) return;
     const state = limiter.state();
     metrics.rpcRateLimitCuts.inc();
     logger.warn({
       msg: "Slowed RPC requests after a rate limit",
       requests_per_second: Math.round(state.requestsPerSecond * 100) / 100,
-      concurrency: state.concurrency,
+      provider_limit: Math.round(state.ceiling * 100) / 100,
+      refusals_of_request: ofRequest,
       ...(retryAfterMs === undefined ? {} : { retry_after_ms: retryAfterMs }),
     });
   }
 
-  const view = (timeoutMs: number, rateLimits: RateLimits = "wait"): RpcClient => ({
+  const view = (lane: Lane): RpcClient => ({
     request: <T>(method: string, params: readonly unknown[], parse?: (result: unknown) => T | Promise<T>) =>
-      withRetries(method, 1, rateLimits, async (endpoint, sending) => {
-        const result = await callOnce(endpoint, method, params, timeoutMs, sending);
+      withRetries(method, 1, lane, async (endpoint, sending) => {
+        const result = await callOnce(endpoint, method, params, lane.timeoutMs, sending);
         if (parse === undefined) return result as T;
         await yieldToEventLoop();
         return parse(result);
       }),
 
     requestRaw: (method, params, accept, elsewhere) =>
-      withRetries(method, 1, rateLimits, (endpoint, sending) => {
+      withRetries(method, 1, lane, (endpoint, sending) => {
         const id = nextId++;
         const body = JSON.stringify({ jsonrpc: "2.0", id, method, params });
-        return sendRaw(endpoint, body, id, timeoutMs, sending, (answer) => accept({ body: answer, id, endpoint: endpoint.label }), elsewhere);
+        return sendRaw(endpoint, body, id, lane.timeoutMs, sending, (answer) => accept({ body: answer, id, endpoint: endpoint.label }), elsewhere);
       }),
 
     batch: (calls) =>
-      withRetries(calls[0]?.method ?? "batch", calls.length, rateLimits, async (endpoint, sending) => {
+      withRetries(calls[0]?.method ?? "batch", calls.length, lane, async (endpoint, sending) => {
         if (calls.length === 0) return [];
         const firstId = nextId;
         nextId += calls.length;
-        const answer = await post(endpoint, batchBody(calls, firstId), timeoutMs, sending);
+        const answer = await post(endpoint, batchBody(calls, firstId), lane.timeoutMs, sending);
         return batchResults(answer, calls.map((call) => call.method), firstId, endpoint.label);
       }),
 
     batchRaw: (calls, accept, elsewhere) =>
-      withRetries(calls[0]?.method ?? "batch", calls.length, rateLimits, (endpoint, sending) => {
+      withRetries(calls[0]?.method ?? "batch", calls.length, lane, (endpoint, sending) => {
         const firstId = nextId;
         nextId += calls.length;
         const body = batchBody(calls, firstId);
-        return sendRaw(endpoint, body, firstId, timeoutMs, sending, (answer) => accept({ body: answer, firstId, endpoint: endpoint.label }), elsewhere);
+        return sendRaw(endpoint, body, firstId, lane.timeoutMs, sending, (answer) => accept({ body: answer, firstId, endpoint: endpoint.label }), elsewhere);
       }),
 
     batchCalls,
@@ -362,37 +378,19 @@ export function createRpcClient(deps: RpcClientDeps, options: { transport?: Http
       }
     },
 
-    withTimeout: (otherTimeoutMs) => view(otherTimeoutMs, rateLimits),
-    refusingRateLimits: () => view(timeoutMs, "refuse"),
+    withTimeout: (timeoutMs) => view({ ...lane, timeoutMs }),
+    refusingRateLimits: () => view({ ...lane, rateLimits: "refuse" }),
+    background: () => view({ ...lane, priority: "background" }),
   });
-  return view(config.rpc.timeoutMs);
+  return view({ timeoutMs: config.rpc.timeoutMs, rateLimits: "wait", priority: "head" });
 }
 
-/** What a rate limit does to a request: wait (slow the client, ask again) or refuse (throw it to the caller). */
-type RateLimits = "wait" | "refuse";
+/**
+ * How a view of the client sends: its per-request timeout (ms), what a rate limit does to a
+ * request (wait: asked again; refuse: thrown to the caller) and its class at the limiter.
+ */
+type Lane = { timeoutMs: number; rateLimits: "wait" | "refuse"; priority: RequestPriority };
 
 /** A batch request's JSON: the calls with ids from `firstId`. */
 const batchBody = (calls: readonly RpcCall[], firstId: number): string =>
   JSON.stringify(calls.map((call, i) => ({ jsonrpc: "2.0", id: firstId + i, method: call.method, params: call.params })));
-
-/** Maps a node's error to our vocabulary: range limits first, then retryable or fatal by code. */
-function classify(method: string, error: unknown): Error & { shortMessage?: string } {
-  if (error instanceof RpcRequestError) {
-    const hint = parseRangeError({ code: error.code, message: error.shortMessage, data: error.data });
-    if (hint !== undefined) return new RangeLimitError(error.shortMessage, hint, { cause: error });
-    if (isRateLimitAnswer(error.nodeError)) return new RateLimitedError(error.shortMessage, { cause: error });
-    if (error.code === PRUNED_HISTORY_CODE)
-      return new PrunedHistoryError(`${error.shortMessage}: the node pruned this history; put an archive endpoint in rpc.http`, { cause: error });
-    if (isRetryableRpcError(error)) return new RetryableError(error.shortMessage, { cause: error });
-    return error;
-  }
-  if (error instanceof Error) return error;
-  return new RetryableError(`${method} failed: ${String(error)}`);
-}
-
-function outcomeOf(error: Error): string {
-  if (error instanceof RangeLimitError) return "range_error";
-  if (error instanceof RateLimitedError) return "rate_limited";
-  if (error instanceof RetryableError) return "retryable";
-  return "fatal";
-}

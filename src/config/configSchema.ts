@@ -33,7 +33,7 @@ export const CONFIG_FIELDS: Record<string, Field> = {
       ws: WS_URL("WebSocket endpoint for newHeads/logs subscriptions"),
       preconfWs: WS_URL("Flashblocks endpoint for the pendingLogs subscription"),
       timeoutMs: ms(100, 600_000, d.rpc.timeoutMs, "per-request timeout"),
-      requestsPerSecond: ms(1, 100_000, d.rpc.requestsPerSecond, "ceiling on calls per second across all work (a batch counts each call); absent: none, so nothing is paced until a provider refuses a request for its rate, and from then on the client keeps just under the rate the provider accepted (half of it if refused again)"),
+      requestsPerSecond: ms(1, 100_000, d.rpc.requestsPerSecond, "ceiling on calls per second across all work (a batch counts each call); absent: none, so nothing is paced until a provider's refusals are more than strays would explain, and from then on the client keeps just under the rate the provider accepted, probing above it every half minute"),
       maxResponseBytes: ms(1024, 2 ** 31, d.rpc.maxResponseBytes, "larger answers are cut off and the window split"),
       retry: {
         type: "object",

@@ -61,7 +61,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     rpcRateLimitCuts: new Counter({
       name: "flashindex_rpc_rate_limit_cuts_total",
-      help: "Times a provider's rate limit halved the client's request rate and concurrency.",
+      help: "Times the client cut its request rate after refusals a provider's strays would not explain.",
       registers,
     }),
     rpcDuration: new Histogram({

@@ -59,7 +59,7 @@ export type BackfillSummary = { windows: number; logs: number; blocks: number; d
  * crash leaves neither a gap nor a duplicate, and a restart fetches only what is missing.
  */
 export async function backfill(
-  deps: BackfillDeps,
+  sync: BackfillDeps,
   range: BackfillRange,
   options: {
     bulkMinLogs?: number;
@@ -78,6 +78,8 @@ export async function backfill(
     stageAttribution?: boolean;
   } = {},
 ): Promise<BackfillSummary> {
+  // History can wait: its requests borrow what the head path leaves (chain/rateLimiter.ts).
+  const deps: BackfillDeps = { ...sync, client: sync.client.background() };
   const bulkMinLogs = options.bulkMinLogs ?? BULK_MIN_LOGS;
   const mode = options.mode ?? "batch";
   const { config, metrics, store, attributor } = deps;

@@ -44,7 +44,8 @@ export type PendingDeps = SyncDeps & {
 export function createPendingIndexer(deps: PendingDeps) {
   const { config, metrics, shutdown, store } = deps;
   // The pending view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
-  const client = deps.client.withTimeout(config.realtime.requestTimeoutMs);
+  // Pre-confirmations can wait for the confirmed head: every request here is background work.
+  const client = deps.client.withTimeout(config.realtime.requestTimeoutMs).background();
   // Reads of the pending view pace themselves (the backoff below): a rate limit is theirs to wait out.
   const pendingReads = client.refusingRateLimits();
   const logger = deps.logger.child({ component: "pending" });

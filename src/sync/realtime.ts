@@ -51,8 +51,9 @@ export function createHeadFollower(deps: RealtimeDeps) {
   const tracker = createBlockTracker();
   // Requests on the head path give way after realtime.requestTimeoutMs and move to the next endpoint.
   const headClient = client.withTimeout(config.realtime.requestTimeoutMs);
-  // A block's confirmation never waits for its calldata: attribution follows the commit.
-  const attributeLater = createLateAttribution({ attributor: deps.attributor, client: headClient, store, logger, shutdown });
+  // A block's confirmation never waits for its calldata: attribution follows the commit, and
+  // its requests wait while the head's go first.
+  const attributeLater = createLateAttribution({ attributor: deps.attributor, client: headClient.background(), store, logger, shutdown });
   const tokens = config.tokens;
   const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
@@ -137,8 +138,12 @@ export function createHeadFollower(deps: RealtimeDeps) {
     }
     const branch = [...(await branchTo(candidate[0]!)), ...candidate.slice(1)];
     const ancestor = branch[0]!.number - 1;
-    const rows = new Map<string, LogRow[]>();
-    for (const block of branch) rows.set(block.hash, await getBlockRows({ ...blockDeps, tokens: await selectionAt(block.number) }, block, statusAt(block.number)));
+    // Behind by several blocks (a missed head, a hung request), their logs are fetched side by side:
+    // a fault on one block's request no longer adds its wait to every block after it.
+    const fetched = await Promise.all(
+      branch.map(async (block) => [block.hash, await getBlockRows({ ...blockDeps, tokens: await selectionAt(block.number) }, block, statusAt(block.number))] as const),
+    );
+    const rows = new Map<string, LogRow[]>(fetched);
 
     // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));

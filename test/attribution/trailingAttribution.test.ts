@@ -68,9 +68,12 @@ function configFor(chain: PaymentChain, url: string, database: Record<string, un
   });
 }
 
-/** Makes the provider refuse the client once for its rate, so the backfill knows it is rate-limited from its first window. */
+/**
+ * Makes the provider refuse the client for its rate, more than strays would explain (a dozen
+ * refusals among 16 calls at once), so the backfill knows it is rate-limited from its first window.
+ */
 async function hitTheRateLimit(client: RpcClient, proxy: { counts: { rateLimited: number } }): Promise<void> {
-  await Promise.all(Array.from({ length: 8 }, () => client.request("eth_blockNumber", [])));
+  await Promise.all(Array.from({ length: 16 }, () => client.request("eth_blockNumber", [])));
   expect(proxy.counts.rateLimited).toBeGreaterThan(0);
   expect(client.rateLimited()).toBe(true);
 }

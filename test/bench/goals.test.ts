@@ -23,7 +23,7 @@ const provider = (runUtc: string, attribution: string, logsPerSecond: number, re
       logs: 20_000,
       durationMs: (1_000 * 20_000) / logsPerSecond,
       ceilingLogsPerSecond: 50_000,
-      provider: { requests, calls: requests, rateLimited: refused, withRetryAfter: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 20_000, bytesServed: 0 },
+      provider: { requests, calls: requests, rateLimited: refused, withRetryAfter: 0, strayRefused: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 20_000, bytesServed: 0 },
     })}`,
     { logs: 20_001, logsPerSecond },
   );
@@ -104,7 +104,7 @@ describe("the bench's goals", () => {
       durationMs: 85_000,
       markedMs: 5_000,
       ceilingLogsPerSecond: 50_000,
-      provider: { requests: 500, calls: 500, rateLimited: 5, withRetryAfter: 2, rangeRefused: 0, resultsRefused: 0, logsServed: 200_000, bytesServed: 0 },
+      provider: { requests: 500, calls: 500, rateLimited: 5, withRetryAfter: 2, strayRefused: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 200_000, bytesServed: 0 },
     })}`;
     expect(parseLogsStored(measurement)).toEqual({ seconds: 5, logsPerSecond: 40_000 });
     const judged = verdicts([

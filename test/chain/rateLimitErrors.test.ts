@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { isRateLimitAnswer } from "../../src/chain/rateLimitErrors.js";
+import { isRateLimitAnswer, rateLimitWaitMs } from "../../src/chain/rateLimitErrors.js";
+import { MAX_RETRY_AFTER_MS } from "../../src/ops/withRetry.js";
 
 describe("isRateLimitAnswer()", () => {
   test.each([
@@ -21,5 +22,19 @@ describe("isRateLimitAnswer()", () => {
     ["a revert", { code: 3, message: "execution reverted" }],
   ])("does not take %s for a rate limit", (_name, error) => {
     expect(isRateLimitAnswer(error)).toBe(false);
+  });
+});
+
+describe("rateLimitWaitMs()", () => {
+  test("reads Infura's backoff_seconds, at the top of data or under data.rate", () => {
+    expect(rateLimitWaitMs({ current_rps: 13.3, allowed_rps: 10, backoff_seconds: 30 })).toBe(30_000);
+    expect(rateLimitWaitMs({ rate: { backoff_seconds: 1.5 } })).toBe(1_500);
+    expect(rateLimitWaitMs({ backoff_seconds: "2" })).toBe(2_000);
+  });
+
+  test("ignores what is absent or hostile, and caps a wait like Retry-After", () => {
+    for (const data of [undefined, null, "30", [30], {}, { backoff_seconds: -1 }, { backoff_seconds: "soon" }, { backoff_seconds: Number.NaN }])
+      expect(rateLimitWaitMs(data)).toBeUndefined();
+    expect(rateLimitWaitMs({ backoff_seconds: 1e12 })).toBe(MAX_RETRY_AFTER_MS);
   });
 });

@@ -1,5 +1,7 @@
-import { describe, expect, test } from "vitest";
-import { ARRIVAL_JITTER_MS, callsPerBatch, createRateLimiter, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND } from "../../src/chain/rateLimiter.js";
+import { afterEach, describe, expect, test, vi } from "vitest";
+import { DECREASE, PACE_SHARE, PROBE_AFTER_MS, RECOVERY_MS } from "../../src/chain/adaptiveRate.js";
+import { callsPerBatch, createRateLimiter, HEAD_RESERVED_REQUESTS, HEAD_TURNS_PER_BACKGROUND, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND, type RateLimiter } from "../../src/chain/rateLimiter.js";
+import { binomialTail } from "../../src/chain/binomialTail.js";
 import { ShutdownError } from "../../src/errors/base.js";
 
 const limiter = (requestsPerSecond: number, concurrency = 8, signal = new AbortController().signal) =>
@@ -12,29 +14,95 @@ function onClock(requestsPerSecond = Number.POSITIVE_INFINITY, concurrency = 32)
   /** Sends one request at `at` (the clock moves there) and has it answered. */
   const send = async (at: number) => {
     clock.now = at;
-    await pacing.run(1, async () => undefined);
+    const sentAt = await pacing.run(1, async (sent) => sent);
+    pacing.answered(1, sentAt);
   };
   return { clock, pacing, send };
 }
 
-/** The rate just under `limit` calls a second: the span of a provider's second plus the arrival jitter. */
-const underShown = (limit: number) => (limit * 1_000) / (1_000 + ARRIVAL_JITTER_MS);
+/** A deterministic random source (mulberry32), so a simulated run is the same every time. */
+function seeded(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+type Provider = {
+  /** Calls admitted over a sliding second; beyond, refused. Infinity: no limit. */
+  limit: number;
+  /** Share of requests refused at random whatever the rate. */
+  stray: number;
+  latencyMs: number;
+};
+
+/**
+ * Runs `workers` request loops through `pacing` against a simulated provider for `ms` of fake time.
+ * A refused request is reported, backs off (full jitter, as the client does) and is asked again.
+ */
+async function simulate(pacing: RateLimiter, provider: Provider, workers: number, ms: number, random: () => number) {
+  const admitted: number[] = [];
+  const counts = { answered: 0, refused: 0 };
+  let running = true;
+  const admit = (at: number) => {
+    while (admitted.length > 0 && admitted[0]! <= at - 1_000) admitted.shift();
+    if (admitted.length >= provider.limit || random() < provider.stray) return false;
+    admitted.push(at);
+    return true;
+  };
+  const sleep = (wait: number) => new Promise((resolve) => setTimeout(resolve, wait));
+  const loop = async () => {
+    let refusals = 0;
+    while (running) {
+      const outcome = await pacing.run(
+        1,
+        async (sentAt) => {
+          const ok = admit(sentAt);
+          await sleep(provider.latencyMs);
+          return { ok, sentAt };
+        },
+        "background",
+      );
+      if (outcome.ok) {
+        counts.answered++;
+        refusals = 0;
+        pacing.answered(1, outcome.sentAt);
+      } else {
+        counts.refused++;
+        pacing.refused(outcome.sentAt, undefined);
+        await sleep(random() * Math.min(5_000, 100 * 2 ** refusals++));
+      }
+    }
+  };
+  const loops = Array.from({ length: workers }, loop);
+  await vi.advanceTimersByTimeAsync(ms);
+  running = false;
+  await vi.advanceTimersByTimeAsync(10_000);
+  await Promise.all(loops);
+  return counts;
+}
 
 describe("createRateLimiter()", () => {
-  test("a batch costs one call per call: after a 10-call batch at 5/s, the next request waits for the batch to leave the second", async () => {
+  afterEach(() => void vi.useRealTimers());
+
+  test("spreads calls evenly at the rate: never two closer than 1/rate less the pacing slack", async () => {
+    const pacing = limiter(20);
+    const sent = await Promise.all(Array.from({ length: 25 }, () => pacing.run(1, async (at) => at)));
+    sent.sort((a, b) => a - b);
+    for (let i = 2; i < sent.length; i++) expect(sent[i]! - sent[i - 2]!).toBeGreaterThanOrEqual(2 * 50 - 21);
+    for (const at of sent) expect(sent.filter((other) => other >= at && other < at + 999).length).toBeLessThanOrEqual(21);
+  }, 10_000);
+
+  test("a batch costs one call per call: after a 10-call batch at 5/s, the next request waits for its 2 s", async () => {
     const pacing = limiter(5);
     const sent: number[] = [];
     await pacing.run(10, async (at) => void sent.push(at));
     await pacing.run(1, async (at) => void sent.push(at));
-    expect(sent[1]! - sent[0]!).toBeGreaterThanOrEqual(999);
+    expect(sent[1]! - sent[0]!).toBeGreaterThanOrEqual(1_975);
   });
-
-  test("paces as a provider counts: never more than the rate's calls in any second", async () => {
-    const pacing = limiter(10);
-    const sent = await Promise.all(Array.from({ length: 25 }, () => pacing.run(1, async (at) => at)));
-    for (const at of sent) expect(sent.filter((other) => other >= at && other < at + 999).length).toBeLessThanOrEqual(10);
-    expect(Math.max(...sent) - Math.min(...sent)).toBeGreaterThanOrEqual(1_999);
-  }, 10_000);
 
   test("without a ceiling nothing is paced until a provider refuses", async () => {
     const pacing = limiter(Number.POSITIVE_INFINITY, 64);
@@ -51,141 +119,104 @@ describe("createRateLimiter()", () => {
     const most: number[] = [];
     await Promise.all(
       Array.from({ length: 12 }, () =>
-        pacing.run(1, async (at) => {
+        pacing.run(
+          1,
+          async (at) => {
           most.push(++inFlight);
           await new Promise((resolve) => setTimeout(resolve, 20));
           pacing.answered(1, at);
           inFlight--;
-        }),
+          },
+          "background",
+        ),
       ),
     );
     // One alone, then two at a time, then three: not doubling (which reaches four by the fifth request).
     expect(most.slice(0, 4)).toEqual([1, 1, 2, 2]);
     expect(most.indexOf(4)).toBeGreaterThanOrEqual(6);
     expect(Math.max(...most)).toBe(4);
-    expect(pacing.state().concurrency).toBe(4);
   });
 
-  test("a first refusal sets the rate just under the calls the provider accepted in the second before the refused one left", async () => {
+  test("one refusal among many answered calls at the same rate is a retry, not a new ceiling", async () => {
+    const { clock, pacing, send } = onClock(10);
+    for (let i = 0; i < 60; i++) await send(10_000 + i * 100);
+    clock.now = 16_050;
+    expect(pacing.refused(16_000, undefined)).toBe(false);
+    for (let i = 0; i < 40; i++) await send(16_100 + i * 100);
+    clock.now = 20_050;
+    expect(pacing.refused(20_000, undefined)).toBe(false);
+    expect(pacing.state()).toMatchObject({ requestsPerSecond: 10, refusedBefore: false });
+  });
+
+  test("refusals more than strays would explain cut the rate to just under what the provider accepted in the second before", async () => {
     const { clock, pacing, send } = onClock();
     // Sent more than a second before: not in the provider's count.
     await send(8_000);
     for (let i = 0; i < 5; i++) await send(10_000 + i * 150);
+    // Five refusals in a row after six answers: strays at 5% would do that less than once in a thousand.
+    for (let i = 1; i < 5; i++) {
+      clock.now = 10_700 + i;
+      expect(pacing.refused(10_700 + i, undefined)).toBe(false);
+    }
+    clock.now = 10_750;
+    expect(pacing.refused(10_740, undefined)).toBe(true);
+    expect(pacing.state()).toMatchObject({ requestsPerSecond: 5 * PACE_SHARE, ceiling: 5, refusedBefore: true });
+  });
+
+  test("refusals of requests sent before a cut were the old rate's: they cut nothing", async () => {
+    const { clock, pacing, send } = onClock();
+    for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
+    clock.now = 10_600;
+    for (let i = 1; i < 4; i++) pacing.refused(10_500 + i, undefined);
+    expect(pacing.refused(10_550, undefined)).toBe(true);
+    const cut = pacing.state();
     clock.now = 10_700;
-    await send(10_700);
-    clock.now = 10_780;
-    expect(pacing.refused(10_700, undefined)).toBe(true);
-    expect(pacing.state()).toMatchObject({ requestsPerSecond: underShown(5), concurrency: 1, refusedBefore: true });
+    for (let i = 0; i < 5; i++) expect(pacing.refused(10_560 + i, undefined)).toBe(false);
+    expect(pacing.state()).toEqual(cut);
   });
 
-  test("the calls the provider already counted hold the next request back, past the refusal", async () => {
+  test("refused again as a share at the limit it found, the rate drops by DECREASE and is back near the limit within RECOVERY_MS", async () => {
     const { clock, pacing, send } = onClock();
     for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
-    await send(10_450);
-    clock.now = 10_530;
-    pacing.refused(10_450, undefined);
-    let sentAt: number | undefined;
-    const next = pacing.run(1, async (at) => void (sentAt = at));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    // The refused request counts too (many providers count it): two of the burst must leave the span first.
-    expect(sentAt).toBeUndefined();
-    clock.now = 10_100 + (5 * 1_000) / underShown(5);
-    await next;
-    expect(sentAt).toBe(clock.now);
-  });
-
-  test("a request sent later than it was let go (from another thread) is paced, and refused, from when it left", async () => {
-    const { clock, pacing, send } = onClock();
-    for (let i = 0; i < 5; i++) await send(10_000 + i * 100);
-    // The first left 150 ms after it was let go.
-    pacing.left(10_000, 10_150, 1);
-    await send(10_450);
-    clock.now = 10_530;
-    // The provider counted 10,150 to 10,400 in the second before 10,450: five.
-    expect(pacing.refused(10_450, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBe(underShown(5));
-    let sentAt: number | undefined;
-    const next = pacing.run(1, async (at) => void (sentAt = at));
-    clock.now = 10_100 + (5 * 1_000) / underShown(5);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    // 10,100 has left the span, but the moved 10,150 has not.
-    expect(sentAt).toBeUndefined();
-    clock.now = 10_150 + (5 * 1_000) / underShown(5);
-    await next;
-    expect(sentAt).toBe(clock.now);
-  });
-
-  test("refusals of requests sent before the cut only correct its measurement", async () => {
-    const { clock, pacing, send } = onClock();
-    for (let i = 0; i < 4; i++) await send(10_000 + i * 100);
-    await send(10_900);
-    await send(10_950);
-    clock.now = 11_000;
-    expect(pacing.refused(10_950, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBe(underShown(5));
-    // The one before it came back refused too: the provider had counted only four.
-    expect(pacing.refused(10_900, undefined)).toBe(false);
-    expect(pacing.state()).toMatchObject({ requestsPerSecond: underShown(4), concurrency: 1 });
-  });
-
-  test("refused again at or under the limit the provider showed, the rate halves", async () => {
-    const { clock, pacing, send } = onClock();
-    for (let i = 0; i < 6; i++) await send(10_000 + i * 100);
     clock.now = 10_600;
-    pacing.refused(10_500, undefined);
-    const measured = pacing.state().requestsPerSecond;
-    await send(12_000);
-    clock.now = 12_100;
-    // Nothing else sent in its second: it shows nothing, and the rate halves.
-    expect(pacing.refused(12_000, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBe(measured / 2);
+    for (let i = 0; i < 4; i++) pacing.refused(10_500 + i, undefined);
+    const before = pacing.state().requestsPerSecond;
+    expect(before).toBe(5 * PACE_SHARE);
+    // Paced at the limit found, a provider that counts over 10 s refuses a share.
+    for (let i = 0; i < 10; i++) await send(12_000 + (i * 1_000) / before);
+    clock.now = 14_000;
+    for (let i = 1; i < 5; i++) expect(pacing.refused(13_900 + i, undefined)).toBe(false);
+    expect(pacing.refused(13_950, undefined)).toBe(true);
+    const { ceiling } = pacing.state();
+    expect(ceiling).toBeCloseTo(before, 9);
+    expect(pacing.state().requestsPerSecond).toBeCloseTo(before * DECREASE, 9);
+    // On time alone, quickly at first (CUBIC's concave approach), then flat near the limit.
+    clock.now = 14_000 + RECOVERY_MS / 2;
+    const halfway = pacing.state().requestsPerSecond;
+    expect(halfway - before * DECREASE).toBeGreaterThan(0.8 * (ceiling * PACE_SHARE - before * DECREASE));
+    clock.now = 14_000 + RECOVERY_MS;
+    expect(pacing.state().requestsPerSecond).toBeCloseTo(ceiling * PACE_SHARE, 9);
   });
 
-  test("refused again where it refused before (arrivals bunched), the margin over the provider's second doubles instead", async () => {
-    const { clock, pacing, send } = onClock();
-    for (let i = 0; i < 6; i++) await send(10_000 + i * 100);
-    clock.now = 10_600;
-    pacing.refused(10_500, undefined);
-    expect(pacing.state().requestsPerSecond).toBe(underShown(5));
-    // Paced at 5 a second plus the margin: by the client's clock four in the second before the
-    // sixth, but the provider counted five in its own and refused it.
-    const spacing = (1_000 + ARRIVAL_JITTER_MS) / 5;
-    for (let i = 0; i < 6; i++) await send(12_000 + i * spacing);
-    clock.now = 12_000 + 6 * spacing;
-    expect(pacing.refused(12_000 + 5 * spacing, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBeCloseTo((5 * 1_000) / (1_000 + 2 * ARRIVAL_JITTER_MS), 9);
-    // Once more, later: it doubles again.
-    for (let i = 0; i < 6; i++) await send(15_000 + i * (1_000 + 2 * ARRIVAL_JITTER_MS) / 5);
-    clock.now = 16_500;
-    expect(pacing.refused(15_000 + (5 * (1_000 + 2 * ARRIVAL_JITTER_MS)) / 5, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBeCloseTo((5 * 1_000) / (1_000 + 4 * ARRIVAL_JITTER_MS), 9);
+  test("recovery follows time, not answers: the rate holds just under the limit found, then probes above it", () => {
+    let now = 0;
+    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal, now: () => now });
+    for (let i = 0; i < 3; i++) pacing.refused(0, undefined);
+    const found = pacing.state().requestsPerSecond;
+    now = PROBE_AFTER_MS - 1;
+    expect(pacing.state().requestsPerSecond).toBe(found);
+    // No answer in between: time alone lifts it.
+    now = PROBE_AFTER_MS + 5_000;
+    expect(pacing.state().requestsPerSecond).toBeCloseTo(2 * found, 9);
+    now = PROBE_AFTER_MS + 10_000;
+    expect(pacing.state().requestsPerSecond).toBeGreaterThan(8 * found);
   });
 
-  test("refused again with fewer calls in its second than the provider showed before, the rate halves from those", async () => {
-    const { clock, pacing, send } = onClock();
-    for (let i = 0; i < 6; i++) await send(10_000 + i * 100);
-    clock.now = 10_600;
-    pacing.refused(10_500, undefined);
-    // The provider lowered its limit: it refuses the third call in a second.
-    await send(12_000);
-    await send(12_300);
-    await send(12_600);
-    clock.now = 12_700;
-    expect(pacing.refused(12_600, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBe(2 / 2);
-  });
-
-  test("climbed past the limit it showed, a refusal measures the limit again instead of halving", async () => {
-    const { clock, pacing, send } = onClock();
-    for (let i = 0; i < 6; i++) await send(10_000 + i * 100);
-    clock.now = 10_600;
-    pacing.refused(10_500, undefined);
-    for (let i = 0; i < 5_000 && pacing.state().requestsPerSecond <= 5; i++) pacing.answered(1, clock.now);
-    expect(pacing.state().requestsPerSecond).toBeGreaterThan(5);
-    for (let i = 0; i < 6; i++) await send(20_000 + i * 150);
-    clock.now = 20_900;
-    expect(pacing.refused(20_750, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBe(underShown(5));
+  test("the rate never falls below its floor, however many refusals", () => {
+    let now = 0;
+    const pacing = createRateLimiter({ requestsPerSecond: 10, concurrency: 8, signal: new AbortController().signal, now: () => now });
+    for (let i = 0; i < 200; i++) pacing.refused((now += 500), undefined);
+    expect(pacing.state().requestsPerSecond).toBe(MIN_REQUESTS_PER_SECOND);
   });
 
   test("a batch larger than what the provider accepted in its second is refused for its size: the rate stays", async () => {
@@ -194,49 +225,8 @@ describe("createRateLimiter()", () => {
     await send(10_100);
     clock.now = 10_200;
     expect(pacing.refused(10_150, 1_000, 10)).toBe(false);
+    expect(pacing.refused(10_160, undefined, 10)).toBe(false);
     expect(pacing.state()).toMatchObject({ requestsPerSecond: Number.POSITIVE_INFINITY, refusedBefore: false, pausedUntil: 11_200 });
-    // A single call refused in the same second is the rate's.
-    expect(pacing.refused(10_190, undefined, 1)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBe(underShown(2));
-  });
-
-  test("a first answer that is a refusal, with no ceiling, cuts to half the concurrency", () => {
-    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal, now: () => 0 });
-    expect(pacing.refused(0, undefined)).toBe(true);
-    expect(pacing.state()).toMatchObject({ requestsPerSecond: INITIAL_CONCURRENCY / 2, concurrency: 1 });
-  });
-
-  test("past the refused rate the climb grows with the rate: a limit shown too low is outgrown", () => {
-    let now = 0;
-    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal, now: () => now });
-    pacing.refused(0, undefined);
-    expect(pacing.state().requestsPerSecond).toBe(0.5);
-    // Half an hour of answers at the rate the limiter allows.
-    for (let second = 0; second < 1_800; second++) {
-      const calls = Math.max(1, Math.floor(pacing.state().requestsPerSecond));
-      for (let i = 0; i < calls; i++) pacing.answered(1, (now += 1_000 / calls));
-    }
-    // Three times the limit it showed.
-    expect(pacing.state().requestsPerSecond).toBeGreaterThan(3);
-  });
-
-  test("cuts at most once a second: a provider's second may still hold the old rate's requests", () => {
-    let now = 0;
-    const pacing = createRateLimiter({ requestsPerSecond: 40, concurrency: 8, signal: new AbortController().signal, now: () => now });
-    expect(pacing.refused(now, undefined)).toBe(true);
-    now = 500;
-    expect(pacing.refused(now, undefined)).toBe(false);
-    now = 1_000;
-    expect(pacing.refused(now, undefined)).toBe(true);
-    expect(pacing.state().requestsPerSecond).toBe(10);
-  });
-
-  test("the rate never falls below its floor, however many refusals", () => {
-    let now = 0;
-    const pacing = createRateLimiter({ requestsPerSecond: 10, concurrency: 8, signal: new AbortController().signal, now: () => now });
-    for (let i = 0; i < 50; i++) pacing.refused((now += 1_000), undefined);
-    expect(pacing.state().requestsPerSecond).toBe(MIN_REQUESTS_PER_SECOND);
-    expect(pacing.state().concurrency).toBe(1);
   });
 
   test("a Retry-After holds every request until it expires", async () => {
@@ -247,21 +237,41 @@ describe("createRateLimiter()", () => {
     for (const at of sent) expect(at - refusedAt).toBeGreaterThanOrEqual(299);
   });
 
-  test("never lets more requests out at once than the concurrency limit", async () => {
+  test("head requests go before every background request waiting, and have slots of their own", async () => {
     const pacing = limiter(1_000, 2);
-    let inFlight = 0;
-    let most = 0;
-    await Promise.all(
-      Array.from({ length: 8 }, () =>
-        pacing.run(1, async (at) => {
-          most = Math.max(most, ++inFlight);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-          pacing.answered(1, at);
-          inFlight--;
-        }),
-      ),
-    );
-    expect(most).toBe(2);
+    const order: string[] = [];
+    const release: Array<() => void> = [];
+    const hold = (name: string) => async () => {
+      order.push(name);
+      await new Promise<void>((resolve) => release.push(resolve));
+    };
+    // Background requests fill the slots (one, at the slow start); more wait behind them.
+    const background = Array.from({ length: 6 }, (_, i) => pacing.run(1, hold(`background ${i}`), "background"));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const heads = Array.from({ length: HEAD_RESERVED_REQUESTS }, (_, i) => pacing.run(1, hold(`head ${i}`)));
+    const started = (prefix: string) => order.filter((o) => o.startsWith(prefix)).length;
+    for (let i = 0; i < 250 && started("head") < HEAD_RESERVED_REQUESTS; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    // Every head request left while the background ones still held both slots.
+    expect(started("head")).toBe(HEAD_RESERVED_REQUESTS);
+    expect(started("background")).toBe(pacing.state().concurrency);
+    while (order.length < 6 + HEAD_RESERVED_REQUESTS) {
+      release.splice(0).forEach((go) => go());
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    release.splice(0).forEach((go) => go());
+    await Promise.all([...background, ...heads]);
+  }, 10_000);
+
+  test(`when both classes want more than the budget, one background request goes for every ${HEAD_TURNS_PER_BACKGROUND} head ones`, async () => {
+    const pacing = limiter(200, 1);
+    const order: string[] = [];
+    const all = [
+      ...Array.from({ length: 20 }, () => pacing.run(1, async () => void order.push("background"), "background")),
+      ...Array.from({ length: 20 }, () => pacing.run(1, async () => void order.push("head"))),
+    ];
+    await Promise.all(all);
+    // The first background request left before any head one was asked for; then the head's turns.
+    expect(order.slice(1, 11)).toEqual([...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"), "background", ...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"), "background"]);
   });
 
   test("a shutdown rejects the requests still waiting with ShutdownError", async () => {
@@ -274,15 +284,59 @@ describe("createRateLimiter()", () => {
   });
 });
 
+describe("createRateLimiter() against a simulated provider (fake clock)", () => {
+  afterEach(() => void vi.useRealTimers());
+  const fake = () => vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+
+  test("3% of requests refused at random with no real limit: the rate never falls under 80% of the ceiling, and no cut comes from them", async () => {
+    fake();
+    const pacing = createRateLimiter({ requestsPerSecond: 50, concurrency: 32, signal: new AbortController().signal });
+    const counts = await simulate(pacing, { limit: Number.POSITIVE_INFINITY, stray: 0.03, latencyMs: 60 }, 8, 120_000, seeded(41));
+    expect(counts.refused).toBeGreaterThan(100);
+    expect(pacing.state().refusedBefore).toBe(false);
+    expect(pacing.state().requestsPerSecond).toBeGreaterThanOrEqual(0.8 * 50);
+    expect(counts.answered / 120).toBeGreaterThanOrEqual(0.8 * 50 * 0.97);
+  }, 60_000);
+
+  test("a real limit of 5 calls a sliding second is found: at least 90% of it answered, at most 2% of requests refused", async () => {
+    fake();
+    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal });
+    const counts = await simulate(pacing, { limit: 5, stray: 0, latencyMs: 80 }, 4, 120_000, seeded(7));
+    expect(pacing.state().refusedBefore).toBe(true);
+    expect(counts.answered / 120).toBeGreaterThanOrEqual(0.9 * 5);
+    expect(counts.refused / (counts.answered + counts.refused)).toBeLessThanOrEqual(0.02);
+  }, 60_000);
+
+  test("a ceiling learnt from refusals that stop is outgrown within seconds of the probe", async () => {
+    fake();
+    const pacing = createRateLimiter({ requestsPerSecond: 50, concurrency: 32, signal: new AbortController().signal });
+    await simulate(pacing, { limit: 5, stray: 0, latencyMs: 50 }, 8, 10_000, seeded(3));
+    expect(pacing.state().requestsPerSecond).toBeLessThan(10);
+    // The provider lifts its limit: no more refusals; the rate climbs back to the ceiling on time alone.
+    await simulate(pacing, { limit: Number.POSITIVE_INFINITY, stray: 0, latencyMs: 50 }, 8, PROBE_AFTER_MS + 10_000, seeded(4));
+    expect(pacing.state().requestsPerSecond).toBe(50);
+  }, 60_000);
+});
+
 describe("callsPerBatch()", () => {
-  test("under a rate, batches fill the pacing's span of ⌈rate⌉ calls exactly, never past the rate's whole calls", () => {
+  test("a batch carries at most a second of the rate's calls", () => {
     expect(callsPerBatch(Number.POSITIVE_INFINITY, 500)).toBe(500);
     expect(callsPerBatch(10, 500)).toBe(10);
-    expect(callsPerBatch(50, 20)).toBe(10);
-    // 4.76 calls a second paces 5 calls a span: batches of 4 would fit one a span.
-    expect(callsPerBatch(underShown(5), 500)).toBe(1);
-    expect(callsPerBatch(9.5, 500)).toBe(5);
-    expect(callsPerBatch(47.6, 500)).toBe(24);
+    expect(callsPerBatch(50, 20)).toBe(20);
+    expect(callsPerBatch(4.75, 500)).toBe(4);
     expect(callsPerBatch(0.2, 500)).toBe(1);
+  });
+});
+
+describe("binomialTail()", () => {
+  test("is the chance of k or more refusals among n calls refused at random", () => {
+    expect(binomialTail(0, 10, 0.05)).toBe(1);
+    expect(binomialTail(11, 10, 0.05)).toBe(0);
+    expect(binomialTail(1, 10, 0.05)).toBeCloseTo(1 - 0.95 ** 10, 12);
+    expect(binomialTail(10, 10, 0.05)).toBeCloseTo(0.05 ** 10, 20);
+    // Large windows stay cheap and finite.
+    expect(binomialTail(600, 10_000, 0.05)).toBeGreaterThan(0);
+    expect(binomialTail(600, 10_000, 0.05)).toBeLessThan(1e-3);
+    expect(binomialTail(500, 10_000, 0.05)).toBeGreaterThan(0.4);
   });
 });

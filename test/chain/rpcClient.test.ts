@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { BATCH_SIZE } from "../../src/chain/getTransactions.js";
-import { ARRIVAL_JITTER_MS } from "../../src/chain/rateLimiter.js";
+import { PACE_SHARE } from "../../src/chain/adaptiveRate.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PrunedHistoryError, RangeLimitError, RateLimitedError, WrongChainError } from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
@@ -132,12 +132,10 @@ describe("createRpcClient()", () => {
     const counts = await metrics.rpcRequests.get();
     expect(counts.values.find((v) => v.labels.outcome === "rate_limited")?.value).toBe(4);
     expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(0);
-    // No ceiling: the first refusal paces just under the one call (eth_chainId) the server accepted
-    // in the second before; refused again at that rate with nothing accepted in its second, the rate halves.
+    // No ceiling: four refusals in a row after the first answer are a rate limit met at once. The rate
+    // goes just under the one call (eth_chainId) the server accepted in the second before.
     const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
-    const measured = 1_000 / (1_000 + ARRIVAL_JITTER_MS);
-    expect(cuts[0]).toBe(Math.round(measured * 100) / 100);
-    expect(cuts[1]).toBe(Math.round((measured / 2) * 100) / 100);
+    expect(cuts).toEqual([Math.round(PACE_SHARE * 100) / 100]);
   });
 
   test("Retry-After on a 429 holds back every request of the client until it expires, not only the refused one", async () => {
@@ -163,6 +161,39 @@ describe("createRpcClient()", () => {
     const after = arrivals.filter((a) => a.at > refusedAt);
     expect(after.map((a) => a.method).sort()).toEqual(["eth_blockNumber", "eth_gasPrice"]);
     for (const a of after) expect(a.at - refusedAt).toBeGreaterThanOrEqual(990);
+  });
+
+  test("a rate-limit error naming its wait (Infura's data.backoff_seconds) is asked again only after it", async () => {
+    const arrivals: number[] = [];
+    const s = await server(() => {
+      arrivals.push(Date.now());
+      if (arrivals.length === 1) return { error: { code: -32005, message: "project ID request rate exceeded", data: { current_rps: 13, allowed_rps: 10, backoff_seconds: 1 } } };
+      return { result: "0x40" };
+    });
+    const { client: rpc } = client([s.url]);
+    await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x40");
+    expect(arrivals).toHaveLength(2);
+    expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(990);
+  });
+
+  test("a head request with a short timeout that hangs is hedged to the next endpoint, and the first answer wins", async () => {
+    const hung = await server(() => new Promise<Reply>(() => undefined));
+    const up = await server(() => ({ result: "0x50" }));
+    const { client: rpc, metrics } = client([hung.url, up.url]);
+    await expect(rpc.withTimeout(2_000).request("eth_blockNumber", [])).resolves.toBe("0x50");
+    expect(hung.requests.filter((r) => r.method === "eth_blockNumber")).toHaveLength(1);
+    expect(up.requests.filter((r) => r.method === "eth_blockNumber")).toHaveLength(1);
+    // Answered by the hedge long before the hung request's timeout: nothing failed yet.
+    const counts = await metrics.rpcRequests.get();
+    expect(counts.values.filter((v) => v.labels.outcome !== "ok")).toEqual([]);
+  });
+
+  test("background requests are not hedged: they wait for their timeout", async () => {
+    let calls = 0;
+    const s = await server(() => (++calls === 1 ? new Promise<Reply>((resolve) => setTimeout(() => resolve({ result: "0x60" }), 600)) : { result: "0x61" }));
+    const { client: rpc } = client([s.url]);
+    await expect(rpc.withTimeout(1_000).background().request("eth_blockNumber", [])).resolves.toBe("0x60");
+    expect(calls).toBe(1);
   });
 
   test("refusingRateLimits() throws a 429 to its caller at once and leaves the rest of the client at full pace", async () => {

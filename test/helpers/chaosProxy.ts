@@ -5,6 +5,8 @@ import { WebSocket, WebSocketServer } from "ws";
 export type ChaosOptions = {
   /** Share of HTTP requests answered 503. */
   errorRate: number;
+  /** Share of HTTP requests refused with HTTP 429 at random, whatever the rate (a provider's stray refusals); default none. */
+  rateLimitRate?: number;
   /** Share of HTTP requests that hang for `hangMs` before the connection is cut. */
   hangRate: number;
   hangMs: number;
@@ -15,12 +17,13 @@ export type ChaosOptions = {
 };
 
 /**
- * A misbehaving provider in front of a real endpoint (HTTP and WebSocket on one port): 503s, requests
+ * A misbehaving provider in front of a real endpoint (HTTP and WebSocket on one port): 503s, stray 429s, requests
  * that hang, damaged eth_getLogs answers for head blocks, and WebSocket connections cut every few
  * seconds. Counts what it did, so a test can show the faults really happened.
  */
 export async function startChaosProxy(target: { httpUrl: string; wsUrl: string }, options: ChaosOptions) {
-  const done = { errors: 0, hangs: 0, damaged: 0, wsDrops: 0 };
+  const done = { errors: 0, rateLimited: 0, hangs: 0, damaged: 0, wsDrops: 0 };
+  const rateLimitRate = options.rateLimitRate ?? 0;
   const sockets = new Set<WebSocket>();
   let closed = false;
   /** Faults start only when enabled (e.g. once the follower has caught up). */
@@ -52,7 +55,12 @@ export async function startChaosProxy(target: { httpUrl: string; wsUrl: string }
         done.errors++;
         return void res.writeHead(503).end("Service Unavailable");
       }
-      if (roll < options.errorRate + options.hangRate) {
+      if (roll < options.errorRate + rateLimitRate) {
+        done.rateLimited++;
+        const refusal = JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32016, message: "over rate limit" } });
+        return void res.writeHead(429, { "content-type": "application/json" }).end(refusal);
+      }
+      if (roll < options.errorRate + rateLimitRate + options.hangRate) {
         done.hangs++;
         const timer = setTimeout(() => res.destroy(), options.hangMs);
         res.on("close", () => clearTimeout(timer));

@@ -88,7 +88,7 @@ describe("a backfill through a rate-limited, range- and result-capped provider",
 
   test("sends no request before a refusal's Retry-After has expired", async () => {
     const latencyMs = 20;
-    const { stored, proxy } = await backfillThrough({ latencyMs, requestsPerSecond: 2, retryAfterEvery: 1, maxBlockRange: 4 }, 1);
+    const { stored, proxy, lines } = await backfillThrough({ latencyMs, requestsPerSecond: 2, retryAfterEvery: 1, maxBlockRange: 4 }, 1);
     expect(stored).toEqual(await directLogs());
     const refusals = proxy.events.filter((e) => e.retryAfterMs !== undefined);
     expect(refusals.length).toBeGreaterThan(0);
@@ -100,10 +100,60 @@ describe("a backfill through a rate-limited, range- and result-capped provider",
       const early = proxy.events.filter((e) => e.at > refusal.at + inFlightMs && e.at < refusal.at + refusal.retryAfterMs!);
       expect(early.map((e) => e.at - refusal.at)).toEqual([]);
     }
-    // Once the provider has refused, every call is a window's worth of logs: the progress ticks ask for no block header.
-    const firstRefusal = proxy.events.find((e) => e.outcome === "rate_limited")!;
-    expect(proxy.events.filter((e) => e.at > firstRefusal.at + inFlightMs && e.method === "eth_getBlockByNumber")).toEqual([]);
+    // Once the client found a rate limit (refusals more than strays would explain; with every
+    // refusal's wait honoured, two in ten requests may not be), every call is a window's worth of
+    // logs: the progress ticks ask for no block header. One asked before the cut may still be
+    // waiting its turn (a Retry-After, then a call every half second).
+    const cut = lines.find((l) => l.msg === "Slowed RPC requests after a rate limit");
+    const queuedMs = 1_000 + 2 * 500 + inFlightMs;
+    if (cut !== undefined) {
+      const after = Date.parse(cut.time as string) + queuedMs;
+      expect(proxy.events.filter((e) => e.at > after && e.method === "eth_getBlockByNumber")).toEqual([]);
+    }
   }, 120_000);
+});
+
+describe("a backfill through a provider that refuses a few requests at random (issue 41)", () => {
+  test("keeps its rate: 3% of requests refused with HTTP 429 and no real limit are retried, never a new ceiling", async () => {
+    const proxy = await startProviderProxy(chain.anvil.httpUrl, { latencyMs: 0, requestsPerSecond: Number.POSITIVE_INFINITY, strayRefusals: 0.03, maxBlockRange: 1, maxResults: 12 });
+    const config = (path: string) =>
+      testConfig({
+        rpc: { http: [proxy.url], requestsPerSecond: 50, retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 } },
+        tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
+        backfill: { windowBlocks: 1_000, concurrency: 4 },
+        finality: { depth: 0 },
+        database: { path },
+      });
+    const deps = testDeps(config(freshDbPath()));
+    const client = createRpcClient(deps);
+    const expected = await directLogs();
+    try {
+      // One client over several backfills: enough requests that the strays are a few dozen.
+      while (proxy.counts.requests < 500) {
+        const path = freshDbPath();
+        const store = await openStore(config(path), { metrics: deps.metrics });
+        try {
+          await backfill(createSyncDeps({ ...deps, config: config(path), client }, store), { to: head, finalized: head }, { decodeThreadAfterLogs: 0 });
+        } finally {
+          await store.close();
+        }
+        const db = new Database(path, { readonly: true });
+        const stored = (db.prepare("SELECT block_hash, log_index, tx_hash FROM logs").all() as Array<{ block_hash: string; log_index: number; tx_hash: string }>)
+          .map((r) => `${r.block_hash}|${r.log_index}|${r.tx_hash}`.toLowerCase())
+          .sort();
+        db.close();
+        expect(stored).toEqual(expected);
+      }
+    } finally {
+      await proxy.close();
+    }
+    expect(proxy.counts.strayRefused).toBeGreaterThanOrEqual(5);
+    // Every stray was asked again (rate_limited in the log), none cut the rate: it is still the configured 50.
+    expect(deps.lines.filter((l) => l.msg === "Retrying RPC request" && l.rate_limited === true).length).toBe(proxy.counts.strayRefused);
+    expect(deps.lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit")).toEqual([]);
+    expect(client.rateLimited()).toBe(false);
+    expect(client.batchCalls()).toBeGreaterThanOrEqual(Math.floor(0.8 * 50));
+  }, 180_000);
 });
 
 describe("a batch through a provider whose rate is below the batch's size", () => {
