@@ -1,5 +1,5 @@
 import type { Database } from "better-sqlite3";
-import { FatalError } from "../../../errors/base.js";
+import { rewriteTableSql } from "./schemaV12.js";
 
 /**
  * Schema version 16: what the x402 facilitator answered, so that one payment gets at most one
@@ -16,7 +16,7 @@ import { FatalError } from "../../../errors/base.js";
  *   widens by SQLite's documented procedure, as schemaV12.ts does for `orders.state`).
  */
 export function migrateToV16(db: Database): void {
-  rewriteTableSql(db, "webhook_events", "type = 'order.state_changed'))", "type = 'order.state_changed' OR type = 'settlement.contradicted'))");
+  rewriteTableSql(db, "webhook_events", "type = 'order.state_changed'))", "type = 'order.state_changed' OR type = 'settlement.contradicted'))", 16);
   db.exec(SCHEMA_V16);
 }
 
@@ -62,21 +62,3 @@ BEGIN
   FROM orders o WHERE o.id = NEW.order_id;
 END;
 `;
-
-/** Replaces `from` (which must occur exactly once) by `to` in a table's stored definition. */
-function rewriteTableSql(db: Database, table: string, from: string, to: string): void {
-  const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(table) as string | undefined;
-  if (sql === undefined || sql.split(from).length !== 2) throw new FatalError(`Schema step 16: the definition of table ${table} is not the one expected; nothing was changed`);
-  const version = db.pragma("schema_version", { simple: true }) as number;
-  // better-sqlite3 runs in SQLite's defensive mode, which refuses writes to sqlite_master.
-  db.unsafeMode(true);
-  try {
-    db.pragma("writable_schema = ON");
-    db.prepare("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?").run(sql.replace(from, to), table);
-    db.pragma(`schema_version = ${version + 1}`);
-  } finally {
-    db.pragma("writable_schema = OFF");
-    db.unsafeMode(false);
-  }
-  db.prepare(`SELECT * FROM "${table}" LIMIT 0`).all();
-}
