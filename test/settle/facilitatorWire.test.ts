@@ -13,7 +13,6 @@ import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js"
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { ConfigError } from "../../src/errors/base.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { createFacilitator } from "../../src/settle/facilitator.js";
 import { startFacilitatorServer, type FacilitatorServer } from "../../src/settle/facilitatorServer.js";
 import { evmNetwork } from "../../src/settle/wire.js";
 import { openStore } from "../../src/store/openStore.js";
@@ -23,6 +22,7 @@ import { anvilConfigFile, spawnCli } from "../helpers/cli.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { startScriptedRpcServer, type Reply, type RpcRequest } from "../helpers/scriptedRpcServer.js";
 import { referencePaymentBody, referenceV1PaymentBody, startReferenceFacilitator, type ExactOffer, type RunningServer } from "../helpers/x402.js";
+import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
 
 /**
  * flashindex's facilitator on the wire, over real HTTP, beside the reference facilitator
@@ -115,20 +115,7 @@ beforeAll(async () => {
   const memory = createMemoryLogger("debug");
   logLines = memory.lines;
   const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, logger: memory.logger });
-  const facilitator = createFacilitator({
-    client,
-    store,
-    relay,
-    logger: memory.logger,
-    metrics,
-    chainId: devnet.chainId,
-    tokens: [{ address: devnet.token, name: domain.name, version: domain.version }],
-    relayer: relayer.address,
-    payTo: [],
-    settleWaitsFor: "preconfirmed",
-    settleTimeoutMs: 10_000,
-    builderCode: undefined,
-  });
+  const facilitator = createDevnetFacilitator({ client, store, relay, logger: memory.logger }, devnet, domain, relayer.address, { metrics });
   server = await startFacilitatorServer({ logger: memory.logger }, facilitator, { host: "127.0.0.1", port: 0, authToken: TOKEN, maxBodyBytes: 65_536, settleTimeoutMs: 10_000, network: evmNetwork(devnet.chainId) });
   reference = await startReferenceFacilitator({ rpcUrl: devnet.httpUrl, chainId: devnet.chainId, privateKey: devnet.privateKeys[6]!, receiptPollingMs: 100 });
 }, 90_000);

@@ -9,7 +9,7 @@ import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { createFacilitator, type Facilitator } from "../../src/settle/facilitator.js";
+import type { Facilitator } from "../../src/settle/facilitator.js";
 import { startFacilitatorServer, type FacilitatorServer } from "../../src/settle/facilitatorServer.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
@@ -18,6 +18,7 @@ import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js"
 import { waitFor } from "../helpers/fixtures.js";
 import { startRewritingRpcProxy, untaggedEstimateAtLatest } from "../helpers/rewritingRpcProxy.js";
 import { PAID_BODY, referenceClient, referencePaymentBody, startResourceServer, type ExactOffer, type RunningServer } from "../helpers/x402.js";
+import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
 
 /*
  * One payment, at most one success, and success only for a transfer the chain made (issue 40): the
@@ -113,20 +114,7 @@ beforeAll(async () => {
     nonces: { ...book, reserve: (reservation: NonceReservation, now: number) => (reserved++, book.reserve(reservation, now)) },
   });
   const relay = createCaptureRelay({ client, store: counted, chainId: devnet.chainId, relayer, logger, pollingIntervalMs: 10 });
-  facilitator = createFacilitator({
-    client,
-    store,
-    relay,
-    logger,
-    metrics: createMetrics({ defaultMetrics: false }),
-    chainId: devnet.chainId,
-    tokens: [{ address: devnet.token, name: domain.name, version: domain.version }],
-    relayer: relayer.address,
-    payTo: [],
-    settleWaitsFor: "preconfirmed",
-    settleTimeoutMs: 10_000,
-    builderCode: undefined,
-  });
+  facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayer.address);
   server = await startFacilitatorServer({ logger }, facilitator, { host: "127.0.0.1", port: 0, authToken: undefined, maxBodyBytes: 65_536, settleTimeoutMs: 10_000, network: `eip155:${devnet.chainId}` });
 }, 60_000);
 

@@ -6,12 +6,13 @@ import { readTokenDomain } from "../../src/authorization/eip3009.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { createFacilitator, type Facilitator } from "../../src/settle/facilitator.js";
+import type { Facilitator } from "../../src/settle/facilitator.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteBackend } from "../helpers/backends.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
+import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
 
 let devnet: Devnet;
 let store: Store;
@@ -33,20 +34,7 @@ beforeAll(async () => {
   const domain = await readTokenDomain(createPublicClient({ transport: http(devnet.httpUrl) }), devnet.token);
   offer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: privateKeyToAccount(devnet.privateKeys[2]!).address, amount: 10_000n };
   const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, logger });
-  facilitator = createFacilitator({
-    client,
-    store,
-    relay,
-    logger,
-    metrics,
-    chainId: devnet.chainId,
-    tokens: [{ address: devnet.token, name: domain.name, version: domain.version }],
-    relayer: relayer.address,
-    payTo: [],
-    settleWaitsFor: "preconfirmed",
-    settleTimeoutMs: 1_500,
-    builderCode: undefined,
-  });
+  facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayer.address, { metrics, settleTimeoutMs: 1_500 });
 }, 60_000);
 
 afterAll(async () => {

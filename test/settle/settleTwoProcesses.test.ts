@@ -11,7 +11,7 @@ import type { Config } from "../../src/config/types.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { createFacilitator, type Facilitator } from "../../src/settle/facilitator.js";
+import type { Facilitator } from "../../src/settle/facilitator.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { postgresBackend, stopFileBackends } from "../helpers/backends.js";
@@ -19,6 +19,7 @@ import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { waitFor } from "../helpers/fixtures.js";
 import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
+import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
 
 /*
  * Two facilitators on one Postgres database, in two processes (the daemon, and this test's own), one
@@ -61,20 +62,7 @@ beforeAll(async () => {
   const { logger } = createMemoryLogger("silent");
   const relayer = privateKeyToAccount(devnet.privateKeys[RELAYER_KEY_INDEX]!);
   const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, logger });
-  facilitator = createFacilitator({
-    client,
-    store,
-    relay,
-    logger,
-    metrics: createMetrics({ defaultMetrics: false }),
-    chainId: devnet.chainId,
-    tokens: [{ address: devnet.token, name: domain.name, version: domain.version }],
-    relayer: relayer.address,
-    payTo: [],
-    settleWaitsFor: "preconfirmed",
-    settleTimeoutMs: 10_000,
-    builderCode: undefined,
-  });
+  facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayer.address);
 }, 120_000);
 
 afterAll(async () => {
