@@ -269,6 +269,11 @@ describe("wire parity with the reference facilitator", () => {
     const now = BigInt(Math.floor(Date.now() / 1000));
     const usedOnChain = await paymentBody();
     expect((await theirs("settle", usedOnChain)).body, "the reference settles it first").toMatchObject({ success: true });
+    // The reference answers once a node shows the receipt; its verify simulates at latest, so wait for the chain to agree.
+    const usedNonce = usedOnChain.paymentPayload.payload.authorization.nonce as Hex;
+    await expect
+      .poll(() => chain.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [buyer().address, usedNonce] }), { timeout: 20_000, interval: 100 })
+      .toBe(true);
     const cases: Array<[string, () => Promise<unknown>, "both" | "verify"]> = [
       ["amount above the authorized value", () => paymentBody(buyer(), (b) => void (b.paymentRequirements.amount = String(offer.amount + 1n))), "both"],
       ["payTo other than the authorization's to", () => paymentBody(buyer(), (b) => void (b.paymentRequirements.payTo = poor().address)), "both"],
