@@ -30,6 +30,15 @@ export const RECOVERY_MS = 3_000;
  * against a hard limit costs about MIN_PROBE_REFUSALS_TO_CUT refusals: at 5 calls a second, one in 75.
  */
 export const PROBE_AFTER_MS = 30_000;
+/**
+ * A probe that finds the same limit again doubles the hold before the next (TCP's retransmission
+ * backoff), up to this long (ms): against a provider's hard limit, probing costs a few refusals an
+ * hour instead of two every PROBE_AFTER_MS (at 1 call a second, one request in fifteen). A probe
+ * that finds a higher limit, or a cut at the limit, starts again from PROBE_AFTER_MS.
+ */
+export const MAX_PROBE_AFTER_MS = 8 * PROBE_AFTER_MS;
+/** A probe's limit above the one found by more than this share is a higher limit (the hold starts over). */
+const HIGHER_LIMIT_SHARE = 1.1;
 /** Probing above the limit doubles the rate after this long (ms), along a cubic: slow at first, then fast. */
 export const PROBE_DOUBLING_MS = 5_000;
 /** The rate never falls below this (requests per second): a rate limit slows the client, it never stops it. */
@@ -59,7 +68,8 @@ export type AdaptiveRateState = {
  *   rate drops by DECREASE and is back near the limit within RECOVERY_MS. Refusals of requests sent before a cut, or in the second after it
  *   (the provider's count still holds the calls before it), were the old rate's.
  * - Recovery follows time, not successes (AWS SDK adaptive retry, CUBIC): the rate holds just under
- *   the limit for PROBE_AFTER_MS, then probes above it along a cubic, so a ceiling learnt too low
+ *   the limit for PROBE_AFTER_MS (doubled by each probe that finds no more, up to
+ *   MAX_PROBE_AFTER_MS), then probes above it along a cubic, so a ceiling learnt too low
  *   (a stray refusal, a provider that raised its limit) is outgrown. Refusals that are a share of
  *   the calls sent above the limit found (they follow the rate: none came at the limit) set it
  *   again from what the provider accepted. Nothing ratchets down: a cut never halves blindly.
@@ -75,6 +85,8 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
   let startRate = Number.POSITIVE_INFINITY;
   /** Calls sent above the limit found since the probe began, and those refused: refusals that follow the rate. */
   let probe = { calls: 0, refused: 0 };
+  /** How long the rate holds under the limit found before it probes (ms): doubles while probes find no more. */
+  let holdMs = PROBE_AFTER_MS;
 
   const target = () => Math.max(MIN_REQUESTS_PER_SECOND, ceiling * PACE_SHARE);
 
@@ -88,7 +100,7 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
     const since = at - cutAt;
     const recovering = 1 - since / RECOVERY_MS;
     if (recovering > 0 && startRate < target()) return Math.min(maxRate, target() - (target() - startRate) * recovering ** 3);
-    const probing = (since - PROBE_AFTER_MS) / PROBE_DOUBLING_MS;
+    const probing = (since - holdMs) / PROBE_DOUBLING_MS;
     return Math.min(maxRate, probing <= 0 ? target() : target() * (1 + probing ** 3));
   }
 
@@ -112,7 +124,9 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
     // Refused at or under the limit found: the provider counts over a longer span than the client's
     // second. The rate drops by DECREASE and climbs back on time (CUBIC's multiplicative decrease).
     const atLimit = ceiling !== Number.POSITIVE_INFINITY && !aboveLimit;
-    ceiling = aboveLimit ? Math.max(ceiling, measuredLimit(sentAt, rate)) : measuredLimit(sentAt, rate);
+    const found = aboveLimit ? Math.max(ceiling, measuredLimit(sentAt, rate)) : measuredLimit(sentAt, rate);
+    holdMs = aboveLimit && found <= ceiling * HIGHER_LIMIT_SHARE ? Math.min(MAX_PROBE_AFTER_MS, 2 * holdMs) : PROBE_AFTER_MS;
+    ceiling = found;
     startRate = atLimit ? Math.max(MIN_REQUESTS_PER_SECOND, Math.min(target(), rate * DECREASE)) : target();
     cutAt = now;
     probe = { calls: 0, refused: 0 };

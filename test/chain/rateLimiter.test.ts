@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { DECREASE, PACE_SHARE, PROBE_AFTER_MS, RECOVERY_MS } from "../../src/chain/adaptiveRate.js";
+import { DECREASE, MAX_PROBE_AFTER_MS, PACE_SHARE, PROBE_AFTER_MS, RECOVERY_MS } from "../../src/chain/adaptiveRate.js";
 import { callsPerBatch, createRateLimiter, HEAD_RESERVED_REQUESTS, HEAD_TURNS_PER_BACKGROUND, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND, type RateLimiter } from "../../src/chain/rateLimiter.js";
 import { binomialTail } from "../../src/chain/binomialTail.js";
 import { ShutdownError } from "../../src/errors/base.js";
@@ -315,6 +315,19 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
     expect(pacing.state().refusedBefore).toBe(true);
     expect(counts.answered / 120).toBeGreaterThanOrEqual(0.9 * 5);
     expect(counts.refused / (counts.answered + counts.refused)).toBeLessThanOrEqual(0.02);
+  }, 60_000);
+
+  test("probes against a hard limit back off: over 20 minutes at 1 call a second, under 2% of requests refused", async () => {
+    fake();
+    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal });
+    const minutes = 20;
+    const counts = await simulate(pacing, { limit: 1, stray: 0, latencyMs: 80 }, 4, minutes * 60_000, seeded(11));
+    // With a probe every PROBE_AFTER_MS, each costing about two refusals, 73 of 1,177 were (6.2%).
+    const everyHold = (minutes * 60_000) / PROBE_AFTER_MS;
+    expect(counts.refused).toBeLessThan(everyHold / 2);
+    expect(counts.refused / (counts.answered + counts.refused)).toBeLessThan(0.02);
+    expect(counts.answered / (minutes * 60)).toBeGreaterThanOrEqual(0.9);
+    expect(MAX_PROBE_AFTER_MS).toBeGreaterThan(PROBE_AFTER_MS);
   }, 60_000);
 
   test("a ceiling learnt from refusals that stop is outgrown within seconds of the probe", async () => {
