@@ -30,6 +30,8 @@ const provider = (runUtc: string, attribution: string, logsPerSecond: number, re
 
 const verdicts = (rows: RecordedRow[]) => new Map(GOALS.map((goal) => [goal.goal, goal.judge(rows)]));
 
+const CEILING_GOAL = "provider-shaped proxy, attribution off: at least 90% of the provider's ceiling (or of the same process without a limit, where lower)";
+
 describe("the bench's goals", () => {
   test("a goal is judged on the newest row that measures it, and is not known without one", () => {
     const judged = verdicts([
@@ -88,12 +90,22 @@ describe("the bench's goals", () => {
       row(run, `Ponder 0.16.10 (its default database, PGlite), through ${PROXY}, 20,000 Transfer logs (saved dense chain), wall time to ready`, { logs: 20_001, logsPerSecond: 500 }),
     ]);
     expect(judged.get("provider-shaped proxy: the defaults finish")).toEqual({ figure: "finished, 4,000 logs/s (2026-11-26 21:42)", met: true });
-    expect(judged.get("provider-shaped proxy, attribution off: at least 90% of the provider's ceiling")).toEqual({ figure: "92% of 50,000 logs/s (2026-11-26 21:42)", met: true });
+    expect(judged.get(CEILING_GOAL)).toEqual({ figure: "92% of 50,000 logs/s (2026-11-26 21:42)", met: true });
     expect(judged.get("provider-shaped proxy: at most 2% of requests refused")).toEqual({
       figure: "attribution on: 1 of 100 (2026-11-26 21:42); attribution off: 3 of 100 (2026-11-26 21:42)",
       met: false,
     });
     expect(judged.get("provider-shaped proxy, defaults: at least 5× Ponder through the same proxy")).toEqual({ figure: "8.0×: 4,000 against 500 logs/s (2026-11-26 21:42)", met: true });
+  });
+
+  test("where the process without a limit cannot reach the provider's ceiling, the share is of its own speed", () => {
+    const run = "2026-11-27T23:28:00.000Z";
+    const clean = row(run, `backfill (whole process) through a provider-shaped proxy (80 ms, no rate limit, 2000-block and 10000-result caps), anvil 1,000,000 Transfer logs, defaults, attribution off: no ceiling`, { logs: 1_000_000, logsPerSecond: 37_118 });
+    const judged = verdicts([provider(run, "off", 33_370, 7, 115), clean]);
+    expect(judged.get(CEILING_GOAL)).toEqual({
+      figure: "89.9% of 37,118 logs/s, the process without a limit (the ceiling, 50,000, is out of its reach; 66.7% of it) (2026-11-27 23:28)",
+      met: false,
+    });
   });
 
   test("5× Ponder is judged on when the logs were stored where attribution trailed them, the catch-up shown beside", () => {
