@@ -85,7 +85,7 @@ async function capture(nonce: Hex, gas?: bigint) {
 
 /**
  * The receipt of the canonical block. Note: the devnet, like a Base node, answers a pre-confirmed
- * transaction's receipt with a zero block hash before its block exists (protocol-notes §8); a wait
+ * transaction's receipt with a zero block hash before its block exists (base/base flashblocks rpc/eth.rs); a wait
  * for "a receipt" would return before the state it changes is readable at "latest".
  */
 async function minedReceipt(hash: Hex) {

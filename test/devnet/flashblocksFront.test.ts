@@ -8,7 +8,7 @@ import type { RpcLogObject } from "../../src/devnet/front/rpcLogObject.js";
 import { startDevnet, type Devnet, type DevnetOptions } from "../../src/devnet/startDevnet.js";
 import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpcClient.js";
 
-/** What a pre-confirmed log carries instead of a block hash (protocol-notes §1). */
+/** What a pre-confirmed log carries instead of a block hash (base/base flashblocks rpc/eth.rs). */
 const ZERO_BLOCK_HASH = `0x${"0".repeat(64)}`;
 /** Explicit gas: automine is off, so nothing may estimate against a block that is not there yet. */
 const GAS = 200_000n;
