@@ -26,7 +26,7 @@ import type { Store } from "../../src/store/store.js";
 import { testRelayerNonces } from "../helpers/nonceBook.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { testConfig, testDeps } from "../helpers/context.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";

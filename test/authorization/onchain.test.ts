@@ -8,7 +8,7 @@ import type { Config } from "../../src/config/types.js";
 import { createOrderUpkeep } from "../../src/authorization/orderUpkeep.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { createSqliteOrders } from "../../src/store/sqlite/orders.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createWalletClient, http, numberToHex, pad, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { TRANSFER_TOPIC } from "../../src/authorization/eip3009.js";
 import type { RpcLogObject } from "../../src/devnet/front/rpcLogObject.js";
 import { startDevnet, type Devnet, type DevnetOptions } from "../../src/devnet/startDevnet.js";
