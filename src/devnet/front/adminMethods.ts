@@ -12,7 +12,10 @@ import type { PendingLogsMode } from "./subscriptions.js";
 export function createAdminMethods(front: FrontParts): MethodTable {
   const { upstream, sequencer, watcher, subscriptions, state } = front;
 
-  /** The raw transactions of the last `depth` blocks, paired with their block offset for anvil_reorg. */
+  /**
+   * The raw transactions of the last `depth` blocks, paired with their block offset for
+   * anvil_reorg.
+   */
   async function orphanedTransactions(depth: number): Promise<Array<[string, number]>> {
     const head = Number(await upstream.call<string>("eth_blockNumber"));
     const pairs: Array<[string, number]> = [];
@@ -37,8 +40,9 @@ export function createAdminMethods(front: FrontParts): MethodTable {
       const [depth, transactions] = params as [unknown, unknown];
       if (typeof depth !== "number" || !Number.isInteger(depth) || depth < 1) throw new RpcError(-32602, "depth must be a positive integer");
       // By default the new branch re-includes the orphaned transactions (new block hashes, same
-      // payments), as a real reorg mostly does; anvil alone would drop them and strand their nonces.
-      // Between sequencer steps: a block being mined sets pool transactions aside for a moment.
+      // payments), as a real reorg mostly does; anvil alone would drop them and strand their
+      // nonces. Between sequencer steps: a block being mined sets pool transactions aside for a
+      // moment.
       const replacements = await sequencer.between(async () => {
         const chosen = Array.isArray(transactions) ? transactions : await orphanedTransactions(depth);
         // Note: anvil_reorg takes positional params only.

@@ -26,17 +26,21 @@ export type FrontOptions = {
   onError?: (error: unknown) => void;
 };
 
-/** How often the front looks for head changes it did not cause (someone mining through anvil directly). */
+/**
+ * How often the front looks for head changes it did not cause (someone mining through anvil
+ * directly).
+ */
 const HEAD_WATCH_INTERVAL_MS = 100;
 
 /**
  * A JSON-RPC server (HTTP and WebSocket on one port) that makes a local anvil look like a Base node
- * with Flashblocks: the "pending" view, pendingLogs and newFlashblocks, a pre-confirmation-aware pending nonce,
- * `removed: true` re-sends after reorgs, and injectable faults. Everything else goes to anvil as is.
+ * with Flashblocks: the "pending" view, pendingLogs and newFlashblocks, a pre-confirmation-aware
+ * pending nonce, `removed: true` re-sends after reorgs, and injectable faults. Everything else goes
+ * to anvil as is.
  *
  * Its parts: the sequencer (sequencer.ts) cuts flashblocks from anvil's pool and mines blocks; the
- * watcher (canonicalWatcher.ts) follows anvil's head; subscriptions.ts fans both out. The methods the
- * front answers itself sit in one table, by name (adminMethods.ts, pendingViewMethods.ts,
+ * watcher (canonicalWatcher.ts) follows anvil's head; subscriptions.ts fans both out. The methods
+ * the front answers itself sit in one table, by name (adminMethods.ts, pendingViewMethods.ts,
  * subscriptionMethods.ts, sendMethods.ts); methodRouter.ts sends every request to its handler or to
  * anvil, rpcServer.ts carries them over HTTP and WebSocket.
  */
@@ -78,7 +82,8 @@ export async function startFlashblocksFront(options: FrontOptions) {
     await sequencer.mine();
     await watcher.sync();
   });
-  // Between sequencer steps, so a newHeads never goes out between a mined block and its rebuilt pending block.
+  // Between sequencer steps, so a newHeads never goes out between a mined block and its rebuilt
+  // pending block.
   periodic.every(HEAD_WATCH_INTERVAL_MS, () => sequencer.between(() => watcher.sync()));
 
   return {

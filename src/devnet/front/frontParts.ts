@@ -8,9 +8,15 @@ import type { Upstream } from "./upstream.js";
 /** What the admin methods change at run time and the rest of the front reads; one per front. */
 export type FrontState = {
   faults: Faults;
-  /** newHeads and logs notifications go out this late: flashblocks of the next block then arrive first (base/base PR #979). */
+  /**
+   * newHeads and logs notifications go out this late: flashblocks of the next block then arrive
+   * first (base/base PR #979).
+   */
   headsDelayMs: number;
-  /** Reads of the pending view over HTTP (eth_getLogs up to "pending", eth_getBlockByNumber "pending"): answered and refused. */
+  /**
+   * Reads of the pending view over HTTP (eth_getLogs up to "pending", eth_getBlockByNumber
+   * "pending"): answered and refused.
+   */
   pendingReads: { answered: number; refused: number };
   /** Open WebSocket connections. */
   sockets: Set<WebSocket>;

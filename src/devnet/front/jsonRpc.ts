@@ -3,10 +3,16 @@ import type { WebSocket } from "ws";
 /** A JSON-RPC request as it arrives: every field is unchecked. */
 export type Request = { jsonrpc?: string; id?: unknown; method?: unknown; params?: unknown };
 export type Answer = { jsonrpc: "2.0"; id: unknown; result?: unknown; error?: { code: number; message: string; data?: unknown } };
-/** An answer and its HTTP status; only a lone (non-batch) HTTP request travels with a status other than 200. */
+/**
+ * An answer and its HTTP status; only a lone (non-batch) HTTP request travels with a status other
+ * than 200.
+ */
 export type Answered = { answer: Answer; httpStatus: number };
 
-/** One call of a method: the request, its params (always an array) and the WebSocket it came on (undefined: HTTP). */
+/**
+ * One call of a method: the request, its params (always an array) and the WebSocket it came on
+ * (undefined: HTTP).
+ */
 export type MethodCall = { request: Request; params: unknown[]; socket: WebSocket | undefined };
 export type MethodHandler = (call: MethodCall) => Promise<Answer | Answered>;
 /** The methods the front answers itself, by JSON-RPC method name; any other goes to anvil. */

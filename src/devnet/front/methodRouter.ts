@@ -11,7 +11,10 @@ export type MethodRouterDeps = {
   reportError: (error: unknown) => void;
 };
 
-/** Whether `method` changes anvil's head when called on it directly: the watcher looks at the head after it. */
+/**
+ * Whether `method` changes anvil's head when called on it directly: the watcher looks at the head
+ * after it.
+ */
 const changesHead = (method: string): boolean =>
   method === "evm_mine" || method === "anvil_mine" || method.startsWith("anvil_reorg") || method === "anvil_rollback" || method === "evm_revert";
 
@@ -44,7 +47,10 @@ export function createMethodRouter({ methods, upstream, watcher, reportError }: 
   }
 
   return {
-    /** The answer to `body` and its HTTP status (200 unless a lone HTTP request met a fault answered with another). */
+    /**
+     * The answer to `body` and its HTTP status (200 unless a lone HTTP request met a fault answered
+     * with another).
+     */
     async answerBody(body: string, socket: WebSocket | undefined): Promise<{ text: string; httpStatus: number }> {
       let parsed: unknown;
       try {

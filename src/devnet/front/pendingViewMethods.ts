@@ -7,8 +7,8 @@ type GetLogsFilter = LogFilterObject & { fromBlock?: string; toBlock?: string; b
 
 /**
  * The reads a Flashblocks node answers from its pre-confirmed state when asked for "pending":
- * eth_getLogs up to "pending", eth_getBlockByNumber "pending", the pending nonce, and the receipt of
- * a pre-confirmed transaction. Any other form of these reads goes to anvil as is.
+ * eth_getLogs up to "pending", eth_getBlockByNumber "pending", the pending nonce, and the receipt
+ * of a pre-confirmed transaction. Any other form of these reads goes to anvil as is.
  */
 export function createPendingViewMethods(front: FrontParts): MethodTable {
   const { upstream, sequencer, state } = front;
@@ -21,7 +21,8 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
       const withFaults = socket === undefined;
       const filter = (params[0] ?? {}) as GetLogsFilter;
       const pending = sequencer.pendingLogs().filter((log) => matchesFilter(log, filter));
-      // Note: only toBlock "pending" switches to the pre-confirmed path (Base's flashblocks rpc/eth.rs).
+      // Note: only toBlock "pending" switches to the pre-confirmed path (Base's flashblocks
+      // rpc/eth.rs).
       if (filter.blockHash === undefined && filter.toBlock === "pending") {
         if (filter.fromBlock === "pending") return ok(request, pending);
         const canonical = await forward({ ...request, params: [{ ...filter, toBlock: "latest" }] });
@@ -44,7 +45,8 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
 
     eth_getBlockByNumber: async ({ request, params }) => {
       if (params[0] !== "pending") return forward(request);
-      // Note: a Flashblocks node answers "pending" from its pre-confirmed state (header hash zero), null when it has none.
+      // Note: a Flashblocks node answers "pending" from its pre-confirmed state (header hash zero),
+      // null when it has none.
       const block = sequencer.pendingBlock();
       if (block === undefined || params[1] === true) return ok(request, block ?? null);
       return ok(request, { ...block, transactions: block.transactions.map((t) => t.hash) });
@@ -52,10 +54,10 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
 
     eth_getTransactionCount: async ({ request, params }) => {
       if (params[1] !== "pending") return forward(request);
-      // Note: on Base, "pending" is the canonical count plus the sender's pre-confirmed transactions; no mempool.
-      // Read between sequencer steps, as a node answers from one state: in the middle of a block being
-      // mined the block's transactions were counted twice (in latest and as still pre-confirmed), and a
-      // relayer trusting that count left a nonce gap.
+      // Note: on Base, "pending" is the canonical count plus the sender's pre-confirmed
+      // transactions; no mempool. Read between sequencer steps, as a node answers from one state:
+      // in the middle of a block being mined the block's transactions were counted twice (in latest
+      // and as still pre-confirmed), and a relayer trusting that count left a nonce gap.
       const count = await sequencer.between(async () => {
         const latest = Number(await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]));
         return latest + sequencer.preconfirmedCount(String(params[0]));
@@ -64,7 +66,8 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
     },
 
     eth_getTransactionReceipt: async ({ request, params }) => {
-      // Note: on Base, a pre-confirmed transaction has a receipt (zero blockHash) before its block exists.
+      // Note: on Base, a pre-confirmed transaction has a receipt (zero blockHash) before its block
+      // exists.
       const answer = await forward(request);
       if (answer.error !== undefined || answer.result !== null || typeof params[0] !== "string") return answer;
       return ok(request, sequencer.preconfirmedReceipt(params[0]) ?? null);

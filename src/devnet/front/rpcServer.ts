@@ -8,7 +8,9 @@ export type HttpRefusal = { status: number; headers: Record<string, string>; bod
 export type RpcServerOptions = {
   host: string;
   port: number;
-  /** The answer text to a request body, and its HTTP status (WebSocket messages ignore the status). */
+  /**
+   * The answer text to a request body, and its HTTP status (WebSocket messages ignore the status).
+   */
   answerBody: (body: string, socket: WebSocket | undefined) => Promise<{ text: string; httpStatus: number }>;
   /** Runs before an HTTP body is answered: a refusal is sent instead of the answer. */
   beforeHttp: (body: string) => Promise<HttpRefusal | undefined>;
@@ -32,7 +34,8 @@ export async function startRpcServer(options: RpcServerOptions) {
     });
   });
   const wss = new WebSocketServer({ server });
-  // The WebSocket server re-emits the HTTP server's errors; listen() below reports them (EADDRINUSE...).
+  // The WebSocket server re-emits the HTTP server's errors; listen() below reports them
+  // (EADDRINUSE...).
   wss.on("error", () => undefined);
   wss.on("connection", (socket: WebSocket) => {
     sockets.add(socket);

@@ -29,7 +29,10 @@ export type PostgresStoreDeps = {
   metrics: Pick<Metrics, "dbWriteDuration">;
   /** Throws when the writer lock's connection was lost (another writer may have taken over). */
   checkWriter?: (() => void) | undefined;
-  /** This writer's epoch (writerEpoch.ts): every write transaction checks it first. Undefined: a store that holds no writer lock. */
+  /**
+   * This writer's epoch (writerEpoch.ts): every write transaction checks it first. Undefined: a
+   * store that holds no writer lock.
+   */
   writerEpoch?: string | undefined;
   /** Runs after the pool is closed (the writer lock's release). */
   onClose?: (() => Promise<void>) | undefined;
@@ -37,15 +40,18 @@ export type PostgresStoreDeps = {
 
 /**
  * The Store over a bounded pool of Postgres connections, assembled from its parts (one file per
- * concern, named as its SQLite counterpart in sqlite/). Who waits for whom: writeQueue.ts. Each part
- * works on the connection a transaction or a read hands it.
+ * concern, named as its SQLite counterpart in sqlite/). Who waits for whom: writeQueue.ts. Each
+ * part works on the connection a transaction or a read hands it.
  */
 export function createPostgresStore(deps: PostgresStoreDeps): Store {
   const { pool, chainId } = deps;
   let closed = false;
   const queue = createWriteQueue(deps);
   const { read, write } = queue;
-  /** Orders, captures, cancels, nonces and settlements: written beside other processes (WriteQueue.beside). */
+  /**
+   * Orders, captures, cancels, nonces and settlements: written beside other processes
+   * (WriteQueue.beside).
+   */
   const beside =
     (outboxLock: boolean) =>
     <T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> =>
@@ -69,8 +75,9 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
       }),
     storedLogCount: () => read(async (c) => Math.max(0, Number((await c.query("SELECT reltuples FROM pg_class WHERE oid = 'logs'::regclass")).rows[0].reltuples))),
     openWindowWriter: () => createPostgresWindowWriter(queue, chainId),
-    // A window's attribution is stored with it (insertPackedAttribution), never staged: staging it as
-    // SQLite does was tried and did not pay here (100,000 and 400,000 synthetic logs with attribution, no faster).
+    // A window's attribution is stored with it (insertPackedAttribution), never staged: staging it
+    // as SQLite does was tried and did not pay here (100,000 and 400,000 synthetic logs with
+    // attribution, no faster).
     stagedAttribution: { pending: async () => false, move: async () => 0 },
     readerIndexes: createPostgresReaderIndexes(queue),
 
@@ -112,7 +119,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     saveRegistration: (wallet, code, now) => write("attribution", (c) => createPostgresRegistrations(c).save(wallet, code, now)),
     registration: (wallet) => read((c) => createPostgresRegistrations(c).get(wallet)),
 
-    // Orders are written beside the daemon by other processes: not through this process's write queue alone.
+    // Orders are written beside the daemon by other processes: not through this process's write
+    // queue alone.
     addOrder: (order, now) => besideWithOutbox((c) => createPostgresOrders(c).add(order, now)),
     voidOrder: (id, now) => besideWithOutbox((c) => createPostgresOrders(c).void(id, now)),
     expireOrders: (now) => write("orders", (c) => createPostgresOrders(c).expire(now)),
@@ -131,7 +139,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     authorizationState: (token, authorizer, nonce) => read((c) => createPostgresAuthorizationStates(c, chainId)(token, authorizer, nonce)),
     countRowsByStatus: (token) => read((c) => countPostgresRowsByStatus(c, chainId, token)),
     statusSnapshot: async (tokens, now) => {
-      // One pooled connection at a time: never hold one while waiting for another (a pool of 4 could deadlock).
+      // One pooled connection at a time: never hold one while waiting for another (a pool of 4
+      // could deadlock).
       const [backlog, attempts] = [await webhooks.backlog(), await webhooks.lastAttempts(RECENT_WEBHOOK_ATTEMPTS)];
       return { ...(await read((c) => readPostgresStatusSnapshot(c, chainId, tokens, now))), webhooks: backlog, webhookAttempts: attempts };
     },

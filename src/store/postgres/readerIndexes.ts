@@ -11,7 +11,10 @@ import type { WriteQueue } from "./writeQueue.js";
 export function createPostgresReaderIndexes(queue: WriteQueue): ReaderIndexes {
   const { read, write } = queue;
 
-  /** An index left invalid by an interrupted concurrent build, or a key added but not yet validated, counts as missing. */
+  /**
+   * An index left invalid by an interrupted concurrent build, or a key added but not yet validated,
+   * counts as missing.
+   */
   const missing = (): Promise<string[]> =>
     read(async (c) => {
       const { rows } = await c.query(

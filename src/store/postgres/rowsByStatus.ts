@@ -2,7 +2,10 @@ import type pg from "pg";
 import type { Hex } from "viem";
 import type { TokenCounts } from "../types.js";
 
-/** Row counts of one token by lifecycle status, for `flashindex status` (SQLite: sqlite/rowsByStatus.ts). */
+/**
+ * Row counts of one token by lifecycle status, for `flashindex status` (SQLite:
+ * sqlite/rowsByStatus.ts).
+ */
 export async function countPostgresRowsByStatus(client: pg.ClientBase, chainId: number, token: Hex): Promise<TokenCounts[]> {
   const { rows } = await client.query(
     `SELECT status, SUM(is_transfer)::int AS transfers, SUM(1 - is_transfer)::int AS authorizations FROM (

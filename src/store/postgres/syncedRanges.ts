@@ -3,8 +3,9 @@ import type { Hex } from "viem";
 import { contiguousEnd, mergeRanges, type BlockRange } from "../../blockRanges.js";
 
 /**
- * Block ranges fully indexed per token over a Postgres connection (as SQLite's sqlite/syncedRanges.ts):
- * merged on write; the contiguous prefix from a token's start block is its checkpoint.
+ * Block ranges fully indexed per token over a Postgres connection (as SQLite's
+ * sqlite/syncedRanges.ts): merged on write; the contiguous prefix from a token's start block is its
+ * checkpoint.
  */
 export function createPostgresSyncedRanges(client: pg.ClientBase, chainId: number) {
   async function list(token: Hex): Promise<BlockRange[]> {
@@ -17,7 +18,10 @@ export function createPostgresSyncedRanges(client: pg.ClientBase, chainId: numbe
   return {
     list,
     checkpoint: async (token: Hex, startBlock: number) => contiguousEnd(await list(token), startBlock),
-    /** Records [from, to] as indexed for `token`, merging with neighbours. Call inside the window's transaction. */
+    /**
+     * Records [from, to] as indexed for `token`, merging with neighbours. Call inside the window's
+     * transaction.
+     */
     async add(token: Hex, range: BlockRange): Promise<void> {
       // Two windows may commit side by side (writeQueue.ts): the read-merge-write of the ranges is
       // serialized by a lock held to the end of the transaction, taken after every row lock.

@@ -6,8 +6,8 @@ import { copyWindow } from "./windowCopy.js";
 import type { WriteQueue } from "./writeQueue.js";
 
 /**
- * A backfill's window writer over Postgres (as SQLite's sqlite/windowCommit.ts): each window's rows,
- * attribution, owed blocks and synced range in one transaction, beside other windows
+ * A backfill's window writer over Postgres (as SQLite's sqlite/windowCommit.ts): each window's
+ * rows, attribution, owed blocks and synced range in one transaction, beside other windows
  * (WriteQueue.writeWindow); close() waits for the windows in flight.
  */
 export function createPostgresWindowWriter(queue: WriteQueue, chainId: number): WindowWriter {
@@ -19,7 +19,8 @@ export function createPostgresWindowWriter(queue: WriteQueue, chainId: number): 
         const counts = (await copyWindow(client, window.rows, now)) ?? (await insertLogRows(client, window.rows, now));
         await insertPackedAttribution(client, window.attribution);
         const synced = createPostgresSyncedRanges(client, chainId);
-        // What the window owes is recorded with its range: a window fetched again after a crash owes it again.
+        // What the window owes is recorded with its range: a window fetched again after a crash
+        // owes it again.
         if (window.owed !== undefined) await createPostgresOwedBlocks(client).record(window.owed, now);
         for (const token of window.tokens) await synced.add(token, window);
         return counts;

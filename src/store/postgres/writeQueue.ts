@@ -12,7 +12,10 @@ export type WriteQueueDeps = {
   metrics: Pick<Metrics, "dbWriteDuration">;
   /** Throws when the writer lock's connection was lost (another writer may have taken over). */
   checkWriter?: (() => void) | undefined;
-  /** This writer's epoch (writerEpoch.ts): every write transaction checks it first. Undefined: no writer lock held. */
+  /**
+   * This writer's epoch (writerEpoch.ts): every write transaction checks it first. Undefined: no
+   * writer lock held.
+   */
   writerEpoch?: string | undefined;
 };
 
@@ -26,14 +29,20 @@ export type WriteQueueDeps = {
  */
 export function createWriteQueue(deps: WriteQueueDeps) {
   const { pool, metrics, location } = deps;
-  /** Everything submitted so far (what the next exclusive write waits for), and the last exclusive write. */
+  /**
+   * Everything submitted so far (what the next exclusive write waits for), and the last exclusive
+   * write.
+   */
   let tail: Promise<unknown> = Promise.resolve();
   let lastExclusive: Promise<unknown> = Promise.resolve();
   const committed = createCommitSignal();
   const epoch = deps.writerEpoch;
   const guard = epoch === undefined ? undefined : (client: pg.PoolClient) => checkWriterEpoch(client, epoch, location);
 
-  /** Runs `work` in one transaction, timed under `kind`; a connection lost mid-run is an outage (exit 75), named without credentials. */
+  /**
+   * Runs `work` in one transaction, timed under `kind`; a connection lost mid-run is an outage
+   * (exit 75), named without credentials.
+   */
   function transaction<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>, outboxLock: boolean): Promise<T> {
     deps.checkWriter?.();
     return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock, guard })).then(
@@ -70,9 +79,10 @@ export function createWriteQueue(deps: WriteQueueDeps) {
     },
 
     /**
-     * A backfill window's transaction: after the last exclusive write, beside other windows. It takes
-     * the outbox lock first only when its blocks can produce webhook events (an active subscription
-     * starts at or below its last block): windows that write no event must not queue on it.
+     * A backfill window's transaction: after the last exclusive write, beside other windows. It
+     * takes the outbox lock first only when its blocks can produce webhook events (an active
+     * subscription starts at or below its last block): windows that write no event must not queue
+     * on it.
      */
     writeWindow<T>(lastBlock: number, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
       const run = lastExclusive.then(() =>

@@ -2,7 +2,10 @@ import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import type { TokenCounts } from "../types.js";
 
-/** Row counts of one token by lifecycle status, for `flashindex status` (Postgres: postgres/rowsByStatus.ts). */
+/**
+ * Row counts of one token by lifecycle status, for `flashindex status` (Postgres:
+ * postgres/rowsByStatus.ts).
+ */
 export function countSqliteRowsByStatus(db: Database, chainId: number, token: Hex): TokenCounts[] {
   return db
     .prepare(

@@ -5,9 +5,9 @@ import { createSqliteSyncedRanges } from "./syncedRanges.js";
 import type { StatusSnapshot, StatusTokens } from "../types.js";
 
 /**
- * What the status page shows from a SQLite database (Postgres: postgres/statusSnapshot.ts), each read
- * bounded by an index (rowid order, partial indexes, a block range): cheap enough to run on every
- * refresh beside a large table. The webhook counts come from the outbox.
+ * What the status page shows from a SQLite database (Postgres: postgres/statusSnapshot.ts), each
+ * read bounded by an index (rowid order, partial indexes, a block range): cheap enough to run on
+ * every refresh beside a large table. The webhook counts come from the outbox.
  */
 export function readSqliteStatusSnapshot(
   db: Database,
