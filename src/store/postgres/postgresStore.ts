@@ -18,7 +18,7 @@ import { countPostgresRowsByStatus } from "./rowsByStatus.js";
 import { readPostgresStatusSnapshot } from "./statusSnapshot.js";
 import { createPostgresSyncedRanges } from "./syncedRanges.js";
 import { createPostgresWebhookOutbox } from "./webhookOutbox.js";
-import { createPostgresWindowWriter } from "./windowCommit.js";
+import { createPostgresWindowWriter } from "./windowWriter.js";
 import { createWriteQueue } from "./writeQueue.js";
 import { createPostgresSettlements } from "./x402Settlements.js";
 

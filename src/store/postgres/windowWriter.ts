@@ -6,9 +6,10 @@ import { copyWindow } from "./windowCopy.js";
 import type { WriteQueue } from "./writeQueue.js";
 
 /**
- * A backfill's window writer over Postgres (as SQLite's sqlite/windowCommit.ts): each window's
- * rows, attribution, owed blocks and synced range in one transaction, beside other windows
- * (WriteQueue.writeWindow); close() waits for the windows in flight.
+ * A backfill's window writer over Postgres (as SQLite's sqlite/threads/windowWriter.ts and
+ * sqlite/windowCommit.ts): each window's rows, attribution, owed blocks and synced range in one
+ * transaction, beside other windows (WriteQueue.writeWindow); close() waits for the windows in
+ * flight.
  */
 export function createPostgresWindowWriter(queue: WriteQueue, chainId: number): WindowWriter {
   const sent = new Set<Promise<unknown>>();
