@@ -1,15 +1,17 @@
 #!/usr/bin/env node
 // Compiles src/devnet/contracts/*.sol with the npm solc package (pinned in package.json) and writes one
-// TypeScript artifact per contract: an `as const` ABI (so viem infers types) and the creation bytecode.
+// TypeScript artifact per contract into src/devnet/contracts/generated/ (a folder formatters, linters
+// and readers skip): an `as const` ABI (so viem infers types) and the creation bytecode.
 // The artifacts are committed: tests never compile at run time. Fixed settings, sorted inputs and
 // fixed source keys make the output byte-for-byte reproducible.
 // Run: npm run compile:contracts
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import solc from "solc";
 
 const CONTRACTS_DIR = fileURLToPath(new URL("../src/devnet/contracts/", import.meta.url));
+const GENERATED_DIR = join(CONTRACTS_DIR, "generated");
 
 // cancun: anvil 1.7.1 defaults to a later hardfork (prague) and runs cancun code; Base runs it too.
 const SETTINGS = {
@@ -26,6 +28,7 @@ const diagnostics = output.errors ?? [];
 for (const d of diagnostics) console.error(d.formattedMessage);
 if (diagnostics.some((d) => d.severity === "error")) process.exit(1);
 
+mkdirSync(GENERATED_DIR, { recursive: true });
 for (const file of files) {
   for (const [name, artifact] of Object.entries(output.contracts[file] ?? {})) {
     // Interfaces (no bytecode) are only there for the compiler.
@@ -41,7 +44,7 @@ for (const file of files) {
       `export const ${base}Bytecode: Hex = "0x${artifact.evm.bytecode.object}";`,
       ``,
     ].join("\n");
-    writeFileSync(join(CONTRACTS_DIR, `${base}.ts`), text);
-    console.log(`Wrote ${base}.ts (${artifact.evm.bytecode.object.length / 2} bytes of bytecode)`);
+    writeFileSync(join(GENERATED_DIR, `${base}.ts`), text);
+    console.log(`Wrote generated/${base}.ts (${artifact.evm.bytecode.object.length / 2} bytes of bytecode)`);
   }
 }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { Hex } from "viem";
 import { toLogRows } from "../../src/decode/logRow.js";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
+import { createSqliteLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 
@@ -44,7 +44,7 @@ function logs(fromBlock: number, blocks: number, perBlock: number, hashSalt: str
 const dir = mkdtempSync(join(tmpdir(), "flashindex-reorg-"));
 const db = openDatabase(join(dir, "reorg.db"), 8453);
 const writer = createLogWriter(db);
-const lifecycle = createLifecycle(db);
+const lifecycle = createSqliteLifecycle(db);
 const rows = (list: RpcLog[], status: "finalized" | "confirmed") =>
   toLogRows(list, { chainId: 8453, statusOf: () => status, source: "head", timestampOf: () => 0 }).rows;
 

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { join } from "node:path";
 import { encodeFunctionData, numberToHex, type Address, type Hex } from "viem";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { CHAIN_SEED, planChain, type ChainShape, type PlannedTransfer } from "./chainShapes.js";
 

@@ -15,7 +15,7 @@ const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523
 const hex64 = (n: number, salt: string) => `0x${salt}${n.toString(16).padStart(64 - salt.length, "0")}`;
 const quantity = (n: number) => `0x${n.toString(16)}`;
 const GENESIS_TIME = 1_700_000_000;
-/** Schema 0, code "bc_b8nos5a8" (protocol-notes §3). */
+/** Schema 0, code "bc_b8nos5a8" (ERC-8021 draft, ethereum/ERCs PR 1209). */
 const ATTRIBUTION_SUFFIX = "62635f62386e6f733561380b0080218021802180218021802180218021";
 
 /**

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { createPublicClient, createWalletClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import WebSocket from "ws";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet } from "../../src/devnet/startDevnet.js";
 import { followDevnet } from "./devnetDaemonConfig.js";
 

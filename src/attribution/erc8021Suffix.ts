@@ -4,10 +4,11 @@ import type { Hex } from "viem";
 import { ERC8021_MARKER } from "../decode/erc8021.js";
 
 /**
- * ERC-8021 suffix encoders (protocol-notes §3), the writing side of src/decode/erc8021.ts: the
- * devnet's demo traffic attributes its payments with them and the x402 facilitator appends the
- * builder-code extension's suffix to the transactions it settles. Each refuses a code the decoder
- * would refuse, since one bad code makes the whole suffix malformed and loses every code in it.
+ * ERC-8021 suffix encoders (the ERC-8021 draft: ethereum/ERCs PR 1209, `ERCS/erc-8021.md`), the
+ * writing side of src/decode/erc8021.ts: the devnet's demo traffic attributes its payments with
+ * them and the x402 facilitator appends the builder-code extension's suffix to the transactions it
+ * settles. Each refuses a code the decoder would refuse, since one bad code makes the whole suffix
+ * malformed and loses every code in it.
  */
 
 const MARKER_HEX = ERC8021_MARKER.slice(2);

@@ -6,7 +6,7 @@ import { ConfigError, RetryableError, UsageError } from "../errors/base.js";
 import { redactText, redactUrl } from "../ops/redact.js";
 import { parseRetryAfterMs } from "../ops/withRetry.js";
 
-/** Path of the builder-code registration endpoint under the API's base URL (protocol-notes §5). */
+/** Path of the builder-code registration endpoint under the API's base URL (docs/attribution.md, "Builder-code registration"). */
 export const BUILDER_CODES_PATH = "/v1/agents/builder-codes";
 /** Answers are read up to this many bytes; the service is not ours and its bodies are untrusted. */
 export const MAX_REGISTRATION_RESPONSE_BYTES = 64 * 1024;
@@ -98,7 +98,7 @@ export function createRegistrationClient(options: {
           throw new RetryableError(message, { retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after") ?? undefined) });
         throw new RegistrationRejectedError(message, status);
       }
-      // A 2xx that carries no usable code is a failure (protocol-notes §5). It is treated as retryable,
+      // A 2xx that carries no usable code is a failure (success and error bodies are undocumented). It is treated as retryable,
       // like other garbage answers: the call is idempotent, and a proxy's error page or a half-deployed
       // service passes. The daemon's backoff keeps a persistent one cheap.
       if (body.truncated)
@@ -109,7 +109,7 @@ export function createRegistrationClient(options: {
 }
 
 /**
- * Reads a registration answer. Two shapes are in use (protocol-notes §5): the docs'
+ * Reads a registration answer. Two shapes are in use (docs/attribution.md): the docs'
  * `{ builderCode, walletAddress }` and Base's registration script's
  * `{ builder_code, wallet_address, usage_instructions }`.
  */

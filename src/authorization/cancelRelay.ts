@@ -23,7 +23,7 @@ import { cancelHolder } from "../store/nonceBook.js";
 import { readAuthorizationState, readTokenDomainOverRpc } from "./tokenReads.js";
 import { cancelAuthorizationDigest, verifyAuthorizerSignature, type SignatureInput, type VerifiedSignature } from "./verifyAuthorization.js";
 
-// The test token carries FiatToken v2.2's EIP-3009 ABI (protocol-notes §4), so its ABI serves any such token.
+// The test token carries FiatToken v2.2's EIP-3009 ABI (circlefin/stablecoin-evm `contracts/v2/EIP3009.sol`), so its ABI serves any such token.
 const abi = EIP3009_ABI;
 const ERROR_STRING_ABI = parseAbi(["error Error(string)"]);
 

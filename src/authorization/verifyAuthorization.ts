@@ -23,7 +23,8 @@ export type AuthorizationKind = "transfer" | "receive";
 export type SignatureInput = Hex | { v: number; r: Hex; s: Hex };
 
 /**
- * How the token checks the authorizer (protocol-notes §9): `ecdsa` for an authorizer without code
+ * How the token checks the authorizer (circlefin/stablecoin-evm `contracts/v2/EIP3009.sol`,
+ * `util/SignatureChecker.sol`): `ecdsa` for an authorizer without code
  * (the signature is then the 65-byte r ‖ s ‖ v with v 27/28 and low s, and `parts` holds it split),
  * `erc1271` for one with code (a wallet, or an EIP-7702 delegated EOA): the bytes as given.
  */

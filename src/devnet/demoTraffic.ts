@@ -1,7 +1,7 @@
 import { createPublicClient, createWalletClient, http, toHex, type Address, type Hex, type LocalAccount } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { schema0Suffix, schema2Suffix } from "../attribution/erc8021Suffix.js";
-import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "./contracts/generated/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signReceiveAuthorization, signTransferAuthorization, type TokenDomain } from "../authorization/eip3009.js";
 import { WALLET_OWNER_KEY_INDEX, type Devnet } from "./startDevnet.js";
 

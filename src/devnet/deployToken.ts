@@ -1,7 +1,7 @@
 import { createPublicClient, createWalletClient, getAddress, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { FatalError } from "../errors/base.js";
-import { flashTestTokenAbi, flashTestTokenBytecode } from "./contracts/flashTestToken.js";
+import { flashTestTokenAbi, flashTestTokenBytecode } from "./contracts/generated/flashTestToken.js";
 
 export type DeployTestTokenOptions = {
   rpcUrl: string;

@@ -1,8 +1,8 @@
 import { concat, createPublicClient, createWalletClient, getAddress, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { FatalError } from "../errors/base.js";
-import { miniWalletAbi, miniWalletBytecode } from "./contracts/miniWallet.js";
-import { quirkyWalletAbi, quirkyWalletBytecode } from "./contracts/quirkyWallet.js";
+import { miniWalletAbi, miniWalletBytecode } from "./contracts/generated/miniWallet.js";
+import { quirkyWalletAbi, quirkyWalletBytecode } from "./contracts/generated/quirkyWallet.js";
 
 const RECEIPT_POLL_INTERVAL_MS = 50;
 

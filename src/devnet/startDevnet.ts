@@ -4,7 +4,7 @@ import { FatalError } from "../errors/base.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil } from "./anvil.js";
 import { deployTestToken } from "./deployToken.js";
 import { deployMiniWallet } from "./deployWallet.js";
-import { flashTestTokenAbi } from "./contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "./contracts/generated/flashTestToken.js";
 import { startFlashblocksFront, type FlashblocksFront } from "./front/flashblocksFront.js";
 import type { PendingLogsMode } from "./front/subscriptions.js";
 

@@ -7,7 +7,7 @@ const DD = "0xdddddddd";
 const decode = (suffix: string) => decodeAttribution(`${DD}${suffix.slice(2)}`);
 
 describe("ERC-8021 suffix encoders", () => {
-  test("write protocol-notes §3's sample vectors", () => {
+  test("write the ERC-8021 sample vectors", () => {
     expect(schema0Suffix(["bc_b8nos5a8"])).toBe(`0x62635f62386e6f733561380b00${M}`);
     expect(schema0Suffix(["baseapp", "morpho"])).toBe(`0x626173656170702c6d6f7270686f0e00${M}`);
     expect(schema2Suffix({ app: "baseapp" })).toBe(`0xa161616762617365617070000b02${M}`);

@@ -14,7 +14,7 @@ import { startRegistrationStandIn, type RegistrationStandIn } from "../../src/de
 import { FatalError, RetryableError, ShutdownError, UsageError } from "../../src/errors/base.js";
 import type { Metrics } from "../../src/ops/metrics.js";
 import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase.js";
-import { listRegistrations, saveRegistration } from "../../src/store/sqlite/registrations.js";
+import { createSqliteRegistrations } from "../../src/store/sqlite/registrations.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 import { testConfig, testDeps } from "../helpers/context.js";
@@ -218,17 +218,17 @@ describe("saveRegistration()", () => {
 
   test("is idempotent: a repeat keeps registered_at and moves last_confirmed_at; a new code is recorded", () => {
     const wallet = mixedCaseWallet();
-    expect(saveRegistration(db, wallet, "bc_aaaaaaaa", 1_000).status).toBe("new");
-    expect(saveRegistration(db, getAddress(wallet), "bc_aaaaaaaa", 2_000).status).toBe("confirmed");
-    expect(listRegistrations(db)).toEqual([
+    expect(createSqliteRegistrations(db).save(wallet, "bc_aaaaaaaa", 1_000).status).toBe("new");
+    expect(createSqliteRegistrations(db).save(getAddress(wallet), "bc_aaaaaaaa", 2_000).status).toBe("confirmed");
+    expect(createSqliteRegistrations(db).list()).toEqual([
       { walletAddress: wallet.toLowerCase(), builderCode: "bc_aaaaaaaa", registeredAt: 1_000, lastConfirmedAt: 2_000 },
     ]);
-    expect(saveRegistration(db, wallet, "bc_bbbbbbbb", 3_000)).toEqual({
+    expect(createSqliteRegistrations(db).save(wallet, "bc_bbbbbbbb", 3_000)).toEqual({
       status: "changed",
       previousCode: "bc_aaaaaaaa",
       row: { walletAddress: wallet.toLowerCase(), builderCode: "bc_bbbbbbbb", registeredAt: 3_000, lastConfirmedAt: 3_000 },
     });
-    expect(listRegistrations(db)).toHaveLength(1);
+    expect(createSqliteRegistrations(db).list()).toHaveLength(1);
   });
 });
 
@@ -253,9 +253,9 @@ describe("registerConfiguredWallets()", () => {
     standIn.failNext(503, 3);
     const run = registerConfiguredWallets(deps, client(), { initialDelayMs: 5, maxDelayMs: 20 });
     // Returned before any answer arrived: the caller (the daemon) goes on indexing.
-    expect(listRegistrations(db)).toEqual([]);
+    expect(createSqliteRegistrations(db).list()).toEqual([]);
     await run.done;
-    const rows = listRegistrations(db);
+    const rows = createSqliteRegistrations(db).list();
     expect(rows.map((r) => r.walletAddress).sort()).toEqual(wallets.map((w) => w.toLowerCase()).sort());
     for (const row of rows) expect(row.builderCode).toBe(standIn.codes.get(row.walletAddress));
     expect(await outcomes(deps.metrics)).toEqual({ retryable: 3, ok: 2 });
@@ -270,7 +270,7 @@ describe("registerConfiguredWallets()", () => {
     standIn.failNext(400, 1, JSON.stringify({ error: "unsupported wallet" }));
     await registerConfiguredWallets(deps, client(), { initialDelayMs: 1, maxDelayMs: 1 }).done;
     expect(standIn.calls).toHaveLength(1);
-    expect(listRegistrations(db)).toEqual([]);
+    expect(createSqliteRegistrations(db).list()).toEqual([]);
     expect(await outcomes(deps.metrics)).toEqual({ rejected: 1 });
     expect(deps.lines.find((l) => l.msg === "Failed to register wallet, giving up")).toMatchObject({ level: "error", error: expect.stringContaining("unsupported wallet") });
   });
@@ -288,16 +288,16 @@ describe("registerConfiguredWallets()", () => {
     const calls = standIn.calls.length;
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(standIn.calls.length).toBe(calls);
-    expect(listRegistrations(db)).toEqual([]);
+    expect(createSqliteRegistrations(db).list()).toEqual([]);
   });
 
   test("a code that changed for a known wallet is recorded and logged as an error", async () => {
     const wallet = randomWallet();
-    saveRegistration(db, wallet, "bc_00000000", 1);
+    createSqliteRegistrations(db).save(wallet, "bc_00000000", 1);
     const deps = setUp([wallet]);
     await registerConfiguredWallets(deps, client()).done;
     const code = standIn.codes.get(wallet.toLowerCase());
-    expect(listRegistrations(db)[0]?.builderCode).toBe(code);
+    expect(createSqliteRegistrations(db).list()[0]?.builderCode).toBe(code);
     expect(deps.lines.find((l) => l.level === "error")).toMatchObject({
       msg: "Detected a changed builder code for a registered wallet",
       previous_code: "bc_00000000",
@@ -328,7 +328,7 @@ describe("flashindex register", () => {
   const rowsOf = (database: string) => {
     const db = openDatabase(database, 8453);
     try {
-      return listRegistrations(db);
+      return createSqliteRegistrations(db).list();
     } finally {
       db.close();
     }

@@ -9,7 +9,7 @@ import { createTrailingAttribution } from "../../src/attribution/trailingAttribu
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import type { Config } from "../../src/config/types.js";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAttributor } from "../../src/attribution/attributeLogs.js";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { packAttribution, unpackAttribution } from "../../src/decode/packedAttribution.js";

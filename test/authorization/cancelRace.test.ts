@@ -6,7 +6,7 @@ import { createPublicClient, createWalletClient, http, parseSignature, type Addr
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Order } from "../../src/store/orderStates.js";

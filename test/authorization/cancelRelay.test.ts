@@ -26,7 +26,7 @@ import type { Store } from "../../src/store/store.js";
 import { testRelayerNonces } from "../helpers/nonceBook.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { testConfig, testDeps } from "../helpers/context.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
@@ -85,7 +85,7 @@ async function capture(nonce: Hex, gas?: bigint) {
 
 /**
  * The receipt of the canonical block. Note: the devnet, like a Base node, answers a pre-confirmed
- * transaction's receipt with a zero block hash before its block exists (protocol-notes §8); a wait
+ * transaction's receipt with a zero block hash before its block exists (base/base flashblocks rpc/eth.rs); a wait
  * for "a receipt" would return before the state it changes is readable at "latest".
  */
 async function minedReceipt(hash: Hex) {

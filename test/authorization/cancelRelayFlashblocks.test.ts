@@ -10,7 +10,7 @@ import type { RelayerNonces } from "../../src/authorization/relayerNonces.js";
 import type { Store } from "../../src/store/store.js";
 import { testRelayerNonces } from "../helpers/nonceBook.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { testConfig, testDeps } from "../helpers/context.js";

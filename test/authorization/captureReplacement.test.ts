@@ -3,7 +3,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { Store } from "../../src/store/store.js";
 import { startCaptureDevnet } from "../helpers/captureDevnet.js";

@@ -7,14 +7,14 @@ import { afterAll, afterEach, describe, expect, test } from "vitest";
 import type { Config } from "../../src/config/types.js";
 import { createOrderUpkeep } from "../../src/authorization/orderUpkeep.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
-import { addOrder, getOrder, listTransitions, voidOrder } from "../../src/store/sqlite/orders.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { createSqliteOrders } from "../../src/store/sqlite/orders.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { AUTHORIZATION_USED_TOPIC } from "../../src/decode/paymentEvents.js";
 import { toLogRows } from "../../src/decode/logRow.js";
-import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
+import { createSqliteLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
@@ -85,15 +85,15 @@ describe("orders on chain", () => {
     const p = await parties(devnet);
     const m = p.authorization();
     const sig = await p.sign(m);
-    const id = addOrder(db, orderOf(devnet, m, sig.signature), Date.now()).id;
+    const id = createSqliteOrders(db).add(orderOf(devnet, m, sig.signature), Date.now()).id;
 
     const txHash = await p.capture(m, sig);
     await p.flashblock();
-    await waitFor(() => getOrder(db, id)?.state === "captured", 5_000, "pre-confirmed capture");
-    expect(getOrder(db, id)).toMatchObject({ eventStatus: "preconfirmed", eventTxHash: txHash });
+    await waitFor(() => createSqliteOrders(db).get(id)?.state === "captured", 5_000, "pre-confirmed capture");
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ eventStatus: "preconfirmed", eventTxHash: txHash });
     await p.mine();
-    await waitFor(() => getOrder(db, id)?.eventStatus === "confirmed", 5_000, "confirmed capture");
-    expect(listTransitions(db, id).map((t) => `${t.toState}:${t.eventStatus ?? ""}`)).toEqual(["authorized:", "captured:preconfirmed", "captured:confirmed"]);
+    await waitFor(() => createSqliteOrders(db).get(id)?.eventStatus === "confirmed", 5_000, "confirmed capture");
+    expect(createSqliteOrders(db).transitions(id).map((t) => `${t.toState}:${t.eventStatus ?? ""}`)).toEqual(["authorized:", "captured:preconfirmed", "captured:confirmed"]);
 
     const path = cliConfig(devnet, config.database);
     const auth = await runCli(["auth", devnet.token, m.from, m.nonce, "--config", path, "--json"]);
@@ -114,7 +114,7 @@ describe("orders on chain", () => {
     const fake = openDatabase(fakePath, devnet.chainId);
     const unused = nextNonce();
     const fakeLog = { address: devnet.token.toLowerCase() as Address, topics: [AUTHORIZATION_USED_TOPIC, word(m.from.slice(2).toLowerCase()), unused] as Hex[], data: "0x" as Hex, blockNumber: 1, blockHash: word("f1"), blockTimestamp: 1, transactionHash: word("f2"), transactionIndex: 0, logIndex: 0, removed: false };
-    fake.transaction(() => createLifecycle(fake).applyCanonicalBlock(1, toLogRows([fakeLog], { chainId: devnet.chainId, statusOf: () => "confirmed", source: "head", timestampOf: () => 1 }).rows, Date.now())).immediate();
+    fake.transaction(() => createSqliteLifecycle(fake).applyCanonicalBlock(1, toLogRows([fakeLog], { chainId: devnet.chainId, statusOf: () => "confirmed", source: "head", timestampOf: () => 1 }).rows, Date.now())).immediate();
     fake.close();
     const disagree = await runCli(["auth", devnet.token, m.from, unused, "--config", cliConfig(devnet, { path: fakePath })]);
     expect(disagree.code).toBe(1);
@@ -126,18 +126,18 @@ describe("orders on chain", () => {
     const p = await parties(devnet);
     const m = p.authorization();
     const sig = await p.sign(m);
-    const id = addOrder(db, orderOf(devnet, m, sig.signature), Date.now()).id;
-    voidOrder(db, id, Date.now());
+    const id = createSqliteOrders(db).add(orderOf(devnet, m, sig.signature), Date.now()).id;
+    createSqliteOrders(db).void(id, Date.now());
 
     const cancelTx = await p.cancel(m);
     const captureTx = await p.capture(m, sig);
     await p.flashblock();
     await p.mine();
-    await waitFor(() => getOrder(db, id)?.eventStatus === "confirmed", 5_000, "confirmed cancel");
-    expect(getOrder(db, id)).toMatchObject({ state: "canceled", eventTxHash: cancelTx, voidedThenCaptured: false });
+    await waitFor(() => createSqliteOrders(db).get(id)?.eventStatus === "confirmed", 5_000, "confirmed cancel");
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "canceled", eventTxHash: cancelTx, voidedThenCaptured: false });
     expect((await p.publicClient.getTransactionReceipt({ hash: cancelTx })).status).toBe("success");
     expect((await p.publicClient.getTransactionReceipt({ hash: captureTx })).status).toBe("reverted");
-    expect(listTransitions(db, id).some((t) => t.toState === "captured")).toBe(false);
+    expect(createSqliteOrders(db).transitions(id).some((t) => t.toState === "captured")).toBe(false);
   });
 
   test("a voided order captured anyway is flagged, logged at error level and counted", async () => {
@@ -145,8 +145,8 @@ describe("orders on chain", () => {
     const p = await parties(devnet);
     const m = p.authorization();
     const sig = await p.sign(m);
-    const id = addOrder(db, orderOf(devnet, m, sig.signature), Date.now()).id;
-    voidOrder(db, id, Date.now());
+    const id = createSqliteOrders(db).add(orderOf(devnet, m, sig.signature), Date.now()).id;
+    createSqliteOrders(db).void(id, Date.now());
     const { logger, lines } = createMemoryLogger();
     const metrics = createMetrics({ defaultMetrics: false });
     const upkeep = createOrderUpkeep({ logger, metrics, store: createSqliteStore({ db, chainId: devnet.chainId, metrics }) });
@@ -154,8 +154,8 @@ describe("orders on chain", () => {
 
     await p.capture(m, sig);
     await p.flashblock();
-    await waitFor(() => getOrder(db, id)?.state === "captured", 5_000, "capture of the voided order");
-    expect(getOrder(db, id)).toMatchObject({ voidedThenCaptured: true, offchainState: "voided_offchain" });
+    await waitFor(() => createSqliteOrders(db).get(id)?.state === "captured", 5_000, "capture of the voided order");
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ voidedThenCaptured: true, offchainState: "voided_offchain" });
     expect((await upkeep.tick(Date.now())).flagged).toEqual([id]);
     expect((await upkeep.tick(Date.now())).flagged).toEqual([]);
     await new Promise((resolve) => setTimeout(resolve, 50));

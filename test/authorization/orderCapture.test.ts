@@ -8,7 +8,7 @@ import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { readTokenDomain, signReceiveAuthorization, signTransferAuthorization, type TokenDomain, type TransferAuthorization } from "../../src/authorization/eip3009.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { loadConfig } from "../../src/config/loadConfig.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openStore } from "../../src/store/openStore.js";

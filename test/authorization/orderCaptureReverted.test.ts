@@ -6,7 +6,7 @@ import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { loadConfig } from "../../src/config/loadConfig.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openStore } from "../../src/store/openStore.js";

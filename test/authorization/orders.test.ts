@@ -4,10 +4,10 @@ import { afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
-import { addOrder, expireOrders, getOrder, listOrders, listTransitions, voidOrder, voidedThenCapturedSince } from "../../src/store/sqlite/orders.js";
+import { createSqliteOrders } from "../../src/store/sqlite/orders.js";
 import { ORDER_TRANSITIONS, OrderExistsError, OrderStateError, type NewOrder } from "../../src/store/orderStates.js";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/chain/rpcLog.js";
-import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
+import { createSqliteLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase.js";
 import { freshDbPath, word } from "../helpers/fixtures.js";
 
@@ -60,7 +60,7 @@ function rowsOf(logs: RpcLog[], status: LogStatus) {
 
 /** Writes like the daemon: each lifecycle step in one transaction. */
 function chain(db: Database) {
-  const lifecycle = createLifecycle(db);
+  const lifecycle = createSqliteLifecycle(db);
   return {
     preconfirm: (logs: RpcLog[]) => db.transaction(() => lifecycle.insertPreconfirmed(rowsOf(logs.map((l) => ({ ...l, blockHash: ZERO_HASH })), "preconfirmed"), NOW)).immediate(),
     confirm: (block: number, logs: RpcLog[]) => db.transaction(() => lifecycle.applyCanonicalBlock(block, rowsOf(logs, "confirmed"), NOW)).immediate(),
@@ -69,7 +69,7 @@ function chain(db: Database) {
   };
 }
 
-const states = (db: Database, id: number) => listTransitions(db, id).map((t) => `${t.fromState ?? "-"}>${t.toState}${t.eventStatus ? `(${t.eventStatus})` : ""}:${t.cause}`);
+const states = (db: Database, id: number) => createSqliteOrders(db).transitions(id).map((t) => `${t.fromState ?? "-"}>${t.toState}${t.eventStatus ? `(${t.eventStatus})` : ""}:${t.cause}`);
 
 describe("orders", () => {
   test("the SQL table of allowed transitions is exactly ORDER_TRANSITIONS", () => {
@@ -81,48 +81,48 @@ describe("orders", () => {
 
   test("addOrder() stores an authorized order once; the same nonce again is refused", () => {
     const { db } = freshDb();
-    const added = addOrder(db, order(word("a1")), NOW);
+    const added = createSqliteOrders(db).add(order(word("a1")), NOW);
     expect(added).toMatchObject({ id: 1, state: "authorized", value: "1000000", eventStatus: null, voidedThenCaptured: false, authorizer: ALICE });
-    expect(() => addOrder(db, order(word("a1")), NOW)).toThrow(OrderExistsError);
+    expect(() => createSqliteOrders(db).add(order(word("a1")), NOW)).toThrow(OrderExistsError);
     expect(states(db, added.id)).toEqual(["->authorized:added"]);
   });
 
   test("voidOrder() moves authorized to voided_offchain and refuses every other state", () => {
     const { db } = freshDb();
     const c = chain(db);
-    const id = addOrder(db, order(word("a2")), NOW).id;
-    expect(voidOrder(db, id, NOW + 1)).toMatchObject({ state: "voided_offchain", offchainState: "voided_offchain" });
-    expect(() => voidOrder(db, id, NOW + 2)).toThrow(/order 1 is voided_offchain: it cannot become voided_offchain \(only from authorized, by merchant\)/);
+    const id = createSqliteOrders(db).add(order(word("a2")), NOW).id;
+    expect(createSqliteOrders(db).void(id, NOW + 1)).toMatchObject({ state: "voided_offchain", offchainState: "voided_offchain" });
+    expect(() => createSqliteOrders(db).void(id, NOW + 2)).toThrow(/order 1 is voided_offchain: it cannot become voided_offchain \(only from authorized, by merchant\)/);
 
-    const captured = addOrder(db, order(word("a3")), NOW).id;
+    const captured = createSqliteOrders(db).add(order(word("a3")), NOW).id;
     c.confirm(5, eventLogs("capture", word("a3"), { block: 5, tx: word("c3") }));
-    expect(() => voidOrder(db, captured, NOW)).toThrow(OrderStateError);
-    const expired = addOrder(db, order(word("a4"), { validBefore: NOW / 1000 - 1 }), NOW).id;
-    expect(expireOrders(db, NOW)).toEqual([expired]);
-    expect(() => voidOrder(db, expired, NOW)).toThrow(/is expired/);
-    expect(() => voidOrder(db, 99, NOW)).toThrow(/no order 99/);
+    expect(() => createSqliteOrders(db).void(captured, NOW)).toThrow(OrderStateError);
+    const expired = createSqliteOrders(db).add(order(word("a4"), { validBefore: NOW / 1000 - 1 }), NOW).id;
+    expect(createSqliteOrders(db).expire(NOW)).toEqual([expired]);
+    expect(() => createSqliteOrders(db).void(expired, NOW)).toThrow(/is expired/);
+    expect(() => createSqliteOrders(db).void(99, NOW)).toThrow(/no order 99/);
   });
 
   test("SQLite refuses an illegal state change even from raw SQL", () => {
     const { db } = freshDb();
-    const id = addOrder(db, order(word("a5")), NOW).id;
-    expireOrders(db, NOW + 10_000_000_000);
+    const id = createSqliteOrders(db).add(order(word("a5")), NOW).id;
+    createSqliteOrders(db).expire(NOW + 10_000_000_000);
     expect(() => db.prepare("UPDATE orders SET state = 'authorized' WHERE id = ?").run(id)).toThrow(/illegal order transition/);
     expect(() => db.prepare("UPDATE orders SET state = 'voided_offchain' WHERE id = ?").run(id)).toThrow(/illegal order transition/);
-    expect(getOrder(db, id)?.state).toBe("expired");
+    expect(createSqliteOrders(db).get(id)?.state).toBe("expired");
   });
 
   test("a capture moves the order to captured pre-confirmed, then its status follows to confirmed and finalized", () => {
     const { db } = freshDb();
     const c = chain(db);
-    const id = addOrder(db, order(word("b1")), NOW).id;
+    const id = createSqliteOrders(db).add(order(word("b1")), NOW).id;
     const logs = eventLogs("capture", word("b1"), { block: 7, tx: word("cb1") });
     c.preconfirm(logs);
-    expect(getOrder(db, id)).toMatchObject({ state: "captured", eventStatus: "preconfirmed", eventTxHash: word("cb1") });
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "captured", eventStatus: "preconfirmed", eventTxHash: word("cb1") });
     c.confirm(7, logs);
-    expect(getOrder(db, id)).toMatchObject({ state: "captured", eventStatus: "confirmed" });
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "captured", eventStatus: "confirmed" });
     c.finalize(7);
-    expect(getOrder(db, id)).toMatchObject({ state: "captured", eventStatus: "finalized" });
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "captured", eventStatus: "finalized" });
     expect(states(db, id)).toEqual([
       "->authorized:added",
       "authorized>captured(preconfirmed):captured",
@@ -134,90 +134,90 @@ describe("orders", () => {
   test("a confirmed block that folds a pre-confirmed twin into an existing row keeps the order captured", () => {
     const { db } = freshDb();
     const c = chain(db);
-    const id = addOrder(db, order(word("b2")), NOW).id;
+    const id = createSqliteOrders(db).add(order(word("b2")), NOW).id;
     const logs = eventLogs("capture", word("b2"), { block: 8, tx: word("cb2") });
     c.preconfirm(logs);
     c.confirm(8, logs);
     c.preconfirm(logs); // a late pendingLogs copy is ignored, the confirmed row stays
-    expect(getOrder(db, id)).toMatchObject({ state: "captured", eventStatus: "confirmed" });
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "captured", eventStatus: "confirmed" });
   });
 
   test("a cancel moves authorized and voided orders to canceled", () => {
     const { db } = freshDb();
     const c = chain(db);
-    const a = addOrder(db, order(word("c1")), NOW).id;
-    const v = addOrder(db, order(word("c2")), NOW).id;
-    voidOrder(db, v, NOW);
+    const a = createSqliteOrders(db).add(order(word("c1")), NOW).id;
+    const v = createSqliteOrders(db).add(order(word("c2")), NOW).id;
+    createSqliteOrders(db).void(v, NOW);
     c.confirm(9, [...eventLogs("cancel", word("c1"), { block: 9, tx: word("cc1") }), ...eventLogs("cancel", word("c2"), { block: 9, tx: word("cc2") }).map((l) => ({ ...l, logIndex: 1, transactionIndex: 1 }))]);
-    expect(getOrder(db, a)).toMatchObject({ state: "canceled", eventStatus: "confirmed", voidedThenCaptured: false });
-    expect(getOrder(db, v)).toMatchObject({ state: "canceled", eventStatus: "confirmed", voidedThenCaptured: false });
+    expect(createSqliteOrders(db).get(a)).toMatchObject({ state: "canceled", eventStatus: "confirmed", voidedThenCaptured: false });
+    expect(createSqliteOrders(db).get(v)).toMatchObject({ state: "canceled", eventStatus: "confirmed", voidedThenCaptured: false });
   });
 
   test("an order added after its event was indexed starts captured", () => {
     const { db } = freshDb();
     chain(db).confirm(10, eventLogs("capture", word("d1"), { block: 10, tx: word("cd1") }));
-    const added = addOrder(db, order(word("d1")), NOW);
+    const added = createSqliteOrders(db).add(order(word("d1")), NOW);
     expect(added).toMatchObject({ state: "captured", eventStatus: "confirmed" });
     expect(states(db, added.id)).toEqual(["->authorized:added", "authorized>captured(confirmed):captured"]);
   });
 
   test("a voided order captured anyway becomes captured, flagged voided_then_captured, with a flagged audit row", () => {
     const { db } = freshDb();
-    const id = addOrder(db, order(word("e1")), NOW).id;
-    voidOrder(db, id, NOW);
+    const id = createSqliteOrders(db).add(order(word("e1")), NOW).id;
+    createSqliteOrders(db).void(id, NOW);
     chain(db).confirm(11, eventLogs("capture", word("e1"), { block: 11, tx: word("ce1") }));
-    expect(getOrder(db, id)).toMatchObject({ state: "captured", offchainState: "voided_offchain", voidedThenCaptured: true });
-    expect(voidedThenCapturedSince(db, 0)).toMatchObject([{ orderId: id, fromState: "voided_offchain", toState: "captured", txHash: word("ce1") }]);
-    expect(listOrders(db, { state: "captured" }).map((o) => o.id)).toEqual([id]);
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "captured", offchainState: "voided_offchain", voidedThenCaptured: true });
+    expect(createSqliteOrders(db).voidedThenCapturedSince(0)).toMatchObject([{ orderId: id, fromState: "voided_offchain", toState: "captured", txHash: word("ce1") }]);
+    expect(createSqliteOrders(db).list({ state: "captured" }).map((o) => o.id)).toEqual([id]);
   });
 
   test("a removed event rolls the order back to its off-chain state (authorized, or voided_offchain)", () => {
     const { db } = freshDb();
     const c = chain(db);
-    const a = addOrder(db, order(word("f1")), NOW).id;
-    const v = addOrder(db, order(word("f2")), NOW).id;
-    voidOrder(db, v, NOW);
+    const a = createSqliteOrders(db).add(order(word("f1")), NOW).id;
+    const v = createSqliteOrders(db).add(order(word("f2")), NOW).id;
+    createSqliteOrders(db).void(v, NOW);
     c.confirm(12, [...eventLogs("capture", word("f1"), { block: 12, tx: word("cf1") }), ...eventLogs("cancel", word("f2"), { block: 12, tx: word("cf2") }).map((l) => ({ ...l, logIndex: 2, transactionIndex: 1 }))]);
-    expect([getOrder(db, a)?.state, getOrder(db, v)?.state]).toEqual(["captured", "canceled"]);
+    expect([createSqliteOrders(db).get(a)?.state, createSqliteOrders(db).get(v)?.state]).toEqual(["captured", "canceled"]);
     c.remove(12);
-    expect(getOrder(db, a)).toMatchObject({ state: "authorized", eventStatus: null, eventTxHash: null });
-    expect(getOrder(db, v)).toMatchObject({ state: "voided_offchain", eventStatus: null });
+    expect(createSqliteOrders(db).get(a)).toMatchObject({ state: "authorized", eventStatus: null, eventTxHash: null });
+    expect(createSqliteOrders(db).get(v)).toMatchObject({ state: "voided_offchain", eventStatus: null });
     expect(states(db, a).at(-1)).toBe("captured>authorized:event_removed");
   });
 
   test("a dropped pre-confirmation rolls the order back; the re-included capture captures it again", () => {
     const { db } = freshDb();
     const c = chain(db);
-    const id = addOrder(db, order(word("f3")), NOW).id;
+    const id = createSqliteOrders(db).add(order(word("f3")), NOW).id;
     const logs = eventLogs("capture", word("f3"), { block: 13, tx: word("cf3") });
     c.preconfirm(logs);
-    expect(getOrder(db, id)?.state).toBe("captured");
+    expect(createSqliteOrders(db).get(id)?.state).toBe("captured");
     c.confirm(13, []); // block 13 landed without it: the pre-confirmation is dropped
-    expect(getOrder(db, id)).toMatchObject({ state: "authorized", eventStatus: null });
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "authorized", eventStatus: null });
     c.confirm(14, logs.map((l) => ({ ...l, blockNumber: 14, blockHash: word("b14") })));
-    expect(getOrder(db, id)).toMatchObject({ state: "captured", eventStatus: "confirmed" });
+    expect(createSqliteOrders(db).get(id)).toMatchObject({ state: "captured", eventStatus: "confirmed" });
   });
 
   test("expireOrders() expires authorized and voided orders past validBefore with no live event, and only those", () => {
     const { db } = freshDb();
     const c = chain(db);
     const nowS = NOW / 1000;
-    const due = addOrder(db, order(word("g1"), { validBefore: nowS }), NOW).id;
-    const dueVoided = addOrder(db, order(word("g2"), { validBefore: nowS - 5 }), NOW).id;
-    voidOrder(db, dueVoided, NOW);
-    const later = addOrder(db, order(word("g3"), { validBefore: nowS + 1 }), NOW).id;
-    const captured = addOrder(db, order(word("g4"), { validBefore: nowS - 5 }), NOW).id;
+    const due = createSqliteOrders(db).add(order(word("g1"), { validBefore: nowS }), NOW).id;
+    const dueVoided = createSqliteOrders(db).add(order(word("g2"), { validBefore: nowS - 5 }), NOW).id;
+    createSqliteOrders(db).void(dueVoided, NOW);
+    const later = createSqliteOrders(db).add(order(word("g3"), { validBefore: nowS + 1 }), NOW).id;
+    const captured = createSqliteOrders(db).add(order(word("g4"), { validBefore: nowS - 5 }), NOW).id;
     c.confirm(15, eventLogs("capture", word("g4"), { block: 15, tx: word("cg4") }));
-    expect(expireOrders(db, NOW)).toEqual([due, dueVoided]);
-    expect(expireOrders(db, NOW)).toEqual([]);
-    expect([due, dueVoided, later, captured].map((id) => getOrder(db, id)?.state)).toEqual(["expired", "expired", "authorized", "captured"]);
+    expect(createSqliteOrders(db).expire(NOW)).toEqual([due, dueVoided]);
+    expect(createSqliteOrders(db).expire(NOW)).toEqual([]);
+    expect([due, dueVoided, later, captured].map((id) => createSqliteOrders(db).get(id)?.state)).toEqual(["expired", "expired", "authorized", "captured"]);
     // A capture indexed after our clock expired it (block time before validBefore) still wins.
     c.confirm(16, eventLogs("capture", word("g1"), { block: 16, tx: word("cg1") }));
-    expect(getOrder(db, due)?.state).toBe("captured");
+    expect(createSqliteOrders(db).get(due)?.state).toBe("captured");
     // Its removal sends it back to authorized; the next pass expires it again.
     c.remove(16);
-    expect(getOrder(db, due)?.state).toBe("authorized");
-    expect(expireOrders(db, NOW)).toEqual([due]);
+    expect(createSqliteOrders(db).get(due)?.state).toBe("authorized");
+    expect(createSqliteOrders(db).expire(NOW)).toEqual([due]);
   });
 
   test("a void racing a capture cannot both win: the write lock serialises them, the loser sees the winner's state", () => {
@@ -226,17 +226,17 @@ describe("orders", () => {
     open.push(daemon);
     daemon.pragma("busy_timeout = 0");
     db.pragma("busy_timeout = 0");
-    const lifecycle = createLifecycle(daemon);
-    const first = addOrder(db, order(word("h1")), NOW).id;
-    const second = addOrder(db, order(word("h2")), NOW).id;
+    const lifecycle = createSqliteLifecycle(daemon);
+    const first = createSqliteOrders(db).add(order(word("h1")), NOW).id;
+    const second = createSqliteOrders(db).add(order(word("h2")), NOW).id;
 
     // Capture first: the daemon's write transaction is open (capture stored, not committed) when the void comes.
     daemon.prepare("BEGIN IMMEDIATE").run();
     lifecycle.applyCanonicalBlock(20, rowsOf(eventLogs("capture", word("h1"), { block: 20, tx: word("ch1") }), "confirmed"), NOW);
-    expect(() => voidOrder(db, first, NOW)).toThrow(/database is locked/);
+    expect(() => createSqliteOrders(db).void(first, NOW)).toThrow(/database is locked/);
     daemon.prepare("COMMIT").run();
-    expect(() => voidOrder(db, first, NOW)).toThrow(/order 1 is captured: it cannot become voided_offchain/);
-    expect(getOrder(db, first)).toMatchObject({ state: "captured", voidedThenCaptured: false });
+    expect(() => createSqliteOrders(db).void(first, NOW)).toThrow(/order 1 is captured: it cannot become voided_offchain/);
+    expect(createSqliteOrders(db).get(first)).toMatchObject({ state: "captured", voidedThenCaptured: false });
 
     // Void first: the merchant's void transaction holds the lock; the daemon's capture waits for it,
     // then lands on the voided order and is flagged.
@@ -245,7 +245,7 @@ describe("orders", () => {
     expect(() => daemon.prepare("BEGIN IMMEDIATE").run()).toThrow(/database is locked/);
     db.prepare("COMMIT").run();
     daemon.transaction(() => lifecycle.applyCanonicalBlock(21, rowsOf(eventLogs("capture", word("h2"), { block: 21, tx: word("ch2") }), "confirmed"), NOW)).immediate();
-    expect(getOrder(db, second)).toMatchObject({ state: "captured", voidedThenCaptured: true });
-    expect(voidedThenCapturedSince(db, 0).map((t) => t.orderId)).toEqual([second]);
+    expect(createSqliteOrders(db).get(second)).toMatchObject({ state: "captured", voidedThenCaptured: true });
+    expect(createSqliteOrders(db).voidedThenCapturedSince(0).map((t) => t.orderId)).toEqual([second]);
   });
 });

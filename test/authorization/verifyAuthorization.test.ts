@@ -8,7 +8,7 @@ import { EXIT_BAD_SIGNATURE, EXIT_WRONG_SIGNER } from "../../src/errors/cancel.j
 import * as cancelErrors from "../../src/errors/cancel.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { delegationCode, deployMiniWallet } from "../../src/devnet/deployWallet.js";
 import { readTokenDomain, signReceiveAuthorization, signTransferAuthorization, type TokenDomain, type TransferAuthorization } from "../../src/authorization/eip3009.js";

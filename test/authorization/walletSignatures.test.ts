@@ -5,7 +5,7 @@ import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from
 import { EXIT_BAD_SIGNATURE } from "../../src/errors/cancel.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { delegationCode, deployQuirkyWallet } from "../../src/devnet/deployWallet.js";
 import { readTokenDomain, signTransferAuthorization, type TokenDomain, type TransferAuthorization } from "../../src/authorization/eip3009.js";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { measureSettleLatency } from "../../scripts/bench/settleLatency.js";
 import { startReferenceFacilitator, type ExactOffer, type RunningServer } from "../../scripts/bench/x402Reference.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 
 const CHAIN_ID = 8453;

@@ -243,7 +243,7 @@ describe("parseRangeError() on errors that are not range refusals", () => {
   });
 });
 
-describe("parseRangeError() on the messages of Base's public endpoint and other providers (protocol-notes §7)", () => {
+describe("parseRangeError() on the messages of Base's public endpoint and other providers (Optimism's proxyd errors.go, ponder's getLogsRetryHelper.ts)", () => {
   const cases: Array<[string, { code?: number; message: string }, RangeErrorHint]> = [
     ["proxyd's block-range limit (HTTP 400, -32602)", { code: -32602, message: "block range greater than 10000 max" }, { kind: "maxRange", blocks: 10000n }],
     ["a bare block-range limit", { message: "block range exceeds 5000" }, { kind: "maxRange", blocks: 5000n }],

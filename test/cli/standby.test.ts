@@ -5,7 +5,7 @@ import pg from "pg";
 import { createWalletClient, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Config } from "../../src/config/types.js";
 import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";

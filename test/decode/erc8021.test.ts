@@ -38,7 +38,7 @@ function expectMalformed(result: Attribution, schemaId: number | undefined, reas
   if (reason !== undefined) expect(result.reason).toMatch(reason);
 }
 
-describe("decodeAttribution() on the protocol-notes §3 vectors", () => {
+describe("decodeAttribution() on the ERC-8021 sample vectors", () => {
   test("empty calldata has no attribution", () => {
     expect(decodeAttribution("0x")).toEqual({ kind: "none" });
     expect(oxFromData("0x")).toBeUndefined();

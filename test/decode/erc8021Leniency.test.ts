@@ -7,14 +7,14 @@ const DD = "dddddddd";
 const ascii = (text: string) => Buffer.from(text, "latin1").toString("hex");
 /** CBOR text string of up to 23 bytes. */
 const text = (value: string) => (0x60 + value.length).toString(16) + ascii(value);
-/** `dd ‖ cbor ‖ cborLength (2) ‖ 0x02 ‖ marker`, as in protocol-notes §3. */
+/** `dd ‖ cbor ‖ cborLength (2) ‖ 0x02 ‖ marker`, as in ERC-8021's schema 2 (ethereum/ERCs PR 1209). */
 const schema2 = (cbor: string): Hex => `0x${DD}${cbor}${(cbor.length / 2).toString(16).padStart(4, "0")}02${M}`;
 /** A CBOR map of text keys, in the order given. */
 const map = (...entries: [string, string][]) => (0xa0 + entries.length).toString(16) + entries.map(([k, v]) => text(k) + v).join("");
 
 describe("decodeAttribution() schema 2 leniency where it is safe", () => {
   test("an s given as one text string is one service code (x402's builder-code extension allows it)", () => {
-    // The protocol-notes vector's app code, plus s: "morpho".
+    // The schema-2 sample vector's app code, plus s: "morpho".
     expect(decodeAttribution(schema2(map(["a", text("baseapp")], ["s", text("morpho")])))).toMatchObject({
       kind: "codes",
       schemaId: 2,

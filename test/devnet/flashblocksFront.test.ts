@@ -2,13 +2,13 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createWalletClient, http, numberToHex, pad, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { TRANSFER_TOPIC } from "../../src/authorization/eip3009.js";
 import type { RpcLogObject } from "../../src/devnet/front/rpcLogObject.js";
 import { startDevnet, type Devnet, type DevnetOptions } from "../../src/devnet/startDevnet.js";
 import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpcClient.js";
 
-/** What a pre-confirmed log carries instead of a block hash (protocol-notes §1). */
+/** What a pre-confirmed log carries instead of a block hash (base/base flashblocks rpc/eth.rs). */
 const ZERO_BLOCK_HASH = `0x${"0".repeat(64)}`;
 /** Explicit gas: automine is off, so nothing may estimate against a block that is not there yet. */
 const GAS = 200_000n;

@@ -7,7 +7,7 @@ import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createPayer } from "../helpers/devnetPayments.js";
 import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpcClient.js";
 
-/** The failure modes of real Base nodes the front plays (protocol-notes §10), as a client sees them. */
+/** The failure modes of real Base nodes the front plays (base/base#4916, #3274, #1439; base/node#963, #1129), as a client sees them. */
 
 const SHOP = pad(numberToHex(0xfa11), { size: 20 }) as Address;
 type PendingBlock = { number: Hex; hash: Hex; parentHash: Hex; transactions: unknown[] };

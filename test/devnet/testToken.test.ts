@@ -24,7 +24,7 @@ import {
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { delegationCode, deployMiniWallet } from "../../src/devnet/deployWallet.js";
 import {
@@ -105,7 +105,7 @@ describe("event signatures", () => {
     for (const selector of ["5a049a70", "b7b72899", "e94a0102"]) expect(code).toContain(`63${selector}`);
   });
 
-  test("the bytes-signature overloads have the selectors of protocol-notes §9, and the contract dispatches them", async () => {
+  test("the bytes-signature overloads have FiatToken v2.2's selectors (circlefin/stablecoin-evm), and the contract dispatches them", async () => {
     const selectors = {
       "function transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)": "0xcf092995",
       "function receiveWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)": "0x88b7ab63",

@@ -3,9 +3,9 @@ import { privateKeyToAccount } from "viem/accounts";
 import { expect } from "vitest";
 import { schema0Suffix, schema2Suffix } from "../../src/attribution/erc8021Suffix.js";
 import { ENTRY_POINT_ADDRESSES } from "../../src/decode/erc4337.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
-import { miniAccountAbi, miniAccountBytecode } from "../../src/devnet/contracts/miniAccount.js";
-import { miniEntryPointAbi, miniEntryPointBytecode } from "../../src/devnet/contracts/miniEntryPoint.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
+import { miniAccountAbi, miniAccountBytecode } from "../../src/devnet/contracts/generated/miniAccount.js";
+import { miniEntryPointAbi, miniEntryPointBytecode } from "../../src/devnet/contracts/generated/miniEntryPoint.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { TableReader } from "./backends.js";
 

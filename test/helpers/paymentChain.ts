@@ -1,7 +1,7 @@
 import { createPublicClient, createWalletClient, http, parseUnits, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_PRIVATE_KEYS, startAnvil } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization } from "../../src/authorization/eip3009.js";
 

@@ -6,7 +6,7 @@ import { createPublicClient, createWalletClient, http, keccak256, stringToHex, t
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { facilitatorRecordPath } from "../../src/settle/facilitatorRecord.js";
 import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { readTokenDomain, signTransferAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { ConfigError } from "../../src/errors/base.js";
 import { createMetrics } from "../../src/ops/metrics.js";

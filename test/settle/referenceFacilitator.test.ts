@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { decodeAttribution } from "../../src/decode/erc8021.js";
 import { readTokenDomain, signTransferAuthorization } from "../../src/authorization/eip3009.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { deployMiniWallet } from "../../src/devnet/deployWallet.js";
 import { checkExactFields } from "../../src/settle/exactFieldChecks.js";

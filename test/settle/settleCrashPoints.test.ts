@@ -6,7 +6,7 @@ import { createPublicClient, http, type Address, type Hex, type PublicClient } f
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readTokenDomain } from "../../src/authorization/eip3009.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { CRASH_AT_ENV, type CrashStep } from "../../src/ops/crashPoint.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";

@@ -6,7 +6,7 @@ import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { readTokenDomain, signCancelAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
 import type { NonceReservation } from "../../src/store/nonceBook.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import type { Facilitator } from "../../src/settle/facilitator.js";

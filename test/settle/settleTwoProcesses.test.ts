@@ -8,7 +8,7 @@ import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
 import { readTokenDomain } from "../../src/authorization/eip3009.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import type { Config } from "../../src/config/types.js";
-import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import type { Facilitator } from "../../src/settle/facilitator.js";

@@ -5,7 +5,7 @@ import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
-import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
+import { createSqliteLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { createMetrics } from "../../src/ops/metrics.js";
@@ -35,7 +35,7 @@ function transfer(blockNumber: number, logIndex: number, status: LogStatus, tran
 
 function setUp() {
   const db = openDatabase(join(mkdtempSync(join(tmpdir(), "flashindex-lifecycle-")), "test.db"), 8453);
-  const lifecycle = createLifecycle(db);
+  const lifecycle = createSqliteLifecycle(db);
   const rows = () => db.prepare("SELECT status, block_number, log_index, block_hash, removed_at, preconfirmed_at FROM logs ORDER BY id").all() as Array<Record<string, unknown>>;
   return { db, lifecycle, rows };
 }

@@ -9,7 +9,7 @@ import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
-import { createSyncedRanges } from "../../src/store/sqlite/syncedRanges.js";
+import { createSqliteSyncedRanges } from "../../src/store/sqlite/syncedRanges.js";
 import { freshDbPath, word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
@@ -105,7 +105,7 @@ describe("store", () => {
 
   test("syncedRanges.add() merges neighbours into one range per run", () => {
     const db = freshDb();
-    const ranges = createSyncedRanges(db, 8453);
+    const ranges = createSqliteSyncedRanges(db, 8453);
     ranges.add(TOKEN, { from: 20, to: 29 });
     ranges.add(TOKEN, { from: 0, to: 9 });
     expect(ranges.list(TOKEN)).toEqual([{ from: 0, to: 9 }, { from: 20, to: 29 }]);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { addOrder } from "../../src/store/sqlite/orders.js";
+import { createSqliteOrders } from "../../src/store/sqlite/orders.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
@@ -28,7 +28,7 @@ function v4Database() {
   for (const sql of [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4]) db.exec(sql);
   db.pragma("user_version = 4");
   const nonce = word("n1");
-  addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce, kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+  createSqliteOrders(db).add({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce, kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
   const base = { address: TOKEN, blockNumber: 7, blockHash: word("b7"), blockTimestamp: 1_700_000_000, transactionHash: word("t1"), transactionIndex: 0, removed: false };
   const { rows } = toLogRows(
     [
@@ -199,7 +199,7 @@ describe("migrate() to schema 12", () => {
   test("admits the capturing state and the order source on a database with orders, keeping every row", () => {
     const db = v4Database();
     migrate(db, 11);
-    const second = addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 6n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("b2"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    const second = createSqliteOrders(db).add({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 6n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("b2"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
     const insertCapturing = db.prepare(
       "INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at) SELECT chain_id, token, authorizer, payee, value, valid_after, valid_before, ?, kind, signature, 'capturing', 1, 1 FROM orders WHERE id = ?",
     );
@@ -223,7 +223,7 @@ describe("migrate() to schema 15", () => {
   test("admits canceling with its transitions, adds the nonce book, and counts a stored capture as sent", () => {
     const db = v4Database();
     migrate(db, 14);
-    const order = addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 6n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("c15"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    const order = createSqliteOrders(db).add({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 6n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("c15"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
     db.prepare("UPDATE orders SET state = 'capturing' WHERE id = ?").run(order.id);
     db.prepare(
       `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, created_at, updated_at)
@@ -235,7 +235,7 @@ describe("migrate() to schema 15", () => {
     // Sent by the relay of its time, which sent right after storing: never taken for an unsent x402 settle.
     expect(db.prepare("SELECT send_started_at, owner FROM order_captures").get()).toEqual({ send_started_at: 5, owner: null });
     // The first order was captured on chain (v4Database); a fresh one goes authorized -> canceling -> authorized.
-    const fresh = addOrder(db, { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 7n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("d15"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    const fresh = createSqliteOrders(db).add({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 7n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("d15"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
     db.prepare("UPDATE orders SET state = 'canceling' WHERE id = ?").run(fresh.id);
     expect(() => db.prepare("UPDATE orders SET state = 'capturing' WHERE id = ?").run(fresh.id)).toThrow(/illegal order transition/);
     db.prepare("UPDATE orders SET state = 'authorized' WHERE id = ?").run(fresh.id);

@@ -6,7 +6,7 @@ import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 import { startFollower, type FollowerOptions, type Row } from "../helpers/followerHarness.js";
 import { connectWsRpc } from "../helpers/wsRpcClient.js";
 
-/** Consumer tests for the ways a Base Flashblocks node differs from a plain chain (protocol-notes §8). */
+/** Consumer tests for the ways a Base Flashblocks node differs from a plain chain (base/base crates/execution/flashblocks). */
 
 const ZERO = `0x${"0".repeat(64)}`;
 const SHOP = "0x000000000000000000000000000000000000c0de";

@@ -7,7 +7,7 @@ import type { Database } from "../../src/store/sqlite/openDatabase.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";
 import { startFollower, type FollowerOptions, type Row } from "../helpers/followerHarness.js";
 
-/** The daemon against a Base node's real failure modes (protocol-notes §10), played by the devnet's front. */
+/** The daemon against a Base node's real failure modes (base/base#4916, #3274, #1439; base/node#963, #1129), played by the devnet's front. */
 
 const SHOP = "0x000000000000000000000000000000000000fa17";
 const open: Array<{ stop: () => Promise<void> }> = [];

@@ -9,7 +9,7 @@ interface IERC1271 {
 /// @title FlashTestToken
 /// @notice A test EIP-3009 token that behaves like Circle's FiatToken v2.2 where an indexer can see it:
 /// the same events in the same order, the same typed data, the same checks and revert reasons, and the
-/// same signature rule (ERC-1271 for an authorizer with code, ECDSA otherwise; protocol-notes §9).
+/// same signature rule (ERC-1271 for an authorizer with code, ECDSA otherwise; circlefin/stablecoin-evm `util/SignatureChecker.sol`).
 /// Minting is open: this token exists only on local devnets and in tests.
 contract FlashTestToken {
     string public name;

@@ -90,3 +90,5 @@ export function createCanonicalWatcher(upstream: Upstream, events: CanonicalEven
     },
   };
 }
+
+export type CanonicalWatcher = ReturnType<typeof createCanonicalWatcher>;

@@ -59,7 +59,8 @@ type PendingBlock = {
  * become pre-confirmed (their logs computed by really executing them with eth_simulateV1 on top of
  * the head and the pending blocks before it); every block is mined with exactly its pre-confirmed
  * transactions and the announced timestamp. A pre-confirmed transaction dropped before its block is
- * never retracted, as on Base. Switches play the rest of protocol-notes §8: a canonical chain that
+ * never retracted, as on Base. Switches play the rest of Base's node (base/base `crates/execution/flashblocks`,
+ * `pending_blocks.rs`, `processor.rs`): a canonical chain that
  * lags the pending blocks, a pending view cleared after a flashblock gap, and a pre-confirmed
  * transaction that lands a block later than announced.
  */
@@ -117,7 +118,7 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
       mined: false,
     };
     blocks.push(block);
-    // Note: a node that cleared its state after a flashblock gap shows pre-confirmations again from the next block on (protocol-notes §8).
+    // Note: a node that cleared its state after a flashblock gap shows pre-confirmations again from the next block on (base/base flashblocks `processor.rs`).
     blind = false;
     return block;
   }
@@ -174,7 +175,7 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
           const gasUsed = BigInt(result.gasUsed ?? "0x0");
           cumulativeGas += gasUsed;
           // Note: a Base node answers eth_getTransactionReceipt for a pre-confirmed transaction before its
-          // block exists: zero blockHash, the pending block's number (protocol-notes §8).
+          // block exists: zero blockHash, the pending block's number (base/base flashblocks `rpc/eth.rs`).
           open.receipts.set(tx.hash.toLowerCase(), {
             transactionHash: tx.hash,
             transactionIndex: toQuantity(i),
@@ -266,11 +267,11 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     const rebuilt = open.txs.some((t) => deferred.has(t.hash));
     for (const block of unmined()) if (block.number <= closing - lagBlocks) await mineExactly(block);
     // Note: the pre-confirmed state spans several blocks: it is kept until the canonical chain has caught
-    // up with the newest pending block (protocol-notes §8).
+    // up with the newest pending block (base/base flashblocks `pending_blocks.rs`).
     if (blocks.every((b) => b.mined)) blocks = [];
     dropped.clear();
     // Note: a canonical block that differs from what was pre-confirmed makes the node rebuild the pending
-    // block silently; the left-out transaction is pre-confirmed again in the next one (protocol-notes §8).
+    // block silently; the left-out transaction is pre-confirmed again in the next one (base/base flashblocks `processor.rs`).
     if (rebuilt && lagBlocks === 0) await flashblock();
   }
 

@@ -52,7 +52,7 @@ export function createSubscriptions() {
   /** What one subscriber receives for one flashblock, as the node's streams build it (base/base rpc/pubsub.rs). */
   function deliver(id: string, sub: Subscription, flashblock: Flashblock): void {
     // Note: newFlashblocks sends the whole pending block at every flashblock, header hash zero, the
-    // same block number repeating (protocol-notes §8).
+    // same block number repeating (base/base `crates/execution/flashblocks/src/rpc/pubsub.rs`).
     if (sub.kind === "newFlashblocks") return send(id, sub, flashblock.block);
     if (sub.kind === "pendingLogs") {
       if (mode.shape === "array") {

@@ -1,6 +1,5 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import { contiguousEnd, mergeRanges, type BlockRange } from "../../blockRanges.js";
 import type { LogRow } from "../../decode/logRow.js";
 import { twinContent } from "../../decode/preconfirmedTwins.js";
 import { chainChangePlan, preconfirmedPlan, runLifecyclePlanAsync, type AsyncLifecycleStatements, type StoredTwin } from "../lifecycleRules.js";
@@ -9,13 +8,14 @@ import type { PreconfirmedStored } from "../types.js";
 import { insertLogRows } from "./rowWriter.js";
 import { packRows } from "../../decode/packedRows.js";
 import { UNSETTLED_STATUS_LIST_SQL } from "../liveStatus.js";
+import { createPostgresSyncedRanges } from "./syncedRanges.js";
 
 /**
  * The lifecycle of stored logs over a Postgres connection: the statements that carry out the plans
  * of lifecycleRules.ts (the rules themselves are there), and the transitions of one statement, as
  * SQLite's (sqlite/lifecycle.ts). Each runs inside the caller's transaction.
  */
-export function postgresLifecycle(client: pg.ClientBase, chainId: number) {
+export function createPostgresLifecycle(client: pg.ClientBase, chainId: number) {
   /**
    * Rows with this content, as the SQLite lifecycle finds them: those that can still change through
    * logs_unsettled_by_tx_tail (schema 8); finalized ones (`finalized`) through the reader index
@@ -80,7 +80,7 @@ export function postgresLifecycle(client: pg.ClientBase, chainId: number) {
       changed("UPDATE logs SET status = 'removed', removed_at = $1 WHERE block_number = $2 AND block_hash <> $3 AND status IN ('confirmed', 'finalized')", [
         now, blockNumber, canonicalHash,
       ]),
-    addSynced: ({ token, range }) => postgresSyncedRanges(client, chainId).add(token, range),
+    addSynced: ({ token, range }) => createPostgresSyncedRanges(client, chainId).add(token, range),
   };
 
   return {
@@ -104,33 +104,6 @@ export function postgresLifecycle(client: pg.ClientBase, chainId: number) {
     async unsettledBlocks(): Promise<Array<{ number: number; hash: Hex }>> {
       const { rows } = await client.query("SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs WHERE status = 'confirmed' ORDER BY block_number");
       return rows;
-    },
-  };
-}
-
-/** Synced ranges (see sqlite/syncedRanges.ts) over a Postgres connection. */
-export function postgresSyncedRanges(client: pg.ClientBase, chainId: number) {
-  async function list(token: Hex): Promise<BlockRange[]> {
-    const { rows } = await client.query(
-      `SELECT from_block AS "from", to_block AS "to" FROM synced_ranges WHERE chain_id = $1 AND token = $2 ORDER BY from_block`,
-      [chainId, token],
-    );
-    return rows;
-  }
-  return {
-    list,
-    checkpoint: async (token: Hex, startBlock: number) => contiguousEnd(await list(token), startBlock),
-    /** Records [from, to] as indexed for `token`, merging with neighbours. Call inside the window's transaction. */
-    async add(token: Hex, range: BlockRange): Promise<void> {
-      // Two windows may commit side by side (postgresStore.ts): the read-merge-write of the ranges is
-      // serialized by a lock held to the end of the transaction, taken after every row lock.
-      await client.query("SELECT pg_advisory_xact_lock(hashtext('flashindex:synced:' || current_schema()))");
-      const touching = (await list(token)).filter((r) => r.from <= range.to + 1 && r.to + 1 >= range.from);
-      const [merged] = mergeRanges([...touching, range]);
-      await client.query("DELETE FROM synced_ranges WHERE chain_id = $1 AND token = $2 AND from_block <= $3 AND to_block >= $4", [
-        chainId, token, merged!.to + 1, merged!.from - 1,
-      ]);
-      await client.query("INSERT INTO synced_ranges (chain_id, token, from_block, to_block) VALUES ($1, $2, $3, $4)", [chainId, token, merged!.from, merged!.to]);
     },
   };
 }

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Order } from "../orderStates.js";
 import { CANCELABLE_STATES, type CancelStore } from "../cancelStore.js";
 import { assertTransition, OrderStateError, type OrderState } from "../orderStates.js";
-import { postgresOrders } from "./orders.js";
+import { createPostgresOrders } from "./orders.js";
 
 type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
 
@@ -12,7 +12,7 @@ export function createPostgresCancels(chainId: number, write: InTransaction): Ca
     client.query("INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES ($1, $2, $3, NULL, $4, NULL, $5)", [
       orderId, from, to, cause, now,
     ]);
-  const mustGet = async (client: pg.ClientBase, id: number): Promise<Order> => (await postgresOrders(client).get(id))!;
+  const mustGet = async (client: pg.ClientBase, id: number): Promise<Order> => (await createPostgresOrders(client).get(id))!;
   /** The state the order was in when its cancel was accepted. */
   const cameFrom = async (client: pg.ClientBase, orderId: number): Promise<OrderState | undefined> => {
     const { rows } = await client.query("SELECT from_state FROM order_transitions WHERE order_id = $1 AND to_state = 'canceling' ORDER BY id DESC LIMIT 1", [orderId]);
@@ -25,7 +25,7 @@ export function createPostgresCancels(chainId: number, write: InTransaction): Ca
           chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase(),
         ]);
         if (rows[0] === undefined) return undefined;
-        const order = (await postgresOrders(client).get(Number(rows[0].id), true))!;
+        const order = (await createPostgresOrders(client).get(Number(rows[0].id), true))!;
         if (order.state === "canceling") return { order, previous: (await cameFrom(client, order.id)) ?? order.offchainState };
         if (!CANCELABLE_STATES.includes(order.state))
           throw new OrderStateError(`order ${order.id} is ${order.state}: a cancel is accepted only for an order ${CANCELABLE_STATES.join(", ")}; nothing was sent`);
@@ -36,7 +36,7 @@ export function createPostgresCancels(chainId: number, write: InTransaction): Ca
       }),
     fail: (orderId, cause, now) =>
       write(async (client) => {
-        const order = (await postgresOrders(client).get(orderId, true))!;
+        const order = (await createPostgresOrders(client).get(orderId, true))!;
         if (order.state !== "canceling") return order;
         const back = (await cameFrom(client, orderId)) ?? order.offchainState;
         assertTransition("canceling", back, "relay", orderId);

@@ -5,7 +5,7 @@ import { captureHolder } from "../nonceBook.js";
 import { markNonce, releaseNonce } from "./nonceBook.js";
 import { toCaptureIntent, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent } from "../orderStates.js";
-import { postgresOrders } from "./orders.js";
+import { createPostgresOrders } from "./orders.js";
 
 type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
 
@@ -29,7 +29,7 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
     return capture;
   };
   const mustGetOrder = async (client: pg.ClientBase, orderId: number, lock: boolean) => {
-    const order = await postgresOrders(client).get(orderId, lock);
+    const order = await createPostgresOrders(client).get(orderId, lock);
     if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
     return order;
   };
@@ -81,7 +81,7 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
       }),
     claimSend: (orderId, txHash, now) =>
       write(async (client) => {
-        await postgresOrders(client).get(orderId, true);
+        await createPostgresOrders(client).get(orderId, true);
         const { rowCount } = await client.query(
           `UPDATE order_captures c SET send_started_at = COALESCE(c.send_started_at, $1), updated_at = $1
            WHERE c.order_id = $2 AND c.tx_hash = $3 AND c.status = 'sent' AND EXISTS (SELECT 1 FROM orders o WHERE o.id = c.order_id AND o.state = 'capturing')`,
@@ -101,7 +101,7 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
       }),
     replace: (orderId, tx, now) =>
       write(async (client) => {
-        await postgresOrders(client).get(orderId, true);
+        await createPostgresOrders(client).get(orderId, true);
         const current = await mustGetCapture(client, orderId);
         await client.query(
           `UPDATE order_captures SET relayer = $1, relayer_nonce = $2, tx_hash = $3, raw_tx = $4, max_fee_per_gas = $5, max_priority_fee_per_gas = $6,
@@ -134,7 +134,7 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
         const { rows } = await client.query("SELECT id FROM orders WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4", [
           chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase(),
         ]);
-        return rows[0] === undefined ? undefined : postgresOrders(client).get(Number(rows[0].id));
+        return rows[0] === undefined ? undefined : createPostgresOrders(client).get(Number(rows[0].id));
       }),
     bindPaymentId: (next, now) =>
       write(async (client) => {

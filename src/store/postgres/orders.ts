@@ -19,7 +19,7 @@ const lower = <T extends string>(value: T): T => value.toLowerCase() as T;
  * daemon on another connection are serialised and the loser sees the winner's state; the trigger
  * `orders_refuse_illegal_transition` refuses anything else. Writers run inside the caller's transaction.
  */
-export function postgresOrders(client: pg.ClientBase) {
+export function createPostgresOrders(client: pg.ClientBase) {
   async function get(id: number, lock = false): Promise<Order | undefined> {
     const { rows } = await client.query(`${SELECT_ORDER} WHERE id = $1${lock ? " FOR UPDATE" : ""}`, [id]);
     return rows[0];

@@ -9,7 +9,7 @@ import { arrayLiteral } from "./rowWriter.js";
  * owedAttribution.ts): recorded with a window's rows, listed with their live transactions, cleared
  * when paid. Call the writes inside the transaction they belong to.
  */
-export function postgresOwedBlocks(client: pg.ClientBase) {
+export function createPostgresOwedBlocks(client: pg.ClientBase) {
   return {
     /** Records `owed` blocks at `now` (a block already owed stays as it was). */
     async record(owed: ReadonlyArray<readonly [number, Hex]>, now: number): Promise<void> {

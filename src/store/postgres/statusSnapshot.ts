@@ -1,11 +1,11 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import { postgresSyncedRanges } from "./lifecycle.js";
+import { createPostgresSyncedRanges } from "./syncedRanges.js";
 import type { StatusSnapshot, StatusTokens } from "../types.js";
 import { LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, tokenProgress } from "../statusSnapshotLimits.js";
 
 /**
- * What the status page shows from a Postgres schema: the reads of statusPageQueries.ts (SQLite), each
+ * What the status page shows from a Postgres schema: the reads of sqlite/statusSnapshot.ts, each
  * bounded by an index, on one pooled connection (the webhook counts come from the outbox).
  */
 export async function readPostgresStatusSnapshot(
@@ -14,7 +14,7 @@ export async function readPostgresStatusSnapshot(
   tokens: StatusTokens,
   now: number,
 ): Promise<Omit<StatusSnapshot, "webhooks" | "webhookAttempts">> {
-  const ranges = postgresSyncedRanges(c, chainId);
+  const ranges = createPostgresSyncedRanges(c, chainId);
   const progress = [];
   for (const t of tokens) progress.push(tokenProgress(t, await ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock)));
   const newestBlock = ((await c.query("SELECT MAX(block_number) AS n FROM logs")).rows[0].n as number | null) ?? null;

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { postgresOrders } from "./orders.js";
+import { createPostgresOrders } from "./orders.js";
 import { toSettlement, type Settlement, type SettlementStore } from "../settlementStore.js";
 
 type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
@@ -33,7 +33,7 @@ export function createPostgresSettlements(write: InTransaction, read: InTransact
       }),
     addAndClaim: (order, claim, now) =>
       write(async (client) => {
-        const added = await postgresOrders(client).add(order, now);
+        const added = await createPostgresOrders(client).add(order, now);
         await client.query("INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES ($1, 'settling', $2, $3)", [added.id, claim, now]);
         return added;
       }),

@@ -7,7 +7,7 @@ import type { IndexedAuthorization } from "../store.js";
  * Looks one nonce up in `authorization_states`. Addresses and nonces are stored lower-case: the
  * arguments are lower-cased here, so the view's key (and its index) serves the lookup.
  */
-export function createAuthorizationStates(db: Database, chainId: number) {
+export function createSqliteAuthorizationStates(db: Database, chainId: number) {
   const select = db.prepare(
     `SELECT ${AUTHORIZATION_STATE_COLUMNS} FROM authorization_states WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?`,
   );

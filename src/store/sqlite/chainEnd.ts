@@ -6,7 +6,7 @@ import type { BlockRef } from "../store.js";
  * its last blocks, store.ts `ChainChange.endsAt`): the blocks above its end that hold live rows, and
  * the synced ranges cut at its end. Live rows are flagged removed by the lifecycle, as for any reorg.
  */
-export function createChainEnd(db: Database, chainId: number) {
+export function createSqliteChainEnd(db: Database, chainId: number) {
   // No index on block_number alone covers finalized rows: a scan, once per devnet restart.
   const liveAbove = db.prepare(`
     SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs

@@ -22,7 +22,7 @@ import type { SyncedRanges } from "./syncedRanges.js";
  * lifecycleRules.ts (the rules themselves are there), and the transitions of one statement. Each
  * method is meant to run inside ONE transaction of the caller, so a reader never sees half a transition.
  */
-export function createLifecycle(db: Database) {
+export function createSqliteLifecycle(db: Database) {
   const writer = createLogWriter(db);
   const findConfirmed = db.prepare(`
     SELECT id FROM logs WHERE block_number = ? AND log_index = ? AND tx_hash = ? AND block_hash = ?`);
@@ -152,7 +152,7 @@ export function createLifecycle(db: Database) {
   };
 }
 
-export type Lifecycle = ReturnType<typeof createLifecycle>;
+export type Lifecycle = ReturnType<typeof createSqliteLifecycle>;
 
 /**
  * A lookup of finalized rows through `logs_by_tx`, the full-hash reader index. While a bulk backfill

@@ -70,7 +70,7 @@ export function toOrder(row: OrderRow): Order {
 const SELECT_ORDER = "SELECT * FROM orders";
 
 /** Stores a verified authorization as an authorized order (or as what already indexed events say). */
-export function addOrder(db: Database, order: NewOrder, now: number): Order {
+function addOrder(db: Database, order: NewOrder, now: number): Order {
   return db
     .transaction(() => {
       const existing = db
@@ -110,7 +110,7 @@ export function addOrder(db: Database, order: NewOrder, now: number): Order {
  * Marks an authorized order voided off chain: the merchant will never submit it. Refused (OrderStateError)
  * from any other state, in particular once a capture is indexed, even pre-confirmed.
  */
-export function voidOrder(db: Database, id: number, now: number): Order {
+function voidOrder(db: Database, id: number, now: number): Order {
   return db
     .transaction(() => {
       const order = mustGet(db, id);
@@ -126,7 +126,7 @@ export function voidOrder(db: Database, id: number, now: number): Order {
  * Expires authorized, capturing and voided orders whose validBefore (unix s) is at or before `now` (unix ms)
  * and that have no live event. Returns the ids expired.
  */
-export function expireOrders(db: Database, now: number): number[] {
+function expireOrders(db: Database, now: number): number[] {
   const nowSeconds = Math.floor(now / 1000);
   return db
     .transaction(() => {
@@ -153,13 +153,13 @@ export function expireOrders(db: Database, now: number): number[] {
     .immediate();
 }
 
-export function getOrder(db: Database, id: number): Order | undefined {
+function getOrder(db: Database, id: number): Order | undefined {
   const row = db.prepare(`${SELECT_ORDER} WHERE id = ?`).get(id) as OrderRow | undefined;
   return row === undefined ? undefined : toOrder(row);
 }
 
 /** Orders by id, optionally in one state. */
-export function listOrders(db: Database, filter: { state?: OrderState | undefined } = {}): Order[] {
+function listOrders(db: Database, filter: { state?: OrderState | undefined } = {}): Order[] {
   const rows = (
     filter.state === undefined
       ? db.prepare(`${SELECT_ORDER} ORDER BY id`).all()
@@ -169,12 +169,12 @@ export function listOrders(db: Database, filter: { state?: OrderState | undefine
 }
 
 /** The audit trail of one order, oldest first. */
-export function listTransitions(db: Database, orderId: number): OrderTransition[] {
+function listTransitions(db: Database, orderId: number): OrderTransition[] {
   return (db.prepare("SELECT * FROM order_transitions WHERE order_id = ? ORDER BY id").all(orderId) as TransitionRow[]).map(toTransition);
 }
 
 /** Captures of voided orders recorded after transition `afterId` (the daemon alerts on these). */
-export function voidedThenCapturedSince(db: Database, afterId: number): OrderTransition[] {
+function voidedThenCapturedSince(db: Database, afterId: number): OrderTransition[] {
   return (
     db.prepare("SELECT * FROM order_transitions WHERE cause = 'captured_after_void' AND id > ? ORDER BY id").all(afterId) as TransitionRow[]
   ).map(toTransition);
@@ -220,6 +220,19 @@ export function mustGet(db: Database, id: number): Order {
   const order = getOrder(db, id);
   if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
   return order;
+}
+
+/** Merchant orders over a SQLite connection, each operation its own transaction (as Postgres's postgres/orders.ts). */
+export function createSqliteOrders(db: Database) {
+  return {
+    add: (order: NewOrder, now: number): Order => addOrder(db, order, now),
+    void: (id: number, now: number): Order => voidOrder(db, id, now),
+    expire: (now: number): number[] => expireOrders(db, now),
+    get: (id: number): Order | undefined => getOrder(db, id),
+    list: (filter: { state?: OrderState | undefined } = {}): Order[] => listOrders(db, filter),
+    transitions: (orderId: number): OrderTransition[] => listTransitions(db, orderId),
+    voidedThenCapturedSince: (afterId: number): OrderTransition[] => voidedThenCapturedSince(db, afterId),
+  };
 }
 
 const lower = <T extends string>(value: T): T => value.toLowerCase() as T;

@@ -8,7 +8,7 @@ import type { OwedBlock } from "../types.js";
  * with a window's rows, listed with their live transactions, cleared when paid. Call the writes
  * inside the transaction they belong to.
  */
-export function createOwedBlocks(db: Database) {
+export function createSqliteOwedBlocks(db: Database) {
   const insert = db.prepare("INSERT INTO attribution_owed (block_number, block_hash, owed_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
   const remove = db.prepare("DELETE FROM attribution_owed WHERE block_number = ? AND block_hash = ?");
   const count = db.prepare("SELECT COUNT(*) FROM attribution_owed").pluck();

@@ -8,7 +8,7 @@ import { READER_INDEXES } from "../readerIndexDefinitions.js";
  */
 const SORT_HELPER_THREADS = 2;
 
-export function createReaderIndexes(db: Database) {
+export function createSqliteReaderIndexes(db: Database) {
   const present = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?").pluck();
   return {
     /** Names of the reader indexes that do not exist right now. */

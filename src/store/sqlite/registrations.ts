@@ -9,7 +9,7 @@ type DbRow = { wallet_address: string; builder_code: string; registered_at: numb
  * `registered_at` and moves `last_confirmed_at`; a different code replaces the old one and restarts
  * `registered_at` (the row says since when the current code holds).
  */
-export function saveRegistration(db: Database, wallet: Address, code: string, now: number): SaveRegistrationResult {
+function saveRegistration(db: Database, wallet: Address, code: string, now: number): SaveRegistrationResult {
   const key = wallet.toLowerCase();
   return db
     .transaction((): SaveRegistrationResult => {
@@ -31,14 +31,23 @@ export function saveRegistration(db: Database, wallet: Address, code: string, no
 }
 
 /** The registration of `wallet` (any case), if any. */
-export function getRegistration(db: Database, wallet: Address): RegistrationRow | undefined {
+function getRegistration(db: Database, wallet: Address): RegistrationRow | undefined {
   const row = db.prepare("SELECT * FROM agent_registrations WHERE wallet_address = ?").get(wallet.toLowerCase()) as DbRow | undefined;
   return row === undefined ? undefined : toRow(row);
 }
 
 /** Every registered wallet, ordered by wallet address. */
-export function listRegistrations(db: Database): RegistrationRow[] {
+function listRegistrations(db: Database): RegistrationRow[] {
   return (db.prepare("SELECT * FROM agent_registrations ORDER BY wallet_address").all() as DbRow[]).map(toRow);
+}
+
+/** Builder-code registrations over a SQLite connection (as Postgres's postgres/registrations.ts). */
+export function createSqliteRegistrations(db: Database) {
+  return {
+    save: (wallet: Address, code: string, now: number): SaveRegistrationResult => saveRegistration(db, wallet, code, now),
+    get: (wallet: Address): RegistrationRow | undefined => getRegistration(db, wallet),
+    list: (): RegistrationRow[] => listRegistrations(db),
+  };
 }
 
 function toRow(row: DbRow): RegistrationRow {

@@ -3,25 +3,26 @@ import { statSync } from "node:fs";
 import type { Metrics } from "../../ops/metrics.js";
 import { maintenanceOnThread, type ProcessMode } from "../../ops/threadSettings.js";
 import { createAttributionWriter } from "./attributionWriter.js";
-import { createAuthorizationStates } from "./authorizationStates.js";
-import { createChainEnd } from "./chainEnd.js";
+import { createSqliteAuthorizationStates } from "./authorizationStates.js";
+import { createSqliteChainEnd } from "./chainEnd.js";
 import { createCommitSignal } from "../commitSignal.js";
-import { createLifecycle } from "./lifecycle.js";
+import { createSqliteLifecycle } from "./lifecycle.js";
 import { createMaintenance } from "./threads/maintenance.js";
 import type { Database } from "./openDatabase.js";
-import * as orders from "./orders.js";
+import { createSqliteOrders } from "./orders.js";
 import { createSqliteSettlements } from "./x402Settlements.js";
 import { createSqliteCaptures } from "./orderCaptures.js";
 import { createSqliteCancels } from "./orderCancels.js";
 import { createSqliteNonceBook } from "./nonceBook.js";
-import { createReaderIndexes } from "./readerIndexes.js";
-import { createOwedBlocks } from "./owedAttribution.js";
+import { createSqliteReaderIndexes } from "./readerIndexes.js";
+import { createSqliteOwedBlocks } from "./owedAttribution.js";
 import { createStagedAttribution } from "./stagedAttribution.js";
-import { getRegistration, saveRegistration } from "./registrations.js";
-import { readStatusSnapshot } from "./statusPageQueries.js";
-import { countRowsByStatus } from "./statusQueries.js";
+import { createSqliteRegistrations } from "./registrations.js";
+import { countSqliteRowsByStatus } from "./rowsByStatus.js";
+import { readSqliteStatusSnapshot } from "./statusSnapshot.js";
+import { RECENT_WEBHOOK_ATTEMPTS } from "../statusSnapshotLimits.js";
 import type { Store } from "../store.js";
-import { createSyncedRanges } from "./syncedRanges.js";
+import { createSqliteSyncedRanges } from "./syncedRanges.js";
 import { timed, type WriteKind } from "../timedWrite.js";
 import { createWalCheckpoints } from "./walCheckpoints.js";
 import { createSqliteWebhookOutbox } from "./webhookOutbox.js";
@@ -67,12 +68,14 @@ export type SqliteStoreDeps = {
  */
 export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const { db, chainId, metrics } = deps;
-  const lifecycle = createLifecycle(db);
-  const synced = createSyncedRanges(db, chainId);
-  const chainEnd = createChainEnd(db, chainId);
+  const lifecycle = createSqliteLifecycle(db);
+  const synced = createSqliteSyncedRanges(db, chainId);
+  const chainEnd = createSqliteChainEnd(db, chainId);
   const attribution = createAttributionWriter(db);
-  const authorizationState = createAuthorizationStates(db, chainId);
-  const indexes = createReaderIndexes(db);
+  const authorizationState = createSqliteAuthorizationStates(db, chainId);
+  const indexes = createSqliteReaderIndexes(db);
+  const orders = createSqliteOrders(db);
+  const registrations = createSqliteRegistrations(db);
   const gate = createLiveWriteGate(createWriteGateMemory());
   const checkpoints = createWalCheckpoints(db);
   /** A bulk load's end, beside live work on a thread of its own (maintenance.ts); this connection's writes wait for it without blocking. */
@@ -98,8 +101,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   let staged: ReturnType<typeof createStagedAttribution> | undefined;
   const stagedAttribution = () => (staged ??= createStagedAttribution(db));
   // Prepared on first use, as the staged attribution: a read-only store may open a file older than schema 14.
-  let owedBlocks: ReturnType<typeof createOwedBlocks> | undefined;
-  const owed = () => (owedBlocks ??= createOwedBlocks(db));
+  let owedBlocks: ReturnType<typeof createSqliteOwedBlocks> | undefined;
+  const owed = () => (owedBlocks ??= createSqliteOwedBlocks(db));
   let closed = false;
   let outbox: WebhookOutbox | undefined;
   const webhooks = () => (outbox ??= createSqliteWebhookOutbox(db, hold));
@@ -175,16 +178,16 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
           return stored;
         }),
     },
-    saveRegistration: async (wallet, code, now) => hold(() => saveRegistration(db, wallet, code, now)),
-    registration: async (wallet) => getRegistration(db, wallet),
+    saveRegistration: async (wallet, code, now) => hold(() => registrations.save(wallet, code, now)),
+    registration: async (wallet) => registrations.get(wallet),
 
-    addOrder: async (order, now) => timedOrders(() => orders.addOrder(db, order, now)),
-    voidOrder: async (id, now) => timedOrders(() => orders.voidOrder(db, id, now)),
-    expireOrders: async (now) => timedOrders(() => orders.expireOrders(db, now)),
-    getOrder: async (id) => orders.getOrder(db, id),
-    listOrders: async (filter) => orders.listOrders(db, filter),
-    listTransitions: async (orderId) => orders.listTransitions(db, orderId),
-    voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(db, afterId),
+    addOrder: async (order, now) => timedOrders(() => orders.add(order, now)),
+    voidOrder: async (id, now) => timedOrders(() => orders.void(id, now)),
+    expireOrders: async (now) => timedOrders(() => orders.expire(now)),
+    getOrder: async (id) => orders.get(id),
+    listOrders: async (filter) => orders.list(filter),
+    listTransitions: async (orderId) => orders.transitions(orderId),
+    voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(afterId),
     captures: createSqliteCaptures(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
     cancels: createSqliteCancels(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
     nonces: createSqliteNonceBook(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
@@ -193,8 +196,12 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     writeMeta: async (key, value) => void writeMeta(key, value),
 
     authorizationState: async (token, authorizer, nonce) => authorizationState(token, authorizer, nonce),
-    countRowsByStatus: async (token) => countRowsByStatus(db, chainId, token),
-    statusSnapshot: (tokens, now) => readStatusSnapshot(db, chainId, tokens, now, webhooks()),
+    countRowsByStatus: async (token) => countSqliteRowsByStatus(db, chainId, token),
+    statusSnapshot: async (tokens, now) => {
+      const outbox = webhooks();
+      const snapshot = readSqliteStatusSnapshot(db, chainId, tokens, now);
+      return { ...snapshot, webhooks: await outbox.backlog(), webhookAttempts: await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS) };
+    },
     // Note: on the store's own connection (the main thread's): each outbox call is a short
     // transaction, and the bulk backfill commits on a thread with a connection of its own.
     // Prepared on first use, like writeMeta.

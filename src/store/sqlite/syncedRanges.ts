@@ -6,7 +6,7 @@ import { contiguousEnd, mergeRanges, type BlockRange } from "../../blockRanges.j
  * Block ranges fully indexed per token. Ranges are merged on write, so the table stays a handful of
  * rows however windows finish; the contiguous prefix from a token's start block is its checkpoint.
  */
-export function createSyncedRanges(db: Database, chainId: number) {
+export function createSqliteSyncedRanges(db: Database, chainId: number) {
   const select = db.prepare(
     "SELECT from_block AS \"from\", to_block AS \"to\" FROM synced_ranges WHERE chain_id = ? AND token = ? ORDER BY from_block",
   );
@@ -32,4 +32,4 @@ export function createSyncedRanges(db: Database, chainId: number) {
   };
 }
 
-export type SyncedRanges = ReturnType<typeof createSyncedRanges>;
+export type SyncedRanges = ReturnType<typeof createSqliteSyncedRanges>;

@@ -1,9 +1,9 @@
 import type { Database } from "better-sqlite3";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createLogWriter } from "./logWriter.js";
-import { createOwedBlocks } from "./owedAttribution.js";
+import { createSqliteOwedBlocks } from "./owedAttribution.js";
 import { unpackStrings } from "../../decode/packedRows.js";
-import { createSyncedRanges } from "./syncedRanges.js";
+import { createSqliteSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 import type { InsertCounts, WindowWrite } from "../types.js";
 
@@ -37,8 +37,8 @@ export const windowFields = (window: WindowWrite): WindowWrite => ({
 export function createWindowCommit(db: Database, chainId: number, gate: WindowGate = UNSHARED_WINDOW_GATE): (window: WindowWrite, now: number) => InsertCounts {
   const logs = createLogWriter(db);
   const attribution = createAttributionWriter(db);
-  const synced = createSyncedRanges(db, chainId);
-  const owed = createOwedBlocks(db);
+  const synced = createSqliteSyncedRanges(db, chainId);
+  const owed = createSqliteOwedBlocks(db);
   const begin = db.prepare("BEGIN IMMEDIATE");
   const commit = db.prepare("COMMIT");
   const rollback = db.prepare("ROLLBACK");

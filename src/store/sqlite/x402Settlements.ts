@@ -1,5 +1,5 @@
 import type { Database } from "better-sqlite3";
-import { addOrder } from "./orders.js";
+import { createSqliteOrders } from "./orders.js";
 import { toSettlement, type Settlement, type SettlementRow, type SettlementStore } from "../settlementStore.js";
 
 /**
@@ -30,7 +30,7 @@ export function createSqliteSettlements(db: Database, write: <T>(work: () => T) 
       }),
     addAndClaim: (order, claim, now) =>
       write(() => {
-        const added = addOrder(db, order, now);
+        const added = createSqliteOrders(db).add(order, now);
         db.prepare("INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)").run(added.id, claim, now);
         return added;
       }),

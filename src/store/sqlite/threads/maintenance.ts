@@ -3,7 +3,7 @@ import { startThread } from "../../../ops/startThread.js";
 import { createThreadCalls } from "../../../ops/threadCalls.js";
 import { MAINTENANCE_THREAD_HEAP_MB } from "../../../ops/threadSettings.js";
 import type { Database } from "../openDatabase.js";
-import { createReaderIndexes } from "../readerIndexes.js";
+import { createSqliteReaderIndexes } from "../readerIndexes.js";
 import { createStagedAttribution } from "../stagedAttribution.js";
 import type { LiveWriteGate } from "../writeGate.js";
 
@@ -15,7 +15,7 @@ export type MaintenanceReply = { id: number; result?: number | string | null; er
 
 /** Runs a job on `db`: the thread's connection, or the store's own (no live work, or an in-memory database). */
 export function maintenanceJobs(db: Database): (job: MaintenanceJob) => number | string | null {
-  const indexes = createReaderIndexes(db);
+  const indexes = createSqliteReaderIndexes(db);
   const staged = createStagedAttribution(db);
   return (job) => (job === "moveStagedAttribution" ? staged.move() : (indexes.buildNext() ?? null));
 }

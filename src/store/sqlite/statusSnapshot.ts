@@ -1,16 +1,21 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, RECENT_WEBHOOK_ATTEMPTS, tokenProgress } from "../statusSnapshotLimits.js";
-import { createSyncedRanges } from "./syncedRanges.js";
-import type { StatusSnapshot, StatusTokens, WebhookOutbox } from "../types.js";
+import { LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, tokenProgress } from "../statusSnapshotLimits.js";
+import { createSqliteSyncedRanges } from "./syncedRanges.js";
+import type { StatusSnapshot, StatusTokens } from "../types.js";
 
 /**
- * What the status page shows from a SQLite database (Postgres: postgres/statusSnapshot.ts), each read
- * bounded by an index (rowid order, partial indexes, a block range): cheap enough to run on every
- * refresh beside a large table.
+ * What the status page shows from a SQLite database (Postgres: postgres/statusSnapshot.ts), each
+ * read bounded by an index (rowid order, partial indexes, a block range): cheap enough to run on
+ * every refresh beside a large table. The webhook counts come from the outbox.
  */
-export async function readStatusSnapshot(db: Database, chainId: number, tokens: StatusTokens, now: number, outbox: WebhookOutbox): Promise<StatusSnapshot> {
-  const ranges = createSyncedRanges(db, chainId);
+export function readSqliteStatusSnapshot(
+  db: Database,
+  chainId: number,
+  tokens: StatusTokens,
+  now: number,
+): Omit<StatusSnapshot, "webhooks" | "webhookAttempts"> {
+  const ranges = createSqliteSyncedRanges(db, chainId);
   const newestBlock = db.prepare("SELECT MAX(block_number) FROM logs").pluck().get() as number | null;
   const leadTimesMs =
     newestBlock === null
@@ -47,7 +52,5 @@ export async function readStatusSnapshot(db: Database, chainId: number, tokens: 
     orders,
     voidedThenCaptured,
     attributionOwedBlocks,
-    webhooks: await outbox.backlog(),
-    webhookAttempts: await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS),
   };
 }

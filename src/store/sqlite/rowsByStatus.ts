@@ -2,8 +2,11 @@ import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
 import type { TokenCounts } from "../types.js";
 
-/** Row counts of one token by lifecycle status, for `flashindex status`. */
-export function countRowsByStatus(db: Database, chainId: number, token: Hex): TokenCounts[] {
+/**
+ * Row counts of one token by lifecycle status, for `flashindex status` (Postgres:
+ * postgres/rowsByStatus.ts).
+ */
+export function countSqliteRowsByStatus(db: Database, chainId: number, token: Hex): TokenCounts[] {
   return db
     .prepare(
       `SELECT status, SUM(is_transfer) AS transfers, SUM(1 - is_transfer) AS authorizations FROM (

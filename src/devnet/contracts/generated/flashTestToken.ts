@@ -1,0 +1,675 @@
+// Generated from FlashTestToken.sol by scripts/compileContracts.mjs (npm run compile:contracts). Do not edit.
+// solc 0.8.30+commit.73712a01.Emscripten.clang, optimizer 200 runs, evmVersion cancun.
+import type { Hex } from "viem";
+
+export const flashTestTokenAbi = [
+  {
+    "inputs": [
+      {
+        "internalType": "string",
+        "name": "name_",
+        "type": "string"
+      }
+    ],
+    "stateMutability": "nonpayable",
+    "type": "constructor"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "owner",
+        "type": "address"
+      },
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "spender",
+        "type": "address"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      }
+    ],
+    "name": "Approval",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "authorizer",
+        "type": "address"
+      },
+      {
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      }
+    ],
+    "name": "AuthorizationCanceled",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "authorizer",
+        "type": "address"
+      },
+      {
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      }
+    ],
+    "name": "AuthorizationUsed",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
+      },
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      }
+    ],
+    "name": "Transfer",
+    "type": "event"
+  },
+  {
+    "inputs": [],
+    "name": "CANCEL_AUTHORIZATION_TYPEHASH",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "DOMAIN_SEPARATOR",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "RECEIVE_WITH_AUTHORIZATION_TYPEHASH",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "TRANSFER_WITH_AUTHORIZATION_TYPEHASH",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "",
+        "type": "address"
+      }
+    ],
+    "name": "allowance",
+    "outputs": [
+      {
+        "internalType": "uint256",
+        "name": "",
+        "type": "uint256"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "spender",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      }
+    ],
+    "name": "approve",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "authorizer",
+        "type": "address"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      }
+    ],
+    "name": "authorizationState",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "",
+        "type": "address"
+      }
+    ],
+    "name": "balanceOf",
+    "outputs": [
+      {
+        "internalType": "uint256",
+        "name": "",
+        "type": "uint256"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "authorizer",
+        "type": "address"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint8",
+        "name": "v",
+        "type": "uint8"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "r",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "s",
+        "type": "bytes32"
+      }
+    ],
+    "name": "cancelAuthorization",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "authorizer",
+        "type": "address"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes",
+        "name": "signature",
+        "type": "bytes"
+      }
+    ],
+    "name": "cancelAuthorization",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "decimals",
+    "outputs": [
+      {
+        "internalType": "uint8",
+        "name": "",
+        "type": "uint8"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address[]",
+        "name": "from",
+        "type": "address[]"
+      },
+      {
+        "internalType": "address[]",
+        "name": "to",
+        "type": "address[]"
+      },
+      {
+        "internalType": "uint256[]",
+        "name": "values",
+        "type": "uint256[]"
+      }
+    ],
+    "name": "emitTransferEvents",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address[]",
+        "name": "to",
+        "type": "address[]"
+      },
+      {
+        "internalType": "uint256[]",
+        "name": "values",
+        "type": "uint256[]"
+      }
+    ],
+    "name": "emitTransfers",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "amount",
+        "type": "uint256"
+      }
+    ],
+    "name": "mint",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "name",
+    "outputs": [
+      {
+        "internalType": "string",
+        "name": "",
+        "type": "string"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validAfter",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validBefore",
+        "type": "uint256"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes",
+        "name": "signature",
+        "type": "bytes"
+      }
+    ],
+    "name": "receiveWithAuthorization",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validAfter",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validBefore",
+        "type": "uint256"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint8",
+        "name": "v",
+        "type": "uint8"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "r",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "s",
+        "type": "bytes32"
+      }
+    ],
+    "name": "receiveWithAuthorization",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "symbol",
+    "outputs": [
+      {
+        "internalType": "string",
+        "name": "",
+        "type": "string"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "totalSupply",
+    "outputs": [
+      {
+        "internalType": "uint256",
+        "name": "",
+        "type": "uint256"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      }
+    ],
+    "name": "transfer",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      }
+    ],
+    "name": "transferFrom",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validAfter",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validBefore",
+        "type": "uint256"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes",
+        "name": "signature",
+        "type": "bytes"
+      }
+    ],
+    "name": "transferWithAuthorization",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validAfter",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "validBefore",
+        "type": "uint256"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "nonce",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint8",
+        "name": "v",
+        "type": "uint8"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "r",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "s",
+        "type": "bytes32"
+      }
+    ],
+    "name": "transferWithAuthorization",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "version",
+    "outputs": [
+      {
+        "internalType": "string",
+        "name": "",
+        "type": "string"
+      }
+    ],
+    "stateMutability": "pure",
+    "type": "function"
+  }
+] as const;
+
+export const flashTestTokenBytecode: Hex = "0x608060405234801561000f575f5ffd5b50604051611bcc380380611bcc83398101604081905261002e91610054565b5f6100398282610188565b5050610242565b634e487b7160e01b5f52604160045260245ffd5b5f60208284031215610064575f5ffd5b81516001600160401b03811115610079575f5ffd5b8201601f81018413610089575f5ffd5b80516001600160401b038111156100a2576100a2610040565b604051601f8201601f19908116603f011681016001600160401b03811182821017156100d0576100d0610040565b6040528181528282016020018610156100e7575f5ffd5b8160208401602083015e5f91810160200191909152949350505050565b600181811c9082168061011857607f821691505b60208210810361013657634e487b7160e01b5f52602260045260245ffd5b50919050565b601f82111561018357805f5260205f20601f840160051c810160208510156101615750805b601f840160051c820191505b81811015610180575f815560010161016d565b50505b505050565b81516001600160401b038111156101a1576101a1610040565b6101b5816101af8454610104565b8461013c565b6020601f8211600181146101e7575f83156101d05750848201515b5f19600385901b1c1916600184901b178455610180565b5f84815260208120601f198516915b8281101561021657878501518255602094850194600190920191016101f6565b508482101561023357868401515f19600387901b60f8161c191681555b50505050600190811b01905550565b61197d8061024f5f395ff3fe608060405234801561000f575f5ffd5b5060043610610153575f3560e01c806388b7ab63116100bf578063cf09299511610079578063cf09299514610318578063d91694871461032b578063dd62ed3e14610352578063e3ee160e1461037c578063e94a01021461038f578063ef55bec6146103c7575f5ffd5b806388b7ab631461028257806395d89b4114610295578063a0cc6a68146102b8578063a5ad710b146102df578063a9059cbb146102f2578063b7b7289914610305575f5ffd5b806340c10f191161011057806340c10f19146101e457806354fd4d50146101f95780635a049a701461021657806370a08231146102295780637a177480146102485780637f2eecc31461025b575f5ffd5b806306fdde0314610157578063095ea7b31461017557806318160ddd1461019857806323b872dd146101af578063313ce567146101c25780633644e515146101dc575b5f5ffd5b61015f6103da565b60405161016c91906112f7565b60405180910390f35b61018861018336600461132b565b610465565b604051901515815260200161016c565b6101a160015481565b60405190815260200161016c565b6101886101bd366004611353565b6104d1565b6101ca600681565b60405160ff909116815260200161016c565b6101a16105a6565b6101f76101f236600461132b565b610653565b005b6040805180820190915260018152601960f91b602082015261015f565b6101f761022436600461139d565b6106d9565b6101a16102373660046113e7565b60026020525f908152604090205481565b6101f7610256366004611448565b61070e565b6101a17fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de881565b6101f7610290366004611553565b6107aa565b61015f604051806040016040528060048152602001635553444360e01b81525081565b6101a17f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a226781565b6101f76102ed3660046115d2565b61080b565b61018861030036600461132b565b61091a565b6101f7610313366004611671565b61092f565b6101f7610326366004611553565b61093f565b6101a17f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742981565b6101a16103603660046116c4565b600360209081525f928352604080842090915290825290205481565b6101f761038a3660046116f5565b61096f565b61018861039d36600461132b565b6001600160a01b03919091165f908152600460209081526040808320938352929052205460ff1690565b6101f76103d53660046116f5565b6109cd565b5f80546103e690611770565b80601f016020809104026020016040519081016040528092919081815260200182805461041290611770565b801561045d5780601f106104345761010080835404028352916020019161045d565b820191905f5260205f20905b81548152906001019060200180831161044057829003601f168201915b505050505081565b335f8181526003602090815260408083206001600160a01b038716808552925280832085905551919290917f8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925906104bf9086815260200190565b60405180910390a35060015b92915050565b6001600160a01b0383165f9081526003602090815260408083203384529091528120548211156105595760405162461bcd60e51b815260206004820152602860248201527f45524332303a207472616e7366657220616d6f756e74206578636565647320616044820152676c6c6f77616e636560c01b60648201526084015b60405180910390fd5b6001600160a01b0384165f9081526003602090815260408083203384529091528120805484929061058b9084906117bc565b9091555061059c9050848484610a34565b5060019392505050565b5f7f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f5f6040516105d691906117cf565b60408051918290038220828201825260018352601960f91b6020938401528151928301939093528101919091527fad7c5bef027816a800da1736444fb58a807ef4c9603b7848673f7e3a68eb14a560608201524660808201523060a082015260c00160405160208183030381529060405280519060200120905090565b8060015f828254610664919061186b565b90915550506001600160a01b0382165f908152600260205260408120805483929061069090849061186b565b90915550506040518181526001600160a01b038316905f907fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef9060200160405180910390a35050565b61070785858484876040516020016106f39392919061187e565b604051602081830303815290604052610c1c565b5050505050565b82811461074f5760405162461bcd60e51b815260206004820152600f60248201526e0d8cadccee8d040dad2e6dac2e8c6d608b1b6044820152606401610550565b5f5b83811015610707576107a23386868481811061076f5761076f6118a1565b905060200201602081019061078491906113e7565b858585818110610796576107966118a1565b90506020020135610a34565b600101610751565b6001600160a01b03861633146107d25760405162461bcd60e51b8152600401610550906118b5565b6108027fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de888888888888888610ceb565b50505050505050565b848314801561081957508281145b6108575760405162461bcd60e51b815260206004820152600f60248201526e0d8cadccee8d040dad2e6dac2e8c6d608b1b6044820152606401610550565b5f5b8381101561080257848482818110610873576108736118a1565b905060200201602081019061088891906113e7565b6001600160a01b03168787838181106108a3576108a36118a1565b90506020020160208101906108b891906113e7565b6001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef8585858181106108f4576108f46118a1565b9050602002013560405161090a91815260200190565b60405180910390a3600101610859565b5f610926338484610a34565b50600192915050565b61093a838383610c1c565b505050565b6108027f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a226788888888888888610ceb565b6109c27f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a22678a8a8a8a8a8a89898c6040516020016109ae9392919061187e565b604051602081830303815290604052610ceb565b505050505050505050565b6001600160a01b03881633146109f55760405162461bcd60e51b8152600401610550906118b5565b6109c27fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de88a8a8a8a8a8a89898c6040516020016109ae9392919061187e565b6001600160a01b038316610a985760405162461bcd60e51b815260206004820152602560248201527f45524332303a207472616e736665722066726f6d20746865207a65726f206164604482015264647265737360d81b6064820152608401610550565b6001600160a01b038216610afa5760405162461bcd60e51b815260206004820152602360248201527f45524332303a207472616e7366657220746f20746865207a65726f206164647260448201526265737360e81b6064820152608401610550565b6001600160a01b0383165f90815260026020526040902054811115610b705760405162461bcd60e51b815260206004820152602660248201527f45524332303a207472616e7366657220616d6f756e7420657863656564732062604482015265616c616e636560d01b6064820152608401610550565b6001600160a01b0383165f9081526002602052604081208054839290610b979084906117bc565b90915550506001600160a01b0382165f9081526002602052604081208054839290610bc390849061186b565b92505081905550816001600160a01b0316836001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef83604051610c0f91815260200190565b60405180910390a3505050565b610c268383610e77565b604080517f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742960208201526001600160a01b03851691810191909152606081018390525f90608001604051602081830303815290604052805190602001209050610c90848284610f05565b6001600160a01b0384165f818152600460209081526040808320878452909152808220805460ff19166001179055518592917f1cdd46ff242716cdaa72d159d339a485b3438398348d68f09d7c8c0a59353d8191a350505050565b834211610d4e5760405162461bcd60e51b815260206004820152602b60248201527f46696174546f6b656e56323a20617574686f72697a6174696f6e206973206e6f60448201526a1d081e595d081d985b1a5960aa1b6064820152608401610550565b824210610dab5760405162461bcd60e51b815260206004820152602560248201527f46696174546f6b656e56323a20617574686f72697a6174696f6e2069732065786044820152641c1a5c995960da1b6064820152608401610550565b610db58783610e77565b6040805160208082018b90526001600160a01b038a811683850152891660608301526080820188905260a0820187905260c0820186905260e0808301869052835180840390910181526101009092019092528051910120610e17888284610f05565b6001600160a01b0388165f818152600460209081526040808320878452909152808220805460ff19166001179055518592917f98de503528ee59b575ef0c0a2576a82497bfc029a5685b209e9ec333479b10a591a36109c2888888610a34565b6001600160a01b0382165f90815260046020908152604080832084845290915290205460ff1615610f015760405162461bcd60e51b815260206004820152602e60248201527f46696174546f6b656e56323a20617574686f72697a6174696f6e20697320757360448201526d1959081bdc8818d85b98d95b195960921b6064820152608401610550565b5050565b5f610f0e6105a6565b60405161190160f01b60208201526022810191909152604281018490526062016040516020818303038152906040528051906020012090505f5f856001600160a01b03163b111561103f575f5f866001600160a01b0316631626ba7e60e01b8587604051602401610f809291906118fa565b60408051601f198184030181529181526020820180516001600160e01b03166001600160e01b0319909416939093179092529051610fbe919061191a565b5f60405180830381855afa9150503d805f8114610ff6576040519150601f19603f3d011682016040523d82523d5f602084013e610ffb565b606091505b509150915081801561100f57506020815110155b801561103657508051630b135d3f60e11b906110349083016020908101908401611930565b145b92505050611060565b846001600160a01b031661105383856110ad565b6001600160a01b03161490505b806107075760405162461bcd60e51b815260206004820152601e60248201527f46696174546f6b656e56323a20696e76616c6964207369676e617475726500006044820152606401610550565b5f815160411461110b5760405162461bcd60e51b815260206004820152602360248201527f45435265636f7665723a20696e76616c6964207369676e6174757265206c656e6044820152620cee8d60eb1b6064820152608401610550565b6020820151604083015160608401515f1a7f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a082111561119b5760405162461bcd60e51b815260206004820152602660248201527f45435265636f7665723a20696e76616c6964207369676e6174757265202773276044820152652076616c756560d01b6064820152608401610550565b8060ff16601b14806111b057508060ff16601c145b61120b5760405162461bcd60e51b815260206004820152602660248201527f45435265636f7665723a20696e76616c6964207369676e6174757265202776276044820152652076616c756560d01b6064820152608401610550565b604080515f8082526020820180845289905260ff841692820192909252606081018590526080810184905260019060a0016020604051602081039080840390855afa15801561125c573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b0381166112bf5760405162461bcd60e51b815260206004820152601c60248201527f45435265636f7665723a20696e76616c6964207369676e6174757265000000006044820152606401610550565b9695505050505050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b602081525f61130960208301846112c9565b9392505050565b80356001600160a01b0381168114611326575f5ffd5b919050565b5f5f6040838503121561133c575f5ffd5b61134583611310565b946020939093013593505050565b5f5f5f60608486031215611365575f5ffd5b61136e84611310565b925061137c60208501611310565b929592945050506040919091013590565b803560ff81168114611326575f5ffd5b5f5f5f5f5f60a086880312156113b1575f5ffd5b6113ba86611310565b9450602086013593506113cf6040870161138d565b94979396509394606081013594506080013592915050565b5f602082840312156113f7575f5ffd5b61130982611310565b5f5f83601f840112611410575f5ffd5b50813567ffffffffffffffff811115611427575f5ffd5b6020830191508360208260051b8501011115611441575f5ffd5b9250929050565b5f5f5f5f6040858703121561145b575f5ffd5b843567ffffffffffffffff811115611471575f5ffd5b61147d87828801611400565b909550935050602085013567ffffffffffffffff81111561149c575f5ffd5b6114a887828801611400565b95989497509550505050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f8301126114d7575f5ffd5b813567ffffffffffffffff8111156114f1576114f16114b4565b604051601f8201601f19908116603f0116810167ffffffffffffffff81118282101715611520576115206114b4565b604052818152838201602001851015611537575f5ffd5b816020850160208301375f918101602001919091529392505050565b5f5f5f5f5f5f5f60e0888a031215611569575f5ffd5b61157288611310565b965061158060208901611310565b955060408801359450606088013593506080880135925060a0880135915060c088013567ffffffffffffffff8111156115b7575f5ffd5b6115c38a828b016114c8565b91505092959891949750929550565b5f5f5f5f5f5f606087890312156115e7575f5ffd5b863567ffffffffffffffff8111156115fd575f5ffd5b61160989828a01611400565b909750955050602087013567ffffffffffffffff811115611628575f5ffd5b61163489828a01611400565b909550935050604087013567ffffffffffffffff811115611653575f5ffd5b61165f89828a01611400565b979a9699509497509295939492505050565b5f5f5f60608486031215611683575f5ffd5b61168c84611310565b925060208401359150604084013567ffffffffffffffff8111156116ae575f5ffd5b6116ba868287016114c8565b9150509250925092565b5f5f604083850312156116d5575f5ffd5b6116de83611310565b91506116ec60208401611310565b90509250929050565b5f5f5f5f5f5f5f5f5f6101208a8c03121561170e575f5ffd5b6117178a611310565b985061172560208b01611310565b975060408a0135965060608a0135955060808a0135945060a08a0135935061174f60c08b0161138d565b989b979a50959894979396929550929360e081013593506101000135919050565b600181811c9082168061178457607f821691505b6020821081036117a257634e487b7160e01b5f52602260045260245ffd5b50919050565b634e487b7160e01b5f52601160045260245ffd5b818103818111156104cb576104cb6117a8565b5f5f83545f8160011c905060018216806117ea57607f821691505b60208210810361180857634e487b7160e01b5f52602260045260245ffd5b80801561181c57600181146118315761185f565b60ff198416875282151583028701945061185f565b5f888152602090205f5b848110156118575781548982015260019091019060200161183b565b505082870194505b50929695505050505050565b808201808211156104cb576104cb6117a8565b928352602083019190915260f81b6001600160f81b031916604082015260410190565b634e487b7160e01b5f52603260045260245ffd5b60208082526025908201527f46696174546f6b656e56323a2063616c6c6572206d7573742062652074686520604082015264706179656560d81b606082015260800190565b828152604060208201525f61191260408301846112c9565b949350505050565b5f82518060208501845e5f920191825250919050565b5f60208284031215611940575f5ffd5b505191905056fea26469706673582212200f4eedad7a253f4aadd332b43f82d77531727d7582a5aa7f93f0b99c22e163e564736f6c634300081e0033";
