@@ -10,7 +10,7 @@ import { WriterLockLostError } from "../../errors/writerLock.js";
 import { createHealth } from "../../ops/health.js";
 import { startHeartbeat } from "../../ops/heartbeat.js";
 import { startOpsServer } from "../../ops/httpServer.js";
-import { createStatusPage } from "../../ops/statusPage.js";
+import { createStatusPage } from "../../statusPage/statusPage.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import { withRetry } from "../../ops/withRetry.js";
 import { acquireStoreWriterLock } from "../../store/openStore.js";
