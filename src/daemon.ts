@@ -30,7 +30,7 @@ import { openIndex } from "./cli/openIndex.js";
 import { waitForWriterLock } from "./cli/standby.js";
 import type { Common } from "./common.js";
 import type { ConfigSettings } from "./config/types.js";
-import { BaseError, FatalError, RetryableError, ShutdownError } from "./errors/base.js";
+import { BaseError, FatalError, RetryableError, ShutdownError, walkCauses } from "./errors/base.js";
 import { DamagedAnswerError, PrunedHistoryError } from "./errors/rpc.js";
 import { WriterEpochLostError } from "./errors/writerEpoch.js";
 import { WriterLockLostError } from "./errors/writerLock.js";
@@ -192,14 +192,19 @@ function recordHalt(context: Common, error: unknown, level: "fatal" | "error", m
   context.logger[level]({ msg, reason, error: error instanceof BaseError ? error.shortMessage : String(error), ...extra });
 }
 
-/** A low-cardinality label for the metric: the innermost known cause. */
+/** A low-cardinality label for the metric: the first known cause along the chain (outermost first), else the class. */
 function haltReason(error: unknown): string {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    if (e instanceof DamagedAnswerError) return "damaged_answer";
-    if (e instanceof PrunedHistoryError) return "pruned_history";
-    if (e instanceof WriterLockLostError || e instanceof WriterEpochLostError) return "writer_lost";
-  }
+  const known = walkCauses(error, (e) => knownCauseLabel(e) !== undefined);
+  if (known !== undefined) return knownCauseLabel(known)!;
   if (error instanceof FatalError) return "fatal";
   if (error instanceof RetryableError) return "rpc_unavailable";
   return "unexpected";
+}
+
+/** The label of a cause an operator acts on by its name; undefined for any other. */
+function knownCauseLabel(error: Error): string | undefined {
+  if (error instanceof DamagedAnswerError) return "damaged_answer";
+  if (error instanceof PrunedHistoryError) return "pruned_history";
+  if (error instanceof WriterLockLostError || error instanceof WriterEpochLostError) return "writer_lost";
+  return undefined;
 }
