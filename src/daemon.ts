@@ -6,9 +6,11 @@
  *  1. The database's writer lock (store/openStore.ts; with --standby, cli/standby.ts waits for it).
  *  2. The ops server: /metrics, /healthz, /readyz and / (ops/httpServer.ts). First, so a taken port
  *     stops the daemon before a devnet starts or the database opens.
- *  3. The bundled devnet, when the config runs one (cli/devnetLauncher.ts over devnet/).
- *  4. The store, checked against the chain (cli/openIndex.ts over store/), and the services every
- *     stage shares, built once (sync/syncDeps.ts: the RPC client of chain/, the decode thread).
+ *  3. The bundled devnet, when the config runs one (cli/devnetLauncher.ts over devnet/); then the
+ *     bag every part takes first (cli/context.ts: config, logger, metrics, shutdown, and the one RPC
+ *     client, chain/rpcClient.ts).
+ *  4. The store, checked against the chain (cli/openIndex.ts over store/), and what the sync stages
+ *     share, built once (sync/syncDeps.ts: the store and the attributor of attribution/).
  *  5. Background work beside the sync: builder-code registration (attribution/registerWallets.ts),
  *     order upkeep (authorization/orderUpkeep.ts), the x402 facilitator (settle/), the status page
  *     (statusPage/), the webhook outbox (webhooks/), owed attribution
