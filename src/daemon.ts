@@ -7,8 +7,8 @@
  *  2. The ops server: /metrics, /healthz, /readyz and / (ops/httpServer.ts). First, so a taken port
  *     stops the daemon before a devnet starts or the database opens.
  *  3. The bundled devnet, when the config runs one (cli/devnetLauncher.ts over devnet/); then the
- *     bag every part takes first (cli/context.ts: config, logger, metrics, shutdown, and the one RPC
- *     client, chain/rpcClient.ts).
+ *     bag every part takes first (cli/context.ts: config, logger, metrics, shutdown, and the one
+ *     RPC client, chain/rpcClient.ts).
  *  4. The store, checked against the chain (cli/openIndex.ts over store/), and what the sync stages
  *     share, built once (sync/syncDeps.ts: the store and the attributor of attribution/).
  *  5. Background work beside the sync: builder-code registration (attribution/registerWallets.ts),
@@ -59,15 +59,32 @@ export const FOLLOW_POLL_INTERVAL_MS = 2_000;
 export const FAILURE_BACKOFF_MS = 30_000;
 
 export type DaemonOptions = {
-  /** When another process writes the database: wait and take over once it stops (instead of exiting 2). */
+  /**
+   * When another process writes the database: wait and take over once it stops (instead of exiting
+   * 2).
+   */
   standby: boolean;
 };
 
-/** Runs the daemon until shutdown: takes the database's writer lock, then starts every part under it. */
-export async function runDaemon(settings: ConfigSettings, options: DaemonOptions, shutdown: Shutdown): Promise<void> {
-  // Taken before the devnet starts: its chain state lives next to the database, and is ours alone too.
+/**
+ * Runs the daemon until shutdown: takes the database's writer lock, then starts every part under
+ * it.
+ */
+export async function runDaemon(
+  settings: ConfigSettings,
+  options: DaemonOptions,
+  shutdown: Shutdown,
+): Promise<void> {
+  // Taken before the devnet starts: its chain state lives next to the database, and is ours alone
+  // too.
   const lock = options.standby
-    ? await waitForWriterLock(settings, createLogger(settings.logLevel, pino.destination({ dest: 1, sync: true })).child({ component: "standby" }), shutdown)
+    ? await waitForWriterLock(
+        settings,
+        createLogger(settings.logLevel, pino.destination({ dest: 1, sync: true })).child({
+          component: "standby",
+        }),
+        shutdown,
+      )
     : await acquireStoreWriterLock(settings, "start");
   try {
     await runWithLock(settings, lock, shutdown);
@@ -77,15 +94,22 @@ export async function runDaemon(settings: ConfigSettings, options: DaemonOptions
 }
 
 /** Everything the daemon does while it holds the database's writer lock. */
-async function runWithLock(settings: ConfigSettings, lock: WriterLock, shutdown: Shutdown): Promise<void> {
+async function runWithLock(
+  settings: ConfigSettings,
+  lock: WriterLock,
+  shutdown: Shutdown,
+): Promise<void> {
   const observability = createObservability(settings, shutdown, "stdout");
   // First: a taken metrics port stops the daemon before a devnet starts or the database is opened.
   const webhookSecrets = readWebhookSecrets(settings.webhooks);
   const health = createHealth();
   const { metrics: metricsConfig } = settings;
-  const server = metricsConfig.enabled ? await startOpsServer({ ...observability, health }, metricsConfig) : undefined;
+  const server = metricsConfig.enabled
+    ? await startOpsServer({ ...observability, health }, metricsConfig)
+    : undefined;
   if (server !== undefined) shutdown.add(() => server.close());
-  // The devnet (when the config runs one) is up before the context: its one RPC client is built on the real URLs.
+  // The devnet (when the config runs one) is up before the context: its one RPC client is built on
+  // the real URLs.
   const { config, chainEndsAt } = await startConfiguredDevnet(settings, observability, shutdown);
   const context = contextFor(config, shutdown, observability);
 
@@ -96,21 +120,33 @@ async function runWithLock(settings: ConfigSettings, lock: WriterLock, shutdown:
   const deps = createSyncDeps(context, store);
   registerConfiguredWallets(deps, createRegistrationClient(context.config.registration));
   startOrderUpkeep(deps);
-  // Loaded here: the relay needs viem, which the daemon's start does not otherwise load (startupImports.test.ts).
+  // Loaded here: the relay needs viem, which the daemon's start does not otherwise load
+  // (startupImports.test.ts).
   const { startSettlement } = await import("./settle/startFacilitator.js");
   await startSettlement({ ...deps, store });
   // The status page and the webhook outbox go through the store, on either backend.
   if (metricsConfig.statusPage) server?.setStatusPage(createStatusPage({ ...context, store }));
-  const webhookSender = (await createWebhookSender({ ...context, store }, webhookSecrets, tips.head)).run();
+  const webhookSender = (
+    await createWebhookSender({ ...context, store }, webhookSecrets, tips.head)
+  ).run();
   shutdown.add(() => webhookSender);
-  // Attribution a rate-limited backfill left owed (this one's catch-ups, or an earlier run's) is paid beside live work, one request at a time.
+  // Attribution a rate-limited backfill left owed (this one's catch-ups, or an earlier run's) is
+  // paid beside live work, one request at a time.
   if (deps.attributor !== undefined) {
-    const trailing = createTrailingAttribution({ ...deps, attributor: deps.attributor }, { mode: "daemon" }).runForever();
+    const trailing = createTrailingAttribution(
+      { ...deps, attributor: deps.attributor },
+      { mode: "daemon" },
+    ).runForever();
     shutdown.add(() => trailing);
   }
   const heartbeat = startHeartbeat({ ...context, health });
   shutdown.add(() => heartbeat.stop());
-  context.logger.info({ msg: "Started flashindex", chain_id: context.config.chainId, database: store.location, tokens: context.config.tokens.length });
+  context.logger.info({
+    msg: "Started flashindex",
+    chain_id: context.config.chainId,
+    database: store.location,
+    tokens: context.config.tokens.length,
+  });
   try {
     if (context.config.realtime.enabled) await followRealtime({ ...deps, health });
     else await followFinality(deps, health);
@@ -126,7 +162,10 @@ async function runWithLock(settings: ConfigSettings, lock: WriterLock, shutdown:
   }
 }
 
-/** Expires and captures merchant orders every ORDER_UPKEEP_INTERVAL_MS, one tick at a time, until shutdown. */
+/**
+ * Expires and captures merchant orders every ORDER_UPKEEP_INTERVAL_MS, one tick at a time, until
+ * shutdown.
+ */
 function startOrderUpkeep(deps: SyncDeps): void {
   const orderUpkeep = createOrderUpkeep(deps);
   let upkeepRunning = false;
@@ -135,7 +174,12 @@ function startOrderUpkeep(deps: SyncDeps): void {
     upkeepRunning = true;
     orderUpkeep
       .tick(Date.now())
-      .catch((error: unknown) => deps.logger.error({ msg: "Failed order upkeep", error: error instanceof Error ? error.message : String(error) }))
+      .catch((error: unknown) =>
+        deps.logger.error({
+          msg: "Failed order upkeep",
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      )
       .finally(() => (upkeepRunning = false));
   }, ORDER_UPKEEP_INTERVAL_MS);
   deps.shutdown.add(() => clearInterval(orderTimer));
@@ -143,7 +187,8 @@ function startOrderUpkeep(deps: SyncDeps): void {
 
 /** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
 async function followRealtime(deps: RealtimeDeps): Promise<void> {
-  // One pause for every read of the pending view: the poll, the watchdog and the head path's drop check.
+  // One pause for every read of the pending view: the poll, the watchdog and the head path's drop
+  // check.
   const pendingBackoff = createPendingBackoff(deps.config.realtime.pendingPollIntervalMs);
   const follower = createHeadFollower({ ...deps, pendingBackoff });
   const pending = createPendingIndexer({
@@ -155,13 +200,19 @@ async function followRealtime(deps: RealtimeDeps): Promise<void> {
   });
   const { realtime, rpc } = deps.config;
   const running: Array<Promise<void>> = [follower.run()];
-  if (realtime.pendingPollIntervalMs > 0) running.push(pending.pollForever(), pending.watchForever());
+  if (realtime.pendingPollIntervalMs > 0)
+    running.push(pending.pollForever(), pending.watchForever());
   if (rpc.preconfWs !== undefined) pending.subscribe(rpc.preconfWs);
   await Promise.race(running);
 }
 
-/** With realtime off: backfills to the final block, then again whenever it moves, until shutdown. */
-async function followFinality(context: SyncDeps, health: ReturnType<typeof createHealth>): Promise<void> {
+/**
+ * With realtime off: backfills to the final block, then again whenever it moves, until shutdown.
+ */
+async function followFinality(
+  context: SyncDeps,
+  health: ReturnType<typeof createHealth>,
+): Promise<void> {
   const { metrics, shutdown } = context;
   const catchUpOnce = async () => {
     shutdown.throwIfKilled();
@@ -177,7 +228,10 @@ async function followFinality(context: SyncDeps, health: ReturnType<typeof creat
       retryCount: Number.POSITIVE_INFINITY,
       shouldRetry: ({ error }) => error instanceof RetryableError,
       delay: FAILURE_BACKOFF_MS,
-      onRetry: ({ error, delayMs }) => recordHalt(context, error, "error", "Failed to keep up, retrying later", { retry_in_ms: delayMs }),
+      onRetry: ({ error, delayMs }) =>
+        recordHalt(context, error, "error", "Failed to keep up, retrying later", {
+          retry_in_ms: delayMs,
+        }),
       signal: shutdown.signal,
     });
     await sleep(FOLLOW_POLL_INTERVAL_MS, shutdown.signal);
@@ -188,13 +242,27 @@ async function followFinality(context: SyncDeps, health: ReturnType<typeof creat
  * Logs why syncing stopped (fatal when the daemon exits, error when it retries later) and counts it
  * in flashindex_sync_halts_total: an operator's alert must not depend on reading the last log line.
  */
-function recordHalt(context: Common, error: unknown, level: "fatal" | "error", msg: string, extra: Record<string, unknown> = {}): void {
+function recordHalt(
+  context: Common,
+  error: unknown,
+  level: "fatal" | "error",
+  msg: string,
+  extra: Record<string, unknown> = {},
+): void {
   const reason = haltReason(error);
   context.metrics.syncHalts.inc({ reason });
-  context.logger[level]({ msg, reason, error: error instanceof BaseError ? error.shortMessage : String(error), ...extra });
+  context.logger[level]({
+    msg,
+    reason,
+    error: error instanceof BaseError ? error.shortMessage : String(error),
+    ...extra,
+  });
 }
 
-/** A low-cardinality label for the metric: the first known cause along the chain (outermost first), else the class. */
+/**
+ * A low-cardinality label for the metric: the first known cause along the chain (outermost first),
+ * else the class.
+ */
 function haltReason(error: unknown): string {
   const known = walkCauses(error, (e) => knownCauseLabel(e) !== undefined);
   if (known !== undefined) return knownCauseLabel(known)!;
@@ -207,6 +275,7 @@ function haltReason(error: unknown): string {
 function knownCauseLabel(error: Error): string | undefined {
   if (error instanceof DamagedAnswerError) return "damaged_answer";
   if (error instanceof PrunedHistoryError) return "pruned_history";
-  if (error instanceof WriterLockLostError || error instanceof WriterEpochLostError) return "writer_lost";
+  if (error instanceof WriterLockLostError || error instanceof WriterEpochLostError)
+    return "writer_lost";
   return undefined;
 }

@@ -11,11 +11,17 @@ export type BatchPolicy = {
   calls: () => number;
   /** A batch of `cost` calls was answered: the size may grow (batchSize.ts). */
   answered: (cost: number) => void;
-  /** A batch of `cost` calls was refused for the rate: the size shrinks; the error sends it back in pieces. */
+  /**
+   * A batch of `cost` calls was refused for the rate: the size shrinks; the error sends it back in
+   * pieces.
+   */
   refused: (cost: number, error: RateLimitedError) => BatchOverRateError;
 };
 
-/** The client's batch sizing: the size learnt from refusals (batchSize.ts) within a second of the current rate. */
+/**
+ * The client's batch sizing: the size learnt from refusals (batchSize.ts) within a second of the
+ * current rate.
+ */
 export function createBatchPolicy(pacing: Pick<RpcPacing, "requestsPerSecond">): BatchPolicy {
   const size = createBatchSize();
   const calls = (): number => callsPerBatch(pacing.requestsPerSecond(), size.current());
@@ -24,7 +30,10 @@ export function createBatchPolicy(pacing: Pick<RpcPacing, "requestsPerSecond">):
     answered: (cost) => size.answered(cost),
     refused: (cost, error) => {
       size.refused(cost);
-      return new BatchOverRateError(`a batch of ${cost} calls was refused for the rate; sending it in pieces of ${calls()}: ${error.shortMessage}`, { cause: error });
+      return new BatchOverRateError(
+        `a batch of ${cost} calls was refused for the rate; sending it in pieces of ${calls()}: ${error.shortMessage}`,
+        { cause: error },
+      );
     },
   };
 }

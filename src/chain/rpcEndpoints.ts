@@ -10,17 +10,31 @@ const ENDPOINT_COOLDOWN_MS = 30_000;
 export type RpcEndpoint = { readonly url: string; readonly label: string };
 
 export type RpcEndpoints = {
-  /** The endpoint for attempt `attempt` (0 for the first): the first healthy one, rotating on retries. */
+  /**
+   * The endpoint for attempt `attempt` (0 for the first): the first healthy one, rotating on
+   * retries.
+   */
   pick: (attempt: number) => RpcEndpoint;
-  /** The endpoint failed (not a rate refusal): it rests ENDPOINT_COOLDOWN_MS while another is healthy. */
+  /**
+   * The endpoint failed (not a rate refusal): it rests ENDPOINT_COOLDOWN_MS while another is
+   * healthy.
+   */
   failed: (endpoint: RpcEndpoint) => void;
-  /** Resolves once the endpoint's chain id is checked (once; a failed check is asked again next time). */
+  /**
+   * Resolves once the endpoint's chain id is checked (once; a failed check is asked again next
+   * time).
+   */
   ensureVerified: (endpoint: RpcEndpoint) => Promise<void>;
-  /** Checks every endpoint's chain id; throws WrongChainError on a mismatch, warns on an unreachable one. */
+  /**
+   * Checks every endpoint's chain id; throws WrongChainError on a mismatch, warns on an unreachable
+   * one.
+   */
   verifyAll: () => Promise<void>;
 };
 
-/** When an endpoint last failed (Date.now() ms, 0 if never) and its chain-id check, once started. */
+/**
+ * When an endpoint last failed (Date.now() ms, 0 if never) and its chain-id check, once started.
+ */
 type Health = { failedAt: number; verified: Promise<void> | undefined };
 
 /**
@@ -36,7 +50,9 @@ export function createRpcEndpoints(deps: {
 }): RpcEndpoints {
   const { chainId, logger } = deps;
   const endpoints: RpcEndpoint[] = deps.urls.map((url) => ({ url, label: redactUrl(url) }));
-  const health = new Map<RpcEndpoint, Health>(endpoints.map((endpoint) => [endpoint, { failedAt: 0, verified: undefined }]));
+  const health = new Map<RpcEndpoint, Health>(
+    endpoints.map((endpoint) => [endpoint, { failedAt: 0, verified: undefined }]),
+  );
   const healthOf = (endpoint: RpcEndpoint): Health => health.get(endpoint)!;
 
   function ensureVerified(endpoint: RpcEndpoint): Promise<void> {
@@ -44,9 +60,14 @@ export function createRpcEndpoints(deps: {
     state.verified ??= (async () => {
       const answer = await deps.askChainId(endpoint);
       if (typeof answer !== "string" || !/^0x[0-9a-fA-F]+$/.test(answer))
-        throw new RpcResponseError(`${endpoint.label} answered eth_chainId with ${JSON.stringify(answer)}`);
+        throw new RpcResponseError(
+          `${endpoint.label} answered eth_chainId with ${JSON.stringify(answer)}`,
+        );
       const served = Number.parseInt(answer, 16);
-      if (served !== chainId) throw new WrongChainError(`${endpoint.label} serves chain ${served}, but the config says chainId ${chainId}`);
+      if (served !== chainId)
+        throw new WrongChainError(
+          `${endpoint.label} serves chain ${served}, but the config says chainId ${chainId}`,
+        );
     })().catch((error: unknown) => {
       // Forget a failed check so the next use checks again; a wrong chain stays fatal anyway.
       state.verified = undefined;
@@ -60,7 +81,8 @@ export function createRpcEndpoints(deps: {
       const now = Date.now();
       const healthy = endpoints.filter((e) => now - healthOf(e).failedAt > ENDPOINT_COOLDOWN_MS);
       const pool = healthy.length > 0 ? healthy : endpoints;
-      // Prefer the first healthy endpoint; on retries rotate so one bad endpoint cannot exhaust every attempt.
+      // Prefer the first healthy endpoint; on retries rotate so one bad endpoint cannot exhaust
+      // every attempt.
       return pool[attempt % pool.length]!;
     },
 
@@ -76,7 +98,11 @@ export function createRpcEndpoints(deps: {
           await ensureVerified(endpoint);
         } catch (error) {
           if (error instanceof WrongChainError || error instanceof ShutdownError) throw error;
-          logger.warn({ msg: "Could not verify RPC endpoint", endpoint: endpoint.label, error: (error as Error).message });
+          logger.warn({
+            msg: "Could not verify RPC endpoint",
+            endpoint: endpoint.label,
+            error: (error as Error).message,
+          });
         }
       }
     },

@@ -1,7 +1,12 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { RpcResponseError } from "../errors/rpc.js";
 import type { Shutdown } from "../ops/shutdown.js";
-import { answerText, type AnswerBody, type HttpTransport, type HttpTransportSettings } from "./httpTransport.js";
+import {
+  answerText,
+  type AnswerBody,
+  type HttpTransport,
+  type HttpTransportSettings,
+} from "./httpTransport.js";
 import { unwrap } from "./jsonRpcAnswer.js";
 import type { RpcEndpoint } from "./rpcEndpoints.js";
 import type { RpcPacing, Sending } from "./rpcPacing.js";
@@ -17,7 +22,11 @@ export type RpcCall = { method: string; params: readonly unknown[] };
  * (performance.now() ms of this thread): the rate limiter paces from then. Used only when the
  * client's transport is createHttpTransport's.
  */
-export type SendElsewhere<T> = (request: OutgoingRequest, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<T>;
+export type SendElsewhere<T> = (
+  request: OutgoingRequest,
+  signal: AbortSignal,
+  onLeft?: (at: number) => void,
+) => Promise<T>;
 /**
  * One JSON-RPC request as the client would send it: `id` is the request's (a batch's first call's).
  * `refusals` counts the provider's rate refusals (shared with the thread that sends it) and
@@ -36,13 +45,32 @@ export type OutgoingRequest = {
 };
 
 export type RpcSender = {
-  /** Reserves ids for `count` calls and returns the first: ids run on across every view of the client. */
+  /**
+   * Reserves ids for `count` calls and returns the first: ids run on across every view of the
+   * client.
+   */
   nextIds: (count: number) => number;
   /** One JSON-RPC call through the pacing: its result, or the node's error thrown. */
-  call: (endpoint: RpcEndpoint, method: string, params: readonly unknown[], timeoutMs: number, sending: Sending) => Promise<unknown>;
-  /** Sends `body` through the pacing and parses the answer's JSON (not checked: the caller knows its shape). */
-  post: (endpoint: RpcEndpoint, body: string, timeoutMs: number, sending: Sending) => Promise<unknown>;
-  /** Sends a request whose answer `accept` reads, or that `elsewhere` sends and reads when it can. */
+  call: (
+    endpoint: RpcEndpoint,
+    method: string,
+    params: readonly unknown[],
+    timeoutMs: number,
+    sending: Sending,
+  ) => Promise<unknown>;
+  /**
+   * Sends `body` through the pacing and parses the answer's JSON (not checked: the caller knows its
+   * shape).
+   */
+  post: (
+    endpoint: RpcEndpoint,
+    body: string,
+    timeoutMs: number,
+    sending: Sending,
+  ) => Promise<unknown>;
+  /**
+   * Sends a request whose answer `accept` reads, or that `elsewhere` sends and reads when it can.
+   */
   sendRaw: <T>(
     endpoint: RpcEndpoint,
     body: string,
@@ -54,8 +82,15 @@ export type RpcSender = {
   ) => Promise<T>;
 };
 
-/** One attempt's sending: its JSON-RPC ids and body, the pacing, the transport here or on another thread. */
-export function createRpcSender(deps: { transport: HttpTransport; pacing: RpcPacing; shutdown: Shutdown }): RpcSender {
+/**
+ * One attempt's sending: its JSON-RPC ids and body, the pacing, the transport here or on another
+ * thread.
+ */
+export function createRpcSender(deps: {
+  transport: HttpTransport;
+  pacing: RpcPacing;
+  shutdown: Shutdown;
+}): RpcSender {
   const { transport, pacing, shutdown } = deps;
   let nextId = 1;
 
@@ -65,10 +100,20 @@ export function createRpcSender(deps: { transport: HttpTransport; pacing: RpcPac
     return first;
   };
 
-  const send = (endpoint: RpcEndpoint, body: string, timeoutMs: number, sending: Sending): Promise<AnswerBody> =>
+  const send = (
+    endpoint: RpcEndpoint,
+    body: string,
+    timeoutMs: number,
+    sending: Sending,
+  ): Promise<AnswerBody> =>
     pacing.paced(sending, () => transport(endpoint.url, body, shutdown.signal, timeoutMs));
 
-  async function post(endpoint: RpcEndpoint, body: string, timeoutMs: number, sending: Sending): Promise<unknown> {
+  async function post(
+    endpoint: RpcEndpoint,
+    body: string,
+    timeoutMs: number,
+    sending: Sending,
+  ): Promise<unknown> {
     const answer = await send(endpoint, body, timeoutMs, sending);
     // Parsing a large answer holds the thread for milliseconds: messages already received (a
     // pre-confirmation, a new head) are handled first. Likewise before checking it (rpcClient.ts).
@@ -86,16 +131,30 @@ export function createRpcSender(deps: { transport: HttpTransport; pacing: RpcPac
 
     call: async (endpoint, method, params, timeoutMs, sending) => {
       const id = nextIds(1);
-      const answer = await post(endpoint, JSON.stringify({ jsonrpc: "2.0", id, method, params }), timeoutMs, sending);
+      const answer = await post(
+        endpoint,
+        JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+        timeoutMs,
+        sending,
+      );
       return unwrap(answer, method, id, endpoint.label);
     },
 
     sendRaw: (endpoint, body, id, timeoutMs, sending, accept, elsewhere) => {
       const settings = transport.settings;
       if (elsewhere !== undefined && settings !== undefined) {
-        const request = { url: endpoint.url, body, id, endpoint: endpoint.label, timeoutMs, transport: settings };
+        const request = {
+          url: endpoint.url,
+          body,
+          id,
+          endpoint: endpoint.label,
+          timeoutMs,
+          transport: settings,
+        };
         const onLeft = (at: number) => pacing.leftAt(sending, at);
-        return pacing.paced(sending, () => elsewhere({ ...request, ...pacing.sharedRefusals() }, shutdown.signal, onLeft));
+        return pacing.paced(sending, () =>
+          elsewhere({ ...request, ...pacing.sharedRefusals() }, shutdown.signal, onLeft),
+        );
       }
       return send(endpoint, body, timeoutMs, sending).then(accept);
     },
@@ -104,4 +163,11 @@ export function createRpcSender(deps: { transport: HttpTransport; pacing: RpcPac
 
 /** A batch request's JSON: the calls with ids from `firstId`. */
 export const batchBody = (calls: readonly RpcCall[], firstId: number): string =>
-  JSON.stringify(calls.map((call, i) => ({ jsonrpc: "2.0", id: firstId + i, method: call.method, params: call.params })));
+  JSON.stringify(
+    calls.map((call, i) => ({
+      jsonrpc: "2.0",
+      id: firstId + i,
+      method: call.method,
+      params: call.params,
+    })),
+  );

@@ -14,13 +14,17 @@ describe("walkCauses()", () => {
 
   test("without a predicate returns the innermost error", () => {
     const inner = new TypeError("fetch failed");
-    expect(walkCauses(new FatalError("outer", { cause: new Error("middle", { cause: inner }) }))).toBe(inner);
+    expect(
+      walkCauses(new FatalError("outer", { cause: new Error("middle", { cause: inner }) })),
+    ).toBe(inner);
     expect(walkCauses("not an error")).toBeUndefined();
   });
 
   test("walks plain Errors and stops at a cause that is not an Error", () => {
     const seen: string[] = [];
-    const error = new Error("a", { cause: new Error("b", { cause: { message: "an object, not an Error" } }) });
+    const error = new Error("a", {
+      cause: new Error("b", { cause: { message: "an object, not an Error" } }),
+    });
     expect(walkCauses(error, (e) => (seen.push(e.message), false))).toBeUndefined();
     expect(seen).toEqual(["a", "b"]);
     expect(walkCauses(error)?.message).toBe("b");
