@@ -60,7 +60,9 @@ export const exponentialBackoff =
 
 /** The wait (ms) a failure names: the `Retry-After` an HTTP answer carried, found anywhere along its causes. */
 export function retryAfterOf(error: unknown): number | undefined {
-  return walkCauses(error, (e): e is RetryableError => e instanceof RetryableError && e.retryAfterMs !== undefined)?.retryAfterMs;
+  const named = (e: Error): e is RetryableError =>
+    e instanceof RetryableError && e.retryAfterMs !== undefined;
+  return walkCauses(error, named)?.retryAfterMs;
 }
 
 /**
