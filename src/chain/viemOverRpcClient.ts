@@ -1,5 +1,5 @@
 import { createPublicClient, custom, type PublicClient } from "viem";
-import { BaseError, FatalError } from "../errors/base.js";
+import { BaseError, FatalError, walkCauses } from "../errors/base.js";
 import type { RpcClient } from "./rpcClient.js";
 
 /**
@@ -15,16 +15,11 @@ export async function withViem<T>(client: RpcClient, run: (viem: PublicClient) =
   try {
     return await run(viem);
   } catch (error) {
-    const own = ownCause(error);
+    // The first of the project's errors in a viem error's cause chain.
+    const own = walkCauses(error, (e) => e instanceof BaseError);
     if (own !== undefined) throw own;
     // viem's own refusals (an answer it cannot decode, "0x" from an address without code): retrying cannot help.
     const short = (error as { shortMessage?: unknown }).shortMessage;
     throw new FatalError(typeof short === "string" ? short : String(error), { cause: error });
   }
-}
-
-/** The first of the project's errors in a viem error's cause chain. */
-function ownCause(error: unknown): BaseError | undefined {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) if (e instanceof BaseError) return e;
-  return undefined;
 }

@@ -27,6 +27,36 @@ export class BaseError extends Error {
     this.shortMessage = shortMessage;
     this.details = options.details;
   }
+
+  /** This error or the first of its causes `fn` accepts; without `fn`, the innermost. */
+  walk<T extends Error>(fn: (error: Error) => error is T): T | undefined;
+  walk(fn?: (error: Error) => boolean): Error | undefined;
+  walk(fn?: (error: Error) => boolean): Error | undefined {
+    return walkCauses(this, fn);
+  }
+}
+
+/**
+ * Walks `error` and its causes, outermost first: returns the first `fn` accepts (undefined when
+ * none does) or, without `fn`, the innermost. viem's `BaseError.walk` (wevm/viem
+ * src/errors/base.ts), as a free function: what is walked is often not one of ours (a viem error
+ * around ours, a plain Error from fetch or pg). Only Errors are walked: a `cause` that is not one
+ * ends the chain, and so does a cause seen before (a cycle).
+ */
+export function walkCauses<T extends Error>(
+  error: unknown,
+  fn: (error: Error) => error is T,
+): T | undefined;
+export function walkCauses(error: unknown, fn?: (error: Error) => boolean): Error | undefined;
+export function walkCauses(error: unknown, fn?: (error: Error) => boolean): Error | undefined {
+  const seen = new Set<Error>();
+  let innermost: Error | undefined;
+  for (let e: unknown = error; e instanceof Error && !seen.has(e); e = e.cause) {
+    if (fn?.(e) === true) return e;
+    seen.add(e);
+    innermost = e;
+  }
+  return fn === undefined ? innermost : undefined;
 }
 
 /** A mistake in the configuration or on the command line: exit 2, one line, no stack trace. */

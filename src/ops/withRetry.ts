@@ -1,4 +1,4 @@
-import { RetryableError } from "../errors/base.js";
+import { RetryableError, walkCauses } from "../errors/base.js";
 import { sleep } from "./shutdown.js";
 
 /** What a policy sees of a failure: `count` is the failed attempt's index (0 for the first). */
@@ -60,10 +60,9 @@ export const exponentialBackoff =
 
 /** The wait (ms) a failure names: the `Retry-After` an HTTP answer carried, found anywhere along its causes. */
 export function retryAfterOf(error: unknown): number | undefined {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    if (e instanceof RetryableError && e.retryAfterMs !== undefined) return e.retryAfterMs;
-  }
-  return undefined;
+  const named = (e: Error): e is RetryableError =>
+    e instanceof RetryableError && e.retryAfterMs !== undefined;
+  return walkCauses(error, named)?.retryAfterMs;
 }
 
 /**

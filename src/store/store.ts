@@ -181,7 +181,7 @@ export type Store = {
   /** The indexed state of one nonce; the arguments are lower-cased here, as stored. */
   authorizationState: (token: Address, authorizer: Address, nonce: Hex) => Promise<IndexedAuthorization | undefined>;
   countRowsByStatus: (token: Hex) => Promise<TokenCounts[]>;
-  /** What the status page shows from the database (its numbers from metrics are added by src/ops/statusPage.ts). */
+  /** What the status page shows from the database (its numbers from metrics are added by src/statusPage/statusPage.ts). */
   statusSnapshot: (tokens: StatusTokens, now: number) => Promise<StatusSnapshot>;
 
   // Webhooks: the outbox the triggers fill in the same transactions as the rows above.

@@ -44,7 +44,7 @@ describe("what a command loads at start", () => {
 
   // Importing viem's index costs about 150 ms of every start (200 ms with the other commands):
   // backfill and start use ox's modules, and viem only where a devnet or a signature needs it.
-  test.each(["cli/main.ts", "cli/commands/backfillCommand.ts", "cli/commands/startCommand.ts", "cli/commands/statusCommand.ts"])(
+  test.each(["cli/main.ts", "cli/commands/backfillCommand.ts", "cli/commands/startCommand.ts", "daemon.ts", "cli/commands/statusCommand.ts"])(
     "%s does not load viem",
     (entry) => {
       const packages = packagesLoadedBy(entry);

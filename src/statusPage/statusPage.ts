@@ -1,9 +1,9 @@
 import type { StatusSnapshot } from "../store/types.js";
 import type { Store } from "../store/store.js";
-import type { Metrics } from "./metrics.js";
+import type { Metrics } from "../ops/metrics.js";
 import type { Hex } from "viem";
 import { tokenCheckpoint } from "../sync/watchScope.js";
-import { readFacilitatorStatus, renderFacilitatorSection, type FacilitatorStatus } from "./statusPageFacilitator.js";
+import { readFacilitatorStatus, renderFacilitatorSection, type FacilitatorStatus } from "./facilitatorSection.js";
 
 /** The page reloads itself this often. */
 export const STATUS_PAGE_REFRESH_SECONDS = 5;

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "vitest";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { createStatusPage } from "../../src/ops/statusPage.js";
+import { createStatusPage } from "../../src/statusPage/statusPage.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteBackend } from "../helpers/backends.js";

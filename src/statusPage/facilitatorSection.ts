@@ -1,4 +1,4 @@
-import type { Metrics } from "./metrics.js";
+import type { Metrics } from "../ops/metrics.js";
 
 /** The x402 facilitator as the status page shows it, from the daemon's own metrics. */
 export type FacilitatorStatus = {
