@@ -5,7 +5,7 @@ import type { AnswerBody } from "../chain/httpTransport.js";
 import type { NodeError } from "../chain/jsonRpcAnswer.js";
 import type { RpcLog } from "../chain/rpcLog.js";
 import type { PackedRows } from "./packedRows.js";
-import type { UndecodableReason } from "./paymentEvents.js";
+import type { UndecodableReason } from "../rows/paymentEvents.js";
 
 /* A backfill window's answer as the decoders take it, and what decoding it gives (windowAnswer.ts, scanWindowAnswer.ts). */
 

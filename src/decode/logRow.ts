@@ -1,5 +1,5 @@
 import type { RpcLog } from "../chain/rpcLog.js";
-import { decodePaymentEvent, type PaymentEvent, type UndecodableReason } from "./paymentEvents.js";
+import { decodePaymentEvent, type PaymentEvent, type UndecodableReason } from "../rows/paymentEvents.js";
 import { assignTxLogPositions } from "./preconfirmedTwins.js";
 
 export type LogStatus = "preconfirmed" | "confirmed" | "finalized" | "removed" | "dropped";

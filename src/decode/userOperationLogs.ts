@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { BEFORE_EXECUTION_TOPIC, USER_OPERATION_EVENT_TOPIC } from "./erc4337.js";
-import { PAYMENT_TOPICS } from "./paymentEvents.js";
+import { PAYMENT_TOPICS } from "../rows/paymentEvents.js";
 
 /** A log of a bundle's receipt, as the mapping reads it (in logIndex order). */
 export type ReceiptLog = { address: Hex; topics: readonly Hex[]; data: Hex; logIndex: number };

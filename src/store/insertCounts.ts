@@ -1,4 +1,4 @@
-import type { EventName } from "../decode/paymentEvents.js";
+import type { EventName } from "../rows/paymentEvents.js";
 import type { LogStatus } from "../decode/logRow.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { EventCount } from "./types.js";

@@ -4,7 +4,7 @@ import type { TransactionAttribution } from "../decode/attributeTransaction.js";
 import type { BundleLogs } from "../decode/userOperationLogs.js";
 import type { LogStatus } from "../decode/logRow.js";
 import type { PackedRows } from "../decode/packedRows.js";
-import type { EventName } from "../decode/paymentEvents.js";
+import type { EventName } from "../rows/paymentEvents.js";
 
 /*
  * The values that cross the store seam (store.ts), whichever the backend: what a write stored, what

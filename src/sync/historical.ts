@@ -5,7 +5,7 @@ import { splitAfterRangeError } from "../chain/rangeErrors.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { RangeLimitError } from "../errors/rpc.js";
 import type { Config } from "../config/types.js";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../rows/paymentEvents.js";
 import { FatalError } from "../errors/base.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";

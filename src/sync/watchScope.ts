@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import { contiguousEnd, mergeRanges, type BlockRange } from "../blockRanges.js";
 import type { TokenConfig } from "../config/types.js";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../rows/paymentEvents.js";
 import type { Logger } from "../ops/logger.js";
 import type { Store } from "../store/store.js";
 import type { LogSelection, WatchedToken } from "./watchedLogs.js";

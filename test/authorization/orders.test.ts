@@ -2,7 +2,7 @@ import DatabaseConstructor from "better-sqlite3";
 import type { Address, Hex } from "viem";
 import { afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
 import { addOrder, expireOrders, getOrder, listOrders, listTransitions, voidOrder, voidedThenCapturedSince } from "../../src/store/sqlite/orders.js";
 import { ORDER_TRANSITIONS, OrderExistsError, OrderStateError, type NewOrder } from "../../src/store/orderStates.js";

@@ -3,7 +3,7 @@ import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { attributeTransactionsAnswer, calldataRequest, type TransactionsAnswer } from "../../src/decode/transactionsAnswer.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
 import { RpcRequestError } from "../../src/errors/rpc.js";
 import { batchResults } from "../../src/chain/jsonRpcAnswer.js";

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { parseRpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedRows.js";
-import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
 import { DECODE_THREAD_MIN_ANSWER_BYTES, DECODE_THREAD_NICE_IN_DAEMON } from "../../src/ops/threadSettings.js";

@@ -11,7 +11,7 @@ import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { ERC8021_MARKER } from "../../src/decode/erc8021.js";
 import { toLogRows } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createAttributionWriter } from "../../src/store/sqlite/attributionWriter.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";

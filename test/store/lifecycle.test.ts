@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { toLogRows } from "../../src/decode/logRow.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";

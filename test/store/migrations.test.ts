@@ -6,7 +6,7 @@ import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import { addOrder } from "../../src/store/sqlite/orders.js";
 import { toLogRows } from "../../src/decode/logRow.js";
-import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
 import { SCHEMA_V1 } from "../../src/store/sqlite/migrations/schemaV1.js";

@@ -4,7 +4,7 @@ import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { NonceLapsedError } from "../../src/errors/capture.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { captureHolder, NONCE_RESERVATION_TTL_MS } from "../../src/store/nonceBook.js";

@@ -3,7 +3,7 @@ import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/chain/rpcLog.js";
 import type { Config } from "../../src/config/types.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
-import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { OrderStateError, type CaptureTransaction, type NewOrder } from "../../src/store/orderStates.js";
 import { openStore } from "../../src/store/openStore.js";

@@ -4,7 +4,7 @@ import { packRows } from "../../src/decode/packedRows.js";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";

@@ -6,7 +6,7 @@ import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { getBlockRows } from "../../src/sync/canonicalBlocks.js";
 import { toLogRows } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";

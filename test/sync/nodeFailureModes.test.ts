@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { BROADCAST_CAPACITY_FLASHBLOCKS } from "../../src/devnet/front/subscriptions.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { startOpsServer } from "../../src/ops/httpServer.js";

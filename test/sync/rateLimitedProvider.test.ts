@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Hex } from "viem";
 import { getTransactions } from "../../src/chain/getTransactions.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";

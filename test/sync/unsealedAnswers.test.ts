@@ -5,7 +5,7 @@ import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { RpcResponseError } from "../../src/errors/rpc.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { scanWindowAnswer } from "../../src/decode/scanWindowAnswer.js";
 import type { WindowAnswer } from "../../src/decode/decodedWindow.js";
 import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/decode/windowAnswer.js";

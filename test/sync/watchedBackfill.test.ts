@@ -4,7 +4,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import type { Config } from "../../src/config/types.js";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
-import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";

@@ -4,7 +4,7 @@ import { createAttributor } from "../../src/attribution/attributeLogs.js";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { getLogsParams } from "../../src/chain/getLogs.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { RetryableError, ShutdownError } from "../../src/errors/base.js";

@@ -4,7 +4,7 @@ import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import type { LogStatus } from "../../decode/logRow.js";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import type { EventName } from "../../decode/paymentEvents.js";
+import type { EventName } from "../../rows/paymentEvents.js";
 import type { InsertCounts } from "../types.js";
 import { createEventTally } from "../insertCounts.js";
 
