@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { toLogRows } from "../../src/decode/logRow.js";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";

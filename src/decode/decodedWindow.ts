@@ -3,7 +3,7 @@ import type { BlockRange } from "../blockRanges.js";
 import type { LogFilter, OutOfFilterReason } from "../chain/getLogs.js";
 import type { AnswerBody } from "../chain/httpTransport.js";
 import type { NodeError } from "../chain/jsonRpcAnswer.js";
-import type { RpcLog } from "../chain/rpcLog.js";
+import type { RpcLog } from "../rows/rpcLog.js";
 import type { PackedRows } from "./packedRows.js";
 import type { UndecodableReason } from "../rows/paymentEvents.js";
 

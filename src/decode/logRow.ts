@@ -1,5 +1,6 @@
-import type { RpcLog } from "../chain/rpcLog.js";
-import { decodePaymentEvent, type PaymentEvent, type UndecodableReason } from "../rows/paymentEvents.js";
+import type { RpcLog } from "../rows/rpcLog.js";
+import { type PaymentEvent, type UndecodableReason } from "../rows/paymentEvents.js";
+import { decodePaymentEvent } from "./decodePaymentEvent.js";
 import { assignTxLogPositions } from "./preconfirmedTwins.js";
 
 export type LogStatus = "preconfirmed" | "confirmed" | "finalized" | "removed" | "dropped";

@@ -4,7 +4,7 @@ import type { BlockRange } from "../blockRanges.js";
 import { getLogsParams, partitionByFilter, type GetLogsResult, type LogFilter } from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors/rpc.js";
-import type { RpcLog } from "../chain/rpcLog.js";
+import type { RpcLog } from "../rows/rpcLog.js";
 import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
 import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../decode/packedRows.js";
 import { getSelectedLogs, isWatched, type LogSelection } from "./watchedLogs.js";

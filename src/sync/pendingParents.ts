@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import { PRECONFIRMED_BLOCK_HASH } from "../chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../rows/rpcLog.js";
 import type { LogRow, LogSource } from "../decode/logRow.js";
 
 /**

@@ -1,4 +1,5 @@
-import { parseRpcLog, type RpcLog } from "../chain/rpcLog.js";
+import { parseRpcLog } from "../chain/rpcLog.js";
+import type { RpcLog } from "../rows/rpcLog.js";
 import { HashesOnlyError, RpcResponseError } from "../errors/rpc.js";
 
 /** The two Flashblocks subscriptions that carry pre-confirmed logs. */

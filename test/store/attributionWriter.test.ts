@@ -7,7 +7,7 @@ import { concat, encodeFunctionData, getAddress, type Hex } from "viem";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { ENTRY_POINT_ADDRESSES } from "../../src/decode/erc4337.js";
 import { describe, expect, test } from "vitest";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { ERC8021_MARKER } from "../../src/decode/erc8021.js";
 import { toLogRows } from "../../src/decode/logRow.js";

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";

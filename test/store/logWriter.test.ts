@@ -5,7 +5,7 @@ import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";

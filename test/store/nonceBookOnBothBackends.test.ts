@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/rows/rpcLog.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { NonceLapsedError } from "../../src/errors/capture.js";

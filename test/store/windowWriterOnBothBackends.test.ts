@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import { packRows } from "../../src/decode/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
 import type { Config } from "../../src/config/types.js";
 import { toLogRows } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";

@@ -1,6 +1,6 @@
 import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
 import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";

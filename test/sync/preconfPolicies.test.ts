@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { RpcResponseError, RpcTransportError } from "../../src/errors/rpc.js";
 import { PENDING_BACKOFF_MAX_MS, createPendingBackoff, pendingReadDelayMs } from "../../src/sync/pendingBackoff.js";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { answerText, createHttpTransport } from "../../src/chain/httpTransport.js";
 import { checkAnswer } from "../../src/chain/getLogs.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { RpcResponseError } from "../../src/errors/rpc.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
