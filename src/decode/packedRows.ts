@@ -1,4 +1,4 @@
-import type { LogRow } from "./logRow.js";
+import type { LogRow } from "../rows/logRow.js";
 import { eventName } from "../rows/paymentEvents.js";
 
 /**

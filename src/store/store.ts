@@ -1,6 +1,6 @@
 import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
-import type { LogRow } from "../decode/logRow.js";
+import type { LogRow } from "../rows/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
 import type { AttributedTransaction, BlockApplied, InsertCounts, OwedBlock, PackedAttribution, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
 import type { CancelStore } from "./cancelStore.js";

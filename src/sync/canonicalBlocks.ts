@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import type { BlockHeader } from "../chain/blockHeaders.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
+import type { LogRow, LogStatus } from "../rows/logRow.js";
 import { fetchLogRows } from "./fetchLogRows.js";
 import { PAYMENT_TOPICS } from "../rows/paymentEvents.js";
 import type { Logger } from "../ops/logger.js";

@@ -7,7 +7,7 @@ import { createHeldRows, parentVerdict } from "./pendingParents.js";
 import { createPendingViewWatch } from "./pendingViewWatch.js";
 import { HashesOnlyError } from "../errors/rpc.js";
 import { logsOfNotification, preconfSubscriptions } from "./preconfNotifications.js";
-import type { LogRow, LogSource } from "../decode/logRow.js";
+import type { LogRow, LogSource } from "../rows/logRow.js";
 import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
 import { matchesFilter, topicsOf } from "../chain/getLogs.js";
 import { selectionFilters } from "./watchedLogs.js";

@@ -6,7 +6,7 @@ import { getChainTips } from "../chain/finality.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { parseRpcLog } from "../chain/rpcLog.js";
 import { createWsSubscription } from "../chain/wsSubscription.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
+import type { LogRow, LogStatus } from "../rows/logRow.js";
 import { FatalError, RetryableError } from "../errors/base.js";
 import type { Health } from "../ops/health.js";
 import { sleep } from "../ops/shutdown.js";

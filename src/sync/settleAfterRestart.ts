@@ -2,7 +2,7 @@ import type { Hex } from "viem";
 import { getBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
+import type { LogRow, LogStatus } from "../rows/logRow.js";
 import type { TokenConfig } from "../config/types.js";
 import type { WatchScope } from "./watchScope.js";
 import type { Logger } from "../ops/logger.js";

@@ -3,7 +3,7 @@ import type { Address, Hex } from "viem";
 import { afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
-import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
+import { toLogRows, type LogStatus } from "../../src/rows/logRow.js";
 import { addOrder, expireOrders, getOrder, listOrders, listTransitions, voidOrder, voidedThenCapturedSince } from "../../src/store/sqlite/orders.js";
 import { ORDER_TRANSITIONS, OrderExistsError, OrderStateError, type NewOrder } from "../../src/store/orderStates.js";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/rows/rpcLog.js";

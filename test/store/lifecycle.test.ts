@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
-import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
+import { toLogRows, type LogStatus } from "../../src/rows/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";

@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
-import { toLogRows, type LogRow, type LogStatus } from "../../src/decode/logRow.js";
+import { toLogRows, type LogRow, type LogStatus } from "../../src/rows/logRow.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import {
   canonicalBlockPlan,

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { contiguousEnd, mergeRanges, type BlockRange } from "../../blockRanges.js";
-import type { LogRow } from "../../decode/logRow.js";
+import type { LogRow } from "../../rows/logRow.js";
 import { twinContent } from "../../decode/preconfirmedTwins.js";
 import { chainChangePlan, preconfirmedPlan, runLifecyclePlanAsync, type AsyncLifecycleStatements, type StoredTwin } from "../lifecycleRules.js";
 import type { ChainChange, ChainChangeApplied } from "../store.js";

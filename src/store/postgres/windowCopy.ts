@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
-import type { LogStatus } from "../../decode/logRow.js";
+import type { LogStatus } from "../../rows/logRow.js";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
 import type { EventName } from "../../rows/paymentEvents.js";
 import type { InsertCounts } from "../types.js";

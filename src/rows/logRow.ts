@@ -1,7 +1,7 @@
-import type { RpcLog } from "../rows/rpcLog.js";
-import { type PaymentEvent, type UndecodableReason } from "../rows/paymentEvents.js";
-import { decodePaymentEvent } from "./decodePaymentEvent.js";
-import { assignTxLogPositions } from "./preconfirmedTwins.js";
+import type { RpcLog } from "./rpcLog.js";
+import { type PaymentEvent, type UndecodableReason } from "./paymentEvents.js";
+import { decodePaymentEvent } from "../decode/decodePaymentEvent.js";
+import { assignTxLogPositions } from "../decode/preconfirmedTwins.js";
 
 export type LogStatus = "preconfirmed" | "confirmed" | "finalized" | "removed" | "dropped";
 export type LogSource = "backfill" | "head" | "pending" | "pending_ws";
