@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hex } from "viem";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";

@@ -4,7 +4,7 @@ import { answerText } from "../chain/httpTransport.js";
 import { nodeErrorOf, unwrap } from "../chain/jsonRpcAnswer.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { UNKNOWN_TIMESTAMP, type DecodedWindow, type WindowAnswer } from "./decodedWindow.js";
-import { toLogRows } from "../rows/logRow.js";
+import { toLogRows } from "./toLogRows.js";
 import { packRowsToMove } from "./packedRows.js";
 import { scanWindowAnswer } from "./scanWindowAnswer.js";
 

@@ -5,7 +5,8 @@ import { getLogsParams, partitionByFilter, type GetLogsResult, type LogFilter } 
 import type { RpcClient } from "../chain/rpcClient.js";
 import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { RpcLog } from "../rows/rpcLog.js";
-import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../rows/logRow.js";
+import { type LogRow, type LogSource, type LogStatus } from "../rows/logRow.js";
+import { toLogRows } from "../decode/toLogRows.js";
 import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../decode/packedRows.js";
 import { getSelectedLogs, isWatched, type LogSelection } from "./watchedLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";

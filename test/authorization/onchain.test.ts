@@ -13,7 +13,7 @@ import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, ty
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { AUTHORIZATION_USED_TOPIC } from "../../src/rows/paymentEvents.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { createLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";

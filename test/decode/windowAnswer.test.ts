@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { parseRpcLog } from "../../src/chain/rpcLog.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedRows.js";
 import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { decodeWindowAnswer } from "../../src/decode/windowAnswer.js";

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "vitest";
 import { packRows } from "../../src/decode/packedRows.js";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/rows/rpcLog.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createStatusPage, escapeHtml, percentile, renderStatusPage, type StatusMetrics } from "../../src/ops/statusPage.js";
 import { openStore } from "../../src/store/openStore.js";

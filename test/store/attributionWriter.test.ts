@@ -10,7 +10,7 @@ import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { ERC8021_MARKER } from "../../src/decode/erc8021.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createAttributionWriter } from "../../src/store/sqlite/attributionWriter.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";

@@ -1,7 +1,8 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
-import { toLogRows, type LogRow, type LogStatus } from "../../src/rows/logRow.js";
+import { type LogRow, type LogStatus } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import {
   canonicalBlockPlan,

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";

@@ -5,7 +5,7 @@ import DatabaseConstructor from "better-sqlite3";
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import { addOrder } from "../../src/store/sqlite/orders.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/rows/rpcLog.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { NonceLapsedError } from "../../src/errors/capture.js";
 import { createMetrics } from "../../src/ops/metrics.js";

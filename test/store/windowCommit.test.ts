@@ -3,7 +3,7 @@ import DatabaseConstructor from "better-sqlite3";
 import { packRows } from "../../src/decode/packedRows.js";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";

@@ -3,7 +3,7 @@ import { packRows } from "../../src/decode/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import type { Config } from "../../src/config/types.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { RetryableError } from "../../src/errors/base.js";

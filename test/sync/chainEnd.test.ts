@@ -1,7 +1,8 @@
 import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
-import { toLogRows, type LogStatus } from "../../src/rows/logRow.js";
+import { type LogStatus } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";

@@ -5,7 +5,7 @@ import type { Config } from "../../src/config/types.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/backfill.js";
 import { getBlockRows } from "../../src/sync/canonicalBlocks.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";

@@ -4,7 +4,7 @@ import { packRows } from "../../src/decode/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import type { Config } from "../../src/config/types.js";
-import { toLogRows } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
