@@ -8,7 +8,7 @@ import { bundleRows, emptyAttribution } from "../decode/packedAttribution.js";
 import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../decode/transactionsAnswer.js";
-import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../rows/packedRows.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Store } from "../store/store.js";

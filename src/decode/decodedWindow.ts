@@ -4,7 +4,7 @@ import type { LogFilter, OutOfFilterReason } from "../chain/getLogs.js";
 import type { AnswerBody } from "../chain/httpTransport.js";
 import type { NodeError } from "../chain/jsonRpcAnswer.js";
 import type { RpcLog } from "../rows/rpcLog.js";
-import type { PackedRows } from "./packedRows.js";
+import type { PackedRows } from "../rows/packedRows.js";
 import type { UndecodableReason } from "../rows/paymentEvents.js";
 
 /* A backfill window's answer as the decoders take it, and what decoding it gives (windowAnswer.ts, scanWindowAnswer.ts). */

@@ -5,7 +5,7 @@ import { nodeErrorOf, unwrap } from "../chain/jsonRpcAnswer.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { UNKNOWN_TIMESTAMP, type DecodedWindow, type WindowAnswer } from "./decodedWindow.js";
 import { toLogRows } from "./toLogRows.js";
-import { packRowsToMove } from "./packedRows.js";
+import { packRowsToMove } from "../rows/packedRows.js";
 import { scanWindowAnswer } from "./scanWindowAnswer.js";
 
 /**

@@ -3,7 +3,7 @@ import { createHttpTransport, describeTransportFailure, type AnswerBody, type Ht
 import type { OutgoingRequest } from "../chain/rpcClient.js";
 import { serveThreadMessages } from "../ops/threadEntry.js";
 import { niceThisThread } from "../ops/threadNice.js";
-import { buffersToMove } from "./packedRows.js";
+import { buffersToMove } from "../rows/packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer } from "./windowAnswer.js";
 import { attributionToMove } from "./packedAttribution.js";

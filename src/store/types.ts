@@ -3,7 +3,7 @@ import type { TransactionInput } from "../chain/getTransactions.js";
 import type { TransactionAttribution } from "../decode/attributeTransaction.js";
 import type { BundleLogs } from "../decode/userOperationLogs.js";
 import type { LogStatus } from "../rows/logRow.js";
-import type { PackedRows } from "../decode/packedRows.js";
+import type { PackedRows } from "../rows/packedRows.js";
 import type { EventName } from "../rows/paymentEvents.js";
 
 /*

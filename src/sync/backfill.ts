@@ -6,7 +6,7 @@ import { getBlockHeader } from "../chain/blockHeaders.js";
 import { WRITER_THREAD_MIN_BLOCKS, WRITER_THREAD_MIN_LOGS, WRITER_THREAD_MIN_WINDOW_LOGS, type ProcessMode } from "../ops/threadSettings.js";
 import type { WindowWriter } from "../store/store.js";
 import { countIndexed } from "../store/insertCounts.js";
-import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../rows/packedRows.js";
 import { createWatchScope, memberRanges, membersOf, recordWatchLists, tokenCheckpoint } from "./watchScope.js";
 
 /** How often the backfill reports progress at info level. */

@@ -7,7 +7,7 @@ import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors
 import type { RpcLog } from "../rows/rpcLog.js";
 import { type LogRow, type LogSource, type LogStatus } from "../rows/logRow.js";
 import { toLogRows } from "../decode/toLogRows.js";
-import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../decode/packedRows.js";
+import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../rows/packedRows.js";
 import { getSelectedLogs, isWatched, type LogSelection } from "./watchedLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";

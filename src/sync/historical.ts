@@ -12,7 +12,7 @@ import type { Metrics } from "../ops/metrics.js";
 import type { Shutdown } from "../ops/shutdown.js";
 import { createWindowSize, RATE_LIMITED_TARGET_LOGS_PER_WINDOW, TARGET_LOGS_PER_WINDOW } from "./windowSize.js";
 import { fetchWindowRows } from "./fetchLogRows.js";
-import type { PackedRows } from "../decode/packedRows.js";
+import type { PackedRows } from "../rows/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
 import type { PackedAttribution } from "../store/types.js";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { unpackStrings } from "../../src/decode/packedRows.js";
+import { unpackStrings } from "../../src/rows/packedRows.js";
 import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { scanWindowAnswer } from "../../src/decode/scanWindowAnswer.js";
 import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/decode/windowAnswer.js";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { parseRpcLog } from "../../src/chain/rpcLog.js";
 import { toLogRows } from "../../src/decode/toLogRows.js";
-import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedRows.js";
+import { buffersToMove, packRows, unpackStrings } from "../../src/rows/packedRows.js";
 import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "vitest";
-import { packRows } from "../../src/decode/packedRows.js";
+import { packRows } from "../../src/rows/packedRows.js";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/rows/rpcLog.js";
 import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";

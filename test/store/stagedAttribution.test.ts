@@ -7,7 +7,7 @@ import { concat, encodeFunctionData, type Hex } from "viem";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { afterAll, describe, expect, test } from "vitest";
 import type { Config } from "../../src/config/types.js";
-import { packRows } from "../../src/decode/packedRows.js";
+import { packRows } from "../../src/rows/packedRows.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openStore } from "../../src/store/openStore.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";

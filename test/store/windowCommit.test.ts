@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import DatabaseConstructor from "better-sqlite3";
-import { packRows } from "../../src/decode/packedRows.js";
+import { packRows } from "../../src/rows/packedRows.js";
 import { describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { toLogRows } from "../../src/decode/toLogRows.js";

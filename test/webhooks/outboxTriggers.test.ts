@@ -1,6 +1,6 @@
 import DatabaseConstructor from "better-sqlite3";
 import type { Hex } from "viem";
-import { packRows } from "../../src/decode/packedRows.js";
+import { packRows } from "../../src/rows/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import type { Config } from "../../src/config/types.js";

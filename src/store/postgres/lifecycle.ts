@@ -7,7 +7,7 @@ import { chainChangePlan, preconfirmedPlan, runLifecyclePlanAsync, type AsyncLif
 import type { ChainChange, ChainChangeApplied } from "../store.js";
 import type { PreconfirmedStored } from "../types.js";
 import { insertLogRows } from "./rowWriter.js";
-import { packRows } from "../../decode/packedRows.js";
+import { packRows } from "../../rows/packedRows.js";
 import { UNSETTLED_STATUS_LIST_SQL } from "../liveStatus.js";
 
 /**

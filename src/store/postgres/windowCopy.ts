@@ -3,7 +3,7 @@ import { pipeline } from "node:stream/promises";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import type { LogStatus } from "../../rows/logRow.js";
-import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
+import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
 import type { EventName } from "../../rows/paymentEvents.js";
 import type { InsertCounts } from "../types.js";
 import { createEventTally } from "../insertCounts.js";

@@ -1,4 +1,4 @@
-import { buffersToMove } from "../../../decode/packedRows.js";
+import { buffersToMove } from "../../../rows/packedRows.js";
 import { FatalError } from "../../../errors/base.js";
 import type { InsertCounts } from "../../types.js";
 import { startThread } from "../../../ops/startThread.js";

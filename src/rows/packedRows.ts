@@ -1,5 +1,5 @@
-import type { LogRow } from "../rows/logRow.js";
-import { eventName } from "../rows/paymentEvents.js";
+import type { LogRow } from "./logRow.js";
+import { eventName } from "./paymentEvents.js";
 
 /**
  * Rows as the writer thread takes them: all their strings joined into ONE text, and all their
