@@ -4,7 +4,7 @@ import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getReceiptLogs } from "../chain/getReceiptLogs.js";
 import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from "../decode/attributeTransaction.js";
-import { bundleRows, emptyAttribution } from "../decode/packedAttribution.js";
+import { bundleRows, emptyAttribution } from "../rows/packedAttribution.js";
 import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
 import type { WindowDecoder } from "../decode/windowDecoder.js";
 import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../decode/transactionsAnswer.js";

@@ -5,7 +5,7 @@ import { batchResults, type NodeError } from "../chain/jsonRpcAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import { attributeTransaction, attributionLabels } from "./attributeTransaction.js";
 import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
-import { packAttribution } from "./packedAttribution.js";
+import { packAttribution } from "../rows/packedAttribution.js";
 import type { BundleCall } from "./userOperationLogs.js";
 
 /**

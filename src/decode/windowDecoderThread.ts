@@ -6,7 +6,7 @@ import { niceThisThread } from "../ops/threadNice.js";
 import { buffersToMove } from "../rows/packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer } from "./windowAnswer.js";
-import { attributionToMove } from "./packedAttribution.js";
+import { attributionToMove } from "../rows/packedAttribution.js";
 import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
 
 /**

@@ -16,7 +16,7 @@ import type { PackedRows } from "../rows/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
 import type { PackedAttribution } from "../store/types.js";
-import { emptyAttribution } from "../decode/packedAttribution.js";
+import { emptyAttribution } from "../rows/packedAttribution.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
 import type { MemberSelection } from "./watchScope.js";
 

@@ -8,7 +8,7 @@ import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/flashTestToken.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
-import { packAttribution, unpackAttribution } from "../../src/decode/packedAttribution.js";
+import { packAttribution, unpackAttribution } from "../../src/rows/packedAttribution.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
 import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";

@@ -19,7 +19,7 @@ import { createAttributionWriter } from "../../src/store/sqlite/attributionWrite
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createStagedAttribution } from "../../src/store/sqlite/stagedAttribution.js";
 import type { AttributedTransaction } from "../../src/store/types.js";
-import { packAttribution } from "../../src/decode/packedAttribution.js";
+import { packAttribution } from "../../src/rows/packedAttribution.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const SHOP = "0x000000000000000000000000000000000000c0de";

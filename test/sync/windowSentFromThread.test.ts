@@ -13,7 +13,7 @@ import { fetchWindowRows, type WindowRows } from "../../src/sync/fetchLogRows.js
 import { testConfig, testDeps } from "../helpers/context.js";
 import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 import { startScriptedRpcServer } from "../helpers/scriptedRpcServer.js";
-import { unpackAttribution } from "../../src/decode/packedAttribution.js";
+import { unpackAttribution } from "../../src/rows/packedAttribution.js";
 
 let devnet: Devnet;
 let head: number;

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
 import type { AttributedTransaction, EventCount, InsertCounts, OperationLogRows, PackedAttribution } from "../types.js";
-import { packAttribution, unpackAttribution } from "../../decode/packedAttribution.js";
+import { packAttribution, unpackAttribution } from "../../rows/packedAttribution.js";
 
 type Column = readonly [name: string, type: string];
 

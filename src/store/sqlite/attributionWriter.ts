@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { OPERATION, packAttribution, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../decode/packedAttribution.js";
+import { OPERATION, packAttribution, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../rows/packedAttribution.js";
 import type { AttributedTransaction, PackedAttribution } from "../types.js";
 
 /**

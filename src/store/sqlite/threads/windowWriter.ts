@@ -10,7 +10,7 @@ import { createWindowCommit, windowFields } from "../windowCommit.js";
 import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWriterThread.js";
 import type { WalCheckpoints } from "../walCheckpoints.js";
 import type { LiveWriteGate } from "../writeGate.js";
-import { attributionToMove } from "../../../decode/packedAttribution.js";
+import { attributionToMove } from "../../../rows/packedAttribution.js";
 
 /**
  * Commits backfill windows on a thread of their own, with a second connection to the same file:

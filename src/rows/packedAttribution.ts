@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
-import { registryOfCode, type Attribution } from "./erc8021.js";
+import { registryOfCode, type Attribution } from "../decode/erc8021.js";
 import type { AttributedTransaction, OperationLogRows, PackedAttribution } from "../store/types.js";
-import type { BundleLogs } from "./userOperationLogs.js";
+import type { BundleLogs } from "../decode/userOperationLogs.js";
 
 /*
  * Attribution packed as plain values (the layout is PackedAttribution's, store/types.ts), the way a
