@@ -4,8 +4,9 @@ import { answerText, type AnswerBody } from "../chain/httpTransport.js";
 import { batchResults, type NodeError } from "../chain/jsonRpcAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import { attributeTransaction, attributionLabels } from "./attributeTransaction.js";
-import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
-import { packAttribution } from "../rows/packedAttribution.js";
+import type { AttributedTransaction } from "./attributeTransaction.js";
+import type { PackedAttribution } from "../rows/packedAttribution.js";
+import { packAttribution } from "./packAttribution.js";
 import type { BundleCall } from "./userOperationLogs.js";
 
 /**

@@ -1,13 +1,29 @@
 import type { Hex } from "viem";
-import { registryOfCode, type Attribution } from "../decode/erc8021.js";
-import type { AttributedTransaction, OperationLogRows, PackedAttribution } from "../store/types.js";
-import type { BundleLogs } from "../decode/userOperationLogs.js";
 
 /*
- * Attribution packed as plain values (the layout is PackedAttribution's, store/types.ts), the way a
- * window's rows are packed (packedRows.ts): built where a window is decoded, moved between threads,
- * written by either backend.
+ * Attribution packed as plain values, the way a window's rows are packed (packedRows.ts): built
+ * where a window is decoded (decode/packAttribution.ts), moved between threads, written by either
+ * backend.
  */
+
+/**
+ * Attribution rows flattened into arrays of plain values, as a window's rows are (packedRows.ts):
+ * per transaction its TRANSACTION_FIELDS column values (hash first) and the number of records that
+ * follow, each a tag (OPERATION or CODE) and RECORD_FIELDS - 1 column values without the hash, in
+ * insert order (its own codes, then each user operation followed by its codes). No calldata, no
+ * nested objects. A window's attribution comes in batches (one per JSON-RPC batch of transactions);
+ * a batch that crossed between threads is its values' JSON text as bytes (attributionToMove), moved
+ * with the transfer list: cloned value by value, a million transactions' 23 million values cost the
+ * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
+ */
+export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>>; operationLogs?: OperationLogRows };
+
+/**
+ * The rows a bundle's mapped logs add (schema 13), as plain values: per bundle whose receipt was
+ * read `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log inside one of its
+ * operations `[tx_hash, token, tx_log_position, op_index]` (store/operationLogRows.ts).
+ */
+export type OperationLogRows = { bundles: Array<[Hex, string, string | null]>; logs: Array<[Hex, Hex, number, number]> };
 
 /** Values per transaction before its record count: the columns of `transactions`. */
 export const TRANSACTION_FIELDS = 14;
@@ -18,7 +34,7 @@ export const OPERATION = 0;
 export const CODE = 1;
 
 /** op_index of the transaction's own calldata in attribution_codes. */
-const OWN_CALLDATA = -1;
+export const OWN_CALLDATA = -1;
 
 /** A window's attribution when it has none to record. */
 export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
@@ -36,69 +52,6 @@ export function valuesOf(batch: unknown[] | Uint8Array): unknown[] {
   const values: unknown = JSON.parse(new TextDecoder().decode(batch));
   if (!Array.isArray(values)) throw new Error("packed attribution: a moved batch does not hold an array");
   return values;
-}
-
-/** Packs decoded attribution at `now` (unix ms, its fetched_at) into one batch of plain values. */
-export function packAttribution(transactions: readonly AttributedTransaction[], now: number): PackedAttribution {
-  const values: unknown[] = [];
-  for (const { chainId, tx, attribution } of transactions) {
-    const own = attribution.attribution;
-    const registry = own.kind === "codes" && own.schemaId === 1 ? own.registry : undefined;
-    values.push(
-      tx.hash, chainId, tx.from, tx.to, tx.input.length >= 10 ? tx.input.slice(0, 10) : null, (tx.input.length - 2) / 2, own.kind,
-      "schemaId" in own ? (own.schemaId ?? null) : null, registry?.address ?? null, registry === undefined ? null : registry.chainId.toString(),
-      malformedReasonOf(own), registryErrorOf(own), attribution.userOperations?.length ?? 0, now,
-    );
-    const countAt = values.push(0) - 1;
-    let records = 0;
-    const pushCodes = (opIndex: number, a: Attribution) => {
-      if (a.kind !== "codes") return;
-      a.codes.forEach((code, position) => {
-        const registry = registryOfCode(a, code);
-        const custom = registry.kind === "custom" ? registry.registry : undefined;
-        values.push(CODE, opIndex, position, code.code, code.role, registry.kind, custom?.chainId.toString() ?? null, custom?.address ?? null);
-        records++;
-      });
-    };
-    pushCodes(OWN_CALLDATA, own);
-    for (const op of attribution.userOperations ?? []) {
-      const a = op.attribution;
-      values.push(
-        OPERATION, op.userOpIndex, op.sender.toLowerCase(), op.aggregator?.toLowerCase() ?? null, a.kind,
-        "schemaId" in a ? (a.schemaId ?? null) : null, malformedReasonOf(a), registryErrorOf(a),
-      );
-      records++;
-      pushCodes(op.userOpIndex, a);
-    }
-    values[countAt] = records;
-  }
-  const operationLogs = operationLogRows(transactions);
-  return operationLogs.bundles.length === 0 ? { batches: [values] } : { batches: [values], operationLogs };
-}
-
-/**
- * The rows a bundle's mapped logs add (schema 13), as plain values for either backend: per bundle
- * whose receipt was read, `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log
- * inside one of its operations, `[tx_hash, token, tx_log_position, op_index]`. A backend sets a
- * bundle's state only while it is NULL, and writes its logs only then: a bundle already mapped (or
- * found unmapped) keeps its rows, as a stored transaction keeps its codes.
- */
-export function operationLogRows(transactions: readonly AttributedTransaction[]): OperationLogRows {
-  return bundleRows(transactions.flatMap(({ tx, attribution, bundleLogs }) => (bundleLogs === undefined || attribution.userOperations === undefined ? [] : [[tx.hash, bundleLogs] as const])));
-}
-
-/** The same rows from each bundle's hash and mapping. */
-export function bundleRows(mapped: ReadonlyArray<readonly [Hex, BundleLogs]>): OperationLogRows {
-  const rows: OperationLogRows = { bundles: [], logs: [] };
-  for (const [hash, bundleLogs] of mapped) {
-    if (bundleLogs.kind === "unmapped") {
-      rows.bundles.push([hash, "unmapped", bundleLogs.reason]);
-      continue;
-    }
-    rows.bundles.push([hash, "mapped", null]);
-    for (const log of bundleLogs.logs) rows.logs.push([hash, log.token, log.txLogPosition, log.opIndex]);
-  }
-  return rows;
 }
 
 /** Packed attribution's rows per transaction, each row's values in its table's column order (store/sqlite/attributionWriter.ts ATTRIBUTION_COLUMNS), hash first. */
@@ -122,15 +75,4 @@ function unpackValues(v: unknown[], transactions: UnpackedTransaction[]): void {
     }
     transactions.push(unpacked);
   }
-}
-
-/** Why the suffix did not parse, or (codes kept) why schema 2's `s` was dropped. */
-function malformedReasonOf(attribution: Attribution): string | null {
-  if (attribution.kind === "malformed") return attribution.reason;
-  return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.serviceError ?? null) : null;
-}
-
-/** Why schema 2's `r` did not parse, when it did not; the codes are stored regardless. */
-function registryErrorOf(attribution: Attribution): string | null {
-  return attribution.kind === "codes" && attribution.schemaId === 2 ? (attribution.registryError?.reason ?? null) : null;
 }

@@ -15,7 +15,7 @@ import { fetchWindowRows } from "./fetchLogRows.js";
 import type { PackedRows } from "../rows/packedRows.js";
 import { createWindowDecoder } from "../decode/windowDecoder.js";
 import type { Attributor } from "../attribution/attributeLogs.js";
-import type { PackedAttribution } from "../store/types.js";
+import type { PackedAttribution } from "../rows/packedAttribution.js";
 import { emptyAttribution } from "../rows/packedAttribution.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
 import type { MemberSelection } from "./watchScope.js";

@@ -7,7 +7,8 @@ import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
 import { RpcRequestError } from "../../src/errors/rpc.js";
 import { batchResults } from "../../src/chain/jsonRpcAnswer.js";
-import { packAttribution, unpackAttribution } from "../../src/rows/packedAttribution.js";
+import { unpackAttribution } from "../../src/rows/packedAttribution.js";
+import { packAttribution } from "../../src/decode/packAttribution.js";
 import { word } from "../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";

@@ -18,8 +18,8 @@ import { ENTRY_POINT_ADDRESSES } from "../../src/decode/erc4337.js";
 import { createAttributionWriter } from "../../src/store/sqlite/attributionWriter.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createStagedAttribution } from "../../src/store/sqlite/stagedAttribution.js";
-import type { AttributedTransaction } from "../../src/store/types.js";
-import { packAttribution } from "../../src/rows/packedAttribution.js";
+import type { AttributedTransaction } from "../../src/decode/attributeTransaction.js";
+import { packAttribution } from "../../src/decode/packAttribution.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const SHOP = "0x000000000000000000000000000000000000c0de";

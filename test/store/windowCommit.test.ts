@@ -14,7 +14,7 @@ import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/sqlite/writeGate.js";
 import { freshDbPath, threadNices, waitFor, word } from "../helpers/fixtures.js";
 import type { WindowWrite } from "../../src/store/types.js";
-import { packAttribution } from "../../src/rows/packedAttribution.js";
+import { packAttribution } from "../../src/decode/packAttribution.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 

@@ -1,8 +1,11 @@
 import type pg from "pg";
 import type { Hex } from "viem";
 import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
-import type { AttributedTransaction, EventCount, InsertCounts, OperationLogRows, PackedAttribution } from "../types.js";
-import { packAttribution, unpackAttribution } from "../../rows/packedAttribution.js";
+import type { EventCount, InsertCounts } from "../types.js";
+import type { AttributedTransaction } from "../../decode/attributeTransaction.js";
+import type { OperationLogRows, PackedAttribution } from "../../rows/packedAttribution.js";
+import { unpackAttribution } from "../../rows/packedAttribution.js";
+import { packAttribution } from "../../decode/packAttribution.js";
 
 type Column = readonly [name: string, type: string];
 

@@ -1,7 +1,9 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { OPERATION, packAttribution, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../rows/packedAttribution.js";
-import type { AttributedTransaction, PackedAttribution } from "../types.js";
+import { OPERATION, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../rows/packedAttribution.js";
+import { packAttribution } from "../../decode/packAttribution.js";
+import type { AttributedTransaction } from "../../decode/attributeTransaction.js";
+import type { PackedAttribution } from "../../rows/packedAttribution.js";
 
 /**
  * Hashes looked up per query by `unstored`: a query's cost is mostly the call itself, so a hundred
