@@ -42,7 +42,7 @@ export type BlockApplied = {
 // Backfill windows and attribution
 
 /**
- * One fetched backfill window as the store takes it: its rows (decode/packedRows.ts), its
+ * One fetched backfill window as the store takes it: its rows (rows/packedRows.ts), its
  * transactions' attribution (packed: attributionWriter.ts), and the range it completes; as plain
  * values, it crosses to the writer thread. `stageAttribution` (a bulk backfill): SQLite appends the
  * attribution to its staging tables, moved at the backfill's end (schemaV10.ts).

@@ -83,7 +83,7 @@ authorizations_inserted AS (
 )
 SELECT event, status, count(*)::integer AS logs FROM matched GROUP BY event, status`;
 
-/** A batch of packed rows (decode/packedRows.ts) as the statement's parameters: one array literal per input column. */
+/** A batch of packed rows (rows/packedRows.ts) as the statement's parameters: one array literal per input column. */
 function logRowParams(rows: PackedRows, now: number): string[] {
   // Column by column, straight into array-literal elements. Every value here is a validated hex
   // string, a number, a decimal string or one of our own words: none needs quoting (arrayLiteral

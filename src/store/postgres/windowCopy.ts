@@ -62,7 +62,7 @@ export async function copyWindow(client: pg.ClientBase, rows: PackedRows, now: n
 }
 
 /**
- * One log (strings from `t[i]`, numbers from `n[k]`: decode/packedRows.ts) as a line of COPY text.
+ * One log (strings from `t[i]`, numbers from `n[k]`: rows/packedRows.ts) as a line of COPY text.
  * Every value is a validated hex string, a number, a decimal string or one of our own words: none
  * holds a tab, newline or backslash, so none is escaped. A packed "" is NULL.
  */

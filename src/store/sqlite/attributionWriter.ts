@@ -37,7 +37,7 @@ export function createAttributionWriter(db: Database) {
       }
       return found.size === 0 ? [...hashes] : hashes.filter((hash) => !found.has(hash));
     },
-    /** Inserts packed attribution (decode/packedAttribution.ts): a transaction already stored is skipped with its codes and operations. */
+    /** Inserts packed attribution (rows/packedAttribution.ts): a transaction already stored is skipped with its codes and operations. */
     insertPacked: (packed: PackedAttribution, between?: Between): number => insertPacked(keyed, packed, between),
     /**
      * Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves
@@ -52,7 +52,7 @@ export function createAttributionWriter(db: Database) {
 type Inserts = ReturnType<typeof prepareInserts>;
 
 /**
- * The attribution tables' columns in packed order (decode/packedAttribution.ts): the inserts below and the
+ * The attribution tables' columns in packed order (rows/packedAttribution.ts): the inserts below and the
  * staged attribution's move (stagedAttribution.ts) name them from here.
  */
 export const ATTRIBUTION_COLUMNS = {
