@@ -12,8 +12,8 @@ import { createHealth } from "../../src/ops/health.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
-import { createPendingIndexer } from "../../src/sync/pending.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
+import { createPendingIndexer } from "../../src/sync/preconfirmed/preconfirmedIndexer.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 

@@ -5,7 +5,7 @@ import { ConfigError, FatalError } from "../errors/base.js";
 import { openStore } from "../store/openStore.js";
 import type { Store } from "../store/store.js";
 import type { WriterLock } from "../store/types.js";
-import { rewindToChainEnd } from "../sync/chainEnd.js";
+import { rewindToChainEnd } from "../sync/historical/rewindToChainEnd.js";
 import { verifyChain } from "./context.js";
 import type { Common } from "../common.js";
 

@@ -8,9 +8,9 @@ import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase
 import { openStore } from "../../src/store/openStore.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { sqliteBackend, type TestBackend } from "./backends.js";
-import { createPendingIndexer } from "../../src/sync/pending.js";
-import { createPendingBackoff } from "../../src/sync/pendingBackoff.js";
-import { createHeadFollower } from "../../src/sync/realtime.js";
+import { createPendingIndexer } from "../../src/sync/preconfirmed/preconfirmedIndexer.js";
+import { createPendingBackoff } from "../../src/sync/preconfirmed/pendingBackoff.js";
+import { createHeadFollower } from "../../src/sync/head/headFollower.js";
 import { testConfig, testDeps } from "./context.js";
 
 /** Stands in for the SQLite handle on other backends: a test reading it there is a mistake in the test. */

@@ -6,7 +6,7 @@ import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { testConfig, testDeps, withSqliteStore } from "../helpers/context.js";
 import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 

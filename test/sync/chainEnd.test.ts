@@ -6,7 +6,7 @@ import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
-import { rewindToChainEnd } from "../../src/sync/chainEnd.js";
+import { rewindToChainEnd } from "../../src/sync/historical/rewindToChainEnd.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { word } from "../helpers/fixtures.js";

@@ -8,7 +8,7 @@ import { getTransactions } from "../../src/chain/getTransactions.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
 import { testConfig, testDeps } from "../helpers/context.js";

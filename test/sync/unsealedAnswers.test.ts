@@ -10,7 +10,7 @@ import { scanWindowAnswer } from "../../src/decode/scanWindowAnswer.js";
 import type { WindowAnswer } from "../../src/decode/decodedWindow.js";
 import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { sqliteBackend, stopFileBackends } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";

@@ -6,7 +6,7 @@ import type { Config } from "../../src/config/types.js";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { topicWord } from "../../src/sync/watchedLogs.js";
 import { tokenCheckpoint } from "../../src/sync/watchScope.js";

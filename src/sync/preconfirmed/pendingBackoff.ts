@@ -1,4 +1,4 @@
-import { retryAfterOf } from "../ops/withRetry.js";
+import { retryAfterOf } from "../../ops/withRetry.js";
 
 /** Longest pause between reads of a pending view that keeps failing (Base makes a block every 2 s; a few blocks at most). */
 export const PENDING_BACKOFF_MAX_MS = 10_000;

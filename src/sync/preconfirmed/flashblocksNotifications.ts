@@ -1,6 +1,6 @@
-import { parseRpcLog } from "../chain/rpcLog.js";
-import type { RpcLog } from "../rows/rpcLog.js";
-import { HashesOnlyError, RpcResponseError } from "../errors/rpc.js";
+import { parseRpcLog } from "../../chain/rpcLog.js";
+import type { RpcLog } from "../../rows/rpcLog.js";
+import { HashesOnlyError, RpcResponseError } from "../../errors/rpc.js";
 
 /** The two Flashblocks subscriptions that carry pre-confirmed logs. */
 export type PreconfStream = "pendingLogs" | "newFlashblockTransactions";

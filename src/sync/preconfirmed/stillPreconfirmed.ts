@@ -1,9 +1,9 @@
 import type { Hex } from "viem";
-import { RetryableError } from "../errors/base.js";
-import type { Logger } from "../ops/logger.js";
-import { fetchLogRows, type FetchRowsDeps } from "./fetchLogRows.js";
+import { RetryableError } from "../../errors/base.js";
+import type { Logger } from "../../ops/logger.js";
+import { fetchLogRows, type FetchRowsDeps } from "../fetchLogRows.js";
 import type { PendingBackoff } from "./pendingBackoff.js";
-import type { MemberSelection } from "./watchScope.js";
+import type { MemberSelection } from "../watchScope.js";
 
 /**
  * Transactions among `candidates` that the pending view holds for a block above `blockNumber`: their

@@ -1,11 +1,11 @@
 import type { Hex } from "viem";
-import { getPendingHeader, type PendingHeader } from "../chain/pendingHeader.js";
-import type { RpcClient } from "../chain/rpcClient.js";
-import { RetryableError, ShutdownError } from "../errors/base.js";
-import type { Health } from "../ops/health.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
+import { getPendingHeader, type PendingHeader } from "../../chain/pendingHeader.js";
+import type { RpcClient } from "../../chain/rpcClient.js";
+import { RetryableError, ShutdownError } from "../../errors/base.js";
+import type { Health } from "../../ops/health.js";
+import type { Logger } from "../../ops/logger.js";
+import type { Metrics } from "../../ops/metrics.js";
+import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import type { PendingBackoff } from "./pendingBackoff.js";
 
 /** The pending view may trail the head by this many blocks. Note: Base's own fix (base/base PR #4793) drops pending state more than 3 blocks behind. */
