@@ -7,8 +7,8 @@ import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from ".
 import { emptyAttribution } from "../rows/packedAttribution.js";
 import { bundleRows } from "../decode/packAttribution.js";
 import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
-import type { WindowDecoder } from "../decode/windowDecoder.js";
-import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../decode/transactionsAnswer.js";
+import type { WindowDecoder } from "../sync/historical/windowDecoder.js";
+import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../sync/historical/transactionsAnswer.js";
 import { NUMBER_AT, NUMBER_FIELDS } from "../rows/packedRows.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";

@@ -1,7 +1,7 @@
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { Common } from "../common.js";
 import { NUMBER_AT, NUMBER_FIELDS } from "../rows/packedRows.js";
-import { createWindowDecoder } from "../decode/windowDecoder.js";
+import { createWindowDecoder } from "../sync/historical/windowDecoder.js";
 import { ShutdownError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
 import type { ProcessMode } from "../ops/threadSettings.js";

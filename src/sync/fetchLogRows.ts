@@ -9,7 +9,7 @@ import { type LogRow, type LogSource, type LogStatus } from "../rows/logRow.js";
 import { toLogRows } from "../decode/toLogRows.js";
 import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../rows/packedRows.js";
 import { getSelectedLogs, isWatched, type LogSelection } from "./watchedLogs.js";
-import type { WindowDecoder } from "../decode/windowDecoder.js";
+import type { WindowDecoder } from "./historical/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { type DecodedWindow, type RejectedLog, UNKNOWN_TIMESTAMP } from "../decode/decodedWindow.js";

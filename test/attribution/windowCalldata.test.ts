@@ -11,7 +11,7 @@ import { deployTestToken } from "../../src/devnet/deployToken.js";
 import { unpackAttribution } from "../../src/rows/packedAttribution.js";
 import { packAttribution } from "../../src/decode/packAttribution.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
-import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
+import { createWindowDecoder } from "../../src/sync/historical/windowDecoder.js";
 import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 

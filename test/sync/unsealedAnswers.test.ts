@@ -8,7 +8,7 @@ import { RpcResponseError } from "../../src/errors/rpc.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { scanWindowAnswer } from "../../src/decode/scanWindowAnswer.js";
 import type { WindowAnswer } from "../../src/decode/decodedWindow.js";
-import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
+import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/sync/historical/windowAnswer.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/historical/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";

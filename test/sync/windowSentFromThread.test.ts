@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAttributor } from "../../src/attribution/attributeLogs.js";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";
+import { createWindowDecoder, type WindowDecoder } from "../../src/sync/historical/windowDecoder.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { getLogsParams } from "../../src/chain/getLogs.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";

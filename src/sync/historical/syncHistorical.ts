@@ -13,7 +13,7 @@ import type { Shutdown } from "../../ops/shutdown.js";
 import { createWindowSize, RATE_LIMITED_TARGET_LOGS_PER_WINDOW, TARGET_LOGS_PER_WINDOW } from "./windowSize.js";
 import { fetchWindowRows } from "../fetchLogRows.js";
 import type { PackedRows } from "../../rows/packedRows.js";
-import { createWindowDecoder } from "../../decode/windowDecoder.js";
+import { createWindowDecoder } from "./windowDecoder.js";
 import type { Attributor } from "../../attribution/attributeLogs.js";
 import type { PackedAttribution } from "../../rows/packedAttribution.js";
 import { emptyAttribution } from "../../rows/packedAttribution.js";
