@@ -9,7 +9,7 @@ import { openStore } from "../../src/store/openStore.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { sqliteBackend, type TestBackend } from "./backends.js";
 import { createPendingIndexer } from "../../src/sync/preconfirmed/preconfirmedIndexer.js";
-import { createPendingBackoff } from "../../src/sync/preconfirmed/pendingBackoff.js";
+import { createPendingBackoff } from "../../src/sync/preconfirmed/preconfirmedBackoff.js";
 import { createHeadFollower } from "../../src/sync/head/headFollower.js";
 import { testConfig, testDeps } from "./context.js";
 

@@ -3,7 +3,7 @@ import { describe, expect, test } from "vitest";
 import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { RpcResponseError, RpcTransportError } from "../../src/errors/rpc.js";
-import { PENDING_BACKOFF_MAX_MS, createPendingBackoff, pendingReadDelayMs } from "../../src/sync/preconfirmed/pendingBackoff.js";
+import { PENDING_BACKOFF_MAX_MS, createPendingBackoff, pendingReadDelayMs } from "../../src/sync/preconfirmed/preconfirmedBackoff.js";
 import { parentVerdict } from "../../src/sync/preconfirmed/heldRows.js";
 import { HashesOnlyError } from "../../src/errors/rpc.js";
 import { logsOfNotification } from "../../src/sync/preconfirmed/flashblocksNotifications.js";

@@ -18,7 +18,7 @@ import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/historical/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPendingIndexer } from "../../sync/preconfirmed/preconfirmedIndexer.js";
-import { createPendingBackoff } from "../../sync/preconfirmed/pendingBackoff.js";
+import { createPendingBackoff } from "../../sync/preconfirmed/preconfirmedBackoff.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/head/headFollower.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { contextFor, createObservability } from "../context.js";

@@ -16,7 +16,7 @@ import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./getBlockRows.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
 import { stillPendingAbove } from "../preconfirmed/stillPreconfirmed.js";
-import type { PendingBackoff } from "../preconfirmed/pendingBackoff.js";
+import type { PendingBackoff } from "../preconfirmed/preconfirmedBackoff.js";
 import { createLateAttribution } from "../../attribution/attributeAfterCommit.js";
 import { countIndexed } from "../../store/insertCounts.js";
 import { topicsOf } from "../../chain/getLogs.js";

@@ -2,7 +2,7 @@ import type { SyncDeps } from "../syncDeps.js";
 import type { Hex } from "viem";
 import { createWsSubscription } from "../../chain/wsSubscription.js";
 import type { Health } from "../../ops/health.js";
-import { createPendingBackoff, type PendingBackoff } from "./pendingBackoff.js";
+import { createPendingBackoff, type PendingBackoff } from "./preconfirmedBackoff.js";
 import { createHeldRows, parentVerdict } from "./heldRows.js";
 import { createPendingViewWatch } from "./preconfirmedViewWatch.js";
 import { HashesOnlyError } from "../../errors/rpc.js";

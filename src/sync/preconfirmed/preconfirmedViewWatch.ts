@@ -6,7 +6,7 @@ import type { Health } from "../../ops/health.js";
 import type { Logger } from "../../ops/logger.js";
 import type { Metrics } from "../../ops/metrics.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
-import type { PendingBackoff } from "./pendingBackoff.js";
+import type { PendingBackoff } from "./preconfirmedBackoff.js";
 
 /** The pending view may trail the head by this many blocks. Note: Base's own fix (base/base PR #4793) drops pending state more than 3 blocks behind. */
 export const PENDING_VIEW_MAX_LAG_BLOCKS = 3;

@@ -2,7 +2,7 @@ import type { Hex } from "viem";
 import { RetryableError } from "../../errors/base.js";
 import type { Logger } from "../../ops/logger.js";
 import { fetchLogRows, type FetchRowsDeps } from "../fetchLogRows.js";
-import type { PendingBackoff } from "./pendingBackoff.js";
+import type { PendingBackoff } from "./preconfirmedBackoff.js";
 import type { MemberSelection } from "../watchScope.js";
 
 /**
