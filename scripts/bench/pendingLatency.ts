@@ -13,7 +13,7 @@ import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
 import { openStore } from "../../src/store/openStore.js";
 import { backfill } from "../../src/sync/historical/backfill.js";
-import { createPendingIndexer } from "../../src/sync/preconfirmed/preconfirmedIndexer.js";
+import { createPreconfirmedIndexer } from "../../src/sync/preconfirmed/preconfirmedIndexer.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
@@ -113,7 +113,7 @@ async function measure(rate: number, withBackfill: boolean) {
   const deps = createSyncDeps({ config, logger, metrics, shutdown, client: createRpcClient({ config, logger, metrics, shutdown }) }, store);
   const latencies: number[] = [];
   const sentAt = new Map<string, number>();
-  const pending = createPendingIndexer({
+  const pending = createPreconfirmedIndexer({
     ...deps,
     health: createHealth(),
     lastCanonicalBlock: () => 0,

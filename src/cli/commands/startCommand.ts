@@ -17,8 +17,8 @@ import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/types.js";
 import { backfill } from "../../sync/historical/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
-import { createPendingIndexer } from "../../sync/preconfirmed/preconfirmedIndexer.js";
-import { createPendingBackoff } from "../../sync/preconfirmed/preconfirmedBackoff.js";
+import { createPreconfirmedIndexer } from "../../sync/preconfirmed/preconfirmedIndexer.js";
+import { createPreconfirmedBackoff } from "../../sync/preconfirmed/preconfirmedBackoff.js";
 import { createHeadFollower, type RealtimeDeps } from "../../sync/head/headFollower.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { contextFor, createObservability } from "../context.js";
@@ -143,11 +143,11 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
 /** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
 async function followRealtime(deps: RealtimeDeps): Promise<void> {
   // One pause for every read of the pending view: the poll, the watchdog and the head path's drop check.
-  const pendingBackoff = createPendingBackoff(deps.config.realtime.pendingPollIntervalMs);
-  const follower = createHeadFollower({ ...deps, pendingBackoff });
-  const pending = createPendingIndexer({
+  const preconfirmedBackoff = createPreconfirmedBackoff(deps.config.realtime.pendingPollIntervalMs);
+  const follower = createHeadFollower({ ...deps, preconfirmedBackoff });
+  const pending = createPreconfirmedIndexer({
     ...deps,
-    pendingBackoff,
+    preconfirmedBackoff,
     lastCanonicalBlock: follower.lastAppliedBlock,
     canonicalHashAt: follower.hashAt,
     onCanonicalHead: follower.onApplied,

@@ -15,8 +15,8 @@ import { backfill } from "../historical/backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
 import { getBlockRows } from "./getBlockRows.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
-import { stillPendingAbove } from "../preconfirmed/stillPreconfirmed.js";
-import type { PendingBackoff } from "../preconfirmed/preconfirmedBackoff.js";
+import { stillPreconfirmedAbove } from "../preconfirmed/stillPreconfirmed.js";
+import type { PreconfirmedBackoff } from "../preconfirmed/preconfirmedBackoff.js";
 import { createLateAttribution } from "../../attribution/attributeAfterCommit.js";
 import { countIndexed } from "../../store/insertCounts.js";
 import { topicsOf } from "../../chain/getLogs.js";
@@ -36,7 +36,7 @@ const FLAGGED_BLOCKS_REMEMBERED = 256;
 export type RealtimeDeps = SyncDeps & {
   health: Health;
   /** The pause the pending indexer keeps for the pending view (a rate-limited endpoint): shared, so the head path does not ask it either. */
-  pendingBackoff?: PendingBackoff | undefined;
+  preconfirmedBackoff?: PreconfirmedBackoff | undefined;
 };
 
 /**
@@ -64,7 +64,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
   let finalized = -1;
   const appliedListeners: Array<() => void> = [];
   // Pre-confirmations are followed (poll or subscription): a log first seen in its sealed block was missed.
-  const followsPreconfirmations = config.realtime.pendingPollIntervalMs > 0 || config.rpc.preconfWs !== undefined;
+  const followsPreconfirmed = config.realtime.pendingPollIntervalMs > 0 || config.rpc.preconfWs !== undefined;
 
   const watchScope = createWatchScope({ tokens, store });
   // Synced-range members (a token, or a watched address of one) and what to fetch for them.
@@ -148,8 +148,8 @@ export function createHeadFollower(deps: RealtimeDeps) {
     // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
     const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
-    const stillPending = await stillPendingAbove(
-      { ...blockDeps, client: headClient.refusingRateLimits(), logger, backoff: deps.pendingBackoff },
+    const stillPending = await stillPreconfirmedAbove(
+      { ...blockDeps, client: headClient.refusingRateLimits(), logger, backoff: deps.preconfirmedBackoff },
       await selectionAt(head.number),
       head.number,
       unlanded,
@@ -200,7 +200,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
       });
     }
     // A reorg's new branch re-inserts logs already seen in the orphaned blocks: not a missed pre-confirmation.
-    if (followsPreconfirmations && orphaned.length === 0) metrics.preconfirmationsMissed.inc(applied.inserted);
+    if (followsPreconfirmed && orphaned.length === 0) metrics.preconfirmationsMissed.inc(applied.inserted);
     for (const listener of appliedListeners) listener();
     attributeLater([...landed], "confirmed");
     metrics.droppedPreconfirmed.inc(applied.dropped);

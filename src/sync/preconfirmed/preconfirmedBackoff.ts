@@ -1,25 +1,25 @@
 import { retryAfterOf } from "../../ops/withRetry.js";
 
 /** Longest pause between reads of a pending view that keeps failing (Base makes a block every 2 s; a few blocks at most). */
-export const PENDING_BACKOFF_MAX_MS = 10_000;
+export const PRECONFIRMED_BACKOFF_MAX_MS = 10_000;
 
 /**
  * The pause before the next read of the pending view after `failures` failed ones in a row (1 for
  * the first): the endpoint's Retry-After when it sent one, else doubling from the poll interval up to
- * PENDING_BACKOFF_MAX_MS. Note: Base's public pre-confirmation endpoint is rate-limited; polling it
+ * PRECONFIRMED_BACKOFF_MAX_MS. Note: Base's public pre-confirmation endpoint is rate-limited; polling it
  * every 200 ms through a 429 only prolongs the limit. The pendingLogs subscription is not affected.
  */
-export function pendingReadDelayMs(failures: number, error: unknown, intervalMs: number): number {
+export function preconfirmedReadDelayMs(failures: number, error: unknown, intervalMs: number): number {
   const retryAfterMs = retryAfterOf(error);
-  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 60 * PENDING_BACKOFF_MAX_MS);
-  return Math.min(PENDING_BACKOFF_MAX_MS, Math.max(intervalMs, 100) * 2 ** Math.min(failures, 16));
+  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 60 * PRECONFIRMED_BACKOFF_MAX_MS);
+  return Math.min(PRECONFIRMED_BACKOFF_MAX_MS, Math.max(intervalMs, 100) * 2 ** Math.min(failures, 16));
 }
 
 /**
  * One pause shared by everything that reads the pending view (the poll, the watchdog): after a
  * failure none of them asks again before `readyAt`.
  */
-export function createPendingBackoff(intervalMs: number, now: () => number = Date.now) {
+export function createPreconfirmedBackoff(intervalMs: number, now: () => number = Date.now) {
   let failures = 0;
   let readyAt = 0;
   /** Whether the endpoint itself set the pause (a Retry-After), rather than our own backoff. */
@@ -32,7 +32,7 @@ export function createPendingBackoff(intervalMs: number, now: () => number = Dat
     failed(error: unknown): number {
       failures++;
       asked = retryAfterOf(error) !== undefined;
-      const delay = pendingReadDelayMs(failures, error, intervalMs);
+      const delay = preconfirmedReadDelayMs(failures, error, intervalMs);
       readyAt = now() + delay;
       return delay;
     },
@@ -44,4 +44,4 @@ export function createPendingBackoff(intervalMs: number, now: () => number = Dat
   };
 }
 
-export type PendingBackoff = ReturnType<typeof createPendingBackoff>;
+export type PreconfirmedBackoff = ReturnType<typeof createPreconfirmedBackoff>;

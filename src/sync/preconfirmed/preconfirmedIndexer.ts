@@ -2,11 +2,11 @@ import type { SyncDeps } from "../syncDeps.js";
 import type { Hex } from "viem";
 import { createWsSubscription } from "../../chain/wsSubscription.js";
 import type { Health } from "../../ops/health.js";
-import { createPendingBackoff, type PendingBackoff } from "./preconfirmedBackoff.js";
+import { createPreconfirmedBackoff, type PreconfirmedBackoff } from "./preconfirmedBackoff.js";
 import { createHeldRows, parentVerdict } from "./heldRows.js";
-import { createPendingViewWatch } from "./preconfirmedViewWatch.js";
+import { createPreconfirmedViewWatch } from "./preconfirmedViewWatch.js";
 import { HashesOnlyError } from "../../errors/rpc.js";
-import { logsOfNotification, preconfSubscriptions } from "./flashblocksNotifications.js";
+import { logsOfNotification, flashblocksSubscriptions } from "./flashblocksNotifications.js";
 import type { LogRow, LogSource } from "../../rows/logRow.js";
 import { fetchLogRows, rowsOfNotification } from "../fetchLogRows.js";
 import { matchesFilter, topicsOf } from "../../chain/getLogs.js";
@@ -18,7 +18,7 @@ import { createLateAttribution } from "../../attribution/attributeAfterCommit.js
 import { createStreamPositions } from "../../decode/preconfirmedTwins.js";
 import { countIndexed } from "../../store/insertCounts.js";
 
-export type PendingDeps = SyncDeps & {
+export type PreconfirmedIndexerDeps = SyncDeps & {
   health: Health;
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
   lastCanonicalBlock: () => number;
@@ -27,7 +27,7 @@ export type PendingDeps = SyncDeps & {
   /** Calls `listener` after every canonical head is applied. */
   onCanonicalHead: (listener: () => void) => void;
   /** The pause for reads of the pending view, shared with the head follower; default: one of its own. */
-  pendingBackoff?: PendingBackoff | undefined;
+  preconfirmedBackoff?: PreconfirmedBackoff | undefined;
   /** Observer called after each commit with the rows it stored (benchmarks, tests). */
   onStored?: ((rows: readonly LogRow[]) => void) | undefined;
 };
@@ -41,22 +41,22 @@ export type PendingDeps = SyncDeps & {
  * settle what really landed. Nothing is stored while the pending view's watchdog distrusts the view,
  * nor against a parent that is not the canonical block (such rows wait for their parent).
  */
-export function createPendingIndexer(deps: PendingDeps) {
+export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
   const { config, metrics, shutdown, store } = deps;
   // The pending view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
   // Pre-confirmations can wait for the confirmed head: every request here is background work.
   const client = deps.client.withTimeout(config.realtime.requestTimeoutMs).background();
   // Reads of the pending view pace themselves (the backoff below): a rate limit is theirs to wait out.
-  const pendingReads = client.refusingRateLimits();
+  const preconfirmedReads = client.refusingRateLimits();
   const logger = deps.logger.child({ component: "pending" });
   const watchScope = createWatchScope({ tokens: config.tokens, store });
   const members = watchScope.members();
   const positions = createStreamPositions();
   // The poll and the watchdog read the same (possibly rate-limited) endpoint: one pause for both.
-  const backoff = deps.pendingBackoff ?? createPendingBackoff(config.realtime.pendingPollIntervalMs);
+  const backoff = deps.preconfirmedBackoff ?? createPreconfirmedBackoff(config.realtime.pendingPollIntervalMs);
   // Only a polled pending view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
   const watched = config.realtime.pendingPollIntervalMs > 0;
-  const watch = createPendingViewWatch({ client: pendingReads, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
+  const watch = createPreconfirmedViewWatch({ client: preconfirmedReads, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
   const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
   const held = createHeldRows();
   deps.onCanonicalHead(() => {
@@ -135,7 +135,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     storeRows(rows, "pending_ws", receivedAt).catch(reportStoreFailure(rows.length));
   }
 
-  const rowsDeps = { client: pendingReads, logger, metrics, chainId: config.chainId };
+  const rowsDeps = { client: preconfirmedReads, logger, metrics, chainId: config.chainId };
   const preconfirmed = { statusOf: () => "preconfirmed" as const };
 
   /** Reads the whole pending view once (also after each pendingLogs reconnect, to fill what was missed). */
@@ -170,7 +170,7 @@ export function createPendingIndexer(deps: PendingDeps) {
   // One subscription per filter: a watched token's filters cannot be one (topic positions AND; watchedLogs.ts).
   const streams = selectionFilters({ pending: true, ...watchScope.configuredSelection(members) }).map((filter) => ({
     filter,
-    choices: preconfSubscriptions({ address: filter.addresses, topics: topicsOf(filter) }),
+    choices: flashblocksSubscriptions({ address: filter.addresses, topics: topicsOf(filter) }),
     subscription: undefined as ReturnType<typeof createWsSubscription> | undefined,
   }));
 

@@ -2,7 +2,7 @@ import type { Hex } from "viem";
 import { RetryableError } from "../../errors/base.js";
 import type { Logger } from "../../ops/logger.js";
 import { fetchLogRows, type FetchRowsDeps } from "../fetchLogRows.js";
-import type { PendingBackoff } from "./preconfirmedBackoff.js";
+import type { PreconfirmedBackoff } from "./preconfirmedBackoff.js";
 import type { MemberSelection } from "../watchScope.js";
 
 /**
@@ -11,8 +11,8 @@ import type { MemberSelection } from "../watchScope.js";
  * not dropped. Empty when there is nothing to ask about, or when the pending view cannot be read
  * (then they are dropped, and revived if announced again).
  */
-export async function stillPendingAbove(
-  deps: FetchRowsDeps & { logger: Logger; backoff?: PendingBackoff | undefined },
+export async function stillPreconfirmedAbove(
+  deps: FetchRowsDeps & { logger: Logger; backoff?: PreconfirmedBackoff | undefined },
   selection: MemberSelection,
   blockNumber: number,
   candidates: ReadonlySet<Hex>,
