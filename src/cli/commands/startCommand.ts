@@ -19,7 +19,7 @@ import { backfill } from "../../sync/historical/backfill.js";
 import { createSyncDeps, type SyncDeps } from "../../sync/syncDeps.js";
 import { createPreconfirmedIndexer } from "../../sync/preconfirmed/preconfirmedIndexer.js";
 import { createPreconfirmedBackoff } from "../../sync/preconfirmed/preconfirmedBackoff.js";
-import { createHeadFollower, type RealtimeDeps } from "../../sync/head/headFollower.js";
+import { createHeadFollower, type HeadFollowerDeps } from "../../sync/head/headFollower.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { contextFor, createObservability } from "../context.js";
 import { openIndex } from "../openIndex.js";
@@ -141,7 +141,7 @@ async function runDaemon(settings: ConfigSettings, lock: WriterLock, shutdown: S
 }
 
 /** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
-async function followRealtime(deps: RealtimeDeps): Promise<void> {
+async function followRealtime(deps: HeadFollowerDeps): Promise<void> {
   // One pause for every read of the pending view: the poll, the watchdog and the head path's drop check.
   const preconfirmedBackoff = createPreconfirmedBackoff(deps.config.realtime.pendingPollIntervalMs);
   const follower = createHeadFollower({ ...deps, preconfirmedBackoff });

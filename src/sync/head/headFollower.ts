@@ -1,41 +1,32 @@
 import type { SyncDeps } from "../syncDeps.js";
 import PQueue from "p-queue";
 import type { Hex } from "viem";
-import { getBlockHeader, getHeaders, parseBlockHeader, type BlockHeader } from "../../chain/blockHeaders.js";
+import { getHeaders, type BlockHeader } from "../../chain/blockHeaders.js";
 import { getChainTips } from "../../chain/finality.js";
 import { RpcResponseError } from "../../errors/rpc.js";
-import { parseRpcLog } from "../../chain/rpcLog.js";
-import { createWsSubscription } from "../../chain/wsSubscription.js";
 import type { LogRow, LogStatus } from "../../rows/logRow.js";
-import { FatalError, RetryableError } from "../../errors/base.js";
+import { RetryableError } from "../../errors/base.js";
 import type { Health } from "../../ops/health.js";
-import { sleep } from "../../ops/shutdown.js";
-import { exponentialBackoff, withRetry } from "../../ops/withRetry.js";
-import { backfill } from "../historical/backfill.js";
 import { createBlockTracker } from "./blockTracker.js";
+import { branchTo } from "./branchTo.js";
+import { createCatchUp } from "./catchUp.js";
+import { followHeads } from "./followHeads.js";
 import { getBlockRows } from "./getBlockRows.js";
+import { reportReorg, tallyAppliedBlocks } from "./headMetrics.js";
+import { createRemovedLogFlags } from "./removedLogFlags.js";
 import { settleAfterRestart } from "./settleAfterRestart.js";
 import { stillPreconfirmedAbove } from "../preconfirmed/stillPreconfirmed.js";
 import type { PreconfirmedBackoff } from "../preconfirmed/preconfirmedBackoff.js";
 import { createLateAttribution } from "../../attribution/attributeAfterCommit.js";
-import { countIndexed } from "../../store/insertCounts.js";
-import { topicsOf } from "../../chain/getLogs.js";
 import { selectionFilters } from "../watchedLogs.js";
 import { createWatchScope } from "../watchScope.js";
 
 /** A new head further than this above the tracked head is caught up by the backfill engine, not block by block. */
 export const MAX_HEAD_GAP_BLOCKS = 50;
-/** Catch-up attempts before a temporary failure stops the daemon (exit 75). */
-const CATCH_UP_ATTEMPTS = 4;
-/** Backoff between catch-up attempts (full jitter): a reorg that raced the catch-up is over within a block or two. */
-const CATCH_UP_RETRY_INITIAL_DELAY_MS = 1_000;
-const CATCH_UP_RETRY_MAX_DELAY_MS = 8_000;
-/** Blocks whose logs the node flagged removed, remembered (count per block hash) until their reorg is detected. */
-const FLAGGED_BLOCKS_REMEMBERED = 256;
 
-export type RealtimeDeps = SyncDeps & {
+export type HeadFollowerDeps = SyncDeps & {
   health: Health;
-  /** The pause the pending indexer keeps for the pending view (a rate-limited endpoint): shared, so the head path does not ask it either. */
+  /** The pause the pre-confirmed indexer keeps for the pre-confirmed view (a rate-limited endpoint): shared, so the head path does not ask it either. */
   preconfirmedBackoff?: PreconfirmedBackoff | undefined;
 };
 
@@ -44,8 +35,11 @@ export type RealtimeDeps = SyncDeps & {
  * (promoting their pre-confirmed twins), a parent-hash mismatch rolls back to the common ancestor
  * in one transaction, and blocks past the finality setting become finalized and are no longer tracked.
  * Returns a function that hands a head to the follower (used by subscriptions) and runs until shutdown.
+ * Its parts: the catch-up (catchUp.ts), the walk back to a fork (branchTo.ts), applying one head in
+ * one transaction (applyHead below), the node's removed flags (removedLogFlags.ts) and the sources
+ * of heads (followHeads.ts).
  */
-export function createHeadFollower(deps: RealtimeDeps) {
+export function createHeadFollower(deps: HeadFollowerDeps) {
   const { config, metrics, shutdown, client, store, health } = deps;
   const logger = deps.logger.child({ component: "realtime" });
   const tracker = createBlockTracker();
@@ -58,9 +52,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
   const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
   const serial = new PQueue({ concurrency: 1 });
-  // Logs the `logs` subscription flagged removed before the parent-hash walk found their reorg:
-  // "Detected reorg" counts them too, so its removed_logs says what the reorg removed.
-  const flaggedByNode = new Map<string, number>();
+  const removedFlags = createRemovedLogFlags({ store, metrics, logger });
   let finalized = -1;
   const appliedListeners: Array<() => void> = [];
   // Pre-confirmations are followed (poll or subscription): a log first seen in its sealed block was missed.
@@ -72,57 +64,14 @@ export function createHeadFollower(deps: RealtimeDeps) {
   const selectionAt = (block: number) => watchScope.selection(tokensAt(block));
   const statusAt = (block: number): LogStatus => (block <= finalized ? "finalized" : "confirmed");
 
-  /** Backfills to the head, loads the unfinalized headers, and settles rows stored before a restart. */
-  async function catchUp(): Promise<void> {
-    const tips = await getChainTips(client, config.finality);
-    finalized = tips.finalized;
-    // Pre-confirmations keep arriving meanwhile: the reader indexes are built without holding them back.
-    await backfill(deps, { to: tips.head, finalized }, { mode: "daemon" });
-    const headers = await getHeaders(client, Math.max(0, Math.min(finalized + 1, tips.head)), tips.head);
-    for (let i = 1; i < headers.length; i++) {
-      if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);
-    }
-    await settleAfterRestart({ ...blockDeps, store, tokens, watchScope, statusAt, windowBlocks: config.backfill.windowBlocks }, headers);
-    tracker.reset(headers);
-    metrics.chainHeadBlock.set(tips.head);
-    metrics.indexedBlock.set({ source: "head" }, tips.head);
-    metrics.lagBlocks.set(0);
-    health.markHeadSeen();
-    health.markBackfillCaughtUp(true);
-    logger.info({ msg: "Caught up with the head", head_block: tips.head, finalized_block: finalized, tracked_blocks: tracker.size() });
-  }
-
-  /** Catch-up races a live chain (a reorg while headers load): a temporary failure is tried again a few times. */
-  function catchUpWithRetries(): Promise<void> {
-    return withRetry(catchUp, {
-      retryCount: CATCH_UP_ATTEMPTS - 1,
-      shouldRetry: ({ error }) => error instanceof RetryableError,
-      delay: exponentialBackoff({ initialDelayMs: CATCH_UP_RETRY_INITIAL_DELAY_MS, maxDelayMs: CATCH_UP_RETRY_MAX_DELAY_MS }),
-      onRetry: ({ count, error }) =>
-        logger.warn({ msg: "Failed to catch up, retrying", attempt: count + 1, max_attempts: CATCH_UP_ATTEMPTS, error: (error as RetryableError).shortMessage }),
-      signal: shutdown.signal,
-    });
-  }
-
-  /** Walks back from `head` to a block whose parent the tracker holds; throws when deeper than tracked. */
-  async function branchTo(head: BlockHeader): Promise<BlockHeader[]> {
-    const branch = [head];
-    for (;;) {
-      const first = branch[0]!;
-      const known = tracker.hashAt(first.number - 1);
-      if (known === first.parentHash) return branch;
-      const oldest = tracker.oldest();
-      if (oldest === undefined || first.number - 1 < oldest.number)
-        throw new FatalError(
-          `Reorg deeper than the ${tracker.size()} tracked blocks at block ${first.number}: refusing to diverge from the chain`,
-          { details: `the canonical parent ${first.parentHash} of block ${first.number} is not among the tracked unfinalized blocks; check the finality setting` },
-        );
-      const parent = await getBlockHeader(headClient, first.number - 1);
-      if (parent === undefined || parent.hash !== first.parentHash)
-        throw new RpcResponseError(`the chain moved while walking back from block ${head.number}`);
-      branch.unshift(parent);
-    }
-  }
+  const catchUpWithRetries = createCatchUp(deps, {
+    logger,
+    tracker,
+    setFinalized: (block) => {
+      finalized = block;
+    },
+    settle: (headers) => settleAfterRestart({ ...blockDeps, store, tokens, watchScope, statusAt, windowBlocks: config.backfill.windowBlocks }, headers),
+  });
 
   async function applyHead(head: BlockHeader): Promise<void> {
     if (tracker.hashAt(head.number) === head.hash) return;
@@ -136,7 +85,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
     for (let i = 1; i < candidate.length; i++) {
       if (candidate[i]!.parentHash !== candidate[i - 1]!.hash) throw new RpcResponseError(`the chain moved while fetching blocks ${tip.number + 1}..${head.number}`);
     }
-    const branch = [...(await branchTo(candidate[0]!)), ...candidate.slice(1)];
+    const branch = [...(await branchTo(tracker, headClient, candidate[0]!)), ...candidate.slice(1)];
     const ancestor = branch[0]!.number - 1;
     // Behind by several blocks (a missed head, a hung request), their logs are fetched side by side:
     // a fault on one block's request no longer adds its wait to every block after it.
@@ -145,10 +94,10 @@ export function createHeadFollower(deps: RealtimeDeps) {
     );
     const rows = new Map<string, LogRow[]>(fetched);
 
-    // Pre-confirmations about to be dropped are first looked up in the pending view: a rebuilt pending block may hold them.
+    // Pre-confirmations about to be dropped are first looked up in the pre-confirmed view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
     const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
-    const stillPending = await stillPreconfirmedAbove(
+    const stillPreconfirmed = await stillPreconfirmedAbove(
       { ...blockDeps, client: headClient.refusingRateLimits(), logger, backoff: deps.preconfirmedBackoff },
       await selectionAt(head.number),
       head.number,
@@ -157,13 +106,12 @@ export function createHeadFollower(deps: RealtimeDeps) {
 
     const now = Date.now();
     const orphaned = tracker.blocksAbove(ancestor);
-    const applied = { promoted: 0, inserted: 0, dropped: 0 };
     const { removed, blocks } = await store.applyChainChange(
       {
         kind: orphaned.length > 0 ? "reorg" : "head_block",
         orphaned,
         blocks: branch.map((block) => ({ number: block.number, rows: rows.get(block.hash)! })),
-        stillPending,
+        stillPending: stillPreconfirmed,
         synced: branch.flatMap((block) => tokensAt(block.number).map((token) => ({ token, range: { from: block.number, to: block.number } }))),
         // A shorter new branch: the orphaned heights above it leave the synced ranges, or a kill
         // before its next block would leave them claimed with only removed rows (a gap).
@@ -171,33 +119,12 @@ export function createHeadFollower(deps: RealtimeDeps) {
       },
       now,
     );
-    for (const result of blocks) {
-      applied.promoted += result.promoted;
-      applied.inserted += result.inserted;
-      applied.dropped += result.dropped;
-      for (const ms of result.leadTimesMs) metrics.preconfirmationLeadTime.observe(ms / 1_000);
-      countIndexed(metrics, result.byEvent);
-    }
+    const applied = tallyAppliedBlocks(metrics, blocks);
     // Only after the commit does memory follow the database.
     tracker.rewindTo(ancestor);
     for (const block of branch) tracker.push(block);
     if (orphaned.length > 0) {
-      metrics.reorgs.inc();
-      metrics.reorgDepth.observe(orphaned.length);
-      metrics.removedLogs.inc({ via: "parent_hash" }, removed);
-      let flagged = 0;
-      for (const block of orphaned) {
-        flagged += flaggedByNode.get(block.hash.toLowerCase()) ?? 0;
-        flaggedByNode.delete(block.hash.toLowerCase());
-      }
-      logger.warn({
-        msg: "Detected reorg",
-        depth: orphaned.length,
-        common_ancestor: ancestor,
-        new_head: head.number,
-        removed_logs: removed + flagged,
-        removed_by_node_flag: flagged,
-      });
+      reportReorg({ metrics, logger }, { orphaned, ancestor, newHead: head.number, removed, flagged: removedFlags.takeFlagged(orphaned) });
     }
     // A reorg's new branch re-inserts logs already seen in the orphaned blocks: not a missed pre-confirmation.
     if (followsPreconfirmed && orphaned.length === 0) metrics.preconfirmationsMissed.inc(applied.inserted);
@@ -235,76 +162,17 @@ export function createHeadFollower(deps: RealtimeDeps) {
     });
   }
 
-  /** Honours `removed: true` from a `logs` subscription: a real node re-sends reorged-out logs so. */
-  function onLogNotification(result: unknown): void {
-    const items = Array.isArray(result) ? result : [result];
-    for (const item of items) {
-      let log;
-      try {
-        log = parseRpcLog(item, "logs notification");
-      } catch (error) {
-        metrics.wsMessagesRejected.inc({ subscription: "logs" });
-        logger.warn({ msg: "Rejected logs notification", error: (error as Error).message });
-        continue;
-      }
-      if (!log.removed) continue;
-      const { blockHash, logIndex } = log;
-      store.removeLog(log, Date.now()).then(
-        (changed) => {
-          metrics.removedLogs.inc({ via: "removed_flag" }, changed);
-          if (changed === 0) return;
-          logger.warn({ msg: "Flagged log removed by the node", block_hash: blockHash, log_index: logIndex });
-          // Counted into the "Detected reorg" line when the parent-hash walk reaches this block.
-          const key = blockHash.toLowerCase();
-          flaggedByNode.set(key, (flaggedByNode.get(key) ?? 0) + changed);
-          if (flaggedByNode.size > FLAGGED_BLOCKS_REMEMBERED) flaggedByNode.delete(flaggedByNode.keys().next().value!);
-        },
-        (error: unknown) => logger.error({ msg: "Failed to flag a log removed by the node", block_hash: blockHash, log_index: logIndex, error: (error as Error).message }),
-      );
-    }
-  }
-
   /** Runs until shutdown: catch up, then apply heads from newHeads (WebSocket) or polling. */
   async function run(): Promise<void> {
     await catchUpWithRetries();
-    let lastWsHeadAt = 0;
-    let failure: unknown;
-    const fail = (error: unknown) => {
-      failure ??= error;
-    };
-    if (config.rpc.ws !== undefined) {
-      const ws = { url: config.rpc.ws, initialDelayMs: config.realtime.reconnectInitialDelayMs, maxDelayMs: config.realtime.reconnectMaxDelayMs };
-      createWsSubscription(deps, {
-        ...ws,
-        name: "newHeads",
-        params: ["newHeads"],
-        onNotification: (result) => {
-          lastWsHeadAt = Date.now();
-          try {
-            submitHead(parseBlockHeader(result, "newHeads notification")).catch(fail);
-          } catch (error) {
-            metrics.wsMessagesRejected.inc({ subscription: "newHeads" });
-            logger.warn({ msg: "Rejected newHeads notification", error: (error as Error).message });
-          }
-        },
-      });
-      // A watched token takes one subscription per filter (topic positions AND, so "from or to" is two); the list is fixed at start-up.
-      for (const filter of selectionFilters({ pending: true, ...watchScope.configuredSelection(watchScope.members()) }))
-        createWsSubscription(deps, { ...ws, name: "logs", params: ["logs", { address: filter.addresses, topics: topicsOf(filter) }], onNotification: onLogNotification });
-    }
-    // Polling runs always but only acts when the WebSocket has been quiet: it is the fallback.
-    while (failure === undefined) {
-      await sleep(config.realtime.headPollIntervalMs, shutdown.signal);
-      if (Date.now() - lastWsHeadAt < 3 * config.realtime.headPollIntervalMs + 2_000) continue;
-      try {
-        const head = await getBlockHeader(headClient, "latest");
-        if (head !== undefined && serial.size === 0) await submitHead(head);
-      } catch (error) {
-        if (!(error instanceof RetryableError)) throw error;
-        logger.warn({ msg: "Failed to poll the head", error: error.shortMessage });
-      }
-    }
-    throw failure;
+    await followHeads(deps, {
+      logger,
+      headClient,
+      submitHead,
+      queued: () => serial.size,
+      logFilters: () => selectionFilters({ pending: true, ...watchScope.configuredSelection(watchScope.members()) }),
+      onLogNotification: removedFlags.onNotification,
+    });
   }
 
   return {
