@@ -137,7 +137,7 @@ async function measure(rate: number, withBackfill: boolean) {
     },
   });
   const last = BACKFILL_BLOCKS - 1;
-  // As the daemon's catch-up runs it (sync/realtime.ts): beside live writes.
+  // As the daemon's catch-up runs it (sync/head/headFollower.ts): beside live writes.
   const backfilling = withBackfill ? backfill(deps, { from: 0, to: last, finalized: last }, { mode: "daemon" }).catch(() => undefined) : undefined;
   await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
   await shutdown.kill();

@@ -28,7 +28,7 @@ export type TrailingDeps = Pick<Common, "logger" | "metrics" | "shutdown" | "cli
 
 /**
  * The trailing stage: attribution of the blocks a rate-limited backfill stored without reading
- * their calldata (sync/historical.ts; schema 14). It reads the owed blocks in order, at most one
+ * their calldata (sync/historical/syncHistorical.ts; schema 14). It reads the owed blocks in order, at most one
  * calldata call per block (attributeWindow, as a window's), and stores their attribution and
  * clears them in one transaction: a crash leaves them owed, a restart pays them, nothing is stored
  * twice. A block reorged meanwhile has no live logs left: it is cleared without a call, never

@@ -16,7 +16,7 @@ export type OpenIndexOptions = {
   checkTips?: ((tips: ChainTips) => void) | undefined;
   /**
    * Where the chain ended when it was restored (the bundled devnet), when it may end below blocks
-   * the database indexed: those are then rewound as a reorg (sync/chainEnd.ts).
+   * the database indexed: those are then rewound as a reorg (sync/historical/rewindToChainEnd.ts).
    */
   chainEndsAt?: number | undefined;
 };

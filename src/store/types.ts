@@ -56,7 +56,7 @@ export type WindowWrite = {
   stageAttribution?: boolean | undefined;
   /**
    * Blocks (number, hash) whose transactions' attribution was not read with the window (a
-   * rate-limited provider: sync/historical.ts): recorded as owed in the window's transaction
+   * rate-limited provider: sync/historical/syncHistorical.ts): recorded as owed in the window's transaction
    * (schema 14), paid later by attribution/trailingAttribution.ts.
    */
   owed?: ReadonlyArray<readonly [number, Hex]> | undefined;

@@ -79,7 +79,7 @@ describe("a Base node's failure modes", () => {
         await payer.rpc("devnet_mine");
       }
       // The chain goes on while the watchdog looks, as Base's does: a null view is wrong only while
-      // blocks come (pendingViewWatch.ts), so one first read after the fifth block was applied
+      // blocks come (preconfirmedViewWatch.ts), so one first read after the fifth block was applied
       // would otherwise wait for a block that never comes.
       let nextBlockAt = Date.now() + 1_000;
       const distrusted = async () => {
