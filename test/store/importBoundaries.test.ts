@@ -12,7 +12,7 @@ const isMigration = (file: string) => /^store\/(sqlite|postgres)\/migrations\/sc
  * travels runs down them: the faces start the sync paths, which fetch through chain/, decode into
  * rows/ and write through store/.
  */
-export const FLOORS: ReadonlyArray<{ floor: string; holds: readonly string[] }> = [
+const FLOORS: ReadonlyArray<{ floor: string; holds: readonly string[] }> = [
   { floor: "rows", holds: ["rows/"] },
   { floor: "errors", holds: ["errors/"] },
   { floor: "config", holds: ["config/", "blockRanges.ts"] },
@@ -42,7 +42,7 @@ const UPWARD_EXCEPTIONS: ReadonlyArray<{ edge: string; reason: string }> = [
 const BACKEND_EXCEPTIONS: ReadonlyArray<{ edge: string; reason: string }> = [];
 
 /** The index of the floor a file stands on; -1 for a file on none (a new folder must be placed). */
-export function floorOf(file: string): number {
+function floorOf(file: string): number {
   return FLOORS.findIndex(({ holds }) => holds.some((prefix) => (prefix.endsWith("/") ? file.startsWith(prefix) : file === prefix)));
 }
 
