@@ -21,19 +21,19 @@ export type RowsRequest = {
   source: LogSource;
   /**
    * Unix seconds for logs that carry no `blockTimestamp`, where the caller knows it: a block's
-   * header, or now for the pending view. Blocks it leaves undefined have their timestamps fetched.
+   * header, or now for the pre-confirmed view. Blocks it leaves undefined have their timestamps fetched.
    */
   timestampOf?: ((blockNumber: number) => number | undefined) | undefined;
   /**
    * Canonical data is strict: one log that fails validation makes the whole answer damaged, and it is
    * fetched again (next endpoint first); a range is stored only from an answer in which every log passed.
-   * The pending view is lenient: a bad log is dropped and counted, the canonical block settles it later.
+   * The pre-confirmed view is lenient: a bad log is dropped and counted, the canonical block settles it later.
    */
   strict: boolean;
 };
 
 /**
- * How logs become rows (head blocks, the pending view; backfill windows take fetchWindowRows below,
+ * How logs become rows (head blocks, the pre-confirmed view; backfill windows take fetchWindowRows below,
  * the same steps off this thread): eth_getLogs, the filter check, decoding, and the report of every
  * rejected log (a metric by reason and a warning), all inside the RPC client's retry loop.
  */
@@ -140,7 +140,7 @@ function reportRejected(deps: FetchRowsDeps, filter: LogFilter, rejected: readon
   );
 }
 
-/** "blocks 100..199", "block 120 (0xabc…)" or "the pending view", for messages. */
+/** "blocks 100..199", "block 120 (0xabc…)" or "the pre-confirmed view", for messages. */
 export function describeScope(filter: LogFilter): string {
   if ("pending" in filter) return "the pending view";
   if ("blockHash" in filter) return `block ${filter.blockNumber} (${filter.blockHash})`;

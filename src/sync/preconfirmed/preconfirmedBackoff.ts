@@ -1,10 +1,10 @@
 import { retryAfterOf } from "../../ops/withRetry.js";
 
-/** Longest pause between reads of a pending view that keeps failing (Base makes a block every 2 s; a few blocks at most). */
+/** Longest pause between reads of a pre-confirmed view that keeps failing (Base makes a block every 2 s; a few blocks at most). */
 export const PRECONFIRMED_BACKOFF_MAX_MS = 10_000;
 
 /**
- * The pause before the next read of the pending view after `failures` failed ones in a row (1 for
+ * The pause before the next read of the pre-confirmed view after `failures` failed ones in a row (1 for
  * the first): the endpoint's Retry-After when it sent one, else doubling from the poll interval up to
  * PRECONFIRMED_BACKOFF_MAX_MS. Note: Base's public pre-confirmation endpoint is rate-limited; polling it
  * every 200 ms through a 429 only prolongs the limit. The pendingLogs subscription is not affected.
@@ -16,7 +16,7 @@ export function preconfirmedReadDelayMs(failures: number, error: unknown, interv
 }
 
 /**
- * One pause shared by everything that reads the pending view (the poll, the watchdog): after a
+ * One pause shared by everything that reads the pre-confirmed view (the poll, the watchdog): after a
  * failure none of them asks again before `readyAt`.
  */
 export function createPreconfirmedBackoff(intervalMs: number, now: () => number = Date.now) {
@@ -25,7 +25,7 @@ export function createPreconfirmedBackoff(intervalMs: number, now: () => number 
   /** Whether the endpoint itself set the pause (a Retry-After), rather than our own backoff. */
   let asked = false;
   return {
-    /** Milliseconds to wait before the pending view may be read again (0: now). */
+    /** Milliseconds to wait before the pre-confirmed view may be read again (0: now). */
     waitMs: () => Math.max(0, readyAt - now()),
     /** The part of the pause the endpoint asked for with Retry-After (0 when the pause is only ours). */
     askedWaitMs: () => (asked ? Math.max(0, readyAt - now()) : 0),

@@ -26,7 +26,7 @@ export type PreconfirmedIndexerDeps = SyncDeps & {
   canonicalHashAt: (number: number) => Hex | undefined;
   /** Calls `listener` after every canonical head is applied. */
   onCanonicalHead: (listener: () => void) => void;
-  /** The pause for reads of the pending view, shared with the head follower; default: one of its own. */
+  /** The pause for reads of the pre-confirmed view, shared with the head follower; default: one of its own. */
   preconfirmedBackoff?: PreconfirmedBackoff | undefined;
   /** Observer called after each commit with the rows it stored (benchmarks, tests). */
   onStored?: ((rows: readonly LogRow[]) => void) | undefined;
@@ -34,19 +34,19 @@ export type PreconfirmedIndexerDeps = SyncDeps & {
 
 
 /**
- * Indexes pre-confirmed logs from two sources into one set of rows: the pending view polled about
+ * Indexes pre-confirmed logs from two sources into one set of rows: the pre-confirmed view polled about
  * every 200 ms, and a Flashblocks subscription (`pendingLogs`, or `newFlashblockTransactions` where the
  * node offers only that). Both are de-duplicated by the store's key; neither alone is a complete
  * record (a node's subscription loses notifications when its client lags), the canonical blocks
- * settle what really landed. Nothing is stored while the pending view's watchdog distrusts the view,
+ * settle what really landed. Nothing is stored while the pre-confirmed view's watchdog distrusts the view,
  * nor against a parent that is not the canonical block (such rows wait for their parent).
  */
 export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
   const { config, metrics, shutdown, store } = deps;
-  // The pending view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
+  // The pre-confirmed view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
   // Pre-confirmations can wait for the confirmed head: every request here is background work.
   const client = deps.client.withTimeout(config.realtime.requestTimeoutMs).background();
-  // Reads of the pending view pace themselves (the backoff below): a rate limit is theirs to wait out.
+  // Reads of the pre-confirmed view pace themselves (the backoff below): a rate limit is theirs to wait out.
   const preconfirmedReads = client.refusingRateLimits();
   const logger = deps.logger.child({ component: "pending" });
   const watchScope = createWatchScope({ tokens: config.tokens, store });
@@ -54,7 +54,7 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
   const positions = createStreamPositions();
   // The poll and the watchdog read the same (possibly rate-limited) endpoint: one pause for both.
   const backoff = deps.preconfirmedBackoff ?? createPreconfirmedBackoff(config.realtime.pendingPollIntervalMs);
-  // Only a polled pending view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
+  // Only a polled pre-confirmed view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
   const watched = config.realtime.pendingPollIntervalMs > 0;
   const watch = createPreconfirmedViewWatch({ client: preconfirmedReads, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
   const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
@@ -138,7 +138,7 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
   const rowsDeps = { client: preconfirmedReads, logger, metrics, chainId: config.chainId };
   const preconfirmed = { statusOf: () => "preconfirmed" as const };
 
-  /** Reads the whole pending view once (also after each pendingLogs reconnect, to fill what was missed). */
+  /** Reads the whole pre-confirmed view once (also after each pendingLogs reconnect, to fill what was missed). */
   async function pollOnce(): Promise<number> {
     const receivedAt = performance.now();
     // Lenient: a bad pre-confirmed log is dropped and counted; its canonical block settles it later.
@@ -225,7 +225,7 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
     pollForever,
     subscribe,
     onNotification,
-    /** Runs the pending view's watchdog until shutdown (only when the pending view is polled). */
+    /** Runs the pre-confirmed view's watchdog until shutdown (only when the pre-confirmed view is polled). */
     watchForever: async () => (watched ? watch.runForever() : undefined),
     view: watch,
   };

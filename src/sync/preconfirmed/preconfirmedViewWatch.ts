@@ -8,7 +8,7 @@ import type { Metrics } from "../../ops/metrics.js";
 import { sleep, type Shutdown } from "../../ops/shutdown.js";
 import type { PreconfirmedBackoff } from "./preconfirmedBackoff.js";
 
-/** The pending view may trail the head by this many blocks. Note: Base's own fix (base/base PR #4793) drops pending state more than 3 blocks behind. */
+/** The pre-confirmed view may trail the head by this many blocks. Note: Base's own fix (base/base PR #4793) drops pending state more than 3 blocks behind. */
 export const PRECONFIRMED_VIEW_MAX_LAG_BLOCKS = 3;
 /** How long the view may stay too far behind, or null, before its data is no longer stored: a late flashblock or two is normal. */
 export const PRECONFIRMED_VIEW_DISTRUST_AFTER_MS = 3_000;
@@ -29,7 +29,7 @@ export type PreconfirmedViewWatchDeps = {
 };
 
 /**
- * The pending view's watchdog. A Base node's pending view can go stale (base/node#1129: 450 blocks
+ * The pre-confirmed view's watchdog. A Base node's pre-confirmed view can go stale (base/node#1129: 450 blocks
  * behind until a restart; base/base#1439: 3-5 behind) or null (#187, #178; a node stuck at "waiting
  * for first Flashblock" after a restart, #826) while `latest` is healthy. Past PRECONFIRMED_VIEW_MAX_LAG_BLOCKS,
  * or null while new blocks come, for longer than PRECONFIRMED_VIEW_DISTRUST_AFTER_MS, pre-confirmed data is not trusted (the

@@ -6,9 +6,9 @@ import type { PreconfirmedBackoff } from "./preconfirmedBackoff.js";
 import type { MemberSelection } from "../watchScope.js";
 
 /**
- * Transactions among `candidates` that the pending view holds for a block above `blockNumber`: their
+ * Transactions among `candidates` that the pre-confirmed view holds for a block above `blockNumber`: their
  * block became canonical without them, but the node re-announced them for a later one, so they are
- * not dropped. Empty when there is nothing to ask about, or when the pending view cannot be read
+ * not dropped. Empty when there is nothing to ask about, or when the pre-confirmed view cannot be read
  * (then they are dropped, and revived if announced again).
  */
 export async function stillPreconfirmedAbove(
@@ -26,7 +26,7 @@ export async function stillPreconfirmedAbove(
     return new Set();
   }
   // Note: a rebuilt pending block re-announces a left-out transaction with no notification (protocol-notes §8);
-  // the pending view may also still hold the just-canonical block's logs, which do not count.
+  // the pre-confirmed view may also still hold the just-canonical block's logs, which do not count.
   try {
     const rows = await fetchLogRows(
       deps,
