@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import type { TransactionInput } from "../chain/getTransactions.js";
+import type { TransactionInput } from "../rows/transactionInput.js";
 import { decodeAttribution, type Attribution } from "./erc8021.js";
 import { decodeHandleOps, ENTRY_POINT_ADDRESSES } from "./erc4337.js";
 import type { BundleLogs } from "./userOperationLogs.js";

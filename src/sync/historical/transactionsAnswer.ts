@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
-import { parseTransaction, type TransactionInput } from "../../chain/getTransactions.js";
+import { parseTransaction } from "../../chain/getTransactions.js";
+import type { TransactionInput } from "../../rows/transactionInput.js";
 import { answerText, type AnswerBody } from "../../chain/httpTransport.js";
 import { batchResults, type NodeError } from "../../chain/jsonRpcAnswer.js";
 import { RpcRequestError, RpcResponseError } from "../../errors/rpc.js";
