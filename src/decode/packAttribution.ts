@@ -4,6 +4,8 @@ import type { AttributedTransaction } from "./attributeTransaction.js";
 import { registryOfCode, type Attribution } from "./erc8021.js";
 import type { BundleLogs } from "./userOperationLogs.js";
 
+/* Decoded attribution into the packed layout of rows/packedAttribution.ts, where a window is decoded. */
+
 /** Packs decoded attribution at `now` (unix ms, its fetched_at) into one batch of plain values. */
 export function packAttribution(transactions: readonly AttributedTransaction[], now: number): PackedAttribution {
   const values: unknown[] = [];

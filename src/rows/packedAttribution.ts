@@ -21,7 +21,7 @@ export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuf
 /**
  * The rows a bundle's mapped logs add (schema 13), as plain values: per bundle whose receipt was
  * read `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log inside one of its
- * operations `[tx_hash, token, tx_log_position, op_index]` (store/operationLogRows.ts).
+ * operations `[tx_hash, token, tx_log_position, op_index]` (decode/packAttribution.ts operationLogRows).
  */
 export type OperationLogRows = { bundles: Array<[Hex, string, string | null]>; logs: Array<[Hex, Hex, number, number]> };
 
