@@ -15,9 +15,9 @@
  *     order upkeep (authorization/orderUpkeep.ts), the x402 facilitator (settle/), the status page
  *     (statusPage/), the webhook outbox (webhooks/), owed attribution
  *     (attribution/trailingAttribution.ts) and the heartbeat (ops/heartbeat.ts).
- *  6. The sync, until shutdown: with realtime on, the head follower (sync/realtime.ts: backfill,
- *     then new blocks and reorgs) beside the pre-confirmed view (sync/pending.ts); with it off,
- *     backfill to the final block (sync/backfill.ts), again whenever it moves.
+ *  6. The sync, until shutdown: with realtime on, the head follower (sync/head/headFollower.ts: backfill,
+ *     then new blocks and reorgs) beside the pre-confirmed view (sync/preconfirmed/preconfirmedIndexer.ts); with it off,
+ *     backfill to the final block (sync/historical/backfill.ts), again whenever it moves.
  * On every way out, shutdown (ops/shutdown.ts) stops each source first, then the store closes.
  */
 import { pino } from "pino";
@@ -45,10 +45,10 @@ import { withRetry } from "./ops/withRetry.js";
 import { createStatusPage } from "./statusPage/statusPage.js";
 import { acquireStoreWriterLock } from "./store/openStore.js";
 import type { WriterLock } from "./store/types.js";
-import { backfill } from "./sync/backfill.js";
-import { createPendingIndexer } from "./sync/pending.js";
-import { createPendingBackoff } from "./sync/pendingBackoff.js";
-import { createHeadFollower, type RealtimeDeps } from "./sync/realtime.js";
+import { backfill } from "./sync/historical/backfill.js";
+import { createPreconfirmedIndexer } from "./sync/preconfirmed/preconfirmedIndexer.js";
+import { createPreconfirmedBackoff } from "./sync/preconfirmed/preconfirmedBackoff.js";
+import { createHeadFollower, type HeadFollowerDeps } from "./sync/head/headFollower.js";
 import { createSyncDeps, type SyncDeps } from "./sync/syncDeps.js";
 import { readWebhookSecrets } from "./webhooks/secrets.js";
 import { createWebhookSender } from "./webhooks/sender.js";
@@ -186,14 +186,13 @@ function startOrderUpkeep(deps: SyncDeps): void {
 }
 
 /** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
-async function followRealtime(deps: RealtimeDeps): Promise<void> {
-  // One pause for every read of the pending view: the poll, the watchdog and the head path's drop
-  // check.
-  const pendingBackoff = createPendingBackoff(deps.config.realtime.pendingPollIntervalMs);
-  const follower = createHeadFollower({ ...deps, pendingBackoff });
-  const pending = createPendingIndexer({
+async function followRealtime(deps: HeadFollowerDeps): Promise<void> {
+  // One pause for every read of the pending view: the poll, the watchdog and the head path's drop check.
+  const preconfirmedBackoff = createPreconfirmedBackoff(deps.config.realtime.pendingPollIntervalMs);
+  const follower = createHeadFollower({ ...deps, preconfirmedBackoff });
+  const pending = createPreconfirmedIndexer({
     ...deps,
-    pendingBackoff,
+    preconfirmedBackoff,
     lastCanonicalBlock: follower.lastAppliedBlock,
     canonicalHashAt: follower.hashAt,
     onCanonicalHead: follower.onApplied,

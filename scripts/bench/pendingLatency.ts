@@ -12,8 +12,8 @@ import { createHealth } from "../../src/ops/health.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createShutdown } from "../../src/ops/shutdown.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
-import { createPendingIndexer } from "../../src/sync/pending.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
+import { createPreconfirmedIndexer } from "../../src/sync/preconfirmed/preconfirmedIndexer.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { startSyntheticRpcProcess } from "./syntheticRpcServer.js";
 
@@ -113,7 +113,7 @@ async function measure(rate: number, withBackfill: boolean) {
   const deps = createSyncDeps({ config, logger, metrics, shutdown, client: createRpcClient({ config, logger, metrics, shutdown }) }, store);
   const latencies: number[] = [];
   const sentAt = new Map<string, number>();
-  const pending = createPendingIndexer({
+  const pending = createPreconfirmedIndexer({
     ...deps,
     health: createHealth(),
     lastCanonicalBlock: () => 0,
@@ -137,7 +137,7 @@ async function measure(rate: number, withBackfill: boolean) {
     },
   });
   const last = BACKFILL_BLOCKS - 1;
-  // As the daemon's catch-up runs it (sync/realtime.ts): beside live writes.
+  // As the daemon's catch-up runs it (sync/head/headFollower.ts): beside live writes.
   const backfilling = withBackfill ? backfill(deps, { from: 0, to: last, finalized: last }, { mode: "daemon" }).catch(() => undefined) : undefined;
   await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
   await shutdown.kill();

@@ -2,16 +2,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hex } from "viem";
-import { toLogRows } from "../../src/decode/logRow.js";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { createSqliteLifecycle } from "../../src/store/sqlite/lifecycle.js";
-import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
-import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { openStore } from "../../src/store/openStore.js";
 
 /**
  * Reorg rollback: a database holding BACKGROUND_LOGS finalized logs plus a 50-block unfinalized tip of
  * 10,000 logs; time the one transaction that flags the 50 orphaned blocks removed and applies the
- * 50 replacement blocks (the same transactions under new block hashes), as the head follower does.
+ * 50 replacement blocks (the same transactions under new block hashes), as the head follower does:
+ * one ChainChange through the store's seam (store.ts), on the SQLite backend.
  */
 const BLOCKS = 50;
 const LOGS = 10_000;
@@ -42,32 +42,35 @@ function logs(fromBlock: number, blocks: number, perBlock: number, hashSalt: str
 }
 
 const dir = mkdtempSync(join(tmpdir(), "flashindex-reorg-"));
-const db = openDatabase(join(dir, "reorg.db"), 8453);
-const writer = createLogWriter(db);
-const lifecycle = createSqliteLifecycle(db);
+const store = await openStore(
+  { database: { path: join(dir, "reorg.db"), url: undefined, schema: "flashindex" }, chainId: 8453 },
+  { metrics: createMetrics() },
+);
 const rows = (list: RpcLog[], status: "finalized" | "confirmed") =>
   toLogRows(list, { chainId: 8453, statusOf: () => status, source: "head", timestampOf: () => 0 }).rows;
+/** Each block's rows, in block order, as a ChainChange carries them. */
+const byBlock = (list: ReturnType<typeof rows>) => {
+  const blocks = new Map<number, typeof list>();
+  for (const row of list) blocks.set(row.blockNumber, [...(blocks.get(row.blockNumber) ?? []), row]);
+  return [...blocks].map(([number, blockRows]) => ({ number, rows: blockRows }));
+};
+const apply = (kind: "head_block" | "reorg", orphaned: Array<{ number: number; hash: Hex }>, list: ReturnType<typeof rows>, now: number) =>
+  store.applyChainChange({ kind, orphaned, blocks: byBlock(list), synced: [] }, now);
 
 const backgroundBlocks = Math.ceil(BACKGROUND_LOGS / 100);
 for (let start = 0; start < backgroundBlocks; start += 100) {
-  db.transaction(() => writer.insertRows(rows(logs(start, Math.min(100, backgroundBlocks - start), 100, "b1"), "finalized"), 1))();
+  await apply("head_block", [], rows(logs(start, Math.min(100, backgroundBlocks - start), 100, "b1"), "finalized"), 1);
 }
 const tipStart = backgroundBlocks;
-db.transaction(() => writer.insertRows(rows(logs(tipStart, BLOCKS, LOGS / BLOCKS, "c1"), "confirmed"), 2))();
+await apply("head_block", [], rows(logs(tipStart, BLOCKS, LOGS / BLOCKS, "c1"), "confirmed"), 2);
 const replacement = rows(logs(tipStart, BLOCKS, LOGS / BLOCKS, "d1"), "confirmed");
+const orphaned = Array.from({ length: BLOCKS }, (_, i) => ({ number: tipStart + i, hash: word(tipStart + i, "c1") }));
 
 const started = performance.now();
-let removed = 0;
-let removedMs = 0;
-db.transaction(() => {
-  for (let b = tipStart; b < tipStart + BLOCKS; b++) removed += lifecycle.removeBlock({ number: b, hash: word(b, "c1") }, 3);
-  removedMs = performance.now() - started;
-  for (let b = tipStart; b < tipStart + BLOCKS; b++) lifecycle.applyCanonicalBlock(b, replacement.filter((r) => r.blockNumber === b), 3);
-}).immediate();
-if (process.env.BENCH_DEBUG) console.error({ removedMs });
+const { removed } = await apply("reorg", orphaned, replacement, 3);
 const rollbackMs = performance.now() - started;
-const live = (db.prepare("SELECT COUNT(*) AS n FROM live_transfers WHERE block_number >= ?").get(tipStart) as { n: number }).n;
-db.close();
+const live = (await store.countRowsByStatus(TOKEN)).reduce((sum, { status, transfers }) => sum + (status === "confirmed" ? transfers : 0), 0);
+await store.close();
 rmSync(dir, { recursive: true, force: true });
 if (removed !== LOGS || live !== LOGS) throw new Error(`rollback was wrong: removed ${removed}, live ${live}`);
 console.log(JSON.stringify({ blocks: BLOCKS, logs: LOGS, backgroundLogs: BACKGROUND_LOGS, rollbackMs }));

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, http, type Address } from "viem";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { startProviderProxy, type ProviderCounts } from "./providerProxy.js";
 import { startSavedAnvilChain, type SavedChain } from "./savedAnvilChain.js";

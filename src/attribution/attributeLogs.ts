@@ -4,15 +4,17 @@ import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getReceiptLogs } from "../chain/getReceiptLogs.js";
 import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from "../decode/attributeTransaction.js";
-import { bundleRows, emptyAttribution } from "../decode/packedAttribution.js";
+import { emptyAttribution } from "../rows/packedAttribution.js";
+import { bundleRows } from "../decode/packAttribution.js";
 import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
-import type { WindowDecoder } from "../decode/windowDecoder.js";
-import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../decode/transactionsAnswer.js";
-import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
+import type { WindowDecoder } from "../sync/historical/windowDecoder.js";
+import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../sync/historical/transactionsAnswer.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../rows/packedRows.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Store } from "../store/store.js";
-import type { AttributedTransaction, OperationLogRows, PackedAttribution } from "../store/types.js";
+import type { AttributedTransaction } from "../decode/attributeTransaction.js";
+import type { OperationLogRows, PackedAttribution } from "../rows/packedAttribution.js";
 
 /**
  * Transaction hashes remembered as attributed; past this the memory is cleared (the database still

@@ -1,7 +1,7 @@
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { Common } from "../common.js";
-import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
-import { createWindowDecoder } from "../decode/windowDecoder.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../rows/packedRows.js";
+import { createWindowDecoder } from "../sync/historical/windowDecoder.js";
 import { ShutdownError } from "../errors/base.js";
 import { sleep } from "../ops/shutdown.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
@@ -28,7 +28,7 @@ export type TrailingDeps = Pick<Common, "logger" | "metrics" | "shutdown" | "cli
 
 /**
  * The trailing stage: attribution of the blocks a rate-limited backfill stored without reading
- * their calldata (sync/historical.ts; schema 14). It reads the owed blocks in order, at most one
+ * their calldata (sync/historical/syncHistorical.ts; schema 14). It reads the owed blocks in order, at most one
  * calldata call per block (attributeWindow, as a window's), and stores their attribution and
  * clears them in one transaction: a crash leaves them owed, a restart pays them, nothing is stored
  * twice. A block reorged meanwhile has no live logs left: it is cleared without a call, never

@@ -1,6 +1,6 @@
 import { pad, type Address, type Hex } from "viem";
 import type { TransactionReceiptSummary } from "../chain/transactionReceipt.js";
-import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../decode/paymentEvents.js";
+import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../rows/paymentEvents.js";
 
 /** What a capture's receipt says the chain did: the transfer, a revert, or something else. */
 export type CaptureVerdict =

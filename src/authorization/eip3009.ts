@@ -1,8 +1,8 @@
 import { getAddress, parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 
-// The decoder owns the topic0 values (decode/paymentEvents.ts); re-exported so tests of the token need one import.
-export { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../decode/paymentEvents.js";
+// The data model owns the topic0 values (rows/paymentEvents.ts); re-exported so tests of the token need one import.
+export { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../rows/paymentEvents.js";
 
 /** Fields shared by TransferWithAuthorization and ReceiveWithAuthorization. */
 const TRANSFER_AUTHORIZATION_FIELDS = [

@@ -1,7 +1,8 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
-import { parseRpcLog, PRECONFIRMED_BLOCK_HASH, type RpcLog } from "./rpcLog.js";
+import { parseRpcLog } from "./rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH, type RpcLog } from "../rows/rpcLog.js";
 import type { RpcClient } from "./rpcClient.js";
 import type { BlockRange } from "../blockRanges.js";
 

@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import type { ReceiptLog } from "../decode/userOperationLogs.js";
+import type { ReceiptLog } from "../rows/receiptLog.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { BATCH_SIZE } from "./getTransactions.js";
 import { answerText } from "./httpTransport.js";

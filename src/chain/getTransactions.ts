@@ -1,11 +1,9 @@
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
+import type { TransactionInput } from "../rows/transactionInput.js";
 import { ADDRESS, HEX_BYTES, WORD, type HexPattern } from "./hexPatterns.js";
 import { inBatches } from "./inBatches.js";
 import type { RpcClient } from "./rpcClient.js";
-
-/** What attribution needs of a transaction. */
-export type TransactionInput = { hash: Hex; from: Hex; to: Hex | null; input: Hex };
 
 /** Transactions per JSON-RPC batch: one HTTP request carries a whole window's worth. */
 export const BATCH_SIZE = 500;

@@ -81,7 +81,7 @@ export type RpcClient = {
   background: () => RpcClient;
   /**
    * The same client for reads that pace themselves (the pending view: its poll and watchdog share
-   * one backoff, sync/pendingBackoff.ts): a rate limit is thrown at once as RateLimitedError,
+   * one backoff, sync/preconfirmed/preconfirmedBackoff.ts): a rate limit is thrown at once as RateLimitedError,
    * neither asked again nor slowing the rest of the client. Note: Base's pre-confirmation endpoint
    * rate-limits pending reads on their own; the head path must not wait for them.
    */

@@ -1,24 +1,7 @@
 import type { Hex } from "viem";
 import { RpcResponseError } from "../errors/rpc.js";
+import type { RpcLog } from "../rows/rpcLog.js";
 import { ADDRESS, HEX_BYTES, WORD, type HexPattern } from "./hexPatterns.js";
-
-/** A log as an RPC returned it, shape-checked and normalised (lower-case hex, numbers). */
-export type RpcLog = {
-  address: Hex;
-  topics: Hex[];
-  data: Hex;
-  blockNumber: number;
-  blockHash: Hex;
-  /** Unix seconds; Base nodes send it, some nodes omit it. */
-  blockTimestamp: number | undefined;
-  transactionHash: Hex;
-  transactionIndex: number;
-  logIndex: number;
-  removed: boolean;
-};
-
-/** The block hash of a pre-confirmed log (32 zero bytes), as Base's Flashblocks nodes send it. */
-export const PRECONFIRMED_BLOCK_HASH: Hex = `0x${"0".repeat(64)}`;
 
 const QUANTITY = /^0x[0-9a-fA-F]{1,13}$/;
 

@@ -5,7 +5,7 @@ import { ConfigError, FatalError } from "../errors/base.js";
 import { openStore } from "../store/openStore.js";
 import type { Store } from "../store/store.js";
 import type { WriterLock } from "../store/types.js";
-import { rewindToChainEnd } from "../sync/chainEnd.js";
+import { rewindToChainEnd } from "../sync/historical/rewindToChainEnd.js";
 import { verifyChain } from "./context.js";
 import type { Common } from "../common.js";
 
@@ -16,7 +16,7 @@ export type OpenIndexOptions = {
   checkTips?: ((tips: ChainTips) => void) | undefined;
   /**
    * Where the chain ended when it was restored (the bundled devnet), when it may end below blocks
-   * the database indexed: those are then rewound as a reorg (sync/chainEnd.ts).
+   * the database indexed: those are then rewound as a reorg (sync/historical/rewindToChainEnd.ts).
    */
   chainEndsAt?: number | undefined;
 };

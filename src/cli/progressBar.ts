@@ -1,5 +1,5 @@
 import { SingleBar } from "cli-progress";
-import type { BackfillProgress } from "../sync/backfill.js";
+import type { BackfillProgress } from "../sync/historical/backfill.js";
 
 /** What a command needs from a progress display. */
 export type ProgressDisplay = {

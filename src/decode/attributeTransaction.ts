@@ -1,6 +1,8 @@
 import type { Hex } from "viem";
+import type { TransactionInput } from "../rows/transactionInput.js";
 import { decodeAttribution, type Attribution } from "./erc8021.js";
 import { decodeHandleOps, ENTRY_POINT_ADDRESSES } from "./erc4337.js";
+import type { BundleLogs } from "./userOperationLogs.js";
 
 /**
  * `userOpIndex` counts across the whole bundle (across aggregator groups too); `aggregator` only for
@@ -41,3 +43,9 @@ export function attributeTransaction(tx: { input: Hex; to: Hex | null }, entryPo
 export function attributionLabels(attribution: Attribution): { result: Attribution["kind"]; schema: string } {
   return { result: attribution.kind, schema: "schemaId" in attribution && attribution.schemaId !== undefined ? String(attribution.schemaId) : "none" };
 }
+
+/**
+ * One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. `bundleLogs`: for an ERC-4337 bundle whose receipt was read, which user operation each of its
+ * indexed logs belongs to (or why that cannot be said); absent when not read (a backfill's bundles).
+ */
+export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution; bundleLogs?: BundleLogs };

@@ -3,11 +3,11 @@ import type { BlockRange } from "../blockRanges.js";
 import type { LogFilter, OutOfFilterReason } from "../chain/getLogs.js";
 import type { AnswerBody } from "../chain/httpTransport.js";
 import type { NodeError } from "../chain/jsonRpcAnswer.js";
-import type { RpcLog } from "../chain/rpcLog.js";
-import type { PackedRows } from "./packedRows.js";
-import type { UndecodableReason } from "./paymentEvents.js";
+import type { RpcLog } from "../rows/rpcLog.js";
+import type { PackedRows } from "../rows/packedRows.js";
+import type { UndecodableReason } from "../rows/paymentEvents.js";
 
-/* A backfill window's answer as the decoders take it, and what decoding it gives (windowAnswer.ts, scanWindowAnswer.ts). */
+/* A backfill window's answer as the decoders take it, and what decoding it gives (sync/historical/windowAnswer.ts, scanWindowAnswer.ts). */
 
 /** The body of one eth_getLogs answer for a backfill window (as received), with what decoding it needs. */
 export type WindowAnswer = WindowContext & {

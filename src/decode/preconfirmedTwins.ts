@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import type { RpcLog } from "../chain/rpcLog.js";
+import type { RpcLog } from "../rows/rpcLog.js";
 
 /** A log as the position rule sees it: where it is, and its position once numbered (a LogRow is one). */
 type PositionedLog = Pick<RpcLog, "blockNumber" | "logIndex" | "transactionHash" | "address"> & { txLogPosition: number };

@@ -1,8 +1,8 @@
 import type { Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
-import { NUMBER_FIELDS, type PackedRows } from "./packedRows.js";
+import { NUMBER_FIELDS, type PackedRows } from "../rows/packedRows.js";
 import { createTxLogPositions } from "./preconfirmedTwins.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "./paymentEvents.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../rows/paymentEvents.js";
 import type { DecodedWindow, WindowAnswer } from "./decodedWindow.js";
 
 /**

@@ -1,9 +1,7 @@
 import type { Hex } from "viem";
 import { BEFORE_EXECUTION_TOPIC, USER_OPERATION_EVENT_TOPIC } from "./erc4337.js";
-import { PAYMENT_TOPICS } from "./paymentEvents.js";
-
-/** A log of a bundle's receipt, as the mapping reads it (in logIndex order). */
-export type ReceiptLog = { address: Hex; topics: readonly Hex[]; data: Hex; logIndex: number };
+import { PAYMENT_TOPICS } from "../rows/paymentEvents.js";
+import type { ReceiptLog } from "../rows/receiptLog.js";
 
 /** An indexed log (a token's payment event) that one user operation brought about. */
 export type OperationLog = {

@@ -1,4 +1,4 @@
-import type { WriterHolder } from "../store/types.js";
+import type { WriterHolder } from "../rows/writerHolder.js";
 import { ConfigError } from "./base.js";
 
 /**

@@ -1,7 +1,7 @@
 /*
  * When work moves off the main thread, and what each worker thread gets: every threshold, nice value
  * and heap limit in one place. Five threads may run: the main thread (RPC, WebSockets, live writes,
- * the HTTP server), the decode thread (decode/windowDecoder.ts), the window writer, the maintenance
+ * the HTTP server), the decode thread (sync/historical/windowDecoder.ts), the window writer, the maintenance
  * thread and the WAL checkpointer (store/sqlite/threads/). The store's map of threads and connections
  * is at the top of store/sqlite/sqliteStore.ts.
  */

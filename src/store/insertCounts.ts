@@ -1,5 +1,5 @@
-import type { EventName } from "../decode/paymentEvents.js";
-import type { LogStatus } from "../decode/logRow.js";
+import type { EventName } from "../rows/paymentEvents.js";
+import type { LogStatus } from "../rows/logRow.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { EventCount } from "./types.js";
 

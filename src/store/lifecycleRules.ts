@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
+import type { LogRow, LogStatus } from "../rows/logRow.js";
 import { pickTwin, type TwinCandidate } from "../decode/preconfirmedTwins.js";
 import type { BlockRef, ChainChange, ChainChangeApplied } from "./store.js";
 import type { BlockApplied, InsertCounts, PreconfirmedStored } from "./types.js";

@@ -1,8 +1,10 @@
 import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
-import type { LogRow } from "../decode/logRow.js";
+import type { LogRow } from "../rows/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
-import type { AttributedTransaction, BlockApplied, InsertCounts, OwedBlock, PackedAttribution, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
+import type { BlockApplied, InsertCounts, OwedBlock, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
+import type { AttributedTransaction } from "../decode/attributeTransaction.js";
+import type { PackedAttribution } from "../rows/packedAttribution.js";
 import type { CancelStore } from "./cancelStore.js";
 import type { CaptureStore } from "./captureStore.js";
 import type { NonceBook } from "./nonceBook.js";

@@ -1,10 +1,9 @@
 import type { Address, Hex } from "viem";
-import type { TransactionInput } from "../chain/getTransactions.js";
-import type { TransactionAttribution } from "../decode/attributeTransaction.js";
-import type { BundleLogs } from "../decode/userOperationLogs.js";
-import type { LogStatus } from "../decode/logRow.js";
-import type { PackedRows } from "../decode/packedRows.js";
-import type { EventName } from "../decode/paymentEvents.js";
+import type { LogStatus } from "../rows/logRow.js";
+import type { PackedAttribution } from "../rows/packedAttribution.js";
+import type { PackedRows } from "../rows/packedRows.js";
+import type { EventName } from "../rows/paymentEvents.js";
+import type { WriterHolder } from "../rows/writerHolder.js";
 
 /*
  * The values that cross the store seam (store.ts), whichever the backend: what a write stored, what
@@ -22,7 +21,7 @@ export type InsertCounts = { inserted: number; duplicates: number; byEvent: Even
 
 /** What storing a batch of pre-confirmed logs did. */
 export type PreconfirmedStored = InsertCounts & {
-  /** Stored pre-confirmations announced again for a later block, moved there (protocol-notes §8: the pending block was rebuilt). */
+  /** Stored pre-confirmations announced again for a later block, moved there (the pending block was rebuilt: base/base flashblocks `processor.rs`). */
   moved: number;
   /** Of those, how many had been marked dropped: they were not dropped after all. */
   revived: number;
@@ -43,7 +42,7 @@ export type BlockApplied = {
 // Backfill windows and attribution
 
 /**
- * One fetched backfill window as the store takes it: its rows (decode/packedRows.ts), its
+ * One fetched backfill window as the store takes it: its rows (rows/packedRows.ts), its
  * transactions' attribution (packed: attributionWriter.ts), and the range it completes; as plain
  * values, it crosses to the writer thread. `stageAttribution` (a bulk backfill): SQLite appends the
  * attribution to its staging tables, moved at the backfill's end (schemaV10.ts).
@@ -57,7 +56,7 @@ export type WindowWrite = {
   stageAttribution?: boolean | undefined;
   /**
    * Blocks (number, hash) whose transactions' attribution was not read with the window (a
-   * rate-limited provider: sync/historical.ts): recorded as owed in the window's transaction
+   * rate-limited provider: sync/historical/syncHistorical.ts): recorded as owed in the window's transaction
    * (schema 14), paid later by attribution/trailingAttribution.ts.
    */
   owed?: ReadonlyArray<readonly [number, Hex]> | undefined;
@@ -65,32 +64,6 @@ export type WindowWrite = {
 
 /** An owed block (schema 14) with the transactions of its live logs: none when the block was reorged out (its logs flagged). */
 export type OwedBlock = { number: number; hash: Hex; txHashes: Hex[] };
-
-/** One transaction that emitted an indexed log, with its decoded ERC-8021 attribution. */
-/**
- * `bundleLogs`: for an ERC-4337 bundle whose receipt was read, which user operation each of its
- * indexed logs belongs to (or why that cannot be said); absent when not read (a backfill's bundles).
- */
-export type AttributedTransaction = { chainId: number; tx: TransactionInput; attribution: TransactionAttribution; bundleLogs?: BundleLogs };
-
-/**
- * Attribution rows flattened into arrays of plain values, as a window's rows are (packedRows.ts):
- * per transaction its TRANSACTION_FIELDS column values (hash first) and the number of records that
- * follow, each a tag (OPERATION or CODE) and RECORD_FIELDS - 1 column values without the hash, in
- * insert order (its own codes, then each user operation followed by its codes). No calldata, no
- * nested objects. A window's attribution comes in batches (one per JSON-RPC batch of transactions);
- * a batch that crossed between threads is its values' JSON text as bytes (attributionToMove), moved
- * with the transfer list: cloned value by value, a million transactions' 23 million values cost the
- * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
- */
-export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>>; operationLogs?: OperationLogRows };
-
-/**
- * The rows a bundle's mapped logs add (schema 13), as plain values: per bundle whose receipt was
- * read `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log inside one of its
- * operations `[tx_hash, token, tx_log_position, op_index]` (store/operationLogRows.ts).
- */
-export type OperationLogRows = { bundles: Array<[Hex, string, string | null]>; logs: Array<[Hex, Hex, number, number]> };
 
 /** One row of `agent_registrations`; the wallet is lower case, times are unix milliseconds. */
 export type RegistrationRow = {
@@ -112,9 +85,6 @@ export type SaveRegistrationResult =
 
 /** What a database is pinned to besides its chain id: the chain's genesis block hash (lower-case hex). */
 export type ChainIdentity = { genesisHash: Hex };
-
-/** Who writes a database: recorded in its `meta` table so a refused second writer can name it. */
-export type WriterHolder = { pid: number; host: string; command: string; startedAt: string };
 
 export type WriterLock = {
   readonly holder: WriterHolder;

@@ -4,11 +4,12 @@ import type { BlockRange } from "../blockRanges.js";
 import { getLogsParams, partitionByFilter, type GetLogsResult, type LogFilter } from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors/rpc.js";
-import type { RpcLog } from "../chain/rpcLog.js";
-import { toLogRows, type LogRow, type LogSource, type LogStatus } from "../decode/logRow.js";
-import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../decode/packedRows.js";
+import type { RpcLog } from "../rows/rpcLog.js";
+import { type LogRow, type LogSource, type LogStatus } from "../rows/logRow.js";
+import { toLogRows } from "../decode/toLogRows.js";
+import { NUMBER_FIELDS, packRowsToMove, type PackedRows } from "../rows/packedRows.js";
 import { getSelectedLogs, isWatched, type LogSelection } from "./watchedLogs.js";
-import type { WindowDecoder } from "../decode/windowDecoder.js";
+import type { WindowDecoder } from "./historical/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { type DecodedWindow, type RejectedLog, UNKNOWN_TIMESTAMP } from "../decode/decodedWindow.js";
@@ -20,19 +21,19 @@ export type RowsRequest = {
   source: LogSource;
   /**
    * Unix seconds for logs that carry no `blockTimestamp`, where the caller knows it: a block's
-   * header, or now for the pending view. Blocks it leaves undefined have their timestamps fetched.
+   * header, or now for the pre-confirmed view. Blocks it leaves undefined have their timestamps fetched.
    */
   timestampOf?: ((blockNumber: number) => number | undefined) | undefined;
   /**
    * Canonical data is strict: one log that fails validation makes the whole answer damaged, and it is
    * fetched again (next endpoint first); a range is stored only from an answer in which every log passed.
-   * The pending view is lenient: a bad log is dropped and counted, the canonical block settles it later.
+   * The pre-confirmed view is lenient: a bad log is dropped and counted, the canonical block settles it later.
    */
   strict: boolean;
 };
 
 /**
- * How logs become rows (head blocks, the pending view; backfill windows take fetchWindowRows below,
+ * How logs become rows (head blocks, the pre-confirmed view; backfill windows take fetchWindowRows below,
  * the same steps off this thread): eth_getLogs, the filter check, decoding, and the report of every
  * rejected log (a metric by reason and a warning), all inside the RPC client's retry loop.
  */
@@ -139,7 +140,7 @@ function reportRejected(deps: FetchRowsDeps, filter: LogFilter, rejected: readon
   );
 }
 
-/** "blocks 100..199", "block 120 (0xabc…)" or "the pending view", for messages. */
+/** "blocks 100..199", "block 120 (0xabc…)" or "the pre-confirmed view", for messages. */
 export function describeScope(filter: LogFilter): string {
   if ("pending" in filter) return "the pending view";
   if ("blockHash" in filter) return `block ${filter.blockNumber} (${filter.blockHash})`;

@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import { contiguousEnd, mergeRanges, type BlockRange } from "../blockRanges.js";
 import type { TokenConfig } from "../config/types.js";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../rows/paymentEvents.js";
 import type { Logger } from "../ops/logger.js";
 import type { Store } from "../store/store.js";
 import type { LogSelection, WatchedToken } from "./watchedLogs.js";
@@ -14,7 +14,7 @@ import type { LogSelection, WatchedToken } from "./watchedLogs.js";
  * own: the backfill fetches its history, and only its. Removing one keeps its rows and ranges.
  */
 
-/** How long the authorizers of stored orders are reused before they are read again: the pending view is polled every ~200 ms. */
+/** How long the authorizers of stored orders are reused before they are read again: the pre-confirmed view is polled every ~200 ms. */
 export const ORDER_AUTHORIZERS_TTL_MS = 1_000;
 
 /** The synced-range member of one watched address of a token. */

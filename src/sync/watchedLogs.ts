@@ -1,8 +1,8 @@
 import type { Hex } from "viem";
 import { checkConsistent, getLogs, type GetLogsResult, type LogFilter, type LogScope } from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
-import type { RpcLog } from "../chain/rpcLog.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../decode/paymentEvents.js";
+import type { RpcLog } from "../rows/rpcLog.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../rows/paymentEvents.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { withRetry } from "../ops/withRetry.js";
 

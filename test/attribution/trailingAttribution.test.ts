@@ -11,7 +11,7 @@ import type { Config } from "../../src/config/types.js";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { spawnCli, runCli, writeConfig } from "../helpers/cli.js";

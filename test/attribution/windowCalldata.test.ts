@@ -8,9 +8,10 @@ import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil, type Anvil } from "../../src/devnet/anvil.js";
 import { deployTestToken } from "../../src/devnet/deployToken.js";
-import { packAttribution, unpackAttribution } from "../../src/decode/packedAttribution.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
+import { unpackAttribution } from "../../src/rows/packedAttribution.js";
+import { packAttribution } from "../../src/decode/packAttribution.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
+import { createWindowDecoder } from "../../src/sync/historical/windowDecoder.js";
 import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 

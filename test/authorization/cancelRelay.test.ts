@@ -31,7 +31,7 @@ import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, ty
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
-import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
 
 const abi = flashTestTokenAbi;
 let devnet: Devnet;

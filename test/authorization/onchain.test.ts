@@ -12,8 +12,8 @@ import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTes
 import { readTokenDomain, signCancelAuthorization, signTransferAuthorization, type TransferAuthorization } from "../../src/authorization/eip3009.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { AUTHORIZATION_USED_TOPIC } from "../../src/decode/paymentEvents.js";
-import { toLogRows } from "../../src/decode/logRow.js";
+import { AUTHORIZATION_USED_TOPIC } from "../../src/rows/paymentEvents.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { createSqliteLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { BACKENDS, stopFileBackends } from "../helpers/backends.js";

@@ -1,12 +1,13 @@
 import DatabaseConstructor from "better-sqlite3";
 import type { Address, Hex } from "viem";
 import { afterEach, describe, expect, test } from "vitest";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
-import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
+import { type LogStatus } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
 import { createSqliteOrders } from "../../src/store/sqlite/orders.js";
 import { ORDER_TRANSITIONS, OrderExistsError, OrderStateError, type NewOrder } from "../../src/store/orderStates.js";
-import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH } from "../../src/rows/rpcLog.js";
 import { createSqliteLifecycle } from "../../src/store/sqlite/lifecycle.js";
 import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase.js";
 import { freshDbPath, word } from "../helpers/fixtures.js";

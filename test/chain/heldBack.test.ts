@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from "vitest";
 import type { Hex } from "viem";
 import { createRpcClient, type OutgoingRequest } from "../../src/chain/rpcClient.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
-import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
+import { createWindowDecoder, type WindowDecoder } from "../../src/sync/historical/windowDecoder.js";
 import { HeldBackError } from "../../src/errors/rpc.js";
 import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";

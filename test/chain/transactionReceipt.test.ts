@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import { parseReceipt } from "../../src/chain/transactionReceipt.js";
-import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { judgeCaptureReceipt, type ExpectedCapture } from "../../src/authorization/captureReceipt.js";
 
 const word = (hex: string) => `0x${hex.replace(/^0x/, "").padStart(64, "0")}` as Hex;

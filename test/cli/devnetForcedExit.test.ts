@@ -4,7 +4,7 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { startAnvil } from "../../src/devnet/anvil.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { writeConfig } from "../helpers/cli.js";
 import { quietly, waitFor } from "../helpers/fixtures.js";
 import { cameTrue, commandLine, descendants, DEVNET_TOKEN, isAlive, killLeftovers, spawnNpmStart, type NpmStart } from "../helpers/npmStart.js";

@@ -8,7 +8,7 @@ import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Config } from "../../src/config/types.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { EXIT_TEMPORARY } from "../../src/errors/base.js";
 import { connectionConfig } from "../../src/store/postgres/connection.js";
 import { describeLocation } from "../../src/store/postgres/location.js";

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import type { LogRow } from "../../src/decode/logRow.js";
+import type { LogRow } from "../../src/rows/logRow.js";
 import { assignTxLogPositions, createStreamPositions, pickTwin, twinContent, type TwinCandidate } from "../../src/decode/preconfirmedTwins.js";
 
 const TOKEN_A: Hex = "0x00000000000000000000000000000000000000aa";

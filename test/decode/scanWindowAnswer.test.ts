@@ -1,8 +1,8 @@
 import { describe, expect, test } from "vitest";
-import { unpackStrings } from "../../src/decode/packedRows.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { unpackStrings } from "../../src/rows/packedRows.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { scanWindowAnswer } from "../../src/decode/scanWindowAnswer.js";
-import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
+import { decodeParsedWindowAnswer, decodeWindowAnswer } from "../../src/sync/historical/windowAnswer.js";
 import type { DecodedWindow, WindowAnswer } from "../../src/decode/decodedWindow.js";
 import { word } from "../helpers/fixtures.js";
 

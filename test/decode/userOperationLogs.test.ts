@@ -2,7 +2,8 @@ import { encodeAbiParameters, encodeEventTopics, pad, parseAbi, toEventSelector,
 import { entryPoint06Abi, entryPoint07Abi, entryPoint08Abi } from "viem/account-abstraction";
 import { describe, expect, test } from "vitest";
 import { BEFORE_EXECUTION_TOPIC, USER_OPERATION_EVENT_TOPIC } from "../../src/decode/erc4337.js";
-import { mapBundleLogs, type ReceiptLog } from "../../src/decode/userOperationLogs.js";
+import { mapBundleLogs } from "../../src/decode/userOperationLogs.js";
+import type { ReceiptLog } from "../../src/rows/receiptLog.js";
 
 const EP: Hex = "0x0000000071727de22e5e9d8baf0edac6f37da032";
 const OTHER_EP: Hex = "0x4337084d9e255ff0702461cf8895ce9e3b5ff108";

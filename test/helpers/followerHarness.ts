@@ -8,9 +8,9 @@ import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase
 import { openStore } from "../../src/store/openStore.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { sqliteBackend, type TestBackend } from "./backends.js";
-import { createPendingIndexer } from "../../src/sync/pending.js";
-import { createPendingBackoff } from "../../src/sync/pendingBackoff.js";
-import { createHeadFollower } from "../../src/sync/realtime.js";
+import { createPreconfirmedIndexer } from "../../src/sync/preconfirmed/preconfirmedIndexer.js";
+import { createPreconfirmedBackoff } from "../../src/sync/preconfirmed/preconfirmedBackoff.js";
+import { createHeadFollower } from "../../src/sync/head/headFollower.js";
 import { testConfig, testDeps } from "./context.js";
 
 /** Stands in for the SQLite handle on other backends: a test reading it there is a mistake in the test. */
@@ -71,11 +71,11 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const reader = await backend.reader(config.database);
   const health = createHealth();
   const syncDeps = createSyncDeps({ ...deps, client }, store);
-  const pendingBackoff = createPendingBackoff(config.realtime.pendingPollIntervalMs);
-  const follower = createHeadFollower({ ...syncDeps, health, pendingBackoff });
-  const pending = createPendingIndexer({
+  const preconfirmedBackoff = createPreconfirmedBackoff(config.realtime.pendingPollIntervalMs);
+  const follower = createHeadFollower({ ...syncDeps, health, preconfirmedBackoff });
+  const pending = createPreconfirmedIndexer({
     ...syncDeps,
-    pendingBackoff,
+    preconfirmedBackoff,
     health,
     lastCanonicalBlock: follower.lastAppliedBlock,
     canonicalHashAt: follower.hashAt,

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from "vitest";
-import { packRows } from "../../src/decode/packedRows.js";
-import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/chain/rpcLog.js";
-import { toLogRows } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { packRows } from "../../src/rows/packedRows.js";
+import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/rows/rpcLog.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createStatusPage, escapeHtml, percentile, renderStatusPage, type StatusMetrics } from "../../src/statusPage/statusPage.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { StatusSnapshot } from "../../src/store/types.js";

@@ -1,8 +1,9 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { toLogRows, type LogRow, type LogStatus } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
+import { type LogRow, type LogStatus } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import {
   canonicalBlockPlan,
   chainChangePlan,

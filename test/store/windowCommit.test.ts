@@ -1,10 +1,10 @@
 import type { Hex } from "viem";
 import DatabaseConstructor from "better-sqlite3";
-import { packRows } from "../../src/decode/packedRows.js";
+import { packRows } from "../../src/rows/packedRows.js";
 import { describe, expect, test } from "vitest";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
-import { toLogRows } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
@@ -14,7 +14,7 @@ import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/sqlite/writeGate.js";
 import { freshDbPath, threadNices, waitFor, word } from "../helpers/fixtures.js";
 import type { WindowWrite } from "../../src/store/types.js";
-import { packAttribution } from "../../src/decode/packedAttribution.js";
+import { packAttribution } from "../../src/decode/packAttribution.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 

@@ -4,9 +4,9 @@ import { answerText, createHttpTransport, type HttpTransport } from "../../src/c
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { RpcTransportError } from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import type { ProcessMode } from "../../src/ops/threadSettings.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";

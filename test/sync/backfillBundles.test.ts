@@ -4,7 +4,7 @@ import { createTrailingAttribution } from "../../src/attribution/trailingAttribu
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { openStore } from "../../src/store/openStore.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { expectMixedBundleCredited, sendMixedBundle } from "../helpers/bundles.js";

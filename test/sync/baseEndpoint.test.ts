@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
-import { backfill } from "../../src/sync/backfill.js";
+import { backfill } from "../../src/sync/historical/backfill.js";
 import { testConfig, testDeps, withSqliteStore } from "../helpers/context.js";
 import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 

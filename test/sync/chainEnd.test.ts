@@ -1,11 +1,12 @@
 import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
-import { toLogRows, type LogStatus } from "../../src/decode/logRow.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
+import { type LogStatus } from "../../src/rows/logRow.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
+import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
-import { rewindToChainEnd } from "../../src/sync/chainEnd.js";
+import { rewindToChainEnd } from "../../src/sync/historical/rewindToChainEnd.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { word } from "../helpers/fixtures.js";

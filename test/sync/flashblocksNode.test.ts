@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import type { Database } from "../../src/store/sqlite/openDatabase.js";
 import { createPayer, waitFor } from "../helpers/devnetPayments.js";

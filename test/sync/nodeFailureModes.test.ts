@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { BROADCAST_CAPACITY_FLASHBLOCKS } from "../../src/devnet/front/subscriptions.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { startOpsServer } from "../../src/ops/httpServer.js";
@@ -79,7 +79,7 @@ describe("a Base node's failure modes", () => {
         await payer.rpc("devnet_mine");
       }
       // The chain goes on while the watchdog looks, as Base's does: a null view is wrong only while
-      // blocks come (pendingViewWatch.ts), so one first read after the fifth block was applied
+      // blocks come (preconfirmedViewWatch.ts), so one first read after the fifth block was applied
       // would otherwise wait for a block that never comes.
       let nextBlockAt = Date.now() + 1_000;
       const distrusted = async () => {

@@ -1,12 +1,12 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { PRECONFIRMED_BLOCK_HASH } from "../../src/chain/rpcLog.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../src/rows/rpcLog.js";
 import { RetryableError } from "../../src/errors/base.js";
 import { RpcResponseError, RpcTransportError } from "../../src/errors/rpc.js";
-import { PENDING_BACKOFF_MAX_MS, createPendingBackoff, pendingReadDelayMs } from "../../src/sync/pendingBackoff.js";
-import { parentVerdict } from "../../src/sync/pendingParents.js";
+import { PRECONFIRMED_BACKOFF_MAX_MS, createPreconfirmedBackoff, preconfirmedReadDelayMs } from "../../src/sync/preconfirmed/preconfirmedBackoff.js";
+import { parentVerdict } from "../../src/sync/preconfirmed/heldRows.js";
 import { HashesOnlyError } from "../../src/errors/rpc.js";
-import { logsOfNotification } from "../../src/sync/preconfNotifications.js";
+import { logsOfNotification } from "../../src/sync/preconfirmed/flashblocksNotifications.js";
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as Hex;
 const TX = hash(0xabc);
@@ -25,14 +25,14 @@ const log = (logIndex: number, address = "0x000000000000000000000000000000000000
 describe("the pending view's read policy", () => {
   test("a failed read waits the endpoint's Retry-After, else doubles from the poll interval up to the ceiling", () => {
     const limited = new RetryableError("gave up", { cause: new RpcTransportError("429", { retryAfterMs: 3_000 }) });
-    expect(pendingReadDelayMs(1, limited, 200)).toBe(3_000);
-    expect([1, 2, 3].map((n) => pendingReadDelayMs(n, new RpcResponseError("bad"), 200))).toEqual([400, 800, 1_600]);
-    expect(pendingReadDelayMs(30, new RpcResponseError("bad"), 200)).toBe(PENDING_BACKOFF_MAX_MS);
+    expect(preconfirmedReadDelayMs(1, limited, 200)).toBe(3_000);
+    expect([1, 2, 3].map((n) => preconfirmedReadDelayMs(n, new RpcResponseError("bad"), 200))).toEqual([400, 800, 1_600]);
+    expect(preconfirmedReadDelayMs(30, new RpcResponseError("bad"), 200)).toBe(PRECONFIRMED_BACKOFF_MAX_MS);
   });
 
   test("one shared pause: after a failure nothing reads before it ends, and a success clears it", () => {
     let now = 1_000;
-    const backoff = createPendingBackoff(200, () => now);
+    const backoff = createPreconfirmedBackoff(200, () => now);
     expect(backoff.waitMs()).toBe(0);
     backoff.failed(new RpcTransportError("429", { retryAfterMs: 2_000 }));
     now += 500;

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { FatalError, ShutdownError } from "../../src/errors/base.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { BACKENDS, stopFileBackends, type TableReader } from "../helpers/backends.js";

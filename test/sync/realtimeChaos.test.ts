@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { startDevnet } from "../../src/devnet/startDevnet.js";
 import { startChaosProxy } from "../helpers/chaosProxy.js";
 import { waitFor } from "../helpers/devnetPayments.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import type { Config } from "../../src/config/types.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { runCli, spawnCli, writeConfig } from "../helpers/cli.js";

@@ -1,6 +1,6 @@
 import type { Log } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
 import { waitFor } from "../helpers/devnetPayments.js";
 import { startFollower, type Row } from "../helpers/followerHarness.js";

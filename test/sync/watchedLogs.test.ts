@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import type { Hex } from "viem";
 import { checkAnswer, getLogsParams } from "../../src/chain/getLogs.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { selectionFilters, topicWord } from "../../src/sync/watchedLogs.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913" as Hex;

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAttributor } from "../../src/attribution/attributeLogs.js";
 import { createHttpTransport, type HttpTransport } from "../../src/chain/httpTransport.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { createWindowDecoder, type WindowDecoder } from "../../src/decode/windowDecoder.js";
-import { PAYMENT_TOPICS } from "../../src/decode/paymentEvents.js";
+import { createWindowDecoder, type WindowDecoder } from "../../src/sync/historical/windowDecoder.js";
+import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
 import { getLogsParams } from "../../src/chain/getLogs.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
 import { RetryableError, ShutdownError } from "../../src/errors/base.js";
@@ -13,7 +13,7 @@ import { fetchWindowRows, type WindowRows } from "../../src/sync/fetchLogRows.js
 import { testConfig, testDeps } from "../helpers/context.js";
 import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.js";
 import { startScriptedRpcServer } from "../helpers/scriptedRpcServer.js";
-import { unpackAttribution } from "../../src/decode/packedAttribution.js";
+import { unpackAttribution } from "../../src/rows/packedAttribution.js";
 
 let devnet: Devnet;
 let head: number;

@@ -6,7 +6,7 @@ import {
   INITIAL_WINDOW_BLOCKS,
   RATE_LIMITED_TARGET_LOGS_PER_WINDOW,
   TARGET_LOGS_PER_WINDOW,
-} from "../../src/sync/windowSize.js";
+} from "../../src/sync/historical/windowSize.js";
 
 describe("createWindowSize()", () => {
   test("starts small, and doubles toward the configured size while windows are sparse", () => {

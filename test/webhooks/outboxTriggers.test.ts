@@ -1,11 +1,11 @@
 import DatabaseConstructor from "better-sqlite3";
 import type { Hex } from "viem";
-import { packRows } from "../../src/decode/packedRows.js";
+import { packRows } from "../../src/rows/packedRows.js";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
-import type { RpcLog } from "../../src/chain/rpcLog.js";
+import type { RpcLog } from "../../src/rows/rpcLog.js";
 import type { Config } from "../../src/config/types.js";
-import { toLogRows } from "../../src/decode/logRow.js";
-import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
+import { toLogRows } from "../../src/decode/toLogRows.js";
+import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { openStore } from "../../src/store/openStore.js";

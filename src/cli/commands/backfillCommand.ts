@@ -2,7 +2,7 @@ import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
 import { acquireStoreWriterLock } from "../../store/openStore.js";
 import type { WriterLock } from "../../store/types.js";
-import { backfill } from "../../sync/backfill.js";
+import { backfill } from "../../sync/historical/backfill.js";
 import { createSyncDeps } from "../../sync/syncDeps.js";
 import { createTrailingAttribution } from "../../attribution/trailingAttribution.js";
 import { parseBlockNumber } from "../blockNumberFlag.js";

@@ -1,12 +1,12 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import type { LogRow } from "../../decode/logRow.js";
+import type { LogRow } from "../../rows/logRow.js";
 import { twinContent } from "../../decode/preconfirmedTwins.js";
 import { chainChangePlan, preconfirmedPlan, runLifecyclePlanAsync, type AsyncLifecycleStatements, type StoredTwin } from "../lifecycleRules.js";
 import type { ChainChange, ChainChangeApplied } from "../store.js";
 import type { PreconfirmedStored } from "../types.js";
 import { insertLogRows } from "./rowWriter.js";
-import { packRows } from "../../decode/packedRows.js";
+import { packRows } from "../../rows/packedRows.js";
 import { UNSETTLED_STATUS_LIST_SQL } from "../liveStatus.js";
 import { createPostgresSyncedRanges } from "./syncedRanges.js";
 

@@ -1,7 +1,8 @@
 import type pg from "pg";
 import { ConfigError } from "../../errors/base.js";
 import type { Metrics } from "../../ops/metrics.js";
-import type { ChainIdentity, WriterHolder } from "../types.js";
+import type { ChainIdentity } from "../types.js";
+import type { WriterHolder } from "../../rows/writerHolder.js";
 import type { Store } from "../store.js";
 import { createPool } from "./connection.js";
 import { describeLocation } from "./location.js";

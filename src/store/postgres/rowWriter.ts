@@ -1,8 +1,11 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import type { AttributedTransaction, EventCount, InsertCounts, OperationLogRows, PackedAttribution } from "../types.js";
-import { packAttribution, unpackAttribution } from "../../decode/packedAttribution.js";
+import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
+import type { EventCount, InsertCounts } from "../types.js";
+import type { AttributedTransaction } from "../../decode/attributeTransaction.js";
+import type { OperationLogRows, PackedAttribution } from "../../rows/packedAttribution.js";
+import { unpackAttribution } from "../../rows/packedAttribution.js";
+import { packAttribution } from "../../decode/packAttribution.js";
 
 type Column = readonly [name: string, type: string];
 
@@ -80,7 +83,7 @@ authorizations_inserted AS (
 )
 SELECT event, status, count(*)::integer AS logs FROM matched GROUP BY event, status`;
 
-/** A batch of packed rows (decode/packedRows.ts) as the statement's parameters: one array literal per input column. */
+/** A batch of packed rows (rows/packedRows.ts) as the statement's parameters: one array literal per input column. */
 function logRowParams(rows: PackedRows, now: number): string[] {
   // Column by column, straight into array-literal elements. Every value here is a validated hex
   // string, a number, a decimal string or one of our own words: none needs quoting (arrayLiteral

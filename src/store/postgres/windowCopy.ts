@@ -2,9 +2,9 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
-import type { LogStatus } from "../../decode/logRow.js";
-import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
-import type { EventName } from "../../decode/paymentEvents.js";
+import type { LogStatus } from "../../rows/logRow.js";
+import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
+import type { EventName } from "../../rows/paymentEvents.js";
 import type { InsertCounts } from "../types.js";
 import { createEventTally } from "../insertCounts.js";
 
@@ -62,7 +62,7 @@ export async function copyWindow(client: pg.ClientBase, rows: PackedRows, now: n
 }
 
 /**
- * One log (strings from `t[i]`, numbers from `n[k]`: decode/packedRows.ts) as a line of COPY text.
+ * One log (strings from `t[i]`, numbers from `n[k]`: rows/packedRows.ts) as a line of COPY text.
  * Every value is a validated hex string, a number, a decimal string or one of our own words: none
  * holds a tab, newline or backslash, so none is escaped. A packed "" is NULL.
  */

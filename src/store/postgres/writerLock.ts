@@ -2,7 +2,8 @@ import { hostname } from "node:os";
 import pg from "pg";
 import { connectionConfig } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
-import type { WriterHolder, WriterLock } from "../types.js";
+import type { WriterLock } from "../types.js";
+import type { WriterHolder } from "../../rows/writerHolder.js";
 import { WriterBusyError } from "../../errors/store.js";
 import { WriterLockLostError } from "../../errors/writerLock.js";
 

@@ -1,7 +1,9 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { OPERATION, packAttribution, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../decode/packedAttribution.js";
-import type { AttributedTransaction, PackedAttribution } from "../types.js";
+import { OPERATION, RECORD_FIELDS, TRANSACTION_FIELDS, valuesOf } from "../../rows/packedAttribution.js";
+import { packAttribution } from "../../decode/packAttribution.js";
+import type { AttributedTransaction } from "../../decode/attributeTransaction.js";
+import type { PackedAttribution } from "../../rows/packedAttribution.js";
 
 /**
  * Hashes looked up per query by `unstored`: a query's cost is mostly the call itself, so a hundred
@@ -35,7 +37,7 @@ export function createAttributionWriter(db: Database) {
       }
       return found.size === 0 ? [...hashes] : hashes.filter((hash) => !found.has(hash));
     },
-    /** Inserts packed attribution (decode/packedAttribution.ts): a transaction already stored is skipped with its codes and operations. */
+    /** Inserts packed attribution (rows/packedAttribution.ts): a transaction already stored is skipped with its codes and operations. */
     insertPacked: (packed: PackedAttribution, between?: Between): number => insertPacked(keyed, packed, between),
     /**
      * Appends packed attribution to the staging tables (a bulk backfill; stagedAttribution.ts moves
@@ -50,7 +52,7 @@ export function createAttributionWriter(db: Database) {
 type Inserts = ReturnType<typeof prepareInserts>;
 
 /**
- * The attribution tables' columns in packed order (decode/packedAttribution.ts): the inserts below and the
+ * The attribution tables' columns in packed order (rows/packedAttribution.ts): the inserts below and the
  * staged attribution's move (stagedAttribution.ts) name them from here.
  */
 export const ATTRIBUTION_COLUMNS = {

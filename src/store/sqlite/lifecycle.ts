@@ -1,6 +1,6 @@
 import type { Database, Statement } from "better-sqlite3";
 import type { Hex } from "viem";
-import type { LogRow } from "../../decode/logRow.js";
+import type { LogRow } from "../../rows/logRow.js";
 import { twinContent } from "../../decode/preconfirmedTwins.js";
 import {
   canonicalBlockPlan,

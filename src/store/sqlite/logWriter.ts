@@ -1,7 +1,7 @@
 import type { Database } from "better-sqlite3";
-import type { EventName } from "../../decode/paymentEvents.js";
-import type { LogRow, LogStatus } from "../../decode/logRow.js";
-import { NUMBER_FIELDS, packRows, STRING_FIELDS, unpackStrings, type PackedRows } from "../../decode/packedRows.js";
+import type { EventName } from "../../rows/paymentEvents.js";
+import type { LogRow, LogStatus } from "../../rows/logRow.js";
+import { NUMBER_FIELDS, packRows, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
 import { createEventTally } from "../insertCounts.js";
 import type { InsertCounts } from "../types.js";
 

@@ -46,7 +46,7 @@ export type SqliteStoreDeps = {
  * ops/threadSettings.ts):
  * - main thread, this connection: every live write (pre-confirmations, head blocks, finality,
  *   orders, webhooks, meta) and a short backfill's windows; every read.
- * - decode thread (decode/windowDecoder.ts), no connection: sends a long backfill's requests and
+ * - decode thread (sync/historical/windowDecoder.ts), no connection: sends a long backfill's requests and
  *   decodes their answers.
  * - window writer (threads/windowWriter.ts), a connection of its own: a long backfill's windows,
  *   each with its synced range.

@@ -2,7 +2,7 @@ import type { Database } from "better-sqlite3";
 import { createAttributionWriter } from "./attributionWriter.js";
 import { createLogWriter } from "./logWriter.js";
 import { createSqliteOwedBlocks } from "./owedAttribution.js";
-import { unpackStrings } from "../../decode/packedRows.js";
+import { unpackStrings } from "../../rows/packedRows.js";
 import { createSqliteSyncedRanges } from "./syncedRanges.js";
 import { UNSHARED_WINDOW_GATE, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "./writeGate.js";
 import type { InsertCounts, WindowWrite } from "../types.js";

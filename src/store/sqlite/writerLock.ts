@@ -4,7 +4,8 @@ import DatabaseConstructor, { type Database } from "better-sqlite3";
 import { ConfigError } from "../../errors/base.js";
 import { WriterBusyError } from "../../errors/store.js";
 import { asDatabasePathError, ensureDatabaseDirectory } from "./databasePathErrors.js";
-import type { WriterHolder, WriterLock } from "../types.js";
+import type { WriterLock } from "../types.js";
+import type { WriterHolder } from "../../rows/writerHolder.js";
 
 /** The sidecar file whose SQLite lock stands for "one writer": `data/devnet.db` → `data/devnet.db.lock`. */
 export function writerLockPath(databasePath: string): string {

@@ -1,4 +1,4 @@
-import { buffersToMove } from "../../../decode/packedRows.js";
+import { buffersToMove } from "../../../rows/packedRows.js";
 import { FatalError } from "../../../errors/base.js";
 import type { InsertCounts } from "../../types.js";
 import { startThread } from "../../../ops/startThread.js";
@@ -10,7 +10,7 @@ import { createWindowCommit, windowFields } from "../windowCommit.js";
 import type { WindowReply, WindowRequest, WindowWriterData } from "./windowWriterThread.js";
 import type { WalCheckpoints } from "../walCheckpoints.js";
 import type { LiveWriteGate } from "../writeGate.js";
-import { attributionToMove } from "../../../decode/packedAttribution.js";
+import { attributionToMove } from "../../../rows/packedAttribution.js";
 
 /**
  * Commits backfill windows on a thread of their own, with a second connection to the same file:

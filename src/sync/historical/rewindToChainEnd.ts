@@ -1,8 +1,8 @@
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import type { Config } from "../config/types.js";
-import type { Store } from "../store/store.js";
-import { memberRanges, membersOf } from "./watchScope.js";
+import type { Logger } from "../../ops/logger.js";
+import type { Metrics } from "../../ops/metrics.js";
+import type { Config } from "../../config/types.js";
+import type { Store } from "../../store/store.js";
+import { memberRanges, membersOf } from "../watchScope.js";
 
 export type ChainEndDeps = { config: Pick<Config, "tokens">; logger: Logger; metrics: Metrics; store: Store };
 

@@ -1,12 +1,14 @@
 import type { Hex } from "viem";
-import { parseTransaction, type TransactionInput } from "../chain/getTransactions.js";
-import { answerText, type AnswerBody } from "../chain/httpTransport.js";
-import { batchResults, type NodeError } from "../chain/jsonRpcAnswer.js";
-import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
-import { attributeTransaction, attributionLabels } from "./attributeTransaction.js";
-import type { AttributedTransaction, PackedAttribution } from "../store/types.js";
-import { packAttribution } from "./packedAttribution.js";
-import type { BundleCall } from "./userOperationLogs.js";
+import { parseTransaction } from "../../chain/getTransactions.js";
+import type { TransactionInput } from "../../rows/transactionInput.js";
+import { answerText, type AnswerBody } from "../../chain/httpTransport.js";
+import { batchResults, type NodeError } from "../../chain/jsonRpcAnswer.js";
+import { RpcRequestError, RpcResponseError } from "../../errors/rpc.js";
+import { attributeTransaction, attributionLabels } from "../../decode/attributeTransaction.js";
+import type { AttributedTransaction } from "../../decode/attributeTransaction.js";
+import type { PackedAttribution } from "../../rows/packedAttribution.js";
+import { packAttribution } from "../../decode/packAttribution.js";
+import type { BundleCall } from "../../decode/userOperationLogs.js";
 
 /**
  * One call of a calldata batch: a transaction by hash, or a whole block (`eth_getBlockByNumber(n, true)`)

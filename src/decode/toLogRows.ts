@@ -1,22 +1,7 @@
-import type { RpcLog } from "../chain/rpcLog.js";
-import { decodePaymentEvent, type PaymentEvent, type UndecodableReason } from "./paymentEvents.js";
+import { decodePaymentEvent } from "./decodePaymentEvent.js";
 import { assignTxLogPositions } from "./preconfirmedTwins.js";
-
-export type LogStatus = "preconfirmed" | "confirmed" | "finalized" | "removed" | "dropped";
-export type LogSource = "backfill" | "head" | "pending" | "pending_ws";
-
-/** One decoded log ready for the store. */
-export type LogRow = Omit<RpcLog, "blockTimestamp" | "removed"> & {
-  chainId: number;
-  blockTimestamp: number;
-  /** Position among the indexed logs of the same token in this transaction (0-based). */
-  txLogPosition: number;
-  event: PaymentEvent;
-  status: LogStatus;
-  source: LogSource;
-};
-
-export type Rejection = { log: RpcLog; reason: UndecodableReason };
+import type { LogRow, LogSource, LogStatus, Rejection } from "../rows/logRow.js";
+import type { RpcLog } from "../rows/rpcLog.js";
 
 /**
  * Decodes the logs of one answer (whole blocks, or a whole pending view) into rows.

@@ -1,23 +1,23 @@
 import type { Hex } from "viem";
-import { getPendingHeader, type PendingHeader } from "../chain/pendingHeader.js";
-import type { RpcClient } from "../chain/rpcClient.js";
-import { RetryableError, ShutdownError } from "../errors/base.js";
-import type { Health } from "../ops/health.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import { sleep, type Shutdown } from "../ops/shutdown.js";
-import type { PendingBackoff } from "./pendingBackoff.js";
+import { getPendingHeader, type PendingHeader } from "../../chain/pendingHeader.js";
+import type { RpcClient } from "../../chain/rpcClient.js";
+import { RetryableError, ShutdownError } from "../../errors/base.js";
+import type { Health } from "../../ops/health.js";
+import type { Logger } from "../../ops/logger.js";
+import type { Metrics } from "../../ops/metrics.js";
+import { sleep, type Shutdown } from "../../ops/shutdown.js";
+import type { PreconfirmedBackoff } from "./preconfirmedBackoff.js";
 
-/** The pending view may trail the head by this many blocks. Note: Base's own fix (base/base PR #4793) drops pending state more than 3 blocks behind. */
-export const PENDING_VIEW_MAX_LAG_BLOCKS = 3;
+/** The pre-confirmed view may trail the head by this many blocks. Note: Base's own fix (base/base PR #4793) drops pending state more than 3 blocks behind. */
+export const PRECONFIRMED_VIEW_MAX_LAG_BLOCKS = 3;
 /** How long the view may stay too far behind, or null, before its data is no longer stored: a late flashblock or two is normal. */
-export const PENDING_VIEW_DISTRUST_AFTER_MS = 3_000;
+export const PRECONFIRMED_VIEW_DISTRUST_AFTER_MS = 3_000;
 /** How often the watchdog reads the pending block. */
-export const PENDING_VIEW_CHECK_INTERVAL_MS = 1_000;
+export const PRECONFIRMED_VIEW_CHECK_INTERVAL_MS = 1_000;
 /** Pending blocks whose parent hash is remembered (the view spans a few blocks at most). */
 const PARENTS_REMEMBERED = 16;
 
-export type PendingViewWatchDeps = {
+export type PreconfirmedViewWatchDeps = {
   client: RpcClient;
   logger: Logger;
   metrics: Metrics;
@@ -25,18 +25,18 @@ export type PendingViewWatchDeps = {
   shutdown: Shutdown;
   /** The last canonical block applied. */
   head: () => number;
-  backoff: PendingBackoff;
+  backoff: PreconfirmedBackoff;
 };
 
 /**
- * The pending view's watchdog. A Base node's pending view can go stale (base/node#1129: 450 blocks
+ * The pre-confirmed view's watchdog. A Base node's pre-confirmed view can go stale (base/node#1129: 450 blocks
  * behind until a restart; base/base#1439: 3-5 behind) or null (#187, #178; a node stuck at "waiting
- * for first Flashblock" after a restart, #826) while `latest` is healthy. Past PENDING_VIEW_MAX_LAG_BLOCKS,
- * or null while new blocks come, for longer than PENDING_VIEW_DISTRUST_AFTER_MS, pre-confirmed data is not trusted (the
+ * for first Flashblock" after a restart, #826) while `latest` is healthy. Past PRECONFIRMED_VIEW_MAX_LAG_BLOCKS,
+ * or null while new blocks come, for longer than PRECONFIRMED_VIEW_DISTRUST_AFTER_MS, pre-confirmed data is not trusted (the
  * pending indexer stores none), /healthz says so; the view is trusted again as soon as it is current.
  * It also remembers each pending block's parent hash, so rows are only stored against the right parent.
  */
-export function createPendingViewWatch(deps: PendingViewWatchDeps) {
+export function createPreconfirmedViewWatch(deps: PreconfirmedViewWatchDeps) {
   const { metrics, health } = deps;
   const logger = deps.logger.child({ component: "pending_view" });
   const parents = new Map<number, Hex>();
@@ -66,7 +66,7 @@ export function createPendingViewWatch(deps: PendingViewWatchDeps) {
     // A null view is only wrong while the chain moves: between blocks, or on a chain that stands
     // still, a node has nothing pending to show.
     headWhenNull = header === undefined ? (headWhenNull ?? head) : undefined;
-    const bad = header === undefined ? head > headWhenNull! : lag > PENDING_VIEW_MAX_LAG_BLOCKS;
+    const bad = header === undefined ? head > headWhenNull! : lag > PRECONFIRMED_VIEW_MAX_LAG_BLOCKS;
     if (!bad) {
       badSince = undefined;
       if (!trusted) logger.info({ msg: "Trusted the pending view again", pending_block: header?.number, head_block: head });
@@ -75,7 +75,7 @@ export function createPendingViewWatch(deps: PendingViewWatchDeps) {
     }
     badSince ??= now;
     const problem = header === undefined ? "the node's pending view is null" : `the node's pending view is ${lag} blocks behind the head`;
-    if (now - badSince < PENDING_VIEW_DISTRUST_AFTER_MS) return;
+    if (now - badSince < PRECONFIRMED_VIEW_DISTRUST_AFTER_MS) return;
     if (trusted) logger.warn({ msg: "Stopped trusting the pending view", reason: problem, pending_block: header?.number ?? null, head_block: head, lag_blocks: lag });
     setTrusted(false, `${problem} (for ${Math.round((now - badSince) / 1_000)} s)`);
   }
@@ -113,10 +113,10 @@ export function createPendingViewWatch(deps: PendingViewWatchDeps) {
     trusted: () => trusted,
     /** The parent hash of pending block `number` as the node last showed it, if known. */
     parentOf: (number: number): Hex | undefined => parents.get(number),
-    /** Checks every PENDING_VIEW_CHECK_INTERVAL_MS until shutdown. */
+    /** Checks every PRECONFIRMED_VIEW_CHECK_INTERVAL_MS until shutdown. */
     async runForever(): Promise<void> {
       for (;;) {
-        await sleep(PENDING_VIEW_CHECK_INTERVAL_MS, deps.shutdown.signal);
+        await sleep(PRECONFIRMED_VIEW_CHECK_INTERVAL_MS, deps.shutdown.signal);
         try {
           await check();
         } catch (error) {
@@ -129,4 +129,4 @@ export function createPendingViewWatch(deps: PendingViewWatchDeps) {
   };
 }
 
-export type PendingViewWatch = ReturnType<typeof createPendingViewWatch>;
+export type PreconfirmedViewWatch = ReturnType<typeof createPreconfirmedViewWatch>;

@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import type { BlockHeader } from "../chain/blockHeaders.js";
+import type { BlockHeader } from "../../chain/blockHeaders.js";
 
 /**
  * The recent unfinalized blocks, linked by parentHash: the memory against which a new head is

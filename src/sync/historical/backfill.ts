@@ -1,13 +1,13 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import type { SyncDeps } from "./syncDeps.js";
-import { missingRanges, planSegments } from "../blockRanges.js";
-import { syncHistorical, type WindowResult } from "./historical.js";
-import { getBlockHeader } from "../chain/blockHeaders.js";
-import { WRITER_THREAD_MIN_BLOCKS, WRITER_THREAD_MIN_LOGS, WRITER_THREAD_MIN_WINDOW_LOGS, type ProcessMode } from "../ops/threadSettings.js";
-import type { WindowWriter } from "../store/store.js";
-import { countIndexed } from "../store/insertCounts.js";
-import { NUMBER_AT, NUMBER_FIELDS } from "../decode/packedRows.js";
-import { createWatchScope, memberRanges, membersOf, recordWatchLists, tokenCheckpoint } from "./watchScope.js";
+import type { SyncDeps } from "../syncDeps.js";
+import { missingRanges, planSegments } from "../../blockRanges.js";
+import { syncHistorical, type WindowResult } from "./syncHistorical.js";
+import { getBlockHeader } from "../../chain/blockHeaders.js";
+import { WRITER_THREAD_MIN_BLOCKS, WRITER_THREAD_MIN_LOGS, WRITER_THREAD_MIN_WINDOW_LOGS, type ProcessMode } from "../../ops/threadSettings.js";
+import type { WindowWriter } from "../../store/store.js";
+import { countIndexed } from "../../store/insertCounts.js";
+import { NUMBER_AT, NUMBER_FIELDS } from "../../rows/packedRows.js";
+import { createWatchScope, memberRanges, membersOf, recordWatchLists, tokenCheckpoint } from "../watchScope.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;

@@ -1,42 +1,10 @@
 import type { Hex } from "viem";
+import { CODE, OPERATION, OWN_CALLDATA, type OperationLogRows, type PackedAttribution } from "../rows/packedAttribution.js";
+import type { AttributedTransaction } from "./attributeTransaction.js";
 import { registryOfCode, type Attribution } from "./erc8021.js";
-import type { AttributedTransaction, OperationLogRows, PackedAttribution } from "../store/types.js";
 import type { BundleLogs } from "./userOperationLogs.js";
 
-/*
- * Attribution packed as plain values (the layout is PackedAttribution's, store/types.ts), the way a
- * window's rows are packed (packedRows.ts): built where a window is decoded, moved between threads,
- * written by either backend.
- */
-
-/** Values per transaction before its record count: the columns of `transactions`. */
-export const TRANSACTION_FIELDS = 14;
-/** Values per record: its tag, then the columns of `user_operations` or `attribution_codes` without the hash. */
-export const RECORD_FIELDS = 8;
-/** A record's tag: a user operation, or an attribution code. */
-export const OPERATION = 0;
-export const CODE = 1;
-
-/** op_index of the transaction's own calldata in attribution_codes. */
-const OWN_CALLDATA = -1;
-
-/** A window's attribution when it has none to record. */
-export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
-
-/** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */
-export function attributionToMove(packed: PackedAttribution): { packed: PackedAttribution; transfer: ArrayBuffer[] } {
-  const batches = packed.batches.map((batch) => (Array.isArray(batch) ? new TextEncoder().encode(JSON.stringify(batch)) : batch));
-  // A window's few bundles are cloned as they are.
-  return { packed: { ...packed, batches }, transfer: batches.map((batch) => batch.buffer) };
-}
-
-/** A batch's values (parsing the JSON of one that crossed threads). */
-export function valuesOf(batch: unknown[] | Uint8Array): unknown[] {
-  if (Array.isArray(batch)) return batch;
-  const values: unknown = JSON.parse(new TextDecoder().decode(batch));
-  if (!Array.isArray(values)) throw new Error("packed attribution: a moved batch does not hold an array");
-  return values;
-}
+/* Decoded attribution into the packed layout of rows/packedAttribution.ts, where a window is decoded. */
 
 /** Packs decoded attribution at `now` (unix ms, its fetched_at) into one batch of plain values. */
 export function packAttribution(transactions: readonly AttributedTransaction[], now: number): PackedAttribution {
@@ -99,29 +67,6 @@ export function bundleRows(mapped: ReadonlyArray<readonly [Hex, BundleLogs]>): O
     for (const log of bundleLogs.logs) rows.logs.push([hash, log.token, log.txLogPosition, log.opIndex]);
   }
   return rows;
-}
-
-/** Packed attribution's rows per transaction, each row's values in its table's column order (store/sqlite/attributionWriter.ts ATTRIBUTION_COLUMNS), hash first. */
-export type UnpackedTransaction = { transaction: unknown[]; userOperations: unknown[][]; codes: unknown[][] };
-
-/** The rows packed attribution stands for, transaction by transaction. */
-export function unpackAttribution(packed: PackedAttribution): UnpackedTransaction[] {
-  const transactions: UnpackedTransaction[] = [];
-  for (const batch of packed.batches) unpackValues(valuesOf(batch), transactions);
-  return transactions;
-}
-
-function unpackValues(v: unknown[], transactions: UnpackedTransaction[]): void {
-  for (let i = 0; i < v.length; ) {
-    const unpacked: UnpackedTransaction = { transaction: v.slice(i, i + TRANSACTION_FIELDS), userOperations: [], codes: [] };
-    const records = v[i + TRANSACTION_FIELDS] as number;
-    i += TRANSACTION_FIELDS + 1;
-    for (let r = 0; r < records; r++, i += RECORD_FIELDS) {
-      const row = [unpacked.transaction[0], ...v.slice(i + 1, i + RECORD_FIELDS)];
-      (v[i] === OPERATION ? unpacked.userOperations : unpacked.codes).push(row);
-    }
-    transactions.push(unpacked);
-  }
 }
 
 /** Why the suffix did not parse, or (codes kept) why schema 2's `s` was dropped. */

@@ -1,24 +1,24 @@
-import type { SyncDeps } from "./syncDeps.js";
+import type { SyncDeps } from "../syncDeps.js";
 import type { Hex } from "viem";
-import { createWsSubscription } from "../chain/wsSubscription.js";
-import type { Health } from "../ops/health.js";
-import { createPendingBackoff, type PendingBackoff } from "./pendingBackoff.js";
-import { createHeldRows, parentVerdict } from "./pendingParents.js";
-import { createPendingViewWatch } from "./pendingViewWatch.js";
-import { HashesOnlyError } from "../errors/rpc.js";
-import { logsOfNotification, preconfSubscriptions } from "./preconfNotifications.js";
-import type { LogRow, LogSource } from "../decode/logRow.js";
-import { fetchLogRows, rowsOfNotification } from "./fetchLogRows.js";
-import { matchesFilter, topicsOf } from "../chain/getLogs.js";
-import { selectionFilters } from "./watchedLogs.js";
-import { createWatchScope } from "./watchScope.js";
-import { RetryableError, ShutdownError } from "../errors/base.js";
-import { sleep } from "../ops/shutdown.js";
-import { createLateAttribution } from "../attribution/attributeAfterCommit.js";
-import { createStreamPositions } from "../decode/preconfirmedTwins.js";
-import { countIndexed } from "../store/insertCounts.js";
+import { createWsSubscription } from "../../chain/wsSubscription.js";
+import type { Health } from "../../ops/health.js";
+import { createPreconfirmedBackoff, type PreconfirmedBackoff } from "./preconfirmedBackoff.js";
+import { createHeldRows, parentVerdict } from "./heldRows.js";
+import { createPreconfirmedViewWatch } from "./preconfirmedViewWatch.js";
+import { HashesOnlyError } from "../../errors/rpc.js";
+import { logsOfNotification, flashblocksSubscriptions } from "./flashblocksNotifications.js";
+import type { LogRow, LogSource } from "../../rows/logRow.js";
+import { fetchLogRows, rowsOfNotification } from "../fetchLogRows.js";
+import { matchesFilter, topicsOf } from "../../chain/getLogs.js";
+import { selectionFilters } from "../watchedLogs.js";
+import { createWatchScope } from "../watchScope.js";
+import { RetryableError, ShutdownError } from "../../errors/base.js";
+import { sleep } from "../../ops/shutdown.js";
+import { createLateAttribution } from "../../attribution/attributeAfterCommit.js";
+import { createStreamPositions } from "../../decode/preconfirmedTwins.js";
+import { countIndexed } from "../../store/insertCounts.js";
 
-export type PendingDeps = SyncDeps & {
+export type PreconfirmedIndexerDeps = SyncDeps & {
   health: Health;
   /** The last canonical block applied: pre-confirmations at or below it are stale. */
   lastCanonicalBlock: () => number;
@@ -26,37 +26,37 @@ export type PendingDeps = SyncDeps & {
   canonicalHashAt: (number: number) => Hex | undefined;
   /** Calls `listener` after every canonical head is applied. */
   onCanonicalHead: (listener: () => void) => void;
-  /** The pause for reads of the pending view, shared with the head follower; default: one of its own. */
-  pendingBackoff?: PendingBackoff | undefined;
+  /** The pause for reads of the pre-confirmed view, shared with the head follower; default: one of its own. */
+  preconfirmedBackoff?: PreconfirmedBackoff | undefined;
   /** Observer called after each commit with the rows it stored (benchmarks, tests). */
   onStored?: ((rows: readonly LogRow[]) => void) | undefined;
 };
 
 
 /**
- * Indexes pre-confirmed logs from two sources into one set of rows: the pending view polled about
+ * Indexes pre-confirmed logs from two sources into one set of rows: the pre-confirmed view polled about
  * every 200 ms, and a Flashblocks subscription (`pendingLogs`, or `newFlashblockTransactions` where the
  * node offers only that). Both are de-duplicated by the store's key; neither alone is a complete
  * record (a node's subscription loses notifications when its client lags), the canonical blocks
- * settle what really landed. Nothing is stored while the pending view's watchdog distrusts the view,
+ * settle what really landed. Nothing is stored while the pre-confirmed view's watchdog distrusts the view,
  * nor against a parent that is not the canonical block (such rows wait for their parent).
  */
-export function createPendingIndexer(deps: PendingDeps) {
+export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
   const { config, metrics, shutdown, store } = deps;
-  // The pending view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
+  // The pre-confirmed view is polled every ~200 ms: a hung request gives way after realtime.requestTimeoutMs.
   // Pre-confirmations can wait for the confirmed head: every request here is background work.
   const client = deps.client.withTimeout(config.realtime.requestTimeoutMs).background();
-  // Reads of the pending view pace themselves (the backoff below): a rate limit is theirs to wait out.
-  const pendingReads = client.refusingRateLimits();
+  // Reads of the pre-confirmed view pace themselves (the backoff below): a rate limit is theirs to wait out.
+  const preconfirmedReads = client.refusingRateLimits();
   const logger = deps.logger.child({ component: "pending" });
   const watchScope = createWatchScope({ tokens: config.tokens, store });
   const members = watchScope.members();
   const positions = createStreamPositions();
   // The poll and the watchdog read the same (possibly rate-limited) endpoint: one pause for both.
-  const backoff = deps.pendingBackoff ?? createPendingBackoff(config.realtime.pendingPollIntervalMs);
-  // Only a polled pending view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
+  const backoff = deps.preconfirmedBackoff ?? createPreconfirmedBackoff(config.realtime.pendingPollIntervalMs);
+  // Only a polled pre-confirmed view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
   const watched = config.realtime.pendingPollIntervalMs > 0;
-  const watch = createPendingViewWatch({ client: pendingReads, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
+  const watch = createPreconfirmedViewWatch({ client: preconfirmedReads, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
   const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
   const held = createHeldRows();
   deps.onCanonicalHead(() => {
@@ -135,10 +135,10 @@ export function createPendingIndexer(deps: PendingDeps) {
     storeRows(rows, "pending_ws", receivedAt).catch(reportStoreFailure(rows.length));
   }
 
-  const rowsDeps = { client: pendingReads, logger, metrics, chainId: config.chainId };
+  const rowsDeps = { client: preconfirmedReads, logger, metrics, chainId: config.chainId };
   const preconfirmed = { statusOf: () => "preconfirmed" as const };
 
-  /** Reads the whole pending view once (also after each pendingLogs reconnect, to fill what was missed). */
+  /** Reads the whole pre-confirmed view once (also after each pendingLogs reconnect, to fill what was missed). */
   async function pollOnce(): Promise<number> {
     const receivedAt = performance.now();
     // Lenient: a bad pre-confirmed log is dropped and counted; its canonical block settles it later.
@@ -170,7 +170,7 @@ export function createPendingIndexer(deps: PendingDeps) {
   // One subscription per filter: a watched token's filters cannot be one (topic positions AND; watchedLogs.ts).
   const streams = selectionFilters({ pending: true, ...watchScope.configuredSelection(members) }).map((filter) => ({
     filter,
-    choices: preconfSubscriptions({ address: filter.addresses, topics: topicsOf(filter) }),
+    choices: flashblocksSubscriptions({ address: filter.addresses, topics: topicsOf(filter) }),
     subscription: undefined as ReturnType<typeof createWsSubscription> | undefined,
   }));
 
@@ -225,7 +225,7 @@ export function createPendingIndexer(deps: PendingDeps) {
     pollForever,
     subscribe,
     onNotification,
-    /** Runs the pending view's watchdog until shutdown (only when the pending view is polled). */
+    /** Runs the pre-confirmed view's watchdog until shutdown (only when the pre-confirmed view is polled). */
     watchForever: async () => (watched ? watch.runForever() : undefined),
     view: watch,
   };

@@ -1,12 +1,12 @@
 import type { Hex } from "viem";
-import type { BlockHeader } from "../chain/blockHeaders.js";
-import type { RpcClient } from "../chain/rpcClient.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
-import { fetchLogRows } from "./fetchLogRows.js";
-import { PAYMENT_TOPICS } from "../decode/paymentEvents.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import type { MemberSelection } from "./watchScope.js";
+import type { BlockHeader } from "../../chain/blockHeaders.js";
+import type { RpcClient } from "../../chain/rpcClient.js";
+import type { LogRow, LogStatus } from "../../rows/logRow.js";
+import { fetchLogRows } from "../fetchLogRows.js";
+import { PAYMENT_TOPICS } from "../../rows/paymentEvents.js";
+import type { Logger } from "../../ops/logger.js";
+import type { Metrics } from "../../ops/metrics.js";
+import type { MemberSelection } from "../watchScope.js";
 
 const isTokenList = (tokens: readonly Hex[] | MemberSelection): tokens is readonly Hex[] => Array.isArray(tokens);
 

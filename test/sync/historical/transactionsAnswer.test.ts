@@ -1,14 +1,15 @@
 import { Attribution as OxAttribution } from "ox/erc8021";
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
-import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
-import { attributeTransactionsAnswer, calldataRequest, type TransactionsAnswer } from "../../src/decode/transactionsAnswer.js";
-import { TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
-import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
-import { RpcRequestError } from "../../src/errors/rpc.js";
-import { batchResults } from "../../src/chain/jsonRpcAnswer.js";
-import { packAttribution, unpackAttribution } from "../../src/decode/packedAttribution.js";
-import { word } from "../helpers/fixtures.js";
+import { attributeTransaction } from "../../../src/decode/attributeTransaction.js";
+import { attributeTransactionsAnswer, calldataRequest, type TransactionsAnswer } from "../../../src/sync/historical/transactionsAnswer.js";
+import { TRANSFER_TOPIC } from "../../../src/rows/paymentEvents.js";
+import { createWindowDecoder } from "../../../src/sync/historical/windowDecoder.js";
+import { RpcRequestError } from "../../../src/errors/rpc.js";
+import { batchResults } from "../../../src/chain/jsonRpcAnswer.js";
+import { unpackAttribution } from "../../../src/rows/packedAttribution.js";
+import { packAttribution } from "../../../src/decode/packAttribution.js";
+import { word } from "../../helpers/fixtures.js";
 
 const TOKEN = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
 const TRANSFER_CALL = `0xa9059cbb${"0".repeat(24)}${"c0de".padStart(40, "0")}${"64".padStart(64, "0")}`;

@@ -1,18 +1,18 @@
 import type { Hex } from "viem";
-import { RetryableError } from "../errors/base.js";
-import type { Logger } from "../ops/logger.js";
-import { fetchLogRows, type FetchRowsDeps } from "./fetchLogRows.js";
-import type { PendingBackoff } from "./pendingBackoff.js";
-import type { MemberSelection } from "./watchScope.js";
+import { RetryableError } from "../../errors/base.js";
+import type { Logger } from "../../ops/logger.js";
+import { fetchLogRows, type FetchRowsDeps } from "../fetchLogRows.js";
+import type { PreconfirmedBackoff } from "./preconfirmedBackoff.js";
+import type { MemberSelection } from "../watchScope.js";
 
 /**
- * Transactions among `candidates` that the pending view holds for a block above `blockNumber`: their
+ * Transactions among `candidates` that the pre-confirmed view holds for a block above `blockNumber`: their
  * block became canonical without them, but the node re-announced them for a later one, so they are
- * not dropped. Empty when there is nothing to ask about, or when the pending view cannot be read
+ * not dropped. Empty when there is nothing to ask about, or when the pre-confirmed view cannot be read
  * (then they are dropped, and revived if announced again).
  */
-export async function stillPendingAbove(
-  deps: FetchRowsDeps & { logger: Logger; backoff?: PendingBackoff | undefined },
+export async function stillPreconfirmedAbove(
+  deps: FetchRowsDeps & { logger: Logger; backoff?: PreconfirmedBackoff | undefined },
   selection: MemberSelection,
   blockNumber: number,
   candidates: ReadonlySet<Hex>,
@@ -25,8 +25,8 @@ export async function stillPendingAbove(
     deps.logger.warn({ msg: "Skipped reading the pending view before marking drops", block_number: blockNumber, retry_in_ms: waitMs });
     return new Set();
   }
-  // Note: a rebuilt pending block re-announces a left-out transaction with no notification (protocol-notes §8);
-  // the pending view may also still hold the just-canonical block's logs, which do not count.
+  // Note: a rebuilt pending block re-announces a left-out transaction with no notification (base/base `crates/execution/flashblocks` `processor.rs`);
+  // the pre-confirmed view may also still hold the just-canonical block's logs, which do not count.
   try {
     const rows = await fetchLogRows(
       deps,

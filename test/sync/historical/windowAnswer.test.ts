@@ -1,13 +1,13 @@
 import { describe, expect, test } from "vitest";
-import { parseRpcLog } from "../../src/chain/rpcLog.js";
-import { toLogRows } from "../../src/decode/logRow.js";
-import { buffersToMove, packRows, unpackStrings } from "../../src/decode/packedRows.js";
-import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../src/decode/paymentEvents.js";
-import { decodeWindowAnswer } from "../../src/decode/windowAnswer.js";
-import { createWindowDecoder } from "../../src/decode/windowDecoder.js";
-import { DECODE_THREAD_MIN_ANSWER_BYTES, DECODE_THREAD_NICE_IN_DAEMON } from "../../src/ops/threadSettings.js";
-import { threadNices, word } from "../helpers/fixtures.js";
-import { UNKNOWN_TIMESTAMP, type WindowAnswer } from "../../src/decode/decodedWindow.js";
+import { parseRpcLog } from "../../../src/chain/rpcLog.js";
+import { toLogRows } from "../../../src/decode/toLogRows.js";
+import { buffersToMove, packRows, unpackStrings } from "../../../src/rows/packedRows.js";
+import { AUTHORIZATION_USED_TOPIC, PAYMENT_TOPICS, TRANSFER_TOPIC } from "../../../src/rows/paymentEvents.js";
+import { decodeWindowAnswer } from "../../../src/sync/historical/windowAnswer.js";
+import { createWindowDecoder } from "../../../src/sync/historical/windowDecoder.js";
+import { DECODE_THREAD_MIN_ANSWER_BYTES, DECODE_THREAD_NICE_IN_DAEMON } from "../../../src/ops/threadSettings.js";
+import { threadNices, word } from "../../helpers/fixtures.js";
+import { UNKNOWN_TIMESTAMP, type WindowAnswer } from "../../../src/decode/decodedWindow.js";
 
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const filter = { from: 100, to: 109, addresses: [TOKEN], topic0: [...PAYMENT_TOPICS] } as const;

@@ -1,16 +1,16 @@
 import type { Hex } from "viem";
-import { getBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
-import { RpcResponseError } from "../errors/rpc.js";
-import type { RpcClient } from "../chain/rpcClient.js";
-import type { LogRow, LogStatus } from "../decode/logRow.js";
-import type { TokenConfig } from "../config/types.js";
-import type { WatchScope } from "./watchScope.js";
-import type { Logger } from "../ops/logger.js";
-import type { Metrics } from "../ops/metrics.js";
-import type { Store } from "../store/store.js";
-import { splitRange } from "../blockRanges.js";
-import { getBlockRows } from "./canonicalBlocks.js";
-import { fetchLogRows } from "./fetchLogRows.js";
+import { getBlockHeader, type BlockHeader } from "../../chain/blockHeaders.js";
+import { RpcResponseError } from "../../errors/rpc.js";
+import type { RpcClient } from "../../chain/rpcClient.js";
+import type { LogRow, LogStatus } from "../../rows/logRow.js";
+import type { TokenConfig } from "../../config/types.js";
+import type { WatchScope } from "../watchScope.js";
+import type { Logger } from "../../ops/logger.js";
+import type { Metrics } from "../../ops/metrics.js";
+import type { Store } from "../../store/store.js";
+import { splitRange } from "../../blockRanges.js";
+import { getBlockRows } from "./getBlockRows.js";
+import { fetchLogRows } from "../fetchLogRows.js";
 
 export type SettleDeps = {
   client: RpcClient;

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
-import { PRECONFIRMED_BLOCK_HASH } from "../chain/rpcLog.js";
-import type { LogRow, LogSource } from "../decode/logRow.js";
+import { PRECONFIRMED_BLOCK_HASH } from "../../rows/rpcLog.js";
+import type { LogRow, LogSource } from "../../rows/logRow.js";
 
 /**
  * Whether pre-confirmed rows of pending block `block`, built on `parent`, may be stored now:

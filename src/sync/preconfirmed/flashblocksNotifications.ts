@@ -1,8 +1,9 @@
-import { parseRpcLog, type RpcLog } from "../chain/rpcLog.js";
-import { HashesOnlyError, RpcResponseError } from "../errors/rpc.js";
+import { parseRpcLog } from "../../chain/rpcLog.js";
+import type { RpcLog } from "../../rows/rpcLog.js";
+import { HashesOnlyError, RpcResponseError } from "../../errors/rpc.js";
 
 /** The two Flashblocks subscriptions that carry pre-confirmed logs. */
-export type PreconfStream = "pendingLogs" | "newFlashblockTransactions";
+export type FlashblocksStream = "pendingLogs" | "newFlashblockTransactions";
 
 type LogFilterParam = { address: readonly string[]; topics: ReadonlyArray<readonly string[] | null> };
 
@@ -13,7 +14,7 @@ type LogFilterParam = { address: readonly string[]; topics: ReadonlyArray<readon
  * Note: a node that does not know the filter form answers it with hashes only (it reads anything but
  * `true` as "hashes"): the caller then moves on to the next choice.
  */
-export function preconfSubscriptions(filter: LogFilterParam): Array<{ stream: PreconfStream; params: readonly unknown[] }> {
+export function flashblocksSubscriptions(filter: LogFilterParam): Array<{ stream: FlashblocksStream; params: readonly unknown[] }> {
   return [
     { stream: "pendingLogs", params: ["pendingLogs", filter] },
     { stream: "newFlashblockTransactions", params: ["newFlashblockTransactions", filter] },
@@ -27,7 +28,7 @@ export function preconfSubscriptions(filter: LogFilterParam): Array<{ stream: Pr
  * one item per message (current nodes) or an array (older ones, base/base PR #615); either is read.
  * `wanted` keeps the logs of our filter (a transaction's other logs come along on newFlashblockTransactions).
  */
-export function logsOfNotification(stream: PreconfStream, result: unknown, wanted: (log: RpcLog) => boolean): { logs: RpcLog[]; whole: boolean } {
+export function logsOfNotification(stream: FlashblocksStream, result: unknown, wanted: (log: RpcLog) => boolean): { logs: RpcLog[]; whole: boolean } {
   const array = Array.isArray(result);
   const items: unknown[] = array ? result : [result];
   if (stream === "pendingLogs") return { logs: items.map((item, i) => parseRpcLog(item, `pendingLogs result[${i}]`)), whole: array };

@@ -1,8 +1,8 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
-import { FatalError } from "../errors/base.js";
-import { HeldBackError } from "../errors/rpc.js";
-import { startThread } from "../ops/startThread.js";
+import { FatalError } from "../../errors/base.js";
+import { HeldBackError } from "../../errors/rpc.js";
+import { startThread } from "../../ops/startThread.js";
 import {
   decodeThreadNice,
   DECODE_THREAD_HEAP_MB,
@@ -10,14 +10,14 @@ import {
   DECODE_THREAD_MIN_LOGS,
   DECODE_THREAD_YOUNG_MB,
   type ProcessMode,
-} from "../ops/threadSettings.js";
-import { createThreadCalls } from "../ops/threadCalls.js";
-import { transportFailureError } from "../chain/httpTransport.js";
-import type { OutgoingRequest } from "../chain/rpcClient.js";
+} from "../../ops/threadSettings.js";
+import { createThreadCalls } from "../../ops/threadCalls.js";
+import { transportFailureError } from "../../chain/httpTransport.js";
+import type { OutgoingRequest } from "../../chain/rpcClient.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer } from "./windowAnswer.js";
 import type { DecodeReply, DecodeRequest, DecodeThreadData, LeftNotice, SendRequest } from "./windowDecoderThread.js";
-import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
+import type { DecodedWindow, WindowAnswer, WindowContext } from "../../decode/decodedWindow.js";
 
 export type WindowDecoder = {
   decode: (answer: WindowAnswer) => Promise<DecodedWindow>;

@@ -1,13 +1,13 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../chain/httpTransport.js";
-import type { OutgoingRequest } from "../chain/rpcClient.js";
-import { serveThreadMessages } from "../ops/threadEntry.js";
-import { niceThisThread } from "../ops/threadNice.js";
-import { buffersToMove } from "./packedRows.js";
+import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../../chain/httpTransport.js";
+import type { OutgoingRequest } from "../../chain/rpcClient.js";
+import { serveThreadMessages } from "../../ops/threadEntry.js";
+import { niceThisThread } from "../../ops/threadNice.js";
+import { buffersToMove } from "../../rows/packedRows.js";
 import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
 import { decodeWindowAnswer } from "./windowAnswer.js";
-import { attributionToMove } from "./packedAttribution.js";
-import type { DecodedWindow, WindowAnswer, WindowContext } from "./decodedWindow.js";
+import { attributionToMove } from "../../rows/packedAttribution.js";
+import type { DecodedWindow, WindowAnswer, WindowContext } from "../../decode/decodedWindow.js";
 
 /**
  * The decode thread: window answers (or their transactions' answers) in, decoded windows (or packed

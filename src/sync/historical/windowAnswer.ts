@@ -1,12 +1,12 @@
 import type { Hex } from "viem";
-import { checkAnswer } from "../chain/getLogs.js";
-import { answerText } from "../chain/httpTransport.js";
-import { nodeErrorOf, unwrap } from "../chain/jsonRpcAnswer.js";
-import { RpcResponseError } from "../errors/rpc.js";
-import { UNKNOWN_TIMESTAMP, type DecodedWindow, type WindowAnswer } from "./decodedWindow.js";
-import { toLogRows } from "./logRow.js";
-import { packRowsToMove } from "./packedRows.js";
-import { scanWindowAnswer } from "./scanWindowAnswer.js";
+import { checkAnswer } from "../../chain/getLogs.js";
+import { answerText } from "../../chain/httpTransport.js";
+import { nodeErrorOf, unwrap } from "../../chain/jsonRpcAnswer.js";
+import { RpcResponseError } from "../../errors/rpc.js";
+import { UNKNOWN_TIMESTAMP, type DecodedWindow, type WindowAnswer } from "../../decode/decodedWindow.js";
+import { toLogRows } from "../../decode/toLogRows.js";
+import { packRowsToMove } from "../../rows/packedRows.js";
+import { scanWindowAnswer } from "../../decode/scanWindowAnswer.js";
 
 /**
  * Parses, checks, decodes and packs one window's answer: all of a backfill window's work between
