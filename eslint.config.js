@@ -37,12 +37,21 @@ export default defineConfig(
       // prefer-promise-reject-errors, only-throw-error) come from recommendedTypeChecked; added:
       // a promise returned inside try without await skips the catch and the finally.
       "@typescript-eslint/return-await": ["error", "in-try-catch"],
+      // As only-throw-error does by default: passing on a caught error or an abort reason (typed
+      // unknown or any) is allowed; a string or a plain object as the reason is not.
+      "@typescript-eslint/prefer-promise-reject-errors": [
+        "error",
+        { allowThrowingAny: true, allowThrowingUnknown: true },
+      ],
       // Every switch over a union names each member; a `default` does not stand in for one, so a
       // member added later (an event type, a row status) fails here until it is handled.
       "@typescript-eslint/switch-exhaustiveness-check": [
         "error",
         { considerDefaultExhaustiveForUnions: false, requireDefaultForNonUnion: false },
       ],
+      // A `let` a closure reads before its one assignment stays `let`: as a const, the read would
+      // throw (temporal dead zone).
+      "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
       // Unused imports are unused variables to this rule. `_name` marks a value left out on purpose.
       "@typescript-eslint/no-unused-vars": [
         "error",
