@@ -1,6 +1,5 @@
 import type { SyncDeps } from "./syncDeps.js";
 import PQueue from "p-queue";
-import type { Hex } from "viem";
 import { getBlockHeader, getHeaders, parseBlockHeader, type BlockHeader } from "../chain/blockHeaders.js";
 import { getChainTips } from "../chain/finality.js";
 import { RpcResponseError } from "../errors/rpc.js";
@@ -268,9 +267,10 @@ export function createHeadFollower(deps: RealtimeDeps) {
   async function run(): Promise<void> {
     await catchUpWithRetries();
     let lastWsHeadAt = 0;
-    let failure: unknown;
+    // Boxed, so that even a rejection with `undefined` stops the loop.
+    let failure: { error: unknown } | undefined;
     const fail = (error: unknown) => {
-      failure ??= error;
+      failure ??= { error };
     };
     if (config.rpc.ws !== undefined) {
       const ws = { url: config.rpc.ws, initialDelayMs: config.realtime.reconnectInitialDelayMs, maxDelayMs: config.realtime.reconnectMaxDelayMs };
@@ -304,7 +304,7 @@ export function createHeadFollower(deps: RealtimeDeps) {
         logger.warn({ msg: "Failed to poll the head", error: error.shortMessage });
       }
     }
-    throw failure;
+    throw failure.error;
   }
 
   return {
