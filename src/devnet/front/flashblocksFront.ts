@@ -267,7 +267,8 @@ export async function startFlashblocksFront(options: FrontOptions) {
   const server = createServer((req: IncomingMessage, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", async () => {
+    // A listener's rejection would be unhandled (and end the process): report it, answer 500.
+    req.on("end", () => void (async () => {
       const isAdmin = body.includes('"devnet_');
       if (!isAdmin && faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
       const readsPending = !isAdmin && isPendingRead(body);
@@ -278,17 +279,20 @@ export async function startFlashblocksFront(options: FrontOptions) {
       if (failure !== undefined) return void res.writeHead(failure.status, { "content-type": "application/json" }).end(failure.body);
       const { text, httpStatus } = await handleBody(body, undefined);
       res.writeHead(httpStatus, { "content-type": "application/json" }).end(text);
-    });
+    })().catch((error: unknown) => {
+      reportError(error);
+      if (!res.headersSent) res.writeHead(500).end();
+    }));
   });
   const wss = new WebSocketServer({ server });
   // The WebSocket server re-emits the HTTP server's errors; listen() below reports them (EADDRINUSE...).
   wss.on("error", () => undefined);
   wss.on("connection", (socket: WebSocket) => {
     sockets.add(socket);
-    socket.on("message", async (data: Buffer) => {
+    socket.on("message", (data: Buffer) => void (async () => {
       const { text } = await handleBody(data.toString(), socket);
       if (socket.readyState === 1) socket.send(text);
-    });
+    })().catch(reportError));
     socket.on("close", () => {
       sockets.delete(socket);
       subscriptions.dropSocket(socket);
