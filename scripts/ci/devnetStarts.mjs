@@ -16,8 +16,6 @@ import { parseArgs } from "node:util";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const BIN = join(ROOT, "dist", "src", "cli", "main.js");
-/** The bundled devnet's test token (indexer.config.json). */
-const DEVNET_TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 /** How long a daemon may take to say "Started flashindex" (anvil, contracts, migrations). */
 const START_TIMEOUT_MS = 60_000;
 /** How long a daemon may take to exit after SIGTERM. */

@@ -49,7 +49,7 @@ export type RelayerKeyConfig = { relayerKeyEnv: string; relayerKeyFile: string |
  * else the variable `facilitator.relayerKeyEnv` names (FLASHINDEX_RELAYER_KEY by default).
  * Undefined when none is set.
  */
-export function readRelayerAccount(config: RelayerKeyConfig, flagFile?: string | undefined, env: NodeJS.ProcessEnv = process.env): PrivateKeyAccount | undefined {
+export function readRelayerAccount(config: RelayerKeyConfig, flagFile?: string, env: NodeJS.ProcessEnv = process.env): PrivateKeyAccount | undefined {
   if (flagFile !== undefined) return readKeyAccount({ envName: config.relayerKeyEnv, fileFlag: "--relayer-key-file", filePath: flagFile }, env);
   return readKeyAccount({ envName: config.relayerKeyEnv, fileFlag: "facilitator.relayerKeyFile", filePath: config.relayerKeyFile }, env);
 }

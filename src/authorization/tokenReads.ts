@@ -1,4 +1,4 @@
-import { decodeFunctionResult, encodeFunctionData, getAddress, type Address, type Hex } from "viem";
+import { decodeFunctionResult, encodeFunctionData, type Address, type Hex } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { RetryableError } from "../errors/base.js";
 import { EIP3009_ABI } from "./eip3009Abi.js";

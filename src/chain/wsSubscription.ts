@@ -82,7 +82,8 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
       liveness.heard();
       let message: { id?: unknown; result?: unknown; error?: { message?: unknown }; method?: unknown; params?: { subscription?: unknown; result?: unknown } };
       try {
-        message = JSON.parse(data.toString()) as typeof message;
+        // ws hands each message over as one Buffer: binaryType is left at its default, "nodebuffer".
+        message = JSON.parse((data as Buffer).toString()) as typeof message;
       } catch {
         deps.metrics.wsMessagesRejected.inc({ subscription: options.name });
         logger.warn({ msg: "Rejected WebSocket message that is not JSON", endpoint: label });
@@ -91,7 +92,8 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
       if (message.id === 1 && subscriptionId === undefined) {
         clearTimeout(subscribeTimer);
         if (typeof message.result !== "string") {
-          const error = redactText(String(message.error?.message ?? JSON.stringify(message)));
+          const reason = message.error?.message;
+          const error = redactText(typeof reason === "string" ? reason : JSON.stringify(message));
           if (choice + 1 < choices.length) {
             choice++;
             logger.warn({ msg: "Node refused the subscription, trying the next kind", endpoint: label, error, params: JSON.stringify(choices[choice]) });

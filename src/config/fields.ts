@@ -14,7 +14,9 @@ export function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  return `${typeof value === "object" ? "an object" : `the ${typeof value} ${String(value)}`}`;
+  if (typeof value === "object") return "an object";
+  // Left: a number, a boolean or undefined (JSON, the environment and flags hold nothing else).
+  return `the ${typeof value} ${String(value as number | boolean | undefined)}`;
 }
 
 /** An object whose keys are all in `allowed`; unknown keys are errors (typos must not pass silently). */

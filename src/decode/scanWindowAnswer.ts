@@ -27,8 +27,11 @@ export function scanWindowAnswer(answer: WindowAnswer): Extract<DecodedWindow, {
   }
 }
 
-/** Thrown (and caught above) wherever the answer leaves the plain case. */
-const GIVE_UP = Symbol("not the plain case");
+/**
+ * Thrown (and caught above) wherever the answer leaves the plain case: one Error made once, so a
+ * throw captures no stack trace on the hot path.
+ */
+const GIVE_UP = new Error("not the plain case");
 function giveUp(): never {
   throw GIVE_UP;
 }
@@ -191,7 +194,8 @@ class Scanner {
       const key = this.key();
       if ((seen & (1 << key)) !== 0) giveUp();
       seen |= 1 << key;
-      switch (LOG_KEYS[key]) {
+      // key() answers an index into LOG_KEYS or gives up.
+      switch (LOG_KEYS[key]!) {
         case "address":
           this.hex(ADDRESS, 40);
           break;
@@ -219,7 +223,7 @@ class Scanner {
         case "logIndex":
           logIndex = this.quantity();
           break;
-        default:
+        case "removed":
           this.removedFalse();
       }
     } while (this.more(0x7d));

@@ -13,8 +13,11 @@ export type Shutdown = {
   /** Aborted once shutdown starts: long waits and loops listen to it. */
   readonly signal: AbortSignal;
   readonly isKilled: () => boolean;
-  /** Registers a close; closes run in reverse order of registration (last opened, first closed). */
-  add: (close: () => unknown | Promise<unknown>) => void;
+  /**
+   * Registers a close, awaited when it returns a promise; closes run in reverse order of
+   * registration (last opened, first closed).
+   */
+  add: (close: () => unknown) => void;
   /** Starts shutdown and runs every registered close once. */
   kill: () => Promise<void>;
   /** Throws ShutdownError when shutdown has started: call between units of work. */
@@ -25,7 +28,7 @@ export type Shutdown = {
 export function createShutdown(): Shutdown {
   const controller = new AbortController();
   setMaxListeners(SHUTDOWN_LISTENER_BOUND, controller.signal);
-  const closes: Array<() => unknown | Promise<unknown>> = [];
+  const closes: Array<() => unknown> = [];
   let killing: Promise<void> | undefined;
   return {
     signal: controller.signal,

@@ -77,7 +77,7 @@ export function readPayloadBuilderCodes(extensions: Record<string, unknown>): Pa
  * `facilitatorCode` must be a builder code: the config is checked at start-up, so a bad one here
  * is a bug and throws.
  */
-export function builderCodeSuffix(codes: { app?: string | undefined; services?: readonly string[] | undefined }, facilitatorCode?: string | undefined): Hex | undefined {
+export function builderCodeSuffix(codes: { app?: string | undefined; services?: readonly string[] | undefined }, facilitatorCode?: string): Hex | undefined {
   if (facilitatorCode !== undefined && !isBuilderCode(facilitatorCode)) throw new Error(`facilitator builder code ${JSON.stringify(facilitatorCode)} is not of the form ${BUILDER_CODE_PATTERN.source}`);
   const services = codes.services ?? [];
   if (codes.app === undefined && facilitatorCode === undefined && services.length === 0) return undefined;

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { inspect } from "node:util";
 import { decodeFunctionResult, encodeFunctionData, keccak256, parseAbi, stringToHex, type Address, type Hex } from "viem";
 import type { CaptureRelay } from "../authorization/captureRelay.js";
 import { parseData, rpc } from "../authorization/cancelRelay.js";
@@ -360,7 +361,8 @@ function message(error: unknown): string {
   const lines: string[] = [];
   let at: unknown = error;
   for (let depth = 0; depth < MAX_CAUSES && at !== undefined && at !== null; depth++) {
-    const line = at instanceof BaseError ? at.shortMessage : at instanceof Error ? at.message : String(at);
+    // A thrown non-Error may be any value: inspect() shows an object's fields, not "[object Object]".
+    const line = at instanceof BaseError ? at.shortMessage : at instanceof Error ? at.message : typeof at === "string" ? at : inspect(at);
     if (!lines.some((seen) => seen.includes(line))) lines.push(line);
     at = at instanceof Error ? at.cause : undefined;
   }

@@ -44,7 +44,7 @@ export function parseFacilitatorRequest(body: unknown): ParsedRequest {
   const payer = peekPayer(body);
   if (payer !== undefined) state.payer = payer;
   try {
-    return { ok: true, request: parse(body, state) };
+    return { ok: true, request: parse(body) };
   } catch (error) {
     const refusal = error instanceof RefusalSignal ? error.refusal : refuse(R.invalidPayload, `the request could not be read: ${error instanceof Error ? error.message : String(error)}`);
     return state.payer === undefined ? { ok: false, refusal } : { ok: false, refusal, payer: state.payer };
@@ -64,7 +64,7 @@ function fail(reason: InvalidReason, message: string): never {
 
 type Json = Record<string, unknown>;
 
-function parse(body: unknown, state: { payer?: Address }): ExactPaymentRequest {
+function parse(body: unknown): ExactPaymentRequest {
   const top = readObject(R.invalidPayload, "the request body", body);
   const payload = readObject(R.invalidPayload, "paymentPayload", top.paymentPayload);
   // Routed by the payload's version, as the reference's x402Facilitator routes; the envelope's must agree.

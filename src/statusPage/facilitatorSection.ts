@@ -46,10 +46,13 @@ export async function readFacilitatorStatus(metrics: Pick<Metrics, "settleReques
   };
 }
 
+/** What the status page prints in a cell: never an object, which would print as "[object Object]". */
+export type HtmlCell = string | number | bigint | null | undefined;
+
 /** The page's facilitator section; `escapeHtml` and `table` are the page's own. */
 export function renderFacilitatorSection(
   status: FacilitatorStatus,
-  html: { escapeHtml: (value: unknown) => string; table: (headers: readonly string[], rows: ReadonlyArray<readonly unknown[]>, empty: string) => string },
+  html: { escapeHtml: (value: HtmlCell) => string; table: (headers: readonly string[], rows: ReadonlyArray<readonly HtmlCell[]>, empty: string) => string },
 ): string {
   const { escapeHtml } = html;
   const ms = (value: number | null) => (value === null ? "–" : `≤ ${value} ms`);

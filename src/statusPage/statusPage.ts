@@ -3,7 +3,7 @@ import type { Store } from "../store/store.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Hex } from "viem";
 import { tokenCheckpoint } from "../sync/watchScope.js";
-import { readFacilitatorStatus, renderFacilitatorSection, type FacilitatorStatus } from "./facilitatorSection.js";
+import { readFacilitatorStatus, renderFacilitatorSection, type FacilitatorStatus, type HtmlCell } from "./facilitatorSection.js";
 
 /** The page reloads itself this often. */
 export const STATUS_PAGE_REFRESH_SECONDS = 5;
@@ -23,7 +23,7 @@ export type StatusMetrics = {
 };
 
 /** Escapes text for HTML element content and quoted attribute values. */
-export function escapeHtml(value: unknown): string {
+export function escapeHtml(value: HtmlCell): string {
   return String(value ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
@@ -38,7 +38,7 @@ const short = (hex: string) => (hex.length > 14 ? `${hex.slice(0, 8)}…${hex.sl
 const time = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 const orDash = (value: number | null | undefined, unit = "") => (value === null || value === undefined ? "–" : `${value}${unit}`);
 
-function table(headers: readonly string[], rows: ReadonlyArray<readonly unknown[]>, empty: string): string {
+function table(headers: readonly string[], rows: ReadonlyArray<readonly HtmlCell[]>, empty: string): string {
   if (rows.length === 0) return `<p class="empty">${escapeHtml(empty)}</p>`;
   const head = headers.map((h) => `<th>${escapeHtml(h)}</th>`).join("");
   const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${escapeHtml(cell)}</td>`).join("")}</tr>`).join("\n");

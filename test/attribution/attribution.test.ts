@@ -42,7 +42,7 @@ describe.each(BACKENDS)("attribution on $name", (backend) => {
     const malformed = await buyer.transfer(SHOP, 40n, `0xdddddddd62617365617070200${"0"}${MARKER}` as Hex);
     await buyer.rpc("devnet_flashblock");
     // Pre-confirmed logs get their attribution too, before any block exists.
-    const attributed = async () => (await value(db, "SELECT COUNT(*) FROM transactions WHERE tx_hash IN (?, ?, ?, ?)", [schema0, schema2, plain, malformed]));
+    const attributed = () => value(db, "SELECT COUNT(*) FROM transactions WHERE tx_hash IN (?, ?, ?, ?)", [schema0, schema2, plain, malformed]);
     await waitFor(async () => (await attributed()) === 4, 5_000, "pre-confirmed attribution");
     expect((await column(db, "SELECT DISTINCT status FROM logs WHERE tx_hash = ?", [schema0]))).toEqual(["preconfirmed"]);
     await buyer.rpc("devnet_mine");
@@ -53,7 +53,7 @@ describe.each(BACKENDS)("attribution on $name", (backend) => {
     expect((await tx(schema2))).toMatchObject({ attribution: "codes", schema_id: 2 });
     expect((await tx(plain))).toMatchObject({ attribution: "none", schema_id: null });
     expect((await tx(malformed))).toMatchObject({ attribution: "malformed" });
-    const codes = async (hash: Hex) => (await db.all("SELECT code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY position", [hash]));
+    const codes = (hash: Hex) => db.all("SELECT code, role FROM attribution_codes WHERE tx_hash = ? ORDER BY position", [hash]);
     expect((await codes(schema0))).toEqual([{ code: "bc_b8nos5a8", role: "code" }]);
     expect((await codes(schema2))).toEqual([{ code: "baseapp", role: "app" }, { code: "bc_k2x9q7m1", role: "wallet" }]);
     expect((await codes(malformed))).toEqual([]);

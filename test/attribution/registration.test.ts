@@ -67,7 +67,7 @@ describe("createRegistrationClient()", () => {
     });
     const registration = await recording.register(wallet.toLowerCase());
     expect(registration).toEqual({ walletAddress: wallet, builderCode: expect.stringMatching(GENERATED_CODE) });
-    expect(JSON.parse(String(sent[0]!.body))).toEqual({ walletAddress: wallet });
+    expect(JSON.parse(sent[0]!.body as string)).toEqual({ walletAddress: wallet });
     expect((sent[0]!.headers as Record<string, string>)["content-type"]).toBe("application/json");
     expect(standIn.calls).toEqual([{ method: "POST", path: "/v1/agents/builder-codes", status: 200 }]);
   });

@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createHealth } from "../../src/ops/health.js";

@@ -11,15 +11,15 @@ import { readTokenDomain, signCancelAuthorization, signTransferAuthorization } f
  */
 export async function startPaymentChain() {
   const anvil = await startAnvil({ chainId: 8453 });
-  const [deployer, buyer, relayer] = ANVIL_PRIVATE_KEYS.map((key: string) => privateKeyToAccount(key as Hex));
+  const [, buyer, relayer] = ANVIL_PRIVATE_KEYS.map((key: string) => privateKeyToAccount(key as Hex));
   const publicClient = createPublicClient({ transport: http(anvil.httpUrl) });
-  const wallet = (account: typeof deployer) => createWalletClient({ account: account!, transport: http(anvil.httpUrl) });
+  const wallet = (account: typeof buyer) => createWalletClient({ account: account!, transport: http(anvil.httpUrl) });
   const { address: token, blockNumber: deployBlock } = await deployTestToken({
     rpcUrl: anvil.httpUrl,
     privateKey: ANVIL_PRIVATE_KEYS[0] as Hex,
     mint: [{ to: buyer!.address, amount: parseUnits("1000000", 6) }],
   });
-  const send = async (account: typeof deployer, functionName: string, args: readonly unknown[]) => {
+  const send = async (account: typeof buyer, functionName: string, args: readonly unknown[]) => {
     const hash = await wallet(account).writeContract({ address: token, abi: flashTestTokenAbi, functionName, args } as never);
     await publicClient.waitForTransactionReceipt({ hash });
     return hash;

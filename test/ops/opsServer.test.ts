@@ -88,7 +88,7 @@ describe.each(BACKENDS)("the metrics server of a daemon on $name", (backend) => 
       await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, 20_000, "ready");
     } finally {
       child.kill("SIGTERM");
-      await traffic.stop();
+      traffic.stop();
     }
     expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(0);
     await devnet.stop();

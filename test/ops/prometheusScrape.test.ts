@@ -89,7 +89,7 @@ describe.skipIf(!hasPrometheus)("a real Prometheus server (skipped without Debia
     } finally {
       prometheus.kill("SIGTERM");
       daemon.kill("SIGTERM");
-      await traffic.stop();
+      traffic.stop();
     }
     expect(await new Promise((resolve) => daemon.on("exit", resolve))).toBe(0);
     await devnet.stop();

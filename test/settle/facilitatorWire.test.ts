@@ -184,7 +184,8 @@ describe("what a buyer reads in an answer", () => {
 
   function expectClean(what: string, answer: Posted): void {
     for (const text of forbidden()) expect(answer.text, `${what}: the answer quotes ${text}`).not.toContain(text);
-    const message = String(answer.body.invalidMessage ?? answer.body.errorMessage ?? "");
+    // Not String(): a message that is not a string must fail toMatch, not pass as "[object Object]".
+    const message = answer.body.invalidMessage ?? answer.body.errorMessage ?? "";
     expect(message, what).not.toMatch(/\n|order \d|https?:\/\//i);
   }
 

@@ -9,7 +9,7 @@ import { NonceLapsedError } from "../../src/errors/capture.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { captureHolder, NONCE_RESERVATION_TTL_MS } from "../../src/store/nonceBook.js";
 import { openStore } from "../../src/store/openStore.js";
-import { OrderStateError, type NewOrder } from "../../src/store/orderStates.js";
+import type { NewOrder } from "../../src/store/orderStates.js";
 import type { Store } from "../../src/store/store.js";
 import { BACKENDS, stopFileBackends, type TestBackend } from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";

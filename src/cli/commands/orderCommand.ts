@@ -170,6 +170,7 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
       for (const o of orders) console.log(`${String(o.id).padStart(6)}  ${describe(o).padEnd(40)}  ${o.authorizer}  ${o.value}  before ${o.validBefore}`);
       return;
     }
+    case undefined:
     default:
       throw new UsageError(`order: expected a subcommand add, void, capture, show or list${sub === undefined ? "" : `, got ${JSON.stringify(sub)}`} (see flashindex order --help)`);
   }

@@ -99,7 +99,7 @@ export function isPendingRead(body: string): boolean {
     return false;
   }
   if (Array.isArray(request) || !Array.isArray(request.params)) return false;
-  const first = request.params[0] as { toBlock?: unknown } | unknown;
+  const first: unknown = request.params[0];
   if (request.method === "eth_getLogs") return typeof first === "object" && first !== null && (first as { toBlock?: unknown }).toBlock === "pending";
   return request.method === "eth_getBlockByNumber" && first === "pending";
 }

@@ -74,6 +74,7 @@ export async function startFlashblocksFront(options: FrontOptions) {
     beforeHttp: createHttpFaults(state),
     sockets: state.sockets,
     onSocketClosed: (socket) => subscriptions.dropSocket(socket),
+    reportError,
   });
 
   const periodic = createPeriodicWork(reportError);

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 
@@ -18,20 +18,31 @@ export type RpcServerOptions = {
   sockets: Set<WebSocket>;
   /** A WebSocket closed (its subscriptions end). */
   onSocketClosed: (socket: WebSocket) => void;
+  /** A request's answer failed (a body `answerBody` could not take): the request gets a 500. */
+  reportError: (error: unknown) => void;
 };
 
 /** Serves JSON-RPC over HTTP and WebSocket on one port, as a node does; resolves once listening. */
 export async function startRpcServer(options: RpcServerOptions) {
   const { sockets } = options;
+  const answerHttp = async (body: string, res: ServerResponse) => {
+    const refusal = await options.beforeHttp(body);
+    if (refusal !== undefined) return void res.writeHead(refusal.status, refusal.headers).end(refusal.body);
+    const { text, httpStatus } = await options.answerBody(body, undefined);
+    res.writeHead(httpStatus, { "content-type": "application/json" }).end(text);
+  };
+  const answerSocket = async (body: string, socket: WebSocket) => {
+    const { text } = await options.answerBody(body, socket);
+    if (socket.readyState === 1) socket.send(text);
+  };
   const server = createServer((req: IncomingMessage, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", async () => {
-      const refusal = await options.beforeHttp(body);
-      if (refusal !== undefined) return void res.writeHead(refusal.status, refusal.headers).end(refusal.body);
-      const { text, httpStatus } = await options.answerBody(body, undefined);
-      res.writeHead(httpStatus, { "content-type": "application/json" }).end(text);
-    });
+    // A listener's rejection would be unhandled (and end the process): report it, answer 500.
+    req.on("end", () => void answerHttp(body, res).catch((error: unknown) => {
+      options.reportError(error);
+      if (!res.headersSent) res.writeHead(500).end();
+    }));
   });
   const wss = new WebSocketServer({ server });
   // The WebSocket server re-emits the HTTP server's errors; listen() below reports them
@@ -39,10 +50,7 @@ export async function startRpcServer(options: RpcServerOptions) {
   wss.on("error", () => undefined);
   wss.on("connection", (socket: WebSocket) => {
     sockets.add(socket);
-    socket.on("message", async (data: Buffer) => {
-      const { text } = await options.answerBody(data.toString(), socket);
-      if (socket.readyState === 1) socket.send(text);
-    });
+    socket.on("message", (data: Buffer) => void answerSocket(data.toString(), socket).catch(options.reportError));
     socket.on("close", () => {
       sockets.delete(socket);
       options.onSocketClosed(socket);

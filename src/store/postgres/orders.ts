@@ -47,7 +47,7 @@ export function createPostgresOrders(client: pg.ClientBase) {
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'authorized', $11, $11, $12) RETURNING id`,
           [...key.slice(0, 3), lower(order.payee), order.value.toString(), order.validAfter, order.validBefore, key[3], order.kind, lower(order.signature), now, order.source ?? "merchant"],
         );
-        return mustGet(rows[0].id);
+        return await mustGet(rows[0].id);
       } catch (error) {
         // Another connection added the same authorization meanwhile.
         if ((error as { code?: string }).code === UNIQUE_VIOLATION)

@@ -33,11 +33,18 @@ export function arrayLiteral(rows: readonly unknown[][], i: number): string {
     const value = rows[r]![i];
     if (value === null || value === undefined) parts[r] = "NULL";
     else {
-      const text = String(value);
+      const text = elementText(value);
       parts[r] = BARE_ELEMENT.test(text) && text.toUpperCase() !== "NULL" ? text : `"${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
     }
   }
   return `{${parts.join(",")}}`;
+}
+
+/** An element's text. Every column here is a scalar: an object would go in as "[object Object]". */
+function elementText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") return String(value);
+  throw new TypeError(`A Postgres array element must be a scalar, got ${typeof value}`);
 }
 
 const LOG_COLUMNS: readonly Column[] = [

@@ -1,5 +1,4 @@
 import type { Database } from "better-sqlite3";
-import type { Address, Hex } from "viem";
 import { FatalError } from "../../errors/base.js";
 import { NonceLapsedError } from "../../errors/capture.js";
 import { toCaptureIntent, type CaptureRow, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";

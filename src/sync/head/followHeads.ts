@@ -29,9 +29,10 @@ export async function followHeads(deps: SyncDeps, sources: HeadSources): Promise
   const { config, metrics, shutdown } = deps;
   const { logger, headClient, submitHead } = sources;
   let lastWsHeadAt = 0;
-  let failure: unknown;
+  // Boxed, so that even a rejection with `undefined` stops the loop.
+  let failure: { error: unknown } | undefined;
   const fail = (error: unknown) => {
-    failure ??= error;
+    failure ??= { error };
   };
   if (config.rpc.ws !== undefined) {
     const ws = { url: config.rpc.ws, initialDelayMs: config.realtime.reconnectInitialDelayMs, maxDelayMs: config.realtime.reconnectMaxDelayMs };
@@ -64,5 +65,5 @@ export async function followHeads(deps: SyncDeps, sources: HeadSources): Promise
       logger.warn({ msg: "Failed to poll the head", error: error.shortMessage });
     }
   }
-  throw failure;
+  throw failure.error;
 }

@@ -109,7 +109,8 @@ export async function* syncHistorical(
   const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs, mode: plan.mode });
   const queue = new PQueue({ concurrency });
   const finished: WindowResult[] = [];
-  let failure: unknown;
+  // Boxed, so that even a thrown `undefined` stops the run.
+  let failure: { error: unknown } | undefined;
   // Our own count: p-queue still counts a task as pending while its last lines run, after it woke us.
   let inFlight = 0;
   let wake = (): void => undefined;
@@ -121,15 +122,15 @@ export async function* syncHistorical(
       windowSize.recordSuccess(window.to - window.from + 1, result.rows.count);
     } catch (error) {
       if (!(error instanceof RangeLimitError)) {
-        failure ??= error;
+        failure ??= { error };
         return;
       }
       const pieces = splitAfterRangeError(BigInt(window.from), BigInt(window.to), error.hint);
       if (pieces === undefined) {
-        failure ??= new FatalError(
+        failure ??= { error: new FatalError(
           `Block ${window.from} alone holds more logs than the provider returns in one answer`,
           { details: error.shortMessage, cause: error },
-        );
+        ) };
         return;
       }
       const first = pieces[0]!;
@@ -170,7 +171,7 @@ export async function* syncHistorical(
         wake = resolve;
       });
     }
-    if (failure !== undefined) throw failure;
+    if (failure !== undefined) throw failure.error;
     shutdown.throwIfKilled();
   } finally {
     queue.clear();
