@@ -1,7 +1,6 @@
 import type { Address, Hex } from "viem";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { PRECONFIRMED_BLOCK_HASH as ZERO_HASH, type RpcLog } from "../../src/rows/rpcLog.js";
-import type { Config } from "../../src/config/types.js";
 import { toLogRows } from "../../src/decode/toLogRows.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";

@@ -51,7 +51,7 @@ export function createMethodRouter({ methods, upstream, watcher, reportError }: 
      * The answer to `body` and its HTTP status (200 unless a lone HTTP request met a fault answered
      * with another).
      */
-    async answerBody(body: string, socket: WebSocket | undefined): Promise<{ text: string; httpStatus: number }> {
+    answerBody: async (body: string, socket: WebSocket | undefined): Promise<{ text: string; httpStatus: number }> => {
       let parsed: unknown;
       try {
         parsed = JSON.parse(body);

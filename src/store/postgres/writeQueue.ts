@@ -72,7 +72,7 @@ export function createWriteQueue(deps: WriteQueueDeps) {
     read,
 
     /** One write transaction, after every write submitted before it. */
-    write<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    write: <T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
       const run = tail.then(() => transaction(kind, work, true));
       tail = lastExclusive = run.catch(() => undefined);
       return run;

@@ -1,6 +1,5 @@
 import type { SyncDeps } from "../syncDeps.js";
 import PQueue from "p-queue";
-import type { Hex } from "viem";
 import { getHeaders, type BlockHeader } from "../../chain/blockHeaders.js";
 import { getChainTips } from "../../chain/finality.js";
 import { RpcResponseError } from "../../errors/rpc.js";

@@ -16,7 +16,7 @@ export function createRemovedLogFlags(deps: { store: Pick<Store, "removeLog">; m
   const flaggedByNode = new Map<string, number>();
   return {
     /** Takes one `logs` notification: each log flagged removed is flagged in the store. */
-    onNotification(result: unknown): void {
+    onNotification: (result: unknown): void => {
       const items = Array.isArray(result) ? result : [result];
       for (const item of items) {
         let log;
