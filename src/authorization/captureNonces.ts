@@ -68,7 +68,7 @@ export function createCaptureNonces(deps: CaptureNoncesDeps) {
       client.request("eth_getBalance", [account.address, "latest"], parseQuantity),
       client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity),
     ]);
-    deps.metrics?.relayerBalance.set(Number(balance));
-    deps.metrics?.relayerNonceGap.set(live.filter((c) => isAddressEqual(c.relayer, account.address) && BigInt(c.relayerNonce) >= pending).length);
+    deps.metrics?.relayerBalance.set({ relayer: account.address }, Number(balance));
+    deps.metrics?.relayerNonceGap.set({ relayer: account.address }, live.filter((c) => isAddressEqual(c.relayer, account.address) && BigInt(c.relayerNonce) >= pending).length);
   }
 }

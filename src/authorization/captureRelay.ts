@@ -1,7 +1,7 @@
 import { getAddress, isAddressEqual, type Address, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { UsageError } from "../errors/base.js";
-import { CaptureFundsError, CaptureRevertedError, ReceivePayeeError } from "../errors/capture.js";
+import { CaptureFundsError, CaptureRevertedError, CaptureTimeoutError, ReceivePayeeError } from "../errors/capture.js";
 import { RpcRequestError } from "../errors/rpc.js";
 import type { Logger } from "../ops/logger.js";
 import type { CrashStep } from "../ops/crashPoint.js";
@@ -17,6 +17,7 @@ import { createCaptureWait, type CaptureSeen } from "./captureWait.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
 import { createRelayerGaps } from "./relayerGaps.js";
 import { createRelayerNonces } from "./relayerNonces.js";
+import { createRelayerPool, type RelayerPool, type RelayerStanding } from "./relayerPool.js";
 import { createReceiptPoller } from "./receiptPoller.js";
 import { simulateCapture, type CaptureCall } from "./simulateCapture.js";
 import { readAuthorizationState } from "./tokenReads.js";
@@ -49,12 +50,14 @@ export type CaptureRelayDeps = {
   chainId: number;
   /** Signs new and replacement transactions; without one the relay can only re-send stored bytes. */
   relayer: LocalAccount | undefined;
+  /** Several relayers (facilitator.relayers); when given, `relayer` is ignored. */
+  pool?: RelayerPool | undefined;
   /** This process's name in the nonce book and on the intents it stores (nonceBook.ts processOwner by default). */
   owner?: string | undefined;
   /** Test-only (ops/crashPoint.ts): called at each step of a capture, where a kill -9 test stops the process. */
   crashPoint?: ((step: CrashStep) => void) | undefined;
   logger: Logger;
-  metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap"> | undefined;
+  metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap" | "relayerPendingCaptures" | "relayerStuck"> | undefined;
   replaceAfterMs?: number | undefined;
   /** How often waits read receipts (receiptPoller.ts RECEIPT_POLL_INTERVAL_MS by default). */
   pollingIntervalMs?: number | undefined;
@@ -79,18 +82,20 @@ export type CaptureRelay = {
   waitFor: (orderId: number, options: { confirmations: number; timeoutMs: number; signal?: AbortSignal | undefined }) => Promise<CaptureSeen>;
   /** One pass over the live intents (the daemon's): re-send what the node lost, replace what is stuck, fill a nonce gap. `now` in unix ms. */
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
+  /** The relayer pool as this process sees it (relayerPool.ts), for the status page. */
+  standings: (now: number) => RelayerStanding[];
 };
 
 /** The capture relay: one per process, shared by `order capture`, the daemon's driver and the facilitator. */
 export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const { client, store } = deps;
-  const { relayer } = deps;
+  const pool = deps.pool ?? createRelayerPool(deps.relayer === undefined ? [] : [deps.relayer]);
   const relayerNonces = createRelayerNonces({ client, book: store.nonces, owner: deps.owner });
   const { owner } = relayerNonces;
   const logger = deps.logger.child({ component: "capture" });
   const replaceAfterMs = deps.replaceAfterMs ?? CAPTURE_REPLACE_AFTER_MS;
   const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
-  const accountFor = (address: Address): LocalAccount | undefined => (relayer !== undefined && isAddressEqual(relayer.address, address) ? relayer : undefined);
+  const { accountFor } = pool;
   const transactions = createCaptureTransactions({ client, chainId: deps.chainId, relayerNonces });
   const { sendIntent, landed } = createCaptureIntentSend({ client, store, transactions, accountFor, crashPoint: deps.crashPoint, metrics: deps.metrics, logger });
   const gaps = createRelayerGaps({ store, relayerNonces, chainId: deps.chainId, replaceAfterMs, logger, fees: transactions.fees, send: transactions.send });
@@ -117,13 +122,19 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     else settling.set(orderId, left);
   };
 
+  /**
+   * The relayer for a new capture of `order`: the pool's least loaded one; for a
+   * receiveWithAuthorization the payee's own key, which the token requires as the sender.
+   */
   function relayerFor(order: Order): LocalAccount {
-    if (relayer === undefined) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, or pass --relayer-key-file`);
-    if (order.kind === "receive" && !isAddressEqual(relayer.address, order.payee))
-      throw new ReceivePayeeError(
-        `order ${order.id} is a receiveWithAuthorization, which the token accepts only from the payee ${getAddress(order.payee)}; the relayer key is ${relayer.address}'s. Nothing was sent`,
-      );
-    return relayer;
+    if (pool.accounts.length === 0) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, facilitator.relayers, or pass --relayer-key-file`);
+    if (order.kind !== "receive") return pool.pick(Date.now())!;
+    const payee = pool.accountFor(order.payee);
+    if (payee !== undefined) return payee;
+    const keys = pool.accounts.map((a) => a.address).join(", ");
+    throw new ReceivePayeeError(
+      `order ${order.id} is a receiveWithAuthorization, which the token accepts only from the payee ${getAddress(order.payee)}; the relayer key is ${keys}'s. Nothing was sent`,
+    );
   }
 
   /** One drive step for one live intent. */
@@ -197,10 +208,31 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       }
       assertTransition(order.state, "capturing", "relay", orderId);
       const account = relayerFor(order);
-      return signAndSend(order, account, options.suffix);
+      // Counted before the first await: concurrent settles see each other's load when they pick.
+      pool.begin(orderId, account.address, Date.now());
+      try {
+        const sent = await signAndSend(order, account, options.suffix);
+        if (sent.alreadySent) pool.end(orderId);
+        else pool.sent(orderId, Date.now());
+        return sent;
+      } catch (error) {
+        pool.end(orderId);
+        throw error;
+      }
     },
 
-    waitFor: wait,
+    async waitFor(orderId, options) {
+      try {
+        const seen = await wait(orderId, options);
+        pool.end(orderId);
+        return seen;
+      } catch (error) {
+        // A wait that ran out proves nothing about the transaction: it still weighs on its relayer
+        // (and may make it stuck) until it is seen or the driver's pass finds the order moved on.
+        if (!(error instanceof CaptureTimeoutError) && !(options.signal?.aborted ?? false)) pool.end(orderId);
+        throw error;
+      }
+    },
 
     async drive(now) {
       const pending = await store.captures.pending();
@@ -211,9 +243,17 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         if (done === "resent") resent++;
         if (done === "replaced") replaced++;
       }
-      if (relayer !== undefined) await nonces.tendRelayer(relayer, pending.map((p) => p.capture), now);
+      const live = new Set(pending.map((p) => p.order.id));
+      pool.prune((orderId) => live.has(orderId));
+      for (const account of pool.accounts) await nonces.tendRelayer(account, pending.map((p) => p.capture), now);
+      for (const standing of pool.standings(now)) {
+        deps.metrics?.relayerPendingCaptures.set({ relayer: standing.address }, standing.pending);
+        deps.metrics?.relayerStuck.set({ relayer: standing.address }, standing.stuck ? 1 : 0);
+      }
       return { resent, replaced };
     },
+
+    standings: (now) => pool.standings(now),
   };
 
   /** capture()'s new transaction: simulated from `account`, gas estimated, signed, stored, sent. */

@@ -265,14 +265,29 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     measureContradictedSettlements(count: () => Promise<number>): void {
       contradictedSettlements = count;
     },
+    // `relayer`: an address of the configured pool (facilitator.relayers), a handful at most.
     relayerBalance: new Gauge({
       name: "flashindex_relayer_balance_wei",
-      help: "The capture relayer's ETH balance (wei), read by the capture driver.",
+      help: "Each capture relayer's ETH balance (wei), read by the capture driver.",
+      labelNames: ["relayer"] as const,
       registers,
     }),
     relayerNonceGap: new Gauge({
       name: "flashindex_relayer_pending_nonce_gap",
       help: "Live capture intents whose relayer nonce is at or above the relayer's pending transaction count: sent but not yet pre-confirmed.",
+      labelNames: ["relayer"] as const,
+      registers,
+    }),
+    relayerPendingCaptures: new Gauge({
+      name: "flashindex_relayer_pending_captures",
+      help: "Captures this process sent (or is sending) from each relayer and has not yet seen pre-confirmed: the pool's measure of its load.",
+      labelNames: ["relayer"] as const,
+      registers,
+    }),
+    relayerStuck: new Gauge({
+      name: "flashindex_relayer_stuck",
+      help: "1 while a relayer's oldest capture has waited facilitator.relayerStuckAfterMs for a pre-confirmation: it takes no new settle.",
+      labelNames: ["relayer"] as const,
       registers,
     }),
     webhookEventsEnqueued: new Counter({

@@ -36,7 +36,10 @@ export type FacilitatorDeps = {
   chainId: number;
   /** The configured tokens with their EIP-712 domains, read from the contracts at start. */
   tokens: readonly FacilitatorToken[];
+  /** The relayer verify simulates from (the pool's first). */
   relayer: Address;
+  /** Every relayer of the pool, as GET /supported lists its signers; absent: `relayer` alone. */
+  signers?: readonly Address[] | undefined;
   /** Lower-case payees settled for; empty: any. */
   payTo: readonly Address[];
   settleWaitsFor: "preconfirmed" | "confirmed";
@@ -73,7 +76,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   const logger = deps.logger.child({ component: "facilitator" });
   const network = evmNetwork(deps.chainId);
   const policy: ExactPolicy = { chainId: deps.chainId, tokens: deps.tokens, payTo: deps.payTo };
-  const supported = buildSupportedBody({ chainId: deps.chainId, tokens: deps.tokens, signers: [deps.relayer], extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION] });
+  const supported = buildSupportedBody({ chainId: deps.chainId, tokens: deps.tokens, signers: [...(deps.signers ?? [deps.relayer])], extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION] });
 
   /**
    * Every check of verify; the refusal, or undefined when the token would accept the transfer now.
