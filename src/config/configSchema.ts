@@ -212,6 +212,19 @@ export const CONFIG_FIELDS: Record<string, Field> = {
           },
         },
       },
+      minAmount: {
+        type: "array",
+        description: "the smallest payment settled per token: a smaller one is refused with invalid_exact_evm_authorization_value (a settle's gas can cost more than a tiny payment carries)",
+        items: {
+          type: "object",
+          description: "one token's floor",
+          required: ["token", "amount"],
+          properties: {
+            token: ADDRESS,
+            amount: { type: "string", format: "text", description: "the smallest amount, in the token's base units (USDC: 1000 is $0.001), as a decimal string" },
+          },
+        },
+      },
       relayerStuckAfterMs: ms(500, 600_000, d.facilitator.relayerStuckAfterMs, "a relayer whose capture is not pre-confirmed this long after its send takes no new settle until it is"),
       settleWaitsFor: { type: "enum", values: ["preconfirmed", "confirmed"], default: d.facilitator.settleWaitsFor, description: "when /settle answers: pre-confirmed (Flashblocks) or in a sealed block" },
       payTo: { type: "array", items: ADDRESS, description: "the payees settled for; empty or absent: any (loopback only)" },

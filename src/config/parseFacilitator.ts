@@ -35,6 +35,7 @@ export function parseFacilitator(value: unknown): FacilitatorConfig {
     port: int("port") ?? d.port,
     relayerKeyEnv: envName("relayerKeyEnv") ?? d.relayerKeyEnv,
     relayerKeyFile: optional(section.relayerKeyFile, (v) => readString(path("relayerKeyFile"), v)),
+    minAmount: parseMinAmounts(section.minAmount),
     relayers: parseRelayers(section.relayers),
     relayerStuckAfterMs: int("relayerStuckAfterMs") ?? d.relayerStuckAfterMs,
     settleWaitsFor: optional(section.settleWaitsFor, (v) => readEnum(path("settleWaitsFor"), v, ["preconfirmed", "confirmed"] as const)) ?? d.settleWaitsFor,
@@ -61,6 +62,24 @@ export function parseFacilitator(value: unknown): FacilitatorConfig {
       `is empty while the facilitator listens on ${config.host}: anyone who reaches it could spend the relayer's gas on any payment. List the payees (and set authTokenEnv), or listen on 127.0.0.1`,
     );
   return config;
+}
+
+/** `facilitator.minAmount`: one floor per token, a whole amount in base units as a decimal string. */
+function parseMinAmounts(value: unknown): Array<{ token: string; amount: bigint }> {
+  if (value === undefined) return [];
+  const at = "facilitator.minAmount";
+  if (!Array.isArray(value)) throw new ConfigError(at, "expected an array of { token, amount }");
+  const seen = new Set<string>();
+  return value.map((entry, i) => {
+    const item = readObject(join(at, i), entry, keysAt(`${at}[]`));
+    if (item.token === undefined || item.amount === undefined) throw new ConfigError(join(at, i), "expected both token (an address) and amount (base units, a decimal string)");
+    const token = readAddress(join(join(at, i), "token"), item.token).toLowerCase();
+    const text = readString(join(join(at, i), "amount"), item.amount);
+    if (!/^(?:0|[1-9][0-9]{0,77})$/.test(text)) throw new ConfigError(join(join(at, i), "amount"), `expected a whole number of base units as a decimal string (USDC: "1000" is $0.001), got ${JSON.stringify(text)}`);
+    if (seen.has(token)) throw new ConfigError(join(join(at, i), "token"), `${token} has a floor already: one per token`);
+    seen.add(token);
+    return { token, amount: BigInt(text) };
+  });
 }
 
 /**

@@ -42,6 +42,8 @@ export type FacilitatorDeps = {
   signers?: readonly Address[] | undefined;
   /** Lower-case payees settled for; empty: any. */
   payTo: readonly Address[];
+  /** Lower-case token address → the smallest amount settled (facilitator.minAmount); absent: none. */
+  minAmounts?: ReadonlyMap<string, bigint> | undefined;
   settleWaitsFor: "preconfirmed" | "confirmed";
   settleTimeoutMs: number;
   /** The facilitator's own ERC-8021 code (w), if any. */
@@ -75,7 +77,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   const { client, store, relay } = deps;
   const logger = deps.logger.child({ component: "facilitator" });
   const network = evmNetwork(deps.chainId);
-  const policy: ExactPolicy = { chainId: deps.chainId, tokens: deps.tokens, payTo: deps.payTo };
+  const policy: ExactPolicy = { chainId: deps.chainId, tokens: deps.tokens, payTo: deps.payTo, minAmounts: deps.minAmounts };
   const supported = buildSupportedBody({ chainId: deps.chainId, tokens: deps.tokens, signers: [...(deps.signers ?? [deps.relayer])], extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION] });
 
   /**

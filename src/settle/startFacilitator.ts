@@ -57,6 +57,7 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
     relayer: relayer.address,
     signers: relayers.map((r) => r.address),
     payTo: settings.payTo as `0x${string}`[],
+    minAmounts: new Map(settings.minAmount.map((floor) => [floor.token, floor.amount])),
     settleWaitsFor: settings.settleWaitsFor,
     settleTimeoutMs: settings.settleTimeoutMs,
     builderCode,

@@ -92,6 +92,17 @@ describe("parseConfig()", () => {
     expect(configError({ ...valid(), facilitator: { maxBodyBytes: 10 } }).field).toBe("facilitator.maxBodyBytes");
   });
 
+  test("reads facilitator.minAmount: one floor per token, whole base units as a decimal string", () => {
+    expect(parseConfig(valid(), "t").facilitator.minAmount).toEqual([]);
+    expect(parseConfig({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: "1000" }] } }, "t").facilitator.minAmount).toEqual([{ token: USDC.toLowerCase(), amount: 1000n }]);
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: "0.001" }] } }).shortMessage).toMatch(/^facilitator\.minAmount\[0\]\.amount: expected a whole number of base units/);
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: 1000 }] } }).field).toBe("facilitator.minAmount[0].amount");
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC }] } }).field).toBe("facilitator.minAmount[0]");
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: "0x12", amount: "1" }] } }).field).toBe("facilitator.minAmount[0].token");
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: "1" }, { token: USDC.toLowerCase(), amount: "2" }] } }).field).toBe("facilitator.minAmount[1].token");
+    expect(configError({ ...valid(), facilitator: { minAmount: { [USDC]: "1" } } }).field).toBe("facilitator.minAmount");
+  });
+
   test("reads a relayer pool: each entry a key file or a variable, never a key; one place once; not beside relayerKeyFile", () => {
     expect(parseConfig(valid(), "t").facilitator).toMatchObject({ relayers: [], relayerStuckAfterMs: 5_000 });
     const pool = { relayers: [{ keyFile: "/etc/flashindex/relayer-1.key" }, { keyEnv: "RELAYER_2" }], relayerStuckAfterMs: 2_000 };

@@ -34,6 +34,7 @@ let server: FacilitatorServer;
 let relay: CaptureRelay;
 let shop: PrivateKeyAccount;
 let relayers: PrivateKeyAccount[];
+let floored: ReturnType<typeof createDevnetFacilitator>;
 let firstBlock: bigint;
 /** Raw transactions of the held-back relayer that the node never got, in the order sent. */
 const heldBack: Hex[] = [];
@@ -99,6 +100,7 @@ beforeAll(async () => {
   const pool = createRelayerPool(relayers, { stuckAfterMs: STUCK_AFTER_MS });
   relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer: undefined, pool, logger, pollingIntervalMs: 10 });
   const facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayers[0]!.address, { signers: relayers.map((r) => r.address), settleTimeoutMs: 20_000 });
+  floored = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayers[0]!.address, { minAmounts: new Map([[devnet.token.toLowerCase(), 1_000n]]) });
   server = await startFacilitatorServer({ logger }, facilitator, { host: "127.0.0.1", port: 0, authToken: undefined, maxBodyBytes: 65_536, settleTimeoutMs: 20_000, network: `eip155:${devnet.chainId}` });
 }, 60_000);
 
@@ -176,4 +178,20 @@ describe("a pool of relayers", () => {
     const used = (await tokenEvents()).filter((e) => e.eventName === "AuthorizationUsed" && e.args.authorizer === payer.address);
     expect(used).toHaveLength(4);
   }, 120_000);
+
+  test("facilitator.minAmount: a payment below the token's floor is refused at verify and settle with the reference's reason, nothing sent", async () => {
+    const payer = await fundedPayer("floor", 10_000n);
+    const counts = () => Promise.all(relayers.map((r) => chain.getTransactionCount({ address: r.address, blockTag: "pending" })));
+    const before = await counts();
+    const small = await referencePaymentBody(payer, offerOf(999n));
+    const verified = await floored.verify(small);
+    expect(verified.body).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_authorization_value", invalidMessage: expect.stringContaining("minimum 1000") });
+    const settled = await floored.settle(small);
+    expect(settled.body).toMatchObject({ success: false, errorReason: "invalid_exact_evm_authorization_value" });
+    expect(await counts()).toEqual(before);
+    expect(await store.captures.findOrder(devnet.chainId, devnet.token, payer.address, small.paymentPayload.payload.authorization.nonce as Hex)).toBeUndefined();
+    // At the floor it is settled.
+    const enough = await floored.settle(await referencePaymentBody(payer, offerOf(1_000n)));
+    expect(enough.body, JSON.stringify(enough.body)).toMatchObject({ success: true });
+  }, 60_000);
 });
