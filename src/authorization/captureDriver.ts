@@ -24,6 +24,8 @@ export function startCaptureDriver(deps: Common & { store: Store; relayers?: rea
     chainId: deps.config.chainId,
     relayer: undefined,
     pool: createRelayerPool(accounts, { stuckAfterMs: deps.config.facilitator.relayerStuckAfterMs }),
+    // The gas metrics' payee label: the configured payees only (a bounded set), "other" for the rest.
+    payeeLabel: (payee) => (deps.config.facilitator.payTo.includes(payee.toLowerCase()) ? payee.toLowerCase() : "other"),
     logger: deps.logger,
     metrics: deps.metrics,
     crashPoint: crashPointFromEnv(process.env),

@@ -1,5 +1,6 @@
 import { getAddress, isAddressEqual, type Address, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
+import type { TransactionReceiptSummary } from "../chain/transactionReceipt.js";
 import { UsageError } from "../errors/base.js";
 import { CaptureFundsError, CaptureRevertedError, CaptureTimeoutError, ReceivePayeeError } from "../errors/capture.js";
 import { RpcRequestError } from "../errors/rpc.js";
@@ -57,7 +58,12 @@ export type CaptureRelayDeps = {
   /** Test-only (ops/crashPoint.ts): called at each step of a capture, where a kill -9 test stops the process. */
   crashPoint?: ((step: CrashStep) => void) | undefined;
   logger: Logger;
-  metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap" | "relayerPendingCaptures" | "relayerStuck"> | undefined;
+  metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap" | "relayerPendingCaptures" | "relayerStuck" | "captureGasUsed" | "captureGasCost"> | undefined;
+  /**
+   * The `payee` label of the gas metrics for a payee: bounded by the caller (the facilitator's
+   * configured payTo, "other" for the rest), never the raw address of any payer's choice.
+   */
+  payeeLabel?: ((payee: Address) => string) | undefined;
   replaceAfterMs?: number | undefined;
   /** How often waits read receipts (receiptPoller.ts RECEIPT_POLL_INTERVAL_MS by default). */
   pollingIntervalMs?: number | undefined;
@@ -105,8 +111,11 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     poller,
     crashPoint: deps.crashPoint,
     logger,
+    onPaid: (order, txHash, receipt) => recordGas(order, txHash, receipt),
     drive: (order, capture) => driveGuarded(order, capture, Date.now()).then(() => undefined, (error: unknown) => logDriveError(order.id, error)),
   });
+  /** Orders whose paid receipt's gas this process recorded. */
+  const gasRecorded = new Set<number>();
   /** Orders a drive step is working on in this process: one step at a time per order. */
   const busy = new Set<number>();
   /**
@@ -285,6 +294,23 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     } finally {
       leave(orderId);
     }
+  }
+
+  /**
+   * Gas accounting: the paid receipt's gas used and effective price go with the capture (schema 17)
+   * and to the metrics, once per order in this process (a wait sees the pre-confirmed receipt, then
+   * maybe the sealed one: the same transaction, the same gas). A failed write is logged, never
+   * turned into a failed settle: the payment was made.
+   */
+  async function recordGas(order: Order, txHash: Hex, receipt: TransactionReceiptSummary): Promise<void> {
+    if (gasRecorded.has(order.id)) return;
+    gasRecorded.add(order.id);
+    const gas = { gasUsed: receipt.gasUsed, effectiveGasPrice: receipt.effectiveGasPrice };
+    await store.captures.recordGas(order.id, txHash, gas, Date.now()).catch((error: unknown) =>
+      logger.warn({ msg: "Failed to record capture gas", order_id: order.id, tx_hash: txHash, error: error instanceof Error ? error.message : String(error) }),
+    );
+    deps.metrics?.captureGasUsed.observe(Number(gas.gasUsed));
+    if (gas.effectiveGasPrice !== null) deps.metrics?.captureGasCost.inc({ payee: deps.payeeLabel?.(order.payee) ?? "other" }, Number(gas.gasUsed * gas.effectiveGasPrice));
   }
 
   function logDriveError(orderId: number, error: unknown): void {

@@ -22,6 +22,8 @@ export type CaptureWaitDeps = {
   poller: ReceiptPoller;
   /** One drive step for the intent while nothing is seen (captureRelay.ts); its errors are the caller's to log. */
   drive: (order: Order, capture: CaptureIntent) => Promise<void>;
+  /** Called once a receipt is judged to show the payment, before the wait answers (gas accounting). */
+  onPaid?: ((order: Order, txHash: Hex, receipt: TransactionReceiptSummary) => Promise<void>) | undefined;
   crashPoint?: ((step: CrashStep) => void) | undefined;
   logger: Logger;
 };
@@ -43,7 +45,10 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
    */
   async function judgeSeen(order: Order, txHash: Hex, receipt: TransactionReceiptSummary): Promise<void> {
     const verdict = judgeCaptureReceipt(receipt, { token: order.token, authorizer: order.authorizer, payee: order.payee, value: BigInt(order.value), nonce: order.nonce });
-    if (verdict.kind === "paid") return;
+    if (verdict.kind === "paid") {
+      await deps.onPaid?.(order, txHash, receipt);
+      return;
+    }
     const where = receipt.preconfirmed ? `pre-confirmed for block ${receipt.blockNumber}` : `in block ${receipt.blockNumber}`;
     if (verdict.kind === "mismatch") {
       logger.error({ msg: "Refused capture receipt", order_id: order.id, tx_hash: txHash, reason: `no ${verdict.missing}` });

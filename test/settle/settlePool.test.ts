@@ -35,6 +35,7 @@ let relay: CaptureRelay;
 let shop: PrivateKeyAccount;
 let relayers: PrivateKeyAccount[];
 let floored: ReturnType<typeof createDevnetFacilitator>;
+const metrics = createMetrics({ defaultMetrics: false });
 let firstBlock: bigint;
 /** Raw transactions of the held-back relayer that the node never got, in the order sent. */
 const heldBack: Hex[] = [];
@@ -98,7 +99,9 @@ beforeAll(async () => {
   const client = holdingBack(createRpcClient(testDeps(config)));
   const { logger } = createMemoryLogger("silent");
   const pool = createRelayerPool(relayers, { stuckAfterMs: STUCK_AFTER_MS });
-  relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer: undefined, pool, logger, pollingIntervalMs: 10 });
+  // The gas metrics' payee label: the shop alone is listed; any other payee counts as "other".
+  const payeeLabel = (payee: Address) => (payee.toLowerCase() === shop.address.toLowerCase() ? "shop" : "other");
+  relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer: undefined, pool, logger, pollingIntervalMs: 10, metrics, payeeLabel });
   const facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayers[0]!.address, { signers: relayers.map((r) => r.address), settleTimeoutMs: 20_000 });
   floored = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayers[0]!.address, { minAmounts: new Map([[devnet.token.toLowerCase(), 1_000n]]) });
   server = await startFacilitatorServer({ logger }, facilitator, { host: "127.0.0.1", port: 0, authToken: undefined, maxBodyBytes: 65_536, settleTimeoutMs: 20_000, network: `eip155:${devnet.chainId}` });
@@ -138,6 +141,19 @@ describe("a pool of relayers", () => {
     expect(transfers.every((t) => t.to === shop.address && t.value === amount)).toBe(true);
     expect(await balanceOf(shop.address)).toBe(shopBefore + amount * BigInt(PAYMENTS));
     expect(await balanceOf(payer.address)).toBe(0n);
+    // Each capture records what it cost, as its receipt on chain says (schema 17).
+    for (const [i, answer] of answers.entries()) {
+      const order = await store.captures.findOrder(devnet.chainId, devnet.token, payer.address, nonces[i]!);
+      const capture = await store.captures.get(order!.id);
+      const receipt = await chain.getTransactionReceipt({ hash: answer.transaction as Hex });
+      expect(capture, `payment ${i}`).toMatchObject({ gasUsed: receipt.gasUsed, effectiveGasPrice: receipt.effectiveGasPrice });
+    }
+    // The gas metrics: one observation per payment, their cost under the listed payee's label.
+    const gasCount = (await metrics.captureGasUsed.get()).values.find((v) => v.metricName === "flashindex_capture_gas_used_count")?.value;
+    expect(gasCount).toBe(PAYMENTS);
+    const cost = (await metrics.captureGasCost.get()).values;
+    expect(cost.map((v) => v.labels.payee)).toEqual(["shop"]);
+    expect(cost[0]!.value).toBeGreaterThan(0);
     // Nothing was sent twice: each relayer's nonce moved by exactly the payments it sent.
     const countsAfter = await Promise.all(relayers.map((r) => chain.getTransactionCount({ address: r.address, blockTag: "pending" })));
     expect(countsAfter.map((c, i) => c - countsBefore[i]!)).toEqual(byRelayer);
