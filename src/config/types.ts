@@ -140,6 +140,8 @@ export const WEBHOOK_EVENT_TYPES = [
   "authorization.canceled",
   "order.state_changed",
   "settlement.contradicted",
+  "settlement.settled",
+  "settlement.failed",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

@@ -232,8 +232,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       }
     }
 
-    const { answer, state, txHash } = await settleClaimed(order, request, signal);
-    const kept = await store.settlements.answer(order.id, claim, { state, txHash, answer: JSON.stringify(answer.body) }, Date.now());
+    const { answer, state, txHash, blockNumber } = await settleClaimed(order, request, signal);
+    const kept = await store.settlements.answer(order.id, claim, { state, txHash, answer: JSON.stringify(answer.body), blockNumber }, Date.now());
     if (!kept) {
       // Another request took the claim over (this one outlived its lease): it answers, not this one.
       logger.warn({ msg: "Lost settle claim", order_id: order.id, payer });
@@ -244,7 +244,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   }
 
   /** What a claimed settle answers, and what its x402_settlements row records of it. */
-  type Settled = { answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null };
+  /** `blockNumber`: of the receipt a success was answered on (the settlement.settled webhook's). */
+  type Settled = { answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null; blockNumber?: bigint };
 
   /** Captures a claimed payment and waits as configured. */
   async function settleClaimed(order: Order, request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Settled> {
@@ -257,7 +258,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       const seen = await relay.waitFor(order.id, { confirmations, timeoutMs: deps.settleTimeoutMs, signal });
       logger.info({ msg: "Settled payment", order_id: order.id, tx_hash: seen.txHash, status: seen.status, already_sent: sent.alreadySent, payer });
       const body = settleSucceeded({ transaction: seen.txHash, network, payer, amount: request.authorization.value });
-      return { answer: answered(body), state: "succeeded", txHash: seen.txHash };
+      return { answer: answered(body), state: "succeeded", txHash: seen.txHash, blockNumber: seen.blockNumber };
     } catch (error) {
       logger.warn({ msg: "Failed to settle payment", order_id: order.id, payer, error: message(error) });
       if (error instanceof CaptureTimeoutError) {
