@@ -4,6 +4,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { createCanonicalWatcher } from "./canonicalWatcher.js";
 import { blockRangeError, injectedHttpFailure, isPendingRead, NO_FAULTS, parseFaults, pendingRateLimitAnswer, resultLimitError, type FaultAnswer, type Faults } from "./faults.js";
 import { matchesFilter, toQuantity, type LogFilterObject, type RpcLogObject } from "./rpcLogObject.js";
+import { createSendRawTransactionSync } from "./sendRawTransactionSync.js";
 import { createSequencer } from "./sequencer.js";
 import { createSubscriptions, type PendingLogsMode } from "./subscriptions.js";
 import { createUpstream, UpstreamError } from "./upstream.js";
@@ -51,6 +52,12 @@ export async function startFlashblocksFront(options: FrontOptions) {
   const pendingReads = { answered: 0, refused: 0 };
   const sockets = new Set<WebSocket>();
   const reportError = options.onError ?? (() => undefined);
+  const sendSync = createSendRawTransactionSync({
+    send: async (rawTx) => (await sequencer.admit(() => upstream.forward({ jsonrpc: "2.0", id: 0, method: "eth_sendRawTransaction", params: [rawTx] }))) as Answer,
+    canonicalReceipt: (hash) => upstream.call("eth_getTransactionReceipt", [hash]),
+    preconfirmedReceipt: (hash) => sequencer.preconfirmedReceipt(hash),
+    missesFlashblock: () => faults.sendSyncMissesFlashblock,
+  });
 
   const admin: Record<string, (params: unknown[]) => Promise<unknown>> = {
     devnet_flashblock: async () => {
@@ -220,6 +227,7 @@ export async function startFlashblocksFront(options: FrontOptions) {
         // again): a transaction entering the pool then could be dropped with them.
         return (await sequencer.admit(() => upstream.forward(request))) as Answer;
       }
+      if (method === "eth_sendRawTransactionSync") return { jsonrpc: "2.0", id: request.id ?? null, ...(await sendSync(params)) };
       if (method === "eth_getTransactionReceipt") {
         // Note: on Base, a pre-confirmed transaction has a receipt (zero blockHash) before its block exists.
         const answer = (await upstream.forward(request)) as Answer;
