@@ -3,7 +3,8 @@ import type { Common } from "../common.js";
 import { crashPointFromEnv } from "../ops/crashPoint.js";
 import type { Store } from "../store/store.js";
 import { createCaptureRelay, type CaptureRelay } from "./captureRelay.js";
-import { readRelayerAccount } from "./keySources.js";
+import { readRelayerPool } from "./keySources.js";
+import { createRelayerPool } from "./relayerPool.js";
 
 /** How often the daemon looks at the live capture intents. */
 export const CAPTURE_DRIVE_INTERVAL_MS = 1_000;
@@ -11,16 +12,20 @@ export const CAPTURE_DRIVE_INTERVAL_MS = 1_000;
 /**
  * The daemon's capture relay and its driver: every CAPTURE_DRIVE_INTERVAL_MS it takes the intents still
  * capturing (those of this run, of `order capture` runs beside it, and those a crash left behind) and
- * re-sends what the node lost or replaces what is stuck (captureRelay.ts drive). The relayer key is
- * the one given, else the configured one (keySources.ts readRelayerAccount). Without a relayer key
+ * re-sends what the node lost or replaces what is stuck (captureRelay.ts drive). The relayer keys are
+ * the ones given, else the configured pool (keySources.ts readRelayerPool). Without a relayer key
  * it can still re-send stored bytes; replacements need the key. Stopped by the shutdown.
  */
-export function startCaptureDriver(deps: Common & { store: Store; relayer?: LocalAccount | undefined }): CaptureRelay {
+export function startCaptureDriver(deps: Common & { store: Store; relayers?: readonly LocalAccount[] | undefined }): CaptureRelay {
+  const accounts = deps.relayers ?? readRelayerPool(deps.config.facilitator);
   const relay = createCaptureRelay({
     client: deps.client,
     store: deps.store,
     chainId: deps.config.chainId,
-    relayer: deps.relayer ?? readRelayerAccount(deps.config.facilitator),
+    relayer: undefined,
+    pool: createRelayerPool(accounts, { stuckAfterMs: deps.config.facilitator.relayerStuckAfterMs }),
+    // The gas metrics' payee label: the configured payees only (a bounded set), "other" for the rest.
+    payeeLabel: (payee) => (deps.config.facilitator.payTo.includes(payee.toLowerCase()) ? payee.toLowerCase() : "other"),
     logger: deps.logger,
     metrics: deps.metrics,
     crashPoint: crashPointFromEnv(process.env),

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import type { RelayerKeySource } from "../config/types.js";
 import { ConfigError } from "../errors/base.js";
 
 export const RELAYER_KEY_ENV = "FLASHINDEX_RELAYER_KEY";
@@ -43,6 +44,9 @@ export function readKeyAccount(
 /** Where the relayer's key is configured: `facilitator.relayerKeyEnv` and `facilitator.relayerKeyFile`. */
 export type RelayerKeyConfig = { relayerKeyEnv: string; relayerKeyFile: string | undefined };
 
+/** The relayer keys of the pool as well: `facilitator.relayers`. */
+export type RelayerPoolConfig = RelayerKeyConfig & { relayers: ReadonlyArray<RelayerKeySource> };
+
 /**
  * The relayer's key, by the one rule `cancel`, `order capture`, the capture driver and the
  * facilitator share: a command's `--relayer-key-file` flag, else `facilitator.relayerKeyFile`,
@@ -57,4 +61,31 @@ export function readRelayerAccount(config: RelayerKeyConfig, flagFile?: string, 
 /** How to give a relayer key, for the message of a command that has none. */
 export function relayerKeyHint(config: RelayerKeyConfig): string {
   return `set ${config.relayerKeyEnv} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, or pass --relayer-key-file`;
+}
+
+/**
+ * The relayer pool's keys: a command's `--relayer-key-file` (a pool of that one key), else each
+ * of `facilitator.relayers` (every one must be set: a listed relayer without its key is an error,
+ * not a smaller pool), else the one key of readRelayerAccount. Empty when no key is set at all.
+ * Two places holding the same key are refused: one key in the pool twice would share its nonces.
+ */
+export function readRelayerPool(config: RelayerPoolConfig, flagFile?: string | undefined, env: NodeJS.ProcessEnv = process.env): PrivateKeyAccount[] {
+  if (flagFile !== undefined || config.relayers.length === 0) {
+    const one = readRelayerAccount(config, flagFile, env);
+    return one === undefined ? [] : [one];
+  }
+  const accounts = config.relayers.map((source, i) => {
+    const at = `facilitator.relayers[${i}]`;
+    const account =
+      "keyFile" in source
+        ? readKeyAccount({ envName: "", fileFlag: `${at}.keyFile`, filePath: source.keyFile }, env)
+        : readKeyAccount({ envName: source.keyEnv, fileFlag: `${at}.keyEnv`, filePath: undefined }, env);
+    if (account === undefined) throw new ConfigError(`${at}.keyEnv`, `the environment variable ${"keyEnv" in source ? source.keyEnv : ""} is not set`);
+    return account;
+  });
+  accounts.forEach((account, i) => {
+    const first = accounts.findIndex((other) => other.address === account.address);
+    if (first !== i) throw new ConfigError(`facilitator.relayers[${i}]`, `holds the same key as facilitator.relayers[${first}] (${account.address}): each relayer needs a key of its own`);
+  });
+  return accounts;
 }

@@ -12,6 +12,8 @@ export type TransactionReceiptSummary = {
   blockNumber: bigint;
   status: "success" | "reverted";
   gasUsed: bigint;
+  /** Wei per gas paid (base fee + tip); null when a node's receipt omits it (pre-London nodes do). */
+  effectiveGasPrice: bigint | null;
   /**
    * True for a receipt of a transaction that is only pre-confirmed: its block does not exist yet.
    * Note: a Base node with Flashblocks answers eth_getTransactionReceipt for such a transaction
@@ -39,13 +41,15 @@ export function parseReceipt(result: unknown, hash: Hex): TransactionReceiptSumm
   if (result === null) return null;
   const r = result as Record<string, unknown> | undefined;
   if (typeof r !== "object" || r === null) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned ${JSON.stringify(result)}`);
-  const { transactionHash, blockHash, blockNumber, status, gasUsed } = r;
+  const { transactionHash, blockHash, blockNumber, status, gasUsed, effectiveGasPrice } = r;
   if (typeof transactionHash !== "string" || transactionHash.toLowerCase() !== hash.toLowerCase())
     throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned the receipt of ${String(transactionHash)}`);
   if (typeof blockHash !== "string" || !HASH.test(blockHash) || typeof blockNumber !== "string" || !QUANTITY.test(blockNumber))
     throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned a receipt without a block hash or number`);
   if (status !== "0x1" && status !== "0x0") throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned status ${JSON.stringify(status)}`);
   if (typeof gasUsed !== "string" || !QUANTITY.test(gasUsed)) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned gasUsed ${JSON.stringify(gasUsed)}`);
+  if (effectiveGasPrice !== undefined && effectiveGasPrice !== null && (typeof effectiveGasPrice !== "string" || !QUANTITY.test(effectiveGasPrice)))
+    throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned effectiveGasPrice ${JSON.stringify(effectiveGasPrice)}`);
   const logs = parseReceiptLogs(r, hash);
   // A reverted transaction emits nothing: logs on one are a node's garbage, not events.
   if (status === "0x0" && logs.length > 0) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned a reverted receipt with ${logs.length} log(s)`);
@@ -59,6 +63,7 @@ export function parseReceipt(result: unknown, hash: Hex): TransactionReceiptSumm
     blockNumber: BigInt(blockNumber),
     status: status === "0x1" ? "success" : "reverted",
     gasUsed: BigInt(gasUsed),
+    effectiveGasPrice: typeof effectiveGasPrice === "string" ? BigInt(effectiveGasPrice) : null,
     preconfirmed: blockHash === ZERO_BLOCK_HASH,
     logs,
   };

@@ -199,6 +199,33 @@ export const CONFIG_FIELDS: Record<string, Field> = {
       port: ms(0, 65_535, d.facilitator.port, "listen port; 0 picks a free one"),
       relayerKeyEnv: { type: "string", format: "text", default: d.facilitator.relayerKeyEnv, description: "the environment variable holding the relayer's private key" },
       relayerKeyFile: { type: "string", format: "path", description: "a file holding the relayer's private key instead" },
+      relayers: {
+        type: "array",
+        minItems: 1,
+        description: "a pool of relayer keys instead of the one key: each settle goes to the relayer with the least pending work, a stuck one is skipped; keys only from files or environment variables",
+        items: {
+          type: "object",
+          description: "one relayer: exactly one of keyFile and keyEnv",
+          properties: {
+            keyFile: { type: "string", format: "path", description: "a file holding this relayer's private key" },
+            keyEnv: { type: "string", format: "text", description: "the environment variable holding this relayer's private key" },
+          },
+        },
+      },
+      minAmount: {
+        type: "array",
+        description: "the smallest payment settled per token: a smaller one is refused with invalid_exact_evm_authorization_value (a settle's gas can cost more than a tiny payment carries)",
+        items: {
+          type: "object",
+          description: "one token's floor",
+          required: ["token", "amount"],
+          properties: {
+            token: ADDRESS,
+            amount: { type: "string", format: "text", description: "the smallest amount, in the token's base units (USDC: 1000 is $0.001), as a decimal string" },
+          },
+        },
+      },
+      relayerStuckAfterMs: ms(500, 600_000, d.facilitator.relayerStuckAfterMs, "a relayer whose capture is not pre-confirmed this long after its send takes no new settle until it is"),
       settleWaitsFor: { type: "enum", values: ["preconfirmed", "confirmed"], default: d.facilitator.settleWaitsFor, description: "when /settle answers: pre-confirmed (Flashblocks) or in a sealed block" },
       payTo: { type: "array", items: ADDRESS, description: "the payees settled for; empty or absent: any (loopback only)" },
       authTokenEnv: { type: "string", format: "text", description: "the environment variable holding the bearer token /verify and /settle require (16+ characters); required off loopback" },

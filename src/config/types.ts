@@ -98,6 +98,9 @@ export type CancelConfig = {
   readonly receiptTimeoutMs: number;
 };
 
+/** Where one relayer of the pool has its key: a file or an environment variable, never the config. */
+export type RelayerKeySource = { readonly keyFile: string } | { readonly keyEnv: string };
+
 /** The x402 facilitator `start` serves beside the indexer (src/settle/). Keys and tokens live in the environment only. */
 export type FacilitatorConfig = {
   readonly enabled: boolean;
@@ -107,6 +110,12 @@ export type FacilitatorConfig = {
   readonly relayerKeyEnv: string;
   /** A file holding it instead (wins over the variable). */
   readonly relayerKeyFile: string | undefined;
+  /** Per token: the smallest amount (base units) settled; a smaller payment is refused at verify and settle. */
+  readonly minAmount: ReadonlyArray<{ readonly token: string; readonly amount: bigint }>;
+  /** A pool of relayer keys (each from a file or a variable); empty: the one key above. */
+  readonly relayers: ReadonlyArray<RelayerKeySource>;
+  /** A relayer whose capture waits this long (ms) for a pre-confirmation takes no new settle until it has one. */
+  readonly relayerStuckAfterMs: number;
   /** When /settle answers: once the transaction is pre-confirmed (a Flashblocks receipt), or once in a sealed block. */
   readonly settleWaitsFor: "preconfirmed" | "confirmed";
   /** Lower-case payees settled for; empty settles for any payee (loopback only). */
@@ -131,6 +140,8 @@ export const WEBHOOK_EVENT_TYPES = [
   "authorization.canceled",
   "order.state_changed",
   "settlement.contradicted",
+  "settlement.settled",
+  "settlement.failed",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -238,7 +249,7 @@ export const DEFAULTS = {
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
   // Port 4021: the x402 reference's facilitator examples use it.
-  facilitator: { enabled: false, host: "127.0.0.1", port: 4021, relayerKeyEnv: "FLASHINDEX_RELAYER_KEY", settleWaitsFor: "preconfirmed", settleTimeoutMs: 30_000, maxBodyBytes: 65_536 },
+  facilitator: { enabled: false, host: "127.0.0.1", port: 4021, relayerKeyEnv: "FLASHINDEX_RELAYER_KEY", minAmount: [], relayers: [], relayerStuckAfterMs: 5_000, settleWaitsFor: "preconfirmed", settleTimeoutMs: 30_000, maxBodyBytes: 65_536 },
   // 20 attempts with delays doubling from 1 s up to 1 h: about 14 hours of retries at most, capped at 24.
   webhookDelivery: { maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8, retentionDays: 7 },
   devnet: { blockTimeMs: 2_000, flashblockIntervalMs: 200, paymentsPerSecond: 2, reorgEverySeconds: 60, dropEverySeconds: 45, port: 8545 },

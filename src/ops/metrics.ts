@@ -265,14 +265,42 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     measureContradictedSettlements(count: () => Promise<number>): void {
       contradictedSettlements = count;
     },
+    // `relayer`: an address of the configured pool (facilitator.relayers), a handful at most.
     relayerBalance: new Gauge({
       name: "flashindex_relayer_balance_wei",
-      help: "The capture relayer's ETH balance (wei), read by the capture driver.",
+      help: "Each capture relayer's ETH balance (wei), read by the capture driver.",
+      labelNames: ["relayer"] as const,
       registers,
     }),
     relayerNonceGap: new Gauge({
       name: "flashindex_relayer_pending_nonce_gap",
       help: "Live capture intents whose relayer nonce is at or above the relayer's pending transaction count: sent but not yet pre-confirmed.",
+      labelNames: ["relayer"] as const,
+      registers,
+    }),
+    captureGasUsed: new Histogram({
+      name: "flashindex_capture_gas_used",
+      help: "Gas used by each capture (order capture or x402 settle), from the receipt that showed the payment.",
+      // A transferWithAuthorization uses ~60-90k gas; a smart wallet's signature check more.
+      buckets: [40_000, 60_000, 80_000, 100_000, 150_000, 200_000, 400_000],
+      registers,
+    }),
+    captureGasCost: new Counter({
+      name: "flashindex_capture_gas_cost_wei_total",
+      help: "Wei paid for the gas of captures (gas used × effective gas price), by payee: a payee of facilitator.payTo, or other.",
+      labelNames: ["payee"] as const,
+      registers,
+    }),
+    relayerPendingCaptures: new Gauge({
+      name: "flashindex_relayer_pending_captures",
+      help: "Captures this process sent (or is sending) from each relayer and has not yet seen pre-confirmed: the pool's measure of its load.",
+      labelNames: ["relayer"] as const,
+      registers,
+    }),
+    relayerStuck: new Gauge({
+      name: "flashindex_relayer_stuck",
+      help: "1 while a relayer's oldest capture has waited facilitator.relayerStuckAfterMs for a pre-confirmation: it takes no new settle.",
+      labelNames: ["relayer"] as const,
       registers,
     }),
     webhookEventsEnqueued: new Counter({

@@ -19,11 +19,13 @@ export const VALID_BEFORE_MARGIN_SECONDS = 6n;
 /** A token this facilitator settles, with its EIP-712 domain as read from the contract. */
 export type FacilitatorToken = { address: Address; name: string; version: string };
 
-/** What the operator allows: the chain, the tokens, and the payees (empty: any payee). */
+/** What the operator allows: the chain, the tokens, the payees (empty: any payee), and each token's smallest amount. */
 export type ExactPolicy = {
   chainId: number;
   tokens: readonly FacilitatorToken[];
   payTo: readonly Address[];
+  /** Lower-case token address → the smallest amount settled, in the token's base units; absent: no floor. */
+  minAmounts?: ReadonlyMap<string, bigint> | undefined;
 };
 
 /**
@@ -54,5 +56,9 @@ export function checkExactFields(request: ExactPaymentRequest, policy: ExactPoli
   // The reference names this differently in v1 (ExactEvmSchemeV1: ErrInvalidAuthorizationValue).
   if (authorization.value !== requirements.amount)
     return refuse(request.x402Version === 1 ? R.authorizationValueV1Mismatch : R.valueMismatch, `authorization.value ${authorization.value} is not the required amount ${requirements.amount}`);
+  // On Base a settle's gas can cost more than a payment of a few thousandths of a dollar carries.
+  const floor = policy.minAmounts?.get(token.address.toLowerCase());
+  if (floor !== undefined && authorization.value < floor)
+    return refuse(R.belowMinAmount, `authorization.value ${authorization.value} is below this facilitator's minimum ${floor} for ${token.address} (facilitator.minAmount)`);
   return undefined;
 }

@@ -37,9 +37,14 @@ export type FacilitatorDeps = {
   chainId: number;
   /** The configured tokens with their EIP-712 domains, read from the contracts at start. */
   tokens: readonly FacilitatorToken[];
+  /** The relayer verify simulates from (the pool's first). */
   relayer: Address;
+  /** Every relayer of the pool, as GET /supported lists its signers; absent: `relayer` alone. */
+  signers?: readonly Address[] | undefined;
   /** Lower-case payees settled for; empty: any. */
   payTo: readonly Address[];
+  /** Lower-case token address → the smallest amount settled (facilitator.minAmount); absent: none. */
+  minAmounts?: ReadonlyMap<string, bigint> | undefined;
   settleWaitsFor: "preconfirmed" | "confirmed";
   settleTimeoutMs: number;
   /** The facilitator's own ERC-8021 code (w), if any. */
@@ -73,8 +78,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   const { client, store, relay } = deps;
   const logger = deps.logger.child({ component: "facilitator" });
   const network = evmNetwork(deps.chainId);
-  const policy: ExactPolicy = { chainId: deps.chainId, tokens: deps.tokens, payTo: deps.payTo };
-  const supported = buildSupportedBody({ chainId: deps.chainId, tokens: deps.tokens, signers: [deps.relayer], extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION] });
+  const policy: ExactPolicy = { chainId: deps.chainId, tokens: deps.tokens, payTo: deps.payTo, minAmounts: deps.minAmounts };
+  const supported = buildSupportedBody({ chainId: deps.chainId, tokens: deps.tokens, signers: [...(deps.signers ?? [deps.relayer])], extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION] });
 
   /**
    * Every check of verify; the refusal, or undefined when the token would accept the transfer now.
@@ -228,8 +233,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       }
     }
 
-    const { answer, state, txHash } = await settleClaimed(order, request, signal);
-    const kept = await store.settlements.answer(order.id, claim, { state, txHash, answer: JSON.stringify(answer.body) }, Date.now());
+    const { answer, state, txHash, blockNumber } = await settleClaimed(order, request, signal);
+    const kept = await store.settlements.answer(order.id, claim, { state, txHash, answer: JSON.stringify(answer.body), blockNumber }, Date.now());
     if (!kept) {
       // Another request took the claim over (this one outlived its lease): it answers, not this one.
       logger.warn({ msg: "Lost settle claim", order_id: order.id, payer });
@@ -240,7 +245,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   }
 
   /** What a claimed settle answers, and what its x402_settlements row records of it. */
-  type Settled = { answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null };
+  /** `blockNumber`: of the receipt a success was answered on (the settlement.settled webhook's). */
+  type Settled = { answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null; blockNumber?: bigint };
 
   /** Captures a claimed payment and waits as configured. */
   async function settleClaimed(order: Order, request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Settled> {
@@ -253,7 +259,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       const seen = await relay.waitFor(order.id, { confirmations, timeoutMs: deps.settleTimeoutMs, signal });
       logger.info({ msg: "Settled payment", order_id: order.id, tx_hash: seen.txHash, status: seen.status, already_sent: sent.alreadySent, payer });
       const body = settleSucceeded({ transaction: seen.txHash, network, payer, amount: request.authorization.value });
-      return { answer: answered(body), state: "succeeded", txHash: seen.txHash };
+      return { answer: answered(body), state: "succeeded", txHash: seen.txHash, blockNumber: seen.blockNumber };
     } catch (error) {
       logger.warn({ msg: "Failed to settle payment", order_id: order.id, payer, error: message(error) });
       if (error instanceof CaptureTimeoutError) {

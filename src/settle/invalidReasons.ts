@@ -27,6 +27,10 @@ export const INVALID_REASONS = {
   valueMismatch: "invalid_exact_evm_payload_authorization_value_mismatch",
   // x402 v1's exact scheme (ExactEvmSchemeV1) names a value other than maxAmountRequired so.
   authorizationValueV1Mismatch: "invalid_exact_evm_authorization_value",
+  // An amount under the facilitator's floor (facilitator.minAmount). The reference has no floor;
+  // this is its name for an authorization value it will not settle (@x402/evm 2.27
+  // src/exact/facilitator/errors.ts ErrInvalidAuthorizationValue).
+  belowMinAmount: "invalid_exact_evm_authorization_value",
   tokenNameMismatch: "invalid_exact_evm_token_name_mismatch",
   tokenVersionMismatch: "invalid_exact_evm_token_version_mismatch",
   eip3009NotSupported: "invalid_exact_evm_eip3009_not_supported",

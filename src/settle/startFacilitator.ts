@@ -1,7 +1,7 @@
 import { numberToHex, parseEther, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { startCaptureDriver } from "../authorization/captureDriver.js";
-import { readRelayerAccount } from "../authorization/keySources.js";
+import { readRelayerPool } from "../authorization/keySources.js";
 import { readTokenDomainOverRpc } from "../authorization/tokenReads.js";
 import type { Common } from "../common.js";
 import { runsDevnet } from "../config/parseConfig.js";
@@ -31,10 +31,11 @@ const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
  */
 export async function startSettlement(deps: Common & { store: Store }): Promise<{ facilitatorUrl: string | undefined }> {
   const settings = deps.config.facilitator;
-  let relayer: LocalAccount | undefined = readRelayerAccount(settings);
-  if (relayer === undefined && settings.enabled && runsDevnet(deps.config)) relayer = await fundedDevnetRelayer(deps);
-  const relay = startCaptureDriver({ ...deps, relayer });
+  let relayers: LocalAccount[] = readRelayerPool(settings);
+  if (relayers.length === 0 && settings.enabled && runsDevnet(deps.config)) relayers = [await fundedDevnetRelayer(deps)];
+  const relay = startCaptureDriver({ ...deps, relayers });
   if (!settings.enabled) return { facilitatorUrl: undefined };
+  const relayer = relayers[0];
   if (relayer === undefined)
     throw new ConfigError("facilitator.relayerKeyEnv", `${settings.relayerKeyEnv} is not set: the facilitator sends settlements from the relayer's key (or set facilitator.relayerKeyFile)`);
   const authToken = settings.authTokenEnv === undefined ? undefined : readAuthToken(settings.authTokenEnv);
@@ -54,7 +55,9 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
     chainId: deps.config.chainId,
     tokens,
     relayer: relayer.address,
+    signers: relayers.map((r) => r.address),
     payTo: settings.payTo as `0x${string}`[],
+    minAmounts: new Map(settings.minAmount.map((floor) => [floor.token, floor.amount])),
     settleWaitsFor: settings.settleWaitsFor,
     settleTimeoutMs: settings.settleTimeoutMs,
     builderCode,
@@ -73,7 +76,7 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
     writeFacilitatorRecord(recordPath, { pid: process.pid, url: server.url, relayer: relayer.address, settleWaitsFor: settings.settleWaitsFor });
     deps.shutdown.add(() => removeFacilitatorRecord(recordPath, process.pid));
   }
-  deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, settle_waits_for: settings.settleWaitsFor, builder_code: builderCode ?? null, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
+  deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, relayers: relayers.map((r) => r.address), settle_waits_for: settings.settleWaitsFor, builder_code: builderCode ?? null, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
   return { facilitatorUrl: server.url };
 }
 

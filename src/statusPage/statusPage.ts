@@ -4,6 +4,7 @@ import type { Metrics } from "../ops/metrics.js";
 import type { Hex } from "viem";
 import { tokenCheckpoint } from "../sync/watchScope.js";
 import { readFacilitatorStatus, renderFacilitatorSection, type FacilitatorStatus, type HtmlCell } from "./facilitatorSection.js";
+import { readRelayerPoolStatus, renderRelayerPoolSection, type RelayerRow } from "./relayersSection.js";
 
 /** The page reloads itself this often. */
 export const STATUS_PAGE_REFRESH_SECONDS = 5;
@@ -20,6 +21,8 @@ export type StatusMetrics = {
   webhooksParked: number;
   /** Present when the facilitator is enabled. */
   facilitator?: FacilitatorStatus | undefined;
+  /** The relayer pool, present with the facilitator. */
+  relayers?: RelayerRow[] | undefined;
 };
 
 /** Escapes text for HTML element content and quoted attribute values. */
@@ -105,6 +108,7 @@ ${table(["State", "Orders"], s.orders.map((o) => [o.state, o.n]), "No orders.")}
 <dt>Since start</dt><dd>${escapeHtml(m.webhooksDelivered)} delivered, ${escapeHtml(m.webhooksFailed)} failed attempts, ${escapeHtml(m.webhooksParked)} parked</dd></dl>
 ${table(["When", "Event", "Type", "Attempt", "HTTP", "Result", "Took"], attempts, "No delivery attempts yet.")}</section>
 ${m.facilitator === undefined ? "" : renderFacilitatorSection(m.facilitator, { escapeHtml, table })}
+${m.relayers === undefined ? "" : renderRelayerPoolSection(m.relayers, { table })}
 </body>
 </html>
 `;
@@ -149,6 +153,7 @@ export function createStatusPage(deps: {
         webhooksFailed: await metricSum(metrics.webhookDeliveries, { outcome: "failed" }),
         webhooksParked: await metricSum(metrics.webhookDeliveries, { outcome: "parked" }),
         facilitator: deps.config.facilitator?.enabled === true ? await readFacilitatorStatus(metrics) : undefined,
+        relayers: deps.config.facilitator?.enabled === true ? await readRelayerPoolStatus(metrics) : undefined,
       },
     });
   };

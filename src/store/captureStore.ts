@@ -12,6 +12,9 @@ export type AbandonCause = {
   nonceUnused?: boolean;
 };
 
+/** A capture's cost from its receipt; `effectiveGasPrice` null when the node's receipt omits it. */
+export type CaptureGas = { gasUsed: bigint; effectiveGasPrice: bigint | null };
+
 /** A payment-identifier (x402 extension) bound to the payload it first came with, and the order it settled. */
 export type PaymentIdBinding = { paymentId: string; fingerprint: string; orderId: number };
 
@@ -39,6 +42,11 @@ export type CaptureStore = {
   claimSend: (orderId: number, txHash: Hex, now: number) => Promise<boolean>;
   /** Counts one hand-over of the current bytes to the node (an answer "already known" counts too); the book marks the nonce broadcast. */
   recordBroadcast: (orderId: number, txHash: Hex, now: number) => Promise<void>;
+  /**
+   * What the capture cost, from the receipt that showed the payment (schema 17): gas used and the
+   * effective gas price (wei per gas) of `txHash`, the intent's transaction or one it replaced.
+   */
+  recordGas: (orderId: number, txHash: Hex, gas: CaptureGas, now: number) => Promise<void>;
   /** A new signed transaction for the intent (a fee bump on the same nonce, or a new nonce); the old hash is kept in `replacedTxHashes`. */
   replace: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<CaptureIntent>;
   /**
@@ -72,6 +80,9 @@ export type CaptureRow = {
   updated_at: number;
   owner: string | null;
   send_started_at: number | null;
+  /** Schema 17; absent in rows read without the columns. */
+  gas_used?: string | null;
+  effective_gas_price?: string | null;
 };
 
 /** Maps a row of `order_captures` (either backend's column names) to the intent. */
@@ -92,5 +103,7 @@ export function toCaptureIntent(row: CaptureRow): CaptureIntent {
     updatedAt: Number(row.updated_at),
     owner: row.owner ?? null,
     sendStartedAt: row.send_started_at === null || row.send_started_at === undefined ? null : Number(row.send_started_at),
+    gasUsed: row.gas_used === null || row.gas_used === undefined ? null : BigInt(row.gas_used),
+    effectiveGasPrice: row.effective_gas_price === null || row.effective_gas_price === undefined ? null : BigInt(row.effective_gas_price),
   };
 }

@@ -152,4 +152,8 @@ export type CaptureIntent = CaptureTransaction & {
   owner: string | null;
   /** Unix ms when a process committed to sending its bytes (claimSend), before the send; null: never sent. */
   sendStartedAt: number | null;
+  /** From the receipt that showed the payment (schema 17); null before one was judged paid. */
+  gasUsed: bigint | null;
+  /** Wei per gas the receipt says was paid; null before, or when the node's receipt omits it. */
+  effectiveGasPrice: bigint | null;
 };

@@ -47,10 +47,16 @@ export type SettlementStore = {
    */
   addAndClaim: (order: NewOrder, claim: string, now: number) => Promise<Order>;
   /**
-   * Records the answer given under `claim` (state, transaction, body). False when the claim was
+   * Records the answer given under `claim` (state, transaction, body, and the block of the
+   * receipt a success was answered on: schema 17, the `settlement.settled` webhook's). False when the claim was
    * taken over meanwhile: nothing is recorded, and the caller must not answer success.
    */
-  answer: (orderId: number, claim: string, outcome: { state: Exclude<SettlementState, "settling">; txHash: Hex | null; answer: string }, now: number) => Promise<boolean>;
+  answer: (
+    orderId: number,
+    claim: string,
+    outcome: { state: Exclude<SettlementState, "settling">; txHash: Hex | null; answer: string; blockNumber?: bigint | undefined },
+    now: number,
+  ) => Promise<boolean>;
   get: (orderId: number) => Promise<Settlement | undefined>;
   /** How many answered successes the chain contradicted later (the metric and the alert read it). */
   contradicted: () => Promise<number>;

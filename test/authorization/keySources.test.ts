@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, test } from "vitest";
-import { readRelayerAccount, relayerKeyHint } from "../../src/authorization/keySources.js";
+import { readRelayerAccount, readRelayerPool, relayerKeyHint } from "../../src/authorization/keySources.js";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
 import { ConfigError } from "../../src/errors/base.js";
 import { runCli, writeConfig } from "../helpers/cli.js";
@@ -61,4 +61,25 @@ describe("order capture and cancel take the relayer key as the facilitator does"
     expect(bad.stderr).toMatch(/SHOP_RELAYER.*not shown/);
     for (const output of [capture, cancel, bad]) expect(output.stdout + output.stderr).not.toContain(flagKey.slice(2));
   }, 60_000);
+});
+
+describe("readRelayerPool()", () => {
+  const single = { relayerKeyEnv: "SHOP_RELAYER", relayerKeyFile: undefined, relayers: [] };
+
+  test("reads every relayer of facilitator.relayers; without it, the one key is a pool of one; the flag's file wins", () => {
+    const relayers = [{ keyFile: keyFile("pool-1.key", fileKey) }, { keyEnv: "POOL_2" }];
+    expect(readRelayerPool({ ...single, relayers }, undefined, { POOL_2: envKey }).map((a) => a.address)).toEqual([address(fileKey), address(envKey)]);
+    expect(readRelayerPool(single, undefined, { SHOP_RELAYER: envKey }).map((a) => a.address)).toEqual([address(envKey)]);
+    expect(readRelayerPool(single, undefined, {})).toEqual([]);
+    expect(readRelayerPool({ ...single, relayers }, keyFile("flag-pool.key", flagKey), {}).map((a) => a.address)).toEqual([address(flagKey)]);
+  });
+
+  test("a listed relayer without its key, or one key in two places, is refused, naming the entry and never the key", () => {
+    const missing = () => readRelayerPool({ ...single, relayers: [{ keyEnv: "POOL_1" }, { keyEnv: "POOL_2" }] }, undefined, { POOL_1: envKey });
+    expect(missing).toThrow(ConfigError);
+    expect(missing).toThrow(/facilitator\.relayers\[1\]\.keyEnv.*POOL_2 is not set/);
+    const twice = () => readRelayerPool({ ...single, relayers: [{ keyEnv: "POOL_1" }, { keyFile: keyFile("same.key", envKey) }] }, undefined, { POOL_1: envKey });
+    expect(twice).toThrow(/facilitator\.relayers\[1\]: holds the same key as facilitator\.relayers\[0\]/);
+    expect(() => twice()).not.toThrow(new RegExp(envKey.slice(2, 20)));
+  });
 });

@@ -34,6 +34,11 @@ describe("parseReceipt()", () => {
     expect(parseReceipt(null, TX)).toBeNull();
   });
 
+  test("reads the effective gas price when the node gives one, null when it omits it", () => {
+    expect(parseReceipt(receipt({ effectiveGasPrice: "0x3b9aca00" }), TX)?.effectiveGasPrice).toBe(1_000_000_000n);
+    expect(parseReceipt(receipt(), TX)?.effectiveGasPrice).toBeNull();
+  });
+
   test.each([
     ["another transaction's receipt", { transactionHash: word("a2") }, /receipt of/],
     ["no logs array", { logs: null }, /logs is not an array/],
@@ -42,6 +47,7 @@ describe("parseReceipt()", () => {
     ["a log in another block", { logs: [log({ blockNumber: "0xb" })] }, /is in block 0xb, not 0xa/],
     ["logs on a reverted receipt", { status: "0x0" }, /reverted receipt with 2 log/],
     ["an unknown status", { status: "0x2" }, /status "0x2"/],
+    ["a malformed effective gas price", { effectiveGasPrice: 12 }, /effectiveGasPrice 12/],
   ])("refuses %s", (_name, overrides, message) => {
     expect(() => parseReceipt(receipt(overrides), TX)).toThrow(message);
   });

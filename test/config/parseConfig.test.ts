@@ -92,6 +92,31 @@ describe("parseConfig()", () => {
     expect(configError({ ...valid(), facilitator: { maxBodyBytes: 10 } }).field).toBe("facilitator.maxBodyBytes");
   });
 
+  test("reads facilitator.minAmount: one floor per token, whole base units as a decimal string", () => {
+    expect(parseConfig(valid(), "t").facilitator.minAmount).toEqual([]);
+    expect(parseConfig({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: "1000" }] } }, "t").facilitator.minAmount).toEqual([{ token: USDC.toLowerCase(), amount: 1000n }]);
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: "0.001" }] } }).shortMessage).toMatch(/^facilitator\.minAmount\[0\]\.amount: expected a whole number of base units/);
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: 1000 }] } }).field).toBe("facilitator.minAmount[0].amount");
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC }] } }).field).toBe("facilitator.minAmount[0]");
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: "0x12", amount: "1" }] } }).field).toBe("facilitator.minAmount[0].token");
+    expect(configError({ ...valid(), facilitator: { minAmount: [{ token: USDC, amount: "1" }, { token: USDC.toLowerCase(), amount: "2" }] } }).field).toBe("facilitator.minAmount[1].token");
+    expect(configError({ ...valid(), facilitator: { minAmount: { [USDC]: "1" } } }).field).toBe("facilitator.minAmount");
+  });
+
+  test("reads a relayer pool: each entry a key file or a variable, never a key; one place once; not beside relayerKeyFile", () => {
+    expect(parseConfig(valid(), "t").facilitator).toMatchObject({ relayers: [], relayerStuckAfterMs: 5_000 });
+    const pool = { relayers: [{ keyFile: "/etc/flashindex/relayer-1.key" }, { keyEnv: "RELAYER_2" }], relayerStuckAfterMs: 2_000 };
+    expect(parseConfig({ ...valid(), facilitator: pool }, "t").facilitator).toMatchObject(pool);
+    expect(configError({ ...valid(), facilitator: { relayers: [] } }).field).toBe("facilitator.relayers");
+    expect(configError({ ...valid(), facilitator: { relayers: [{}] } }).shortMessage).toBe("facilitator.relayers[0]: expected exactly one of keyFile (a file holding the key) and keyEnv (the variable holding it)");
+    expect(configError({ ...valid(), facilitator: { relayers: [{ keyFile: "a", keyEnv: "B" }] } }).field).toBe("facilitator.relayers[0]");
+    expect(configError({ ...valid(), facilitator: { relayers: [{ key: "0x12" }] } }).field).toBe("facilitator.relayers[0].key");
+    expect(configError({ ...valid(), facilitator: { relayers: [{ keyEnv: "0xabc def" }] } }).shortMessage).toMatch(/^facilitator\.relayers\[0\]\.keyEnv: expected an environment variable name/);
+    expect(configError({ ...valid(), facilitator: { relayers: [{ keyEnv: "R" }, { keyEnv: "R" }] } }).shortMessage).toMatch(/^facilitator\.relayers\[1\]: names the env R a previous entry names/);
+    expect(configError({ ...valid(), facilitator: { relayers: [{ keyEnv: "R" }], relayerKeyFile: "/k" } }).field).toBe("facilitator.relayers");
+    expect(configError({ ...valid(), facilitator: { relayerStuckAfterMs: 10 } }).field).toBe("facilitator.relayerStuckAfterMs");
+  });
+
   test("accepts a depth or a tag as finality", () => {
     expect(parseConfig({ ...valid(), finality: { depth: 10 } }, "t").finality).toEqual({ depth: 10 });
     expect(parseConfig({ ...valid(), finality: 5 }, "t").finality).toEqual({ depth: 5 });

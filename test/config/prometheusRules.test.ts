@@ -44,7 +44,7 @@ describe("config/prometheus-rules.yml", () => {
   test("every alert has a severity and a summary, and the Prometheus example config loads this file", () => {
     const rules = readFileSync(RULES, "utf8");
     const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]);
-    expect(alerts).toEqual(expect.arrayContaining(["FlashindexWriterLost", "FlashindexSyncHalted", "FlashindexSyncLagging", "FlashindexPreconfViewStale", "FlashindexWebhookBacklog", "FlashindexWebhookParked", "FlashindexRelayerBalanceLow"]));
+    expect(alerts).toEqual(expect.arrayContaining(["FlashindexWriterLost", "FlashindexSyncHalted", "FlashindexSyncLagging", "FlashindexPreconfViewStale", "FlashindexWebhookBacklog", "FlashindexWebhookParked", "FlashindexRelayerBalanceLow", "FlashindexRelayerStuck"]));
     expect(rules.match(/severity: (critical|warning)/g)).toHaveLength(alerts.length);
     expect(rules.match(/summary: /g)).toHaveLength(alerts.length);
     expect(readFileSync(join(ROOT, "config", "prometheus.yml"), "utf8")).toContain("- prometheus-rules.yml");

@@ -41,6 +41,16 @@ describe("checkExactFields()", () => {
     expect(checkExactFields(req, { ...POLICY, payTo: ["0x000000000000000000000000000000000000bEEF"] }, now)).toMatchObject({ invalidReason: "invalid_payment_requirements", message: expect.stringMatching(/payTo .* not a payee/) });
   });
 
+  test("refuses an amount below the token's floor (facilitator.minAmount) with the reference's reason for a value it will not settle", async () => {
+    const req = await request();
+    const now = nowOf(req);
+    const floor = (amount: bigint) => ({ ...POLICY, minAmounts: new Map([[TOKEN.toLowerCase(), amount]]) });
+    expect(checkExactFields(req, floor(10_000n), now)).toBeUndefined();
+    expect(checkExactFields(req, floor(10_001n), now)).toMatchObject({ invalidReason: "invalid_exact_evm_authorization_value", message: expect.stringMatching(/10000 is below this facilitator's minimum 10001/) });
+    // Another token's floor does not apply.
+    expect(checkExactFields(req, { ...POLICY, minAmounts: new Map([["0x036cbd53842c5426634e7929541ec2318f3dcf7e", 10n ** 9n]]) }, now)).toBeUndefined();
+  });
+
   test("refuses an authorization to someone other than payTo", async () => {
     const req = await request(OFFER, (body) => {
       body.paymentRequirements.payTo = "0x000000000000000000000000000000000000bEEF";

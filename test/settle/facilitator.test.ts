@@ -90,7 +90,7 @@ beforeAll(async () => {
     realtime: { headPollIntervalMs: 100, pendingPollIntervalMs: 100 },
     database: { path: dbPath },
     metrics: { enabled: false },
-    webhooks: [{ url: receiver.url, secretEnv: "FACILITATOR_TEST_WEBHOOK_SECRET", events: ["order.state_changed"], allowPrivateTargets: true }],
+    webhooks: [{ url: receiver.url, secretEnv: "FACILITATOR_TEST_WEBHOOK_SECRET", events: ["order.state_changed", "settlement.settled"], allowPrivateTargets: true }],
     facilitator: { enabled: true, port: 0, builderCode: "flashindex_test", authTokenEnv: "FACILITATOR_TEST_TOKEN" },
   });
   daemon = spawnCli(["start", "--config", configPath], { FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]!, FACILITATOR_TEST_WEBHOOK_SECRET: SECRET, FACILITATOR_TEST_TOKEN: TOKEN });
@@ -170,6 +170,10 @@ describe("flashindex as an x402 facilitator", () => {
     }, 20_000, "the order.state_changed webhooks", 100);
     expect(hooks.every((r) => r.signatureValid && r.type === "order.state_changed")).toBe(true);
     expect(hooks.map((r) => JSON.stringify(r.body)).some((b) => b.includes('"to_state":"capturing"'))).toBe(true);
+    // The settle's final outcome, signed like the payment webhooks: paid, with its block (issue 43).
+    const outcome = await waitFor(() => receiver.delivered().find((r) => r.type === "settlement.settled" && JSON.stringify(r.body).includes(txHash.toLowerCase())), 20_000, "the settlement.settled webhook", 100);
+    expect(outcome.signatureValid).toBe(true);
+    expect(JSON.stringify(outcome.body)).toMatch(/"outcome":"settled".*"block_number":\d+/);
   }, 90_000);
 
   test("a repeated /settle of a landed payment is refused as a used nonce and sends nothing", async () => {

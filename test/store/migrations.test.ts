@@ -247,6 +247,21 @@ describe("migrate() to schema 15", () => {
   });
 });
 
+describe("migrate() to schema 17", () => {
+  test("adds each capture's gas used, effective gas price and their transaction, null for captures stored before", () => {
+    const db = v4Database();
+    migrate(db, 16);
+    const order = createSqliteOrders(db).add({ chainId: 8453, token: TOKEN, authorizer: ALICE, payee: ALICE, value: 6n, validAfter: 0, validBefore: 4_000_000_000, nonce: word("c17"), kind: "transfer", signature: `0x${"11".repeat(65)}` }, 1);
+    db.prepare(
+      `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, created_at, updated_at)
+       VALUES (?, ?, 3, ?, '0x02', '1', '1', 5, 5)`,
+    ).run(order.id, ALICE, word("t17"));
+    expect(migrate(db)).toEqual({ from: 16, to: SCHEMA_VERSION });
+    expect(db.prepare("SELECT gas_used, effective_gas_price, gas_tx_hash, max_fee_per_gas FROM order_captures").get()).toEqual({ gas_used: null, effective_gas_price: null, gas_tx_hash: null, max_fee_per_gas: "1" });
+    db.close();
+  });
+});
+
 describe("listTestsAsEqualities", () => {
   test("rewrites lists of three or more literals, leaves shorter lists and other IN forms alone", () => {
     expect(listTestsAsEqualities("CHECK (s IN ('a', 'b', 'c'))")).toBe("CHECK ((s = 'a' OR s = 'b' OR s = 'c'))");

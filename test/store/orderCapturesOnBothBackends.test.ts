@@ -82,6 +82,19 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     expect((await store.captures.pending()).map((p) => p.order.id)).toEqual([added.id]);
   });
 
+  test("recordGas() keeps what the paid receipt says the capture cost (schema 17), null until then", async () => {
+    const { store, raw } = await freshStore(backend);
+    const added = await store.addOrder(order(word("g1"), "x402"), NOW);
+    const started = await start(store, added.id, signed("ga"), NOW + 1);
+    expect(started.capture).toMatchObject({ gasUsed: null, effectiveGasPrice: null });
+    // Beyond 2^64: the columns hold any uint256 the node says.
+    await store.captures.recordGas(added.id, word("ga"), { gasUsed: 61_234n, effectiveGasPrice: 2n ** 70n }, NOW + 2);
+    expect(await store.captures.get(added.id)).toMatchObject({ gasUsed: 61_234n, effectiveGasPrice: 2n ** 70n });
+    expect(await raw.all("SELECT gas_tx_hash FROM order_captures")).toEqual([{ gas_tx_hash: word("ga") }]);
+    await store.captures.recordGas(added.id, word("ga"), { gasUsed: 61_234n, effectiveGasPrice: null }, NOW + 3);
+    expect(await store.captures.get(added.id)).toMatchObject({ gasUsed: 61_234n, effectiveGasPrice: null });
+  });
+
   test("start() refuses a voided, expired or captured order and stores nothing", async () => {
     const { store, raw } = await freshStore(backend);
     const voided = await store.addOrder(order(word("d1")), NOW);

@@ -126,4 +126,50 @@ describe.each(BACKENDS)("x402 settle claims on $name", (backend) => {
     expect(raised).toHaveLength(1);
     expect(JSON.parse(raised[0]!.payload)).toMatchObject({ settlement: { order_id: id, tx_hash: word("c1"), contradiction: "captured -> capturing (event_removed)" } });
   });
+
+  test("every settle's final outcome is raised (schema 17): settled with its block once, failed with why, a pending one when the chain resolves it", async () => {
+    const [store] = await twoStores(await backend.freshDatabase());
+    await store.webhooks.syncSubscriptions(["http://127.0.0.1:9/hook"], 0, NOW);
+    /** An x402 order with a stored capture intent and a claim held by "mine". */
+    const capturing = async (tag: string, relayerNonce: number) => {
+      const { id } = await store.addOrder(order(word(tag)), NOW);
+      await store.nonces.reserve({ relayer: SHOP, floor: relayerNonce, holder: captureHolder(id), owner: "test" }, NOW);
+      await store.captures.start(id, { relayer: SHOP, relayerNonce, txHash: word(tag), rawTx: "0x02aa", maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }, NOW, "test");
+      await store.settlements.claim(id, "mine", OPEN, NOW);
+      return id;
+    };
+    const outcomes = async () =>
+      (await store.webhooks.eventsAfter(0, 100))
+        .filter((e) => e.type === "settlement.settled" || e.type === "settlement.failed")
+        .map((e) => ({ type: e.type, ...(JSON.parse(e.payload) as { settlement: Record<string, unknown> }).settlement }));
+
+    // Answered: a success with the block its receipt was pre-confirmed for; a failure with its reason.
+    const paid = await capturing("d1", 1);
+    await store.settlements.answer(paid, "mine", { state: "succeeded", txHash: word("d1"), answer: "{}", blockNumber: 10n }, NOW);
+    const refused = await capturing("d2", 2);
+    await store.settlements.answer(refused, "mine", { state: "failed", txHash: word("d2"), answer: '{"success":false,"errorReason":"invalid_exact_evm_transaction_failed"}' }, NOW);
+    expect(await outcomes()).toMatchObject([
+      { type: "settlement.settled", order_id: paid, outcome: "settled", block_number: 10, tx_hash: word("d1"), reason: null },
+      { type: "settlement.failed", order_id: refused, outcome: "failed", reason: "invalid_exact_evm_transaction_failed", tx_hash: word("d2") },
+    ]);
+
+    // Answered settlement_pending, then resolved by the chain: the capture's event lands in block 12.
+    const pending = await capturing("d3", 3);
+    await store.settlements.answer(pending, "mine", { state: "pending", txHash: word("d3"), answer: "{}" }, NOW);
+    expect(await outcomes()).toHaveLength(2);
+    await store.insertPreconfirmed(captureLogs(word("d3"), word("d3"), 12), NOW);
+    expect(await store.getOrder(pending)).toMatchObject({ state: "captured" });
+    // Its follow-up /settle answers success too: the merchant still hears of it once.
+    await store.settlements.claim(pending, "follow-up", { kind: "pending" }, NOW + 1);
+    await store.settlements.answer(pending, "follow-up", { state: "succeeded", txHash: word("d3"), answer: "{}", blockNumber: 12n }, NOW + 1);
+    // Another pending one whose capture reverted: failed, with the order's cause.
+    const reverted = await capturing("d4", 4);
+    await store.settlements.answer(reverted, "mine", { state: "pending", txHash: word("d4"), answer: "{}" }, NOW);
+    await store.captures.abandon(reverted, NOW + 2, { cause: "capture_reverted", txHash: word("d4") });
+    expect((await outcomes()).slice(2)).toMatchObject([
+      { type: "settlement.settled", order_id: pending, outcome: "settled", block_number: 12, tx_hash: word("d3") },
+      { type: "settlement.failed", order_id: reverted, outcome: "failed", reason: "capture_reverted" },
+    ]);
+    expect(await outcomes()).toHaveLength(4);
+  });
 });

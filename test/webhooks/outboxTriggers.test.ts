@@ -151,8 +151,8 @@ describe.each(BACKENDS)("webhook outbox triggers on $name", (backend) => {
     const { store, raw } = await freshStore(backend);
     const triggers = async () => (await raw.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'webhook_%' ORDER BY name")).map((t) => t.name);
     // A fresh database has no subscription: only the order and settlement triggers, whose
-    // conditions are per change (schema 16 added the settlement's).
-    expect(await triggers()).toEqual(["webhook_order_state_changed", "webhook_settlement_contradicted"]);
+    // conditions are per change (schema 16 added the settlement's; schema 17 its outcomes).
+    expect(await triggers()).toEqual(["webhook_order_state_changed", "webhook_settlement_answered", "webhook_settlement_contradicted", "webhook_settlement_resolved"]);
     // Another connection (the window writer thread's) prepares its insert before the subscription exists.
     const other = new DatabaseConstructor((await raw.all<{ file: string }>("PRAGMA database_list"))[0]!.file);
     open.push({ close: async () => void other.close() });
@@ -166,7 +166,9 @@ describe.each(BACKENDS)("webhook outbox triggers on $name", (backend) => {
       "webhook_order_state_changed",
       "webhook_payment_inserted",
       "webhook_payment_status_changed",
+      "webhook_settlement_answered",
       "webhook_settlement_contradicted",
+      "webhook_settlement_resolved",
     ]);
     // Created in their schema v9 form: no list SQLite would turn into a table per row.
     expect((await raw.all<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'webhook_authorization_inserted'"))[0]!.sql).toContain("(NEW.status = 'preconfirmed' OR");
@@ -175,7 +177,7 @@ describe.each(BACKENDS)("webhook outbox triggers on $name", (backend) => {
     expect((await events(raw)).map((e) => [e.type, e.block])).toEqual([["payment.confirmed", 2], ["payment.confirmed", 3]]);
 
     await store.webhooks.syncSubscriptions([], 0, 3);
-    expect(await triggers()).toEqual(["webhook_order_state_changed", "webhook_settlement_contradicted"]);
+    expect(await triggers()).toEqual(["webhook_order_state_changed", "webhook_settlement_answered", "webhook_settlement_contradicted", "webhook_settlement_resolved"]);
     write(4);
     await store.finalizeThrough(4, 4);
     expect(await events(raw)).toHaveLength(2);

@@ -13,7 +13,8 @@ import { createIndexedStateLookup } from "../../authorization/indexedAuthorizati
 import { createRelayerNonces } from "../../authorization/relayerNonces.js";
 import { AlreadyCanceledError, AlreadyCapturedError, CancelNotAppliedError, CancelRevertedError, CancelTimeoutError, OutOfGasError } from "../../errors/cancel.js";
 import { OrderStateError } from "../../errors/orders.js";
-import { BUYER_KEY_ENV, readKeyAccount, readRelayerAccount, RELAYER_KEY_ENV, relayerKeyHint } from "../../authorization/keySources.js";
+import { BUYER_KEY_ENV, readKeyAccount, readRelayerPool, RELAYER_KEY_ENV, relayerKeyHint } from "../../authorization/keySources.js";
+import { leastBusyRelayer } from "../../authorization/relayerPool.js";
 import { readAddress } from "../../config/fields.js";
 import { UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
@@ -90,13 +91,15 @@ async function runCancelCommand({ values }: ParsedCommand<typeof OPTIONS>, shutd
   const confirmations = values.confirmations === undefined ? config.cancel.confirmations : positiveInteger("--confirmations", values.confirmations);
   const authority = authorityOf(values);
   const dryRun = values["dry-run"] === true;
-  const relayer = readRelayerAccount(config.facilitator, values["relayer-key-file"]);
-  if (relayer === undefined && !dryRun) throw new UsageError(`cancel: no relayer key: ${relayerKeyHint(config.facilitator)} (or use --dry-run)`);
+  const relayers = readRelayerPool(config.facilitator, values["relayer-key-file"]);
+  if (relayers.length === 0 && !dryRun) throw new UsageError(`cancel: no relayer key: ${relayerKeyHint(config.facilitator)} (or use --dry-run)`);
 
   // A real cancel takes its nonce from the relayers' shared book and moves the order it voids: the
   // database is opened for writing (created if absent). A dry run only reads it, if it exists.
   const store: Store | undefined = dryRun ? undefined : await openStore(config, { metrics });
   if (store !== undefined) shutdown.add(() => store.close());
+  // Of a pool, the relayer the fewest live captures wait on (every process's, from the store).
+  const relayer = store === undefined || relayers.length <= 1 ? relayers[0] : leastBusyRelayer(relayers, (await store.captures.pending()).map((p) => p.capture));
   const deps: CancelRelayDeps = {
     client,
     relayer,

@@ -20,19 +20,21 @@ export type Faults = {
    * endpoint does; `undefined` for none. `retryAfterSeconds` adds a Retry-After header (null: none).
    */
   pendingRateLimit: { retryAfterSeconds: number | null } | undefined;
+  /** eth_sendRawTransactionSync misses the flashblock that included the transaction (base/base#3826). */
+  sendSyncMissesFlashblock: boolean;
 };
 
 /** An error answer, and the HTTP status it travels with (200 unless a proxy says otherwise). */
 export type FaultAnswer = { code: number; message: string; httpStatus: number };
 
-export const NO_FAULTS: Faults = { errorRate: 0, latencyMs: 0, maxBlockRange: undefined, maxResults: undefined, proxyErrors: false, pendingRateLimit: undefined };
+export const NO_FAULTS: Faults = { errorRate: 0, latencyMs: 0, maxBlockRange: undefined, maxResults: undefined, proxyErrors: false, pendingRateLimit: undefined, sendSyncMissesFlashblock: false };
 
 /** Checks a devnet_setFaults argument; unknown keys and bad values are refused, not ignored. */
 export function parseFaults(value: unknown): Faults {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("expected an object");
   const input = value as Record<string, unknown>;
   for (const key of Object.keys(input))
-    if (!["errorRate", "latencyMs", "maxBlockRange", "maxResults", "proxyErrors", "pendingRateLimit"].includes(key)) throw new Error(`unknown fault ${key}`);
+    if (!["errorRate", "latencyMs", "maxBlockRange", "maxResults", "proxyErrors", "pendingRateLimit", "sendSyncMissesFlashblock"].includes(key)) throw new Error(`unknown fault ${key}`);
   const number = (key: string, min: number, max: number): number | undefined => {
     const v = input[key];
     if (v === undefined || v === null) return undefined;
@@ -41,8 +43,11 @@ export function parseFaults(value: unknown): Faults {
   };
   const proxyErrors = input.proxyErrors ?? false;
   if (typeof proxyErrors !== "boolean") throw new Error("proxyErrors must be a boolean");
+  const sendSyncMissesFlashblock = input.sendSyncMissesFlashblock ?? false;
+  if (typeof sendSyncMissesFlashblock !== "boolean") throw new Error("sendSyncMissesFlashblock must be a boolean");
   return {
     proxyErrors,
+    sendSyncMissesFlashblock,
     pendingRateLimit: parsePendingRateLimit(input.pendingRateLimit),
     errorRate: number("errorRate", 0, 1) ?? 0,
     latencyMs: number("latencyMs", 0, 60_000) ?? 0,

@@ -11,7 +11,7 @@ type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise
 
 const CAPTURE_COLUMNS = `order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas::text AS max_fee_per_gas,
   max_priority_fee_per_gas::text AS max_priority_fee_per_gas, replaced_tx_hashes, status, broadcasts, last_broadcast_at, created_at, updated_at,
-  owner, send_started_at`;
+  owner, send_started_at, gas_used::text AS gas_used, effective_gas_price::text AS effective_gas_price`;
 
 /**
  * The capture relay's tables over Postgres (see captureStore.ts). Writers lock the order row
@@ -88,6 +88,16 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
           [now, orderId, txHash.toLowerCase()],
         );
         return rowCount === 1;
+      }),
+    recordGas: (orderId, txHash, gas, now) =>
+      write(async (client) => {
+        await client.query("UPDATE order_captures SET gas_used = $1, effective_gas_price = $2, gas_tx_hash = $3, updated_at = $4 WHERE order_id = $5", [
+          gas.gasUsed.toString(),
+          gas.effectiveGasPrice?.toString() ?? null,
+          txHash.toLowerCase(),
+          now,
+          orderId,
+        ]);
       }),
     recordBroadcast: (orderId, txHash, now) =>
       write(async (client) => {

@@ -40,8 +40,8 @@ export function createPostgresSettlements(write: InTransaction, read: InTransact
     answer: (orderId, claim, outcome, now) =>
       write(async (client) => {
         const done = await client.query(
-          "UPDATE x402_settlements SET state = $1, tx_hash = $2, answer = $3, answered_at = $4 WHERE order_id = $5 AND claim = $6 AND state = 'settling'",
-          [outcome.state, outcome.txHash?.toLowerCase() ?? null, outcome.answer, now, orderId, claim],
+          "UPDATE x402_settlements SET state = $1, tx_hash = $2, answer = $3, answered_at = $4, block_number = $5 WHERE order_id = $6 AND claim = $7 AND state = 'settling'",
+          [outcome.state, outcome.txHash?.toLowerCase() ?? null, outcome.answer, now, outcome.blockNumber?.toString() ?? null, orderId, claim],
         );
         return done.rowCount === 1;
       }),

@@ -71,6 +71,16 @@ export function createSqliteCaptures(db: Database, chainId: number, write: <T>(w
         if (changed === 1 && capture !== undefined)
           markNonce(db, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, "broadcast", txHash, now);
       }),
+    recordGas: (orderId, txHash, gas, now) =>
+      write(() => {
+        db.prepare("UPDATE order_captures SET gas_used = ?, effective_gas_price = ?, gas_tx_hash = ?, updated_at = ? WHERE order_id = ?").run(
+          gas.gasUsed.toString(),
+          gas.effectiveGasPrice?.toString() ?? null,
+          lower(txHash),
+          now,
+          orderId,
+        );
+      }),
     replace: (orderId, tx, now) =>
       write(() => {
         const current = mustGetCapture(orderId);

@@ -37,8 +37,8 @@ export function createSqliteSettlements(db: Database, write: <T>(work: () => T) 
     answer: (orderId, claim, outcome, now) =>
       write(() => {
         const done = db
-          .prepare("UPDATE x402_settlements SET state = ?, tx_hash = ?, answer = ?, answered_at = ? WHERE order_id = ? AND claim = ? AND state = 'settling'")
-          .run(outcome.state, outcome.txHash?.toLowerCase() ?? null, outcome.answer, now, orderId, claim);
+          .prepare("UPDATE x402_settlements SET state = ?, tx_hash = ?, answer = ?, answered_at = ?, block_number = ? WHERE order_id = ? AND claim = ? AND state = 'settling'")
+          .run(outcome.state, outcome.txHash?.toLowerCase() ?? null, outcome.answer, now, outcome.blockNumber ?? null, orderId, claim);
         return done.changes === 1;
       }),
     get: async (orderId) => get(orderId),

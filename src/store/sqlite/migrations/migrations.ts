@@ -16,6 +16,7 @@ import { SCHEMA_V13 } from "./schemaV13.js";
 import { SCHEMA_V14 } from "./schemaV14.js";
 import { migrateToV15 } from "./schemaV15.js";
 import { migrateToV16 } from "./schemaV16.js";
+import { migrateToV17 } from "./schemaV17.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -38,6 +39,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 14, apply: SCHEMA_V14 },
   { version: 15, apply: migrateToV15 },
   { version: 16, apply: migrateToV16 },
+  { version: 17, apply: migrateToV17 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
