@@ -3,7 +3,15 @@
 // and says so on stderr: `npm start` must not sit silent for the 20 s a build takes, nor build
 // when nothing changed. Also the `prepare` script, so `npm ci` leaves a built project behind.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,7 +28,8 @@ function newestMtimeMs(path) {
   const stat = statSync(path);
   if (!stat.isDirectory()) return stat.mtimeMs;
   let newest = stat.mtimeMs;
-  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtimeMs(join(path, entry)));
+  for (const entry of readdirSync(path))
+    newest = Math.max(newest, newestMtimeMs(join(path, entry)));
   return newest;
 }
 
@@ -46,16 +55,26 @@ try {
 const BIN = join(ROOT, "dist", "src", "cli", "main.js");
 const makeBinExecutable = () => existsSync(BIN) && chmodSync(BIN, 0o755);
 
-const sources = Math.max(...SOURCE_DIRECTORIES.map((d) => newestMtimeMs(join(ROOT, d))), ...CONFIG_FILES.map((f) => newestMtimeMs(join(ROOT, f))));
+const sources = Math.max(
+  ...SOURCE_DIRECTORIES.map((d) => newestMtimeMs(join(ROOT, d))),
+  ...CONFIG_FILES.map((f) => newestMtimeMs(join(ROOT, f))),
+);
 const built = existsSync(STAMP) ? statSync(STAMP).mtimeMs : 0;
 if (built >= sources) {
   makeBinExecutable();
   process.exit(0);
 }
 
-say(built === 0 ? "building dist/ from the TypeScript sources (tsc, about 20 s)..." : "sources changed since the last build; rebuilding dist/ (tsc, about 20 s)...");
+say(
+  built === 0
+    ? "building dist/ from the TypeScript sources (tsc, about 20 s)..."
+    : "sources changed since the last build; rebuilding dist/ (tsc, about 20 s)...",
+);
 const started = Date.now();
-const result = spawnSync(process.execPath, [tsc, "-p", join(ROOT, "tsconfig.build.json")], { cwd: ROOT, stdio: "inherit" });
+const result = spawnSync(process.execPath, [tsc, "-p", join(ROOT, "tsconfig.build.json")], {
+  cwd: ROOT,
+  stdio: "inherit",
+});
 if (result.status !== 0) {
   say("the TypeScript build failed (see above)");
   process.exit(result.status ?? 1);

@@ -20,9 +20,15 @@ const SETTINGS = {
   outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
 };
 
-const files = readdirSync(CONTRACTS_DIR).filter((f) => f.endsWith(".sol")).sort();
-const sources = Object.fromEntries(files.map((f) => [f, { content: readFileSync(join(CONTRACTS_DIR, f), "utf8") }]));
-const output = JSON.parse(solc.compile(JSON.stringify({ language: "Solidity", sources, settings: SETTINGS })));
+const files = readdirSync(CONTRACTS_DIR)
+  .filter((f) => f.endsWith(".sol"))
+  .sort();
+const sources = Object.fromEntries(
+  files.map((f) => [f, { content: readFileSync(join(CONTRACTS_DIR, f), "utf8") }]),
+);
+const output = JSON.parse(
+  solc.compile(JSON.stringify({ language: "Solidity", sources, settings: SETTINGS })),
+);
 
 const diagnostics = output.errors ?? [];
 for (const d of diagnostics) console.error(d.formattedMessage);
@@ -45,6 +51,8 @@ for (const file of files) {
       ``,
     ].join("\n");
     writeFileSync(join(GENERATED_DIR, `${base}.ts`), text);
-    console.log(`Wrote generated/${base}.ts (${artifact.evm.bytecode.object.length / 2} bytes of bytecode)`);
+    console.log(
+      `Wrote generated/${base}.ts (${artifact.evm.bytecode.object.length / 2} bytes of bytecode)`,
+    );
   }
 }

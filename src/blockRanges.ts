@@ -46,7 +46,8 @@ export function contiguousEnd(done: readonly BlockRange[], start: number): numbe
 export function splitRange(range: BlockRange, size: number): BlockRange[] {
   if (size < 1) throw new RangeError(`window size must be at least 1, got ${size}`);
   const windows: BlockRange[] = [];
-  for (let from = range.from; from <= range.to; from += size) windows.push({ from, to: Math.min(range.to, from + size - 1) });
+  for (let from = range.from; from <= range.to; from += size)
+    windows.push({ from, to: Math.min(range.to, from + size - 1) });
   return windows;
 }
 
@@ -56,7 +57,9 @@ export type Segment<T> = BlockRange & { members: T[] };
  * Cuts the block line into segments where the set of members needing sync is constant, so one
  * eth_getLogs per window can cover every token that still needs those blocks.
  */
-export function planSegments<T>(needs: ReadonlyArray<{ member: T; ranges: readonly BlockRange[] }>): Segment<T>[] {
+export function planSegments<T>(
+  needs: ReadonlyArray<{ member: T; ranges: readonly BlockRange[] }>,
+): Segment<T>[] {
   const cuts = new Set<number>();
   for (const { ranges } of needs) for (const r of ranges) cuts.add(r.from).add(r.to + 1);
   const points = [...cuts].sort((a, b) => a - b);
@@ -64,10 +67,13 @@ export function planSegments<T>(needs: ReadonlyArray<{ member: T; ranges: readon
   for (let i = 0; i + 1 < points.length; i++) {
     const from = points[i]!;
     const to = points[i + 1]! - 1;
-    const members = needs.filter(({ ranges }) => ranges.some((r) => r.from <= from && to <= r.to)).map((n) => n.member);
+    const members = needs
+      .filter(({ ranges }) => ranges.some((r) => r.from <= from && to <= r.to))
+      .map((n) => n.member);
     if (members.length === 0) continue;
     const last = segments[segments.length - 1];
-    if (last !== undefined && last.to + 1 === from && sameMembers(last.members, members)) last.to = to;
+    if (last !== undefined && last.to + 1 === from && sameMembers(last.members, members))
+      last.to = to;
     else segments.push({ from, to, members });
   }
   return segments;

@@ -1,17 +1,38 @@
 import { describe, expect, test } from "vitest";
-import { contiguousEnd, mergeRanges, missingRanges, planSegments, splitRange } from "../src/blockRanges.js";
+import {
+  contiguousEnd,
+  mergeRanges,
+  missingRanges,
+  planSegments,
+  splitRange,
+} from "../src/blockRanges.js";
 
 describe("blockRanges", () => {
   test("mergeRanges() joins overlapping and adjacent ranges and keeps gaps", () => {
-    expect(mergeRanges([{ from: 10, to: 20 }, { from: 0, to: 4 }, { from: 5, to: 9 }, { from: 22, to: 30 }, { from: 25, to: 26 }])).toEqual([
+    expect(
+      mergeRanges([
+        { from: 10, to: 20 },
+        { from: 0, to: 4 },
+        { from: 5, to: 9 },
+        { from: 22, to: 30 },
+        { from: 25, to: 26 },
+      ]),
+    ).toEqual([
       { from: 0, to: 20 },
       { from: 22, to: 30 },
     ]);
   });
 
   test("missingRanges() returns exactly the blocks not yet synced", () => {
-    const done = [{ from: 5, to: 9 }, { from: 15, to: 19 }];
-    expect(missingRanges(done, 0, 24)).toEqual([{ from: 0, to: 4 }, { from: 10, to: 14 }, { from: 20, to: 24 }]);
+    const done = [
+      { from: 5, to: 9 },
+      { from: 15, to: 19 },
+    ];
+    expect(missingRanges(done, 0, 24)).toEqual([
+      { from: 0, to: 4 },
+      { from: 10, to: 14 },
+      { from: 20, to: 24 },
+    ]);
     expect(missingRanges(done, 5, 9)).toEqual([]);
     expect(missingRanges([], 3, 3)).toEqual([{ from: 3, to: 3 }]);
     expect(missingRanges(done, 7, 16)).toEqual([{ from: 10, to: 14 }]);
@@ -19,8 +40,24 @@ describe("blockRanges", () => {
 
   test("contiguousEnd() is the checkpoint: the end of the gap-free run from the start block", () => {
     expect(contiguousEnd([], 100)).toBe(99);
-    expect(contiguousEnd([{ from: 100, to: 150 }, { from: 152, to: 200 }], 100)).toBe(150);
-    expect(contiguousEnd([{ from: 100, to: 150 }, { from: 151, to: 200 }], 100)).toBe(200);
+    expect(
+      contiguousEnd(
+        [
+          { from: 100, to: 150 },
+          { from: 152, to: 200 },
+        ],
+        100,
+      ),
+    ).toBe(150);
+    expect(
+      contiguousEnd(
+        [
+          { from: 100, to: 150 },
+          { from: 151, to: 200 },
+        ],
+        100,
+      ),
+    ).toBe(200);
     expect(contiguousEnd([{ from: 101, to: 150 }], 100)).toBe(99);
   });
 
@@ -63,7 +100,17 @@ describe("blockRanges", () => {
   });
 
   test("planSegments() leaves out blocks no token needs and merges equal neighbours", () => {
-    expect(planSegments([{ member: "a", ranges: [{ from: 0, to: 9 }, { from: 10, to: 19 }] }])).toEqual([{ from: 0, to: 19, members: ["a"] }]);
+    expect(
+      planSegments([
+        {
+          member: "a",
+          ranges: [
+            { from: 0, to: 9 },
+            { from: 10, to: 19 },
+          ],
+        },
+      ]),
+    ).toEqual([{ from: 0, to: 19, members: ["a"] }]);
     expect(planSegments([{ member: "a", ranges: [] }])).toEqual([]);
   });
 });

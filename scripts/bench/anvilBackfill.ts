@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS } from "../../src/config/types.js";
 import { processCpuSeconds, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
-import { startSavedAnvilChain, type ChainShape, type SavedChain, type SavedChainMeta } from "./savedAnvilChain.js";
+import {
+  startSavedAnvilChain,
+  type ChainShape,
+  type SavedChain,
+  type SavedChainMeta,
+} from "./savedAnvilChain.js";
 
 /**
  * Runs per configuration in the headline rows: attribution on and off in turn, the median kept. On
@@ -12,7 +17,10 @@ import { startSavedAnvilChain, type ChainShape, type SavedChain, type SavedChain
  * on the host's drift as much as on the code.
  */
 export const ANVIL_RUNS = Number(process.env.BENCH_ANVIL_RUNS ?? 3);
-if (!Number.isInteger(ANVIL_RUNS) || ANVIL_RUNS < 1) throw new Error(`BENCH_ANVIL_RUNS must be a whole number of runs, at least 1, got "${process.env.BENCH_ANVIL_RUNS}"`);
+if (!Number.isInteger(ANVIL_RUNS) || ANVIL_RUNS < 1)
+  throw new Error(
+    `BENCH_ANVIL_RUNS must be a whole number of runs, at least 1, got "${process.env.BENCH_ANVIL_RUNS}"`,
+  );
 
 /** One run of an alternating series: its configuration, the process's figures and anvil's CPU seconds over it. */
 export type AlternatingRun = ProcessFigures & { attribution: boolean; anvilCpuSeconds: number };
@@ -30,7 +38,12 @@ export async function alternatingRuns(
     extra = {},
     each = () => undefined,
     attribution = [true, false],
-  }: { pairs: number; extra?: Record<string, unknown>; each?: (run: AlternatingRun, pair: number) => void; attribution?: readonly boolean[] },
+  }: {
+    pairs: number;
+    extra?: Record<string, unknown>;
+    each?: (run: AlternatingRun, pair: number) => void;
+    attribution?: readonly boolean[];
+  },
 ): Promise<AlternatingRun[]> {
   const runs: AlternatingRun[] = [];
   for (let pair = 0; pair < pairs; pair++) {
@@ -39,8 +52,15 @@ export async function alternatingRuns(
       try {
         const anvilBefore = processCpuSeconds(chain.anvil.process.pid!);
         const config = { ...anvilBackfillConfig(chain, dir, on), ...extra };
-        const figures = await runCliBackfill(dir, config, { from: chain.deployBlock, to: chain.head });
-        const run = { ...figures, attribution: on, anvilCpuSeconds: processCpuSeconds(chain.anvil.process.pid!) - anvilBefore };
+        const figures = await runCliBackfill(dir, config, {
+          from: chain.deployBlock,
+          to: chain.head,
+        });
+        const run = {
+          ...figures,
+          attribution: on,
+          anvilCpuSeconds: processCpuSeconds(chain.anvil.process.pid!) - anvilBefore,
+        };
         runs.push(run);
         each(run, pair);
       } finally {
@@ -65,19 +85,29 @@ export async function alternatingRuns(
 export async function anvilEndToEnd(
   logs: number,
   shape: ChainShape,
-  { runs = ANVIL_RUNS, attribution = [true, false] }: { runs?: number; attribution?: readonly boolean[] } = {},
+  {
+    runs = ANVIL_RUNS,
+    attribution = [true, false],
+  }: { runs?: number; attribution?: readonly boolean[] } = {},
 ): Promise<Array<ProcessFigures & { name: string }>> {
   const chain = await startSavedAnvilChain(logs, shape);
   try {
     const all = await alternatingRuns(chain, { pairs: runs, attribution });
     return attribution.map((on) => {
-      const mine = all.filter((run) => run.attribution === on).sort((a, b) => a.durationMs - b.durationMs);
+      const mine = all
+        .filter((run) => run.attribution === on)
+        .sort((a, b) => a.durationMs - b.durationMs);
       const median = mine[Math.floor(mine.length / 2)]!;
-      const rate = (run: ProcessFigures) => Math.round(run.logs / (run.durationMs / 1_000)).toLocaleString("en-US");
-      const alternating = all.length > mine.length ? ` alternating with attribution ${on ? "off" : "on"}` : "";
+      const rate = (run: ProcessFigures) =>
+        Math.round(run.logs / (run.durationMs / 1_000)).toLocaleString("en-US");
+      const alternating =
+        all.length > mine.length ? ` alternating with attribution ${on ? "off" : "on"}` : "";
       // anvil's CPU over the median run: what the node took of the two cores the run shared with it.
       const anvil = `anvil's CPU ${median.anvilCpuSeconds.toFixed(1)} s`;
-      const series = mine.length === 1 ? `; ${anvil}` : `; median of ${mine.length} runs${alternating} (${rate(mine.at(-1)!)}–${rate(mine[0]!)} logs/s; ${anvil})`;
+      const series =
+        mine.length === 1
+          ? `; ${anvil}`
+          : `; median of ${mine.length} runs${alternating} (${rate(mine.at(-1)!)}–${rate(mine[0]!)} logs/s; ${anvil})`;
       return {
         name: `anvil end to end, ${describeChain(chain)}${series}; ${describeConfig(on)}`,
         logs: median.logs,
@@ -92,7 +122,11 @@ export async function anvilEndToEnd(
 }
 
 /** The configuration of an end-to-end backfill against a saved chain: the defaults, but what anvilEndToEnd says, with the database in `dir`. */
-export function anvilBackfillConfig(chain: SavedChain, dir: string, attribution: boolean): Record<string, unknown> {
+export function anvilBackfillConfig(
+  chain: SavedChain,
+  dir: string,
+  attribution: boolean,
+): Record<string, unknown> {
   return {
     chainId: 8453,
     ...(attribution ? {} : { attribution: { enabled: false } }),
@@ -115,7 +149,10 @@ export function describeChain(chain: SavedChainMeta): string {
 /** The configuration a row ran with: the defaults, with attribution on or off. */
 export function describeConfig(attribution: boolean): string {
   const { requestsPerSecond } = DEFAULTS.rpc;
-  const rate = requestsPerSecond === undefined ? "no request-rate ceiling until a provider refuses" : `${requestsPerSecond} requests/s`;
+  const rate =
+    requestsPerSecond === undefined
+      ? "no request-rate ceiling until a provider refuses"
+      : `${requestsPerSecond} requests/s`;
   const { windowBlocks, concurrency } = DEFAULTS.backfill;
   return `defaults (${rate}, windowBlocks ${windowBlocks}, concurrency ${concurrency}, log level ${DEFAULTS.logLevel}), attribution ${attribution ? "on" : "off"}`;
 }

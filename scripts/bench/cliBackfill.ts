@@ -21,13 +21,17 @@ export function processCpuSeconds(pid: number): number {
  */
 export function cliLaunch(): { env: Record<string, string>; nodeFlags: string[] } {
   const shebang = readFileSync(CLI, "utf8").split("\n", 1)[0]!;
-  const words = shebang.replace(/^#!\S+\s+(-S\s+)?/, "").split(/\s+/).filter((word) => word !== "");
+  const words = shebang
+    .replace(/^#!\S+\s+(-S\s+)?/, "")
+    .split(/\s+/)
+    .filter((word) => word !== "");
   const env: Record<string, string> = {};
   while (/^[A-Z_][A-Z0-9_]*=/.test(words[0] ?? "")) {
     const [name, ...value] = words.shift()!.split("=");
     env[name!] = value.join("=");
   }
-  if (!/(^|\/)node$/.test(words[0] ?? "")) throw new Error(`${CLI} does not start node in its first line: ${shebang}`);
+  if (!/(^|\/)node$/.test(words[0] ?? ""))
+    throw new Error(`${CLI} does not start node in its first line: ${shebang}`);
   return { env, nodeFlags: words.slice(1) };
 }
 
@@ -56,15 +60,24 @@ export async function runCliBackfill(
 ): Promise<ProcessFigures> {
   const configPath = join(dir, "bench.config.json");
   writeFileSync(configPath, JSON.stringify(config));
-  const args = ["backfill", "--config", configPath, "--to", String(range.to), ...(range.from === undefined ? [] : ["--from", String(range.from)])];
+  const args = [
+    "backfill",
+    "--config",
+    configPath,
+    "--to",
+    String(range.to),
+    ...(range.from === undefined ? [] : ["--from", String(range.from)]),
+  ];
   const started = performance.now();
   const child = spawn(CLI, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   let markedMs: number | undefined;
-  const mark = options.markMsg === undefined ? undefined : `"msg":${JSON.stringify(options.markMsg)}`;
+  const mark =
+    options.markMsg === undefined ? undefined : `"msg":${JSON.stringify(options.markMsg)}`;
   child.stderr.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
-    if (mark !== undefined && markedMs === undefined && stderr.includes(mark)) markedMs = performance.now() - started;
+    if (mark !== undefined && markedMs === undefined && stderr.includes(mark))
+      markedMs = performance.now() - started;
   });
   let peakKb = 0;
   let cpuSeconds = 0;
@@ -85,7 +98,9 @@ export async function runCliBackfill(
   let logs: number;
   if (countLogs !== undefined) logs = await countLogs();
   else {
-    const db = new DatabaseConstructor(String((config.database as { path: string }).path), { readonly: true });
+    const db = new DatabaseConstructor(String((config.database as { path: string }).path), {
+      readonly: true,
+    });
     logs = db.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number;
     db.close();
   }

@@ -15,5 +15,7 @@ for (const { shape, logs } of wanted) {
   const started = performance.now();
   const { anvil, ...meta } = await startSavedAnvilChain(logs, shape);
   await anvil.stop();
-  console.log(JSON.stringify({ ...meta, seconds: Math.round((performance.now() - started) / 1_000) }));
+  console.log(
+    JSON.stringify({ ...meta, seconds: Math.round((performance.now() - started) / 1_000) }),
+  );
 }

@@ -1,4 +1,9 @@
-import { NO_RATE_LIMIT, parseLogsStored, parseProviderSummary, STRAYS } from "./providerBackfill.js";
+import {
+  NO_RATE_LIMIT,
+  parseLogsStored,
+  parseProviderSummary,
+  STRAYS,
+} from "./providerBackfill.js";
 import type { RecordedRow } from "./results.js";
 
 /** A goal judged on recorded rows: the figure behind the verdict (with its run), and the verdict. */
@@ -12,14 +17,26 @@ const pct = (value: number) => `${(100 * value).toFixed(1)}%`;
 const when = (row: RecordedRow) => row.runUtc.slice(0, 16).replace("T", " ");
 
 /** The newest row (by run start) that `test` accepts. */
-function newest(rows: readonly RecordedRow[], test: (measurement: string) => boolean): RecordedRow | undefined {
+function newest(
+  rows: readonly RecordedRow[],
+  test: (measurement: string) => boolean,
+): RecordedRow | undefined {
   let found: RecordedRow | undefined;
-  for (const row of rows) if (test(row.measurement) && row.logs > 0 && (found === undefined || row.runUtc >= found.runUtc)) found = row;
+  for (const row of rows)
+    if (
+      test(row.measurement) &&
+      row.logs > 0 &&
+      (found === undefined || row.runUtc >= found.runUtc)
+    )
+      found = row;
   return found;
 }
 
 /** The newest run holding a row for each test, and those rows: figures compared must come from one run. */
-function newestTogether(rows: readonly RecordedRow[], tests: readonly ((measurement: string) => boolean)[]): RecordedRow[] | undefined {
+function newestTogether(
+  rows: readonly RecordedRow[],
+  tests: readonly ((measurement: string) => boolean)[],
+): RecordedRow[] | undefined {
   const runs = [...new Set(rows.map((row) => row.runUtc))].sort().reverse();
   for (const run of runs) {
     const inRun = rows.filter((row) => row.runUtc === run);
@@ -39,7 +56,9 @@ const anvilRow = (logs: number, shape: string, attribution: boolean) => (m: stri
 const providerRow = (attribution: boolean) => (m: string) =>
   m.startsWith("backfill (whole process) through a provider-shaped proxy") &&
   !m.includes(NO_RATE_LIMIT) &&
-  new RegExp(`defaults(?: \\([^)]*\\))?, attribution ${attribution ? "on" : "off"}(?![a-z])`).test(m);
+  new RegExp(`defaults(?: \\([^)]*\\))?, attribution ${attribution ? "on" : "off"}(?![a-z])`).test(
+    m,
+  );
 /** flashindex through the proxy without a rate limit, attribution off: with stray refusals (issue 41) or without. */
 const unlimitedRow = (strays: boolean) => (m: string) =>
   m.startsWith(`backfill (whole process) through a provider-shaped proxy (`) &&
@@ -47,18 +66,33 @@ const unlimitedRow = (strays: boolean) => (m: string) =>
   m.includes(STRAYS) === strays &&
   m.includes("attribution off");
 /** Ponder through the same proxy (bench:peers), not a blocked row. */
-const ponderProviderRow = (m: string) => m.startsWith("Ponder ") && m.includes("through a provider-shaped proxy") && !m.includes(": blocked: ");
+const ponderProviderRow = (m: string) =>
+  m.startsWith("Ponder ") &&
+  m.includes("through a provider-shaped proxy") &&
+  !m.includes(": blocked: ");
 /** The x402 settle rows (issue 30): flashindex's facilitator waiting for pre-confirmation, and the reference facilitator. */
-const settleRow = (m: string) => m.startsWith("x402 settle") && m.includes("flashindex facilitator") && m.includes('"preconfirmed"');
-const settleReferenceRow = (m: string) => m.startsWith("x402 settle") && m.includes("reference facilitator");
+const settleRow = (m: string) =>
+  m.startsWith("x402 settle") &&
+  m.includes("flashindex facilitator") &&
+  m.includes('"preconfirmed"');
+const settleReferenceRow = (m: string) =>
+  m.startsWith("x402 settle") && m.includes("reference facilitator");
 
-function atLeastLogsPerSecond(logs: number, shape: string, attribution: boolean, floor: number): Goal {
+function atLeastLogsPerSecond(
+  logs: number,
+  shape: string,
+  attribution: boolean,
+  floor: number,
+): Goal {
   return {
     goal: `${n(logs)} logs, ${shape} chain, anvil end to end, defaults with attribution ${attribution ? "on" : "off"}: at least ${n(floor)} logs/s`,
     judge(rows) {
       const row = newest(rows, anvilRow(logs, shape, attribution));
       if (row?.logsPerSecond === undefined) return NOT_MEASURED;
-      return { figure: `${n(row.logsPerSecond)} logs/s (${when(row)})`, met: row.logsPerSecond >= floor };
+      return {
+        figure: `${n(row.logsPerSecond)} logs/s (${when(row)})`,
+        met: row.logsPerSecond >= floor,
+      };
     },
   };
 }
@@ -67,9 +101,16 @@ function peakRss(logs: number, ceilingMb: number): Goal {
   return {
     goal: `peak RSS at most ${ceilingMb} MB at ${n(logs)} logs, defaults`,
     judge(rows) {
-      const found = ["dense", "base-mix"].map((shape) => newest(rows, anvilRow(logs, shape, true))).filter((row) => row?.peakRssMb !== undefined) as RecordedRow[];
+      const found = ["dense", "base-mix"]
+        .map((shape) => newest(rows, anvilRow(logs, shape, true)))
+        .filter((row) => row?.peakRssMb !== undefined) as RecordedRow[];
       if (found.length === 0) return NOT_MEASURED;
-      const figure = found.map((row) => `${row.peakRssMb} MB ${/saved (\S+) chain/.exec(row.measurement)?.[1]} (${when(row)})`).join("; ");
+      const figure = found
+        .map(
+          (row) =>
+            `${row.peakRssMb} MB ${/saved (\S+) chain/.exec(row.measurement)?.[1]} (${when(row)})`,
+        )
+        .join("; ");
       return { figure, met: found.every((row) => row.peakRssMb! <= ceilingMb) };
     },
   };
@@ -80,11 +121,17 @@ function attributionShare(shape: string, floor: number, goal: string): Goal {
     goal,
     judge(rows) {
       for (const logs of [1_000_000, 200_000]) {
-        const pair = newestTogether(rows, [anvilRow(logs, shape, true), anvilRow(logs, shape, false)]);
+        const pair = newestTogether(rows, [
+          anvilRow(logs, shape, true),
+          anvilRow(logs, shape, false),
+        ]);
         if (pair === undefined) continue;
         const [on, off] = pair as [RecordedRow, RecordedRow];
         const share = on.logsPerSecond! / off.logsPerSecond!;
-        return { figure: `${pct(share)} at ${n(logs)} logs: ${n(on.logsPerSecond!)} on, ${n(off.logsPerSecond!)} off (${when(on)})`, met: share >= floor };
+        return {
+          figure: `${pct(share)} at ${n(logs)} logs: ${n(on.logsPerSecond!)} on, ${n(off.logsPerSecond!)} off (${when(on)})`,
+          met: share >= floor,
+        };
       }
       return NOT_MEASURED;
     },
@@ -99,13 +146,19 @@ export const GOALS: readonly Goal[] = [
   atLeastLogsPerSecond(1_000_000, "base-mix", false, 75_000),
   peakRss(200_000, 256),
   peakRss(1_000_000, 256),
-  attributionShare("dense", 0.95, "attribution on within 5% of off on a chain of 500-log transactions (dense)"),
+  attributionShare(
+    "dense",
+    0.95,
+    "attribution on within 5% of off on a chain of 500-log transactions (dense)",
+  ),
   attributionShare("base-mix", 0.7, "attribution on at least 70% of off on the Base-like mix"),
   {
     goal: "provider-shaped proxy: the defaults finish",
     judge(rows) {
       const row = newest(rows, providerRow(true));
-      return row === undefined ? NOT_MEASURED : { figure: `finished, ${n(row.logsPerSecond ?? 0)} logs/s (${when(row)})`, met: true };
+      return row === undefined
+        ? NOT_MEASURED
+        : { figure: `finished, ${n(row.logsPerSecond ?? 0)} logs/s (${when(row)})`, met: true };
     },
   },
   {
@@ -120,7 +173,10 @@ export const GOALS: readonly Goal[] = [
       const clean = newestTogether(rows, [providerRow(false), unlimitedRow(false)])?.[1];
       const unlimited = clean?.runUtc === row.runUtc ? clean.logsPerSecond : undefined;
       if (unlimited === undefined || unlimited >= summary.ceilingLogsPerSecond)
-        return { figure: `${summary.sharePercent}% of ${n(summary.ceilingLogsPerSecond)} logs/s (${when(row)})`, met: summary.sharePercent >= 90 };
+        return {
+          figure: `${summary.sharePercent}% of ${n(summary.ceilingLogsPerSecond)} logs/s (${when(row)})`,
+          met: summary.sharePercent >= 90,
+        };
       const share = row.logsPerSecond! / unlimited;
       return {
         figure: `${pct(share)} of ${n(unlimited)} logs/s, the process without a limit (the ceiling, ${n(summary.ceilingLogsPerSecond)}, is out of its reach; ${summary.sharePercent}% of it) (${when(row)})`,
@@ -135,19 +191,32 @@ export const GOALS: readonly Goal[] = [
       if (pair === undefined) return NOT_MEASURED;
       const [strays, clean] = pair as [RecordedRow, RecordedRow];
       const share = strays.logsPerSecond! / clean.logsPerSecond!;
-      return { figure: `${pct(share)}: ${n(strays.logsPerSecond!)} against ${n(clean.logsPerSecond!)} logs/s (${when(strays)})`, met: share >= 0.8 };
+      return {
+        figure: `${pct(share)}: ${n(strays.logsPerSecond!)} against ${n(clean.logsPerSecond!)} logs/s (${when(strays)})`,
+        met: share >= 0.8,
+      };
     },
   },
   {
     goal: "provider-shaped proxy: at most 2% of requests refused",
     judge(rows) {
-      const found = [true, false].map((on) => newest(rows, providerRow(on))).filter((row) => row !== undefined);
-      const shares = found.map((row) => ({ row, summary: parseProviderSummary(row.measurement) })).filter((s) => s.summary !== undefined);
+      const found = [true, false]
+        .map((on) => newest(rows, providerRow(on)))
+        .filter((row) => row !== undefined);
+      const shares = found
+        .map((row) => ({ row, summary: parseProviderSummary(row.measurement) }))
+        .filter((s) => s.summary !== undefined);
       if (shares.length === 0) return NOT_MEASURED;
       const figure = shares
-        .map(({ row, summary }) => `attribution ${row.measurement.includes("attribution on") ? "on" : "off"}: ${summary!.refused} of ${summary!.requests} (${when(row)})`)
+        .map(
+          ({ row, summary }) =>
+            `attribution ${row.measurement.includes("attribution on") ? "on" : "off"}: ${summary!.refused} of ${summary!.requests} (${when(row)})`,
+        )
         .join("; ");
-      return { figure, met: shares.every(({ summary }) => summary!.refused <= 0.02 * summary!.requests) };
+      return {
+        figure,
+        met: shares.every(({ summary }) => summary!.refused <= 0.02 * summary!.requests),
+      };
     },
   },
   {
@@ -172,7 +241,10 @@ export const GOALS: readonly Goal[] = [
     judge(rows) {
       const row = newest(rows, settleRow);
       if (row?.p50Ms === undefined || row.p99Ms === undefined) return NOT_MEASURED;
-      return { figure: `p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms (${when(row)})`, met: row.p50Ms <= 400 && row.p99Ms <= 1_000 };
+      return {
+        figure: `p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms (${when(row)})`,
+        met: row.p50Ms <= 400 && row.p99Ms <= 1_000,
+      };
     },
   },
   {
@@ -183,14 +255,18 @@ export const GOALS: readonly Goal[] = [
       const [ours, reference] = pair as [RecordedRow, RecordedRow];
       if (ours.p50Ms === undefined || reference.p50Ms === undefined) return NOT_MEASURED;
       const ratio = reference.p50Ms / ours.p50Ms;
-      return { figure: `${ratio.toFixed(1)}×: p50 ${ours.p50Ms} against ${reference.p50Ms} ms (${when(ours)})`, met: ratio >= 5 };
+      return {
+        figure: `${ratio.toFixed(1)}×: p50 ${ours.p50Ms} against ${reference.p50Ms} ms (${when(ours)})`,
+        met: ratio >= 5,
+      };
     },
   },
 ];
 
 /** The goals judged on `rows`, as the Markdown table docs/benchmarks.md keeps. */
 export function goalsTable(rows: readonly RecordedRow[], goals: readonly Goal[] = GOALS): string {
-  const verdict = (met: boolean | undefined) => (met === undefined ? "not known" : met ? "met" : "not met");
+  const verdict = (met: boolean | undefined) =>
+    met === undefined ? "not known" : met ? "met" : "not met";
   return [
     "| goal | figure (newest run) | met? |",
     "| --- | --- | --- |",

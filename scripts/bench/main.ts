@@ -36,10 +36,13 @@ const STARTED_UTC = new Date().toISOString();
 const TOKEN = "0x00000000000000000000000000000000000f1a54";
 const SYNTHETIC_LOGS = Number(process.env.BENCH_SYNTHETIC_LOGS ?? 1_000_000);
 const ANVIL_LOGS = (process.env.BENCH_ANVIL_LOGS ?? "200000,1000000").split(",").map(Number);
-const ANVIL_SHAPES = (process.env.BENCH_ANVIL_SHAPES ?? CHAIN_SHAPES.join(",")).split(",").map((shape) => {
-  if (!CHAIN_SHAPES.includes(shape as ChainShape)) throw new Error(`BENCH_ANVIL_SHAPES: "${shape}" is not one of ${CHAIN_SHAPES.join(", ")}`);
-  return shape as ChainShape;
-});
+const ANVIL_SHAPES = (process.env.BENCH_ANVIL_SHAPES ?? CHAIN_SHAPES.join(","))
+  .split(",")
+  .map((shape) => {
+    if (!CHAIN_SHAPES.includes(shape as ChainShape))
+      throw new Error(`BENCH_ANVIL_SHAPES: "${shape}" is not one of ${CHAIN_SHAPES.join(", ")}`);
+    return shape as ChainShape;
+  });
 const LOGS_PER_BLOCK = 20;
 /**
  * The saved dense chains behind the provider-shaped proxy. The defaults' row (attribution on) and
@@ -57,8 +60,13 @@ const STRAY_SHARE = 0.03;
 
 /** The rows of a provider that refuses a few requests at random and has no rate limit: without strays, then with. */
 const strayRows = async () => [
-  await providerBackfill(PROVIDER_STRAY_LOGS, false, { requestsPerSecond: Number.POSITIVE_INFINITY }),
-  await providerBackfill(PROVIDER_STRAY_LOGS, false, { requestsPerSecond: Number.POSITIVE_INFINITY, strayRefusals: STRAY_SHARE }),
+  await providerBackfill(PROVIDER_STRAY_LOGS, false, {
+    requestsPerSecond: Number.POSITIVE_INFINITY,
+  }),
+  await providerBackfill(PROVIDER_STRAY_LOGS, false, {
+    requestsPerSecond: Number.POSITIVE_INFINITY,
+    strayRefusals: STRAY_SHARE,
+  }),
 ];
 
 type Row = { name: string; figures: ProcessFigures };
@@ -69,7 +77,9 @@ if (process.env.BENCH_ROWS === "settle") {
 }
 if (process.env.BENCH_ROWS === "provider") {
   // The provider rows that judge the rate limiter: the real rate limit (attribution off) and the stray refusals.
-  report([await providerBackfill(PROVIDER_OFF_LOGS, false), ...(await strayRows())].map(providerLine));
+  report(
+    [await providerBackfill(PROVIDER_OFF_LOGS, false), ...(await strayRows())].map(providerLine),
+  );
   process.exit(0);
 }
 
@@ -77,18 +87,32 @@ if (process.env.BENCH_ROWS === "provider") {
 function runNode(script: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const launch = cliLaunch();
-    const child = spawn(process.execPath, [...launch.nodeFlags, join(HERE, script), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...launch.env } });
+    const child = spawn(process.execPath, [...launch.nodeFlags, join(HERE, script), ...args], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, ...launch.env },
+    });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     // The figures are the last line; anything before it is diagnostics.
-    child.on("exit", (code) => (code === 0 ? resolve(out.trim().split("\n").at(-1) ?? "") : reject(new Error(`${script} exited ${code}`))));
+    child.on("exit", (code) =>
+      code === 0
+        ? resolve(out.trim().split("\n").at(-1) ?? "")
+        : reject(new Error(`${script} exited ${code}`)),
+    );
   });
 }
 
-async function synthetic(logs: number, attribution: boolean, postgres?: Awaited<ReturnType<typeof startBenchPostgres>>): Promise<Row> {
+async function synthetic(
+  logs: number,
+  attribution: boolean,
+  postgres?: Awaited<ReturnType<typeof startBenchPostgres>>,
+): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   const blocks = Math.ceil(logs / LOGS_PER_BLOCK);
-  const server = await startSyntheticRpcProcess(blocks, LOGS_PER_BLOCK, TOKEN, { blocks, transactions: attribution });
+  const server = await startSyntheticRpcProcess(blocks, LOGS_PER_BLOCK, TOKEN, {
+    blocks,
+    transactions: attribution,
+  });
   const schema = `bench_${logs}`;
   try {
     const figures = await runCliBackfill(
@@ -100,7 +124,8 @@ async function synthetic(logs: number, attribution: boolean, postgres?: Awaited<
         tokens: [{ address: TOKEN, startBlock: 0 }],
         backfill: { windowBlocks: 1_000, concurrency: 4 },
         finality: { depth: 0 },
-        database: postgres === undefined ? { path: join(dir, "bench.db") } : { url: postgres.url, schema },
+        database:
+          postgres === undefined ? { path: join(dir, "bench.db") } : { url: postgres.url, schema },
         metrics: { enabled: false },
         logLevel: "warn",
       },
@@ -120,7 +145,8 @@ const rows: Row[] = [];
 // The headline rows: the defaults (attribution on), with attribution off beside each (medians of alternating runs).
 for (const logs of ANVIL_LOGS) {
   for (const shape of ANVIL_SHAPES) {
-    for (const { name, ...figures } of await anvilEndToEnd(logs, shape)) rows.push({ name, figures });
+    for (const { name, ...figures } of await anvilEndToEnd(logs, shape))
+      rows.push({ name, figures });
   }
 }
 if (process.env.BENCH_ROWS === "anvil") {
@@ -128,7 +154,11 @@ if (process.env.BENCH_ROWS === "anvil") {
   process.exit(0);
 }
 // A rate-limited, range- and result-capped provider: the defaults (attribution on), and attribution off.
-const providerRows = [await providerBackfill(PROVIDER_LOGS, true), await providerBackfill(PROVIDER_OFF_LOGS, false), ...(await strayRows())];
+const providerRows = [
+  await providerBackfill(PROVIDER_LOGS, true),
+  await providerBackfill(PROVIDER_OFF_LOGS, false),
+  ...(await strayRows()),
+];
 // A merchant's watch list against the whole token, on the largest saved chain (docs/watch.md).
 const watchRow = await watchBackfill(ANVIL_LOGS.at(-1)!);
 // Ponder through the same proxy on the same chain (installed into .bench/ on first use; BENCH_PEERS=0 skips it).
@@ -140,7 +170,8 @@ if (process.env.BENCH_PEERS !== "0") {
   ponderLines.push(
     ponderLine(await ponderRow(PROVIDER_LOGS, "dense", true), {
       flashindexLogsPerSecond: stored?.logsPerSecond ?? defaults.logsPerSecond!,
-      flashindexConfiguration: stored === undefined ? "defaults, attribution on" : "defaults, attribution on, logs stored",
+      flashindexConfiguration:
+        stored === undefined ? "defaults, attribution on" : "defaults, attribution on, logs stored",
     }),
   );
 }
@@ -155,9 +186,25 @@ try {
 } finally {
   await postgres.stop();
 }
-const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{ rate: number; withBackfill: boolean; samples: number; p50Ms: number; p99Ms: number; maxMs: number }>;
-const webhook = JSON.parse(await runNode("webhookLatency.js", [])) as { delivered: number; p50Ms: number; p99Ms: number };
-const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as { blocks: number; logs: number; backgroundLogs: number; rollbackMs: number };
+const latency = JSON.parse(await runNode("pendingLatency.js", [])) as Array<{
+  rate: number;
+  withBackfill: boolean;
+  samples: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}>;
+const webhook = JSON.parse(await runNode("webhookLatency.js", [])) as {
+  delivered: number;
+  p50Ms: number;
+  p99Ms: number;
+};
+const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as {
+  blocks: number;
+  logs: number;
+  backgroundLogs: number;
+  rollbackMs: number;
+};
 const settle = await settleLines(runNode);
 
 const lines: BenchLine[] = [
@@ -171,16 +218,15 @@ const lines: BenchLine[] = [
     peakRssMb: watchRow.watched.peakRssMb,
     cpuSeconds: watchRow.watched.cpuSeconds,
   },
-  ...latency.map(
-    (l): BenchLine => ({
-      measurement: `pre-confirmation: pendingLogs notification → committed row, ${l.rate} logs/s in 200 ms flashblock bursts${l.withBackfill ? ", while a backfill runs in the same process" : ""}`,
-      logs: l.samples,
-      p50Ms: l.p50Ms,
-      p99Ms: l.p99Ms,
-    }),
-  ),
+  ...latency.map((l): BenchLine => ({
+    measurement: `pre-confirmation: pendingLogs notification → committed row, ${l.rate} logs/s in 200 ms flashblock bursts${l.withBackfill ? ", while a backfill runs in the same process" : ""}`,
+    logs: l.samples,
+    p50Ms: l.p50Ms,
+    p99Ms: l.p99Ms,
+  })),
   {
-    measurement: "webhook: pendingLogs notification → receiver's 2xx for payment.preconfirmed (devnet, local receiver)",
+    measurement:
+      "webhook: pendingLogs notification → receiver's 2xx for payment.preconfirmed (devnet, local receiver)",
     logs: webhook.delivered,
     p50Ms: webhook.p50Ms,
     p99Ms: webhook.p99Ms,
@@ -199,7 +245,14 @@ report(lines);
 function backfillLine(name: string, figures: ProcessFigures): BenchLine {
   const seconds = figures.durationMs / 1_000;
   const { logs, peakRssMb, cpuSeconds } = figures;
-  return { measurement: `backfill (whole process): ${name}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
+  return {
+    measurement: `backfill (whole process): ${name}`,
+    logs,
+    seconds,
+    logsPerSecond: logs / seconds,
+    peakRssMb,
+    cpuSeconds,
+  };
 }
 
 /** Prints the run's table; with BENCH_RECORD=1 also appends it to results/runs.csv. */
@@ -209,8 +262,11 @@ function report(lines: BenchLine[]): void {
   // One table: each row is one measurement; columns that do not apply stay empty.
   console.log(markdownTable(lines, { runUtc: STARTED_UTC, machine }));
   if (process.env.BENCH_RECORD === "1") {
-    appendRuns(RUNS_CSV, { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` }, lines);
+    appendRuns(
+      RUNS_CSV,
+      { runUtc: STARTED_UTC, machine, recordedIn: `npm run bench at ${currentCommit()}` },
+      lines,
+    );
     console.log(`\nRecorded in ${RUNS_CSV}`);
   }
 }
-

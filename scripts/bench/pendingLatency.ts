@@ -60,7 +60,11 @@ if (process.argv[2] === "emit") {
         for (let i = 0; i < perFlashblock; i++, n++) {
           const log = {
             address: TOKEN,
-            topics: [TRANSFER, `0x${"0".repeat(24)}${"a".repeat(40)}`, `0x${"0".repeat(24)}${"b".repeat(40)}`],
+            topics: [
+              TRANSFER,
+              `0x${"0".repeat(24)}${"a".repeat(40)}`,
+              `0x${"0".repeat(24)}${"b".repeat(40)}`,
+            ],
             data: `0x${(n + 1).toString(16).padStart(64, "0")}`,
             blockNumber: `0x${block.toString(16)}`,
             blockHash: `0x${"0".repeat(64)}`,
@@ -71,7 +75,13 @@ if (process.argv[2] === "emit") {
             removed: false,
             x_sent_at: now(),
           };
-          socket.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription: "0x1", result: log } }));
+          socket.send(
+            JSON.stringify({
+              jsonrpc: "2.0",
+              method: "eth_subscription",
+              params: { subscription: "0x1", result: log },
+            }),
+          );
         }
       }, FLASHBLOCK_MS);
       socket.on("close", () => clearInterval(timer));
@@ -85,11 +95,17 @@ if (process.argv[2] === "emit") {
   console.log(JSON.stringify(results));
 }
 
-
 async function measure(rate: number, withBackfill: boolean) {
   const child = fork(import.meta.filename, ["emit", String(rate)], { execArgv: [] });
-  const port = await new Promise<number>((resolve) => child.once("message", (m: { port: number }) => resolve(m.port)));
-  const rpc = withBackfill ? await startSyntheticRpcProcess(BACKFILL_BLOCKS, 20, TOKEN, { blocks: PRERENDERED_BLOCKS, transactions: false }) : undefined;
+  const port = await new Promise<number>((resolve) =>
+    child.once("message", (m: { port: number }) => resolve(m.port)),
+  );
+  const rpc = withBackfill
+    ? await startSyntheticRpcProcess(BACKFILL_BLOCKS, 20, TOKEN, {
+        blocks: PRERENDERED_BLOCKS,
+        transactions: false,
+      })
+    : undefined;
   const dir = mkdtempSync(join(tmpdir(), "flashindex-latency-"));
   const config = parseConfig(
     // Attribution runs after the commit and needs a node; this measures the pending path alone.
@@ -110,7 +126,16 @@ async function measure(rate: number, withBackfill: boolean) {
   const logger = createLogger("warn", pino.destination(2));
   const metrics = createMetrics({ defaultMetrics: false });
   const store = await openStore(config, { metrics });
-  const deps = createSyncDeps({ config, logger, metrics, shutdown, client: createRpcClient({ config, logger, metrics, shutdown }) }, store);
+  const deps = createSyncDeps(
+    {
+      config,
+      logger,
+      metrics,
+      shutdown,
+      client: createRpcClient({ config, logger, metrics, shutdown }),
+    },
+    store,
+  );
   const latencies: number[] = [];
   const sentAt = new Map<string, number>();
   const pending = createPreconfirmedIndexer({
@@ -138,16 +163,33 @@ async function measure(rate: number, withBackfill: boolean) {
   });
   const last = BACKFILL_BLOCKS - 1;
   // As the daemon's catch-up runs it (sync/head/headFollower.ts): beside live writes.
-  const backfilling = withBackfill ? backfill(deps, { from: 0, to: last, finalized: last }, { mode: "daemon" }).catch(() => undefined) : undefined;
+  const backfilling = withBackfill
+    ? backfill(deps, { from: 0, to: last, finalized: last }, { mode: "daemon" }).catch(
+        () => undefined,
+      )
+    : undefined;
   await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
   await shutdown.kill();
   await backfilling;
   child.kill();
   rpc?.stop();
-  const stored = (await store.countRowsByStatus(config.tokens[0]!.key)).reduce((sum, r) => sum + r.transfers + r.authorizations, 0);
+  const stored = (await store.countRowsByStatus(config.tokens[0]!.key)).reduce(
+    (sum, r) => sum + r.transfers + r.authorizations,
+    0,
+  );
   await store.close();
   rmSync(dir, { recursive: true, force: true });
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
-  return { rate, withBackfill, samples: latencies.length, stored, p50Ms: pct(50), p99Ms: pct(99), maxMs: latencies.at(-1) ?? Number.NaN };
+  const pct = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ??
+    Number.NaN;
+  return {
+    rate,
+    withBackfill,
+    samples: latencies.length,
+    stored,
+    p50Ms: pct(50),
+    p99Ms: pct(99),
+    maxMs: latencies.at(-1) ?? Number.NaN,
+  };
 }

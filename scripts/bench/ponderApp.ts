@@ -3,15 +3,35 @@ import { cpSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** The app template, in the sources (dist/ holds no copy of it). */
-const TEMPLATE_DIR = join(import.meta.dirname, "..", "..", "..", "scripts", "bench", "peers", "ponder");
+const TEMPLATE_DIR = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "..",
+  "scripts",
+  "bench",
+  "peers",
+  "ponder",
+);
 /** Where the app is installed and run: under .bench/, never in flashindex's own node_modules. */
-export const PONDER_APP_DIR = join(import.meta.dirname, "..", "..", "..", ".bench", "peers", "ponder");
+export const PONDER_APP_DIR = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "..",
+  ".bench",
+  "peers",
+  "ponder",
+);
 
 /** The Ponder version the template pins (its package.json), e.g. "0.16.10". */
 export function ponderPinnedVersion(): string {
-  const manifest = JSON.parse(readFileSync(join(TEMPLATE_DIR, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+  const manifest = JSON.parse(readFileSync(join(TEMPLATE_DIR, "package.json"), "utf8")) as {
+    dependencies: Record<string, string>;
+  };
   const version = manifest.dependencies.ponder;
-  if (version === undefined) throw new Error(`${TEMPLATE_DIR}/package.json names no ponder version`);
+  if (version === undefined)
+    throw new Error(`${TEMPLATE_DIR}/package.json names no ponder version`);
   return version;
 }
 
@@ -34,13 +54,22 @@ export function preparePonderApp(): { dir: string; version: string } {
   const pinned = ponderPinnedVersion();
   if (installedPonderVersion() !== pinned) {
     process.stderr.write(`installing Ponder ${pinned} into ${PONDER_APP_DIR} (once)\n`);
-    const npm = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: PONDER_APP_DIR, encoding: "utf8", timeout: 15 * 60_000 });
+    const npm = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], {
+      cwd: PONDER_APP_DIR,
+      encoding: "utf8",
+      timeout: 15 * 60_000,
+    });
     if (npm.status !== 0) {
       const output = `${npm.stdout ?? ""}${npm.stderr ?? ""}`.trim().slice(-2_000);
-      throw new Error(`npm install of Ponder ${pinned} in ${PONDER_APP_DIR} failed (${npm.error?.message ?? `exit ${npm.status}`}): ${output}`);
+      throw new Error(
+        `npm install of Ponder ${pinned} in ${PONDER_APP_DIR} failed (${npm.error?.message ?? `exit ${npm.status}`}): ${output}`,
+      );
     }
   }
   const version = installedPonderVersion();
-  if (version !== pinned) throw new Error(`${PONDER_APP_DIR}: npm installed Ponder ${version ?? "nothing"}, not ${pinned}`);
+  if (version !== pinned)
+    throw new Error(
+      `${PONDER_APP_DIR}: npm installed Ponder ${version ?? "nothing"}, not ${pinned}`,
+    );
   return { dir: PONDER_APP_DIR, version };
 }

@@ -5,10 +5,22 @@ import { freePort } from "./freePort.js";
 import { sampleProcessTree } from "./processTree.js";
 
 /** What one Ponder run indexes: a chain's token from `startBlock` to `endBlock`, through `rpcUrl`. */
-export type PonderTarget = { appDir: string; chainId: number; rpcUrl: string; token: string; startBlock: number; endBlock: number };
+export type PonderTarget = {
+  appDir: string;
+  chainId: number;
+  rpcUrl: string;
+  token: string;
+  startBlock: number;
+  endBlock: number;
+};
 
 /** A finished Ponder run: rows stored, wall time from spawn to ready, and its process tree's figures. */
-export type PonderFigures = { logs: number; durationMs: number; peakRssMb: number; cpuSeconds: number };
+export type PonderFigures = {
+  logs: number;
+  durationMs: number;
+  peakRssMb: number;
+  cpuSeconds: number;
+};
 
 /**
  * Whether a line of Ponder's JSON log says its backfill is indexed and its indexes built: from then
@@ -44,7 +56,18 @@ export async function runPonderBackfill(target: PonderTarget): Promise<PonderFig
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    [join(target.appDir, "node_modules", "ponder", "dist", "esm", "bin", "ponder.js"), "start", "--log-format", "json", "--hostname", "127.0.0.1", "--port", String(port), "--schema", "bench"],
+    [
+      join(target.appDir, "node_modules", "ponder", "dist", "esm", "bin", "ponder.js"),
+      "start",
+      "--log-format",
+      "json",
+      "--hostname",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--schema",
+      "bench",
+    ],
     {
       cwd: target.appDir,
       stdio: ["ignore", "pipe", "pipe"],
@@ -71,7 +94,9 @@ export async function runPonderBackfill(target: PonderTarget): Promise<PonderFig
     stderrRest = lines.pop() ?? "";
     lines.forEach(remember);
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => resolve(code)),
+  );
   try {
     let timer: NodeJS.Timeout | undefined;
     const durationMs = await new Promise<number>((resolve, reject) => {
@@ -84,8 +109,13 @@ export async function runPonderBackfill(target: PonderTarget): Promise<PonderFig
           if (isReadyLine(line)) resolve(performance.now() - started);
         }
       });
-      timer = setTimeout(() => reject(new Error(`Ponder did not finish within ${PONDER_TIMEOUT_MS / 1_000} s`)), PONDER_TIMEOUT_MS);
-      void exited.then((code) => reject(new Error(`ponder start exited ${code} before its ready line`)));
+      timer = setTimeout(
+        () => reject(new Error(`Ponder did not finish within ${PONDER_TIMEOUT_MS / 1_000} s`)),
+        PONDER_TIMEOUT_MS,
+      );
+      void exited.then((code) =>
+        reject(new Error(`ponder start exited ${code} before its ready line`)),
+      );
     }).finally(() => clearTimeout(timer));
     const figures = sampler.stop();
     const answer = await fetch(`http://127.0.0.1:${port}/bench/transfers`);
@@ -93,7 +123,9 @@ export async function runPonderBackfill(target: PonderTarget): Promise<PonderFig
     const { rows } = (await answer.json()) as { rows: number };
     return { logs: Number(rows), durationMs, ...figures };
   } catch (error) {
-    throw new Error(`${(error as Error).message}; Ponder's last lines:\n${tail.join("\n")}`, { cause: error });
+    throw new Error(`${(error as Error).message}; Ponder's last lines:\n${tail.join("\n")}`, {
+      cause: error,
+    });
   } finally {
     sampler.stop();
     if (child.exitCode === null && child.signalCode === null) {

@@ -11,7 +11,12 @@ const PONDER_FINALITY_BLOCKS = 30;
 
 /** One Ponder run of the bench, or why it could not run. */
 export type PonderRow =
-  | ({ name: string; blocked?: undefined; provider?: ProviderCounts; ceilingLogsPerSecond?: number } & PonderFigures)
+  | ({
+      name: string;
+      blocked?: undefined;
+      provider?: ProviderCounts;
+      ceilingLogsPerSecond?: number;
+    } & PonderFigures)
   | { name: string; blocked: string };
 
 /** What a Ponder row is compared with: flashindex's logs/s on the same chain (and proxy). */
@@ -25,7 +30,12 @@ async function mineFinality(chain: SavedChain): Promise<void> {
   const answer = await fetch(chain.anvil.httpUrl, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "anvil_mine", params: [`0x${(PONDER_FINALITY_BLOCKS + 1).toString(16)}`] }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "anvil_mine",
+      params: [`0x${(PONDER_FINALITY_BLOCKS + 1).toString(16)}`],
+    }),
   });
   const body = (await answer.json()) as { error?: { message: string } };
   if (body.error !== undefined) throw new Error(`anvil_mine failed: ${body.error.message}`);
@@ -37,7 +47,11 @@ async function mineFinality(chain: SavedChain): Promise<void> {
  * default shape, as flashindex's rows are. A run that cannot install or finish is a blocked row
  * carrying the reason.
  */
-export async function ponderRow(logs: number, shape: ChainShape, throughProxy: boolean): Promise<PonderRow> {
+export async function ponderRow(
+  logs: number,
+  shape: ChainShape,
+  throughProxy: boolean,
+): Promise<PonderRow> {
   const where = throughProxy ? "through a provider-shaped proxy" : "anvil end to end";
   const size = `saved ${shape} chain of ${logs.toLocaleString("en-US")} Transfer logs`;
   let app: ReturnType<typeof preparePonderApp>;
@@ -61,7 +75,12 @@ export async function ponderRow(logs: number, shape: ChainShape, throughProxy: b
       endBlock: chain.head,
     });
     if (proxy === undefined) return { name, ...figures };
-    return { name, ...figures, provider: { ...proxy.counts }, ceilingLogsPerSecond: providerCeiling(proxy.shape, logs, chain.head - chain.deployBlock) };
+    return {
+      name,
+      ...figures,
+      provider: { ...proxy.counts },
+      ceilingLogsPerSecond: providerCeiling(proxy.shape, logs, chain.head - chain.deployBlock),
+    };
   } catch (error) {
     return { name, blocked: (error as Error).message };
   } finally {
@@ -72,11 +91,32 @@ export async function ponderRow(logs: number, shape: ChainShape, throughProxy: b
 
 /** A Ponder row as a line of the bench's table, with flashindex's ratio to it when there is one. */
 export function ponderLine(row: PonderRow, comparison?: Comparison): BenchLine {
-  if (row.blocked !== undefined) return { measurement: `${row.name}: blocked: ${row.blocked.replaceAll("\n", " ").replaceAll("|", "/")}`, logs: 0 };
+  if (row.blocked !== undefined)
+    return {
+      measurement: `${row.name}: blocked: ${row.blocked.replaceAll("\n", " ").replaceAll("|", "/")}`,
+      logs: 0,
+    };
   const seconds = row.durationMs / 1_000;
   const logsPerSecond = row.logs / seconds;
   const parts = [`${row.name}, wall time to ready (every log indexed, indexes built)`];
-  if (row.provider !== undefined && row.ceilingLogsPerSecond !== undefined) parts.push(providerSummary({ ...row, provider: row.provider, ceilingLogsPerSecond: row.ceilingLogsPerSecond }));
-  if (comparison !== undefined) parts.push(`flashindex (${comparison.flashindexConfiguration}) ${(comparison.flashindexLogsPerSecond / logsPerSecond).toFixed(1)}× its logs/s`);
-  return { measurement: parts.join("; "), logs: row.logs, seconds, logsPerSecond, peakRssMb: row.peakRssMb, cpuSeconds: row.cpuSeconds };
+  if (row.provider !== undefined && row.ceilingLogsPerSecond !== undefined)
+    parts.push(
+      providerSummary({
+        ...row,
+        provider: row.provider,
+        ceilingLogsPerSecond: row.ceilingLogsPerSecond,
+      }),
+    );
+  if (comparison !== undefined)
+    parts.push(
+      `flashindex (${comparison.flashindexConfiguration}) ${(comparison.flashindexLogsPerSecond / logsPerSecond).toFixed(1)}× its logs/s`,
+    );
+  return {
+    measurement: parts.join("; "),
+    logs: row.logs,
+    seconds,
+    logsPerSecond,
+    peakRssMb: row.peakRssMb,
+    cpuSeconds: row.cpuSeconds,
+  };
 }

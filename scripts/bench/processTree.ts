@@ -6,7 +6,9 @@ const CLOCK_TICKS = 100;
 export type TreeFigures = { peakRssMb: number; cpuSeconds: number };
 
 /** The process's parent id, its CPU ticks (user + system) and its RSS (kB), or undefined once it is gone. */
-function readProcess(pid: number): { ppid: number; ticks: number; rssKb: number; hwmKb: number } | undefined {
+function readProcess(
+  pid: number,
+): { ppid: number; ticks: number; rssKb: number; hwmKb: number } | undefined {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
     const status = readFileSync(`/proc/${pid}/status`, "utf8");

@@ -27,7 +27,11 @@ export type ProviderRow = ProcessFigures & {
  * refusals). At 5 calls a second a chain takes at least its logs / 50,000 seconds, and with
  * attribution one call a block more.
  */
-export async function providerBackfill(logs: number, attribution: boolean, shape: Partial<ProviderShape> = {}): Promise<ProviderRow> {
+export async function providerBackfill(
+  logs: number,
+  attribution: boolean,
+  shape: Partial<ProviderShape> = {},
+): Promise<ProviderRow> {
   const chain = await startSavedAnvilChain(logs, "dense");
   const proxy = await startProviderProxy(chain.anvil.httpUrl, shape);
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
@@ -66,8 +70,11 @@ export async function providerBackfill(logs: number, attribution: boolean, shape
 /** The proxy's shape as a row names it. */
 export function providerShapeText(shape: ProviderShape): string {
   const named = shape.retryAfterEvery === 1 ? "every" : `1 in ${shape.retryAfterEvery}`;
-  const rate = Number.isFinite(shape.requestsPerSecond) ? `${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${named} refusals` : NO_RATE_LIMIT;
-  const strays = shape.strayRefusals > 0 ? `, ${Math.round(shape.strayRefusals * 100)}% ${STRAYS}` : "";
+  const rate = Number.isFinite(shape.requestsPerSecond)
+    ? `${shape.requestsPerSecond} calls/s, 429 with Retry-After on ${named} refusals`
+    : NO_RATE_LIMIT;
+  const strays =
+    shape.strayRefusals > 0 ? `, ${Math.round(shape.strayRefusals * 100)}% ${STRAYS}` : "";
   return `a provider-shaped proxy (${shape.latencyMs} ms, ${rate}${strays}, ${shape.maxBlockRange}-block and ${shape.maxResults}-result caps)`;
 }
 
@@ -78,41 +85,73 @@ export const STRAYS = "of requests refused at random with 429";
 /** The provider's ceiling (logs/s) on a chain of `logs` over `blocks`: its rate × the logs one answer can bring; Infinity without a rate limit. */
 export function providerCeiling(shape: ProviderShape, logs: number, blocks: number): number {
   const density = logs / Math.max(1, blocks);
-  return Math.round(shape.requestsPerSecond * Math.min(shape.maxResults, density * shape.maxBlockRange));
+  return Math.round(
+    shape.requestsPerSecond * Math.min(shape.maxResults, density * shape.maxBlockRange),
+  );
 }
 
 /**
  * The row's extra columns as one cell: the ceiling, the share of it reached, and the requests
  * refused; when attribution trailed the logs (`markedMs`), when the logs were stored as well.
  */
-export function providerSummary(row: Pick<ProviderRow, "logs" | "durationMs" | "ceilingLogsPerSecond" | "provider"> & { markedMs?: number | undefined }): string {
+export function providerSummary(
+  row: Pick<ProviderRow, "logs" | "durationMs" | "ceilingLogsPerSecond" | "provider"> & {
+    markedMs?: number | undefined;
+  },
+): string {
   const logsPerSecond = row.logs / (row.durationMs / 1_000);
-  const refused = row.provider.rateLimited + row.provider.rangeRefused + row.provider.resultsRefused;
-  const share = (part: number, whole: number) => `${((100 * part) / Math.max(1, whole)).toFixed(1)}%`;
+  const refused =
+    row.provider.rateLimited + row.provider.rangeRefused + row.provider.resultsRefused;
+  const share = (part: number, whole: number) =>
+    `${((100 * part) / Math.max(1, whole)).toFixed(1)}%`;
   const stored =
     row.markedMs === undefined
       ? ""
       : `; logs stored in ${(row.markedMs / 1_000).toFixed(1)} s (${Math.round(row.logs / (row.markedMs / 1_000))} logs/s), attribution caught up at ${(row.durationMs / 1_000).toFixed(1)} s`;
-  const ceiling = Number.isFinite(row.ceilingLogsPerSecond) ? `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it` : "no ceiling";
+  const ceiling = Number.isFinite(row.ceilingLogsPerSecond)
+    ? `ceiling ${row.ceilingLogsPerSecond} logs/s, ${share(logsPerSecond, row.ceilingLogsPerSecond)} of it`
+    : "no ceiling";
   return `${ceiling}; ${refused} of ${row.provider.requests} requests refused (${share(refused, row.provider.requests)}: ${row.provider.rateLimited} rate, ${row.provider.rangeRefused} range, ${row.provider.resultsRefused} results)${stored}`;
 }
 
 /** When the logs were stored, as providerSummary() wrote it (a row whose attribution trailed them), read back. */
-export function parseLogsStored(measurement: string): { seconds: number; logsPerSecond: number } | undefined {
+export function parseLogsStored(
+  measurement: string,
+): { seconds: number; logsPerSecond: number } | undefined {
   const found = /logs stored in ([\d.]+) s \((\d+) logs\/s\)/.exec(measurement);
-  return found === null ? undefined : { seconds: Number(found[1]), logsPerSecond: Number(found[2]) };
+  return found === null
+    ? undefined
+    : { seconds: Number(found[1]), logsPerSecond: Number(found[2]) };
 }
 
 /** The figures providerSummary() wrote into a row's measurement, read back (a recorded run keeps only the text). */
-export function parseProviderSummary(measurement: string): { ceilingLogsPerSecond: number; sharePercent: number; refused: number; requests: number } | undefined {
-  const found = /ceiling (\d+) logs\/s, ([\d.]+)% of it; (\d+) of (\d+) requests refused/.exec(measurement);
+export function parseProviderSummary(
+  measurement: string,
+):
+  | { ceilingLogsPerSecond: number; sharePercent: number; refused: number; requests: number }
+  | undefined {
+  const found = /ceiling (\d+) logs\/s, ([\d.]+)% of it; (\d+) of (\d+) requests refused/.exec(
+    measurement,
+  );
   if (found === null) return undefined;
-  return { ceilingLogsPerSecond: Number(found[1]), sharePercent: Number(found[2]), refused: Number(found[3]), requests: Number(found[4]) };
+  return {
+    ceilingLogsPerSecond: Number(found[1]),
+    sharePercent: Number(found[2]),
+    refused: Number(found[3]),
+    requests: Number(found[4]),
+  };
 }
 
 /** A provider row as a line of the bench's table: its figures, with the provider's in the measurement. */
 export function providerLine(row: ProviderRow): BenchLine {
   const seconds = row.durationMs / 1_000;
   const { logs, peakRssMb, cpuSeconds } = row;
-  return { measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`, logs, seconds, logsPerSecond: logs / seconds, peakRssMb, cpuSeconds };
+  return {
+    measurement: `backfill (whole process) ${row.name}: ${providerSummary(row)}`,
+    logs,
+    seconds,
+    logsPerSecond: logs / seconds,
+    peakRssMb,
+    cpuSeconds,
+  };
 }

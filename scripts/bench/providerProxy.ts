@@ -50,7 +50,13 @@ export type ProviderCounts = {
 };
 
 /** One request as the proxy saw it: when it arrived (Date.now() ms), its method (`batch` for a batch), its calls, and what it got. */
-export type ProviderEvent = { at: number; method: string; calls: number; outcome: "served" | "rate_limited" | "range" | "results"; retryAfterMs?: number };
+export type ProviderEvent = {
+  at: number;
+  method: string;
+  calls: number;
+  outcome: "served" | "rate_limited" | "range" | "results";
+  retryAfterMs?: number;
+};
 
 type Call = { jsonrpc?: string; id?: unknown; method?: string; params?: unknown[] };
 
@@ -67,7 +73,17 @@ const RATE_WINDOW_MS = 1_000;
  */
 export async function startProviderProxy(targetUrl: string, shape: Partial<ProviderShape> = {}) {
   const s: ProviderShape = { ...DEFAULT_PROVIDER_SHAPE, ...shape };
-  const counts: ProviderCounts = { requests: 0, calls: 0, rateLimited: 0, withRetryAfter: 0, strayRefused: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 0, bytesServed: 0 };
+  const counts: ProviderCounts = {
+    requests: 0,
+    calls: 0,
+    rateLimited: 0,
+    withRetryAfter: 0,
+    strayRefused: 0,
+    rangeRefused: 0,
+    resultsRefused: 0,
+    logsServed: 0,
+    bytesServed: 0,
+  };
   const events: ProviderEvent[] = [];
   /** When each admitted call arrived, over the last RATE_WINDOW_MS. */
   const admitted: number[] = [];
@@ -81,24 +97,44 @@ export async function startProviderProxy(targetUrl: string, shape: Partial<Provi
   }
 
   async function forward(body: string): Promise<string> {
-    const response = await fetch(targetUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const response = await fetch(targetUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
     return response.text();
   }
 
   /** A refusal of one eth_getLogs for its range or result count, or undefined to serve it. */
-  async function capped(call: Call): Promise<{ status: number; body: string; outcome: "range" | "results" } | { answer: string; logs: number }> {
+  async function capped(
+    call: Call,
+  ): Promise<
+    | { status: number; body: string; outcome: "range" | "results" }
+    | { answer: string; logs: number }
+  > {
     const filter = call.params?.[0] as { fromBlock?: unknown; toBlock?: unknown } | undefined;
     const from = Number(filter?.fromBlock);
     const to = Number(filter?.toBlock);
     if (Number.isSafeInteger(from) && Number.isSafeInteger(to) && to - from + 1 > s.maxBlockRange)
-      return { status: 400, body: errorBody(call.id, -32602, `block range greater than ${s.maxBlockRange} max`), outcome: "range" };
+      return {
+        status: 400,
+        body: errorBody(call.id, -32602, `block range greater than ${s.maxBlockRange} max`),
+        outcome: "range",
+      };
     const answer = await forward(JSON.stringify(call));
     const logs = countLogs(answer);
-    if (logs > s.maxResults) return { status: 200, body: errorBody(call.id, -32005, `query returned more than ${s.maxResults} results`), outcome: "results" };
+    if (logs > s.maxResults)
+      return {
+        status: 200,
+        body: errorBody(call.id, -32005, `query returned more than ${s.maxResults} results`),
+        outcome: "results",
+      };
     return { answer, logs };
   }
 
-  async function answer(body: string): Promise<{ status: number; body: string; headers?: Record<string, string> }> {
+  async function answer(
+    body: string,
+  ): Promise<{ status: number; body: string; headers?: Record<string, string> }> {
     const parsed = JSON.parse(body) as Call | Call[];
     const calls = Array.isArray(parsed) ? parsed.length : 1;
     const method = Array.isArray(parsed) ? "batch" : String(parsed.method);
@@ -114,7 +150,13 @@ export async function startProviderProxy(targetUrl: string, shape: Partial<Provi
     if (!admit(calls, now)) {
       counts.rateLimited++;
       const named = counts.rateLimited % s.retryAfterEvery === 0;
-      events.push({ at: now, method, calls, outcome: "rate_limited", ...(named ? { retryAfterMs: s.retryAfterSeconds * 1_000 } : {}) });
+      events.push({
+        at: now,
+        method,
+        calls,
+        outcome: "rate_limited",
+        ...(named ? { retryAfterMs: s.retryAfterSeconds * 1_000 } : {}),
+      });
       if (named) counts.withRetryAfter++;
       return {
         status: 429,
@@ -147,7 +189,9 @@ export async function startProviderProxy(targetUrl: string, shape: Partial<Provi
           const wait = s.latencyMs - (Date.now() - started);
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
           counts.bytesServed += Buffer.byteLength(reply.body);
-          res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(reply.body);
+          res
+            .writeHead(reply.status, { "content-type": "application/json", ...reply.headers })
+            .end(reply.body);
         })
         .catch(() => res.writeHead(502, { "content-type": "text/plain" }).end("Bad Gateway"));
     });
@@ -176,9 +220,15 @@ export type ProviderProxy = Awaited<ReturnType<typeof startProviderProxy>>;
  */
 function countLogs(answer: string): number {
   let logs = 0;
-  for (let at = answer.indexOf(LOG_KEY); at !== -1; at = answer.indexOf(LOG_KEY, at + LOG_KEY.length)) logs++;
+  for (
+    let at = answer.indexOf(LOG_KEY);
+    at !== -1;
+    at = answer.indexOf(LOG_KEY, at + LOG_KEY.length)
+  )
+    logs++;
   return logs;
 }
 const LOG_KEY = '"logIndex"';
 
-const errorBody = (id: unknown, code: number, message: string): string => JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } });
+const errorBody = (id: unknown, code: number, message: string): string =>
+  JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } });

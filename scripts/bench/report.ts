@@ -12,7 +12,10 @@ const PEERS_RECORDER = "npm run bench:peers at ";
 
 /** An anvil end-to-end row's chain size, shape and configuration: a later row with the same key measures it again. */
 const anvilRowKey = (measurement: string): string | undefined =>
-  /^backfill \(whole process\): anvil end to end, ([\d,]+) Transfer logs \(saved (\S+) chain.*, attribution (on|off)$/.exec(measurement)?.slice(1).join(" ");
+  /^backfill \(whole process\): anvil end to end, ([\d,]+) Transfer logs \(saved (\S+) chain.*, attribution (on|off)$/
+    .exec(measurement)
+    ?.slice(1)
+    .join(" ");
 
 /**
  * The rows of the newest run of the whole bench and of the newest bench:peers run, and the newest
@@ -22,11 +25,20 @@ const anvilRowKey = (measurement: string): string | undefined =>
 export function latestRows(rows: readonly RecordedRow[]): RecordedRow[] {
   const peers = (row: RecordedRow) => row.recordedIn.startsWith(PEERS_RECORDER);
   const newestRun = (test: (row: RecordedRow) => boolean) =>
-    rows.filter(test).reduce<string | undefined>((run, row) => (run === undefined || row.runUtc > run ? row.runUtc : run), undefined);
-  const runs = new Set([newestRun((row) => !peers(row)), newestRun(peers)].filter((run) => run !== undefined));
+    rows
+      .filter(test)
+      .reduce<string | undefined>(
+        (run, row) => (run === undefined || row.runUtc > run ? row.runUtc : run),
+        undefined,
+      );
+  const runs = new Set(
+    [newestRun((row) => !peers(row)), newestRun(peers)].filter((run) => run !== undefined),
+  );
   const chosen = new Set(rows.filter((row) => runs.has(row.runUtc)));
   // A peers run's flashindex row is one run beside Ponder's: it does not stand for the bench's own row.
-  const shown = new Set([...chosen].filter((row) => !peers(row)).map((row) => anvilRowKey(row.measurement)));
+  const shown = new Set(
+    [...chosen].filter((row) => !peers(row)).map((row) => anvilRowKey(row.measurement)),
+  );
   const newestOfKey = new Map<string, RecordedRow>();
   for (const row of rows) {
     const key = anvilRowKey(row.measurement);
@@ -36,7 +48,9 @@ export function latestRows(rows: readonly RecordedRow[]): RecordedRow[] {
   }
   for (const row of newestOfKey.values()) chosen.add(row);
   // Newest run first; a run's rows in the order it recorded them (sort is stable).
-  return rows.filter((row) => chosen.has(row)).sort((a, b) => (a.runUtc === b.runUtc ? 0 : a.runUtc > b.runUtc ? -1 : 1));
+  return rows
+    .filter((row) => chosen.has(row))
+    .sort((a, b) => (a.runUtc === b.runUtc ? 0 : a.runUtc > b.runUtc ? -1 : 1));
 }
 
 /**
@@ -48,7 +62,8 @@ export function replaceSection(text: string, name: string, content: string): str
   const close = `<!-- /bench:${name} -->`;
   const start = text.indexOf(open);
   const end = text.indexOf(close);
-  if (start === -1 || end < start) throw new Error(`docs/benchmarks.md has no ${open} … ${close} section`);
+  if (start === -1 || end < start)
+    throw new Error(`docs/benchmarks.md has no ${open} … ${close} section`);
   return `${text.slice(0, start + open.length)}\n${content}\n${text.slice(end)}`;
 }
 

@@ -33,8 +33,10 @@ export const RUNS_CSV_COLUMNS = [
   "note",
 ] as const;
 
-const fixed = (value: number | undefined, digits: number): string => (value === undefined ? "" : value.toFixed(digits));
-const whole = (value: number | undefined): string => (value === undefined ? "" : String(Math.round(value)));
+const fixed = (value: number | undefined, digits: number): string =>
+  value === undefined ? "" : value.toFixed(digits);
+const whole = (value: number | undefined): string =>
+  value === undefined ? "" : String(Math.round(value));
 
 /** The figures of a line as the table and the CSV write them. */
 function cells(line: BenchLine): string[] {
@@ -49,15 +51,20 @@ function cells(line: BenchLine): string[] {
   ];
 }
 
-const FIGURE_HEADER = "measurement | logs | seconds | logs/s | peak RSS MB | CPU s | p50 ms | p99 ms";
+const FIGURE_HEADER =
+  "measurement | logs | seconds | logs/s | peak RSS MB | CPU s | p50 ms | p99 ms";
 const FIGURE_ALIGN = "--- | ---: | ---: | ---: | ---: | ---: | ---: | ---:";
-const tableRow = (cellsOfRow: readonly string[]) => `| ${cellsOfRow.join(" | ")} |`.replace(/ {2,}\|/g, " |");
+const tableRow = (cellsOfRow: readonly string[]) =>
+  `| ${cellsOfRow.join(" | ")} |`.replace(/ {2,}\|/g, " |");
 
 /**
  * The run's lines as one Markdown table, the form docs/benchmarks.md keeps; with `run`, each row
  * also names the run's start (UTC, to the minute) and the machine.
  */
-export function markdownTable(lines: readonly BenchLine[], run?: Pick<BenchRun, "runUtc" | "machine">): string {
+export function markdownTable(
+  lines: readonly BenchLine[],
+  run?: Pick<BenchRun, "runUtc" | "machine">,
+): string {
   const lead = run === undefined ? [] : [run.runUtc.slice(0, 16).replace("T", " "), run.machine];
   return [
     `| ${run === undefined ? "" : "run (UTC) | machine | "}${FIGURE_HEADER} |`,
@@ -77,7 +84,15 @@ export function recordedTable(rows: readonly RecordedRow[]): string {
         row.runUtc.slice(0, 16).replace("T", " "),
         row.machine,
         row.measurement,
-        ...[row.logs, row.seconds, row.logsPerSecond, row.peakRssMb, row.cpuSeconds, row.p50Ms, row.p99Ms].map(cell),
+        ...[
+          row.logs,
+          row.seconds,
+          row.logsPerSecond,
+          row.peakRssMb,
+          row.cpuSeconds,
+          row.p50Ms,
+          row.p99Ms,
+        ].map(cell),
       ]),
     ),
   ].join("\n");
@@ -91,7 +106,12 @@ function csvField(value: string): string {
 /** The run's lines as rows of results/runs.csv (no header), each ending in a line break. */
 export function runsCsvRows(run: BenchRun, lines: readonly BenchLine[]): string {
   return lines
-    .map((line) => [run.runUtc, run.machine, line.measurement, ...cells(line), run.recordedIn, ""].map(csvField).join(",") + "\n")
+    .map(
+      (line) =>
+        [run.runUtc, run.machine, line.measurement, ...cells(line), run.recordedIn, ""]
+          .map(csvField)
+          .join(",") + "\n",
+    )
     .join("");
 }
 
@@ -103,7 +123,8 @@ export function appendRuns(path: string, run: BenchRun, lines: readonly BenchLin
   const header = RUNS_CSV_COLUMNS.join(",");
   if (!existsSync(path)) writeFileSync(path, `${header}\n`);
   const found = readFileSync(path, "utf8").split("\n", 1)[0];
-  if (found !== header) throw new Error(`${path}: its header is "${found}", not "${header}"; not appending`);
+  if (found !== header)
+    throw new Error(`${path}: its header is "${found}", not "${header}"; not appending`);
   appendFileSync(path, runsCsvRows(run, lines));
 }
 
@@ -162,19 +183,39 @@ function csvRecords(text: string): string[][] {
  */
 export function parseRunsCsv(text: string): RecordedRow[] {
   const [header, ...records] = csvRecords(text);
-  if (header?.join(",") !== RUNS_CSV_COLUMNS.join(",")) throw new Error(`runs.csv: its header is "${header?.join(",")}", not "${RUNS_CSV_COLUMNS.join(",")}"`);
+  if (header?.join(",") !== RUNS_CSV_COLUMNS.join(","))
+    throw new Error(
+      `runs.csv: its header is "${header?.join(",")}", not "${RUNS_CSV_COLUMNS.join(",")}"`,
+    );
   const number = (cell: string, row: number, column: string): number | undefined => {
     if (cell === "") return undefined;
     const value = Number(cell);
-    if (!Number.isFinite(value)) throw new Error(`runs.csv row ${row}: ${column} is "${cell}", not a number`);
+    if (!Number.isFinite(value))
+      throw new Error(`runs.csv row ${row}: ${column} is "${cell}", not a number`);
     return value;
   };
   return records
     .filter((fields) => !(fields.length === 1 && fields[0] === ""))
     .map((fields, i) => {
       const row = i + 2;
-      if (fields.length !== RUNS_CSV_COLUMNS.length) throw new Error(`runs.csv row ${row}: ${fields.length} fields, not ${RUNS_CSV_COLUMNS.length}`);
-      const [runUtc, machine, measurement, logs, seconds, logsPerSecond, peakRssMb, cpuSeconds, p50Ms, p99Ms, recordedIn, note] = fields as [string, ...string[]];
+      if (fields.length !== RUNS_CSV_COLUMNS.length)
+        throw new Error(
+          `runs.csv row ${row}: ${fields.length} fields, not ${RUNS_CSV_COLUMNS.length}`,
+        );
+      const [
+        runUtc,
+        machine,
+        measurement,
+        logs,
+        seconds,
+        logsPerSecond,
+        peakRssMb,
+        cpuSeconds,
+        p50Ms,
+        p99Ms,
+        recordedIn,
+        note,
+      ] = fields as [string, ...string[]];
       return {
         runUtc,
         machine: machine!,

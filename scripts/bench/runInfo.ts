@@ -11,8 +11,15 @@ export function machineText(): string {
 /** The commit the run measured (with "+changes" when the work tree differs), or "unknown" outside git. */
 export function currentCommit(): string {
   try {
-    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: import.meta.dirname, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: import.meta.dirname, encoding: "utf8" }).trim() !== "";
+    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+      cwd: import.meta.dirname,
+      encoding: "utf8",
+    }).trim();
+    const dirty =
+      execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], {
+        cwd: import.meta.dirname,
+        encoding: "utf8",
+      }).trim() !== "";
     return dirty ? `${commit}+changes` : commit;
   } catch {
     return "unknown";
@@ -20,4 +27,13 @@ export function currentCommit(): string {
 }
 
 /** results/runs.csv in the sources (the bench runs from dist/scripts/bench/). */
-export const RUNS_CSV = join(import.meta.dirname, "..", "..", "..", "scripts", "bench", "results", "runs.csv");
+export const RUNS_CSV = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "..",
+  "scripts",
+  "bench",
+  "results",
+  "runs.csv",
+);

@@ -32,12 +32,27 @@ const SHOP = "0x000000000000000000000000000000000000c0de";
 const AMOUNT = 10_000n;
 /** How long the daemon gets to start its facilitator. */
 const DAEMON_START_TIMEOUT_MS = 60_000;
-const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", import.meta.filename.endsWith(".ts") ? "main.ts" : "main.js");
+const MAIN = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "src",
+  "cli",
+  import.meta.filename.endsWith(".ts") ? "main.ts" : "main.js",
+);
 
-export type SettleBenchRow = SettleLatency & { facilitator: "flashindex" | "reference"; settleWaitsFor: "preconfirmed" | "confirmed"; perSecond: number | undefined };
+export type SettleBenchRow = SettleLatency & {
+  facilitator: "flashindex" | "reference";
+  settleWaitsFor: "preconfirmed" | "confirmed";
+  perSecond: number | undefined;
+};
 
 /** `flashindex start` with the facilitator on, its URL once it listens, and how to stop it. */
-async function startDaemon(devnet: Devnet, dir: string, settleWaitsFor: "preconfirmed" | "confirmed"): Promise<{ url: string; stop: () => Promise<void> }> {
+async function startDaemon(
+  devnet: Devnet,
+  dir: string,
+  settleWaitsFor: "preconfirmed" | "confirmed",
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const config = join(dir, `${settleWaitsFor}.json`);
   writeFileSync(
     config,
@@ -54,10 +69,17 @@ async function startDaemon(devnet: Devnet, dir: string, settleWaitsFor: "preconf
       facilitator: { enabled: true, port: 0, settleWaitsFor },
     }),
   );
-  const daemon: ChildProcess = spawn(process.execPath, [...(MAIN.endsWith(".ts") ? ["--import", "tsx"] : []), MAIN, "start", "--config", config], {
-    env: { ...process.env, FLASHINDEX_RELAYER_KEY: devnet.privateKeys[RELAYER_KEY_INDEX[settleWaitsFor]]! },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const daemon: ChildProcess = spawn(
+    process.execPath,
+    [...(MAIN.endsWith(".ts") ? ["--import", "tsx"] : []), MAIN, "start", "--config", config],
+    {
+      env: {
+        ...process.env,
+        FLASHINDEX_RELAYER_KEY: devnet.privateKeys[RELAYER_KEY_INDEX[settleWaitsFor]]!,
+      },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   let out = "";
   daemon.stdout!.on("data", (chunk: Buffer) => (out = (out + chunk.toString()).slice(-100_000)));
   const stop = async () => {
@@ -72,7 +94,9 @@ async function startDaemon(devnet: Devnet, dir: string, settleWaitsFor: "preconf
     if (url !== undefined) return { url, stop };
     if (daemon.exitCode !== null || Date.now() > deadline) {
       await stop();
-      throw new Error(`flashindex's facilitator did not start (${settleWaitsFor}):\n${out.slice(-4_000)}`);
+      throw new Error(
+        `flashindex's facilitator did not start (${settleWaitsFor}):\n${out.slice(-4_000)}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -82,23 +106,55 @@ const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200
 const dir = mkdtempSync(join(tmpdir(), "flashindex-settle-bench-"));
 const rows: SettleBenchRow[] = [];
 try {
-  const domain = await readTokenDomain(createPublicClient({ transport: http(devnet.httpUrl) }), devnet.token);
-  const offer: ExactOffer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: SHOP, amount: AMOUNT };
+  const domain = await readTokenDomain(
+    createPublicClient({ transport: http(devnet.httpUrl) }),
+    devnet.token,
+  );
+  const offer: ExactOffer = {
+    chainId: devnet.chainId,
+    token: devnet.token,
+    name: domain.name,
+    version: domain.version,
+    payTo: SHOP,
+    amount: AMOUNT,
+  };
   const payers = BUYER_KEY_INDEXES.map((index) => privateKeyToAccount(devnet.privateKeys[index]!));
   for (const settleWaitsFor of ["preconfirmed", "confirmed"] as const) {
     const daemon = await startDaemon(devnet, dir, settleWaitsFor);
     try {
-      const figures = await measureSettleLatency({ facilitatorUrl: daemon.url, offer, payers, payments: PAYMENTS, concurrency: PAYMENTS, perSecond: PER_SECOND });
+      const figures = await measureSettleLatency({
+        facilitatorUrl: daemon.url,
+        offer,
+        payers,
+        payments: PAYMENTS,
+        concurrency: PAYMENTS,
+        perSecond: PER_SECOND,
+      });
       rows.push({ facilitator: "flashindex", settleWaitsFor, perSecond: PER_SECOND, ...figures });
     } finally {
       await daemon.stop();
     }
   }
-  const reference = await startReferenceFacilitator({ rpcUrl: devnet.httpUrl, chainId: devnet.chainId, privateKey: devnet.privateKeys[RELAYER_KEY_INDEX.reference]! });
+  const reference = await startReferenceFacilitator({
+    rpcUrl: devnet.httpUrl,
+    chainId: devnet.chainId,
+    privateKey: devnet.privateKeys[RELAYER_KEY_INDEX.reference]!,
+  });
   try {
-    const figures = await measureSettleLatency({ facilitatorUrl: reference.url, offer, payers, payments: REFERENCE_PAYMENTS, concurrency: 1 });
+    const figures = await measureSettleLatency({
+      facilitatorUrl: reference.url,
+      offer,
+      payers,
+      payments: REFERENCE_PAYMENTS,
+      concurrency: 1,
+    });
     // The reference waits for a receipt, which the Flashblocks front answers at pre-confirmation.
-    rows.push({ facilitator: "reference", settleWaitsFor: "preconfirmed", perSecond: undefined, ...figures });
+    rows.push({
+      facilitator: "reference",
+      settleWaitsFor: "preconfirmed",
+      perSecond: undefined,
+      ...figures,
+    });
   } finally {
     await reference.close();
   }

@@ -4,7 +4,11 @@ import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { readTokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet } from "../../src/devnet/startDevnet.js";
-import { referencePaymentBody, startReferenceFacilitator, type ExactOffer } from "./x402Reference.js";
+import {
+  referencePaymentBody,
+  startReferenceFacilitator,
+  type ExactOffer,
+} from "./x402Reference.js";
 
 /**
  * Settle latency of an x402 facilitator: from POST /settle to its answer, as a resource server
@@ -60,7 +64,12 @@ const now = () => performance.now();
 /** Settles `payments` payments through `facilitatorUrl` and times each POST /settle → answer. */
 export async function measureSettleLatency(options: SettleLatencyOptions): Promise<SettleLatency> {
   const bodies: string[] = [];
-  for (let i = 0; i < options.payments; i++) bodies.push(JSON.stringify(await referencePaymentBody(options.payers[i % options.payers.length]!, options.offer)));
+  for (let i = 0; i < options.payments; i++)
+    bodies.push(
+      JSON.stringify(
+        await referencePaymentBody(options.payers[i % options.payers.length]!, options.offer),
+      ),
+    );
   const latencies: number[] = [];
   const transactions = new Set<string>();
   const failures: Record<string, number> = {};
@@ -77,14 +86,20 @@ export async function measureSettleLatency(options: SettleLatencyOptions): Promi
         if (due > now()) await new Promise((resolve) => setTimeout(resolve, due - now()));
       }
       const sentAt = now();
-      const response = await fetch(`${options.facilitatorUrl}/settle`, { method: "POST", headers: { "content-type": "application/json", ...options.headers }, body });
-      const answer = (await response.json().catch(() => undefined)) as { success?: unknown; transaction?: unknown; errorReason?: unknown } | undefined;
+      const response = await fetch(`${options.facilitatorUrl}/settle`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...options.headers },
+        body,
+      });
+      const answer = (await response.json().catch(() => undefined)) as
+        { success?: unknown; transaction?: unknown; errorReason?: unknown } | undefined;
       latencies.push(now() - sentAt);
       if (answer?.success === true && typeof answer.transaction === "string") {
         settled++;
         transactions.add(answer.transaction.toLowerCase());
       } else {
-        const reason = typeof answer?.errorReason === "string" ? answer.errorReason : `http ${response.status}`;
+        const reason =
+          typeof answer?.errorReason === "string" ? answer.errorReason : `http ${response.status}`;
         failures[reason] = (failures[reason] ?? 0) + 1;
       }
     }
@@ -93,7 +108,9 @@ export async function measureSettleLatency(options: SettleLatencyOptions): Promi
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
   const wallSeconds = (now() - started) / 1_000;
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
+  const pct = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ??
+    Number.NaN;
   return {
     payments: options.payments,
     concurrency: options.concurrency,
@@ -119,13 +136,40 @@ async function main(): Promise<void> {
   const concurrency = Number(process.env.BENCH_SETTLE_CONCURRENCY ?? 1);
   const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200 });
   try {
-    const domain = await readTokenDomain(createPublicClient({ transport: http(devnet.httpUrl) }), devnet.token);
-    const offer: ExactOffer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: SHOP, amount: AMOUNT };
-    const reference = await startReferenceFacilitator({ rpcUrl: devnet.httpUrl, chainId: devnet.chainId, privateKey: devnet.privateKeys[REFERENCE_RELAYER_KEY_INDEX]! });
+    const domain = await readTokenDomain(
+      createPublicClient({ transport: http(devnet.httpUrl) }),
+      devnet.token,
+    );
+    const offer: ExactOffer = {
+      chainId: devnet.chainId,
+      token: devnet.token,
+      name: domain.name,
+      version: domain.version,
+      payTo: SHOP,
+      amount: AMOUNT,
+    };
+    const reference = await startReferenceFacilitator({
+      rpcUrl: devnet.httpUrl,
+      chainId: devnet.chainId,
+      privateKey: devnet.privateKeys[REFERENCE_RELAYER_KEY_INDEX]!,
+    });
     try {
-      const payers = BUYER_KEY_INDEXES.map((index) => privateKeyToAccount(devnet.privateKeys[index]!));
-      const figures = await measureSettleLatency({ facilitatorUrl: reference.url, offer, payers, payments, concurrency });
-      console.log(JSON.stringify({ facilitator: "reference (@x402/core x402Facilitator + @x402/evm exact)", ...figures }));
+      const payers = BUYER_KEY_INDEXES.map((index) =>
+        privateKeyToAccount(devnet.privateKeys[index]!),
+      );
+      const figures = await measureSettleLatency({
+        facilitatorUrl: reference.url,
+        offer,
+        payers,
+        payments,
+        concurrency,
+      });
+      console.log(
+        JSON.stringify({
+          facilitator: "reference (@x402/core x402Facilitator + @x402/evm exact)",
+          ...figures,
+        }),
+      );
     } finally {
       await reference.close();
     }
@@ -134,4 +178,5 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.filename) await main();
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.filename)
+  await main();

@@ -7,9 +7,17 @@ import type { SettleBenchRow } from "./settleBench.js";
  * settleBench.js in a process of its own through `runNode` and turns its figures into table lines.
  * `logs` holds the payments answered `success: true`.
  */
-export async function settleLines(runNode: (script: string, args: string[]) => Promise<string>): Promise<BenchLine[]> {
+export async function settleLines(
+  runNode: (script: string, args: string[]) => Promise<string>,
+): Promise<BenchLine[]> {
   const rows = JSON.parse(await runNode("settleBench.js", [])) as SettleBenchRow[];
-  return rows.map((row): BenchLine => ({ measurement: settleMeasurement(row), logs: row.settled, seconds: row.settled / row.settledPerSecond, p50Ms: row.p50Ms, p99Ms: row.p99Ms }));
+  return rows.map((row): BenchLine => ({
+    measurement: settleMeasurement(row),
+    logs: row.settled,
+    seconds: row.settled / row.settledPerSecond,
+    p50Ms: row.p50Ms,
+    p99Ms: row.p99Ms,
+  }));
 }
 
 /** What a settle row measured, in the table's words. */
@@ -18,7 +26,8 @@ function settleMeasurement(row: SettleBenchRow): string {
     row.facilitator === "flashindex"
       ? `flashindex facilitator, settleWaitsFor "${row.settleWaitsFor}"`
       : "reference facilitator (@x402/core x402Facilitator + @x402/evm exact, viem receipt polling 1 s)";
-  const load = row.perSecond === undefined ? `one at a time` : `${row.perSecond}/s offered open loop`;
+  const load =
+    row.perSecond === undefined ? `one at a time` : `${row.perSecond}/s offered open loop`;
   const failed = row.payments - row.settled;
   return `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}, ${row.payments} payments ${load} through one relayer, ${row.settledPerSecond.toFixed(1)} settled/s${failed > 0 ? `, ${failed} failed` : ""}`;
 }

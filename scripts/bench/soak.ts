@@ -10,7 +10,13 @@ import { startDemoTraffic } from "../../src/devnet/demoTraffic.js";
 import { startDevnet } from "../../src/devnet/startDevnet.js";
 import { followDevnet } from "./devnetDaemonConfig.js";
 import { CLI, processCpuSeconds } from "./cliBackfill.js";
-import { judgeSoak, metricSum, SOAK_CSV_HEADER, soakCsvRow, type SoakSample } from "./soakFigures.js";
+import {
+  judgeSoak,
+  metricSum,
+  SOAK_CSV_HEADER,
+  soakCsvRow,
+  type SoakSample,
+} from "./soakFigures.js";
 
 /**
  * `npm run bench:soak`: the daemon for BENCH_SOAK_MINUTES (default 30) at Base's USDC rate. The
@@ -28,17 +34,29 @@ const MINUTES = Number(process.env.BENCH_SOAK_MINUTES ?? 30);
 const PAYMENTS_PER_SECOND = Number(process.env.BENCH_SOAK_PAYMENTS_PER_SECOND ?? 50);
 const SAMPLE_MS = Number(process.env.BENCH_SOAK_SAMPLE_SECONDS ?? 60) * 1_000;
 /** Minutes left out of the slopes: the daemon's caches, pools and JIT settle first. */
-const WARMUP_MINUTES = Number(process.env.BENCH_SOAK_WARMUP_MINUTES ?? Math.min(3, Math.floor(MINUTES / 5)));
+const WARMUP_MINUTES = Number(
+  process.env.BENCH_SOAK_WARMUP_MINUTES ?? Math.min(3, Math.floor(MINUTES / 5)),
+);
 const STARTED_UTC = new Date().toISOString();
 // Runs from dist/scripts/bench/: the committed results live in the sources.
 const RESULTS = join(import.meta.dirname, "..", "..", "..", "scripts", "bench", "results");
 /** The newest daemon output kept for a failure's message. */
 const OUTPUT_TAIL = 20_000;
 
-for (const [name, value] of Object.entries({ MINUTES, PAYMENTS_PER_SECOND, SAMPLE_MS, WARMUP_MINUTES }))
-  if (!Number.isFinite(value) || value < 0) throw new Error(`soak: ${name} must be a non-negative number, got ${value}`);
+for (const [name, value] of Object.entries({
+  MINUTES,
+  PAYMENTS_PER_SECOND,
+  SAMPLE_MS,
+  WARMUP_MINUTES,
+}))
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`soak: ${name} must be a non-negative number, got ${value}`);
 
-const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200, onError: (error) => console.error(`devnet: ${String(error)}`) });
+const devnet = await startDevnet({
+  blockTimeMs: 2_000,
+  flashblockIntervalMs: 200,
+  onError: (error) => console.error(`devnet: ${String(error)}`),
+});
 const dir = mkdtempSync(join(tmpdir(), "flashindex-soak-"));
 const database = join(dir, "soak.db");
 
@@ -78,7 +96,10 @@ writeFileSync(
     ],
   }),
 );
-const daemon = spawn(CLI, ["start", "--config", config], { env: { ...process.env, BENCH_SOAK_WEBHOOK_SECRET: "soak" }, stdio: ["ignore", "pipe", "pipe"] });
+const daemon = spawn(CLI, ["start", "--config", config], {
+  env: { ...process.env, BENCH_SOAK_WEBHOOK_SECRET: "soak" },
+  stdio: ["ignore", "pipe", "pipe"],
+});
 let output = "";
 let daemonWarnings = 0;
 let metricsUrl: string | undefined;
@@ -87,8 +108,11 @@ const onOutput = (chunk: Buffer) => {
   const text = chunk.toString();
   // pino levels: 40 warn, 50 error, 60 fatal.
   daemonWarnings += (text.match(/"level":(4|5|6)0/g) ?? []).length;
-  const announced = text.split("\n").find((line) => line.includes('"Started metrics and health server"'));
-  metricsUrl ??= announced === undefined ? undefined : /"url":"(http:\/\/[^"]+)"/.exec(announced)?.[1];
+  const announced = text
+    .split("\n")
+    .find((line) => line.includes('"Started metrics and health server"'));
+  metricsUrl ??=
+    announced === undefined ? undefined : /"url":"(http:\/\/[^"]+)"/.exec(announced)?.[1];
   caughtUp ||= text.includes("Caught up with the head");
   output = (output + text).slice(-OUTPUT_TAIL);
 };
@@ -101,7 +125,12 @@ const failed = (why: string) => new Error(`soak: ${why}\n--- daemon output (tail
 const publicClient = createPublicClient({ transport: http(devnet.httpUrl) });
 /** The traffic's senders: buyers and relayers (demoTraffic.ts), and the account whose payments are dropped. */
 const senders = devnet.privateKeys.slice(1, 10).map((key) => privateKeyToAccount(key).address);
-const minedNonces = async () => (await Promise.all(senders.map((address) => publicClient.getTransactionCount({ address, blockTag: "latest" })))).reduce((a, n) => a + n, 0);
+const minedNonces = async () =>
+  (
+    await Promise.all(
+      senders.map((address) => publicClient.getTransactionCount({ address, blockTag: "latest" })),
+    )
+  ).reduce((a, n) => a + n, 0);
 let nonceBaseline = 0;
 let trafficErrors = 0;
 let traffic: { stop: () => void } | undefined;
@@ -149,13 +178,16 @@ async function sample(minute: number): Promise<void> {
 }
 
 try {
-  for (const deadline = Date.now() + 120_000; !(caughtUp && metricsUrl !== undefined); ) {
+  for (const deadline = Date.now() + 120_000; !(caughtUp && metricsUrl !== undefined);) {
     if (exited !== undefined) throw failed(`the daemon exited ${exited} before catching up`);
     if (Date.now() > deadline) throw failed("the daemon did not catch up within 120 s");
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   nonceBaseline = await minedNonces();
-  traffic = startDemoTraffic(devnet, { paymentsPerSecond: PAYMENTS_PER_SECOND, onError: () => void trafficErrors++ });
+  traffic = startDemoTraffic(devnet, {
+    paymentsPerSecond: PAYMENTS_PER_SECOND,
+    onError: () => void trafficErrors++,
+  });
   // Minute 0 is the baseline (and resets the event-loop histogram, which each scrape does).
   await sample(0);
   const start = Date.now();
@@ -175,4 +207,15 @@ try {
 
 const verdict = judgeSoak(samples, WARMUP_MINUTES);
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "unknown cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
-console.log(JSON.stringify({ startedUtc: STARTED_UTC, minutes: MINUTES, warmupMinutes: WARMUP_MINUTES, targetPaymentsPerSecond: PAYMENTS_PER_SECOND, machine, csv: csvPath, daemonExit: exited, ...verdict }));
+console.log(
+  JSON.stringify({
+    startedUtc: STARTED_UTC,
+    minutes: MINUTES,
+    warmupMinutes: WARMUP_MINUTES,
+    targetPaymentsPerSecond: PAYMENTS_PER_SECOND,
+    machine,
+    csv: csvPath,
+    daemonExit: exited,
+    ...verdict,
+  }),
+);

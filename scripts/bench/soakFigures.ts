@@ -86,7 +86,10 @@ export function metricSum(body: string, name: string): number {
 }
 
 /** The least-squares fit of `y` over `x`: its slope and the slope's standard error (0 and Infinity below three distinct points). */
-export function leastSquaresSlope(points: ReadonlyArray<{ x: number; y: number }>): { slope: number; standardError: number } {
+export function leastSquaresSlope(points: ReadonlyArray<{ x: number; y: number }>): {
+  slope: number;
+  standardError: number;
+} {
   const n = points.length;
   const meanX = points.reduce((a, p) => a + p.x, 0) / Math.max(1, n);
   const meanY = points.reduce((a, p) => a + p.y, 0) / Math.max(1, n);
@@ -138,13 +141,18 @@ export function judgeSoak(samples: readonly SoakSample[], warmupMinutes: number)
   const perHour = (y: (s: SoakSample) => number) => {
     const fit = leastSquaresSlope(fitted.map((s) => ({ x: s.minute / 60, y: y(s) })));
     const mean = fitted.reduce((a, s) => a + y(s), 0) / Math.max(1, fitted.length);
-    const flat = Math.abs(fit.slope * (fittedMinutes / 60)) < FLAT_SHARE * mean || Math.abs(fit.slope) < 2 * fit.standardError;
+    const flat =
+      Math.abs(fit.slope * (fittedMinutes / 60)) < FLAT_SHARE * mean ||
+      Math.abs(fit.slope) < 2 * fit.standardError;
     return { ...fit, mean, flat };
   };
   const rss = perHour((s) => s.rssMb);
   const handles = perHour((s) => s.activeHandles);
   // Minute 0 is the baseline scrape (no minute of traffic before it): its delay is not the run's.
-  const delays = samples.filter((s) => s.minute > 0).map((s) => s.eventLoopP99Ms).sort((a, b) => a - b);
+  const delays = samples
+    .filter((s) => s.minute > 0)
+    .map((s) => s.eventLoopP99Ms)
+    .sort((a, b) => a - b);
   return {
     fittedMinutes,
     rssMbPerHour: rss.slope,
@@ -159,6 +167,7 @@ export function judgeSoak(samples: readonly SoakSample[], warmupMinutes: number)
     eventLoopP99MaxMs: delays.at(-1) ?? Number.NaN,
     eventLoopP99MedianMs: delays[Math.floor((delays.length - 1) / 2)] ?? Number.NaN,
     eventLoopUnder50Ms: delays.length > 0 && delays.every((d) => d < EVENT_LOOP_P99_GOAL_MS),
-    paymentsPerSecond: fittedMinutes === 0 ? 0 : (last!.paymentsMined - first!.paymentsMined) / (fittedMinutes * 60),
+    paymentsPerSecond:
+      fittedMinutes === 0 ? 0 : (last!.paymentsMined - first!.paymentsMined) / (fittedMinutes * 60),
   };
 }

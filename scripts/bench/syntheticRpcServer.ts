@@ -9,10 +9,16 @@ import { join } from "node:path";
  * strings straight from the block number (no per-log objects, no JSON.stringify), or served from
  * bytes rendered before it listens (Rendered).
  */
-export type SyntheticChain = { chainId: number; token: string; blocks: number; logsPerBlock: number };
+export type SyntheticChain = {
+  chainId: number;
+  token: string;
+  blocks: number;
+  logsPerBlock: number;
+};
 
 const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
-const hex64 = (n: number, salt: string) => `0x${salt}${n.toString(16).padStart(64 - salt.length, "0")}`;
+const hex64 = (n: number, salt: string) =>
+  `0x${salt}${n.toString(16).padStart(64 - salt.length, "0")}`;
 const quantity = (n: number) => `0x${n.toString(16)}`;
 const GENESIS_TIME = 1_700_000_000;
 /** Schema 0, code "bc_b8nos5a8" (ERC-8021 draft, ethereum/ERCs PR 1209). */
@@ -23,7 +29,8 @@ const ATTRIBUTION_SUFFIX = "62635f62386e6f733561380b0080218021802180218021802180
  * random key lands in a b-tree is what storing one costs: sequential hashes would flatter the
  * attribution tables (keyed by hash). The tail still tells the server which transaction is asked for.
  */
-export const txHash = (k: number) => `0x${(Math.imul(k, 0x9e3779b1) >>> 0).toString(16).padStart(8, "0")}${k.toString(16).padStart(56, "0")}`;
+export const txHash = (k: number) =>
+  `0x${(Math.imul(k, 0x9e3779b1) >>> 0).toString(16).padStart(8, "0")}${k.toString(16).padStart(56, "0")}`;
 const txOfHash = (hash: string) => Number.parseInt(hash.slice(10), 16);
 
 function blockHash(n: number): string {
@@ -37,7 +44,11 @@ function headerStart(n: number): string {
 
 /** Block `n`, with its transactions whole when `full` (eth_getBlockByNumber(n, true)). */
 function block(chain: SyntheticChain, n: number, full: boolean): string {
-  const transactions = full ? Array.from({ length: chain.logsPerBlock }, (_, i) => transaction(chain, n * 10_000 + i)).join(",") : "";
+  const transactions = full
+    ? Array.from({ length: chain.logsPerBlock }, (_, i) => transaction(chain, n * 10_000 + i)).join(
+        ",",
+      )
+    : "";
   return `${headerStart(n)}[${transactions}]}`;
 }
 
@@ -102,7 +113,12 @@ function render(chain: SyntheticChain, blocks: number, transactions: boolean): R
   const rendered: Rendered = { logs: [], transactions: [] };
   for (let n = 0; n < Math.min(blocks, chain.blocks); n++) {
     rendered.logs.push(Buffer.from(logsOf(chain, n).join(",")));
-    if (transactions) rendered.transactions.push(Array.from({ length: chain.logsPerBlock }, (_, i) => Buffer.from(transaction(chain, n * 10_000 + i))));
+    if (transactions)
+      rendered.transactions.push(
+        Array.from({ length: chain.logsPerBlock }, (_, i) =>
+          Buffer.from(transaction(chain, n * 10_000 + i)),
+        ),
+      );
   }
   return rendered;
 }
@@ -110,14 +126,23 @@ function render(chain: SyntheticChain, blocks: number, transactions: boolean): R
 type Request = { id: number; method: string; params: unknown[] };
 
 /** The answer from the rendered bytes (copied, no text built), or undefined when a request is outside them. */
-function renderedAnswer(chain: SyntheticChain, rendered: Rendered, requests: Request | Request[]): Buffer | undefined {
-  if (!Array.isArray(requests)) return requests.method === "eth_getLogs" ? renderedLogs(chain, rendered, requests) : undefined;
+function renderedAnswer(
+  chain: SyntheticChain,
+  rendered: Rendered,
+  requests: Request | Request[],
+): Buffer | undefined {
+  if (!Array.isArray(requests))
+    return requests.method === "eth_getLogs" ? renderedLogs(chain, rendered, requests) : undefined;
   const parts: Buffer[] = [OPEN_ARRAY];
   for (const request of requests) {
     const result = renderedResult(rendered, request);
     if (result === undefined) return undefined;
     if (parts.length > 1) parts.push(COMMA);
-    parts.push(Buffer.from(`{"jsonrpc":"2.0","id":${request.id},"result":`), ...result, CLOSE_OBJECT);
+    parts.push(
+      Buffer.from(`{"jsonrpc":"2.0","id":${request.id},"result":`),
+      ...result,
+      CLOSE_OBJECT,
+    );
   }
   parts.push(CLOSE_ARRAY);
   return Buffer.concat(parts);
@@ -134,12 +159,19 @@ function renderedResult(rendered: Rendered, request: Request): Buffer[] | undefi
     parts.push(CLOSE_ARRAY, CLOSE_OBJECT);
     return parts;
   }
-  const k = request.method === "eth_getTransactionByHash" ? txOfHash(request.params[0] as string) : Number.NaN;
+  const k =
+    request.method === "eth_getTransactionByHash"
+      ? txOfHash(request.params[0] as string)
+      : Number.NaN;
   const result = rendered.transactions[Math.floor(k / 10_000)]?.[k % 10_000];
   return result === undefined ? undefined : [result];
 }
 
-function renderedLogs(chain: SyntheticChain, rendered: Rendered, request: Request): Buffer | undefined {
+function renderedLogs(
+  chain: SyntheticChain,
+  rendered: Rendered,
+  request: Request,
+): Buffer | undefined {
   const filter = request.params[0] as { fromBlock: string; toBlock: string };
   const from = Number(filter.fromBlock);
   const to = Math.min(Number(filter.toBlock), chain.blocks - 1);
@@ -161,8 +193,15 @@ const CLOSE_OBJECT = Buffer.from("}");
 /** How much to render before listening (see Rendered): the first `blocks` blocks' logs, and their transactions too; the rest is built per request. */
 export type Prerender = { blocks: number; transactions: boolean };
 
-export async function startSyntheticRpcServer(chain: SyntheticChain, options: { port?: number; prerender?: Prerender } = {}) {
-  const rendered = render(chain, options.prerender?.blocks ?? 0, options.prerender?.transactions ?? false);
+export async function startSyntheticRpcServer(
+  chain: SyntheticChain,
+  options: { port?: number; prerender?: Prerender } = {},
+) {
+  const rendered = render(
+    chain,
+    options.prerender?.blocks ?? 0,
+    options.prerender?.transactions ?? false,
+  );
   const server = createServer((req, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
@@ -186,7 +225,10 @@ export async function startSyntheticRpcServer(chain: SyntheticChain, options: { 
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const address = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${address.port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 /**
@@ -194,11 +236,24 @@ export async function startSyntheticRpcServer(chain: SyntheticChain, options: { 
  * with its URL and a stop function once it listens, having rendered what `prerender` asks (about
  * 640 bytes of memory a log, 350 a transaction, and a few seconds before the measurement starts).
  */
-export function startSyntheticRpcProcess(blocks: number, logsPerBlock: number, token: string, prerender: Prerender = { blocks: 0, transactions: false }): Promise<{ url: string; stop: () => void }> {
+export function startSyntheticRpcProcess(
+  blocks: number,
+  logsPerBlock: number,
+  token: string,
+  prerender: Prerender = { blocks: 0, transactions: false },
+): Promise<{ url: string; stop: () => void }> {
   return new Promise((resolve, reject) => {
-    const args = [join(import.meta.dirname, "syntheticRpcServer.js"), String(blocks), String(logsPerBlock), token, JSON.stringify(prerender)];
+    const args = [
+      join(import.meta.dirname, "syntheticRpcServer.js"),
+      String(blocks),
+      String(logsPerBlock),
+      token,
+      JSON.stringify(prerender),
+    ];
     const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-    child.stdout.once("data", (chunk: Buffer) => resolve({ url: chunk.toString().trim(), stop: () => child.kill() }));
+    child.stdout.once("data", (chunk: Buffer) =>
+      resolve({ url: chunk.toString().trim(), stop: () => child.kill() }),
+    );
     child.on("error", reject);
   });
 }
@@ -206,7 +261,14 @@ export function startSyntheticRpcProcess(blocks: number, logsPerBlock: number, t
 // Run as its own process: `node syntheticRpcServer.js <blocks> <logsPerBlock> <token> <prerender as JSON>`; prints the URL.
 if (process.argv[1]?.endsWith("syntheticRpcServer.js")) {
   const [blocks, logsPerBlock, token, prerender] = process.argv.slice(2);
-  const chain = { chainId: 8453, token: token!, blocks: Number(blocks), logsPerBlock: Number(logsPerBlock) };
-  const server = await startSyntheticRpcServer(chain, { prerender: JSON.parse(prerender!) as Prerender });
+  const chain = {
+    chainId: 8453,
+    token: token!,
+    blocks: Number(blocks),
+    logsPerBlock: Number(logsPerBlock),
+  };
+  const server = await startSyntheticRpcServer(chain, {
+    prerender: JSON.parse(prerender!) as Prerender,
+  });
   console.log(server.url);
 }

@@ -19,13 +19,19 @@ export type WatchRun = ProcessFigures & { provider: ProviderCounts };
  * `watch.addresses` set to WATCHED_ADDRESSES recipients spread over the chain (docs/watch.md).
  * Compares what each cost: time, requests and bytes downloaded.
  */
-export async function watchBackfill(logs: number): Promise<{ name: string; whole: WatchRun; watched: WatchRun }> {
+export async function watchBackfill(
+  logs: number,
+): Promise<{ name: string; whole: WatchRun; watched: WatchRun }> {
   const chain = await startSavedAnvilChain(logs, "dense");
   try {
     const watch = await spreadRecipients(chain, WATCHED_ADDRESSES);
     const whole = await runThroughProvider(chain, undefined);
     const watched = await runThroughProvider(chain, watch);
-    return { name: `anvil saved dense chain of ${logs.toLocaleString("en-US")} logs through the provider-shaped proxy, defaults`, whole, watched };
+    return {
+      name: `anvil saved dense chain of ${logs.toLocaleString("en-US")} logs through the provider-shaped proxy, defaults`,
+      whole,
+      watched,
+    };
   } finally {
     await chain.anvil.stop();
   }
@@ -36,9 +42,16 @@ async function spreadRecipients(chain: SavedChain, count: number): Promise<Addre
   const client = createPublicClient({ transport: http(chain.anvil.httpUrl) });
   const found = new Set<Address>();
   for (let i = 0; i < count; i++) {
-    for (let block = chain.deployBlock + Math.floor((i * (chain.head - chain.deployBlock)) / count); block <= chain.head; block++) {
+    for (
+      let block = chain.deployBlock + Math.floor((i * (chain.head - chain.deployBlock)) / count);
+      block <= chain.head;
+      block++
+    ) {
       const at = `0x${block.toString(16)}`;
-      const logs = (await client.request({ method: "eth_getLogs", params: [{ fromBlock: at, toBlock: at, address: chain.token, topics: [TRANSFER_TOPIC] }] } as never)) as Array<{ topics: string[] }>;
+      const logs = (await client.request({
+        method: "eth_getLogs",
+        params: [{ fromBlock: at, toBlock: at, address: chain.token, topics: [TRANSFER_TOPIC] }],
+      } as never)) as Array<{ topics: string[] }>;
       // A mint's receiver (the chain's payer) would watch every payment.
       const to = logs.find((log) => BigInt(log.topics[1]!) !== 0n)?.topics[2];
       if (to === undefined || found.has(`0x${to.slice(26)}` as Address)) continue;
@@ -46,11 +59,15 @@ async function spreadRecipients(chain: SavedChain, count: number): Promise<Addre
       break;
     }
   }
-  if (found.size < count) throw new Error(`found ${found.size} distinct recipients on the saved chain, wanted ${count}`);
+  if (found.size < count)
+    throw new Error(`found ${found.size} distinct recipients on the saved chain, wanted ${count}`);
   return [...found];
 }
 
-async function runThroughProvider(chain: SavedChain, watch: readonly Address[] | undefined): Promise<WatchRun> {
+async function runThroughProvider(
+  chain: SavedChain,
+  watch: readonly Address[] | undefined,
+): Promise<WatchRun> {
   const proxy = await startProviderProxy(chain.anvil.httpUrl);
   const dir = mkdtempSync(join(tmpdir(), "flashindex-bench-"));
   try {
@@ -59,7 +76,13 @@ async function runThroughProvider(chain: SavedChain, watch: readonly Address[] |
       {
         chainId: 8453,
         rpc: { http: [proxy.url] },
-        tokens: [{ address: chain.token, startBlock: chain.deployBlock, ...(watch === undefined ? {} : { watch: { addresses: watch } }) }],
+        tokens: [
+          {
+            address: chain.token,
+            startBlock: chain.deployBlock,
+            ...(watch === undefined ? {} : { watch: { addresses: watch } }),
+          },
+        ],
         finality: { depth: 0 },
         database: { path: join(dir, "watch.db") },
         metrics: { enabled: false },

@@ -28,7 +28,14 @@ const PAYMENTS_PER_SECOND = Number(process.env.BENCH_WEBHOOK_PAYMENTS_PER_SECOND
 const DRAIN_MS = 3_000;
 const SHOP = "0x000000000000000000000000000000000000c0de";
 const now = () => performance.timeOrigin + performance.now();
-const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", import.meta.filename.endsWith(".ts") ? "main.ts" : "main.js");
+const MAIN = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "src",
+  "cli",
+  import.meta.filename.endsWith(".ts") ? "main.ts" : "main.js",
+);
 
 const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200 });
 const dir = mkdtempSync(join(tmpdir(), "flashindex-webhook-bench-"));
@@ -44,7 +51,9 @@ receiver.on("request", (request, response) => {
     response.writeHead(204).end();
     const at = now();
     if (request.headers["flashindex-event-type"] !== "payment.preconfirmed") return;
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { log: { tx_hash: string; log_index: number } };
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+      log: { tx_hash: string; log_index: number };
+    };
     answeredAt.set(body.log.tx_hash, Math.min(answeredAt.get(body.log.tx_hash) ?? Infinity, at));
   });
 });
@@ -53,14 +62,24 @@ const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port
 
 const side = new WebSocket(devnet.wsUrl);
 await new Promise((resolve, reject) => side.once("open", resolve).once("error", reject));
-side.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: ["pendingLogs", { address: devnet.token }] }));
+side.send(
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "eth_subscribe",
+    params: ["pendingLogs", { address: devnet.token }],
+  }),
+);
 side.on("message", (data: Buffer) => {
   const at = now();
   const message = JSON.parse(data.toString()) as { method?: string; params?: { result: unknown } };
   if (message.method !== "eth_subscription") return;
   const result = message.params!.result;
-  for (const log of (Array.isArray(result) ? result : [result]) as Array<{ transactionHash: string }>)
-    if (!notifiedAt.has(log.transactionHash.toLowerCase())) notifiedAt.set(log.transactionHash.toLowerCase(), at);
+  for (const log of (Array.isArray(result) ? result : [result]) as Array<{
+    transactionHash: string;
+  }>)
+    if (!notifiedAt.has(log.transactionHash.toLowerCase()))
+      notifiedAt.set(log.transactionHash.toLowerCase(), at);
 });
 
 const config = join(dir, "bench.json");
@@ -72,13 +91,24 @@ writeFileSync(
     database: { path: join(dir, "bench.db") },
     metrics: { enabled: false },
     logLevel: "warn",
-    webhooks: [{ url: receiverUrl, secretEnv: "BENCH_WEBHOOK_SECRET", events: ["payment.preconfirmed"], allowPrivateTargets: true }],
+    webhooks: [
+      {
+        url: receiverUrl,
+        secretEnv: "BENCH_WEBHOOK_SECRET",
+        events: ["payment.preconfirmed"],
+        allowPrivateTargets: true,
+      },
+    ],
   }),
 );
-const daemon = spawn(process.execPath, [...(MAIN.endsWith(".ts") ? ["--import", "tsx"] : []), MAIN, "start", "--config", config], {
-  env: { ...process.env, BENCH_WEBHOOK_SECRET: "bench", FLASHINDEX_LOG_LEVEL: "info" },
-  stdio: ["ignore", "pipe", "inherit"],
-});
+const daemon = spawn(
+  process.execPath,
+  [...(MAIN.endsWith(".ts") ? ["--import", "tsx"] : []), MAIN, "start", "--config", config],
+  {
+    env: { ...process.env, BENCH_WEBHOOK_SECRET: "bench", FLASHINDEX_LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "inherit"],
+  },
+);
 let daemonOut = "";
 daemon.stdout.on("data", (chunk: Buffer) => (daemonOut += chunk.toString()));
 const deadline = Date.now() + 60_000;
@@ -89,10 +119,21 @@ while (!daemonOut.includes("Caught up with the head")) {
 
 const account = privateKeyToAccount(devnet.privateKeys[1]!);
 const wallet = createWalletClient({ account, transport: http(devnet.httpUrl) });
-let nonce = await createPublicClient({ transport: http(devnet.httpUrl) }).getTransactionCount({ address: account.address, blockTag: "pending" });
+let nonce = await createPublicClient({ transport: http(devnet.httpUrl) }).getTransactionCount({
+  address: account.address,
+  blockTag: "pending",
+});
 const sent: string[] = [];
-for (const end = Date.now() + DURATION_MS; Date.now() < end; ) {
-  const hash = await wallet.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "emitTransfers", args: [[SHOP], [1n]], chain: null, gas: 200_000n, nonce: nonce++ });
+for (const end = Date.now() + DURATION_MS; Date.now() < end;) {
+  const hash = await wallet.writeContract({
+    address: devnet.token,
+    abi: flashTestTokenAbi,
+    functionName: "emitTransfers",
+    args: [[SHOP], [1n]],
+    chain: null,
+    gas: 200_000n,
+    nonce: nonce++,
+  });
   sent.push(hash.toLowerCase());
   await new Promise((resolve) => setTimeout(resolve, 1_000 / PAYMENTS_PER_SECOND));
 }
@@ -111,7 +152,11 @@ const latencies = sent.flatMap((tx) => {
   return from === undefined || to === undefined ? [] : [to - from];
 });
 latencies.sort((a, b) => a - b);
-const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)] ?? Number.NaN) * 10) / 10;
+const pct = (p: number) =>
+  Math.round(
+    (latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)] ??
+      Number.NaN) * 10,
+  ) / 10;
 console.log(
   JSON.stringify({
     payments: sent.length,

@@ -8,7 +8,15 @@ import { registerExactEvmScheme as registerExactEvmClient } from "@x402/evm/exac
 import { registerExactEvmScheme as registerExactEvmFacilitator } from "@x402/evm/exact/facilitator";
 import { BuilderCodeFacilitatorExtension } from "@x402/extensions/builder-code";
 import express, { type Express } from "express";
-import { createWalletClient, defineChain, http, publicActions, type Address, type Hex, type LocalAccount } from "viem";
+import {
+  createWalletClient,
+  defineChain,
+  http,
+  publicActions,
+  type Address,
+  type Hex,
+  type LocalAccount,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
 /**
@@ -47,8 +55,16 @@ export function referenceRequirements(offer: ExactOffer): PaymentRequirements {
  * A reference x402 client paying with `account`: @x402/evm's exact scheme on every EVM network,
  * spend controls opened for `tokens` (by default the client pays only the reference's known assets).
  */
-export function referenceClient(account: ClientEvmSigner, tokens: ReadonlyArray<{ chainId: number; token: Address }>): x402Client {
-  const client = new x402Client().setSpendControls({ allowedAssets: tokens.map(({ chainId, token }) => ({ network: `eip155:${chainId}` as const, asset: token })) });
+export function referenceClient(
+  account: ClientEvmSigner,
+  tokens: ReadonlyArray<{ chainId: number; token: Address }>,
+): x402Client {
+  const client = new x402Client().setSpendControls({
+    allowedAssets: tokens.map(({ chainId, token }) => ({
+      network: `eip155:${chainId}` as const,
+      asset: token,
+    })),
+  });
   return registerExactEvmClient(client, { signer: account });
 }
 
@@ -58,19 +74,36 @@ export function referenceClient(account: ClientEvmSigner, tokens: ReadonlyArray<
  * the ones a resource server would declare in its PaymentRequired; `clientExtensions` enrich the
  * payload as the client's registered extensions do (e.g. builder-code's service codes).
  */
-export async function referencePaymentBody(account: ClientEvmSigner, offer: ExactOffer, extensions: Record<string, unknown> = {}, clientExtensions: readonly ClientExtension[] = []) {
+export async function referencePaymentBody(
+  account: ClientEvmSigner,
+  offer: ExactOffer,
+  extensions: Record<string, unknown> = {},
+  clientExtensions: readonly ClientExtension[] = [],
+) {
   const requirements = referenceRequirements(offer);
   const client = referenceClient(account, [offer]);
   for (const extension of clientExtensions) client.registerExtension(extension);
   const paymentPayload: PaymentPayload = await client.createPaymentPayload({
     x402Version: 2,
-    resource: { url: "http://127.0.0.1/paid", description: "a test resource", mimeType: "text/plain" },
+    resource: {
+      url: "http://127.0.0.1/paid",
+      description: "a test resource",
+      mimeType: "text/plain",
+    },
     accepts: [requirements],
     extensions,
   });
-  return JSON.parse(JSON.stringify({ x402Version: paymentPayload.x402Version, paymentPayload, paymentRequirements: requirements })) as {
+  return JSON.parse(
+    JSON.stringify({
+      x402Version: paymentPayload.x402Version,
+      paymentPayload,
+      paymentRequirements: requirements,
+    }),
+  ) as {
     x402Version: number;
-    paymentPayload: PaymentPayload & { payload: { signature: string; authorization: Record<string, string> } };
+    paymentPayload: PaymentPayload & {
+      payload: { signature: string; authorization: Record<string, string> };
+    };
     paymentRequirements: PaymentRequirements;
   };
 }
@@ -90,7 +123,9 @@ export type RunningServer = { url: string; close: () => Promise<void> };
 /** Listens on a free loopback port. */
 export async function listen(app: Express): Promise<RunningServer> {
   const server = await new Promise<Server>((resolve, reject) => {
-    const listening = app.listen(0, "127.0.0.1", (error?: Error) => (error === undefined ? resolve(listening) : reject(error)));
+    const listening = app.listen(0, "127.0.0.1", (error?: Error) =>
+      error === undefined ? resolve(listening) : reject(error),
+    );
   });
   const { port } = server.address() as AddressInfo;
   return {
@@ -126,7 +161,9 @@ const REFERENCE_BODY_LIMIT = "64kb";
  * signer a viem wallet client on `rpcUrl`, served over HTTP as x402's example facilitator serves
  * it (POST /verify, POST /settle, GET /supported; 400 without the two fields, 500 on a throw).
  */
-export async function startReferenceFacilitator(options: ReferenceFacilitatorOptions): Promise<RunningServer & { address: Address }> {
+export async function startReferenceFacilitator(
+  options: ReferenceFacilitatorOptions,
+): Promise<RunningServer & { address: Address }> {
   const account = privateKeyToAccount(options.privateKey);
   const chain = defineChain({
     id: options.chainId,
@@ -134,7 +171,12 @@ export async function startReferenceFacilitator(options: ReferenceFacilitatorOpt
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [options.rpcUrl] } },
   });
-  const client = createWalletClient({ account, chain, transport: http(options.rpcUrl), pollingInterval: options.receiptPollingMs ?? 1_000 }).extend(publicActions);
+  const client = createWalletClient({
+    account,
+    chain,
+    transport: http(options.rpcUrl),
+    pollingInterval: options.receiptPollingMs ?? 1_000,
+  }).extend(publicActions);
   const signer = toFacilitatorEvmSigner({
     address: account.address,
     getCode: (args) => client.getCode(args),
@@ -146,21 +188,33 @@ export async function startReferenceFacilitator(options: ReferenceFacilitatorOpt
   });
   const facilitator = new x402Facilitator();
   registerExactEvmFacilitator(facilitator, { signer, networks: `eip155:${options.chainId}` });
-  if (options.builderCode !== undefined) facilitator.registerExtension(new BuilderCodeFacilitatorExtension({ builderCode: options.builderCode }));
+  if (options.builderCode !== undefined)
+    facilitator.registerExtension(
+      new BuilderCodeFacilitatorExtension({ builderCode: options.builderCode }),
+    );
 
   const app = express();
   app.use(express.json({ limit: REFERENCE_BODY_LIMIT }));
   for (const operation of ["verify", "settle"] as const) {
     app.post(`/${operation}`, async (request, response) => {
-      const { paymentPayload, paymentRequirements } = (request.body ?? {}) as { paymentPayload?: PaymentPayload; paymentRequirements?: PaymentRequirements };
+      const { paymentPayload, paymentRequirements } = (request.body ?? {}) as {
+        paymentPayload?: PaymentPayload;
+        paymentRequirements?: PaymentRequirements;
+      };
       if (paymentPayload === undefined || paymentRequirements === undefined) {
         response.status(400).json({ error: "Missing paymentPayload or paymentRequirements" });
         return;
       }
       try {
-        response.json(operation === "verify" ? await facilitator.verify(paymentPayload, paymentRequirements) : await facilitator.settle(paymentPayload, paymentRequirements));
+        response.json(
+          operation === "verify"
+            ? await facilitator.verify(paymentPayload, paymentRequirements)
+            : await facilitator.settle(paymentPayload, paymentRequirements),
+        );
       } catch (error) {
-        response.status(500).json({ error: error instanceof Error ? error.message : String(error) });
+        response
+          .status(500)
+          .json({ error: error instanceof Error ? error.message : String(error) });
       }
     });
   }

@@ -7,7 +7,13 @@
 // Usage: node scripts/ci/devnetStarts.mjs [--runs N] [--seconds S]   (needs a built dist/)
 import { spawn } from "node:child_process";
 import {
-  existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -44,21 +50,26 @@ async function freshStart(run) {
   const config = join(dir, "config.json");
   // The bundled config (demo payments, pre-confirmations, reorgs), without its fixed ports.
   const bundled = JSON.parse(readFileSync(join(ROOT, "indexer.config.json"), "utf8"));
-  writeFileSync(config, JSON.stringify({
-    ...bundled,
-    $schema: undefined,
-    devnet: { ...bundled.devnet, port: 0 },
-    database: { path: database },
-    metrics: { enabled: false },
-    facilitator: { enabled: false },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      ...bundled,
+      $schema: undefined,
+      devnet: { ...bundled.devnet, port: 0 },
+      database: { path: database },
+      metrics: { enabled: false },
+      facilitator: { enabled: false },
+    }),
+  );
   // In a process group of its own, so that nothing it started (the devnet's anvil) outlives the run.
   const options = { stdio: ["ignore", "pipe", "pipe"], detached: true };
   const child = spawn(BIN, ["start", "--config", config], options);
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   child.stderr.on("data", (chunk) => (output += chunk));
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   let ranOn = "";
   const spawnedAt = performance.now();
   const started = await Promise.race([
@@ -82,13 +93,17 @@ async function freshStart(run) {
   const logs = countLogs(database);
   const problems = [];
   if (!started) problems.push("never said Started flashindex");
-  if (started && ranOn !== node) problems.push(`ran on ${ranOn || "an unknown binary"}, not ${node}`);
+  if (started && ranOn !== node)
+    problems.push(`ran on ${ranOn || "an unknown binary"}, not ${node}`);
   if (signal !== null || code !== 0) problems.push(`exited with ${signal ?? `code ${code}`}`);
-  if (!output.includes('"msg":"Stopped flashindex"')) problems.push("never said Stopped flashindex");
+  if (!output.includes('"msg":"Stopped flashindex"'))
+    problems.push("never said Stopped flashindex");
   if (logs === 0) problems.push("stored no logs");
   const ok = problems.length === 0;
   const summary = `started in ${startSeconds} s, ${logs} logs stored, exit ${signal ?? code} in ${stopSeconds} s`;
-  console.log(`run ${run}: ${ok ? `ok: ${summary}` : `FAILED: ${summary}: ${problems.join("; ")}`}`);
+  console.log(
+    `run ${run}: ${ok ? `ok: ${summary}` : `FAILED: ${summary}: ${problems.join("; ")}`}`,
+  );
   if (!ok) console.log(output.split("\n").slice(-25).join("\n"));
   rmSync(dir, { recursive: true, force: true });
   return { ok, logs };

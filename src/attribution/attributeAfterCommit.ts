@@ -28,6 +28,11 @@ export function createLateAttribution(deps: {
         await store.insertAttribution(transactions, Date.now());
         attributor.remember(transactions.map((t) => t.tx.hash));
       })
-      .catch((error: unknown) => logger.warn({ msg: `Failed to attribute ${what} transactions`, error: (error as Error).message }));
+      .catch((error: unknown) =>
+        logger.warn({
+          msg: `Failed to attribute ${what} transactions`,
+          error: (error as Error).message,
+        }),
+      );
   };
 }

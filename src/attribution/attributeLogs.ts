@@ -3,12 +3,20 @@ import { BATCH_SIZE, getTransactions } from "../chain/getTransactions.js";
 import { inBatches } from "../chain/inBatches.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { getReceiptLogs } from "../chain/getReceiptLogs.js";
-import { attributeTransaction, attributionLabels, DEFAULT_ENTRY_POINTS } from "../decode/attributeTransaction.js";
+import {
+  attributeTransaction,
+  attributionLabels,
+  DEFAULT_ENTRY_POINTS,
+} from "../decode/attributeTransaction.js";
 import { emptyAttribution } from "../rows/packedAttribution.js";
 import { bundleRows } from "../decode/packAttribution.js";
 import { mapBundleLogs, type BundleCall, type BundleLogs } from "../decode/userOperationLogs.js";
 import type { WindowDecoder } from "../sync/historical/windowDecoder.js";
-import { calldataRequest, type AttributedAnswer, type CalldataCall } from "../sync/historical/transactionsAnswer.js";
+import {
+  calldataRequest,
+  type AttributedAnswer,
+  type CalldataCall,
+} from "../sync/historical/transactionsAnswer.js";
 import { NUMBER_AT, NUMBER_FIELDS } from "../rows/packedRows.js";
 import { RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { Metrics } from "../ops/metrics.js";
@@ -42,7 +50,8 @@ export function createAttributor(deps: {
   entryPoints?: readonly Hex[] | undefined;
 }) {
   const seen = new Set<Hex>();
-  const entryPoints = deps.entryPoints?.map((address) => address.toLowerCase() as Hex) ?? DEFAULT_ENTRY_POINTS;
+  const entryPoints =
+    deps.entryPoints?.map((address) => address.toLowerCase() as Hex) ?? DEFAULT_ENTRY_POINTS;
   /** Of these transactions, those not attributed yet, each once. */
   async function wanted(txHashes: Iterable<Hex>): Promise<Hex[]> {
     const unseen = [...new Set(txHashes)].filter((hash) => !seen.has(hash));
@@ -53,9 +62,14 @@ export function createAttributor(deps: {
       const hashes = await wanted(txHashes);
       if (hashes.length === 0) return [];
       const found = await getTransactions(client, hashes);
-      const decoded = [...found.values()].map((tx): AttributedTransaction => ({ chainId: deps.chainId, tx, attribution: attributeTransaction(tx, entryPoints) }));
+      const decoded = [...found.values()].map((tx): AttributedTransaction => ({
+        chainId: deps.chainId,
+        tx,
+        attribution: attributeTransaction(tx, entryPoints),
+      }));
       const result = await withBundleLogs(client, decoded);
-      for (const { attribution } of result) deps.metrics.attributions.inc(attributionLabels(attribution.attribution));
+      for (const { attribution } of result)
+        deps.metrics.attributions.inc(attributionLabels(attribution.attribution));
       return result;
     },
     /**
@@ -66,21 +80,33 @@ export function createAttributor(deps: {
      * remembered: no other window or stage asks for them again (a million of them cost the main
      * thread 0.6 s).
      */
-    async attributeWindow(client: RpcClient, decoder: WindowDecoder, window: WindowTransactions): Promise<PackedAttribution> {
+    async attributeWindow(
+      client: RpcClient,
+      decoder: WindowDecoder,
+      window: WindowTransactions,
+    ): Promise<PackedAttribution> {
       const calls = calldataCalls(window, new Set(await wanted(window.txHashes)));
       const packed = emptyAttribution();
       const bundles: BundleCall[] = [];
       const send = async (batch: CalldataCall[]) => {
-        const context = () => ({ calls: batch, chainId: deps.chainId, now: Date.now(), entryPoints });
+        const context = () => ({
+          calls: batch,
+          chainId: deps.chainId,
+          now: Date.now(),
+          entryPoints,
+        });
         const thread = decoder.sender();
         const attributed = await client.batchRaw(
           batch.map(calldataRequest),
           async (answer) => accepted(await decoder.attribute({ ...answer, ...context() })),
-          thread && (async (request, signal) => accepted(await thread.attribute(request, context(), signal))),
+          thread &&
+            (async (request, signal) =>
+              accepted(await thread.attribute(request, context(), signal))),
         );
         packed.batches.push(...attributed.attribution.batches);
         bundles.push(...attributed.bundles);
-        for (const { result, schema, count } of attributed.tallies) deps.metrics.attributions.inc({ result, schema }, count);
+        for (const { result, schema, count } of attributed.tallies)
+          deps.metrics.attributions.inc({ result, schema }, count);
       };
       await inBatches(client, calls.byHash, BATCH_SIZE, send);
       await inBatches(client, calls.byBlock, BLOCKS_PER_BATCH, send);
@@ -102,12 +128,23 @@ export type Attributor = ReturnType<typeof createAttributor>;
  * batch for all of them). A finalized bundle always has a receipt; one that has
  * none (a node that pruned it) is recorded unmapped, with the reason.
  */
-async function mapBundles(client: RpcClient, bundles: readonly BundleCall[]): Promise<OperationLogRows> {
-  const receipts = await getReceiptLogs(client, bundles.map((b) => b.hash));
+async function mapBundles(
+  client: RpcClient,
+  bundles: readonly BundleCall[],
+): Promise<OperationLogRows> {
+  const receipts = await getReceiptLogs(
+    client,
+    bundles.map((b) => b.hash),
+  );
   return bundleRows(
     bundles.map((b): [Hex, BundleLogs] => {
       const logs = receipts.get(b.hash);
-      return [b.hash, logs === undefined ? { kind: "unmapped", reason: "the node had no receipt for the bundle" } : mapBundleLogs(logs, b.entryPoint, b.operations)];
+      return [
+        b.hash,
+        logs === undefined
+          ? { kind: "unmapped", reason: "the node had no receipt for the bundle" }
+          : mapBundleLogs(logs, b.entryPoint, b.operations),
+      ];
     }),
   );
 }
@@ -117,15 +154,25 @@ async function mapBundles(client: RpcClient, bundles: readonly BundleCall[]): Pr
  * of them). A bundle the node has no receipt for yet (a pre-confirmation it has not executed) is
  * left out, unattributed: it is asked again when its logs are seen again, in their block.
  */
-async function withBundleLogs(client: RpcClient, transactions: AttributedTransaction[]): Promise<AttributedTransaction[]> {
-  const bundles = transactions.filter((t) => t.attribution.userOperations !== undefined && t.tx.to !== null);
+async function withBundleLogs(
+  client: RpcClient,
+  transactions: AttributedTransaction[],
+): Promise<AttributedTransaction[]> {
+  const bundles = transactions.filter(
+    (t) => t.attribution.userOperations !== undefined && t.tx.to !== null,
+  );
   if (bundles.length === 0) return transactions;
-  const receipts = await getReceiptLogs(client, bundles.map((t) => t.tx.hash));
+  const receipts = await getReceiptLogs(
+    client,
+    bundles.map((t) => t.tx.hash),
+  );
   return transactions.flatMap((t) => {
     const operations = t.attribution.userOperations;
     if (operations === undefined || t.tx.to === null) return [t];
     const logs = receipts.get(t.tx.hash);
-    return logs === undefined ? [] : [{ ...t, bundleLogs: mapBundleLogs(logs, t.tx.to, operations) }];
+    return logs === undefined
+      ? []
+      : [{ ...t, bundleLogs: mapBundleLogs(logs, t.tx.to, operations) }];
   });
 }
 
@@ -143,7 +190,10 @@ export type WindowTransactions = {
  * full block (large on Base, with its transactions that move no token) is read only where it
  * saves calls.
  */
-export function calldataCalls(window: WindowTransactions, wanted: ReadonlySet<Hex>): { byHash: CalldataCall[]; byBlock: CalldataCall[] } {
+export function calldataCalls(
+  window: WindowTransactions,
+  wanted: ReadonlySet<Hex>,
+): { byHash: CalldataCall[]; byBlock: CalldataCall[] } {
   const perBlock = new Map<number, Hex[]>();
   const placed = new Set<Hex>();
   const numbers = window.rows.numbers;

@@ -24,12 +24,17 @@ export function schema0Suffix(codes: readonly string[]): Hex {
   if (codes.length === 0) throw new Error("schema 0 needs at least one code");
   for (const code of codes) assertCode(code);
   const text = codes.join(",");
-  if (text.length > MAX_SCHEMA0_CODES_BYTES) throw new Error(`schema 0 codes exceed ${MAX_SCHEMA0_CODES_BYTES} bytes`);
+  if (text.length > MAX_SCHEMA0_CODES_BYTES)
+    throw new Error(`schema 0 codes exceed ${MAX_SCHEMA0_CODES_BYTES} bytes`);
   return `${fromString(text)}${fromNumber(text.length, { size: 1 }).slice(2)}00${MARKER_HEX}`;
 }
 
 /** The codes of a schema 2 suffix; each is optional, `services` is written as a CBOR array. */
-export type Schema2Codes = { app?: string | undefined; wallet?: string | undefined; services?: readonly string[] | undefined };
+export type Schema2Codes = {
+  app?: string | undefined;
+  wallet?: string | undefined;
+  services?: readonly string[] | undefined;
+};
 
 /**
  * Schema 2 suffix: `cbor ‖ cborLength (2) ‖ 0x02 ‖ marker`, a CBOR map of `a` (app), `w` (wallet)
@@ -41,10 +46,14 @@ export function schema2Suffix(codes: Schema2Codes): Hex {
   if (codes.app !== undefined) entries.push(cborText("a"), cborText(assertCode(codes.app)));
   if (codes.wallet !== undefined) entries.push(cborText("w"), cborText(assertCode(codes.wallet)));
   if (codes.services !== undefined && codes.services.length > 0) {
-    entries.push(cborText("s"), cborArray(codes.services.map((code) => cborText(assertCode(code)))));
+    entries.push(
+      cborText("s"),
+      cborArray(codes.services.map((code) => cborText(assertCode(code)))),
+    );
   }
   const map = concat([Uint8Array.of(0xa0 + entries.length / 2), ...entries]);
-  if (map.length > MAX_SCHEMA2_CBOR_BYTES) throw new Error(`schema 2 CBOR exceeds ${MAX_SCHEMA2_CBOR_BYTES} bytes`);
+  if (map.length > MAX_SCHEMA2_CBOR_BYTES)
+    throw new Error(`schema 2 CBOR exceeds ${MAX_SCHEMA2_CBOR_BYTES} bytes`);
   return `${fromBytes(map)}${fromNumber(map.length, { size: 2 }).slice(2)}02${MARKER_HEX}`;
 }
 
@@ -53,7 +62,10 @@ function assertCode(code: string): string {
   if (code === "") throw new Error("an attribution code cannot be empty");
   for (let i = 0; i < code.length; i++) {
     const char = code.charCodeAt(i);
-    if (char < 0x20 || char > 0x7e || char === 0x2c) throw new Error(`attribution code ${JSON.stringify(code)} holds a character outside printable ASCII or a comma`);
+    if (char < 0x20 || char > 0x7e || char === 0x2c)
+      throw new Error(
+        `attribution code ${JSON.stringify(code)} holds a character outside printable ASCII or a comma`,
+      );
   }
   return code;
 }
@@ -71,7 +83,8 @@ function cborArray(items: readonly Uint8Array[]): Uint8Array {
 
 /** The head of a CBOR item of `majorBits` (the major type shifted left by 5) and a length under 256. */
 function cborHead(majorBits: number, length: number): Uint8Array {
-  if (length > MAX_CBOR_SHORT_LENGTH) throw new Error(`CBOR length ${length} too long for this encoder`);
+  if (length > MAX_CBOR_SHORT_LENGTH)
+    throw new Error(`CBOR length ${length} too long for this encoder`);
   return length < 24 ? Uint8Array.of(majorBits + length) : Uint8Array.of(majorBits + 24, length);
 }
 

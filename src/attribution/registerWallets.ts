@@ -60,7 +60,13 @@ export function registerConfiguredWallets(
           delay: exponentialBackoff({ initialDelayMs, maxDelayMs }),
           onRetry: ({ error, delayMs }) => {
             metrics.registrationRequests.inc({ outcome: "retryable" });
-            logger.warn({ msg: "Failed to register wallet, retrying", wallet, attempt: attempts, retry_in_ms: delayMs, error: (error as RetryableError).shortMessage });
+            logger.warn({
+              msg: "Failed to register wallet, retrying",
+              wallet,
+              attempt: attempts,
+              retry_in_ms: delayMs,
+              error: (error as RetryableError).shortMessage,
+            });
           },
           signal: shutdown.signal,
         },
@@ -68,7 +74,12 @@ export function registerConfiguredWallets(
     } catch (error) {
       if (error instanceof ShutdownError || shutdown.isKilled()) return;
       metrics.registrationRequests.inc({ outcome: "rejected" });
-      logger.error({ msg: "Failed to register wallet, giving up", wallet, attempt: attempts, error: error instanceof BaseError ? error.shortMessage : String(error) });
+      logger.error({
+        msg: "Failed to register wallet, giving up",
+        wallet,
+        attempt: attempts,
+        error: error instanceof BaseError ? error.shortMessage : String(error),
+      });
       return;
     }
     metrics.registrationRequests.inc({ outcome: "ok" });
@@ -77,20 +88,39 @@ export function registerConfiguredWallets(
     const saved = await store.saveRegistration(wallet, builderCode, now());
     if (saved.status === "changed") {
       // Codes are meant to be stable per wallet: transactions already attributed carry the old one.
-      logger.error({ msg: "Detected a changed builder code for a registered wallet", wallet, builder_code: builderCode, previous_code: saved.previousCode });
+      logger.error({
+        msg: "Detected a changed builder code for a registered wallet",
+        wallet,
+        builder_code: builderCode,
+        previous_code: saved.previousCode,
+      });
     } else {
-      logger.info({ msg: "Registered wallet", wallet, builder_code: builderCode, status: saved.status, attempts });
+      logger.info({
+        msg: "Registered wallet",
+        wallet,
+        builder_code: builderCode,
+        status: saved.status,
+        attempts,
+      });
     }
   }
 
   // A wallet listed twice (say in two cases) is registered once.
-  const wallets = [...new Map(config.registration.wallets.map((wallet) => [wallet.toLowerCase(), wallet])).values()];
+  const wallets = [
+    ...new Map(
+      config.registration.wallets.map((wallet) => [wallet.toLowerCase(), wallet]),
+    ).values(),
+  ];
   const done = Promise.all(
     wallets.map((wallet) =>
       registerOne(wallet).catch((error: unknown) => {
         if (error instanceof ShutdownError) return;
         // A bug or a storage failure of ours: registration is best effort and must not take the daemon down.
-        logger.error({ msg: "Failed to register wallet, giving up", wallet, error: error instanceof Error ? error.message : String(error) });
+        logger.error({
+          msg: "Failed to register wallet, giving up",
+          wallet,
+          error: error instanceof Error ? error.message : String(error),
+        });
       }),
     ),
   ).then(() => undefined);

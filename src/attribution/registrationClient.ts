@@ -68,8 +68,10 @@ export function createRegistrationClient(options: {
       const walletAddress = parseWallet("walletAddress", wallet);
       const deadline = requestDeadline(options.timeoutMs, signal);
       const failure = (error: unknown) => {
-        if (signal?.aborted) return signal.reason instanceof Error ? signal.reason : new Error("aborted");
-        if (deadline.timedOut()) return new RetryableError(`${where} timed out after ${options.timeoutMs} ms`);
+        if (signal?.aborted)
+          return signal.reason instanceof Error ? signal.reason : new Error("aborted");
+        if (deadline.timedOut())
+          return new RetryableError(`${where} timed out after ${options.timeoutMs} ms`);
         return new RetryableError(`${where} unreachable: ${causeOf(error)}`, { cause: error });
       };
 
@@ -95,14 +97,18 @@ export function createRegistrationClient(options: {
         const message = `${where} answered HTTP ${status}${quoted === undefined ? "" : `: ${quoted}`}`;
         // 408 and 429 say "later"; 5xx is the service's own trouble. Other 4xx: our request is refused.
         if (status === 408 || status === 429 || status >= 500)
-          throw new RetryableError(message, { retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after") ?? undefined) });
+          throw new RetryableError(message, {
+            retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after") ?? undefined),
+          });
         throw new RegistrationRejectedError(message, status);
       }
       // A 2xx that carries no usable code is a failure (success and error bodies are undocumented). It is treated as retryable,
       // like other garbage answers: the call is idempotent, and a proxy's error page or a half-deployed
       // service passes. The daemon's backoff keeps a persistent one cheap.
       if (body.truncated)
-        throw new RetryableError(`${where} answered HTTP ${status} with a body over ${MAX_REGISTRATION_RESPONSE_BYTES / 1024} KiB`);
+        throw new RetryableError(
+          `${where} answered HTTP ${status} with a body over ${MAX_REGISTRATION_RESPONSE_BYTES / 1024} KiB`,
+        );
       return parseAnswer(body.text, walletAddress, `${where} answered HTTP ${status}`);
     },
   };
@@ -118,25 +124,37 @@ function parseAnswer(text: string, requested: Address, prefix: string): Registra
   try {
     json = JSON.parse(text);
   } catch {
-    throw new RetryableError(`${prefix} with a body that is not JSON${text.trim() === "" ? " (empty)" : ""}`);
+    throw new RetryableError(
+      `${prefix} with a body that is not JSON${text.trim() === "" ? " (empty)" : ""}`,
+    );
   }
   if (typeof json !== "object" || json === null || Array.isArray(json))
     throw new RetryableError(`${prefix} with JSON that is not an object`);
   const answer = json as Record<string, unknown>;
-  const codes = [answer.builderCode, answer.builder_code].filter((value) => value !== undefined && value !== null);
+  const codes = [answer.builderCode, answer.builder_code].filter(
+    (value) => value !== undefined && value !== null,
+  );
   const code = codes[0];
-  if (code === undefined) throw new RetryableError(`${prefix} without a builder code (neither builderCode nor builder_code)`);
+  if (code === undefined)
+    throw new RetryableError(
+      `${prefix} without a builder code (neither builderCode nor builder_code)`,
+    );
   if (typeof code !== "string" || !isBuilderCode(code))
-    throw new RetryableError(`${prefix} with a malformed builder code ${quote(typeof code === "string" ? code : JSON.stringify(code))}`);
+    throw new RetryableError(
+      `${prefix} with a malformed builder code ${quote(typeof code === "string" ? code : JSON.stringify(code))}`,
+    );
   if (codes.length > 1 && codes[1] !== code)
     throw new RetryableError(`${prefix} with two different builder codes`);
 
   const echoed = answer.walletAddress ?? answer.wallet_address;
   if (echoed !== undefined && echoed !== null) {
-    if (typeof echoed !== "string") throw new RetryableError(`${prefix} with a wallet address that is not a string`);
+    if (typeof echoed !== "string")
+      throw new RetryableError(`${prefix} with a wallet address that is not a string`);
     // The code belongs to the echoed wallet: storing it for ours would attribute someone else's code.
     if (echoed.toLowerCase() !== requested.toLowerCase())
-      throw new RegistrationRejectedError(`${prefix} with the code of another wallet (${quote(echoed)}, asked for ${requested})`);
+      throw new RegistrationRejectedError(
+        `${prefix} with the code of another wallet (${quote(echoed)}, asked for ${requested})`,
+      );
   }
   return { walletAddress: checksum(requested), builderCode: code };
 }
@@ -151,15 +169,25 @@ function quoteErrorMessage(text: string): string | undefined {
   }
   if (typeof json !== "object" || json === null) return undefined;
   const body = json as Record<string, unknown>;
-  const nested = typeof body.error === "object" && body.error !== null ? (body.error as Record<string, unknown>).message : undefined;
-  const message = [body.message, body.error, nested, body.detail].find((value): value is string => typeof value === "string" && value.trim() !== "");
+  const nested =
+    typeof body.error === "object" && body.error !== null
+      ? (body.error as Record<string, unknown>).message
+      : undefined;
+  const message = [body.message, body.error, nested, body.detail].find(
+    (value): value is string => typeof value === "string" && value.trim() !== "",
+  );
   return message === undefined ? undefined : quote(message);
 }
 
 /** One printable line of at most MAX_QUOTED_CHARS: control characters (newlines, terminal escapes) become spaces. */
 function quote(text: string): string {
-  const line = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").replace(/\s+/g, " ").trim();
-  return JSON.stringify(line.length > MAX_QUOTED_CHARS ? `${line.slice(0, MAX_QUOTED_CHARS)}…` : line);
+  const line = text
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+  return JSON.stringify(
+    line.length > MAX_QUOTED_CHARS ? `${line.slice(0, MAX_QUOTED_CHARS)}…` : line,
+  );
 }
 
 function causeOf(error: unknown): string {

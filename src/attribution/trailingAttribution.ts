@@ -42,9 +42,18 @@ export function createTrailingAttribution(deps: TrailingDeps, options: { mode: P
   const logger = deps.logger.child({ component: "trailing_attribution" });
   // Owed attribution can always wait: its requests borrow what live work leaves.
   const background = deps.client.background();
-  const client: RpcClient = options.mode === "daemon" ? { ...background, batchCalls: () => (background.rateLimited() ? 1 : background.batchCalls()) } : background;
+  const client: RpcClient =
+    options.mode === "daemon"
+      ? {
+          ...background,
+          batchCalls: () => (background.rateLimited() ? 1 : background.batchCalls()),
+        }
+      : background;
   // Calldata answers are attributed on this thread (attribute() never starts the decode thread).
-  const decoder = createWindowDecoder({ threadAfterLogs: Number.POSITIVE_INFINITY, mode: options.mode });
+  const decoder = createWindowDecoder({
+    threadAfterLogs: Number.POSITIVE_INFINITY,
+    mode: options.mode,
+  });
 
   /** Pays the next owed blocks; returns how many (0: none owed). */
   async function payNext(): Promise<number> {
@@ -54,7 +63,11 @@ export function createTrailingAttribution(deps: TrailingDeps, options: { mode: P
     const attribution = await attributor.attributeWindow(client, decoder, owedTransactions(owed));
     await store.owedAttribution.pay(owed, attribution);
     const reorged = owed.filter((block) => block.txHashes.length === 0);
-    if (reorged.length > 0) logger.info({ msg: "Dropped owed attribution of reorged blocks", blocks: reorged.map((b) => b.number) });
+    if (reorged.length > 0)
+      logger.info({
+        msg: "Dropped owed attribution of reorged blocks",
+        blocks: reorged.map((b) => b.number),
+      });
     metrics.attributionOwedBlocks.set(await store.owedAttribution.count());
     return owed.length;
   }
@@ -75,11 +88,16 @@ export function createTrailingAttribution(deps: TrailingDeps, options: { mode: P
       blocks += paid;
       if (Date.now() - reported >= PROGRESS_INTERVAL_MS) {
         reported = Date.now();
-        logger.info({ msg: "Attribution progressed", blocks_paid: blocks, blocks_owed: Math.max(0, owedAtStart - blocks) });
+        logger.info({
+          msg: "Attribution progressed",
+          blocks_paid: blocks,
+          blocks_owed: Math.max(0, owedAtStart - blocks),
+        });
       }
     }
     const durationMs = Date.now() - started;
-    if (blocks > 0) logger.info({ msg: "Caught up with owed attribution", blocks, duration_ms: durationMs });
+    if (blocks > 0)
+      logger.info({ msg: "Caught up with owed attribution", blocks, duration_ms: durationMs });
     return { blocks, durationMs };
   }
 
@@ -98,7 +116,11 @@ export function createTrailingAttribution(deps: TrailingDeps, options: { mode: P
             if (blocks > 0) continue;
           } catch (error) {
             if (error instanceof ShutdownError || shutdown.isKilled()) return;
-            logger.warn({ msg: "Failed to pay owed attribution, retrying later", retry_in_ms: TRAILING_RETRY_MS, error: (error as Error).message });
+            logger.warn({
+              msg: "Failed to pay owed attribution, retrying later",
+              retry_in_ms: TRAILING_RETRY_MS,
+              error: (error as Error).message,
+            });
             wait = TRAILING_RETRY_MS;
           }
           await sleep(wait, shutdown.signal);
@@ -118,6 +140,12 @@ export function owedTransactions(owed: readonly OwedBlock[]): WindowTransactions
   const txHashes = owed.flatMap((block) => block.txHashes);
   const numbers = new Float64Array(txHashes.length * NUMBER_FIELDS);
   let row = 0;
-  for (const block of owed) for (let i = 0; i < block.txHashes.length; i++) numbers[row++ * NUMBER_FIELDS + NUMBER_AT.blockNumber] = block.number;
-  return { rows: { numbers }, txHashes, blocks: owed.map((block) => [block.number, block.hash] as const) };
+  for (const block of owed)
+    for (let i = 0; i < block.txHashes.length; i++)
+      numbers[row++ * NUMBER_FIELDS + NUMBER_AT.blockNumber] = block.number;
+  return {
+    rows: { numbers },
+    txHashes,
+    blocks: owed.map((block) => [block.number, block.hash] as const),
+  };
 }

@@ -32,8 +32,14 @@ export type ConfirmationWait = {
  * again on every poll, and its block hash compared with the canonical block at its height, so a receipt
  * whose block was reorged away is not counted either. RPC failures while waiting are retried until the timeout.
  */
-export async function waitForCanonicalReceipt(deps: ConfirmationWait, sent: Sent): Promise<CanonicalReceipt> {
-  const poller = createReceiptPoller({ client: deps.client, pollingIntervalMs: deps.pollingIntervalMs ?? CONFIRMATION_POLL_INTERVAL_MS });
+export async function waitForCanonicalReceipt(
+  deps: ConfirmationWait,
+  sent: Sent,
+): Promise<CanonicalReceipt> {
+  const poller = createReceiptPoller({
+    client: deps.client,
+    pollingIntervalMs: deps.pollingIntervalMs ?? CONFIRMATION_POLL_INTERVAL_MS,
+  });
   const deadline = Date.now() + deps.receiptTimeoutMs;
   let reportedPreconfirmed = false;
   let lastSeen = "no receipt";
@@ -43,15 +49,26 @@ export async function waitForCanonicalReceipt(deps: ConfirmationWait, sent: Sent
       const seen = await poller.next([sent.txHash]);
       if (seen.kind === "preconfirmed") {
         lastSeen = `pre-confirmed in pending block ${seen.receipt.blockNumber}`;
-        if (!reportedPreconfirmed) deps.onPreconfirmed?.({ txHash: sent.txHash, pendingBlockNumber: seen.receipt.blockNumber });
+        if (!reportedPreconfirmed)
+          deps.onPreconfirmed?.({
+            txHash: sent.txHash,
+            pendingBlockNumber: seen.receipt.blockNumber,
+          });
         reportedPreconfirmed = true;
-      } else if (seen.kind === "orphaned") lastSeen = `in block ${seen.receipt.blockNumber}, no longer canonical`;
+      } else if (seen.kind === "orphaned")
+        lastSeen = `in block ${seen.receipt.blockNumber}, no longer canonical`;
       else if (seen.kind === "canonical") {
         const { receipt, confirmations, head } = seen;
         lastSeen = `in block ${receipt.blockNumber} with ${confirmations} confirmation(s)`;
         if (receipt.status !== "success") {
-          if (receipt.gasUsed >= sent.gas) throw new OutOfGasError(`${sent.txHash} ran out of gas (limit ${sent.gas}) in block ${receipt.blockNumber}`);
-          throw new CancelRevertedError(`${sent.txHash} reverted in block ${receipt.blockNumber}`, sent.txHash);
+          if (receipt.gasUsed >= sent.gas)
+            throw new OutOfGasError(
+              `${sent.txHash} ran out of gas (limit ${sent.gas}) in block ${receipt.blockNumber}`,
+            );
+          throw new CancelRevertedError(
+            `${sent.txHash} reverted in block ${receipt.blockNumber}`,
+            sent.txHash,
+          );
         }
         if (confirmations >= deps.confirmations) return { ...receipt, head };
       }

@@ -1,4 +1,14 @@
-import { decodeErrorResult, encodeFunctionData, isAddressEqual, keccak256, parseAbi, toHex, type Address, type Hex, type LocalAccount } from "viem";
+import {
+  decodeErrorResult,
+  encodeFunctionData,
+  isAddressEqual,
+  keccak256,
+  parseAbi,
+  toHex,
+  type Address,
+  type Hex,
+  type LocalAccount,
+} from "viem";
 import { isHexBytes } from "../chain/hexPatterns.js";
 import { RpcRequestError, WrongChainError } from "../errors/rpc.js";
 import { ConfigError, FatalError, RetryableError } from "../errors/base.js";
@@ -14,14 +24,23 @@ import {
   RpcStepError,
   WrongSignerError,
 } from "../errors/cancel.js";
-import { waitForCanonicalReceipt, type CanonicalReceipt, type ConfirmationWait } from "./cancelConfirmations.js";
+import {
+  waitForCanonicalReceipt,
+  type CanonicalReceipt,
+  type ConfirmationWait,
+} from "./cancelConfirmations.js";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 import { AUTHORIZATION_TYPES, type TokenDomain } from "./eip3009.js";
 import type { IndexedStateLookup } from "./indexedAuthorizationState.js";
 import type { RelayerNonces } from "./relayerNonces.js";
 import { cancelHolder } from "../store/nonceBook.js";
 import { readAuthorizationState, readTokenDomainOverRpc } from "./tokenReads.js";
-import { cancelAuthorizationDigest, verifyAuthorizerSignature, type SignatureInput, type VerifiedSignature } from "./verifyAuthorization.js";
+import {
+  cancelAuthorizationDigest,
+  verifyAuthorizerSignature,
+  type SignatureInput,
+  type VerifiedSignature,
+} from "./verifyAuthorization.js";
 
 // The test token carries FiatToken v2.2's EIP-3009 ABI (circlefin/stablecoin-evm `contracts/v2/EIP3009.sol`), so its ABI serves any such token.
 const abi = EIP3009_ABI;
@@ -40,7 +59,12 @@ export type CancelAuthority =
   | { kind: "signature"; signature: Hex }
   | { kind: "vrs"; v: number; r: Hex; s: Hex };
 
-export type CancelRequest = { token: Address; authorizer: Address; nonce: Hex; authority: CancelAuthority };
+export type CancelRequest = {
+  token: Address;
+  authorizer: Address;
+  nonce: Hex;
+  authority: CancelAuthority;
+};
 
 /** The wait for confirmations' settings (cancelConfirmations.ts), and what sending takes. */
 export type CancelRelayDeps = ConfirmationWait & {
@@ -83,22 +107,40 @@ export type CancelResult = {
  * will (ERC-1271 for an authorizer with code, ECDSA otherwise), checks the nonce is unused, then
  * simulates cancelAuthorization. Sends nothing; every refusal is thrown.
  */
-export async function prepareCancel(deps: CancelRelayDeps, request: CancelRequest): Promise<PreparedCancel> {
+export async function prepareCancel(
+  deps: CancelRelayDeps,
+  request: CancelRequest,
+): Promise<PreparedCancel> {
   const { client } = deps;
   const { token, authorizer, nonce } = request;
-  const chainId = await rpc("reading the chain id", () => client.request("eth_chainId", [], parseQuantity).then(Number));
-  const tokenCode = await rpc(`reading the code of ${token}`, () => client.request("eth_getCode", [token, "latest"], parseData));
-  if (tokenCode === "0x") throw new FatalError(`${token} has no code on chain ${chainId}: not an EIP-3009 token`);
-  const domain = await rpc(`reading name() and version() of ${token}`, () => readTokenDomainOverRpc(client, token, chainId)).catch((error: unknown) => {
+  const chainId = await rpc("reading the chain id", () =>
+    client.request("eth_chainId", [], parseQuantity).then(Number),
+  );
+  const tokenCode = await rpc(`reading the code of ${token}`, () =>
+    client.request("eth_getCode", [token, "latest"], parseData),
+  );
+  if (tokenCode === "0x")
+    throw new FatalError(`${token} has no code on chain ${chainId}: not an EIP-3009 token`);
+  const domain = await rpc(`reading name() and version() of ${token}`, () =>
+    readTokenDomainOverRpc(client, token, chainId),
+  ).catch((error: unknown) => {
     if (!(error instanceof RpcRequestError)) throw error;
-    throw new FatalError(`${token} does not answer name() and version() on chain ${chainId}: not an EIP-3009 token?`, { cause: error });
+    throw new FatalError(
+      `${token} does not answer name() and version() on chain ${chainId}: not an EIP-3009 token?`,
+      { cause: error },
+    );
   });
   const message = { authorizer, nonce };
   const digest = cancelAuthorizationDigest(domain, message);
   const input = await signatureOf(deps, request.authority, domain, message);
-  const signature = await rpc("checking the signature", () => verifyAuthorizerSignature(client, authorizer, digest, input)).catch((error: unknown) => {
+  const signature = await rpc("checking the signature", () =>
+    verifyAuthorizerSignature(client, authorizer, digest, input),
+  ).catch((error: unknown) => {
     if (error instanceof WrongSignerError)
-      throw new WrongSignerError(`${error.shortMessage} (or it was made for another nonce, token or chain); nothing was sent`, { cause: error });
+      throw new WrongSignerError(
+        `${error.shortMessage} (or it was made for another nonce, token or chain); nothing was sent`,
+        { cause: error },
+      );
     throw error;
   });
 
@@ -106,18 +148,26 @@ export async function prepareCancel(deps: CancelRelayDeps, request: CancelReques
 
   const simulatedFrom = deps.relayer?.address ?? authorizer;
   // At the pending view, as the nonce check: a capture pre-confirmed a moment ago makes it revert here, before any gas is spent.
-  await rpc("simulating cancelAuthorization", () => client.request("eth_call", [{ from: simulatedFrom, to: token, data: callData(signature, authorizer, nonce) }, "pending"])).catch(
-    (error: unknown) => {
-      throw revertError(error, undefined, "the simulation of cancelAuthorization reverted");
-    },
-  );
+  await rpc("simulating cancelAuthorization", () =>
+    client.request("eth_call", [
+      { from: simulatedFrom, to: token, data: callData(signature, authorizer, nonce) },
+      "pending",
+    ]),
+  ).catch((error: unknown) => {
+    throw revertError(error, undefined, "the simulation of cancelAuthorization reverted");
+  });
   return { token, authorizer, nonce, domain, signature, simulatedFrom };
 }
 
 /** The on-chain path's price: estimated gas × the current gas price, in wei. */
-export async function estimateCancelCost(deps: CancelRelayDeps, prepared: PreparedCancel): Promise<CancelCost> {
+export async function estimateCancelCost(
+  deps: CancelRelayDeps,
+  prepared: PreparedCancel,
+): Promise<CancelCost> {
   const gas = await estimateGas(deps, prepared, prepared.simulatedFrom);
-  const gasPriceWei = await rpc("reading the gas price", () => deps.client.request("eth_gasPrice", [], parseQuantity));
+  const gasPriceWei = await rpc("reading the gas price", () =>
+    deps.client.request("eth_gasPrice", [], parseQuantity),
+  );
   return { gas, gasPriceWei, costWei: gas * gasPriceWei };
 }
 
@@ -127,14 +177,21 @@ export async function estimateCancelCost(deps: CancelRelayDeps, prepared: Prepar
  * canonical blocks within the timeout, then checks authorizationState at a block at or after the
  * receipt's. A nonce nothing was broadcast with goes back to the book.
  */
-export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCancel): Promise<CancelResult> {
+export async function relayCancel(
+  deps: CancelRelayDeps,
+  prepared: PreparedCancel,
+): Promise<CancelResult> {
   const { client, relayer } = deps;
-  if (relayer === undefined) throw new FatalError("no relayer account to send cancelAuthorization from");
-  if (deps.relayerNonces === undefined) throw new FatalError("no nonce book to take the relayer's nonce from");
+  if (relayer === undefined)
+    throw new FatalError("no relayer account to send cancelAuthorization from");
+  if (deps.relayerNonces === undefined)
+    throw new FatalError("no nonce book to take the relayer's nonce from");
   const nonces = deps.relayerNonces;
   const estimated = await estimateGas(deps, prepared, relayer.address);
   const gas = estimated + (estimated * GAS_LIMIT_HEADROOM_PERCENT) / 100n;
-  const chainId = await rpc("reading the chain id", () => client.request("eth_chainId", [], parseQuantity).then(Number));
+  const chainId = await rpc("reading the chain id", () =>
+    client.request("eth_chainId", [], parseQuantity).then(Number),
+  );
   const [latest, priorityFee, balance] = await rpc("reading fees and balance", () =>
     Promise.all([
       client.request("eth_getBlockByNumber", ["latest", false], parseBaseFee),
@@ -145,7 +202,9 @@ export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCance
   const maxFeePerGas = latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priorityFee;
   const maxCostWei = gas * maxFeePerGas;
   if (balance < maxCostWei)
-    throw new RelayerFundsError(`the relayer ${relayer.address} holds ${balance} wei, the transaction may cost up to ${maxCostWei} wei; nothing was sent`);
+    throw new RelayerFundsError(
+      `the relayer ${relayer.address} holds ${balance} wei, the transaction may cost up to ${maxCostWei} wei; nothing was sent`,
+    );
 
   const holder = cancelHolder(prepared.token, prepared.authorizer, prepared.nonce);
   const relayerNonce = await nonces.reserve(relayer.address, holder);
@@ -163,33 +222,59 @@ export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCance
     });
     txHash = keccak256(serialized);
     await nonces.mark(relayer.address, relayerNonce, holder, "signed", txHash);
-    await rpc("sending cancelAuthorization", () => client.request("eth_sendRawTransaction", [serialized])).catch((error: unknown) => {
+    await rpc("sending cancelAuthorization", () =>
+      client.request("eth_sendRawTransaction", [serialized]),
+    ).catch((error: unknown) => {
       // A retry after a lost answer re-sends the same bytes: the node already has them.
-      if (error instanceof RpcRequestError && /already known|known transaction/i.test(error.shortMessage)) return;
+      if (
+        error instanceof RpcRequestError &&
+        /already known|known transaction/i.test(error.shortMessage)
+      )
+        return;
       if (error instanceof RpcRequestError && /insufficient funds/i.test(error.shortMessage))
-        throw new RelayerFundsError(`the relayer ${relayer.address} lacks the ETH for gas (${error.shortMessage}); nothing was sent`, { cause: error });
+        throw new RelayerFundsError(
+          `the relayer ${relayer.address} lacks the ETH for gas (${error.shortMessage}); nothing was sent`,
+          { cause: error },
+        );
       throw error;
     });
   } catch (error) {
     // A node's refusal (or nothing sent): nothing was broadcast with the nonce, the book hands it
     // out again. An unanswered send may have reached a node: the nonce stays taken (a gap, if it
     // never lands, is filled by the capture driver), never handed to another transaction.
-    const refused = txHash === undefined || error instanceof RpcRequestError || error instanceof RelayerFundsError;
+    const refused =
+      txHash === undefined ||
+      error instanceof RpcRequestError ||
+      error instanceof RelayerFundsError;
     if (refused) await nonces.release(relayer.address, relayerNonce, holder);
     else {
       const maybeSent = txHash!;
       await nonces.mark(relayer.address, relayerNonce, holder, "broadcast", maybeSent);
-      throw new CancelTimeoutError(`sending ${maybeSent} (relayer nonce ${relayerNonce}) got no answer; it may still land: check it before sending again`, maybeSent, { cause: error });
+      throw new CancelTimeoutError(
+        `sending ${maybeSent} (relayer nonce ${relayerNonce}) got no answer; it may still land: check it before sending again`,
+        maybeSent,
+        { cause: error },
+      );
     }
     throw error;
   }
   await nonces.mark(relayer.address, relayerNonce, holder, "broadcast", txHash);
   deps.onSent?.({ txHash, relayerNonce });
 
-  const receipt: CanonicalReceipt = await waitForCanonicalReceipt(deps, { txHash, relayerNonce, gas });
+  const receipt: CanonicalReceipt = await waitForCanonicalReceipt(deps, {
+    txHash,
+    relayerNonce,
+    gas,
+  });
   const state = await rpc("checking authorizationState after the cancel", () =>
     // At the block the confirmations were counted on (the receipt's or later), never a lagging "latest".
-    readAuthorizationState(client, prepared.token, prepared.authorizer, prepared.nonce, toHex(receipt.head)),
+    readAuthorizationState(
+      client,
+      prepared.token,
+      prepared.authorizer,
+      prepared.nonce,
+      toHex(receipt.head),
+    ),
   );
   if (!state)
     throw new CancelNotAppliedError(
@@ -212,56 +297,118 @@ export async function relayCancel(deps: CancelRelayDeps, prepared: PreparedCance
 export function callData(signature: VerifiedSignature, authorizer: Address, nonce: Hex): Hex {
   if (signature.scheme === "ecdsa") {
     const { v, r, s } = signature.parts;
-    return encodeFunctionData({ abi, functionName: "cancelAuthorization", args: [authorizer, nonce, v, r, s] });
+    return encodeFunctionData({
+      abi,
+      functionName: "cancelAuthorization",
+      args: [authorizer, nonce, v, r, s],
+    });
   }
-  return encodeFunctionData({ abi, functionName: "cancelAuthorization", args: [authorizer, nonce, signature.signature] });
+  return encodeFunctionData({
+    abi,
+    functionName: "cancelAuthorization",
+    args: [authorizer, nonce, signature.signature],
+  });
 }
 
-async function estimateGas(deps: CancelRelayDeps, prepared: PreparedCancel, from: Address): Promise<bigint> {
+async function estimateGas(
+  deps: CancelRelayDeps,
+  prepared: PreparedCancel,
+  from: Address,
+): Promise<bigint> {
   const data = callData(prepared.signature, prepared.authorizer, prepared.nonce);
-  return rpc("estimating the gas of cancelAuthorization", () => deps.client.request("eth_estimateGas", [{ from, to: prepared.token, data }, "pending"], parseQuantity)).catch(
-    (error: unknown) => {
-      throw revertError(error, undefined, "the gas estimate of cancelAuthorization reverted");
-    },
-  );
+  return rpc("estimating the gas of cancelAuthorization", () =>
+    deps.client.request(
+      "eth_estimateGas",
+      [{ from, to: prepared.token, data }, "pending"],
+      parseQuantity,
+    ),
+  ).catch((error: unknown) => {
+    throw revertError(error, undefined, "the gas estimate of cancelAuthorization reverted");
+  });
 }
 
 /** The signature to check; refuses (before anything is signed or sent) a key that cannot be the authorizer's. */
-async function signatureOf(deps: CancelRelayDeps, authority: CancelAuthority, domain: TokenDomain, message: { authorizer: Address; nonce: Hex }): Promise<SignatureInput> {
+async function signatureOf(
+  deps: CancelRelayDeps,
+  authority: CancelAuthority,
+  domain: TokenDomain,
+  message: { authorizer: Address; nonce: Hex },
+): Promise<SignatureInput> {
   if (authority.kind === "signature") return authority.signature;
   if (authority.kind === "vrs") return { v: authority.v, r: authority.r, s: authority.s };
   // A cancellation signed by any other account must never be produced (interface spec, cancel flow 1). An
   // authorizer with code (a wallet, an EIP-7702 delegated EOA) is signed for by its owner's key: the wallet decides.
-  const code = await rpc("reading the authorizer's code", () => deps.client.request("eth_getCode", [message.authorizer, "latest"], parseData));
+  const code = await rpc("reading the authorizer's code", () =>
+    deps.client.request("eth_getCode", [message.authorizer, "latest"], parseData),
+  );
   if (code === "0x" && !isAddressEqual(authority.account.address, message.authorizer))
-    throw new WrongSignerError(`the buyer key belongs to ${authority.account.address}, not the authorizer ${message.authorizer}; nothing was signed or sent`);
-  return authority.account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "CancelAuthorization", message });
+    throw new WrongSignerError(
+      `the buyer key belongs to ${authority.account.address}, not the authorizer ${message.authorizer}; nothing was signed or sent`,
+    );
+  return authority.account.signTypedData({
+    domain,
+    types: AUTHORIZATION_TYPES,
+    primaryType: "CancelAuthorization",
+    message,
+  });
 }
 
-async function assertUnused(deps: CancelRelayDeps, chainId: number, token: Address, authorizer: Address, nonce: Hex): Promise<void> {
+async function assertUnused(
+  deps: CancelRelayDeps,
+  chainId: number,
+  token: Address,
+  authorizer: Address,
+  nonce: Hex,
+): Promise<void> {
   // The pending view: a capture pre-confirmed but not yet in a block already used the nonce.
-  const used = await rpc("reading authorizationState", () => readAuthorizationState(deps.client, token, authorizer, nonce, "pending"));
+  const used = await rpc("reading authorizationState", () =>
+    readAuthorizationState(deps.client, token, authorizer, nonce, "pending"),
+  );
   if (!used) return;
   const indexed = await deps.lookupIndexedState?.(token, authorizer, nonce);
-  const where = indexed === undefined ? "" : ` in block ${indexed.blockNumber}, tx ${indexed.txHash} (${indexed.status})`;
-  if (indexed?.state === "captured") throw new AlreadyCapturedError(`the authorization ${nonce} of ${authorizer} was already captured${where}; nothing to cancel`);
-  if (indexed?.state === "canceled") throw new AlreadyCanceledError(`the authorization ${nonce} of ${authorizer} was already canceled${where}`);
-  throw new AlreadyUsedError(`the authorization ${nonce} of ${authorizer} is already used or canceled on chain (the indexed database does not say which)`);
+  const where =
+    indexed === undefined
+      ? ""
+      : ` in block ${indexed.blockNumber}, tx ${indexed.txHash} (${indexed.status})`;
+  if (indexed?.state === "captured")
+    throw new AlreadyCapturedError(
+      `the authorization ${nonce} of ${authorizer} was already captured${where}; nothing to cancel`,
+    );
+  if (indexed?.state === "canceled")
+    throw new AlreadyCanceledError(
+      `the authorization ${nonce} of ${authorizer} was already canceled${where}`,
+    );
+  throw new AlreadyUsedError(
+    `the authorization ${nonce} of ${authorizer} is already used or canceled on chain (the indexed database does not say which)`,
+  );
 }
 
 /** Maps a node's revert to the matching failure: a nonce burned in the meantime, a refused signature, or a plain revert. */
 function revertError(error: unknown, txHash: Hex | undefined, what: string): unknown {
   if (!(error instanceof RpcRequestError)) return error;
-  if (/insufficient funds/i.test(error.shortMessage)) return new RelayerFundsError(`${what}: the relayer lacks the ETH for gas; nothing was sent`, { cause: error });
+  if (/insufficient funds/i.test(error.shortMessage))
+    return new RelayerFundsError(`${what}: the relayer lacks the ETH for gas; nothing was sent`, {
+      cause: error,
+    });
   const reason = revertReason(error);
-  if (/used or canceled/.test(reason)) return new AlreadyUsedError(`${what}: the authorization was used or canceled in the meantime (${reason})`, { cause: error });
-  if (/invalid signature/i.test(reason)) return new BadSignatureError(`${what}: the token refuses the signature (${reason})`, { cause: error });
+  if (/used or canceled/.test(reason))
+    return new AlreadyUsedError(
+      `${what}: the authorization was used or canceled in the meantime (${reason})`,
+      { cause: error },
+    );
+  if (/invalid signature/i.test(reason))
+    return new BadSignatureError(`${what}: the token refuses the signature (${reason})`, {
+      cause: error,
+    });
   return new CancelRevertedError(`${what}: ${reason}`, txHash, { cause: error });
 }
 
 /** The Error(string) reason in a revert's data, else the node's message. */
 export function revertReason(error: RpcRequestError): string {
-  const data = typeof error.data === "string" ? error.data : (error.data as { data?: unknown } | undefined)?.data;
+  const data =
+    typeof error.data === "string"
+      ? error.data
+      : (error.data as { data?: unknown } | undefined)?.data;
   if (typeof data === "string" && data.startsWith("0x08c379a0")) {
     try {
       return decodeErrorResult({ abi: ERROR_STRING_ABI, data: data as Hex }).args[0];
@@ -281,9 +428,16 @@ export async function rpc<T>(what: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (error instanceof WrongChainError) throw new ConfigError("rpc.http", error.shortMessage, { cause: error });
-    if (error instanceof RetryableError && !(error instanceof CancelTimeoutError) && !isNamedStep(error))
-      throw new RpcStepError(`${what}: the RPC did not answer (${error.shortMessage})`, { cause: error });
+    if (error instanceof WrongChainError)
+      throw new ConfigError("rpc.http", error.shortMessage, { cause: error });
+    if (
+      error instanceof RetryableError &&
+      !(error instanceof CancelTimeoutError) &&
+      !isNamedStep(error)
+    )
+      throw new RpcStepError(`${what}: the RPC did not answer (${error.shortMessage})`, {
+        cause: error,
+      });
     throw error;
   }
 }
@@ -293,12 +447,14 @@ function isNamedStep(error: unknown): boolean {
 }
 
 export function parseQuantity(result: unknown): bigint {
-  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(result)) throw new RetryableError(`expected a hex quantity, got ${JSON.stringify(result)}`);
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(result))
+    throw new RetryableError(`expected a hex quantity, got ${JSON.stringify(result)}`);
   return BigInt(result);
 }
 
 export function parseData(result: unknown): Hex {
-  if (typeof result !== "string" || !isHexBytes(result)) throw new RetryableError(`expected hex data, got ${JSON.stringify(result)}`);
+  if (typeof result !== "string" || !isHexBytes(result))
+    throw new RetryableError(`expected hex data, got ${JSON.stringify(result)}`);
   return result.toLowerCase() as Hex;
 }
 

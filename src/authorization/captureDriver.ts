@@ -16,16 +16,21 @@ export const CAPTURE_DRIVE_INTERVAL_MS = 1_000;
  * the ones given, else the configured pool (keySources.ts readRelayerPool). Without a relayer key
  * it can still re-send stored bytes; replacements need the key. Stopped by the shutdown.
  */
-export function startCaptureDriver(deps: Common & { store: Store; relayers?: readonly LocalAccount[] | undefined }): CaptureRelay {
+export function startCaptureDriver(
+  deps: Common & { store: Store; relayers?: readonly LocalAccount[] | undefined },
+): CaptureRelay {
   const accounts = deps.relayers ?? readRelayerPool(deps.config.facilitator);
   const relay = createCaptureRelay({
     client: deps.client,
     store: deps.store,
     chainId: deps.config.chainId,
     relayer: undefined,
-    pool: createRelayerPool(accounts, { stuckAfterMs: deps.config.facilitator.relayerStuckAfterMs }),
+    pool: createRelayerPool(accounts, {
+      stuckAfterMs: deps.config.facilitator.relayerStuckAfterMs,
+    }),
     // The gas metrics' payee label: the configured payees only (a bounded set), "other" for the rest.
-    payeeLabel: (payee) => (deps.config.facilitator.payTo.includes(payee.toLowerCase()) ? payee.toLowerCase() : "other"),
+    payeeLabel: (payee) =>
+      deps.config.facilitator.payTo.includes(payee.toLowerCase()) ? payee.toLowerCase() : "other",
     logger: deps.logger,
     metrics: deps.metrics,
     crashPoint: crashPointFromEnv(process.env),
@@ -36,7 +41,12 @@ export function startCaptureDriver(deps: Common & { store: Store; relayers?: rea
     running = true;
     relay
       .drive(Date.now())
-      .catch((error: unknown) => deps.logger.error({ msg: "Failed to drive captures", error: error instanceof Error ? error.message : String(error) }))
+      .catch((error: unknown) =>
+        deps.logger.error({
+          msg: "Failed to drive captures",
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      )
       .finally(() => (running = false));
   }, CAPTURE_DRIVE_INTERVAL_MS);
   deps.shutdown.add(() => clearInterval(timer));

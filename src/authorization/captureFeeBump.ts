@@ -29,7 +29,14 @@ export async function replaceCapture(
 ): Promise<CaptureIntent> {
   const previous = parseTransaction(capture.rawTx);
   const fee = bumpedFees(capture, await deps.transactions.fees());
-  const next = await deps.transactions.sign(account, order, previous.data!, previous.gas!, capture.relayerNonce, fee);
+  const next = await deps.transactions.sign(
+    account,
+    order,
+    previous.data!,
+    previous.gas!,
+    capture.relayerNonce,
+    fee,
+  );
   return deps.store.captures.replace(order.id, next, Date.now());
 }
 

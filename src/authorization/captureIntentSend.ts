@@ -1,6 +1,9 @@
 import type { Address, Hex, LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { getTransactionReceipt, type TransactionReceiptSummary } from "../chain/transactionReceipt.js";
+import {
+  getTransactionReceipt,
+  type TransactionReceiptSummary,
+} from "../chain/transactionReceipt.js";
 import { RetryableError } from "../errors/base.js";
 import { CaptureNonceLostError, CaptureNotSentError } from "../errors/capture.js";
 import type { CrashStep } from "../ops/crashPoint.js";
@@ -41,27 +44,46 @@ export type CaptureIntentSend = {
    * - "underpriced"/"replacement": a transaction on this nonce sits in the pool (our older one, or
    *   a foreign one): it is outbid on the same nonce, never moved to another.
    */
-  sendIntent: (order: Order, capture: CaptureIntent, kind: "first" | "resend" | "replacement") => Promise<CaptureIntent>;
+  sendIntent: (
+    order: Order,
+    capture: CaptureIntent,
+    kind: "first" | "resend" | "replacement",
+  ) => Promise<CaptureIntent>;
   /** The receipt of the intent's transaction or of one it replaced (only one of them can exist: they share a nonce). */
-  landed: (capture: CaptureIntent) => Promise<{ txHash: Hex; receipt: TransactionReceiptSummary } | undefined>;
+  landed: (
+    capture: CaptureIntent,
+  ) => Promise<{ txHash: Hex; receipt: TransactionReceiptSummary } | undefined>;
 };
 
 /** The capture relay's send step and its nonce rules (captureRelay.ts). */
 export function createCaptureIntentSend(deps: CaptureIntentSendDeps): CaptureIntentSend {
   const { client, store, transactions, logger } = deps;
 
-  async function landed(capture: CaptureIntent): Promise<{ txHash: Hex; receipt: TransactionReceiptSummary } | undefined> {
+  async function landed(
+    capture: CaptureIntent,
+  ): Promise<{ txHash: Hex; receipt: TransactionReceiptSummary } | undefined> {
     for (const txHash of [capture.txHash, ...capture.replacedTxHashes].reverse()) {
-      const receipt = await rpc("reading the capture's receipt", () => getTransactionReceipt(client, txHash));
+      const receipt = await rpc("reading the capture's receipt", () =>
+        getTransactionReceipt(client, txHash),
+      );
       if (receipt !== null) return { txHash, receipt };
     }
     return undefined;
   }
 
-  async function sendIntent(order: Order, capture: CaptureIntent, kind: "first" | "resend" | "replacement"): Promise<CaptureIntent> {
+  async function sendIntent(
+    order: Order,
+    capture: CaptureIntent,
+    kind: "first" | "resend" | "replacement",
+  ): Promise<CaptureIntent> {
     let intent = capture;
-    if (intent.sendStartedAt === null && !(await store.captures.claimSend(order.id, intent.txHash, Date.now())))
-      throw new CaptureNotSentError(`the capture of order ${order.id} was abandoned before it was sent; nothing was broadcast`);
+    if (
+      intent.sendStartedAt === null &&
+      !(await store.captures.claimSend(order.id, intent.txHash, Date.now()))
+    )
+      throw new CaptureNotSentError(
+        `the capture of order ${order.id} was abandoned before it was sent; nothing was broadcast`,
+      );
     for (let attempt = 0; ; attempt++) {
       const outcome = await transactions.send(intent.rawTx);
       if (outcome === "accepted" || outcome === "known") {
@@ -70,21 +92,45 @@ export function createCaptureIntentSend(deps: CaptureIntentSendDeps): CaptureInt
         // so the driver fee-bumps it when stuck and gap filling sees the nonce taken.
         await store.captures.recordBroadcast(order.id, intent.txHash, Date.now());
         deps.metrics?.captureBroadcasts.inc({ kind: attempt === 0 ? kind : "replacement" });
-        logger.info({ msg: "Sent capture", order_id: order.id, tx_hash: intent.txHash, relayer_nonce: intent.relayerNonce, kind, node_answer: outcome });
+        logger.info({
+          msg: "Sent capture",
+          order_id: order.id,
+          tx_hash: intent.txHash,
+          relayer_nonce: intent.relayerNonce,
+          kind,
+          node_answer: outcome,
+        });
         return intent;
       }
       if (outcome === "nonce_used") {
         if ((await landed(intent)) !== undefined) return intent;
-        if (await readAuthorizationState(client, order.token, order.authorizer, order.nonce, "pending")) return intent;
+        if (
+          await readAuthorizationState(
+            client,
+            order.token,
+            order.authorizer,
+            order.nonce,
+            "pending",
+          )
+        )
+          return intent;
         await store.captures.abandon(order.id, Date.now(), { cause: "capture_nonce_lost" });
-        logger.error({ msg: "Abandoned capture", order_id: order.id, tx_hash: intent.txHash, relayer_nonce: intent.relayerNonce, reason: "nonce taken by another transaction" });
+        logger.error({
+          msg: "Abandoned capture",
+          order_id: order.id,
+          tx_hash: intent.txHash,
+          relayer_nonce: intent.relayerNonce,
+          reason: "nonce taken by another transaction",
+        });
         throw new CaptureNonceLostError(
           `relayer nonce ${intent.relayerNonce} of the capture of order ${order.id} (${intent.txHash}) was taken by another transaction and the authorization is unused; nothing of it can land: capture it again`,
         );
       }
       const account = deps.accountFor(intent.relayer);
       if (account === undefined || attempt > 0)
-        throw new RetryableError(`relayer nonce ${intent.relayerNonce} of the capture of order ${order.id} (${intent.txHash}) is held by another pending transaction; the driver outbids it on the same nonce`);
+        throw new RetryableError(
+          `relayer nonce ${intent.relayerNonce} of the capture of order ${order.id} (${intent.txHash}) is held by another pending transaction; the driver outbids it on the same nonce`,
+        );
       intent = await replaceCapture({ store, transactions }, account, order, intent);
     }
   }

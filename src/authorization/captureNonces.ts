@@ -45,7 +45,11 @@ export function createCaptureNonces(deps: CaptureNoncesDeps) {
       }
       // Another call started this capture first: its transaction is the one. Racing calls for one
       // order share one reserved nonce (nonceBook.ts), so there is usually nothing to give back.
-      if (!started.created && (started.capture.relayerNonce !== tx.relayerNonce || !isAddressEqual(started.capture.relayer, tx.relayer)))
+      if (
+        !started.created &&
+        (started.capture.relayerNonce !== tx.relayerNonce ||
+          !isAddressEqual(started.capture.relayer, tx.relayer))
+      )
         await relayerNonces.release(tx.relayer, tx.relayerNonce, holder);
       return started;
     },
@@ -58,7 +62,13 @@ export function createCaptureNonces(deps: CaptureNoncesDeps) {
           await gaps.releaseGone(account, count, now);
           await gaps.fill(account, live, count, now);
         })
-        .catch((error: unknown) => logger.warn({ msg: "Failed to drive capture", order_id: 0, error: error instanceof Error ? error.message : String(error) }));
+        .catch((error: unknown) =>
+          logger.warn({
+            msg: "Failed to drive capture",
+            order_id: 0,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
       if (deps.metrics !== undefined) await reportRelayer(account, live).catch(() => undefined);
     },
   };
@@ -69,6 +79,11 @@ export function createCaptureNonces(deps: CaptureNoncesDeps) {
       client.request("eth_getTransactionCount", [account.address, "pending"], parseQuantity),
     ]);
     deps.metrics?.relayerBalance.set({ relayer: account.address }, Number(balance));
-    deps.metrics?.relayerNonceGap.set({ relayer: account.address }, live.filter((c) => isAddressEqual(c.relayer, account.address) && BigInt(c.relayerNonce) >= pending).length);
+    deps.metrics?.relayerNonceGap.set(
+      { relayer: account.address },
+      live.filter(
+        (c) => isAddressEqual(c.relayer, account.address) && BigInt(c.relayerNonce) >= pending,
+      ).length,
+    );
   }
 }

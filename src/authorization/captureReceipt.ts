@@ -10,7 +10,13 @@ export type CaptureVerdict =
   | { kind: "mismatch"; missing: string };
 
 /** The authorization a receipt must show: the token, payer (authorizer), payee, amount and nonce. */
-export type ExpectedCapture = { token: Address; authorizer: Address; payee: Address; value: bigint; nonce: Hex };
+export type ExpectedCapture = {
+  token: Address;
+  authorizer: Address;
+  payee: Address;
+  value: bigint;
+  nonce: Hex;
+};
 
 /**
  * Judges a capture's receipt (pre-confirmed or sealed) as @x402/evm 2.27's exact facilitator does
@@ -19,7 +25,10 @@ export type ExpectedCapture = { token: Address; authorizer: Address; payee: Addr
  * v2.2 emits both from transferWithAuthorization / receiveWithAuthorization; a successful receipt
  * without them moved someone else's money, or none (a token whose transfer is a no-op).
  */
-export function judgeCaptureReceipt(receipt: TransactionReceiptSummary, expected: ExpectedCapture): CaptureVerdict {
+export function judgeCaptureReceipt(
+  receipt: TransactionReceiptSummary,
+  expected: ExpectedCapture,
+): CaptureVerdict {
   if (receipt.status === "reverted") return { kind: "reverted" };
   const token = expected.token.toLowerCase();
   const fromToken = receipt.logs.filter((log) => log.address === token);
@@ -31,7 +40,11 @@ export function judgeCaptureReceipt(receipt: TransactionReceiptSummary, expected
       log.topics[1] === word(expected.authorizer) &&
       log.topics[2] === expected.nonce.toLowerCase(),
   );
-  if (!used) return { kind: "mismatch", missing: `AuthorizationUsed(${expected.authorizer}, ${expected.nonce})` };
+  if (!used)
+    return {
+      kind: "mismatch",
+      missing: `AuthorizationUsed(${expected.authorizer}, ${expected.nonce})`,
+    };
   const transferred = fromToken.some(
     (log) =>
       log.topics.length === 3 &&
@@ -41,6 +54,10 @@ export function judgeCaptureReceipt(receipt: TransactionReceiptSummary, expected
       log.data.length === 66 &&
       BigInt(log.data) === expected.value,
   );
-  if (!transferred) return { kind: "mismatch", missing: `Transfer(${expected.authorizer}, ${expected.payee}, ${expected.value})` };
+  if (!transferred)
+    return {
+      kind: "mismatch",
+      missing: `Transfer(${expected.authorizer}, ${expected.payee}, ${expected.value})`,
+    };
   return { kind: "paid" };
 }

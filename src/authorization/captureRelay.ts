@@ -2,12 +2,22 @@ import { getAddress, isAddressEqual, type Address, type Hex, type LocalAccount }
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { TransactionReceiptSummary } from "../chain/transactionReceipt.js";
 import { UsageError } from "../errors/base.js";
-import { CaptureFundsError, CaptureRevertedError, CaptureTimeoutError, ReceivePayeeError } from "../errors/capture.js";
+import {
+  CaptureFundsError,
+  CaptureRevertedError,
+  CaptureTimeoutError,
+  ReceivePayeeError,
+} from "../errors/capture.js";
 import { RpcRequestError } from "../errors/rpc.js";
 import type { Logger } from "../ops/logger.js";
 import type { CrashStep } from "../ops/crashPoint.js";
 import type { Metrics } from "../ops/metrics.js";
-import { assertTransition, OrderNotFoundError, type CaptureIntent, type Order } from "../store/orderStates.js";
+import {
+  assertTransition,
+  OrderNotFoundError,
+  type CaptureIntent,
+  type Order,
+} from "../store/orderStates.js";
 import type { Store } from "../store/store.js";
 import { parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { replaceCapture } from "./captureFeeBump.js";
@@ -58,7 +68,18 @@ export type CaptureRelayDeps = {
   /** Test-only (ops/crashPoint.ts): called at each step of a capture, where a kill -9 test stops the process. */
   crashPoint?: ((step: CrashStep) => void) | undefined;
   logger: Logger;
-  metrics?: Pick<Metrics, "captureBroadcasts" | "relayerBalance" | "relayerNonceGap" | "relayerPendingCaptures" | "relayerStuck" | "captureGasUsed" | "captureGasCost"> | undefined;
+  metrics?:
+    | Pick<
+        Metrics,
+        | "captureBroadcasts"
+        | "relayerBalance"
+        | "relayerNonceGap"
+        | "relayerPendingCaptures"
+        | "relayerStuck"
+        | "captureGasUsed"
+        | "captureGasCost"
+      >
+    | undefined;
   /**
    * The `payee` label of the gas metrics for a payee: bounded by the caller (the facilitator's
    * configured payTo, "other" for the rest), never the raw address of any payer's choice.
@@ -85,7 +106,10 @@ export type CaptureRelay = {
    * AuthorizationUsed, its Transfer). A revert throws CaptureRevertedError (the order goes back to
    * authorized, cause `capture_reverted`); a success without those events CaptureMismatchError.
    */
-  waitFor: (orderId: number, options: { confirmations: number; timeoutMs: number; signal?: AbortSignal | undefined }) => Promise<CaptureSeen>;
+  waitFor: (
+    orderId: number,
+    options: { confirmations: number; timeoutMs: number; signal?: AbortSignal | undefined },
+  ) => Promise<CaptureSeen>;
   /** One pass over the live intents (the daemon's): re-send what the node lost, replace what is stuck, fill a nonce gap. `now` in unix ms. */
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
   /** The relayer pool as this process sees it (relayerPool.ts), for the status page. */
@@ -103,16 +127,43 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
   const { accountFor } = pool;
   const transactions = createCaptureTransactions({ client, chainId: deps.chainId, relayerNonces });
-  const { sendIntent, landed } = createCaptureIntentSend({ client, store, transactions, accountFor, crashPoint: deps.crashPoint, metrics: deps.metrics, logger });
-  const gaps = createRelayerGaps({ store, relayerNonces, chainId: deps.chainId, replaceAfterMs, logger, fees: transactions.fees, send: transactions.send });
-  const nonces = createCaptureNonces({ client, store, relayerNonces, gaps, metrics: deps.metrics, logger });
+  const { sendIntent, landed } = createCaptureIntentSend({
+    client,
+    store,
+    transactions,
+    accountFor,
+    crashPoint: deps.crashPoint,
+    metrics: deps.metrics,
+    logger,
+  });
+  const gaps = createRelayerGaps({
+    store,
+    relayerNonces,
+    chainId: deps.chainId,
+    replaceAfterMs,
+    logger,
+    fees: transactions.fees,
+    send: transactions.send,
+  });
+  const nonces = createCaptureNonces({
+    client,
+    store,
+    relayerNonces,
+    gaps,
+    metrics: deps.metrics,
+    logger,
+  });
   const wait = createCaptureWait({
     store,
     poller,
     crashPoint: deps.crashPoint,
     logger,
     onPaid: (order, txHash, receipt) => recordGas(order, txHash, receipt),
-    drive: (order, capture) => driveGuarded(order, capture, Date.now()).then(() => undefined, (error: unknown) => logDriveError(order.id, error)),
+    drive: (order, capture) =>
+      driveGuarded(order, capture, Date.now()).then(
+        () => undefined,
+        (error: unknown) => logDriveError(order.id, error),
+      ),
   });
   /** Orders whose paid receipt's gas this process recorded. */
   const gasRecorded = new Set<number>();
@@ -136,7 +187,10 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
    * receiveWithAuthorization the payee's own key, which the token requires as the sender.
    */
   function relayerFor(order: Order): LocalAccount {
-    if (pool.accounts.length === 0) throw new UsageError(`no relayer key: set ${RELAYER_KEY_ENV} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, facilitator.relayers, or pass --relayer-key-file`);
+    if (pool.accounts.length === 0)
+      throw new UsageError(
+        `no relayer key: set ${RELAYER_KEY_ENV} (facilitator.relayerKeyEnv), facilitator.relayerKeyFile, facilitator.relayers, or pass --relayer-key-file`,
+      );
     if (order.kind !== "receive") return pool.pick(Date.now())!;
     const payee = pool.accountFor(order.payee);
     if (payee !== undefined) return payee;
@@ -147,27 +201,53 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   }
 
   /** One drive step for one live intent. */
-  async function driveOne(order: Order, capture: CaptureIntent, now: number): Promise<"resent" | "replaced" | "none"> {
+  async function driveOne(
+    order: Order,
+    capture: CaptureIntent,
+    now: number,
+  ): Promise<"resent" | "replaced" | "none"> {
     if (now / 1000 >= order.validBefore) return "none"; // the expiry pass ends it
     const seen = await landed(capture);
     if (seen !== undefined) {
       if (seen.receipt.status === "reverted" && !seen.receipt.preconfirmed) {
-        const used = await readAuthorizationState(client, order.token, order.authorizer, order.nonce);
+        const used = await readAuthorizationState(
+          client,
+          order.token,
+          order.authorizer,
+          order.nonce,
+        );
         if (!used) {
-          logger.error({ msg: "Abandoned capture", order_id: order.id, tx_hash: seen.txHash, reason: "reverted on chain, authorization still unused" });
-          await store.captures.abandon(order.id, now, { cause: "capture_reverted", txHash: seen.txHash });
+          logger.error({
+            msg: "Abandoned capture",
+            order_id: order.id,
+            tx_hash: seen.txHash,
+            reason: "reverted on chain, authorization still unused",
+          });
+          await store.captures.abandon(order.id, now, {
+            cause: "capture_reverted",
+            txHash: seen.txHash,
+          });
         }
       }
       return "none";
     }
-    if (capture.sendStartedAt === null && order.source === "x402") return abandonUnsent(order, capture, now);
+    if (capture.sendStartedAt === null && order.source === "x402")
+      return abandonUnsent(order, capture, now);
     // Used by another transaction, or canceled: the indexer moves the order when it sees the event.
-    if (await readAuthorizationState(client, order.token, order.authorizer, order.nonce, "pending")) return "none";
-    const stuck = capture.lastBroadcastAt !== null && now - capture.lastBroadcastAt >= replaceAfterMs;
+    if (await readAuthorizationState(client, order.token, order.authorizer, order.nonce, "pending"))
+      return "none";
+    const stuck =
+      capture.lastBroadcastAt !== null && now - capture.lastBroadcastAt >= replaceAfterMs;
     const account = accountFor(capture.relayer);
     if (stuck && account !== undefined) {
       const replacement = await replaceCapture({ store, transactions }, account, order, capture);
-      logger.warn({ msg: "Replaced capture", order_id: order.id, replaced_tx_hash: capture.txHash, tx_hash: replacement.txHash, waited_ms: now - capture.lastBroadcastAt! });
+      logger.warn({
+        msg: "Replaced capture",
+        order_id: order.id,
+        replaced_tx_hash: capture.txHash,
+        tx_hash: replacement.txHash,
+        waited_ms: now - capture.lastBroadcastAt!,
+      });
       await sendIntent(order, replacement, "replacement");
       return "replaced";
     }
@@ -187,11 +267,21 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     if (settling.has(order.id)) return "none";
     if (capture.owner !== owner && now - capture.createdAt < UNSENT_SETTLE_GRACE_MS) return "none";
     await store.captures.abandon(order.id, now, { nonceUnused: true, cause: "settle_never_sent" });
-    logger.warn({ msg: "Abandoned unsent settle", order_id: order.id, tx_hash: capture.txHash, relayer_nonce: capture.relayerNonce, stored_by: capture.owner });
+    logger.warn({
+      msg: "Abandoned unsent settle",
+      order_id: order.id,
+      tx_hash: capture.txHash,
+      relayer_nonce: capture.relayerNonce,
+      stored_by: capture.owner,
+    });
     return "none";
   }
 
-  async function driveGuarded(order: Order, capture: CaptureIntent, now: number): Promise<"resent" | "replaced" | "none"> {
+  async function driveGuarded(
+    order: Order,
+    capture: CaptureIntent,
+    now: number,
+  ): Promise<"resent" | "replaced" | "none"> {
     if (busy.has(order.id)) return "none";
     busy.add(order.id);
     try {
@@ -207,12 +297,14 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
       const existing = await store.captures.get(orderId);
       if (existing !== undefined && existing.status !== "abandoned") {
-        if (existing.status === "sent" && order.state === "capturing") await driveGuarded(order, existing, Date.now());
+        if (existing.status === "sent" && order.state === "capturing")
+          await driveGuarded(order, existing, Date.now());
         const current = (await store.captures.get(orderId)) ?? existing;
         const now = (await store.getOrder(orderId)) ?? order;
         // An x402 intent a crash left unsent was just abandoned (crash rule): this caller is here
         // and waiting, so the payment is captured afresh below, on a nonce of its own.
-        if (current.status !== "abandoned") return { order: now, txHash: current.txHash, alreadySent: true };
+        if (current.status !== "abandoned")
+          return { order: now, txHash: current.txHash, alreadySent: true };
         order = now;
       }
       assertTransition(order.state, "capturing", "relay", orderId);
@@ -238,7 +330,8 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       } catch (error) {
         // A wait that ran out proves nothing about the transaction: it still weighs on its relayer
         // (and may make it stuck) until it is seen or the driver's pass finds the order moved on.
-        if (!(error instanceof CaptureTimeoutError) && !(options.signal?.aborted ?? false)) pool.end(orderId);
+        if (!(error instanceof CaptureTimeoutError) && !(options.signal?.aborted ?? false))
+          pool.end(orderId);
         throw error;
       }
     },
@@ -248,13 +341,20 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       let resent = 0;
       let replaced = 0;
       for (const { order, capture } of pending) {
-        const done = await driveGuarded(order, capture, now).catch((error: unknown) => (logDriveError(order.id, error), "none" as const));
+        const done = await driveGuarded(order, capture, now).catch(
+          (error: unknown) => (logDriveError(order.id, error), "none" as const),
+        );
         if (done === "resent") resent++;
         if (done === "replaced") replaced++;
       }
       const live = new Set(pending.map((p) => p.order.id));
       pool.prune((orderId) => live.has(orderId));
-      for (const account of pool.accounts) await nonces.tendRelayer(account, pending.map((p) => p.capture), now);
+      for (const account of pool.accounts)
+        await nonces.tendRelayer(
+          account,
+          pending.map((p) => p.capture),
+          now,
+        );
       for (const standing of pool.standings(now)) {
         deps.metrics?.relayerPendingCaptures.set({ relayer: standing.address }, standing.pending);
         deps.metrics?.relayerStuck.set({ relayer: standing.address }, standing.stuck ? 1 : 0);
@@ -266,30 +366,52 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   };
 
   /** capture()'s new transaction: simulated from `account`, gas estimated, signed, stored, sent. */
-  async function signAndSend(order: Order, account: LocalAccount, suffix: Hex | undefined): Promise<CaptureSent> {
+  async function signAndSend(
+    order: Order,
+    account: LocalAccount,
+    suffix: Hex | undefined,
+  ): Promise<CaptureSent> {
     const orderId = order.id;
     const { data } = await simulateCapture(client, callOf(order), account.address, { suffix });
     const estimate = await rpc("estimating the capture's gas", () =>
       // `pending`, as verify and the simulation read: a payer funded by a pre-confirmed transfer
       // must not pass verify and fail here (geth and reth estimate at `latest` without a tag).
-      client.request("eth_estimateGas", [{ from: account.address, to: order.token, data }, "pending"], parseQuantity),
+      client.request(
+        "eth_estimateGas",
+        [{ from: account.address, to: order.token, data }, "pending"],
+        parseQuantity,
+      ),
     ).catch((error: unknown) => {
       if (!(error instanceof RpcRequestError)) throw error;
       const reason = revertReason(error);
-      throw new CaptureRevertedError(`the gas estimate of the capture of order ${orderId} reverted: ${reason}; nothing was sent`, reason, undefined, { cause: error });
+      throw new CaptureRevertedError(
+        `the gas estimate of the capture of order ${orderId} reverted: ${reason}; nothing was sent`,
+        reason,
+        undefined,
+        { cause: error },
+      );
     });
-    const tx = await transactions.sign(account, order, data, estimate + (estimate * GAS_LIMIT_HEADROOM_PERCENT) / 100n, undefined, await transactions.fees());
+    const tx = await transactions.sign(
+      account,
+      order,
+      data,
+      estimate + (estimate * GAS_LIMIT_HEADROOM_PERCENT) / 100n,
+      undefined,
+      await transactions.fees(),
+    );
     deps.crashPoint?.("signed");
     enter(orderId);
     try {
       const started = await nonces.startIntent(orderId, tx, owner);
-      if (!started.created) return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
+      if (!started.created)
+        return { order: started.order, txHash: started.capture.txHash, alreadySent: true };
       deps.crashPoint?.("stored");
       const sent = await sendIntent(started.order, started.capture, "first");
       return { order: started.order, txHash: sent.txHash, alreadySent: false };
     } catch (error) {
       // The node refused the bytes: nothing was broadcast with the nonce, the book reuses it.
-      if (error instanceof CaptureFundsError) await store.captures.abandon(orderId, Date.now(), { nonceUnused: true });
+      if (error instanceof CaptureFundsError)
+        await store.captures.abandon(orderId, Date.now(), { nonceUnused: true });
       throw error;
     } finally {
       leave(orderId);
@@ -302,19 +424,36 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
    * maybe the sealed one: the same transaction, the same gas). A failed write is logged, never
    * turned into a failed settle: the payment was made.
    */
-  async function recordGas(order: Order, txHash: Hex, receipt: TransactionReceiptSummary): Promise<void> {
+  async function recordGas(
+    order: Order,
+    txHash: Hex,
+    receipt: TransactionReceiptSummary,
+  ): Promise<void> {
     if (gasRecorded.has(order.id)) return;
     gasRecorded.add(order.id);
     const gas = { gasUsed: receipt.gasUsed, effectiveGasPrice: receipt.effectiveGasPrice };
     await store.captures.recordGas(order.id, txHash, gas, Date.now()).catch((error: unknown) =>
-      logger.warn({ msg: "Failed to record capture gas", order_id: order.id, tx_hash: txHash, error: error instanceof Error ? error.message : String(error) }),
+      logger.warn({
+        msg: "Failed to record capture gas",
+        order_id: order.id,
+        tx_hash: txHash,
+        error: error instanceof Error ? error.message : String(error),
+      }),
     );
     deps.metrics?.captureGasUsed.observe(Number(gas.gasUsed));
-    if (gas.effectiveGasPrice !== null) deps.metrics?.captureGasCost.inc({ payee: deps.payeeLabel?.(order.payee) ?? "other" }, Number(gas.gasUsed * gas.effectiveGasPrice));
+    if (gas.effectiveGasPrice !== null)
+      deps.metrics?.captureGasCost.inc(
+        { payee: deps.payeeLabel?.(order.payee) ?? "other" },
+        Number(gas.gasUsed * gas.effectiveGasPrice),
+      );
   }
 
   function logDriveError(orderId: number, error: unknown): void {
-    logger.warn({ msg: "Failed to drive capture", order_id: orderId, error: error instanceof Error ? error.message : String(error) });
+    logger.warn({
+      msg: "Failed to drive capture",
+      order_id: orderId,
+      error: error instanceof Error ? error.message : String(error),
+    });
   }
 }
 

@@ -22,29 +22,56 @@ export type CaptureTransactions = {
    * Signs `data` to the order's token from `account` with `nonce`, or with one reserved now in
    * the nonce book for this order (given back to the book if signing fails).
    */
-  sign: (account: LocalAccount, order: Order, data: Hex, gas: bigint, nonce: number | undefined, fee: Fees) => Promise<CaptureTransaction>;
+  sign: (
+    account: LocalAccount,
+    order: Order,
+    data: Hex,
+    gas: bigint,
+    nonce: number | undefined,
+    fee: Fees,
+  ) => Promise<CaptureTransaction>;
   /** Hands raw bytes to the node and says what it made of them; a relayer short of gas throws CaptureFundsError. */
   send: (rawTx: Hex) => Promise<SendOutcome>;
 };
 
 /** Signing and sending for the capture relay (captureRelay.ts). */
-export function createCaptureTransactions(deps: { client: RpcClient; chainId: number; relayerNonces: RelayerNonces }): CaptureTransactions {
+export function createCaptureTransactions(deps: {
+  client: RpcClient;
+  chainId: number;
+  relayerNonces: RelayerNonces;
+}): CaptureTransactions {
   const { client, relayerNonces } = deps;
   return {
     async fees() {
       const [latest, priority] = await rpc("reading fees", () =>
-        Promise.all([client.request("eth_getBlockByNumber", ["latest", false], parseBaseFee), client.request("eth_maxPriorityFeePerGas", [], parseQuantity)]),
+        Promise.all([
+          client.request("eth_getBlockByNumber", ["latest", false], parseBaseFee),
+          client.request("eth_maxPriorityFeePerGas", [], parseQuantity),
+        ]),
       );
-      return { maxFeePerGas: latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priority, maxPriorityFeePerGas: priority };
+      return {
+        maxFeePerGas: latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priority,
+        maxPriorityFeePerGas: priority,
+      };
     },
 
     async sign(account, order, data, gas, nonce, fee) {
-      const relayerNonce = nonce ?? (await relayerNonces.reserve(account.address, captureHolder(order.id)));
+      const relayerNonce =
+        nonce ?? (await relayerNonces.reserve(account.address, captureHolder(order.id)));
       try {
-        const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: order.token, data, gas, nonce: relayerNonce, ...fee });
+        const rawTx = await account.signTransaction({
+          type: "eip1559",
+          chainId: deps.chainId,
+          to: order.token,
+          data,
+          gas,
+          nonce: relayerNonce,
+          ...fee,
+        });
         return { relayer: account.address, relayerNonce, txHash: keccak256(rawTx), rawTx, ...fee };
       } catch (error) {
-        if (nonce === undefined) await relayerNonces.release(account.address, relayerNonce, captureHolder(order.id));
+        if (nonce === undefined)
+          await relayerNonces.release(account.address, relayerNonce, captureHolder(order.id));
         throw error;
       }
     },
@@ -67,10 +94,19 @@ export function createCaptureTransactions(deps: { client: RpcClient; chainId: nu
  */
 export function sendRefusal(error: unknown): SendOutcome {
   const message = messagesOf(error);
-  if (/already known|known transaction|already imported|already exists|already in (?:the )?pool/i.test(message)) return "known";
+  if (
+    /already known|known transaction|already imported|already exists|already in (?:the )?pool/i.test(
+      message,
+    )
+  )
+    return "known";
   if (/nonce too low|nonce has already been used|old nonce/i.test(message)) return "nonce_used";
   if (/underpriced|replacement/i.test(message)) return "nonce_taken";
-  if (/insufficient funds/i.test(message)) throw new CaptureFundsError(`the relayer lacks the ETH for gas (${message}); nothing was sent`, { cause: error });
+  if (/insufficient funds/i.test(message))
+    throw new CaptureFundsError(
+      `the relayer lacks the ETH for gas (${message}); nothing was sent`,
+      { cause: error },
+    );
   throw error;
 }
 

@@ -1,7 +1,11 @@
 import type { Hex } from "viem";
 import type { TransactionReceiptSummary } from "../chain/transactionReceipt.js";
 import { RetryableError } from "../errors/base.js";
-import { CaptureMismatchError, CaptureRevertedError, CaptureTimeoutError } from "../errors/capture.js";
+import {
+  CaptureMismatchError,
+  CaptureRevertedError,
+  CaptureTimeoutError,
+} from "../errors/capture.js";
 import type { CrashStep } from "../ops/crashPoint.js";
 import type { Logger } from "../ops/logger.js";
 import { OrderNotFoundError, type CaptureIntent, type Order } from "../store/orderStates.js";
@@ -13,9 +17,18 @@ import type { ReceiptPoller, ReceiptStanding } from "./receiptPoller.js";
 const DRIVE_DURING_WAIT_MS = 1_000;
 
 /** What a wait saw: the transaction (the current one or one it replaced), and how far it got. */
-export type CaptureSeen = { txHash: Hex; status: "preconfirmed" | "confirmed"; blockNumber: bigint; confirmations: number };
+export type CaptureSeen = {
+  txHash: Hex;
+  status: "preconfirmed" | "confirmed";
+  blockNumber: bigint;
+  confirmations: number;
+};
 
-export type CaptureWaitOptions = { confirmations: number; timeoutMs: number; signal?: AbortSignal | undefined };
+export type CaptureWaitOptions = {
+  confirmations: number;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+};
 
 export type CaptureWaitDeps = {
   store: Store;
@@ -23,7 +36,8 @@ export type CaptureWaitDeps = {
   /** One drive step for the intent while nothing is seen (captureRelay.ts); its errors are the caller's to log. */
   drive: (order: Order, capture: CaptureIntent) => Promise<void>;
   /** Called once a receipt is judged to show the payment, before the wait answers (gas accounting). */
-  onPaid?: ((order: Order, txHash: Hex, receipt: TransactionReceiptSummary) => Promise<void>) | undefined;
+  onPaid?:
+    ((order: Order, txHash: Hex, receipt: TransactionReceiptSummary) => Promise<void>) | undefined;
   crashPoint?: ((step: CrashStep) => void) | undefined;
   logger: Logger;
 };
@@ -43,23 +57,55 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
    * transaction used the nonce. A success without the payment's events is refused, the intent left
    * to the indexer and the driver.
    */
-  async function judgeSeen(order: Order, txHash: Hex, receipt: TransactionReceiptSummary): Promise<void> {
-    const verdict = judgeCaptureReceipt(receipt, { token: order.token, authorizer: order.authorizer, payee: order.payee, value: BigInt(order.value), nonce: order.nonce });
+  async function judgeSeen(
+    order: Order,
+    txHash: Hex,
+    receipt: TransactionReceiptSummary,
+  ): Promise<void> {
+    const verdict = judgeCaptureReceipt(receipt, {
+      token: order.token,
+      authorizer: order.authorizer,
+      payee: order.payee,
+      value: BigInt(order.value),
+      nonce: order.nonce,
+    });
     if (verdict.kind === "paid") {
       await deps.onPaid?.(order, txHash, receipt);
       return;
     }
-    const where = receipt.preconfirmed ? `pre-confirmed for block ${receipt.blockNumber}` : `in block ${receipt.blockNumber}`;
+    const where = receipt.preconfirmed
+      ? `pre-confirmed for block ${receipt.blockNumber}`
+      : `in block ${receipt.blockNumber}`;
     if (verdict.kind === "mismatch") {
-      logger.error({ msg: "Refused capture receipt", order_id: order.id, tx_hash: txHash, reason: `no ${verdict.missing}` });
-      throw new CaptureMismatchError(`${txHash} for order ${order.id} succeeded ${where} without ${verdict.missing}: the chain did not make this payment`, txHash);
+      logger.error({
+        msg: "Refused capture receipt",
+        order_id: order.id,
+        tx_hash: txHash,
+        reason: `no ${verdict.missing}`,
+      });
+      throw new CaptureMismatchError(
+        `${txHash} for order ${order.id} succeeded ${where} without ${verdict.missing}: the chain did not make this payment`,
+        txHash,
+      );
     }
-    logger.warn({ msg: "Abandoned capture", order_id: order.id, tx_hash: txHash, reason: `reverted ${where}` });
+    logger.warn({
+      msg: "Abandoned capture",
+      order_id: order.id,
+      tx_hash: txHash,
+      reason: `reverted ${where}`,
+    });
     await store.captures.abandon(order.id, Date.now(), { cause: "capture_reverted", txHash });
-    throw new CaptureRevertedError(`${txHash} for order ${order.id} reverted ${where}: nothing was paid`, "reverted on chain", txHash);
+    throw new CaptureRevertedError(
+      `${txHash} for order ${order.id} reverted ${where}: nothing was paid`,
+      "reverted on chain",
+      txHash,
+    );
   }
 
-  return async function waitFor(orderId: number, { confirmations, timeoutMs, signal }: CaptureWaitOptions): Promise<CaptureSeen> {
+  return async function waitFor(
+    orderId: number,
+    { confirmations, timeoutMs, signal }: CaptureWaitOptions,
+  ): Promise<CaptureSeen> {
     const deadline = Date.now() + timeoutMs;
     let lastDrive = Date.now();
     let lastSeen = "no receipt";
@@ -69,10 +115,12 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
       const capture = await store.captures.get(orderId);
       if (capture === undefined) throw new OrderNotFoundError(`order ${orderId} has no capture`);
       // Only one of them can have a receipt: they share a nonce.
-      const seen = await poller.next([capture.txHash, ...capture.replacedTxHashes], signal).catch((error: unknown): ReceiptStanding => {
-        if (error instanceof RetryableError) return { kind: "none" };
-        throw error;
-      });
+      const seen = await poller
+        .next([capture.txHash, ...capture.replacedTxHashes], signal)
+        .catch((error: unknown): ReceiptStanding => {
+          if (error instanceof RetryableError) return { kind: "none" };
+          throw error;
+        });
       // A receipt counts, pre-confirmed or sealed, only once it shows the payment itself.
       if (seen.kind === "preconfirmed" || seen.kind === "canonical") {
         await judgeSeen(order, seen.txHash, seen.receipt);
@@ -82,16 +130,30 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
       }
       if (seen.kind === "preconfirmed") {
         lastSeen = `pre-confirmed for block ${seen.receipt.blockNumber}`;
-        if (confirmations === 0) return { txHash: seen.txHash, status: "preconfirmed", blockNumber: seen.receipt.blockNumber, confirmations: 0 };
+        if (confirmations === 0)
+          return {
+            txHash: seen.txHash,
+            status: "preconfirmed",
+            blockNumber: seen.receipt.blockNumber,
+            confirmations: 0,
+          };
       } else if (seen.kind === "canonical") {
         const { receipt } = seen;
         lastSeen = `in block ${receipt.blockNumber} with ${seen.confirmations} confirmation(s)`;
-        if (seen.confirmations >= confirmations) return { txHash: seen.txHash, status: "confirmed", blockNumber: receipt.blockNumber, confirmations: seen.confirmations };
-      } else if (seen.kind === "orphaned") lastSeen = `in block ${seen.receipt.blockNumber}, no longer canonical`;
+        if (seen.confirmations >= confirmations)
+          return {
+            txHash: seen.txHash,
+            status: "confirmed",
+            blockNumber: receipt.blockNumber,
+            confirmations: seen.confirmations,
+          };
+      } else if (seen.kind === "orphaned")
+        lastSeen = `in block ${seen.receipt.blockNumber}, no longer canonical`;
       else if (Date.now() - lastDrive >= DRIVE_DURING_WAIT_MS) {
         lastDrive = Date.now();
         const current = await store.getOrder(orderId);
-        if (current?.state === "capturing" && capture.status === "sent") await deps.drive(current, capture);
+        if (current?.state === "capturing" && capture.status === "sent")
+          await deps.drive(current, capture);
       }
       if (Date.now() >= deadline)
         throw new CaptureTimeoutError(

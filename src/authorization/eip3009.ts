@@ -1,8 +1,19 @@
-import { getAddress, parseSignature, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import {
+  getAddress,
+  parseSignature,
+  type Address,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+} from "viem";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 
 // The data model owns the topic0 values (rows/paymentEvents.ts); re-exported so tests of the token need one import.
-export { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../rows/paymentEvents.js";
+export {
+  AUTHORIZATION_CANCELED_TOPIC,
+  AUTHORIZATION_USED_TOPIC,
+  TRANSFER_TOPIC,
+} from "../rows/paymentEvents.js";
 
 /** Fields shared by TransferWithAuthorization and ReceiveWithAuthorization. */
 const TRANSFER_AUTHORIZATION_FIELDS = [
@@ -24,9 +35,21 @@ export const AUTHORIZATION_TYPES = {
   ],
 } as const;
 
-export type TokenDomain = { name: string; version: string; chainId: number; verifyingContract: Address };
+export type TokenDomain = {
+  name: string;
+  version: string;
+  chainId: number;
+  verifyingContract: Address;
+};
 /** The message of TransferWithAuthorization and ReceiveWithAuthorization; times in unix seconds. */
-export type TransferAuthorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
+export type TransferAuthorization = {
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+};
 export type CancelAuthorizationMessage = { authorizer: Address; nonce: Hex };
 /** A 65-byte signature (r ‖ s ‖ v) and its parts, for the `bytes signature` and the v,r,s overloads. */
 export type SignedParts = { signature: Hex; v: number; r: Hex; s: Hex };
@@ -36,7 +59,11 @@ export type SignedParts = { signature: Hex; v: number; r: Hex; s: Hex };
  * name differs per chain), the given chain id (a verified one) or the node's, the token as verifying
  * contract. The one reader: the daemon's commands call it over their RpcClient (tokenReads.ts).
  */
-export async function readTokenDomain(client: PublicClient, token: Address, chainId?: number): Promise<TokenDomain> {
+export async function readTokenDomain(
+  client: PublicClient,
+  token: Address,
+  chainId?: number,
+): Promise<TokenDomain> {
   const [name, version, servedChainId] = await Promise.all([
     client.readContract({ address: token, abi: EIP3009_ABI, functionName: "name" }),
     client.readContract({ address: token, abi: EIP3009_ABI, functionName: "version" }),
@@ -59,16 +86,49 @@ function split(signature: Hex): SignedParts {
 }
 
 /** Signs a TransferWithAuthorization: anyone holding the signature may submit it. */
-export async function signTransferAuthorization(account: LocalAccount, domain: TokenDomain, message: TransferAuthorization): Promise<SignedParts> {
-  return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "TransferWithAuthorization", message }));
+export async function signTransferAuthorization(
+  account: LocalAccount,
+  domain: TokenDomain,
+  message: TransferAuthorization,
+): Promise<SignedParts> {
+  return split(
+    await account.signTypedData({
+      domain,
+      types: AUTHORIZATION_TYPES,
+      primaryType: "TransferWithAuthorization",
+      message,
+    }),
+  );
 }
 
 /** Signs a ReceiveWithAuthorization: only `message.to` may submit it (no front-running). */
-export async function signReceiveAuthorization(account: LocalAccount, domain: TokenDomain, message: TransferAuthorization): Promise<SignedParts> {
-  return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "ReceiveWithAuthorization", message }));
+export async function signReceiveAuthorization(
+  account: LocalAccount,
+  domain: TokenDomain,
+  message: TransferAuthorization,
+): Promise<SignedParts> {
+  return split(
+    await account.signTypedData({
+      domain,
+      types: AUTHORIZATION_TYPES,
+      primaryType: "ReceiveWithAuthorization",
+      message,
+    }),
+  );
 }
 
 /** Signs a CancelAuthorization, which burns `message.nonce` so no authorization with it can be captured. */
-export async function signCancelAuthorization(account: LocalAccount, domain: TokenDomain, message: CancelAuthorizationMessage): Promise<SignedParts> {
-  return split(await account.signTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "CancelAuthorization", message }));
+export async function signCancelAuthorization(
+  account: LocalAccount,
+  domain: TokenDomain,
+  message: CancelAuthorizationMessage,
+): Promise<SignedParts> {
+  return split(
+    await account.signTypedData({
+      domain,
+      types: AUTHORIZATION_TYPES,
+      primaryType: "CancelAuthorization",
+      message,
+    }),
+  );
 }

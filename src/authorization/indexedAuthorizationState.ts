@@ -1,7 +1,11 @@
 import type { Address, Hex } from "viem";
 import type { IndexedAuthorization, Store } from "../store/store.js";
 
-export type IndexedStateLookup = (token: Address, authorizer: Address, nonce: Hex) => Promise<IndexedAuthorization | undefined>;
+export type IndexedStateLookup = (
+  token: Address,
+  authorizer: Address,
+  nonce: Hex,
+) => Promise<IndexedAuthorization | undefined>;
 
 /**
  * Looks a nonce up in the indexed `authorization_states`, through a store opened read-only for the

@@ -23,7 +23,12 @@ export function readKeyAccount(
       text = readFileSync(source.filePath, "utf8");
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      throw new ConfigError(source.fileFlag, code === "ENOENT" ? `file ${source.filePath} does not exist` : `cannot read ${source.filePath} (${code})`);
+      throw new ConfigError(
+        source.fileFlag,
+        code === "ENOENT"
+          ? `file ${source.filePath} does not exist`
+          : `cannot read ${source.filePath} (${code})`,
+      );
     }
   } else {
     const value = env[source.envName];
@@ -32,8 +37,14 @@ export function readKeyAccount(
     text = value;
   }
   const trimmed = text.trim();
-  const hex = (trimmed.startsWith("0x") || trimmed.startsWith("0X") ? `0x${trimmed.slice(2)}` : `0x${trimmed}`) as Hex;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError(origin, "expected a private key of 32 bytes in hex (the value is not shown)");
+  const hex = (
+    trimmed.startsWith("0x") || trimmed.startsWith("0X") ? `0x${trimmed.slice(2)}` : `0x${trimmed}`
+  ) as Hex;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(hex))
+    throw new ConfigError(
+      origin,
+      "expected a private key of 32 bytes in hex (the value is not shown)",
+    );
   try {
     return privateKeyToAccount(hex);
   } catch {
@@ -53,9 +64,24 @@ export type RelayerPoolConfig = RelayerKeyConfig & { relayers: ReadonlyArray<Rel
  * else the variable `facilitator.relayerKeyEnv` names (FLASHINDEX_RELAYER_KEY by default).
  * Undefined when none is set.
  */
-export function readRelayerAccount(config: RelayerKeyConfig, flagFile?: string, env: NodeJS.ProcessEnv = process.env): PrivateKeyAccount | undefined {
-  if (flagFile !== undefined) return readKeyAccount({ envName: config.relayerKeyEnv, fileFlag: "--relayer-key-file", filePath: flagFile }, env);
-  return readKeyAccount({ envName: config.relayerKeyEnv, fileFlag: "facilitator.relayerKeyFile", filePath: config.relayerKeyFile }, env);
+export function readRelayerAccount(
+  config: RelayerKeyConfig,
+  flagFile?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): PrivateKeyAccount | undefined {
+  if (flagFile !== undefined)
+    return readKeyAccount(
+      { envName: config.relayerKeyEnv, fileFlag: "--relayer-key-file", filePath: flagFile },
+      env,
+    );
+  return readKeyAccount(
+    {
+      envName: config.relayerKeyEnv,
+      fileFlag: "facilitator.relayerKeyFile",
+      filePath: config.relayerKeyFile,
+    },
+    env,
+  );
 }
 
 /** How to give a relayer key, for the message of a command that has none. */
@@ -69,7 +95,11 @@ export function relayerKeyHint(config: RelayerKeyConfig): string {
  * not a smaller pool), else the one key of readRelayerAccount. Empty when no key is set at all.
  * Two places holding the same key are refused: one key in the pool twice would share its nonces.
  */
-export function readRelayerPool(config: RelayerPoolConfig, flagFile?: string | undefined, env: NodeJS.ProcessEnv = process.env): PrivateKeyAccount[] {
+export function readRelayerPool(
+  config: RelayerPoolConfig,
+  flagFile?: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): PrivateKeyAccount[] {
   if (flagFile !== undefined || config.relayers.length === 0) {
     const one = readRelayerAccount(config, flagFile, env);
     return one === undefined ? [] : [one];
@@ -79,13 +109,24 @@ export function readRelayerPool(config: RelayerPoolConfig, flagFile?: string | u
     const account =
       "keyFile" in source
         ? readKeyAccount({ envName: "", fileFlag: `${at}.keyFile`, filePath: source.keyFile }, env)
-        : readKeyAccount({ envName: source.keyEnv, fileFlag: `${at}.keyEnv`, filePath: undefined }, env);
-    if (account === undefined) throw new ConfigError(`${at}.keyEnv`, `the environment variable ${"keyEnv" in source ? source.keyEnv : ""} is not set`);
+        : readKeyAccount(
+            { envName: source.keyEnv, fileFlag: `${at}.keyEnv`, filePath: undefined },
+            env,
+          );
+    if (account === undefined)
+      throw new ConfigError(
+        `${at}.keyEnv`,
+        `the environment variable ${"keyEnv" in source ? source.keyEnv : ""} is not set`,
+      );
     return account;
   });
   accounts.forEach((account, i) => {
     const first = accounts.findIndex((other) => other.address === account.address);
-    if (first !== i) throw new ConfigError(`facilitator.relayers[${i}]`, `holds the same key as facilitator.relayers[${first}] (${account.address}): each relayer needs a key of its own`);
+    if (first !== i)
+      throw new ConfigError(
+        `facilitator.relayers[${i}]`,
+        `holds the same key as facilitator.relayers[${first}] (${account.address}): each relayer needs a key of its own`,
+      );
   });
   return accounts;
 }

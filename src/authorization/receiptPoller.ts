@@ -21,7 +21,13 @@ const MAX_RECEIPT_BATCH_CALLS = 100;
 export type ReceiptStanding =
   | { kind: "none" }
   | { kind: "preconfirmed"; txHash: Hex; receipt: TransactionReceiptSummary }
-  | { kind: "canonical"; txHash: Hex; receipt: TransactionReceiptSummary; confirmations: number; head: bigint }
+  | {
+      kind: "canonical";
+      txHash: Hex;
+      receipt: TransactionReceiptSummary;
+      confirmations: number;
+      head: bigint;
+    }
   | { kind: "orphaned"; txHash: Hex; receipt: TransactionReceiptSummary };
 
 export type ReceiptPoller = {
@@ -34,13 +40,20 @@ export type ReceiptPoller = {
   next: (txHashes: readonly Hex[], signal?: AbortSignal) => Promise<ReceiptStanding>;
 };
 
-type Waiter = { txHashes: readonly Hex[]; resolve: (standing: ReceiptStanding) => void; reject: (error: unknown) => void };
+type Waiter = {
+  txHashes: readonly Hex[];
+  resolve: (standing: ReceiptStanding) => void;
+  reject: (error: unknown) => void;
+};
 
 /**
  * The one receipt poller of a relay (captureRelay's waits, the cancel's confirmations): it ticks
  * every `pollingIntervalMs` while anyone waits, and not at all otherwise.
  */
-export function createReceiptPoller(deps: { client: RpcClient; pollingIntervalMs?: number | undefined }): ReceiptPoller {
+export function createReceiptPoller(deps: {
+  client: RpcClient;
+  pollingIntervalMs?: number | undefined;
+}): ReceiptPoller {
   const { client } = deps;
   const pollMs = deps.pollingIntervalMs ?? RECEIPT_POLL_INTERVAL_MS;
   let waiting: Waiter[] = [];
@@ -51,9 +64,13 @@ export function createReceiptPoller(deps: { client: RpcClient; pollingIntervalMs
     const taken = waiting;
     waiting = [];
     try {
-      const standings = await readStandings(client, [...new Set(taken.flatMap((w) => w.txHashes.map((h) => h.toLowerCase() as Hex)))]);
+      const standings = await readStandings(client, [
+        ...new Set(taken.flatMap((w) => w.txHashes.map((h) => h.toLowerCase() as Hex))),
+      ]);
       for (const waiter of taken) {
-        const found = waiter.txHashes.map((h) => standings.get(h.toLowerCase())).find((s) => s !== undefined);
+        const found = waiter.txHashes
+          .map((h) => standings.get(h.toLowerCase()))
+          .find((s) => s !== undefined);
         waiter.resolve(found ?? { kind: "none" });
       }
     } catch (error) {
@@ -92,26 +109,43 @@ export function createReceiptPoller(deps: { client: RpcClient; pollingIntervalMs
 }
 
 /** The standings of `txHashes` (lower case) that have a receipt: one batch of receipts, then one of the head and the blocks they name. */
-async function readStandings(client: RpcClient, txHashes: Hex[]): Promise<Map<string, ReceiptStanding>> {
+async function readStandings(
+  client: RpcClient,
+  txHashes: Hex[],
+): Promise<Map<string, ReceiptStanding>> {
   const standings = new Map<string, ReceiptStanding>();
   if (txHashes.length === 0) return standings;
   const receipts: TransactionReceiptSummary[] = [];
   await inBatches(client, txHashes, MAX_RECEIPT_BATCH_CALLS, async (batch) => {
-    const answers = await client.batch(batch.map((hash) => ({ method: "eth_getTransactionReceipt", params: [hash] })));
+    const answers = await client.batch(
+      batch.map((hash) => ({ method: "eth_getTransactionReceipt", params: [hash] })),
+    );
     for (const [i, answer] of answers.entries()) {
       // A node's error for one receipt is a failed read of it, not a verdict on the transaction.
-      if (!answer.ok) throw new RpcResponseError(`eth_getTransactionReceipt(${batch[i]}) failed: ${answer.error.shortMessage}`, { cause: answer.error });
+      if (!answer.ok)
+        throw new RpcResponseError(
+          `eth_getTransactionReceipt(${batch[i]}) failed: ${answer.error.shortMessage}`,
+          { cause: answer.error },
+        );
       const receipt = parseReceipt(answer.result, batch[i]!);
       if (receipt !== null) receipts.push(receipt);
     }
   });
   const mined = receipts.filter((r) => !r.preconfirmed);
-  for (const receipt of receipts.filter((r) => r.preconfirmed)) standings.set(receipt.transactionHash.toLowerCase(), { kind: "preconfirmed", txHash: receipt.transactionHash, receipt });
+  for (const receipt of receipts.filter((r) => r.preconfirmed))
+    standings.set(receipt.transactionHash.toLowerCase(), {
+      kind: "preconfirmed",
+      txHash: receipt.transactionHash,
+      receipt,
+    });
   if (mined.length === 0) return standings;
   const heights = [...new Set(mined.map((r) => r.blockNumber))];
   const answers = await client.batch([
     { method: "eth_blockNumber", params: [] },
-    ...heights.map((height) => ({ method: "eth_getBlockByNumber", params: [`0x${height.toString(16)}`, false] })),
+    ...heights.map((height) => ({
+      method: "eth_getBlockByNumber",
+      params: [`0x${height.toString(16)}`, false],
+    })),
   ]);
   const head = parseBlockNumber(answers[0]);
   const canonical = new Map(heights.map((height, i) => [height, parseBlockHash(answers[i + 1])]));
@@ -120,7 +154,13 @@ async function readStandings(client: RpcClient, txHashes: Hex[]): Promise<Map<st
     standings.set(
       txHash.toLowerCase(),
       canonical.get(receipt.blockNumber) === receipt.blockHash
-        ? { kind: "canonical", txHash, receipt, confirmations: Number(head - receipt.blockNumber) + 1, head }
+        ? {
+            kind: "canonical",
+            txHash,
+            receipt,
+            confirmations: Number(head - receipt.blockNumber) + 1,
+            head,
+          }
         : { kind: "orphaned", txHash, receipt },
     );
   }
@@ -131,15 +171,20 @@ type BatchAnswer = Awaited<ReturnType<RpcClient["batch"]>>[number] | undefined;
 
 function parseBlockNumber(answer: BatchAnswer): bigint {
   const result = answer?.ok === true ? answer.result : undefined;
-  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,16}$/.test(result)) throw new RetryableError(`eth_blockNumber returned ${JSON.stringify(result)}`);
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,16}$/.test(result))
+    throw new RetryableError(`eth_blockNumber returned ${JSON.stringify(result)}`);
   return BigInt(result);
 }
 
 /** The canonical block's hash at a height, or null when the node has no such block yet (a lagging endpoint). */
 function parseBlockHash(answer: BatchAnswer): Hex | null {
-  if (answer?.ok !== true) throw new RetryableError(`eth_getBlockByNumber failed${answer?.ok === false ? `: ${answer.error.shortMessage}` : ""}`);
+  if (answer?.ok !== true)
+    throw new RetryableError(
+      `eth_getBlockByNumber failed${answer?.ok === false ? `: ${answer.error.shortMessage}` : ""}`,
+    );
   if (answer.result === null) return null;
   const hash = (answer.result as { hash?: unknown }).hash;
-  if (typeof hash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(hash)) throw new RetryableError(`eth_getBlockByNumber returned a block without a hash`);
+  if (typeof hash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(hash))
+    throw new RetryableError(`eth_getBlockByNumber returned a block without a hash`);
   return hash.toLowerCase() as Hex;
 }

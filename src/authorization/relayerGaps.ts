@@ -38,9 +38,16 @@ export function createRelayerGaps(deps: RelayerGapsDeps) {
      * twice to fill it, and a nonce the book gives to a cancel, another process or a send in
      * flight is never overwritten. `count`: the node's pending count. Returns how many were filled.
      */
-    async fill(account: LocalAccount, live: CaptureIntent[], count: number, now: number): Promise<number> {
+    async fill(
+      account: LocalAccount,
+      live: CaptureIntent[],
+      count: number,
+      now: number,
+    ): Promise<number> {
       const mine = live.filter((c) => isAddressEqual(c.relayer, account.address));
-      const waiting = mine.filter((c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= deps.replaceAfterMs);
+      const waiting = mine.filter(
+        (c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= deps.replaceAfterMs,
+      );
       if (waiting.length === 0) return 0;
       const lowest = Math.min(...waiting.map((c) => c.relayerNonce));
       const entries = await store.nonces.entries(account.address, count);
@@ -54,7 +61,15 @@ export function createRelayerGaps(deps: RelayerGapsDeps) {
           await relayerNonces.release(account.address, nonce, holder);
           return filled;
         }
-        const rawTx = await account.signTransaction({ type: "eip1559", chainId: deps.chainId, to: account.address, value: 0n, gas: SELF_TRANSFER_GAS, nonce, ...(await deps.fees()) });
+        const rawTx = await account.signTransaction({
+          type: "eip1559",
+          chainId: deps.chainId,
+          to: account.address,
+          value: 0n,
+          gas: SELF_TRANSFER_GAS,
+          nonce,
+          ...(await deps.fees()),
+        });
         await relayerNonces.mark(account.address, nonce, holder, "signed", keccak256(rawTx));
         const outcome = await deps.send(rawTx).catch(async (error: unknown) => {
           await relayerNonces.release(account.address, nonce, holder);
@@ -65,7 +80,12 @@ export function createRelayerGaps(deps: RelayerGapsDeps) {
         if (outcome !== "accepted" && outcome !== "known") return filled;
         await relayerNonces.mark(account.address, nonce, holder, "broadcast", keccak256(rawTx));
         filled++;
-        logger.warn({ msg: "Filled relayer nonce gap", relayer: account.address, relayer_nonce: nonce, blocked_from: lowest });
+        logger.warn({
+          msg: "Filled relayer nonce gap",
+          relayer: account.address,
+          relayer_nonce: nonce,
+          blocked_from: lowest,
+        });
       }
     },
 
@@ -77,10 +97,23 @@ export function createRelayerGaps(deps: RelayerGapsDeps) {
      */
     async releaseGone(account: LocalAccount, count: number, now: number): Promise<void> {
       for (const entry of await store.nonces.entries(account.address, count)) {
-        const unsent = entry.state === "reserved" || (entry.state === "signed" && !entry.holder.startsWith("capture:"));
+        const unsent =
+          entry.state === "reserved" ||
+          (entry.state === "signed" && !entry.holder.startsWith("capture:"));
         if (!unsent || entry.owner === owner || !ownerIsGone(entry.owner, host, isAlive)) continue;
-        if (await store.nonces.release({ relayer: account.address, nonce: entry.nonce, holder: entry.holder }, now))
-          logger.warn({ msg: "Released nonce of a gone process", relayer: account.address, relayer_nonce: entry.nonce, holder: entry.holder, owner: entry.owner });
+        if (
+          await store.nonces.release(
+            { relayer: account.address, nonce: entry.nonce, holder: entry.holder },
+            now,
+          )
+        )
+          logger.warn({
+            msg: "Released nonce of a gone process",
+            relayer: account.address,
+            relayer_nonce: entry.nonce,
+            holder: entry.holder,
+            owner: entry.owner,
+          });
       }
     },
   };

@@ -15,7 +15,13 @@ export type RelayerNonces = {
   /** Reserves the nonce to send with: the lowest the book holds free at or above the node's pending count. */
   reserve: (relayer: Address, holder: string) => Promise<number>;
   /** Records the signed bytes (`signed`) or that a node took them (`broadcast`). */
-  mark: (relayer: Address, nonce: number, holder: string, state: "signed" | "broadcast", txHash: Hex) => Promise<boolean>;
+  mark: (
+    relayer: Address,
+    nonce: number,
+    holder: string,
+    state: "signed" | "broadcast",
+    txHash: Hex,
+  ) => Promise<boolean>;
   /** A nonce nothing was broadcast with: handed out again before a new one. */
   release: (relayer: Address, nonce: number, holder: string) => Promise<void>;
   /** The node's pending count for `relayer`. */
@@ -23,7 +29,11 @@ export type RelayerNonces = {
 };
 
 /** One per process (per store): the book lives in the database, this only adds the floor and the owner's name. */
-export function createRelayerNonces(deps: { client: RpcClient; book: NonceBook; owner?: string | undefined }): RelayerNonces {
+export function createRelayerNonces(deps: {
+  client: RpcClient;
+  book: NonceBook;
+  owner?: string | undefined;
+}): RelayerNonces {
   const { client, book } = deps;
   const owner = deps.owner ?? processOwner(hostname(), process.pid);
   const pendingCount = async (relayer: Address): Promise<number> =>
@@ -33,14 +43,18 @@ export function createRelayerNonces(deps: { client: RpcClient; book: NonceBook; 
   return {
     owner,
     pendingCount,
-    reserve: async (relayer, holder) => book.reserve({ relayer, floor: await pendingCount(relayer), holder, owner }, Date.now()),
-    mark: (relayer, nonce, holder, state, txHash) => book.mark({ relayer, nonce, holder, state, txHash }, Date.now()),
-    release: async (relayer, nonce, holder) => void (await book.release({ relayer, nonce, holder }, Date.now())),
+    reserve: async (relayer, holder) =>
+      book.reserve({ relayer, floor: await pendingCount(relayer), holder, owner }, Date.now()),
+    mark: (relayer, nonce, holder, state, txHash) =>
+      book.mark({ relayer, nonce, holder, state, txHash }, Date.now()),
+    release: async (relayer, nonce, holder) =>
+      void (await book.release({ relayer, nonce, holder }, Date.now())),
   };
 }
 
 /** A transaction count as a node answers it (hex); anything else is a garbled answer, retried. */
 function parseCount(result: unknown): number {
-  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,13}$/.test(result)) throw new RetryableError(`expected a hex transaction count, got ${JSON.stringify(result)}`);
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,13}$/.test(result))
+    throw new RetryableError(`expected a hex transaction count, got ${JSON.stringify(result)}`);
   return Number(result);
 }

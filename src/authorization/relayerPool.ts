@@ -51,20 +51,30 @@ export type RelayerPool = {
  * For a one-shot command (cancel) that has no load of its own to weigh: the relayer with the
  * fewest live capture intents in the store (every process's), ties in configuration order.
  */
-export function leastBusyRelayer<A extends LocalAccount>(accounts: readonly A[], live: readonly Pick<CaptureIntent, "relayer">[]): A | undefined {
-  const load = (account: A) => live.filter((c) => isAddressEqual(c.relayer, account.address)).length;
-  return accounts.map((account, index) => ({ account, index, load: load(account) })).sort((a, b) => a.load - b.load || a.index - b.index)[0]?.account;
+export function leastBusyRelayer<A extends LocalAccount>(
+  accounts: readonly A[],
+  live: readonly Pick<CaptureIntent, "relayer">[],
+): A | undefined {
+  const load = (account: A) =>
+    live.filter((c) => isAddressEqual(c.relayer, account.address)).length;
+  return accounts
+    .map((account, index) => ({ account, index, load: load(account) }))
+    .sort((a, b) => a.load - b.load || a.index - b.index)[0]?.account;
 }
 
 /** A pool of relayer keys (facilitator.relayers); the single-key configuration is a pool of one. */
-export function createRelayerPool(accounts: readonly LocalAccount[], options: { stuckAfterMs?: number | undefined } = {}): RelayerPool {
+export function createRelayerPool(
+  accounts: readonly LocalAccount[],
+  options: { stuckAfterMs?: number | undefined } = {},
+): RelayerPool {
   const stuckAfterMs = options.stuckAfterMs ?? RELAYER_STUCK_AFTER_MS;
   /** Per order: which relayer, and when its first send went out (null: signed, not sent yet). */
   const work = new Map<number, { relayer: Address; sentAt: number | null }>();
   const seenAddresses = new Set<string>();
   for (const account of accounts) {
     const key = account.address.toLowerCase();
-    if (seenAddresses.has(key)) throw new Error(`relayer ${getAddress(account.address)} is in the pool twice`);
+    if (seenAddresses.has(key))
+      throw new Error(`relayer ${getAddress(account.address)} is in the pool twice`);
     seenAddresses.add(key);
   }
 
@@ -74,16 +84,26 @@ export function createRelayerPool(accounts: readonly LocalAccount[], options: { 
     for (const entry of work.values()) {
       if (!isAddressEqual(entry.relayer, account.address)) continue;
       pending++;
-      if (entry.sentAt !== null && (oldestSentAt === null || entry.sentAt < oldestSentAt)) oldestSentAt = entry.sentAt;
+      if (entry.sentAt !== null && (oldestSentAt === null || entry.sentAt < oldestSentAt))
+        oldestSentAt = entry.sentAt;
     }
-    return { address: account.address, pending, oldestSentAt, stuck: oldestSentAt !== null && now - oldestSentAt >= stuckAfterMs };
+    return {
+      address: account.address,
+      pending,
+      oldestSentAt,
+      stuck: oldestSentAt !== null && now - oldestSentAt >= stuckAfterMs,
+    };
   }
 
   return {
     accounts,
     accountFor: (address) => accounts.find((a) => isAddressEqual(a.address, address)),
     pick(now) {
-      const ranked = accounts.map((account, index) => ({ account, index, ...standing(account, now) }));
+      const ranked = accounts.map((account, index) => ({
+        account,
+        index,
+        ...standing(account, now),
+      }));
       const open = ranked.filter((r) => !r.stuck);
       const from = open.length > 0 ? open : ranked;
       from.sort((a, b) => a.pending - b.pending || a.index - b.index);
@@ -96,7 +116,8 @@ export function createRelayerPool(accounts: readonly LocalAccount[], options: { 
     },
     end: (orderId) => void work.delete(orderId),
     prune(isLive) {
-      for (const [orderId, entry] of [...work.entries()]) if (entry.sentAt !== null && !isLive(orderId)) work.delete(orderId);
+      for (const [orderId, entry] of [...work.entries()])
+        if (entry.sentAt !== null && !isLive(orderId)) work.delete(orderId);
     },
     standings: (now) => accounts.map((account) => standing(account, now)),
   };

@@ -28,19 +28,33 @@ export type CaptureOverload = "vrs" | "bytes";
  * ignores trailing bytes; the indexer reads them back).
  */
 export function captureCallData(call: CaptureCall, overload: CaptureOverload, suffix?: Hex): Hex {
-  const functionName = call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
-  const head = [call.from, call.to, call.value, call.validAfter, call.validBefore, call.nonce] as const;
+  const functionName =
+    call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
+  const head = [
+    call.from,
+    call.to,
+    call.value,
+    call.validAfter,
+    call.validBefore,
+    call.nonce,
+  ] as const;
   let data: Hex;
   if (overload === "vrs") {
     const { v, r, s } = toTokenEcdsaSignature(call.signature);
     data = encodeFunctionData({ abi: EIP3009_ABI, functionName, args: [...head, v, r, s] });
-  } else data = encodeFunctionData({ abi: EIP3009_ABI, functionName, args: [...head, call.signature] });
+  } else
+    data = encodeFunctionData({ abi: EIP3009_ABI, functionName, args: [...head, call.signature] });
   return suffix === undefined || suffix === "0x" ? data : concat([data, suffix]);
 }
 
 /** The overload the token's own check takes: the authorizer's code (at `pending`) decides, as in FiatToken v2.2. */
-export async function captureOverload(client: RpcClient, call: Pick<CaptureCall, "from" | "signature">): Promise<CaptureOverload> {
-  const code = await rpc("reading the authorizer's code", () => client.request("eth_getCode", [call.from, "pending"], parseData));
+export async function captureOverload(
+  client: RpcClient,
+  call: Pick<CaptureCall, "from" | "signature">,
+): Promise<CaptureOverload> {
+  const code = await rpc("reading the authorizer's code", () =>
+    client.request("eth_getCode", [call.from, "pending"], parseData),
+  );
   return code === "0x" && call.signature.length === 132 ? "vrs" : "bytes";
 }
 
@@ -50,14 +64,26 @@ export async function captureOverload(client: RpcClient, call: Pick<CaptureCall,
  * signature check alone cannot: a wallet whose isValidSignature writes state, pause, blacklist, the
  * validity window, the balance, the nonce. A revert throws CaptureRevertedError with the token's reason.
  */
-export async function simulateCapture(client: RpcClient, call: CaptureCall, caller: Address, options: { suffix?: Hex | undefined; overload?: CaptureOverload | undefined } = {}): Promise<{ data: Hex; overload: CaptureOverload }> {
+export async function simulateCapture(
+  client: RpcClient,
+  call: CaptureCall,
+  caller: Address,
+  options: { suffix?: Hex | undefined; overload?: CaptureOverload | undefined } = {},
+): Promise<{ data: Hex; overload: CaptureOverload }> {
   const overload = options.overload ?? (await captureOverload(client, call));
   const data = captureCallData(call, overload, options.suffix);
   const what = call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
-  await rpc(`simulating ${what}`, () => client.request("eth_call", [{ from: caller, to: call.token, data }, "pending"], parseData)).catch((error: unknown) => {
+  await rpc(`simulating ${what}`, () =>
+    client.request("eth_call", [{ from: caller, to: call.token, data }, "pending"], parseData),
+  ).catch((error: unknown) => {
     if (!(error instanceof RpcRequestError)) throw error;
     const reason = revertReason(error);
-    throw new CaptureRevertedError(`the token refuses ${what} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`, reason, undefined, { cause: error });
+    throw new CaptureRevertedError(
+      `the token refuses ${what} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`,
+      reason,
+      undefined,
+      { cause: error },
+    );
   });
   return { data, overload };
 }

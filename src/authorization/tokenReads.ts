@@ -20,12 +20,27 @@ async function call(client: RpcClient, token: Address, data: Hex, blockTag: stri
 }
 
 /** The token's EIP-712 domain (readTokenDomain) read over the project's RPC client, with the configured, verified chain id. */
-export async function readTokenDomainOverRpc(client: RpcClient, token: Address, chainId: number): Promise<TokenDomain> {
+export async function readTokenDomainOverRpc(
+  client: RpcClient,
+  token: Address,
+  chainId: number,
+): Promise<TokenDomain> {
   return withViem(client, (viem) => readTokenDomain(viem, token, chainId));
 }
 
 /** `authorizationState(authorizer, nonce)`: true once the nonce is used or canceled. `blockTag` as in eth_call. */
-export async function readAuthorizationState(client: RpcClient, token: Address, authorizer: Address, nonce: Hex, blockTag = "latest"): Promise<boolean> {
-  const data = await call(client, token, encodeFunctionData({ abi, functionName: "authorizationState", args: [authorizer, nonce] }), blockTag);
+export async function readAuthorizationState(
+  client: RpcClient,
+  token: Address,
+  authorizer: Address,
+  nonce: Hex,
+  blockTag = "latest",
+): Promise<boolean> {
+  const data = await call(
+    client,
+    token,
+    encodeFunctionData({ abi, functionName: "authorizationState", args: [authorizer, nonce] }),
+    blockTag,
+  );
   return decodeFunctionResult({ abi, functionName: "authorizationState", data });
 }

@@ -14,7 +14,13 @@ import type { RpcClient } from "../chain/rpcClient.js";
 import { RpcRequestError } from "../errors/rpc.js";
 import { RetryableError } from "../errors/base.js";
 import { BadSignatureError, WrongSignerError } from "../errors/cancel.js";
-import { AUTHORIZATION_TYPES, toTokenV, type CancelAuthorizationMessage, type TokenDomain, type TransferAuthorization } from "./eip3009.js";
+import {
+  AUTHORIZATION_TYPES,
+  toTokenV,
+  type CancelAuthorizationMessage,
+  type TokenDomain,
+  type TransferAuthorization,
+} from "./eip3009.js";
 
 export { BadSignatureError, WrongSignerError };
 
@@ -39,7 +45,9 @@ export const ERC1271_MAGIC_VALUE: Hex = "0x1626ba7e";
  * then 28 zero bytes (it compares `abi.decode(result, (bytes32))`, not a bytes4).
  */
 const ERC1271_MAGIC_WORD = `${ERC1271_MAGIC_VALUE}${"00".repeat(28)}`;
-const ERC1271_ABI = parseAbi(["function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)"]);
+const ERC1271_ABI = parseAbi([
+  "function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)",
+]);
 /** The secp256k1 group order: an r at or above it recovers nothing (the ecrecover precompile returns zero). */
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 /** Half the secp256k1 order: FiatToken's ECRecover refuses a higher s (EIP-2 malleability). */
@@ -50,20 +58,43 @@ const SECP256K1_HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92
  * some signers produce) is mapped onto 27/28, so what is stored or sent is what the token accepts;
  * any other v, a high s, a zero r or s, or another length is a BadSignatureError.
  */
-export function toTokenEcdsaSignature(input: SignatureInput): { signature: Hex; v: number; r: Hex; s: Hex } {
+export function toTokenEcdsaSignature(input: SignatureInput): {
+  signature: Hex;
+  v: number;
+  r: Hex;
+  s: Hex;
+} {
   let parts: { v: number; r: Hex; s: Hex };
   if (typeof input === "string") {
-    if (!/^0x[0-9a-fA-F]*$/.test(input) || input.length % 2 !== 0) throw new BadSignatureError("the signature is not hex bytes");
+    if (!/^0x[0-9a-fA-F]*$/.test(input) || input.length % 2 !== 0)
+      throw new BadSignatureError("the signature is not hex bytes");
     if (input.length !== 132)
-      throw new BadSignatureError(`an authorizer without code signs with ECDSA: exactly 65 bytes r ‖ s ‖ v, got ${(input.length - 2) / 2} bytes`);
-    parts = { r: `0x${input.slice(2, 66)}`, s: `0x${input.slice(66, 130)}`, v: Number.parseInt(input.slice(130), 16) };
+      throw new BadSignatureError(
+        `an authorizer without code signs with ECDSA: exactly 65 bytes r ‖ s ‖ v, got ${(input.length - 2) / 2} bytes`,
+      );
+    parts = {
+      r: `0x${input.slice(2, 66)}`,
+      s: `0x${input.slice(66, 130)}`,
+      v: Number.parseInt(input.slice(130), 16),
+    };
   } else parts = input;
   const v = toTokenV(parts.v);
-  if (v !== 27 && v !== 28) throw new BadSignatureError(`v must be 27 or 28 (or 0/1), got ${parts.v}: the token refuses any other`);
-  if (!/^0x[0-9a-fA-F]{64}$/.test(parts.r) || !/^0x[0-9a-fA-F]{64}$/.test(parts.s)) throw new BadSignatureError("r and s must be 32 bytes each");
-  if (BigInt(parts.s) > SECP256K1_HALF_N) throw new BadSignatureError("s is in the upper half of the curve order: the token refuses such (malleable) signatures");
-  if (BigInt(parts.r) === 0n || BigInt(parts.s) === 0n) throw new BadSignatureError("r and s must not be zero");
-  if (BigInt(parts.r) >= SECP256K1_N) throw new BadSignatureError("r must be below the curve order: the token's ecrecover recovers nothing from it");
+  if (v !== 27 && v !== 28)
+    throw new BadSignatureError(
+      `v must be 27 or 28 (or 0/1), got ${parts.v}: the token refuses any other`,
+    );
+  if (!/^0x[0-9a-fA-F]{64}$/.test(parts.r) || !/^0x[0-9a-fA-F]{64}$/.test(parts.s))
+    throw new BadSignatureError("r and s must be 32 bytes each");
+  if (BigInt(parts.s) > SECP256K1_HALF_N)
+    throw new BadSignatureError(
+      "s is in the upper half of the curve order: the token refuses such (malleable) signatures",
+    );
+  if (BigInt(parts.r) === 0n || BigInt(parts.s) === 0n)
+    throw new BadSignatureError("r and s must not be zero");
+  if (BigInt(parts.r) >= SECP256K1_N)
+    throw new BadSignatureError(
+      "r must be below the curve order: the token's ecrecover recovers nothing from it",
+    );
   const r = parts.r.toLowerCase() as Hex;
   const s = parts.s.toLowerCase() as Hex;
   return { signature: serializeSignature({ r, s, v: BigInt(v) }).toLowerCase() as Hex, v, r, s };
@@ -77,8 +108,12 @@ export function toTokenEcdsaSignature(input: SignatureInput): { signature: Hex; 
 export function signatureBytes(input: SignatureInput): Hex {
   if (typeof input === "string") return input.toLowerCase() as Hex;
   const { v, r, s } = input;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(r) || !/^0x[0-9a-fA-F]{64}$/.test(s)) throw new BadSignatureError("r and s must be 32 bytes each");
-  if (!Number.isInteger(v) || v < 0 || v > 255) throw new BadSignatureError(`v must be one byte (0 to 255), got ${v}: the token packs it as a uint8`);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(r) || !/^0x[0-9a-fA-F]{64}$/.test(s))
+    throw new BadSignatureError("r and s must be 32 bytes each");
+  if (!Number.isInteger(v) || v < 0 || v > 255)
+    throw new BadSignatureError(
+      `v must be one byte (0 to 255), got ${v}: the token packs it as a uint8`,
+    );
   return `0x${r.slice(2)}${s.slice(2)}${v.toString(16).padStart(2, "0")}`.toLowerCase() as Hex;
 }
 
@@ -88,7 +123,12 @@ export function signatureBytes(input: SignatureInput): Hex {
  * 0x1626ba7e and 28 zero bytes (a revert or any other answer is a WrongSignerError) and v,r,s parts reach
  * the wallet packed unchanged; without code, ECDSA under the token's rules must recover the authorizer.
  */
-export async function verifyAuthorizerSignature(client: RpcClient, authorizer: Address, digest: Hex, signature: SignatureInput): Promise<VerifiedSignature> {
+export async function verifyAuthorizerSignature(
+  client: RpcClient,
+  authorizer: Address,
+  digest: Hex,
+  signature: SignatureInput,
+): Promise<VerifiedSignature> {
   const code = await client.request("eth_getCode", [authorizer, "latest"], parseCode);
   if (code !== "0x") {
     const bytes = signatureBytes(signature);
@@ -104,21 +144,44 @@ export async function verifyAuthorizerSignature(client: RpcClient, authorizer: A
   try {
     signer = await recoverAddress({ hash: digest, signature: ecdsa.signature });
   } catch (error) {
-    throw new BadSignatureError("the signature does not recover to any address", { cause: error, details: (error as Error).message });
+    throw new BadSignatureError("the signature does not recover to any address", {
+      cause: error,
+      details: (error as Error).message,
+    });
   }
-  if (!isAddressEqual(signer, authorizer)) throw new WrongSignerError(`the signature was made by ${signer}, not by from ${authorizer} (the authorizer): refused`);
-  return { scheme: "ecdsa", signature: ecdsa.signature, parts: { v: ecdsa.v, r: ecdsa.r, s: ecdsa.s } };
+  if (!isAddressEqual(signer, authorizer))
+    throw new WrongSignerError(
+      `the signature was made by ${signer}, not by from ${authorizer} (the authorizer): refused`,
+    );
+  return {
+    scheme: "ecdsa",
+    signature: ecdsa.signature,
+    parts: { v: ecdsa.v, r: ecdsa.r, s: ecdsa.s },
+  };
 }
 
 /** The EIP-712 digest the token checks for a TransferWithAuthorization or ReceiveWithAuthorization. */
-export function transferAuthorizationDigest(domain: TokenDomain, kind: AuthorizationKind, message: TransferAuthorization): Hex {
-  const primaryType = kind === "transfer" ? "TransferWithAuthorization" : "ReceiveWithAuthorization";
+export function transferAuthorizationDigest(
+  domain: TokenDomain,
+  kind: AuthorizationKind,
+  message: TransferAuthorization,
+): Hex {
+  const primaryType =
+    kind === "transfer" ? "TransferWithAuthorization" : "ReceiveWithAuthorization";
   return hashTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType, message });
 }
 
 /** The EIP-712 digest the token checks for a CancelAuthorization. */
-export function cancelAuthorizationDigest(domain: TokenDomain, message: CancelAuthorizationMessage): Hex {
-  return hashTypedData({ domain, types: AUTHORIZATION_TYPES, primaryType: "CancelAuthorization", message });
+export function cancelAuthorizationDigest(
+  domain: TokenDomain,
+  message: CancelAuthorizationMessage,
+): Hex {
+  return hashTypedData({
+    domain,
+    types: AUTHORIZATION_TYPES,
+    primaryType: "CancelAuthorization",
+    message,
+  });
 }
 
 /**
@@ -132,7 +195,12 @@ export async function verifyTransferAuthorization(
   message: TransferAuthorization,
   signature: SignatureInput,
 ): Promise<VerifiedSignature> {
-  return verifyAuthorizerSignature(client, message.from, transferAuthorizationDigest(domain, kind, message), signature);
+  return verifyAuthorizerSignature(
+    client,
+    message.from,
+    transferAuthorizationDigest(domain, kind, message),
+    signature,
+  );
 }
 
 /**
@@ -140,8 +208,17 @@ export async function verifyTransferAuthorization(
  * is exactly the one FiatToken accepts, else a description of the answer. A revert reads as a refusal
  * (FiatToken: the staticcall was not successful).
  */
-async function isValidSignature(client: RpcClient, wallet: Address, digest: Hex, signature: Hex): Promise<string> {
-  const data = encodeFunctionData({ abi: ERC1271_ABI, functionName: "isValidSignature", args: [digest, signature] });
+async function isValidSignature(
+  client: RpcClient,
+  wallet: Address,
+  digest: Hex,
+  signature: Hex,
+): Promise<string> {
+  const data = encodeFunctionData({
+    abi: ERC1271_ABI,
+    functionName: "isValidSignature",
+    args: [digest, signature],
+  });
   let result: Hex;
   try {
     result = await client.request("eth_call", [{ to: wallet, data }, "latest"], parseHexData);
@@ -157,16 +234,20 @@ async function isValidSignature(client: RpcClient, wallet: Address, digest: Hex,
 }
 
 function parseCode(result: unknown): Hex {
-  if (typeof result !== "string" || !isHexBytes(result)) throw new RetryableError(`eth_getCode returned ${JSON.stringify(result)} instead of code`);
+  if (typeof result !== "string" || !isHexBytes(result))
+    throw new RetryableError(`eth_getCode returned ${JSON.stringify(result)} instead of code`);
   return result.toLowerCase() as Hex;
 }
 
 function parseHexData(result: unknown): Hex {
-  if (typeof result !== "string" || !isHexBytes(result)) throw new RetryableError(`eth_call returned ${JSON.stringify(result)} instead of ABI data`);
+  if (typeof result !== "string" || !isHexBytes(result))
+    throw new RetryableError(`eth_call returned ${JSON.stringify(result)} instead of ABI data`);
   return result.toLowerCase() as Hex;
 }
 
 /** An EIP-7702 delegation (0xef0100 ‖ address) or a contract, for the refusal message. */
 function describeCode(code: Hex): string {
-  return /^0xef0100[0-9a-f]{40}$/.test(code) ? `an EOA delegated to 0x${code.slice(8)} under EIP-7702` : "a smart-contract wallet";
+  return /^0xef0100[0-9a-f]{40}$/.test(code)
+    ? `an EOA delegated to 0x${code.slice(8)} under EIP-7702`
+    : "a smart-contract wallet";
 }

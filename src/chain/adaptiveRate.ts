@@ -99,21 +99,26 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
     if (ceiling === Number.POSITIVE_INFINITY) return maxRate;
     const since = at - cutAt;
     const recovering = 1 - since / RECOVERY_MS;
-    if (recovering > 0 && startRate < target()) return Math.min(maxRate, target() - (target() - startRate) * recovering ** 3);
+    if (recovering > 0 && startRate < target())
+      return Math.min(maxRate, target() - (target() - startRate) * recovering ** 3);
     const probing = (since - holdMs) / PROBE_DOUBLING_MS;
     return Math.min(maxRate, probing <= 0 ? target() : target() * (1 + probing ** 3));
   }
 
   /** Whether a call sent at `at` went above the limit found (the rate is probing). */
-  const probing = (at: number) => ceiling !== Number.POSITIVE_INFINITY && rateAt(at) > target() * 1.01;
+  const probing = (at: number) =>
+    ceiling !== Number.POSITIVE_INFINITY && rateAt(at) > target() * 1.01;
   /** Refusals among a probe's calls that follow its rate: a share of them, never one alone. */
   const probeRefused = () =>
-    probe.refused >= MIN_PROBE_REFUSALS_TO_CUT && probe.refused / Math.max(MIN_PROBE_REFUSALS_TO_CUT / PROBE_CUT_SHARE, probe.calls) >= PROBE_CUT_SHARE;
+    probe.refused >= MIN_PROBE_REFUSALS_TO_CUT &&
+    probe.refused / Math.max(MIN_PROBE_REFUSALS_TO_CUT / PROBE_CUT_SHARE, probe.calls) >=
+      PROBE_CUT_SHARE;
 
   /** The limit the provider showed it accepts (the calls answered in the second before `sentAt`), never above `rate`. */
   function measuredLimit(sentAt: number, rate: number): number {
     const shown = sends.acceptedIn(sentAt - SHOWN_MS, sentAt);
-    const limit = shown > 0 ? Math.min(rate, shown) : rate === Number.POSITIVE_INFINITY ? 1 : rate * DECREASE;
+    const limit =
+      shown > 0 ? Math.min(rate, shown) : rate === Number.POSITIVE_INFINITY ? 1 : rate * DECREASE;
     return Math.max(MIN_REQUESTS_PER_SECOND, limit);
   }
 
@@ -124,10 +129,17 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
     // Refused at or under the limit found: the provider counts over a longer span than the client's
     // second. The rate drops by DECREASE and climbs back on time (CUBIC's multiplicative decrease).
     const atLimit = ceiling !== Number.POSITIVE_INFINITY && !aboveLimit;
-    const found = aboveLimit ? Math.max(ceiling, measuredLimit(sentAt, rate)) : measuredLimit(sentAt, rate);
-    holdMs = aboveLimit && found <= ceiling * HIGHER_LIMIT_SHARE ? Math.min(MAX_PROBE_AFTER_MS, 2 * holdMs) : PROBE_AFTER_MS;
+    const found = aboveLimit
+      ? Math.max(ceiling, measuredLimit(sentAt, rate))
+      : measuredLimit(sentAt, rate);
+    holdMs =
+      aboveLimit && found <= ceiling * HIGHER_LIMIT_SHARE
+        ? Math.min(MAX_PROBE_AFTER_MS, 2 * holdMs)
+        : PROBE_AFTER_MS;
     ceiling = found;
-    startRate = atLimit ? Math.max(MIN_REQUESTS_PER_SECOND, Math.min(target(), rate * DECREASE)) : target();
+    startRate = atLimit
+      ? Math.max(MIN_REQUESTS_PER_SECOND, Math.min(target(), rate * DECREASE))
+      : target();
     cutAt = now;
     probe = { calls: 0, refused: 0 };
     outcomes.clear();
@@ -165,7 +177,8 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
       // rate's. One sent before it and refused since corrects the cut's measurement (fewer were accepted).
       if (sentAt < cutAt + SHOWN_MS) {
         const shown = sends.acceptedIn(sentAt - SHOWN_MS, sentAt);
-        if (sentAt < cutAt && shown > 0 && shown < ceiling) ceiling = Math.max(MIN_REQUESTS_PER_SECOND, shown);
+        if (sentAt < cutAt && shown > 0 && shown < ceiling)
+          ceiling = Math.max(MIN_REQUESTS_PER_SECOND, shown);
         return false;
       }
       outcomes.refused(sentAt, cost, now);
@@ -191,7 +204,11 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
       return sends.fitsAt(1, Math.max(1, Math.floor(ceiling)), SHOWN_MS, now);
     },
 
-    state: (): AdaptiveRateState => ({ requestsPerSecond: rateAt(clock()), ceiling, refusedBefore: ceiling !== Number.POSITIVE_INFINITY }),
+    state: (): AdaptiveRateState => ({
+      requestsPerSecond: rateAt(clock()),
+      ceiling,
+      refusedBefore: ceiling !== Number.POSITIVE_INFINITY,
+    }),
   };
 }
 

@@ -11,13 +11,27 @@ import { parseRangeError } from "./rangeErrors.js";
 import { isRateLimitAnswer, rateLimitWaitMs } from "./rateLimitErrors.js";
 
 /** Maps a node's error to our vocabulary: range limits first, then rate limits, then retryable or fatal by code. */
-export function classifyRpcError(method: string, error: unknown): Error & { shortMessage?: string } {
+export function classifyRpcError(
+  method: string,
+  error: unknown,
+): Error & { shortMessage?: string } {
   if (error instanceof RpcRequestError) {
-    const hint = parseRangeError({ code: error.code, message: error.shortMessage, data: error.data });
+    const hint = parseRangeError({
+      code: error.code,
+      message: error.shortMessage,
+      data: error.data,
+    });
     if (hint !== undefined) return new RangeLimitError(error.shortMessage, hint, { cause: error });
-    if (isRateLimitAnswer(error.nodeError)) return new RateLimitedError(error.shortMessage, { cause: error, retryAfterMs: rateLimitWaitMs(error.data) });
+    if (isRateLimitAnswer(error.nodeError))
+      return new RateLimitedError(error.shortMessage, {
+        cause: error,
+        retryAfterMs: rateLimitWaitMs(error.data),
+      });
     if (error.code === PRUNED_HISTORY_CODE)
-      return new PrunedHistoryError(`${error.shortMessage}: the node pruned this history; put an archive endpoint in rpc.http`, { cause: error });
+      return new PrunedHistoryError(
+        `${error.shortMessage}: the node pruned this history; put an archive endpoint in rpc.http`,
+        { cause: error },
+      );
     if (isRetryableRpcError(error)) return new RetryableError(error.shortMessage, { cause: error });
     return error;
   }

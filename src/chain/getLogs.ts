@@ -19,7 +19,8 @@ export type LogFilter = LogScope & {
   topic2?: readonly Hex[] | undefined;
 };
 
-export type OutOfFilterReason = "outside_range" | "unrequested_address" | "unrequested_topic" | "removed_flag";
+export type OutOfFilterReason =
+  "outside_range" | "unrequested_address" | "unrequested_topic" | "removed_flag";
 
 export type GetLogsResult = {
   logs: RpcLog[];
@@ -61,7 +62,9 @@ export function getLogsParams(filter: LogFilter): unknown[] {
 }
 
 /** A filter's `topics` as eth_getLogs and eth_subscribe take them: null for any, no trailing null. */
-export function topicsOf(filter: Pick<LogFilter, "topic0" | "topic1" | "topic2">): Array<readonly Hex[] | null> {
+export function topicsOf(
+  filter: Pick<LogFilter, "topic0" | "topic1" | "topic2">,
+): Array<readonly Hex[] | null> {
   if (filter.topic2 !== undefined) return [filter.topic0, filter.topic1 ?? null, filter.topic2];
   if (filter.topic1 !== undefined) return [filter.topic0, filter.topic1];
   return [filter.topic0];
@@ -75,7 +78,8 @@ export function topicsOf(filter: Pick<LogFilter, "topic0" | "topic1" | "topic2">
  * unique key holds the transaction hash too, so both would be stored).
  */
 export function checkAnswer(result: unknown, filter: LogFilter): GetLogsResult {
-  if (!Array.isArray(result)) throw new RpcResponseError("eth_getLogs answered with a non-array result");
+  if (!Array.isArray(result))
+    throw new RpcResponseError("eth_getLogs answered with a non-array result");
   const parsed = result.map((item, i) => parseRpcLog(item, `eth_getLogs result[${i}]`));
   const { logs, outOfFilter } = partitionByFilter(parsed, filter);
   checkConsistent(logs, filter);
@@ -94,13 +98,20 @@ export function checkConsistent(logs: readonly RpcLog[], scope: LogScope): void 
     const known = blockHashes.get(log.blockNumber);
     if (known === undefined) {
       if (canonical && log.blockHash === PRECONFIRMED_BLOCK_HASH)
-        throw new RpcResponseError(`eth_getLogs answer holds a pre-confirmed log (zero block hash) in block ${log.blockNumber}, inside a canonical range`);
+        throw new RpcResponseError(
+          `eth_getLogs answer holds a pre-confirmed log (zero block hash) in block ${log.blockNumber}, inside a canonical range`,
+        );
       blockHashes.set(log.blockNumber, log.blockHash);
     } else if (known !== log.blockHash)
-      throw new RpcResponseError(`eth_getLogs answer holds two hashes for block ${log.blockNumber} (a reorg mid-answer)`);
+      throw new RpcResponseError(
+        `eth_getLogs answer holds two hashes for block ${log.blockNumber} (a reorg mid-answer)`,
+      );
     if (!canonical) continue;
     const position = `${log.blockNumber}:${log.logIndex}`;
-    if (positions.has(position)) throw new RpcResponseError(`eth_getLogs answer holds two logs at block ${log.blockNumber}, logIndex ${log.logIndex}`);
+    if (positions.has(position))
+      throw new RpcResponseError(
+        `eth_getLogs answer holds two logs at block ${log.blockNumber}, logIndex ${log.logIndex}`,
+      );
     positions.add(position);
   }
 }
@@ -114,7 +125,8 @@ export function partitionByFilter(parsed: readonly RpcLog[], filter: LogFilter):
   const logs: RpcLog[] = [];
   const outOfFilter: GetLogsResult["outOfFilter"] = [];
   for (const log of parsed) {
-    const reason = outOfFilterReason(log, filter, addresses, topics) ?? outOfTopics(log, topic1, topic2);
+    const reason =
+      outOfFilterReason(log, filter, addresses, topics) ?? outOfTopics(log, topic1, topic2);
     if (reason === undefined) logs.push(log);
     else outOfFilter.push({ log, reason });
   }
@@ -136,7 +148,10 @@ function outOfFilterReason(
 }
 
 /** Whether a log is of the filter's addresses and topics (its scope aside): for logs that come with others (whole transactions). */
-export function matchesFilter(log: RpcLog, filter: Pick<LogFilter, "addresses" | "topic0" | "topic1" | "topic2">): boolean {
+export function matchesFilter(
+  log: RpcLog,
+  filter: Pick<LogFilter, "addresses" | "topic0" | "topic1" | "topic2">,
+): boolean {
   const topic = (i: number) => (log.topics[i] ?? "0x") as Hex;
   return (
     filter.addresses.includes(log.address) &&
@@ -147,7 +162,11 @@ export function matchesFilter(log: RpcLog, filter: Pick<LogFilter, "addresses" |
 }
 
 /** A log whose topic1 or topic2 the filter does not accept (a provider that ignored a topic position). */
-function outOfTopics(log: RpcLog, topic1: ReadonlySet<Hex> | undefined, topic2: ReadonlySet<Hex> | undefined): OutOfFilterReason | undefined {
+function outOfTopics(
+  log: RpcLog,
+  topic1: ReadonlySet<Hex> | undefined,
+  topic2: ReadonlySet<Hex> | undefined,
+): OutOfFilterReason | undefined {
   if (topic1 !== undefined && !topic1.has(log.topics[1] ?? "0x")) return "unrequested_topic";
   if (topic2 !== undefined && !topic2.has(log.topics[2] ?? "0x")) return "unrequested_topic";
   return undefined;
@@ -155,6 +174,7 @@ function outOfTopics(log: RpcLog, topic1: ReadonlySet<Hex> | undefined, topic2: 
 
 function inScope(log: RpcLog, scope: LogScope): boolean {
   if ("pending" in scope) return log.blockHash === PRECONFIRMED_BLOCK_HASH;
-  if ("blockHash" in scope) return log.blockHash === scope.blockHash && log.blockNumber === scope.blockNumber;
+  if ("blockHash" in scope)
+    return log.blockHash === scope.blockHash && log.blockNumber === scope.blockNumber;
   return log.blockNumber >= scope.from && log.blockNumber <= scope.to;
 }

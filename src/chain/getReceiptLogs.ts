@@ -20,7 +20,10 @@ const METHOD = "eth_getTransactionReceipt";
  * is checked as a log of eth_getLogs is, and must belong to the transaction asked for (their order
  * is the mapping's to judge: decode/userOperationLogs.ts).
  */
-export async function getReceiptLogs(client: RpcClient, hashes: readonly Hex[]): Promise<Map<Hex, ReceiptLog[]>> {
+export async function getReceiptLogs(
+  client: RpcClient,
+  hashes: readonly Hex[],
+): Promise<Map<Hex, ReceiptLog[]>> {
   const found = new Map<Hex, ReceiptLog[]>();
   await inBatches(client, hashes, BATCH_SIZE, async (chunk) => {
     const calls = chunk.map((hash) => ({ method: METHOD, params: [hash] }));
@@ -32,7 +35,12 @@ export async function getReceiptLogs(client: RpcClient, hashes: readonly Hex[]):
       } catch {
         throw new RpcResponseError(`${answer.endpoint} answered ${METHOD} with invalid JSON`);
       }
-      return batchResults(parsed, calls.map(() => METHOD), answer.firstId, answer.endpoint).map((result, i) => {
+      return batchResults(
+        parsed,
+        calls.map(() => METHOD),
+        answer.firstId,
+        answer.endpoint,
+      ).map((result, i) => {
         if (!result.ok) throw result.error;
         return result.result === null ? undefined : parseReceiptLogs(result.result, chunk[i]!);
       });
@@ -45,14 +53,23 @@ export async function getReceiptLogs(client: RpcClient, hashes: readonly Hex[]):
 /** Checks one receipt: it is `hash`'s, and its logs are well-formed logs of that transaction in logIndex order. */
 export function parseReceiptLogs(value: unknown, hash: Hex): ReceiptLog[] {
   const where = `eth_getTransactionReceipt(${hash})`;
-  if (typeof value !== "object" || value === null) throw new RpcResponseError(`${where} is not a receipt object`);
+  if (typeof value !== "object" || value === null)
+    throw new RpcResponseError(`${where} is not a receipt object`);
   const receipt = value as Record<string, unknown>;
-  if (typeof receipt.transactionHash !== "string" || receipt.transactionHash.toLowerCase() !== hash.toLowerCase())
-    throw new RpcResponseError(`${where} answered the receipt of transaction ${String(receipt.transactionHash)}`);
+  if (
+    typeof receipt.transactionHash !== "string" ||
+    receipt.transactionHash.toLowerCase() !== hash.toLowerCase()
+  )
+    throw new RpcResponseError(
+      `${where} answered the receipt of transaction ${String(receipt.transactionHash)}`,
+    );
   if (!Array.isArray(receipt.logs)) throw new RpcResponseError(`${where}.logs is not an array`);
   return receipt.logs.map((raw, i) => {
     const log = parseRpcLog(raw, `${where}.logs[${i}]`);
-    if (log.transactionHash !== hash.toLowerCase()) throw new RpcResponseError(`${where}.logs[${i}] belongs to transaction ${log.transactionHash}`);
+    if (log.transactionHash !== hash.toLowerCase())
+      throw new RpcResponseError(
+        `${where}.logs[${i}] belongs to transaction ${log.transactionHash}`,
+      );
     return { address: log.address, topics: log.topics, data: log.data, logIndex: log.logIndex };
   });
 }

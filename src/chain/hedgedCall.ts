@@ -5,7 +5,10 @@
  * the hedge is due fails at once (the caller's retry policy backs off). The loser is not cancelled: its timeout
  * ends it, and a hung request costs one slot until then.
  */
-export function hedgedCall<T>(call: (hedge: number) => Promise<T>, hedgeAfterMs: number): Promise<T> {
+export function hedgedCall<T>(
+  call: (hedge: number) => Promise<T>,
+  hedgeAfterMs: number,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let failures = 0;

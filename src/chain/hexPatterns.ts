@@ -22,7 +22,8 @@ let scratch = Buffer.allocUnsafe(0);
  */
 export function isHexBytes(value: string): boolean {
   if (value.length < DECODER_FROM_CHARS) return SHORT_HEX_BYTES.test(value);
-  if (value.length % 2 !== 0 || value.charCodeAt(0) !== 0x30 || value.charCodeAt(1) !== 0x78) return false;
+  if (value.length % 2 !== 0 || value.charCodeAt(0) !== 0x30 || value.charCodeAt(1) !== 0x78)
+    return false;
   const bytes = (value.length - 2) / 2;
   if (bytes > SCRATCH_MAX_BYTES) return Buffer.from(value.slice(2), "hex").length === bytes;
   if (scratch.length < bytes) scratch = Buffer.allocUnsafe(Math.max(bytes, 2 * scratch.length));

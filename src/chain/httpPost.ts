@@ -48,7 +48,10 @@ export function postJson(url: string, body: string, signal: AbortSignal): Promis
  * (never a slice of Node's shared pool), so it can be transferred to another thread. Past the cap
  * the rest is dropped unread and `truncated` is set: a hostile or runaway answer cannot exhaust memory.
  */
-export function readAnswer(response: IncomingMessage, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+export function readAnswer(
+  response: IncomingMessage,
+  maxBytes: number,
+): Promise<{ bytes: Buffer; truncated: boolean }> {
   const encoding = response.headers["content-encoding"]?.trim().toLowerCase();
   const declared = Number(response.headers["content-length"] ?? Number.NaN);
   if (declared > maxBytes && (encoding === undefined || encoding === "identity")) {
@@ -64,7 +67,10 @@ export function readAnswer(response: IncomingMessage, maxBytes: number): Promise
   }
   return new Promise((resolve, reject) => {
     // A plain body of known length is read straight into its own buffer; otherwise chunks, joined at the end.
-    const exact = stream === response && Number.isSafeInteger(declared) && declared >= 0 ? Buffer.from(new ArrayBuffer(declared)) : undefined;
+    const exact =
+      stream === response && Number.isSafeInteger(declared) && declared >= 0
+        ? Buffer.from(new ArrayBuffer(declared))
+        : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
@@ -79,7 +85,11 @@ export function readAnswer(response: IncomingMessage, maxBytes: number): Promise
       if (over || (exact !== undefined && size + chunk.length > exact.length)) {
         response.destroy();
         if (stream !== response) stream.destroy();
-        settle(() => (over ? resolve({ bytes: Buffer.alloc(0), truncated: true }) : reject(new Error(`the answer is longer than its content-length (${declared})`))));
+        settle(() =>
+          over
+            ? resolve({ bytes: Buffer.alloc(0), truncated: true })
+            : reject(new Error(`the answer is longer than its content-length (${declared})`)),
+        );
         return;
       }
       if (exact !== undefined) chunk.copy(exact, size);
@@ -88,7 +98,8 @@ export function readAnswer(response: IncomingMessage, maxBytes: number): Promise
     });
     stream.once("end", () =>
       settle(() => {
-        if (exact !== undefined && size !== exact.length) return reject(new Error(`the answer ended after ${size} of its ${exact.length} bytes`));
+        if (exact !== undefined && size !== exact.length)
+          return reject(new Error(`the answer ended after ${size} of its ${exact.length} bytes`));
         resolve({ bytes: exact ?? joined(chunks, size), truncated: false });
       }),
     );
@@ -96,7 +107,8 @@ export function readAnswer(response: IncomingMessage, maxBytes: number): Promise
     response.on("error", (error) => settle(() => reject(error)));
     // Closed before the whole message arrived (a decompressed answer may still be flushing after a complete one).
     response.once("close", () => {
-      if (!response.complete) settle(() => reject(new Error("the connection closed before the answer ended")));
+      if (!response.complete)
+        settle(() => reject(new Error("the connection closed before the answer ended")));
     });
   });
 }

@@ -7,9 +7,14 @@ import type { RpcClient } from "./rpcClient.js";
  * the provider refused for its rate (BatchOverRateError) is sent again in smaller pieces: the
  * refusal lowered what the client allows.
  */
-export async function inBatches<I, R>(client: RpcClient, items: readonly I[], maxCalls: number, send: (batch: I[]) => Promise<R>): Promise<R[]> {
+export async function inBatches<I, R>(
+  client: RpcClient,
+  items: readonly I[],
+  maxCalls: number,
+  send: (batch: I[]) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = [];
-  for (let start = 0; start < items.length; ) {
+  for (let start = 0; start < items.length;) {
     const batch = items.slice(start, start + Math.max(1, Math.min(maxCalls, client.batchCalls())));
     try {
       results.push(await send(batch));

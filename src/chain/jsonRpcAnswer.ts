@@ -19,13 +19,23 @@ export function nodeErrorOf(answer: unknown): NodeError | undefined {
 }
 
 /** The `result` of a JSON-RPC response, or the node's error as RpcRequestError. */
-export function unwrap(answer: unknown, method: string, id: number | undefined, label: string): unknown {
-  if (typeof answer !== "object" || answer === null) throw new RpcResponseError(`${label} answered ${method} with a non-object`);
+export function unwrap(
+  answer: unknown,
+  method: string,
+  id: number | undefined,
+  label: string,
+): unknown {
+  if (typeof answer !== "object" || answer === null)
+    throw new RpcResponseError(`${label} answered ${method} with a non-object`);
   const error = nodeErrorOf(answer);
   if (error !== undefined) throw new RpcRequestError(method, error);
   const response = answer as { id?: unknown; result?: unknown };
-  if (id !== undefined && response.id !== id) throw new RpcResponseError(`${label} answered ${method} with id ${String(response.id)}, expected ${id}`);
-  if (!("result" in response)) throw new RpcResponseError(`${label} answered ${method} without a result`);
+  if (id !== undefined && response.id !== id)
+    throw new RpcResponseError(
+      `${label} answered ${method} with id ${String(response.id)}, expected ${id}`,
+    );
+  if (!("result" in response))
+    throw new RpcResponseError(`${label} answered ${method} without a result`);
   return response.result;
 }
 
@@ -35,19 +45,28 @@ export function unwrap(answer: unknown, method: string, id: number | undefined, 
  * does a call's error that a retry may cure (the whole batch is asked again). Any other error of a
  * call comes back as its value.
  */
-export function batchResults(answer: unknown, methods: readonly string[], firstId: number, label: string): BatchResult[] {
+export function batchResults(
+  answer: unknown,
+  methods: readonly string[],
+  firstId: number,
+  label: string,
+): BatchResult[] {
   if (!Array.isArray(answer)) {
     unwrap(answer, "batch", undefined, label);
     throw new RpcResponseError(`${label} answered a batch with a non-array`);
   }
-  const byId = new Map<unknown, unknown>(answer.map((item) => [(item as { id?: unknown } | null)?.id, item]));
+  const byId = new Map<unknown, unknown>(
+    answer.map((item) => [(item as { id?: unknown } | null)?.id, item]),
+  );
   return methods.map((method, i): BatchResult => {
     const item = byId.get(firstId + i);
-    if (item === undefined) throw new RpcResponseError(`${label} left call ${i} (${method}) of a batch unanswered`);
+    if (item === undefined)
+      throw new RpcResponseError(`${label} left call ${i} (${method}) of a batch unanswered`);
     try {
       return { ok: true, result: unwrap(item, method, firstId + i, label) };
     } catch (error) {
-      if (error instanceof RpcRequestError && !isRetryableRpcError(error)) return { ok: false, error };
+      if (error instanceof RpcRequestError && !isRetryableRpcError(error))
+        return { ok: false, error };
       throw error;
     }
   });

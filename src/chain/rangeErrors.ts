@@ -27,9 +27,13 @@ const rx = (source: string): RegExp => new RegExp(source, "i");
 const SUGGESTED_RANGE_PATTERNS: readonly RegExp[] = [
   // Note: Alchemy, "... Based on your parameters and the response size limit, this block range should work: [0xc5dc00, 0xc614a7]"
   // (also after "Under the Free tier plan ..." and "Query timeout exceeded ...").
-  rx(String.raw`this block range should work:?\s*\[\s*(?<from>${HEX_OR_DECIMAL})\s*,\s*(?<to>${HEX_OR_DECIMAL})\s*\]`),
+  rx(
+    String.raw`this block range should work:?\s*\[\s*(?<from>${HEX_OR_DECIMAL})\s*,\s*(?<to>${HEX_OR_DECIMAL})\s*\]`,
+  ),
   // Note: Infura (and zkSync Era, thirdweb in error.data), "query returned more than 10000 results. Try with this block range [0xBDE5F8, 0x102DBCC]."
-  rx(String.raw`try with this block range\s*\[\s*(?<from>${HEX_OR_DECIMAL})\s*,\s*(?<to>${HEX_OR_DECIMAL})\s*\]`),
+  rx(
+    String.raw`try with this block range\s*\[\s*(?<from>${HEX_OR_DECIMAL})\s*,\s*(?<to>${HEX_OR_DECIMAL})\s*\]`,
+  ),
   // Note: reth/op-reth (served by DRPC, BlastAPI, Llamanodes), "query exceeds max results 20000, retry with the range 50784086-50785570".
   rx(String.raw`retry with the range\s+(?<from>\d+)\s*-\s*(?<to>\d+)`),
 ];
@@ -50,7 +54,9 @@ const MAX_RANGE_PATTERNS: readonly RegExp[] = [
   rx(String.raw`is bigger than range limit ${COUNT}`),
   // Note: QuickNode (-32614), "eth_getLogs is limited to a 10,000 range" and "eth_getLogs and eth_newFilter are limited to a
   // 10,000 blocks range"; mainnet.base.org sends the first; BlockPI, "limited to 1000 block range"; 1RPC, "limited to 0 - 50 blocks range".
-  rx(String.raw`limited to (?:an? )?(?:\d+\s*-\s*)?${COUNT}(?:\s*blocks?\b|\s*range\b|(?!\s*[a-z0-9]))`),
+  rx(
+    String.raw`limited to (?:an? )?(?:\d+\s*-\s*)?${COUNT}(?:\s*blocks?\b|\s*range\b|(?!\s*[a-z0-9]))`,
+  ),
   // Note: Avalanche C-Chain and Flare (coreth), "requested too many blocks from 0 to 27842567, maximum is set to 2048".
   rx(String.raw`too many blocks from \d+ to \d+,? maximum is set to ${COUNT}`),
   // Note: DRPC (code 35), "ranges over 10000 blocks are not supported on free plan".
@@ -121,9 +127,14 @@ const EXECUTION_REVERTED_CODE = 3;
 const EXECUTION_REVERTED = /execution reverted/i;
 
 /** Recognises a provider's "range too large / too many results" rejection; undefined when the error is something else. */
-export function parseRangeError(error: { code?: number | undefined; message: string; data?: unknown }): RangeErrorHint | undefined {
+export function parseRangeError(error: {
+  code?: number | undefined;
+  message: string;
+  data?: unknown;
+}): RangeErrorHint | undefined {
   const texts = textsOf(error);
-  if (error.code === EXECUTION_REVERTED_CODE || texts.some((t) => EXECUTION_REVERTED.test(t))) return undefined;
+  if (error.code === EXECUTION_REVERTED_CODE || texts.some((t) => EXECUTION_REVERTED.test(t)))
+    return undefined;
 
   for (const pattern of SUGGESTED_RANGE_PATTERNS) {
     for (const text of texts) {
@@ -147,7 +158,11 @@ export function parseRangeError(error: { code?: number | undefined; message: str
  * undefined when the window is a single block and cannot be split. The pieces cover [from, to] in order, without gap or
  * overlap, each strictly smaller than the refused window.
  */
-export function splitAfterRangeError(from: bigint, to: bigint, hint: RangeErrorHint): Array<{ from: bigint; to: bigint }> | undefined {
+export function splitAfterRangeError(
+  from: bigint,
+  to: bigint,
+  hint: RangeErrorHint,
+): Array<{ from: bigint; to: bigint }> | undefined {
   if (to < from) throw new RangeError(`splitAfterRangeError() got an empty range [${from}, ${to}]`);
   const size = to - from + 1n;
   if (size === 1n) return undefined;
@@ -174,7 +189,7 @@ function pieceSize(from: bigint, to: bigint, size: bigint, hint: RangeErrorHint)
 /** Consecutive windows of `step` blocks over [from, to]; the last one takes the rest once MAX_PIECES_PER_SPLIT is reached. */
 function chunk(from: bigint, to: bigint, step: bigint): Array<{ from: bigint; to: bigint }> {
   const pieces: Array<{ from: bigint; to: bigint }> = [];
-  for (let start = from; start <= to; ) {
+  for (let start = from; start <= to;) {
     const last = pieces.length === MAX_PIECES_PER_SPLIT - 1 || to - start < step;
     const end = last ? to : start + step - 1n;
     pieces.push({ from: start, to: end });
@@ -212,7 +227,12 @@ function suggestedRange(match: RegExpExecArray | null): RangeErrorHint | undefin
 function structuredSuggestion(data: unknown): RangeErrorHint | undefined {
   if (!isRecord(data) || typeof data.limit !== "number") return undefined;
   const { from, to } = data;
-  if (typeof from !== "string" || typeof to !== "string" || !/^0x[0-9a-f]+$/i.test(from) || !/^0x[0-9a-f]+$/i.test(to))
+  if (
+    typeof from !== "string" ||
+    typeof to !== "string" ||
+    !/^0x[0-9a-f]+$/i.test(from) ||
+    !/^0x[0-9a-f]+$/i.test(to)
+  )
     return undefined;
   const range = { kind: "suggestedRange" as const, from: BigInt(from), to: BigInt(to) };
   return range.from <= range.to ? range : undefined;

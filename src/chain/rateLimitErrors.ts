@@ -11,7 +11,8 @@ import { MAX_RETRY_AFTER_MS } from "../ops/withRetry.js";
 const RATE_LIMIT_CODES: ReadonlySet<number> = new Set([
   // Note: Optimism's proxyd (in front of mainnet.base.org), ErrOverRateLimit -32016 "over rate limit" and
   // ErrOverSenderRateLimit -32017 "sender is over rate limit", both sent with HTTP 429.
-  -32016, -32017,
+  -32016,
+  -32017,
   // Note: Alchemy, code 429 "Your app has exceeded its compute units per second capacity"; Helius-style gateways send 429 too.
   429,
   // Note: QuickNode, -32007 "request limit reached" (per second or per month on the plan).
@@ -36,14 +37,19 @@ export function isRateLimitAnswer(error: { code: number; message: string }): boo
  * some gateways nest the same under `data.rate`. Capped like a `Retry-After` header.
  */
 export function rateLimitWaitMs(data: unknown): number | undefined {
-  const seconds = backoffSecondsOf(data) ?? backoffSecondsOf(isObject(data) ? data.rate : undefined);
-  return seconds === undefined ? undefined : Math.min(MAX_RETRY_AFTER_MS, Math.round(seconds * 1_000));
+  const seconds =
+    backoffSecondsOf(data) ?? backoffSecondsOf(isObject(data) ? data.rate : undefined);
+  return seconds === undefined
+    ? undefined
+    : Math.min(MAX_RETRY_AFTER_MS, Math.round(seconds * 1_000));
 }
 
 function backoffSecondsOf(data: unknown): number | undefined {
   if (!isObject(data)) return undefined;
-  const value = typeof data.backoff_seconds === "string" ? Number(data.backoff_seconds) : data.backoff_seconds;
+  const value =
+    typeof data.backoff_seconds === "string" ? Number(data.backoff_seconds) : data.backoff_seconds;
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);

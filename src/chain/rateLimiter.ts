@@ -53,7 +53,13 @@ export type RateLimiterOptions = {
  * the end of a `Retry-After` pause (the limiter's clock, ms), the limit the provider showed (Infinity
  * before any) and whether the rate was cut for a provider's rate limit since the limiter started.
  */
-export type RateLimiterState = { requestsPerSecond: number; concurrency: number; pausedUntil: number; ceiling: number; refusedBefore: boolean };
+export type RateLimiterState = {
+  requestsPerSecond: number;
+  concurrency: number;
+  pausedUntil: number;
+  ceiling: number;
+  refusedBefore: boolean;
+};
 
 export type RateLimiter = {
   /**
@@ -61,7 +67,11 @@ export type RateLimiter = {
    * costs one per call, as hosted providers bill it); `task` gets the time it was let go (ms).
    * Head requests go before background ones waiting, but for one in HEAD_TURNS_PER_BACKGROUND + 1.
    */
-  run: <T>(cost: number, task: (sentAt: number) => Promise<T>, priority?: RequestPriority) => Promise<T>;
+  run: <T>(
+    cost: number,
+    task: (sentAt: number) => Promise<T>,
+    priority?: RequestPriority,
+  ) => Promise<T>;
   /**
    * A request sent at `sentAt` was refused for its rate (adaptiveRate.ts decides whether that cuts
    * the rate). With `retryAfterMs` no request leaves before that wait is over. Returns whether the
@@ -107,7 +117,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     "abort",
     () => {
       clearTimeout(timer);
-      for (const request of [...waiting.head.splice(0), ...waiting.background.splice(0)]) request.fail(new ShutdownError());
+      for (const request of [...waiting.head.splice(0), ...waiting.background.splice(0)])
+        request.fail(new ShutdownError());
     },
     { once: true },
   );
@@ -119,7 +130,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const now = clock();
     for (;;) {
       const backgroundFits = waiting.background.length > 0 && inFlight < Math.floor(concurrency);
-      const head = waiting.head.length > 0 && !(backgroundFits && headTurns >= HEAD_TURNS_PER_BACKGROUND);
+      const head =
+        waiting.head.length > 0 && !(backgroundFits && headTurns >= HEAD_TURNS_PER_BACKGROUND);
       const queue = head ? waiting.head : waiting.background;
       if (queue.length === 0) return;
       if (inFlight >= Math.floor(concurrency) + (head ? HEAD_RESERVED_REQUESTS : 0)) return;

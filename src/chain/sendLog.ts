@@ -26,7 +26,8 @@ export function createSendLog() {
     return lo;
   }
   /** Calls of the entries that left in (from, to]. */
-  const sentIn = (from: number, to: number) => Math.max(0, totalBefore(firstAfter(to)) - totalBefore(firstAfter(from)));
+  const sentIn = (from: number, to: number) =>
+    Math.max(0, totalBefore(firstAfter(to)) - totalBefore(firstAfter(from)));
 
   return {
     add(time: number, cost: number): void {
@@ -89,7 +90,8 @@ export function createSendLog() {
     /** Forgets what left before `time`. */
     forgetBefore(time: number): void {
       while (head < at.length && at[head]! < time) head++;
-      if (refused.length > 0 && refused[0]!.at < time) refused = refused.filter((r) => r.at >= time);
+      if (refused.length > 0 && refused[0]!.at < time)
+        refused = refused.filter((r) => r.at >= time);
       if (head > 1_024 && head * 2 > at.length) {
         dropped = total[head - 1]!;
         at.splice(0, head);

@@ -28,8 +28,13 @@ const ZERO_BLOCK_HASH = `0x${"0".repeat(64)}`;
 const QUANTITY = /^0x[0-9a-fA-F]{1,64}$/;
 
 /** eth_getTransactionReceipt, validated; null while the node knows no receipt. */
-export async function getTransactionReceipt(client: RpcClient, hash: Hex): Promise<TransactionReceiptSummary | null> {
-  return client.request("eth_getTransactionReceipt", [hash], (result) => parseReceipt(result, hash));
+export async function getTransactionReceipt(
+  client: RpcClient,
+  hash: Hex,
+): Promise<TransactionReceiptSummary | null> {
+  return client.request("eth_getTransactionReceipt", [hash], (result) =>
+    parseReceipt(result, hash),
+  );
 }
 
 /**
@@ -40,22 +45,51 @@ export async function getTransactionReceipt(client: RpcClient, hash: Hex): Promi
 export function parseReceipt(result: unknown, hash: Hex): TransactionReceiptSummary | null {
   if (result === null) return null;
   const r = result as Record<string, unknown> | undefined;
-  if (typeof r !== "object" || r === null) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned ${JSON.stringify(result)}`);
+  if (typeof r !== "object" || r === null)
+    throw new RpcResponseError(
+      `eth_getTransactionReceipt(${hash}) returned ${JSON.stringify(result)}`,
+    );
   const { transactionHash, blockHash, blockNumber, status, gasUsed, effectiveGasPrice } = r;
   if (typeof transactionHash !== "string" || transactionHash.toLowerCase() !== hash.toLowerCase())
-    throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned the receipt of ${String(transactionHash)}`);
-  if (typeof blockHash !== "string" || !HASH.test(blockHash) || typeof blockNumber !== "string" || !QUANTITY.test(blockNumber))
-    throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned a receipt without a block hash or number`);
-  if (status !== "0x1" && status !== "0x0") throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned status ${JSON.stringify(status)}`);
-  if (typeof gasUsed !== "string" || !QUANTITY.test(gasUsed)) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned gasUsed ${JSON.stringify(gasUsed)}`);
-  if (effectiveGasPrice !== undefined && effectiveGasPrice !== null && (typeof effectiveGasPrice !== "string" || !QUANTITY.test(effectiveGasPrice)))
-    throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned effectiveGasPrice ${JSON.stringify(effectiveGasPrice)}`);
+    throw new RpcResponseError(
+      `eth_getTransactionReceipt(${hash}) returned the receipt of ${String(transactionHash)}`,
+    );
+  if (
+    typeof blockHash !== "string" ||
+    !HASH.test(blockHash) ||
+    typeof blockNumber !== "string" ||
+    !QUANTITY.test(blockNumber)
+  )
+    throw new RpcResponseError(
+      `eth_getTransactionReceipt(${hash}) returned a receipt without a block hash or number`,
+    );
+  if (status !== "0x1" && status !== "0x0")
+    throw new RpcResponseError(
+      `eth_getTransactionReceipt(${hash}) returned status ${JSON.stringify(status)}`,
+    );
+  if (typeof gasUsed !== "string" || !QUANTITY.test(gasUsed))
+    throw new RpcResponseError(
+      `eth_getTransactionReceipt(${hash}) returned gasUsed ${JSON.stringify(gasUsed)}`,
+    );
+  if (
+    effectiveGasPrice !== undefined &&
+    effectiveGasPrice !== null &&
+    (typeof effectiveGasPrice !== "string" || !QUANTITY.test(effectiveGasPrice))
+  )
+    throw new RpcResponseError(
+      `eth_getTransactionReceipt(${hash}) returned effectiveGasPrice ${JSON.stringify(effectiveGasPrice)}`,
+    );
   const logs = parseReceiptLogs(r, hash);
   // A reverted transaction emits nothing: logs on one are a node's garbage, not events.
-  if (status === "0x0" && logs.length > 0) throw new RpcResponseError(`eth_getTransactionReceipt(${hash}) returned a reverted receipt with ${logs.length} log(s)`);
+  if (status === "0x0" && logs.length > 0)
+    throw new RpcResponseError(
+      `eth_getTransactionReceipt(${hash}) returned a reverted receipt with ${logs.length} log(s)`,
+    );
   (r.logs as Array<Record<string, unknown>>).forEach((log, i) => {
     if (typeof log.blockNumber !== "string" || BigInt(log.blockNumber) !== BigInt(blockNumber))
-      throw new RpcResponseError(`eth_getTransactionReceipt(${hash}).logs[${i}] is in block ${String(log.blockNumber)}, not ${blockNumber}`);
+      throw new RpcResponseError(
+        `eth_getTransactionReceipt(${hash}).logs[${i}] is in block ${String(log.blockNumber)}, not ${blockNumber}`,
+      );
   });
   return {
     transactionHash: hash,

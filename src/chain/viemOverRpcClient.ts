@@ -8,9 +8,18 @@ import type { RpcClient } from "./rpcClient.js";
  * retries are off (the client has retried already). Errors come back as the client's own (the
  * exit code follows from them), not wrapped in viem's; what viem itself refuses is a FatalError.
  */
-export async function withViem<T>(client: RpcClient, run: (viem: PublicClient) => Promise<T>): Promise<T> {
+export async function withViem<T>(
+  client: RpcClient,
+  run: (viem: PublicClient) => Promise<T>,
+): Promise<T> {
   const viem = createPublicClient({
-    transport: custom({ request: ({ method, params }: { method: string; params?: unknown }) => client.request(method, (params as readonly unknown[] | undefined) ?? []) }, { retryCount: 0 }),
+    transport: custom(
+      {
+        request: ({ method, params }: { method: string; params?: unknown }) =>
+          client.request(method, (params as readonly unknown[] | undefined) ?? []),
+      },
+      { retryCount: 0 },
+    ),
   });
   try {
     return await run(viem);

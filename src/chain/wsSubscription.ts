@@ -43,7 +43,10 @@ export const WS_PONG_TIMEOUT_MS = 10_000;
  * A JSON-RPC `eth_subscribe` over WebSocket that reconnects forever with exponential backoff and
  * full jitter until shutdown. Malformed messages are counted and skipped, never fatal.
  */
-export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; shutdown: Shutdown }, options: SubscriptionOptions) {
+export function createWsSubscription(
+  deps: { logger: Logger; metrics: Metrics; shutdown: Shutdown },
+  options: SubscriptionOptions,
+) {
   const logger = deps.logger.child({ component: "ws", subscription: options.name });
   const label = redactUrl(options.url);
   let socket: WebSocket | undefined;
@@ -60,27 +63,48 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
     const delay = backoffDelayMs(attempt, options);
     attempt++;
     deps.metrics.wsReconnects.inc({ subscription: options.name });
-    logger.warn({ msg: "Reconnecting WebSocket", endpoint: label, attempt, delay_ms: Math.round(delay) });
+    logger.warn({
+      msg: "Reconnecting WebSocket",
+      endpoint: label,
+      attempt,
+      delay_ms: Math.round(delay),
+    });
     timer = setTimeout(connect, delay);
   }
 
   function connect(): void {
     if (closed || deps.shutdown.isKilled()) return;
-    const ws = new WebSocket(options.url, { handshakeTimeout: SUBSCRIBE_TIMEOUT_MS, maxPayload: 64 * 1024 * 1024 });
+    const ws = new WebSocket(options.url, {
+      handshakeTimeout: SUBSCRIBE_TIMEOUT_MS,
+      maxPayload: 64 * 1024 * 1024,
+    });
     socket = ws;
     let subscriptionId: string | undefined;
     const subscribeTimer = setTimeout(() => ws.terminate(), SUBSCRIBE_TIMEOUT_MS);
-    const liveness = watchLiveness(ws, options.pingAfterMs ?? WS_PING_AFTER_MS, options.pongTimeoutMs ?? WS_PONG_TIMEOUT_MS, () => {
-      logger.warn({ msg: "Recycling a silent WebSocket: no answer to a ping", endpoint: label });
-      ws.terminate();
-    });
+    const liveness = watchLiveness(
+      ws,
+      options.pingAfterMs ?? WS_PING_AFTER_MS,
+      options.pongTimeoutMs ?? WS_PONG_TIMEOUT_MS,
+      () => {
+        logger.warn({ msg: "Recycling a silent WebSocket: no answer to a ping", endpoint: label });
+        ws.terminate();
+      },
+    );
     ws.on("open", () => {
-      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: choices[choice] }));
+      ws.send(
+        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: choices[choice] }),
+      );
     });
     ws.on("message", (data: WebSocket.RawData) => {
       const receivedAt = performance.now();
       liveness.heard();
-      let message: { id?: unknown; result?: unknown; error?: { message?: unknown }; method?: unknown; params?: { subscription?: unknown; result?: unknown } };
+      let message: {
+        id?: unknown;
+        result?: unknown;
+        error?: { message?: unknown };
+        method?: unknown;
+        params?: { subscription?: unknown; result?: unknown };
+      };
       try {
         // ws hands each message over as one Buffer: binaryType is left at its default, "nodebuffer".
         message = JSON.parse((data as Buffer).toString()) as typeof message;
@@ -96,7 +120,12 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
           const error = redactText(typeof reason === "string" ? reason : JSON.stringify(message));
           if (choice + 1 < choices.length) {
             choice++;
-            logger.warn({ msg: "Node refused the subscription, trying the next kind", endpoint: label, error, params: JSON.stringify(choices[choice]) });
+            logger.warn({
+              msg: "Node refused the subscription, trying the next kind",
+              endpoint: label,
+              error,
+              params: JSON.stringify(choices[choice]),
+            });
           } else {
             logger.error({ msg: "Failed to subscribe", endpoint: label, error });
             choice = 0;
@@ -108,11 +137,20 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
         const reconnect = connectedOnce;
         connectedOnce = true;
         attempt = 0;
-        logger.info({ msg: "Subscribed", endpoint: label, reconnect, ...(choice > 0 ? { params: JSON.stringify(choices[choice]) } : {}) });
+        logger.info({
+          msg: "Subscribed",
+          endpoint: label,
+          reconnect,
+          ...(choice > 0 ? { params: JSON.stringify(choices[choice]) } : {}),
+        });
         options.onSubscribed?.(reconnect);
         return;
       }
-      if (message.method === "eth_subscription" && message.params?.subscription === subscriptionId && subscriptionId !== undefined) {
+      if (
+        message.method === "eth_subscription" &&
+        message.params?.subscription === subscriptionId &&
+        subscriptionId !== undefined
+      ) {
         options.onNotification(message.params?.result, receivedAt, choice);
         return;
       }
@@ -140,7 +178,11 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
   const next = () => {
     if (choice + 1 >= choices.length) return false;
     choice++;
-    logger.warn({ msg: "Moved to the next subscription kind", endpoint: label, params: JSON.stringify(choices[choice]) });
+    logger.warn({
+      msg: "Moved to the next subscription kind",
+      endpoint: label,
+      params: JSON.stringify(choices[choice]),
+    });
     socket?.terminate();
     return true;
   };
@@ -151,7 +193,12 @@ export function createWsSubscription(deps: { logger: Logger; metrics: Metrics; s
  * Pings `ws` after `pingAfterMs` without a frame; calls `onSilent` when `pongTimeoutMs` more pass
  * without one. One timer per socket, not one per message: a frame only stamps the time.
  */
-function watchLiveness(ws: WebSocket, pingAfterMs: number, pongTimeoutMs: number, onSilent: () => void) {
+function watchLiveness(
+  ws: WebSocket,
+  pingAfterMs: number,
+  pongTimeoutMs: number,
+  onSilent: () => void,
+) {
   let lastHeard = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const heard = () => {

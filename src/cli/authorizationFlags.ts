@@ -13,7 +13,10 @@ function required(name: string, value: string | undefined): string {
 /** A 0x address (any case; a mixed-case one must carry a valid checksum), returned lower-case. */
 export function parseAddressFlag(name: string, value: string | undefined): Address {
   const text = required(name, value);
-  if (!isAddress(text)) throw new UsageError(`${name}: expected a 0x address of 20 bytes (valid checksum when mixed case), got ${JSON.stringify(text)}`);
+  if (!isAddress(text))
+    throw new UsageError(
+      `${name}: expected a 0x address of 20 bytes (valid checksum when mixed case), got ${JSON.stringify(text)}`,
+    );
   return text.toLowerCase() as Address;
 }
 
@@ -23,7 +26,10 @@ export function parseAddressFlag(name: string, value: string | undefined): Addre
  */
 export function parseBytes32Flag(name: string, value: string | undefined): Hex {
   const text = required(name, value);
-  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new UsageError(`${name}: expected 32 bytes of hex (0x + 64 digits), got ${text.length} characters`);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(text))
+    throw new UsageError(
+      `${name}: expected 32 bytes of hex (0x + 64 digits), got ${text.length} characters`,
+    );
   return text.toLowerCase() as Hex;
 }
 
@@ -31,14 +37,19 @@ export function parseBytes32Flag(name: string, value: string | undefined): Hex {
 export function parseUint256Flag(name: string, value: string | undefined): bigint {
   const text = required(name, value);
   if (!/^(?:0|[1-9][0-9]*)$/.test(text) || BigInt(text) > MAX_UINT256)
-    throw new UsageError(`${name}: expected a whole number from 0 to 2^256-1 in decimal, got ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `${name}: expected a whole number from 0 to 2^256-1 in decimal, got ${JSON.stringify(text)}`,
+    );
   return BigInt(text);
 }
 
 /** Unix seconds that fit a JavaScript number exactly (and so a SQLite integer). */
 export function parseUnixSecondsFlag(name: string, value: string | undefined): number {
   const seconds = parseUint256Flag(name, value);
-  if (seconds > BigInt(Number.MAX_SAFE_INTEGER)) throw new UsageError(`${name}: ${seconds} is too large for unix seconds (at most ${Number.MAX_SAFE_INTEGER})`);
+  if (seconds > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new UsageError(
+      `${name}: ${seconds} is too large for unix seconds (at most ${Number.MAX_SAFE_INTEGER})`,
+    );
   return Number(seconds);
 }
 
@@ -52,20 +63,32 @@ const MAX_SIGNATURE_BYTES = 16_384;
 export function parseSignatureFlag(name: string, value: string | undefined): Hex {
   const text = required(name, value);
   if (!/^0x(?:[0-9a-fA-F]{2})+$/.test(text) || text.length > 2 + 2 * MAX_SIGNATURE_BYTES)
-    throw new UsageError(`${name}: expected a signature as hex bytes (0x + an even number of hex digits: 65 bytes r ‖ s ‖ v, or a wallet's), got ${text.length} characters`);
+    throw new UsageError(
+      `${name}: expected a signature as hex bytes (0x + an even number of hex digits: 65 bytes r ‖ s ‖ v, or a wallet's), got ${text.length} characters`,
+    );
   return text.toLowerCase() as Hex;
 }
 
 /** A positive whole id. */
 export function parseIdFlag(name: string, value: string | undefined): number {
   const text = required(name, value);
-  if (!/^[1-9][0-9]*$/.test(text) || !Number.isSafeInteger(Number(text))) throw new UsageError(`${name}: expected an order id (a whole number from 1), got ${JSON.stringify(text)}`);
+  if (!/^[1-9][0-9]*$/.test(text) || !Number.isSafeInteger(Number(text)))
+    throw new UsageError(
+      `${name}: expected an order id (a whole number from 1), got ${JSON.stringify(text)}`,
+    );
   return Number(text);
 }
 
 /** One of `choices`. */
-export function parseChoiceFlag<const T extends string>(name: string, value: string | undefined, choices: readonly T[]): T {
+export function parseChoiceFlag<const T extends string>(
+  name: string,
+  value: string | undefined,
+  choices: readonly T[],
+): T {
   const text = required(name, value);
-  if (!(choices as readonly string[]).includes(text)) throw new UsageError(`${name}: expected one of ${choices.join(", ")}, got ${JSON.stringify(text)}`);
+  if (!(choices as readonly string[]).includes(text))
+    throw new UsageError(
+      `${name}: expected one of ${choices.join(", ")}, got ${JSON.stringify(text)}`,
+    );
   return text as T;
 }

@@ -19,14 +19,34 @@ export type OptionDefinitions = Record<string, OptionDefinition>;
 
 /** The options every command takes (devnet refuses --db in its own words). */
 export const COMMON_OPTIONS = {
-  config: { type: "string", short: "c", value: "PATH", description: "config file (default: indexer.config.json)" },
-  db: { type: "string", value: "PATH", description: "SQLite file (overrides database.path and FLASHINDEX_DB_PATH)" },
-  "log-level": { type: "string", value: "LEVEL", description: "trace, debug, info, warn, error, fatal or silent (overrides logLevel and FLASHINDEX_LOG_LEVEL)" },
+  config: {
+    type: "string",
+    short: "c",
+    value: "PATH",
+    description: "config file (default: indexer.config.json)",
+  },
+  db: {
+    type: "string",
+    value: "PATH",
+    description: "SQLite file (overrides database.path and FLASHINDEX_DB_PATH)",
+  },
+  "log-level": {
+    type: "string",
+    value: "LEVEL",
+    description:
+      "trace, debug, info, warn, error, fatal or silent (overrides logLevel and FLASHINDEX_LOG_LEVEL)",
+  },
 } as const satisfies OptionDefinitions;
 
-type ValuesOf<T extends OptionDefinitions> = { [K in keyof T]?: T[K]["type"] extends "boolean" ? boolean : string };
-export type CommandValues<T extends OptionDefinitions> = ValuesOf<T> & ValuesOf<typeof COMMON_OPTIONS>;
-export type ParsedCommand<T extends OptionDefinitions> = { values: CommandValues<T>; positionals: string[] };
+type ValuesOf<T extends OptionDefinitions> = {
+  [K in keyof T]?: T[K]["type"] extends "boolean" ? boolean : string;
+};
+export type CommandValues<T extends OptionDefinitions> = ValuesOf<T> &
+  ValuesOf<typeof COMMON_OPTIONS>;
+export type ParsedCommand<T extends OptionDefinitions> = {
+  values: CommandValues<T>;
+  positionals: string[];
+};
 
 export type CommandDefinition<T extends OptionDefinitions = OptionDefinitions> = {
   name: string;
@@ -46,7 +66,9 @@ export type CommandDefinition<T extends OptionDefinitions = OptionDefinitions> =
 };
 
 /** Identity with inference: `values` of `run` are typed by the options. */
-export function defineCommand<const T extends OptionDefinitions>(definition: CommandDefinition<T>): CommandDefinition<T> {
+export function defineCommand<const T extends OptionDefinitions>(
+  definition: CommandDefinition<T>,
+): CommandDefinition<T> {
   return definition;
 }
 
@@ -83,7 +105,10 @@ function toCommander(definition: CommandDefinition): Command {
     .helpOption("-h, --help", "show this help")
     .allowExcessArguments(definition.positionals === true)
     .configureHelp(HELP_LAYOUT);
-  for (const [name, option] of Object.entries({ ...definition.options, ...COMMON_OPTIONS }) as Array<[string, OptionDefinition]>) {
+  for (const [name, option] of Object.entries({
+    ...definition.options,
+    ...COMMON_OPTIONS,
+  }) as Array<[string, OptionDefinition]>) {
     const short = option.short === undefined ? "" : `-${option.short}, `;
     const value = option.type === "string" ? ` <${option.value ?? "VALUE"}>` : "";
     command.addOption(new Option(`${short}--${name}${value}`, option.description));
@@ -93,7 +118,8 @@ function toCommander(definition: CommandDefinition): Command {
   return command;
 }
 
-export type Parsed = { kind: "help"; text: string } | ({ kind: "run" } & ParsedCommand<OptionDefinitions>);
+export type Parsed =
+  { kind: "help"; text: string } | ({ kind: "run" } & ParsedCommand<OptionDefinitions>);
 
 /**
  * Parses one command's arguments strictly. Help comes back as text (exit 0); every parser error is
@@ -102,23 +128,43 @@ export type Parsed = { kind: "help"; text: string } | ({ kind: "run" } & ParsedC
  */
 export function parseCommand(program: Command, name: string, args: readonly string[]): Parsed {
   const command = program.commands.find((c) => c.name() === name);
-  if (command === undefined) throw new UsageError(`unknown command '${name}'\n\n${program.helpInformation()}`);
+  if (command === undefined)
+    throw new UsageError(`unknown command '${name}'\n\n${program.helpInformation()}`);
   if (args.includes("--help") || args.includes("-h")) {
     const end = args.indexOf("--");
     const before = end === -1 ? args : args.slice(0, end);
-    if (before.includes("--help") || before.includes("-h")) return { kind: "help", text: command.helpInformation() };
+    if (before.includes("--help") || before.includes("-h"))
+      return { kind: "help", text: command.helpInformation() };
   }
   let output = "";
-  command.exitOverride().configureOutput({ writeOut: (text) => (output += text), writeErr: (text) => (output += text), outputError: () => undefined });
+  command.exitOverride().configureOutput({
+    writeOut: (text) => (output += text),
+    writeErr: (text) => (output += text),
+    outputError: () => undefined,
+  });
   try {
     command.parse(args as string[], { from: "user" });
   } catch (error) {
-    if (error instanceof CommanderError) throw new UsageError(hideKeys(`${name}: ${describeCommanderError(error, command.args)} (see flashindex ${name} --help)`));
+    if (error instanceof CommanderError)
+      throw new UsageError(
+        hideKeys(
+          `${name}: ${describeCommanderError(error, command.args)} (see flashindex ${name} --help)`,
+        ),
+      );
     throw error;
   }
-  const values = Object.fromEntries(command.options.map((o) => [o.long!.slice(2), command.getOptionValue(o.attributeName()) as unknown]));
+  const values = Object.fromEntries(
+    command.options.map((o) => [
+      o.long!.slice(2),
+      command.getOptionValue(o.attributeName()) as unknown,
+    ]),
+  );
   // Commander built these from the definition: strings for valued options, true for switches.
-  return { kind: "run", values: values as ParsedCommand<OptionDefinitions>["values"], positionals: [...command.args] };
+  return {
+    kind: "run",
+    values: values as ParsedCommand<OptionDefinitions>["values"],
+    positionals: [...command.args],
+  };
 }
 
 /** Commander's messages in flashindex's words: the flag as typed, no "error:" prefix, no quotes of its own. */

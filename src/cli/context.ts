@@ -24,7 +24,11 @@ export type Observability = { logger: Logger; metrics: Metrics };
  * A one-shot command's context: reads and validates the config, finds the running devnet when the
  * config runs one, then builds the logger, metrics and RPC client from the real config.
  */
-export function createContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): Common {
+export function createContext(
+  flags: CommonFlags,
+  shutdown: Shutdown,
+  logStream: LogStream = "stderr",
+): Common {
   const config = resolveCommandConfig(flags);
   return contextFor(config, shutdown, createObservability(config, shutdown, logStream));
 }
@@ -37,13 +41,24 @@ export type StoreContext = Observability & { config: ConfigSettings; shutdown: S
  * the config file with the command line on top, a devnet config's devnet not looked for (it need
  * not run), and the logger and metrics.
  */
-export function createStoreContext(flags: CommonFlags, shutdown: Shutdown, logStream: LogStream = "stderr"): StoreContext {
+export function createStoreContext(
+  flags: CommonFlags,
+  shutdown: Shutdown,
+  logStream: LogStream = "stderr",
+): StoreContext {
   const config = loadCommandSettings(flags);
   return { config, shutdown, ...createObservability(config, shutdown, logStream) };
 }
 
-export function createObservability(settings: ConfigSettings, shutdown: Shutdown, logStream: LogStream): Observability {
-  const logger = createLogger(settings.logLevel, pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }));
+export function createObservability(
+  settings: ConfigSettings,
+  shutdown: Shutdown,
+  logStream: LogStream,
+): Observability {
+  const logger = createLogger(
+    settings.logLevel,
+    pino.destination({ dest: logStream === "stdout" ? 1 : 2, sync: false }),
+  );
   shutdown.add(() => logger.flush());
   // The file-size gauge is the SQLite file's; a Postgres database is measured by Postgres itself.
   const metrics = createMetrics();
@@ -51,7 +66,11 @@ export function createObservability(settings: ConfigSettings, shutdown: Shutdown
 }
 
 /** The context on a resolved config: the one RPC client is built here, once. */
-export function contextFor(config: Config, shutdown: Shutdown, { logger, metrics }: Observability): Common {
+export function contextFor(
+  config: Config,
+  shutdown: Shutdown,
+  { logger, metrics }: Observability,
+): Common {
   const client = createRpcClient({ config, logger, metrics, shutdown });
   return { config, logger, metrics, shutdown, client };
 }

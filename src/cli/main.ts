@@ -58,7 +58,10 @@ async function main(argv: string[]): Promise<number> {
   const commands = await loadCommands(name);
   const program = buildProgram(commands);
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
-    const command = name === "help" && args[0] !== undefined ? program.commands.find((c) => c.name() === args[0]) : undefined;
+    const command =
+      name === "help" && args[0] !== undefined
+        ? program.commands.find((c) => c.name() === args[0])
+        : undefined;
     process.stdout.write((command ?? program).helpInformation());
     return 0;
   }
@@ -100,7 +103,9 @@ function report(error: unknown, json: boolean): number {
     const prefix = error.exitCode === EXIT_USAGE ? "error" : "failed";
     console.error(`flashindex: ${prefix}: ${redactText(error.shortMessage)}`);
   } else {
-    console.error(`flashindex: unexpected error: ${redactText(error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
+    console.error(
+      `flashindex: unexpected error: ${redactText(error instanceof Error ? (error.stack ?? error.message) : String(error))}`,
+    );
   }
   return exitCodeOf(error);
 }
@@ -114,9 +119,14 @@ function noticeLogger(command: string | undefined, args: string[]): Logger | und
   const toStdout = command === "start";
   if ((toStdout ? process.stdout : process.stderr).isTTY) return undefined;
   const flag = args.indexOf("--log-level");
-  const wanted = (flag === -1 ? undefined : args[flag + 1]) ?? process.env.FLASHINDEX_LOG_LEVEL ?? "info";
-  const level: LogLevel = (LOG_LEVELS as readonly string[]).includes(wanted) ? (wanted as LogLevel) : "info";
-  return createLogger(level, pino.destination({ dest: toStdout ? 1 : 2, sync: true })).child({ component: "cli" });
+  const wanted =
+    (flag === -1 ? undefined : args[flag + 1]) ?? process.env.FLASHINDEX_LOG_LEVEL ?? "info";
+  const level: LogLevel = (LOG_LEVELS as readonly string[]).includes(wanted)
+    ? (wanted as LogLevel)
+    : "info";
+  return createLogger(level, pino.destination({ dest: toStdout ? 1 : 2, sync: true })).child({
+    component: "cli",
+  });
 }
 
 /**
@@ -127,18 +137,28 @@ function noticeLogger(command: string | undefined, args: string[]): Logger | und
 function handleSignals(shutdown: Shutdown, logger: Logger | undefined): () => void {
   const requests = createStopRequests();
   const windowSeconds = REPEAT_WINDOW_MS / 1_000;
-  const notice = (level: "debug" | "info" | "warn" | "error", msg: string, text: string | undefined, fields: Record<string, unknown>) => {
+  const notice = (
+    level: "debug" | "info" | "warn" | "error",
+    msg: string,
+    text: string | undefined,
+    fields: Record<string, unknown>,
+  ) => {
     if (logger !== undefined) logger[level]({ msg, ...fields });
     else if (text !== undefined) console.error(`flashindex: ${text}`);
   };
   const onSignal = (signal: NodeJS.Signals) => {
     const request = requests.classify(signal, performance.now());
     if (request === "copy") {
-      notice("debug", "Received the same signal again, one stop request", undefined, { signal, repeat_window_ms: REPEAT_WINDOW_MS });
+      notice("debug", "Received the same signal again, one stop request", undefined, {
+        signal,
+        repeat_window_ms: REPEAT_WINDOW_MS,
+      });
       return;
     }
     if (request === "force") {
-      notice("warn", "Received a second signal, exited at once", `${signal} again, exiting now`, { signal });
+      notice("warn", "Received a second signal, exited at once", `${signal} again, exiting now`, {
+        signal,
+      });
       exitAtOnce(signal);
     }
     notice(
@@ -148,7 +168,12 @@ function handleSignals(shutdown: Shutdown, logger: Logger | undefined): () => vo
       { signal, grace_ms: SHUTDOWN_GRACE_MS, repeat_window_ms: REPEAT_WINDOW_MS },
     );
     setTimeout(() => {
-      notice("error", "Exited after the shutdown grace period", `shutdown took over ${SHUTDOWN_GRACE_MS} ms, exiting`, { grace_ms: SHUTDOWN_GRACE_MS });
+      notice(
+        "error",
+        "Exited after the shutdown grace period",
+        `shutdown took over ${SHUTDOWN_GRACE_MS} ms, exiting`,
+        { grace_ms: SHUTDOWN_GRACE_MS },
+      );
       exitAtOnce(signal);
     }, SHUTDOWN_GRACE_MS).unref();
     void shutdown.kill();

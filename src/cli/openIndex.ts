@@ -31,13 +31,21 @@ export type OpenedIndex = { store: Store; tips: ChainTips };
 export async function openIndex(context: Common, options: OpenIndexOptions): Promise<OpenedIndex> {
   await verifyChain(context);
   const genesis = await getBlockHeader(context.client, 0);
-  if (genesis === undefined) throw new FatalError("The RPC serves no genesis block (eth_getBlockByNumber(0x0) returned null)");
+  if (genesis === undefined)
+    throw new FatalError(
+      "The RPC serves no genesis block (eth_getBlockByNumber(0x0) returned null)",
+    );
   const tips = await getChainTips(context.client, context.config.finality);
   checkStartBlocks(context.config, tips.head);
   options.checkTips?.(tips);
-  const store = await openStore(context.config, { metrics: context.metrics, identity: { genesisHash: genesis.hash }, lock: options.lock });
+  const store = await openStore(context.config, {
+    metrics: context.metrics,
+    identity: { genesisHash: genesis.hash },
+    lock: options.lock,
+  });
   try {
-    if (options.chainEndsAt !== undefined) await rewindToChainEnd({ ...context, store }, options.chainEndsAt);
+    if (options.chainEndsAt !== undefined)
+      await rewindToChainEnd({ ...context, store }, options.chainEndsAt);
   } catch (error) {
     await store.close();
     throw error;
@@ -49,6 +57,9 @@ export async function openIndex(context: Common, options: OpenIndexOptions): Pro
 function checkStartBlocks(config: Config, head: number): void {
   config.tokens.forEach((token, i) => {
     if (token.startBlock > head)
-      throw new ConfigError(`tokens[${i}].startBlock`, `${token.startBlock} is above the chain head ${head}`);
+      throw new ConfigError(
+        `tokens[${i}].startBlock`,
+        `${token.startBlock} is above the chain head ${head}`,
+      );
   });
 }

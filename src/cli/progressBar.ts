@@ -53,6 +53,7 @@ export function formatProgressLine(p: BackfillProgress): string {
 
 function formatSeconds(seconds: number): string {
   if (seconds < 60) return `${seconds}s`;
-  if (seconds < 3_600) return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, "0")}s`;
+  if (seconds < 3_600)
+    return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, "0")}s`;
   return `${Math.floor(seconds / 3_600)}h${String(Math.floor((seconds % 3_600) / 60)).padStart(2, "0")}m`;
 }

@@ -4,11 +4,18 @@ import type { Config, ConfigSettings } from "../config/types.js";
 import { devnetEndpointsPath, readRunningDevnet } from "../devnet/devnetEndpoints.js";
 import { NoDevnetRunningError } from "../errors/devnet.js";
 
-export type CommonFlags = { config?: string | undefined; db?: string | undefined; "log-level"?: string | undefined };
+export type CommonFlags = {
+  config?: string | undefined;
+  db?: string | undefined;
+  "log-level"?: string | undefined;
+};
 
 /** The validated config file with the command line's --db and --log-level on top (no devnet resolved yet). */
 export function loadCommandSettings(flags: CommonFlags): ConfigSettings {
-  return loadSettings(flags.config ?? DEFAULT_CONFIG_PATH, { databasePath: flags.db, logLevel: flags["log-level"] });
+  return loadSettings(flags.config ?? DEFAULT_CONFIG_PATH, {
+    databasePath: flags.db,
+    logLevel: flags["log-level"],
+  });
 }
 
 /**
@@ -26,6 +33,7 @@ export function resolveRunningDevnet(settings: ConfigSettings): Config {
   if (!runsDevnet(settings)) return settings as Config;
   const recordPath = devnetEndpointsPath(settings.database.path);
   const running = readRunningDevnet(recordPath);
-  if (running === undefined) throw new NoDevnetRunningError(settings.source, settings.database.path, recordPath);
+  if (running === undefined)
+    throw new NoDevnetRunningError(settings.source, settings.database.path, recordPath);
   return withDevnetEndpoints(settings, running);
 }

@@ -17,14 +17,22 @@ export const STANDBY_RETRY_MS = 1_000;
  * `start --standby`: waits until the database's writer lock is free instead of exiting, then holds
  * it. Whatever the first writer committed stays; the standby resumes from it as any restart does.
  */
-export async function waitForWriterLock(settings: ConfigSettings, logger: Logger, shutdown: Shutdown): Promise<WriterLock> {
+export async function waitForWriterLock(
+  settings: ConfigSettings,
+  logger: Logger,
+  shutdown: Shutdown,
+): Promise<WriterLock> {
   let waiting = false;
   const lock = await withRetry(() => acquireStoreWriterLock(settings, "start --standby"), {
     retryCount: Number.POSITIVE_INFINITY,
     delay: STANDBY_RETRY_MS,
     shouldRetry: ({ error }) => error instanceof WriterBusyError && !shutdown.isKilled(),
     onRetry: ({ error }) => {
-      if (!waiting) logger.info({ msg: "Waiting as a standby: another process writes the database", writer: (error as WriterBusyError).shortMessage });
+      if (!waiting)
+        logger.info({
+          msg: "Waiting as a standby: another process writes the database",
+          writer: (error as WriterBusyError).shortMessage,
+        });
       waiting = true;
     },
     signal: shutdown.signal,

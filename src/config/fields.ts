@@ -13,7 +13,8 @@ export type JsonObject = Record<string, unknown>;
 export function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
-  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === "string")
+    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === "object") return "an object";
   // Left: a number, a boolean or undefined (JSON, the environment and flags hold nothing else).
   return `the ${typeof value} ${String(value as number | boolean | undefined)}`;
@@ -35,10 +36,15 @@ export function join(path: string, key: string | number): string {
   return path === "" ? key : `${path}.${key}`;
 }
 
-export function readInteger(path: string, value: unknown, bounds: { min: number; max?: number }): number {
+export function readInteger(
+  path: string,
+  value: unknown,
+  bounds: { min: number; max?: number },
+): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value))
     throw new ConfigError(path, `expected a whole number, got ${describe(value)}`);
-  if (value < bounds.min) throw new ConfigError(path, `must be at least ${bounds.min}, got ${value}`);
+  if (value < bounds.min)
+    throw new ConfigError(path, `must be at least ${bounds.min}, got ${value}`);
   if (bounds.max !== undefined && value > bounds.max)
     throw new ConfigError(path, `must be at most ${bounds.max}, got ${value}`);
   return value;
@@ -51,11 +57,16 @@ export function readString(path: string, value: unknown): string {
 }
 
 export function readBoolean(path: string, value: unknown): boolean {
-  if (typeof value !== "boolean") throw new ConfigError(path, `expected true or false, got ${describe(value)}`);
+  if (typeof value !== "boolean")
+    throw new ConfigError(path, `expected true or false, got ${describe(value)}`);
   return value;
 }
 
-export function readEnum<const T extends string>(path: string, value: unknown, allowed: readonly T[]): T {
+export function readEnum<const T extends string>(
+  path: string,
+  value: unknown,
+  allowed: readonly T[],
+): T {
   if (typeof value !== "string" || !(allowed as readonly string[]).includes(value))
     throw new ConfigError(path, `expected one of ${allowed.join(", ")}, got ${describe(value)}`);
   return value as T;
@@ -64,9 +75,15 @@ export function readEnum<const T extends string>(path: string, value: unknown, a
 /** An EVM address: 0x + 40 hex digits; mixed case must carry a valid EIP-55 checksum. */
 export function readAddress(path: string, value: unknown): Address {
   if (typeof value !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(value))
-    throw new ConfigError(path, `expected an address (0x and 40 hex digits), got ${describe(value)}`);
+    throw new ConfigError(
+      path,
+      `expected an address (0x and 40 hex digits), got ${describe(value)}`,
+    );
   if (!validate(value, { strict: true }))
-    throw new ConfigError(path, `bad EIP-55 checksum in ${value} (did you mean ${checksum(value)}?)`);
+    throw new ConfigError(
+      path,
+      `bad EIP-55 checksum in ${value} (did you mean ${checksum(value)}?)`,
+    );
   return checksum(value);
 }
 
@@ -80,7 +97,10 @@ export function readUrl(path: string, value: unknown, protocols: readonly string
     throw new ConfigError(path, "is not a valid URL");
   }
   if (!protocols.includes(url.protocol))
-    throw new ConfigError(path, `must use ${protocols.map((p) => p.replace(":", "://")).join(" or ")}, got ${url.protocol}//`);
+    throw new ConfigError(
+      path,
+      `must use ${protocols.map((p) => p.replace(":", "://")).join(" or ")}, got ${url.protocol}//`,
+    );
   return text;
 }
 
@@ -99,11 +119,22 @@ export function readDatabaseUrl(path: string, value: unknown): string {
   try {
     url = new URL(text);
   } catch {
-    throw new ConfigError(path, "is not a valid URL (expected postgres://user:password@host:5432/database)");
+    throw new ConfigError(
+      path,
+      "is not a valid URL (expected postgres://user:password@host:5432/database)",
+    );
   }
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:")
     throw new ConfigError(path, `must use postgres:// or postgresql://, got ${url.protocol}//`);
-  if (url.hostname === "") throw new ConfigError(path, "names no host (expected postgres://user:password@host:5432/database)");
-  if (url.pathname.length <= 1) throw new ConfigError(path, "names no database (expected postgres://user:password@host:5432/database)");
+  if (url.hostname === "")
+    throw new ConfigError(
+      path,
+      "names no host (expected postgres://user:password@host:5432/database)",
+    );
+  if (url.pathname.length <= 1)
+    throw new ConfigError(
+      path,
+      "names no database (expected postgres://user:password@host:5432/database)",
+    );
   return text;
 }

@@ -16,22 +16,31 @@ export function configJsonSchema(): Record<string, unknown> {
   return {
     $schema: "https://json-schema.org/draft/2020-12/schema",
     title: "flashindex config",
-    description: "The config file of flashindex (indexer.config.json). Generated from src/config/configSchema.ts by `npm run schema`; do not edit.",
+    description:
+      "The config file of flashindex (indexer.config.json). Generated from src/config/configSchema.ts by `npm run schema`; do not edit.",
     ...objectSchema(CONFIG_FIELDS, ["chainId", "tokens"]),
   };
 }
 
-function objectSchema(properties: Record<string, Field>, required: readonly string[] = []): Record<string, unknown> {
+function objectSchema(
+  properties: Record<string, Field>,
+  required: readonly string[] = [],
+): Record<string, unknown> {
   return {
     type: "object",
-    properties: Object.fromEntries(Object.entries(properties).map(([key, field]) => [key, fieldSchema(field)])),
+    properties: Object.fromEntries(
+      Object.entries(properties).map(([key, field]) => [key, fieldSchema(field)]),
+    ),
     ...(required.length > 0 ? { required: [...required] } : {}),
     additionalProperties: false,
   };
 }
 
 function fieldSchema(field: Field): Record<string, unknown> {
-  const base = { description: field.description, ...("default" in field && field.default !== undefined ? { default: field.default } : {}) };
+  const base = {
+    description: field.description,
+    ...("default" in field && field.default !== undefined ? { default: field.default } : {}),
+  };
   switch (field.type) {
     case "integer":
       return { type: "integer", minimum: field.min, maximum: field.max, ...base };
@@ -44,7 +53,12 @@ function fieldSchema(field: Field): Record<string, unknown> {
     case "object":
       return { ...objectSchema(field.properties, field.required), ...base };
     case "array":
-      return { type: "array", items: fieldSchema(field.items), ...(field.minItems === undefined ? {} : { minItems: field.minItems }), ...base };
+      return {
+        type: "array",
+        items: fieldSchema(field.items),
+        ...(field.minItems === undefined ? {} : { minItems: field.minItems }),
+        ...base,
+      };
     case "anyOf":
       return { anyOf: field.options.map(fieldSchema), ...base };
   }

@@ -34,7 +34,8 @@ export function loadSettings(
   applyEnvironment(raw, env);
   if (overrides.databasePath !== undefined)
     raw.database = { ...asObject(raw.database), path: readString("--db", overrides.databasePath) };
-  if (overrides.logLevel !== undefined) raw.logLevel = readEnum("--log-level", overrides.logLevel, LOG_LEVELS);
+  if (overrides.logLevel !== undefined)
+    raw.logLevel = readEnum("--log-level", overrides.logLevel, LOG_LEVELS);
   return parseSettings(raw, path);
 }
 
@@ -44,7 +45,10 @@ function readJsonFile(path: string): JsonObject {
     text = readFileSync(path, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new ConfigError("--config", code === "ENOENT" ? `file ${path} does not exist` : `cannot read ${path} (${code})`);
+    throw new ConfigError(
+      "--config",
+      code === "ENOENT" ? `file ${path} does not exist` : `cannot read ${path} (${code})`,
+    );
   }
   let raw: unknown;
   try {
@@ -72,7 +76,8 @@ function applyEnvironment(raw: JsonObject, env: NodeJS.ProcessEnv): void {
   const ws = nonEmpty(env.FLASHINDEX_WS_URL);
   if (ws !== undefined) rpc.ws = readUrl("FLASHINDEX_WS_URL", ws, ["ws:", "wss:"]);
   const preconfWs = nonEmpty(env.FLASHINDEX_PRECONF_WS_URL);
-  if (preconfWs !== undefined) rpc.preconfWs = readUrl("FLASHINDEX_PRECONF_WS_URL", preconfWs, ["ws:", "wss:"]);
+  if (preconfWs !== undefined)
+    rpc.preconfWs = readUrl("FLASHINDEX_PRECONF_WS_URL", preconfWs, ["ws:", "wss:"]);
   if (Object.keys(rpc).length > 0) raw.rpc = rpc;
 
   const dbPath = nonEmpty(env.FLASHINDEX_DB_PATH);
@@ -81,7 +86,10 @@ function applyEnvironment(raw: JsonObject, env: NodeJS.ProcessEnv): void {
   // The way to keep a database password out of files.
   const dbUrl = nonEmpty(env.FLASHINDEX_DATABASE_URL);
   if (dbUrl !== undefined && (raw.database === undefined || isObject(raw.database)))
-    raw.database = { ...asObject(raw.database), url: readDatabaseUrl("FLASHINDEX_DATABASE_URL", dbUrl) };
+    raw.database = {
+      ...asObject(raw.database),
+      url: readDatabaseUrl("FLASHINDEX_DATABASE_URL", dbUrl),
+    };
   const metricsHost = nonEmpty(env.FLASHINDEX_METRICS_HOST);
   if (metricsHost !== undefined && (raw.metrics === undefined || isObject(raw.metrics)))
     raw.metrics = { ...asObject(raw.metrics), host: metricsHost };

@@ -61,7 +61,8 @@ export function parseSettings(raw: unknown, source: string): ConfigSettings {
     realtime: parseRealtime(root.realtime),
     database: parseDatabase(root.database),
     metrics: parseMetrics(root.metrics),
-    logLevel: optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
+    logLevel:
+      optional(root.logLevel, (v) => readEnum("logLevel", v, LOG_LEVELS)) ?? DEFAULTS.logLevel,
     registration: parseRegistration(root.registration),
     attribution: parseAttribution(root.attribution),
     cancel: parseCancel(root.cancel),
@@ -86,15 +87,26 @@ export function runsDevnet(settings: ConfigSettings): boolean {
 
 /** The settings pointed at a running devnet: its RPC and WebSocket, and its registration stand-in. */
 export function withDevnetEndpoints(settings: ConfigSettings, endpoints: DevnetEndpoints): Config {
-  const rpc: RpcConfig = { ...settings.rpc, http: [endpoints.httpUrl], ws: endpoints.wsUrl, preconfWs: endpoints.wsUrl };
-  const registration = { ...settings.registration, baseUrl: endpoints.registrationUrl.replace(/\/+$/, "") };
+  const rpc: RpcConfig = {
+    ...settings.rpc,
+    http: [endpoints.httpUrl],
+    ws: endpoints.wsUrl,
+    preconfWs: endpoints.wsUrl,
+  };
+  const registration = {
+    ...settings.registration,
+    baseUrl: endpoints.registrationUrl.replace(/\/+$/, ""),
+  };
   return deepFreeze({ ...settings, rpc, registration });
 }
 
 /** The settings as a Config: only when they name their RPC (not a devnet config before its devnet runs). */
 export function requireRpc(settings: ConfigSettings): Config {
   if (runsDevnet(settings) || !("http" in settings.rpc))
-    throw new ConfigError("rpc.http", "unknown until the bundled devnet runs (devnet.enabled): start it, or give rpc.http");
+    throw new ConfigError(
+      "rpc.http",
+      "unknown until the bundled devnet runs (devnet.enabled): start it, or give rpc.http",
+    );
   return settings as Config;
 }
 
@@ -115,21 +127,32 @@ function parseRpc(value: unknown): RpcConfig {
 /** The rpc section of a config that runs the devnet: its tuning only, the URLs are the devnet's. */
 function parseDevnetRpc(value: unknown): RpcTuning {
   const rpc = value === undefined ? {} : readObject("rpc", value, keysAt("rpc"));
-  const envNames = { http: "FLASHINDEX_RPC_URL", ws: "FLASHINDEX_WS_URL", preconfWs: "FLASHINDEX_PRECONF_WS_URL" } as const;
+  const envNames = {
+    http: "FLASHINDEX_RPC_URL",
+    ws: "FLASHINDEX_WS_URL",
+    preconfWs: "FLASHINDEX_PRECONF_WS_URL",
+  } as const;
   for (const [key, envName] of Object.entries(envNames)) {
     if (rpc[key] !== undefined)
-      throw new ConfigError(join("rpc", key), `the bundled devnet gives its own URLs (devnet.enabled): remove this key (or unset ${envName}), or set devnet.enabled to false`);
+      throw new ConfigError(
+        join("rpc", key),
+        `the bundled devnet gives its own URLs (devnet.enabled): remove this key (or unset ${envName}), or set devnet.enabled to false`,
+      );
   }
   return parseRpcTuning(rpc);
 }
 
 function parseRpcTuning(rpc: JsonObject): RpcTuning {
-  const retry = rpc.retry === undefined ? {} : readObject("rpc.retry", rpc.retry, keysAt("rpc.retry"));
+  const retry =
+    rpc.retry === undefined ? {} : readObject("rpc.retry", rpc.retry, keysAt("rpc.retry"));
   const d = DEFAULTS.rpc;
   const initialDelayMs = int(retry, "rpc.retry", "initialDelayMs") ?? d.retry.initialDelayMs;
   const maxDelayMs = int(retry, "rpc.retry", "maxDelayMs") ?? d.retry.maxDelayMs;
   if (maxDelayMs < initialDelayMs)
-    throw new ConfigError("rpc.retry.maxDelayMs", `must be at least rpc.retry.initialDelayMs (${initialDelayMs})`);
+    throw new ConfigError(
+      "rpc.retry.maxDelayMs",
+      `must be at least rpc.retry.initialDelayMs (${initialDelayMs})`,
+    );
   return {
     timeoutMs: int(rpc, "rpc", "timeoutMs") ?? d.timeoutMs,
     requestsPerSecond: int(rpc, "rpc", "requestsPerSecond") ?? d.requestsPerSecond,
@@ -144,19 +167,28 @@ function parseRpcTuning(rpc: JsonObject): RpcTuning {
 
 function parseTokens(value: unknown): TokenConfig[] {
   if (!Array.isArray(value) || value.length === 0)
-    throw new ConfigError("tokens", "expected a non-empty array of { address, startBlock, label? }");
+    throw new ConfigError(
+      "tokens",
+      "expected a non-empty array of { address, startBlock, label? }",
+    );
   const seen = new Set<string>();
   return value.map((entry, i) => {
     const path = join("tokens", i);
     const token = readObject(path, entry, keysAt("tokens[]"));
     const address = readAddress(join(path, "address"), token.address);
-    if (seen.has(address.toLowerCase())) throw new ConfigError(join(path, "address"), `${address} is listed twice`);
+    if (seen.has(address.toLowerCase()))
+      throw new ConfigError(join(path, "address"), `${address} is listed twice`);
     seen.add(address.toLowerCase());
-    if (token.startBlock === undefined) throw new ConfigError(join(path, "startBlock"), "is required");
+    if (token.startBlock === undefined)
+      throw new ConfigError(join(path, "startBlock"), "is required");
     return {
       address,
       key: address.toLowerCase() as Address,
-      startBlock: readInteger(join(path, "startBlock"), token.startBlock, integerBoundsAt("tokens[].startBlock")),
+      startBlock: readInteger(
+        join(path, "startBlock"),
+        token.startBlock,
+        integerBoundsAt("tokens[].startBlock"),
+      ),
       label: optional(token.label, (v) => readString(join(path, "label"), v)),
       watch: optional(token.watch, (v) => parseWatch(join(path, "watch"), v)),
     };
@@ -168,9 +200,16 @@ function parseWatch(path: string, value: unknown): readonly Address[] | undefine
   const watch = readObject(path, value, keysAt("tokens[].watch"));
   if (watch.addresses === undefined) return undefined;
   const listPath = join(path, "addresses");
-  if (!Array.isArray(watch.addresses)) throw new ConfigError(listPath, `expected an array of addresses, got ${describe(watch.addresses)}`);
+  if (!Array.isArray(watch.addresses))
+    throw new ConfigError(
+      listPath,
+      `expected an array of addresses, got ${describe(watch.addresses)}`,
+    );
   if (watch.addresses.length > MAX_WATCHED_ADDRESSES)
-    throw new ConfigError(listPath, `lists ${watch.addresses.length} addresses, at most ${MAX_WATCHED_ADDRESSES} are allowed (leave it out to index every log of the token)`);
+    throw new ConfigError(
+      listPath,
+      `lists ${watch.addresses.length} addresses, at most ${MAX_WATCHED_ADDRESSES} are allowed (leave it out to index every log of the token)`,
+    );
   const seen = new Set<Address>();
   for (const [i, entry] of watch.addresses.entries()) {
     const key = readAddress(join(listPath, i), entry).toLowerCase() as Address;
@@ -183,8 +222,7 @@ function parseWatch(path: string, value: unknown): readonly Address[] | undefine
 function parseBackfill(value: unknown): Config["backfill"] {
   const backfill = value === undefined ? {} : readObject("backfill", value, keysAt("backfill"));
   return {
-    windowBlocks:
-      int(backfill, "backfill", "windowBlocks") ?? DEFAULTS.backfill.windowBlocks,
+    windowBlocks: int(backfill, "backfill", "windowBlocks") ?? DEFAULTS.backfill.windowBlocks,
     concurrency: int(backfill, "backfill", "concurrency") ?? DEFAULTS.backfill.concurrency,
   };
 }
@@ -192,24 +230,34 @@ function parseBackfill(value: unknown): Config["backfill"] {
 /** `"finalized"`, `"safe"`, or a depth in blocks below the head (`{ "depth": 64 }` or just `64`). */
 function parseFinality(value: unknown): Finality {
   if (value === undefined) return DEFAULTS.finality;
-  if (typeof value === "string") return { tag: readEnum("finality", value, ["finalized", "safe"] as const) };
-  if (typeof value === "number") return { depth: readInteger("finality", value, integerBoundsAt("finality.depth")) };
+  if (typeof value === "string")
+    return { tag: readEnum("finality", value, ["finalized", "safe"] as const) };
+  if (typeof value === "number")
+    return { depth: readInteger("finality", value, integerBoundsAt("finality.depth")) };
   const finality = readObject("finality", value, keysAt("finality"));
   if (finality.depth === undefined) throw new ConfigError("finality.depth", "is required");
-  return { depth: readInteger("finality.depth", finality.depth, integerBoundsAt("finality.depth")) };
+  return {
+    depth: readInteger("finality.depth", finality.depth, integerBoundsAt("finality.depth")),
+  };
 }
 
 function parseRealtime(value: unknown): Config["realtime"] {
   const realtime = value === undefined ? {} : readObject("realtime", value, keysAt("realtime"));
   const d = DEFAULTS.realtime;
-  const reconnectInitialDelayMs = int(realtime, "realtime", "reconnectInitialDelayMs") ?? d.reconnectInitialDelayMs;
-  const reconnectMaxDelayMs = int(realtime, "realtime", "reconnectMaxDelayMs") ?? d.reconnectMaxDelayMs;
+  const reconnectInitialDelayMs =
+    int(realtime, "realtime", "reconnectInitialDelayMs") ?? d.reconnectInitialDelayMs;
+  const reconnectMaxDelayMs =
+    int(realtime, "realtime", "reconnectMaxDelayMs") ?? d.reconnectMaxDelayMs;
   if (reconnectMaxDelayMs < reconnectInitialDelayMs)
-    throw new ConfigError("realtime.reconnectMaxDelayMs", `must be at least realtime.reconnectInitialDelayMs (${reconnectInitialDelayMs})`);
+    throw new ConfigError(
+      "realtime.reconnectMaxDelayMs",
+      `must be at least realtime.reconnectInitialDelayMs (${reconnectInitialDelayMs})`,
+    );
   return {
     enabled: optional(realtime.enabled, (v) => readBoolean("realtime.enabled", v)) ?? d.enabled,
     headPollIntervalMs: int(realtime, "realtime", "headPollIntervalMs") ?? d.headPollIntervalMs,
-    pendingPollIntervalMs: int(realtime, "realtime", "pendingPollIntervalMs") ?? d.pendingPollIntervalMs,
+    pendingPollIntervalMs:
+      int(realtime, "realtime", "pendingPollIntervalMs") ?? d.pendingPollIntervalMs,
     requestTimeoutMs: int(realtime, "realtime", "requestTimeoutMs") ?? d.requestTimeoutMs,
     reconnectInitialDelayMs,
     reconnectMaxDelayMs,
@@ -217,12 +265,16 @@ function parseRealtime(value: unknown): Config["realtime"] {
 }
 
 function parseAttribution(value: unknown): Config["attribution"] {
-  const attribution = value === undefined ? {} : readObject("attribution", value, keysAt("attribution"));
+  const attribution =
+    value === undefined ? {} : readObject("attribution", value, keysAt("attribution"));
   const entryPoints = attribution.entryPoints;
-  if (entryPoints !== undefined && !Array.isArray(entryPoints)) throw new ConfigError("attribution.entryPoints", "expected an array of addresses");
+  if (entryPoints !== undefined && !Array.isArray(entryPoints))
+    throw new ConfigError("attribution.entryPoints", "expected an array of addresses");
   return {
     enabled: optional(attribution.enabled, (v) => readBoolean("attribution.enabled", v)) ?? true,
-    entryPoints: entryPoints?.map((address, i) => readAddress(join("attribution.entryPoints", i), address)),
+    entryPoints: entryPoints?.map((address, i) =>
+      readAddress(join("attribution.entryPoints", i), address),
+    ),
   };
 }
 
@@ -235,10 +287,14 @@ function parseCancel(value: unknown): Config["cancel"] {
 }
 
 function parseRegistration(value: unknown): Config["registration"] {
-  const registration = value === undefined ? {} : readObject("registration", value, keysAt("registration"));
+  const registration =
+    value === undefined ? {} : readObject("registration", value, keysAt("registration"));
   const wallets = registration.wallets ?? [];
-  if (!Array.isArray(wallets)) throw new ConfigError("registration.wallets", "expected an array of addresses");
-  const baseUrl = optional(registration.baseUrl, (v) => readUrl("registration.baseUrl", v, HTTP)) ?? DEFAULTS.registration.baseUrl;
+  if (!Array.isArray(wallets))
+    throw new ConfigError("registration.wallets", "expected an array of addresses");
+  const baseUrl =
+    optional(registration.baseUrl, (v) => readUrl("registration.baseUrl", v, HTTP)) ??
+    DEFAULTS.registration.baseUrl;
   return {
     baseUrl: baseUrl.replace(/\/+$/, ""),
     wallets: wallets.map((wallet, i) => readAddress(join("registration.wallets", i), wallet)),
@@ -266,9 +322,13 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 function parseDatabase(value: unknown): Config["database"] {
   const database = value === undefined ? {} : readObject("database", value, keysAt("database"));
-  const schema = optional(database.schema, (v) => readString("database.schema", v)) ?? DEFAULTS.database.schema;
+  const schema =
+    optional(database.schema, (v) => readString("database.schema", v)) ?? DEFAULTS.database.schema;
   if (!SCHEMA_NAME.test(schema))
-    throw new ConfigError("database.schema", `${JSON.stringify(schema)} is not a plain schema name (lower-case letters, digits, _; at most 63)`);
+    throw new ConfigError(
+      "database.schema",
+      `${JSON.stringify(schema)} is not a plain schema name (lower-case letters, digits, _; at most 63)`,
+    );
   return {
     path: optional(database.path, (v) => readString("database.path", v)) ?? DEFAULTS.database.path,
     url: optional(database.url, (v) => readDatabaseUrl("database.url", v)),
@@ -279,16 +339,22 @@ function parseDatabase(value: unknown): Config["database"] {
 function parseMetrics(value: unknown): Config["metrics"] {
   const metrics = value === undefined ? {} : readObject("metrics", value, keysAt("metrics"));
   return {
-    enabled: optional(metrics.enabled, (v) => readBoolean("metrics.enabled", v)) ?? DEFAULTS.metrics.enabled,
+    enabled:
+      optional(metrics.enabled, (v) => readBoolean("metrics.enabled", v)) ??
+      DEFAULTS.metrics.enabled,
     host: optional(metrics.host, (v) => readString("metrics.host", v)) ?? DEFAULTS.metrics.host,
     port: int(metrics, "metrics", "port") ?? DEFAULTS.metrics.port,
-    statusPage: optional(metrics.statusPage, (v) => readBoolean("metrics.statusPage", v)) ?? DEFAULTS.metrics.statusPage,
+    statusPage:
+      optional(metrics.statusPage, (v) => readBoolean("metrics.statusPage", v)) ??
+      DEFAULTS.metrics.statusPage,
   };
 }
 
 /** An optional integer whose bounds are declared in CONFIG_FIELDS. */
 function int(object: JsonObject, path: string, key: string): number | undefined {
-  return optional(object[key], (v) => readInteger(join(path, key), v, integerBoundsAt(join(path, key))));
+  return optional(object[key], (v) =>
+    readInteger(join(path, key), v, integerBoundsAt(join(path, key))),
+  );
 }
 
 function deepFreeze<T>(value: T): T {

@@ -1,6 +1,15 @@
 import { ConfigError } from "../errors/base.js";
 import { integerBoundsAt, keysAt } from "./configSchema.js";
-import { join, optional, readAddress, readBoolean, readEnum, readInteger, readObject, readString } from "./fields.js";
+import {
+  join,
+  optional,
+  readAddress,
+  readBoolean,
+  readEnum,
+  readInteger,
+  readObject,
+  readString,
+} from "./fields.js";
 import { DEFAULTS, type FacilitatorConfig, type RelayerKeySource } from "./types.js";
 
 /** An environment variable name as POSIX shells accept it. */
@@ -18,13 +27,19 @@ const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
  */
 export function parseFacilitator(value: unknown): FacilitatorConfig {
   const d = DEFAULTS.facilitator;
-  const section = value === undefined ? {} : readObject("facilitator", value, keysAt("facilitator"));
+  const section =
+    value === undefined ? {} : readObject("facilitator", value, keysAt("facilitator"));
   const path = (key: string) => join("facilitator", key);
-  const int = (key: "port" | "settleTimeoutMs" | "maxBodyBytes" | "relayerStuckAfterMs") => optional(section[key], (v) => readInteger(path(key), v, integerBoundsAt(path(key))));
+  const int = (key: "port" | "settleTimeoutMs" | "maxBodyBytes" | "relayerStuckAfterMs") =>
+    optional(section[key], (v) => readInteger(path(key), v, integerBoundsAt(path(key))));
   const envName = (key: "relayerKeyEnv" | "authTokenEnv") =>
     optional(section[key], (v) => {
       const name = readString(path(key), v);
-      if (!ENV_NAME.test(name)) throw new ConfigError(path(key), "expected an environment variable name (letters, digits, _), not the secret itself");
+      if (!ENV_NAME.test(name))
+        throw new ConfigError(
+          path(key),
+          "expected an environment variable name (letters, digits, _), not the secret itself",
+        );
       return name;
     });
   const payTo = section.payTo ?? [];
@@ -38,19 +53,31 @@ export function parseFacilitator(value: unknown): FacilitatorConfig {
     minAmount: parseMinAmounts(section.minAmount),
     relayers: parseRelayers(section.relayers),
     relayerStuckAfterMs: int("relayerStuckAfterMs") ?? d.relayerStuckAfterMs,
-    settleWaitsFor: optional(section.settleWaitsFor, (v) => readEnum(path("settleWaitsFor"), v, ["preconfirmed", "confirmed"] as const)) ?? d.settleWaitsFor,
-    payTo: [...new Set(payTo.map((entry, i) => readAddress(join(path("payTo"), i), entry).toLowerCase()))],
+    settleWaitsFor:
+      optional(section.settleWaitsFor, (v) =>
+        readEnum(path("settleWaitsFor"), v, ["preconfirmed", "confirmed"] as const),
+      ) ?? d.settleWaitsFor,
+    payTo: [
+      ...new Set(payTo.map((entry, i) => readAddress(join(path("payTo"), i), entry).toLowerCase())),
+    ],
     authTokenEnv: envName("authTokenEnv"),
     builderCode: optional(section.builderCode, (v) => {
       const code = readString(path("builderCode"), v);
-      if (!BUILDER_CODE.test(code)) throw new ConfigError(path("builderCode"), `expected a builder code of 1 to 32 characters a-z, 0-9 and _, got ${JSON.stringify(code)}`);
+      if (!BUILDER_CODE.test(code))
+        throw new ConfigError(
+          path("builderCode"),
+          `expected a builder code of 1 to 32 characters a-z, 0-9 and _, got ${JSON.stringify(code)}`,
+        );
       return code;
     }),
     settleTimeoutMs: int("settleTimeoutMs") ?? d.settleTimeoutMs,
     maxBodyBytes: int("maxBodyBytes") ?? d.maxBodyBytes,
   };
   if (config.relayers.length > 0 && config.relayerKeyFile !== undefined)
-    throw new ConfigError(path("relayers"), "and facilitator.relayerKeyFile are both set: list that key's file in relayers instead (a pool of one is one entry)");
+    throw new ConfigError(
+      path("relayers"),
+      "and facilitator.relayerKeyFile are both set: list that key's file in relayers instead (a pool of one is one entry)",
+    );
   if (config.enabled && !isLoopback(config.host) && config.authTokenEnv === undefined)
     throw new ConfigError(
       path("authTokenEnv"),
@@ -72,11 +99,23 @@ function parseMinAmounts(value: unknown): Array<{ token: string; amount: bigint 
   const seen = new Set<string>();
   return value.map((entry, i) => {
     const item = readObject(join(at, i), entry, keysAt(`${at}[]`));
-    if (item.token === undefined || item.amount === undefined) throw new ConfigError(join(at, i), "expected both token (an address) and amount (base units, a decimal string)");
+    if (item.token === undefined || item.amount === undefined)
+      throw new ConfigError(
+        join(at, i),
+        "expected both token (an address) and amount (base units, a decimal string)",
+      );
     const token = readAddress(join(join(at, i), "token"), item.token).toLowerCase();
     const text = readString(join(join(at, i), "amount"), item.amount);
-    if (!/^(?:0|[1-9][0-9]{0,77})$/.test(text)) throw new ConfigError(join(join(at, i), "amount"), `expected a whole number of base units as a decimal string (USDC: "1000" is $0.001), got ${JSON.stringify(text)}`);
-    if (seen.has(token)) throw new ConfigError(join(join(at, i), "token"), `${token} has a floor already: one per token`);
+    if (!/^(?:0|[1-9][0-9]{0,77})$/.test(text))
+      throw new ConfigError(
+        join(join(at, i), "amount"),
+        `expected a whole number of base units as a decimal string (USDC: "1000" is $0.001), got ${JSON.stringify(text)}`,
+      );
+    if (seen.has(token))
+      throw new ConfigError(
+        join(join(at, i), "token"),
+        `${token} has a floor already: one per token`,
+      );
     seen.add(token);
     return { token, amount: BigInt(text) };
   });
@@ -90,17 +129,31 @@ function parseMinAmounts(value: unknown): Array<{ token: string; amount: bigint 
 function parseRelayers(value: unknown): RelayerKeySource[] {
   if (value === undefined) return [];
   const at = "facilitator.relayers";
-  if (!Array.isArray(value) || value.length === 0) throw new ConfigError(at, "expected a non-empty array of { keyFile } or { keyEnv }");
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ConfigError(at, "expected a non-empty array of { keyFile } or { keyEnv }");
   const places = new Set<string>();
   return value.map((entry, i) => {
     const item = readObject(join(at, i), entry, keysAt(`${at}[]`));
     const hasFile = item.keyFile !== undefined;
-    if (hasFile === (item.keyEnv !== undefined)) throw new ConfigError(join(at, i), "expected exactly one of keyFile (a file holding the key) and keyEnv (the variable holding it)");
-    const source: RelayerKeySource = hasFile ? { keyFile: readString(join(join(at, i), "keyFile"), item.keyFile) } : { keyEnv: readString(join(join(at, i), "keyEnv"), item.keyEnv) };
+    if (hasFile === (item.keyEnv !== undefined))
+      throw new ConfigError(
+        join(at, i),
+        "expected exactly one of keyFile (a file holding the key) and keyEnv (the variable holding it)",
+      );
+    const source: RelayerKeySource = hasFile
+      ? { keyFile: readString(join(join(at, i), "keyFile"), item.keyFile) }
+      : { keyEnv: readString(join(join(at, i), "keyEnv"), item.keyEnv) };
     if ("keyEnv" in source && !ENV_NAME.test(source.keyEnv))
-      throw new ConfigError(join(join(at, i), "keyEnv"), "expected an environment variable name (letters, digits, _), not the secret itself");
+      throw new ConfigError(
+        join(join(at, i), "keyEnv"),
+        "expected an environment variable name (letters, digits, _), not the secret itself",
+      );
     const place = "keyEnv" in source ? `env ${source.keyEnv}` : `file ${source.keyFile}`;
-    if (places.has(place)) throw new ConfigError(join(at, i), `names the ${place} a previous entry names: each relayer needs a key of its own`);
+    if (places.has(place))
+      throw new ConfigError(
+        join(at, i),
+        `names the ${place} a previous entry names: each relayer needs a key of its own`,
+      );
     places.add(place);
     return source;
   });

@@ -1,8 +1,23 @@
 import { ConfigError } from "../errors/base.js";
 import { integerBoundsAt, keysAt } from "./configSchema.js";
-import { join, optional, readAddress, readBoolean, readEnum, readInteger, readObject, readString, readUrl } from "./fields.js";
+import {
+  join,
+  optional,
+  readAddress,
+  readBoolean,
+  readEnum,
+  readInteger,
+  readObject,
+  readString,
+  readUrl,
+} from "./fields.js";
 import { privateHostOf } from "./privateAddresses.js";
-import { DEFAULTS, WEBHOOK_EVENT_TYPES, type WebhookConfig, type WebhookDeliveryConfig } from "./types.js";
+import {
+  DEFAULTS,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookConfig,
+  type WebhookDeliveryConfig,
+} from "./types.js";
 
 /**
  * Prefixes signing secrets and API keys are issued with (Svix/Stripe-style `whsec_`, Stripe `sk_`,
@@ -30,27 +45,47 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function parseWebhooks(value: unknown): WebhookConfig[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new ConfigError("webhooks", "expected an array of { url, secretEnv, events?, tokens?, addresses? }");
+  if (!Array.isArray(value))
+    throw new ConfigError(
+      "webhooks",
+      "expected an array of { url, secretEnv, events?, tokens?, addresses? }",
+    );
   const seen = new Set<string>();
   return value.map((entry, i) => {
     const path = join("webhooks", i);
     const hook = readObject(path, entry, keysAt("webhooks[]"));
     if (hook.url === undefined) throw new ConfigError(join(path, "url"), "is required");
     const url = readUrl(join(path, "url"), hook.url, ["http:", "https:"]);
-    const allowPrivateTargets = optional(hook.allowPrivateTargets, (v) => readBoolean(join(path, "allowPrivateTargets"), v)) ?? false;
+    const allowPrivateTargets =
+      optional(hook.allowPrivateTargets, (v) =>
+        readBoolean(join(path, "allowPrivateTargets"), v),
+      ) ?? false;
     checkTarget(path, new URL(url), allowPrivateTargets);
-    if (seen.has(url)) throw new ConfigError(join(path, "url"), "is listed twice (one subscription per URL)");
+    if (seen.has(url))
+      throw new ConfigError(join(path, "url"), "is listed twice (one subscription per URL)");
     seen.add(url);
     if (hook.secretEnv === undefined)
-      throw new ConfigError(join(path, "secretEnv"), "is required: the name of the environment variable holding the signing secret");
+      throw new ConfigError(
+        join(path, "secretEnv"),
+        "is required: the name of the environment variable holding the signing secret",
+      );
     const secretEnv = readString(join(path, "secretEnv"), hook.secretEnv);
     if (!ENV_NAME.test(secretEnv) || looksLikeSecret(secretEnv))
-      throw new ConfigError(join(path, "secretEnv"), "expected an environment variable name (letters, digits, _), not the secret itself");
+      throw new ConfigError(
+        join(path, "secretEnv"),
+        "expected an environment variable name (letters, digits, _), not the secret itself",
+      );
     return {
       url,
-      events: optional(hook.events, (v) => list(join(path, "events"), v, (p, e) => readEnum(p, e, WEBHOOK_EVENT_TYPES))),
-      tokens: optional(hook.tokens, (v) => list(join(path, "tokens"), v, (p, a) => readAddress(p, a).toLowerCase())),
-      addresses: optional(hook.addresses, (v) => list(join(path, "addresses"), v, (p, a) => readAddress(p, a).toLowerCase())),
+      events: optional(hook.events, (v) =>
+        list(join(path, "events"), v, (p, e) => readEnum(p, e, WEBHOOK_EVENT_TYPES)),
+      ),
+      tokens: optional(hook.tokens, (v) =>
+        list(join(path, "tokens"), v, (p, a) => readAddress(p, a).toLowerCase()),
+      ),
+      addresses: optional(hook.addresses, (v) =>
+        list(join(path, "addresses"), v, (p, a) => readAddress(p, a).toLowerCase()),
+      ),
       secretEnv,
       allowPrivateTargets,
     };
@@ -60,7 +95,10 @@ export function parseWebhooks(value: unknown): WebhookConfig[] {
 /** Refuses credentials in the URL and, unless allowed, a host that is plainly not public; never echoes the URL. */
 function checkTarget(path: string, url: URL, allowPrivateTargets: boolean): void {
   if (url.username !== "" || url.password !== "")
-    throw new ConfigError(join(path, "url"), "must not hold user:password credentials (they would never reach the receiver): authenticate it by the signature");
+    throw new ConfigError(
+      join(path, "url"),
+      "must not hold user:password credentials (they would never reach the receiver): authenticate it by the signature",
+    );
   const range = allowPrivateTargets ? undefined : privateHostOf(url);
   if (range !== undefined)
     throw new ConfigError(
@@ -71,13 +109,20 @@ function checkTarget(path: string, url: URL, allowPrivateTargets: boolean): void
 
 /** `webhookDelivery`: retries, timeout and the bound on concurrent requests. */
 export function parseWebhookDelivery(value: unknown): WebhookDeliveryConfig {
-  const delivery = value === undefined ? {} : readObject("webhookDelivery", value, keysAt("webhookDelivery"));
+  const delivery =
+    value === undefined ? {} : readObject("webhookDelivery", value, keysAt("webhookDelivery"));
   const d = DEFAULTS.webhookDelivery;
   const int = (key: keyof WebhookDeliveryConfig) =>
-    optional(delivery[key], (v) => readInteger(join("webhookDelivery", key), v, integerBoundsAt(`webhookDelivery.${key}`)));
+    optional(delivery[key], (v) =>
+      readInteger(join("webhookDelivery", key), v, integerBoundsAt(`webhookDelivery.${key}`)),
+    );
   const initialDelayMs = int("initialDelayMs") ?? d.initialDelayMs;
   const maxDelayMs = int("maxDelayMs") ?? d.maxDelayMs;
-  if (maxDelayMs < initialDelayMs) throw new ConfigError("webhookDelivery.maxDelayMs", `must be at least webhookDelivery.initialDelayMs (${initialDelayMs})`);
+  if (maxDelayMs < initialDelayMs)
+    throw new ConfigError(
+      "webhookDelivery.maxDelayMs",
+      `must be at least webhookDelivery.initialDelayMs (${initialDelayMs})`,
+    );
   return {
     maxAttempts: int("maxAttempts") ?? d.maxAttempts,
     maxHours: int("maxHours") ?? d.maxHours,
@@ -90,6 +135,7 @@ export function parseWebhookDelivery(value: unknown): WebhookDeliveryConfig {
 }
 
 function list<T>(path: string, value: unknown, read: (path: string, item: unknown) => T): T[] {
-  if (!Array.isArray(value) || value.length === 0) throw new ConfigError(path, "expected a non-empty array (leave it out to match everything)");
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ConfigError(path, "expected a non-empty array (leave it out to match everything)");
   return value.map((item, i) => read(join(path, i), item));
 }

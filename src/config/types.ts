@@ -191,7 +191,12 @@ export type Config = {
     readonly schema: string;
   };
   /** The ops server; `statusPage` off answers / with 404 (the page shows payment and webhook figures). */
-  readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number; readonly statusPage: boolean };
+  readonly metrics: {
+    readonly enabled: boolean;
+    readonly host: string;
+    readonly port: number;
+    readonly statusPage: boolean;
+  };
   readonly logLevel: LogLevel;
   readonly registration: RegistrationConfig;
   /**
@@ -199,7 +204,10 @@ export type Config = {
    * ERC-4337 EntryPoints whose handleOps calls are read as bundles (undefined: the known v0.6 to
    * v0.9 deployments, decode/erc4337.ts).
    */
-  readonly attribution: { readonly enabled: boolean; readonly entryPoints: readonly Address[] | undefined };
+  readonly attribution: {
+    readonly enabled: boolean;
+    readonly entryPoints: readonly Address[] | undefined;
+  };
   readonly cancel: CancelConfig;
   readonly facilitator: FacilitatorConfig;
   readonly webhooks: readonly WebhookConfig[];
@@ -217,7 +225,11 @@ export type ConfigSettings = Omit<Config, "rpc"> & { readonly rpc: RpcConfig | R
 export type RpcTuning = Omit<RpcConfig, "http" | "ws" | "preconfWs">;
 
 /** Where a running bundled devnet answers: JSON-RPC (HTTP), WebSocket, and the registration stand-in. */
-export type DevnetEndpoints = { readonly httpUrl: string; readonly wsUrl: string; readonly registrationUrl: string };
+export type DevnetEndpoints = {
+  readonly httpUrl: string;
+  readonly wsUrl: string;
+  readonly registrationUrl: string;
+};
 
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -249,8 +261,34 @@ export const DEFAULTS = {
   registration: { baseUrl: "https://api.base.dev", timeoutMs: 10_000 },
   cancel: { confirmations: 2, receiptTimeoutMs: 120_000 },
   // Port 4021: the x402 reference's facilitator examples use it.
-  facilitator: { enabled: false, host: "127.0.0.1", port: 4021, relayerKeyEnv: "FLASHINDEX_RELAYER_KEY", minAmount: [], relayers: [], relayerStuckAfterMs: 5_000, settleWaitsFor: "preconfirmed", settleTimeoutMs: 30_000, maxBodyBytes: 65_536 },
+  facilitator: {
+    enabled: false,
+    host: "127.0.0.1",
+    port: 4021,
+    relayerKeyEnv: "FLASHINDEX_RELAYER_KEY",
+    minAmount: [],
+    relayers: [],
+    relayerStuckAfterMs: 5_000,
+    settleWaitsFor: "preconfirmed",
+    settleTimeoutMs: 30_000,
+    maxBodyBytes: 65_536,
+  },
   // 20 attempts with delays doubling from 1 s up to 1 h: about 14 hours of retries at most, capped at 24.
-  webhookDelivery: { maxAttempts: 20, maxHours: 24, initialDelayMs: 1_000, maxDelayMs: 3_600_000, timeoutMs: 10_000, concurrency: 8, retentionDays: 7 },
-  devnet: { blockTimeMs: 2_000, flashblockIntervalMs: 200, paymentsPerSecond: 2, reorgEverySeconds: 60, dropEverySeconds: 45, port: 8545 },
+  webhookDelivery: {
+    maxAttempts: 20,
+    maxHours: 24,
+    initialDelayMs: 1_000,
+    maxDelayMs: 3_600_000,
+    timeoutMs: 10_000,
+    concurrency: 8,
+    retentionDays: 7,
+  },
+  devnet: {
+    blockTimeMs: 2_000,
+    flashblockIntervalMs: 200,
+    paymentsPerSecond: 2,
+    reorgEverySeconds: 60,
+    dropEverySeconds: 45,
+    port: 8545,
+  },
 } as const;

@@ -29,7 +29,10 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  * Reads exactly one item spanning all of `bytes`; rejects anything not well-formed. Items nested
  * deeper than `maxDepth` (the outermost item is depth 1) are skipped without recursion.
  */
-export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value: CborDocument } | { ok: false; reason: string } {
+export function readCbor(
+  bytes: Uint8Array,
+  maxDepth: number,
+): { ok: true; value: CborDocument } | { ok: false; reason: string } {
   let position = 0;
   const deepStarts: number[] = [];
   const reject = (reason: string): never => {
@@ -53,7 +56,8 @@ export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value
     if (info < 24) return { major, info, argument: info };
     if (info <= 27) return { major, info, argument: readUint(2 ** (info - 24)) };
     if (info === 31) {
-      if (major === 0 || major === 1 || major === 6) reject(`reserved CBOR additional info ${info}`);
+      if (major === 0 || major === 1 || major === 6)
+        reject(`reserved CBOR additional info ${info}`);
       return { major, info, argument: undefined };
     }
     return reject(`reserved CBOR additional info ${info}`);
@@ -74,7 +78,8 @@ export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value
     const chunks: Uint8Array[] = [];
     while (!atBreak()) {
       const chunk = readHead();
-      if (chunk.major !== major || chunk.argument === undefined) reject("CBOR string chunk is not a definite string of the same type");
+      if (chunk.major !== major || chunk.argument === undefined)
+        reject("CBOR string chunk is not a definite string of the same type");
       chunks.push(readStringBytes(major, chunk.argument));
     }
     position++;
@@ -101,7 +106,9 @@ export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value
   const skipItem = (): void => {
     // Open containers, innermost last: items still to read (Infinity until a break), and for an
     // indefinite map, how many were read (a break must close it after a whole number of pairs).
-    const open: Array<{ remaining: number; indefiniteMap: boolean; read: number }> = [{ remaining: 1, indefiniteMap: false, read: 0 }];
+    const open: Array<{ remaining: number; indefiniteMap: boolean; read: number }> = [
+      { remaining: 1, indefiniteMap: false, read: 0 },
+    ];
     while (open.length > 0) {
       const top = open[open.length - 1];
       if (top === undefined) break;
@@ -110,7 +117,8 @@ export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value
         continue;
       }
       if (top.remaining === Infinity && atBreak()) {
-        if (top.indefiniteMap && top.read % 2 !== 0) reject("CBOR map ends between a key and its value");
+        if (top.indefiniteMap && top.read % 2 !== 0)
+          reject("CBOR map ends between a key and its value");
         position++;
         open.pop();
         continue;
@@ -129,7 +137,11 @@ export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value
           break;
         case 5:
           if (head.argument !== undefined) need(head.argument * 2);
-          open.push({ remaining: head.argument === undefined ? Infinity : head.argument * 2, indefiniteMap: head.argument === undefined, read: 0 });
+          open.push({
+            remaining: head.argument === undefined ? Infinity : head.argument * 2,
+            indefiniteMap: head.argument === undefined,
+            read: 0,
+          });
           break;
         case 6:
           open.push({ remaining: 1, indefiniteMap: false, read: 0 });
@@ -182,7 +194,8 @@ export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value
           position++;
         } else {
           need(head.argument * 2);
-          for (let i = 0; i < head.argument; i++) entries.push([readItem(depth + 1), readItem(depth + 1)]);
+          for (let i = 0; i < head.argument; i++)
+            entries.push([readItem(depth + 1), readItem(depth + 1)]);
         }
         return { type: "map", entries, start, end: position };
       }
@@ -194,7 +207,8 @@ export function readCbor(bytes: Uint8Array, maxDepth: number): { ok: true; value
   };
   try {
     const item = readItem(1);
-    if (position !== bytes.length) return { ok: false, reason: "trailing bytes after the CBOR item" };
+    if (position !== bytes.length)
+      return { ok: false, reason: "trailing bytes after the CBOR item" };
     return { ok: true, value: { item, deepStarts } };
   } catch (error) {
     if (error instanceof CborError) return { ok: false, reason: error.message };

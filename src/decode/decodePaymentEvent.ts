@@ -11,7 +11,10 @@ import {
  * Decodes a log whose hex is already known to be well formed (see chain/rpcLog.ts).
  * Plain string slicing rather than an ABI decoder: this runs for every log in a backfill.
  */
-export function decodePaymentEvent(topics: readonly Hex[], data: Hex): PaymentEvent | UndecodableReason {
+export function decodePaymentEvent(
+  topics: readonly Hex[],
+  data: Hex,
+): PaymentEvent | UndecodableReason {
   const topic0 = topics[0];
   if (topic0 === TRANSFER_TOPIC) {
     if (topics.length !== 3) return "wrong_topic_count";

@@ -15,13 +15,15 @@ export const ENTRY_POINT_ADDRESSES = {
 } as const satisfies Record<string, Hex>;
 
 /** `BeforeExecution()`: emitted once per bundle after validation, before the first operation executes (v0.6 to v0.9). */
-export const BEFORE_EXECUTION_TOPIC = "0xbb47ee3e183a558b1a2ff0874b079f3fc5478b7454eacf2bfc5af2ff5878f972";
+export const BEFORE_EXECUTION_TOPIC =
+  "0xbb47ee3e183a558b1a2ff0874b079f3fc5478b7454eacf2bfc5af2ff5878f972";
 /**
  * `UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster,
  * uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)`: emitted once per
  * operation, after its execution and its paymaster's postOp (v0.6 to v0.9).
  */
-export const USER_OPERATION_EVENT_TOPIC = "0x49628fd1471006c1482da88028e9ce4dbb080b815c9b0344d39e5a8e6ec1419f";
+export const USER_OPERATION_EVENT_TOPIC =
+  "0x49628fd1471006c1482da88028e9ce4dbb080b815c9b0344d39e5a8e6ec1419f";
 
 /** `handleOps((address,uint256,bytes,bytes,uint256,uint256,uint256,uint256,uint256,bytes,bytes)[],address)`, EntryPoint v0.6. */
 export const HANDLE_OPS_V06_SELECTOR = "0x1fad948c";
@@ -36,10 +38,17 @@ const USER_OPERATION_V06_STRUCT =
   "struct UserOperation { address sender; uint256 nonce; bytes initCode; bytes callData; uint256 callGasLimit; uint256 verificationGasLimit; uint256 preVerificationGas; uint256 maxFeePerGas; uint256 maxPriorityFeePerGas; bytes paymasterAndData; bytes signature; }";
 const PACKED_USER_OPERATION_STRUCT =
   "struct UserOperation { address sender; uint256 nonce; bytes initCode; bytes callData; bytes32 accountGasLimits; uint256 preVerificationGas; bytes32 gasFees; bytes paymasterAndData; bytes signature; }";
-const GROUP_STRUCT = "struct UserOpsPerAggregator { UserOperation[] userOps; address aggregator; bytes signature; }";
+const GROUP_STRUCT =
+  "struct UserOpsPerAggregator { UserOperation[] userOps; address aggregator; bytes signature; }";
 
-const HANDLE_OPS_V06_PARAMETERS = parseAbiParameters([USER_OPERATION_V06_STRUCT, "UserOperation[] ops, address beneficiary"]);
-const HANDLE_OPS_V07_PARAMETERS = parseAbiParameters([PACKED_USER_OPERATION_STRUCT, "UserOperation[] ops, address beneficiary"]);
+const HANDLE_OPS_V06_PARAMETERS = parseAbiParameters([
+  USER_OPERATION_V06_STRUCT,
+  "UserOperation[] ops, address beneficiary",
+]);
+const HANDLE_OPS_V07_PARAMETERS = parseAbiParameters([
+  PACKED_USER_OPERATION_STRUCT,
+  "UserOperation[] ops, address beneficiary",
+]);
 const HANDLE_AGGREGATED_OPS_V06_PARAMETERS = parseAbiParameters([
   USER_OPERATION_V06_STRUCT,
   GROUP_STRUCT,
@@ -57,7 +66,13 @@ const HANDLE_AGGREGATED_OPS_V07_PARAMETERS = parseAbiParameters([
  * own `opIndex` does (the number its `FailedOp` errors report). `aggregator` (lowercase) is set only
  * for operations of a `handleAggregatedOps` group.
  */
-export type UserOperationCall = { index: number; sender: Hex; nonce: bigint; callData: Hex; aggregator?: Hex };
+export type UserOperationCall = {
+  index: number;
+  sender: Hex;
+  nonce: bigint;
+  callData: Hex;
+  aggregator?: Hex;
+};
 
 type DecodedOp = { sender: Hex; nonce: bigint; callData: Hex };
 
@@ -90,16 +105,29 @@ export function decodeHandleOps(calldata: Hex): UserOperationCall[] | undefined 
 }
 
 function fromOps(ops: readonly DecodedOp[]): UserOperationCall[] {
-  return ops.map((op, index) => ({ index, sender: op.sender.toLowerCase() as Hex, nonce: op.nonce, callData: op.callData }));
+  return ops.map((op, index) => ({
+    index,
+    sender: op.sender.toLowerCase() as Hex,
+    nonce: op.nonce,
+    callData: op.callData,
+  }));
 }
 
 /** Flattens aggregator groups in calldata order, numbering operations across groups. */
-function fromGroups(groups: ReadonlyArray<{ userOps: readonly DecodedOp[]; aggregator: Hex }>): UserOperationCall[] {
+function fromGroups(
+  groups: ReadonlyArray<{ userOps: readonly DecodedOp[]; aggregator: Hex }>,
+): UserOperationCall[] {
   const calls: UserOperationCall[] = [];
   for (const group of groups) {
     const aggregator = group.aggregator.toLowerCase() as Hex;
     for (const op of group.userOps) {
-      calls.push({ index: calls.length, sender: op.sender.toLowerCase() as Hex, nonce: op.nonce, callData: op.callData, aggregator });
+      calls.push({
+        index: calls.length,
+        sender: op.sender.toLowerCase() as Hex,
+        nonce: op.nonce,
+        callData: op.callData,
+        aggregator,
+      });
     }
   }
   return calls;

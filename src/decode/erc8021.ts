@@ -86,15 +86,16 @@ export function decodeAttribution(calldata: Hex): Attribution {
     return decode(calldata);
   } catch (error) {
     // Only reachable through a bug: the decoder bounds-checks every read.
-    return malformed(undefined, `decoder failed: ${error instanceof Error ? error.message : String(error)}`);
+    return malformed(
+      undefined,
+      `decoder failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
 /** Where a code is registered: the chain's canonical registry, a custom one, or a custom one whose `r` entry did not parse. */
 export type CodeRegistry =
-  | { kind: "canonical" }
-  | { kind: "custom"; registry: AttributionRegistry }
-  | { kind: "malformed" };
+  { kind: "canonical" } | { kind: "custom"; registry: AttributionRegistry } | { kind: "malformed" };
 
 const CANONICAL: CodeRegistry = Object.freeze({ kind: "canonical" });
 
@@ -136,7 +137,12 @@ function decodeSchema0(hex: string, schemaIndex: number): Attribution {
   const codes = readCodeList(hex, schemaIndex);
   if (!codes.ok) return malformed(0, codes.reason);
   const size = (hex.length - 2) / 2;
-  return { kind: "codes", schemaId: 0, codes: withRole(codes.value.codes, "code"), suffixLength: size - codes.value.start };
+  return {
+    kind: "codes",
+    schemaId: 0,
+    codes: withRole(codes.value.codes, "code"),
+    suffixLength: size - codes.value.start,
+  };
 }
 
 function decodeSchema1(hex: string, schemaIndex: number): Attribution {
@@ -165,7 +171,10 @@ function decodeSchema1(hex: string, schemaIndex: number): Attribution {
 }
 
 /** Reads `codes ‖ codesLength (1)` ending just before `schemaIndex`; `start` is the first code byte. */
-function readCodeList(hex: string, schemaIndex: number): Result<{ codes: string[]; start: number }> {
+function readCodeList(
+  hex: string,
+  schemaIndex: number,
+): Result<{ codes: string[]; start: number }> {
   const lengthIndex = schemaIndex - 1;
   if (lengthIndex < 0) return fail("codes length byte missing");
   const codesLength = byteAt(hex, lengthIndex);
@@ -214,7 +223,10 @@ function decodeSchema2(hex: string, schemaIndex: number): Attribution {
   if (!fields.ok) return malformed(2, fields.reason);
   // An empty map, or one with only registries or metadata, attributes nothing; a malformed s alone
   // leaves nothing to credit, and says so.
-  if (fields.value.codes.length === 0) return fields.value.serviceError === undefined ? NO_CODES_SCHEMA_2 : malformed(2, fields.value.serviceError);
+  if (fields.value.codes.length === 0)
+    return fields.value.serviceError === undefined
+      ? NO_CODES_SCHEMA_2
+      : malformed(2, fields.value.serviceError);
   const size = (hex.length - 2) / 2;
   return { kind: "codes", schemaId: 2, ...fields.value, suffixLength: size - start };
 }
@@ -231,13 +243,19 @@ type Schema2Fields = {
  * Interprets the top-level map. Unknown text keys are skipped (room for later ERC revisions);
  * metadata holding an item nested past MAX_CBOR_DEPTH is left out.
  */
-function readSchema2Map({ item, deepStarts }: CborDocument, bytes: Uint8Array): Result<Schema2Fields> {
+function readSchema2Map(
+  { item, deepStarts }: CborDocument,
+  bytes: Uint8Array,
+): Result<Schema2Fields> {
   if (item.type !== "map") return fail("CBOR is not a map");
   const entries = textKeyedEntries(item);
   if (!entries.ok) return entries;
   const keys = entries.value;
   const codes: AttributionCode[] = [];
-  for (const [key, role] of [["a", "app"], ["w", "wallet"]] as const) {
+  for (const [key, role] of [
+    ["a", "app"],
+    ["w", "wallet"],
+  ] as const) {
     const value = keys.get(key);
     if (value === undefined) continue;
     const code = readCode(value);
@@ -253,11 +271,15 @@ function readSchema2Map({ item, deepStarts }: CborDocument, bytes: Uint8Array): 
     // Note: ox drops a registry entry it cannot read and keeps the code, which then reads as a
     // canonical-registry code; here the code is kept and its registry flagged as malformed.
     const { registries, error } = readRegistries(registriesItem);
-    if (registries.app !== undefined || registries.wallet !== undefined) fields.registries = registries;
+    if (registries.app !== undefined || registries.wallet !== undefined)
+      fields.registries = registries;
     if (error !== undefined) fields.registryError = error;
   }
   const metadata = keys.get("m");
-  if (metadata !== undefined && !deepStarts.some((at) => at >= metadata.start && at < metadata.end)) {
+  if (
+    metadata !== undefined &&
+    !deepStarts.some((at) => at >= metadata.start && at < metadata.end)
+  ) {
     fields.metadata = bytesToHex(bytes, metadata.start, metadata.end);
   }
   return { ok: true, value: fields };
@@ -286,7 +308,8 @@ function readServices(item: CborItem | undefined): { codes: string[]; error?: st
     const code = readCode(item);
     return code.ok ? { codes: [code.value] } : { codes: [], error: `"s": ${code.reason}` };
   }
-  if (item.type !== "array") return { codes: [], error: `"s" is neither a text string nor an array` };
+  if (item.type !== "array")
+    return { codes: [], error: `"s" is neither a text string nor an array` };
   const codes: string[] = [];
   for (const [index, service] of item.items.entries()) {
     const code = readCode(service);
@@ -297,10 +320,14 @@ function readServices(item: CborItem | undefined): { codes: string[]; error?: st
 }
 
 /** Reads `r`; a malformed entry flags its role, a malformed `r` itself flags both. Never fails the suffix. */
-function readRegistries(item: CborItem): { registries: AttributionRegistries; error?: AttributionRegistryError } {
+function readRegistries(item: CborItem): {
+  registries: AttributionRegistries;
+  error?: AttributionRegistryError;
+} {
   const registries: AttributionRegistries = {};
   const entries = textKeyedEntries(item);
-  if (!entries.ok) return { registries, error: { roles: ["app", "wallet"], reason: `"r": ${entries.reason}` } };
+  if (!entries.ok)
+    return { registries, error: { roles: ["app", "wallet"], reason: `"r": ${entries.reason}` } };
   const roles: RegistryRole[] = [];
   const reasons: string[] = [];
   for (const [key, value] of entries.value) {
@@ -314,7 +341,9 @@ function readRegistries(item: CborItem): { registries: AttributionRegistries; er
       reasons.push(`"r"."${key}": ${registry.reason}`);
     }
   }
-  return roles.length === 0 ? { registries } : { registries, error: { roles: roles.sort(), reason: reasons.join("; ") } };
+  return roles.length === 0
+    ? { registries }
+    : { registries, error: { roles: roles.sort(), reason: reasons.join("; ") } };
 }
 
 /** `{ c: chainId, a: address }`, each as `0x…` text (what ox writes) or as a byte string. */
@@ -330,8 +359,12 @@ function readRegistry(item: CborItem): Result<AttributionRegistry> {
   if (chainId === undefined || chainId.length === 0 || chainId.length > MAX_CHAIN_ID_BYTES * 2) {
     return fail("registry chain id is not 1 to 32 bytes of hex");
   }
-  if (address === undefined || address.length !== 40) return fail("registry address is not 20 bytes of hex");
-  return { ok: true, value: { address: `0x${address.toLowerCase()}`, chainId: BigInt(`0x${chainId}`) } };
+  if (address === undefined || address.length !== 40)
+    return fail("registry address is not 20 bytes of hex");
+  return {
+    ok: true,
+    value: { address: `0x${address.toLowerCase()}`, chainId: BigInt(`0x${chainId}`) },
+  };
 }
 
 /** The hex digits (no `0x`) of a `0x…` text or byte-string item, or undefined. */

@@ -2,7 +2,9 @@ import type { Hex } from "viem";
 import type { RpcLog } from "../rows/rpcLog.js";
 
 /** A log as the position rule sees it: where it is, and its position once numbered (a LogRow is one). */
-type PositionedLog = Pick<RpcLog, "blockNumber" | "logIndex" | "transactionHash" | "address"> & { txLogPosition: number };
+type PositionedLog = Pick<RpcLog, "blockNumber" | "logIndex" | "transactionHash" | "address"> & {
+  txLogPosition: number;
+};
 
 /**
  * How a pre-confirmed log is matched with its confirmed twin, in one place.
@@ -27,9 +29,16 @@ export type TwinContent = {
 };
 
 /** A stored row that could be the twin: same content, still pre-confirmed (or dropped, and landed after all). */
-export type TwinCandidate = { id: number; txLogPosition: number; logIndex: number; preconfirmedAt: number | null };
+export type TwinCandidate = {
+  id: number;
+  txLogPosition: number;
+  logIndex: number;
+  preconfirmedAt: number | null;
+};
 
-export function twinContent(row: Pick<RpcLog, "transactionHash" | "address" | "topics" | "data">): TwinContent {
+export function twinContent(
+  row: Pick<RpcLog, "transactionHash" | "address" | "topics" | "data">,
+): TwinContent {
   return {
     txHash: row.transactionHash,
     address: row.address,
@@ -42,11 +51,15 @@ export function twinContent(row: Pick<RpcLog, "transactionHash" | "address" | "t
 }
 
 /** The twin of a confirmed row among same-content candidates: the same position first, else the lowest logIndex. */
-export function pickTwin<C extends TwinCandidate>(row: Pick<PositionedLog, "txLogPosition">, candidates: readonly C[]): C | undefined {
+export function pickTwin<C extends TwinCandidate>(
+  row: Pick<PositionedLog, "txLogPosition">,
+  candidates: readonly C[],
+): C | undefined {
   const samePosition = candidates.find((c) => c.txLogPosition === row.txLogPosition);
   if (samePosition !== undefined) return samePosition;
   let best: C | undefined;
-  for (const candidate of candidates) if (best === undefined || candidate.logIndex < best.logIndex) best = candidate;
+  for (const candidate of candidates)
+    if (best === undefined || candidate.logIndex < best.logIndex) best = candidate;
   return best;
 }
 
@@ -58,7 +71,9 @@ export function assignTxLogPositions(rows: PositionedLog[]): void {
   const positions = createTxLogPositions();
   // Nodes answer in (block, logIndex) order; sort only when one did not.
   const inOrder = rows.every((row, i) => i === 0 || before(rows[i - 1]!, row));
-  const ordered = inOrder ? rows : [...rows].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+  const ordered = inOrder
+    ? rows
+    : [...rows].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
   let run = "";
   for (const row of ordered) {
     const key = `${row.transactionHash}${row.address}`;
@@ -89,7 +104,9 @@ export function createTxLogPositions() {
 }
 
 function before(a: PositionedLog, b: PositionedLog): boolean {
-  return a.blockNumber < b.blockNumber || (a.blockNumber === b.blockNumber && a.logIndex < b.logIndex);
+  return (
+    a.blockNumber < b.blockNumber || (a.blockNumber === b.blockNumber && a.logIndex < b.logIndex)
+  );
 }
 
 /**
@@ -105,7 +122,8 @@ export function createStreamPositions() {
     place(row: Pick<RpcLog, "blockNumber" | "transactionHash" | "address" | "logIndex">): number {
       if (row.blockNumber > newestBlock) {
         newestBlock = row.blockNumber;
-        for (const key of seen.keys()) if (Number(key.split(":")[0]) < newestBlock) seen.delete(key);
+        for (const key of seen.keys())
+          if (Number(key.split(":")[0]) < newestBlock) seen.delete(key);
       }
       const key = `${row.blockNumber}:${row.transactionHash}:${row.address}`;
       const indexes = seen.get(key) ?? [];

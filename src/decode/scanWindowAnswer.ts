@@ -2,7 +2,11 @@ import type { Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import { NUMBER_FIELDS, type PackedRows } from "../rows/packedRows.js";
 import { createTxLogPositions } from "./preconfirmedTwins.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../rows/paymentEvents.js";
+import {
+  AUTHORIZATION_CANCELED_TOPIC,
+  AUTHORIZATION_USED_TOPIC,
+  TRANSFER_TOPIC,
+} from "../rows/paymentEvents.js";
 import type { DecodedWindow, WindowAnswer } from "./decodedWindow.js";
 
 /**
@@ -16,9 +20,16 @@ import type { DecodedWindow, WindowAnswer } from "./decodedWindow.js";
  * decides, with its messages: a damaged answer, a node's error, rejected logs, blocks without
  * timestamps. Both store the same rows (test/decode/scanWindowAnswer.test.ts compares them).
  */
-export function scanWindowAnswer(answer: WindowAnswer): Extract<DecodedWindow, { kind: "rows" }> | undefined {
+export function scanWindowAnswer(
+  answer: WindowAnswer,
+): Extract<DecodedWindow, { kind: "rows" }> | undefined {
   // The scan checks addresses and topic0 only: a filter on later topics takes the full path.
-  if (typeof answer.body === "string" || answer.filter.topic1 !== undefined || answer.filter.topic2 !== undefined) return undefined;
+  if (
+    typeof answer.body === "string" ||
+    answer.filter.topic1 !== undefined ||
+    answer.filter.topic2 !== undefined
+  )
+    return undefined;
   try {
     return new Scanner(answer.body, answer, answer.filter).answer();
   } catch (error) {
@@ -56,7 +67,18 @@ for (let i = 0; i < 16; i++) {
 }
 
 /** The keys of a log object (a bit each in log()'s `seen`); `removed` may be missing. */
-const LOG_KEYS = ["address", "topics", "data", "blockNumber", "blockHash", "blockTimestamp", "transactionHash", "transactionIndex", "logIndex", "removed"] as const;
+const LOG_KEYS = [
+  "address",
+  "topics",
+  "data",
+  "blockNumber",
+  "blockHash",
+  "blockTimestamp",
+  "transactionHash",
+  "transactionIndex",
+  "logIndex",
+  "removed",
+] as const;
 const LOG_KEY_BYTES = LOG_KEYS.map((name) => Uint8Array.from(Buffer.from(name)));
 const ALL_KEYS = (1 << LOG_KEYS.length) - 1;
 const REMOVED_BIT = 1 << LOG_KEYS.indexOf("removed");
@@ -136,8 +158,12 @@ class Scanner {
     private readonly range: BlockRange,
   ) {
     this.addresses = context.filter.addresses.map(digitsOf);
-    this.events = EVENTS.filter((e) => context.filter.topic0.includes(e.topic)).map((e) => ({ name: e.name, topic: digitsOf(e.topic) }));
-    const textSize = answer.length + (Math.floor(answer.length / SMALLEST_LOG_JSON) + 1) * EXTRA_TEXT_PER_LOG;
+    this.events = EVENTS.filter((e) => context.filter.topic0.includes(e.topic)).map((e) => ({
+      name: e.name,
+      topic: digitsOf(e.topic),
+    }));
+    const textSize =
+      answer.length + (Math.floor(answer.length / SMALLEST_LOG_JSON) + 1) * EXTRA_TEXT_PER_LOG;
     const size = answer.length + textSize;
     if (size > SCRATCH_KEPT_BYTES) this.buffer = new Uint8Array(size);
     else {
@@ -165,20 +191,38 @@ class Scanner {
         this.space();
         const first = this.at;
         while (this.body[this.at]! >= ZERO && this.body[this.at]! <= 0x39) this.at++;
-        if (this.at === first || this.at - first > 15 || Number(latin1(this.body, first, this.at)) !== this.context.id) giveUp();
+        if (
+          this.at === first ||
+          this.at - first > 15 ||
+          Number(latin1(this.body, first, this.at)) !== this.context.id
+        )
+          giveUp();
       } else if (key === "result" && !sawResult) {
         sawResult = true;
         this.expect(0x5b);
         this.space();
         if (this.body[this.at] === 0x5d) this.at++;
-        else do this.log(); while (this.more(0x5d));
+        else
+          do this.log();
+          while (this.more(0x5d));
       } else giveUp();
     } while (this.more(0x7d));
     this.space();
     if (this.at !== this.body.length || !sawId || !sawResult) giveUp();
     // Every string is followed by a separator: the text is all but the last one, in a buffer of its own (it moves to the writer's thread).
-    const rows: PackedRows = { count: this.numbers.length / NUMBER_FIELDS, text: this.out.slice(0, Math.max(0, this.w - 1)), numbers: new Float64Array(this.numbers) };
-    return { kind: "rows", rows, txHashes: this.txHashes, blocks: this.blocks, untimed: [], rejected: [] };
+    const rows: PackedRows = {
+      count: this.numbers.length / NUMBER_FIELDS,
+      text: this.out.slice(0, Math.max(0, this.w - 1)),
+      numbers: new Float64Array(this.numbers),
+    };
+    return {
+      kind: "rows",
+      rows,
+      txHashes: this.txHashes,
+      blocks: this.blocks,
+      untimed: [],
+      rejected: [],
+    };
   }
 
   /** One log object: checked as rpcLog.ts, getLogs.ts and paymentEvents.ts check it, then packed. */
@@ -236,7 +280,8 @@ class Scanner {
     if (this.address === -1) giveUp();
     const event = this.eventName();
     const sameBlock = blockNumber === this.previousBlock;
-    if (blockNumber < this.previousBlock || (sameBlock && logIndex <= this.previousLogIndex)) giveUp();
+    if (blockNumber < this.previousBlock || (sameBlock && logIndex <= this.previousLogIndex))
+      giveUp();
     if (sameBlock ? !this.sameAsPrevious(BLOCK_HASH) : this.allZero(BLOCK_HASH)) giveUp();
     if (!sameBlock) this.blocks.push([blockNumber, this.text(BLOCK_HASH) as Hex]);
     this.previousBlock = blockNumber;
@@ -253,7 +298,8 @@ class Scanner {
     const first = this.txHashes.length === 0;
     const sameTx = !first && this.sameAsPrevious(TX_HASH);
     const tx = sameTx ? this.txHashes.at(-1)! : (this.text(TX_HASH) as Hex);
-    if (first || !sameTx || this.address !== this.previousAddress) this.positions.startRun(this.runKey(tx, this.address));
+    if (first || !sameTx || this.address !== this.previousAddress)
+      this.positions.startRun(this.runKey(tx, this.address));
     this.txHashes.push(tx);
     this.previousAddress = this.address;
     this.previous.set(s);
@@ -278,7 +324,14 @@ class Scanner {
       this.put(TOPIC + 2, 0);
       this.out[this.w++] = 0;
     }
-    this.numbers.push(blockNumber, timestamp, txIndex, logIndex, this.positions.take(), this.context.chainId);
+    this.numbers.push(
+      blockNumber,
+      timestamp,
+      txIndex,
+      logIndex,
+      this.positions.take(),
+      this.context.chainId,
+    );
     // A typed array drops writes past its end: never expected (see the sizes above), but a text cut short must not pass.
     if (this.w > this.out.length) giveUp();
   }
@@ -311,7 +364,8 @@ class Scanner {
     const body = this.body;
     const start = this.at;
     let at = start;
-    for (let c = body[at]; c !== QUOTE; c = body[++at]) if (c === undefined || c === 0x5c || c < 0x20 || c > 0x7e) giveUp();
+    for (let c = body[at]; c !== QUOTE; c = body[++at])
+      if (c === undefined || c === 0x5c || c < 0x20 || c > 0x7e) giveUp();
     this.at = at + 1;
     return [start, at];
   }
@@ -326,7 +380,8 @@ class Scanner {
     const length = end - start;
     // The lengths tell the keys apart, but for `address` and `removed` (7): their first byte does.
     let index = -1;
-    for (let k = 0; k < LOG_KEY_BYTES.length; k++) if (LOG_KEY_BYTES[k]!.length === length && LOG_KEY_BYTES[k]![0] === body[start]) index = k;
+    for (let k = 0; k < LOG_KEY_BYTES.length; k++)
+      if (LOG_KEY_BYTES[k]!.length === length && LOG_KEY_BYTES[k]![0] === body[start]) index = k;
     if (index === -1) giveUp();
     const bytes = LOG_KEY_BYTES[index]!;
     for (let i = 1; i < length; i++) if (bytes[i] !== body[start + i]) giveUp();
@@ -398,13 +453,21 @@ class Scanner {
     this.space();
     const body = this.body;
     const at = this.at;
-    if (body[at] !== 0x66 || body[at + 1] !== 0x61 || body[at + 2] !== 0x6c || body[at + 3] !== 0x73 || body[at + 4] !== 0x65) giveUp();
+    if (
+      body[at] !== 0x66 ||
+      body[at + 1] !== 0x61 ||
+      body[at + 2] !== 0x6c ||
+      body[at + 3] !== 0x73 ||
+      body[at + 4] !== 0x65
+    )
+      giveUp();
     this.at = at + 5;
   }
 
   /** The log's address as an index in the filter's addresses, -1 when it is not one of them. */
   private addressIndex(): number {
-    for (let i = 0; i < this.addresses.length; i++) if (this.equals(ADDRESS, this.addresses[i]!)) return i;
+    for (let i = 0; i < this.addresses.length; i++)
+      if (this.equals(ADDRESS, this.addresses[i]!)) return i;
     return -1;
   }
 
@@ -418,7 +481,8 @@ class Scanner {
   private equals(slot: number, digits: Uint8Array): boolean {
     const start = this.spans[slot * 2]!;
     if (this.spans[slot * 2 + 1]! - start !== digits.length) return false;
-    for (let i = 0; i < digits.length; i++) if ((this.body[start + i]! | 0x20) !== digits[i]) return false;
+    for (let i = 0; i < digits.length; i++)
+      if ((this.body[start + i]! | 0x20) !== digits[i]) return false;
     return true;
   }
 
@@ -428,7 +492,8 @@ class Scanner {
     const before = this.previous[slot * 2]!;
     const length = this.spans[slot * 2 + 1]! - start;
     if (this.previous[slot * 2 + 1]! - before !== length) return false;
-    for (let i = 0; i < length; i++) if ((this.body[start + i]! | 0x20) !== (this.body[before + i]! | 0x20)) return false;
+    for (let i = 0; i < length; i++)
+      if ((this.body[start + i]! | 0x20) !== (this.body[before + i]! | 0x20)) return false;
     return true;
   }
 
@@ -465,7 +530,8 @@ class Scanner {
       const chunk = CHUNKS[c]!;
       // The most significant chunk without leading zeros, the others with all nine digits.
       let digits = 9;
-      if (c === chunks - 1) for (digits = 1; digits < 9 && chunk >= POWERS_OF_TEN[digits]!; digits++);
+      if (c === chunks - 1)
+        for (digits = 1; digits < 9 && chunk >= POWERS_OF_TEN[digits]!; digits++);
       let rest = chunk;
       for (let d = digits - 1; d >= 0; d--) {
         out[w + d] = ZERO + (rest % 10);
@@ -510,7 +576,8 @@ class Scanner {
       w += end - start;
     } else {
       const body = this.body;
-      for (let i = start; i < end; i++) out[w++] = body[i]! | (body[i]! >= 0x41 && body[i]! <= 0x46 ? 0x20 : 0);
+      for (let i = start; i < end; i++)
+        out[w++] = body[i]! | (body[i]! >= 0x41 && body[i]! <= 0x46 ? 0x20 : 0);
     }
     out[w++] = 0;
     this.w = w;

@@ -71,14 +71,19 @@ export function anvilBinaryPath(): string {
   const fromAnvil = createRequire(anvilPackage);
   const candidates: string[] = [];
   try {
-    const platformPackage = fromAnvil.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`);
+    const platformPackage = fromAnvil.resolve(
+      `@foundry-rs/anvil-${process.platform}-${arch}/package.json`,
+    );
     candidates.push(join(dirname(platformPackage), "bin", binary));
   } catch {
     // Not installed for this platform; the package's postinstall may have put a binary in dist/.
   }
   candidates.push(join(dirname(anvilPackage), "..", "dist", binary));
   const found = candidates.find((path) => existsSync(path));
-  if (found === undefined) throw new FatalError("No anvil binary in node_modules", { details: `looked at ${candidates.join(", ")}` });
+  if (found === undefined)
+    throw new FatalError("No anvil binary in node_modules", {
+      details: `looked at ${candidates.join(", ")}`,
+    });
   return found;
 }
 
@@ -100,16 +105,30 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
 }
 
 async function launch(port: number, chainId: number, options: AnvilOptions): Promise<Anvil> {
-  const args = ["--port", String(port), "--host", "127.0.0.1", "--chain-id", String(chainId), "--silent"];
+  const args = [
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--chain-id",
+    String(chainId),
+    "--silent",
+  ];
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
   if (options.noMining === true) args.push("--no-mining");
   args.push(...(options.extraArgs ?? []));
 
   // A process group of its own: a terminal's Ctrl-C or `kill -- -PGID` reaches this process (which
   // stops anvil after its last write) but not anvil, which would otherwise exit under it.
-  const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
+  const child = spawn(anvilBinaryPath(), args, {
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
   let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_KEEP_CHARS)));
+  child.stderr?.on(
+    "data",
+    (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_KEEP_CHARS)),
+  );
   const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
   if (child.pid !== undefined) {
@@ -124,7 +143,8 @@ async function launch(port: number, chainId: number, options: AnvilOptions): Pro
 
   const httpUrl = `http://127.0.0.1:${port}`;
   const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return exited;
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined)
+      return exited;
     child.kill("SIGTERM");
     const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
     await exited;
@@ -132,17 +152,23 @@ async function launch(port: number, chainId: number, options: AnvilOptions): Pro
   };
 
   const outcome = await Promise.race([
-    waitUntilAnswering(httpUrl, options.startupTimeoutMs ?? STARTUP_TIMEOUT_MS).then(() => "ready" as const),
+    waitUntilAnswering(httpUrl, options.startupTimeoutMs ?? STARTUP_TIMEOUT_MS).then(
+      () => "ready" as const,
+    ),
     exited.then(() => "exited" as const),
     spawnError,
   ]);
-  if (outcome === "ready") return { httpUrl, wsUrl: `ws://127.0.0.1:${port}`, port, chainId, process: child, stop };
+  if (outcome === "ready")
+    return { httpUrl, wsUrl: `ws://127.0.0.1:${port}`, port, chainId, process: child, stop };
   await stop();
   if (outcome instanceof Error) throw new FatalError("Could not start anvil", { cause: outcome });
   if (outcome === "exited" && child.exitCode === EXIT_CODE_PORT_TAKEN) {
     throw new PortTakenError(`Anvil could not bind port ${port}`, { details: stderr.trim() });
   }
-  throw new FatalError(`Anvil exited during start-up (code ${child.exitCode}, signal ${child.signalCode})`, { details: stderr.trim() });
+  throw new FatalError(
+    `Anvil exited during start-up (code ${child.exitCode}, signal ${child.signalCode})`,
+    { details: stderr.trim() },
+  );
 }
 
 async function waitUntilAnswering(httpUrl: string, timeoutMs: number): Promise<void> {
@@ -150,7 +176,11 @@ async function waitUntilAnswering(httpUrl: string, timeoutMs: number): Promise<v
   const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
   while (Date.now() < deadline) {
     try {
-      const response = await fetch(httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+      const response = await fetch(httpUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
       if (response.ok) return;
     } catch {
       // Not listening yet.
@@ -167,7 +197,11 @@ async function findFreePort(): Promise<number> {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address !== null
+          ? resolve(address.port)
+          : reject(new Error("no port")),
+      );
     });
   });
 }
@@ -187,7 +221,8 @@ function installExitHook(): void {
     for (const [child] of children) signalAnvil(child, "SIGTERM");
     const deadline = Date.now() + STOP_GRACE_MS;
     for (const [child, watchdog] of children) {
-      while (child.pid !== undefined && isRunning(child.pid) && Date.now() < deadline) blockFor(EXIT_POLL_INTERVAL_MS);
+      while (child.pid !== undefined && isRunning(child.pid) && Date.now() < deadline)
+        blockFor(EXIT_POLL_INTERVAL_MS);
       signalAnvil(child, "SIGKILL");
       watchdog?.kill("SIGKILL");
     }
@@ -214,7 +249,8 @@ function isRunning(pid: number): boolean {
     const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
     return state !== "Z" && state !== "X";
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT" && existsSync("/proc/self/stat")) return false;
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" && existsSync("/proc/self/stat"))
+      return false;
     try {
       process.kill(pid, 0);
       return true;

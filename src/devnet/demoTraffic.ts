@@ -1,8 +1,22 @@
-import { createPublicClient, createWalletClient, http, toHex, type Address, type Hex, type LocalAccount } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  toHex,
+  type Address,
+  type Hex,
+  type LocalAccount,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { schema0Suffix, schema2Suffix } from "../attribution/erc8021Suffix.js";
 import { flashTestTokenAbi } from "./contracts/generated/flashTestToken.js";
-import { readTokenDomain, signCancelAuthorization, signReceiveAuthorization, signTransferAuthorization, type TokenDomain } from "../authorization/eip3009.js";
+import {
+  readTokenDomain,
+  signCancelAuthorization,
+  signReceiveAuthorization,
+  signTransferAuthorization,
+  type TokenDomain,
+} from "../authorization/eip3009.js";
 import { WALLET_OWNER_KEY_INDEX, type Devnet } from "./startDevnet.js";
 
 export type TrafficOptions = {
@@ -54,7 +68,9 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
   const report = options.onError ?? (() => undefined);
 
   function nextNonce(account: LocalAccount): Promise<number> {
-    const mine = nonces.get(account.address) ?? publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+    const mine =
+      nonces.get(account.address) ??
+      publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
     const next = mine.then((nonce) => nonce + 1);
     nonces.set(account.address, next);
     // A failed read leaves nothing behind: the next send asks the node again.
@@ -64,7 +80,12 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
     return mine;
   }
 
-  async function send(account: LocalAccount, functionName: string, args: readonly unknown[], dataSuffix?: Hex): Promise<Hex> {
+  async function send(
+    account: LocalAccount,
+    functionName: string,
+    args: readonly unknown[],
+    dataSuffix?: Hex,
+  ): Promise<Hex> {
     const wallet = createWalletClient({ account, transport });
     try {
       return await wallet.writeContract({
@@ -86,7 +107,9 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
   /** The code of the relayer that submits payment `n`: its registered one, or a demo code. */
   function relayerCode(n: number): string {
     const relayer = relayers[n % relayers.length]!;
-    return options.builderCodeOf?.(relayer.address) ?? DEMO_BUILDER_CODES[n % DEMO_BUILDER_CODES.length]!;
+    return (
+      options.builderCodeOf?.(relayer.address) ?? DEMO_BUILDER_CODES[n % DEMO_BUILDER_CODES.length]!
+    );
   }
 
   /** The ERC-8021 suffix of payment `n`, sent by relayer `n % relayers.length` (plain transfers by the buyer carry none). */
@@ -110,31 +133,103 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
     if (devnet.wallet !== undefined && n % WALLET_PAYMENT_EVERY === 3 && kind <= 7) {
       // A payment from the smart wallet: its owner signs, the wallet's long signature goes through the bytes overload.
       const from = devnet.wallet;
-      const message = { from, to: relayer.address, value, validAfter: 0n, validBefore: now + 600n, nonce };
+      const message = {
+        from,
+        to: relayer.address,
+        value,
+        validAfter: 0n,
+        validBefore: now + 600n,
+        nonce,
+      };
       const long = (signature: Hex): Hex => `${signature}${WALLET_SIGNATURE_DATA}`;
       if (kind <= 4) {
         const signed = await signTransferAuthorization(walletOwner, domain, message);
-        await send(relayer, "transferWithAuthorization", [from, message.to, value, 0n, message.validBefore, nonce, long(signed.signature)], suffix(n));
+        await send(
+          relayer,
+          "transferWithAuthorization",
+          [from, message.to, value, 0n, message.validBefore, nonce, long(signed.signature)],
+          suffix(n),
+        );
       } else if (kind <= 6) {
         const signed = await signReceiveAuthorization(walletOwner, domain, message);
-        await send(relayer, "receiveWithAuthorization", [from, message.to, value, 0n, message.validBefore, nonce, long(signed.signature)], suffix(n));
+        await send(
+          relayer,
+          "receiveWithAuthorization",
+          [from, message.to, value, 0n, message.validBefore, nonce, long(signed.signature)],
+          suffix(n),
+        );
       } else {
-        const signed = await signCancelAuthorization(walletOwner, domain, { authorizer: from, nonce });
-        await send(relayer, "cancelAuthorization", [from, nonce, long(signed.signature)], suffix(n));
+        const signed = await signCancelAuthorization(walletOwner, domain, {
+          authorizer: from,
+          nonce,
+        });
+        await send(
+          relayer,
+          "cancelAuthorization",
+          [from, nonce, long(signed.signature)],
+          suffix(n),
+        );
       }
     } else if (kind <= 4) {
-      const message = { from: buyer.address, to: relayer.address, value, validAfter: 0n, validBefore: now + 600n, nonce };
+      const message = {
+        from: buyer.address,
+        to: relayer.address,
+        value,
+        validAfter: 0n,
+        validBefore: now + 600n,
+        nonce,
+      };
       const signed = await signTransferAuthorization(buyer, domain, message);
-      await send(relayer, "transferWithAuthorization", [message.from, message.to, value, 0n, message.validBefore, nonce, signed.v, signed.r, signed.s], suffix(n));
+      await send(
+        relayer,
+        "transferWithAuthorization",
+        [
+          message.from,
+          message.to,
+          value,
+          0n,
+          message.validBefore,
+          nonce,
+          signed.v,
+          signed.r,
+          signed.s,
+        ],
+        suffix(n),
+      );
     } else if (kind <= 6) {
-      const message = { from: buyer.address, to: relayer.address, value, validAfter: 0n, validBefore: now + 600n, nonce };
+      const message = {
+        from: buyer.address,
+        to: relayer.address,
+        value,
+        validAfter: 0n,
+        validBefore: now + 600n,
+        nonce,
+      };
       const signed = await signReceiveAuthorization(buyer, domain, message);
-      await send(relayer, "receiveWithAuthorization", [message.from, message.to, value, 0n, message.validBefore, nonce, signed.signature], suffix(n));
+      await send(
+        relayer,
+        "receiveWithAuthorization",
+        [message.from, message.to, value, 0n, message.validBefore, nonce, signed.signature],
+        suffix(n),
+      );
     } else if (kind === 7) {
-      const signed = await signCancelAuthorization(buyer, domain, { authorizer: buyer.address, nonce });
-      await send(relayer, "cancelAuthorization", [buyer.address, nonce, signed.v, signed.r, signed.s], suffix(n));
+      const signed = await signCancelAuthorization(buyer, domain, {
+        authorizer: buyer.address,
+        nonce,
+      });
+      await send(
+        relayer,
+        "cancelAuthorization",
+        [buyer.address, nonce, signed.v, signed.r, signed.s],
+        suffix(n),
+      );
     } else {
-      await send(buyer, "transfer", [relayers[(n + 1) % relayers.length]!.address, value], suffix(n, false));
+      await send(
+        buyer,
+        "transfer",
+        [relayers[(n + 1) % relayers.length]!.address, value],
+        suffix(n, false),
+      );
     }
   }
 
@@ -152,7 +247,11 @@ export function startDemoTraffic(devnet: Devnet, options: TrafficOptions) {
   };
   if (options.paymentsPerSecond > 0) every(1_000 / options.paymentsPerSecond, onePayment);
   if ((options.reorgEverySeconds ?? 0) > 0)
-    every(options.reorgEverySeconds! * 1_000, () => publicClient.request({ method: "devnet_reorg", params: [1 + (sequence % 2)] } as never).then(() => undefined));
+    every(options.reorgEverySeconds! * 1_000, () =>
+      publicClient
+        .request({ method: "devnet_reorg", params: [1 + (sequence % 2)] } as never)
+        .then(() => undefined),
+    );
   if ((options.dropEverySeconds ?? 0) > 0) every(options.dropEverySeconds! * 1_000, droppedPayment);
 
   return {

@@ -1,4 +1,12 @@
-import { concat, createPublicClient, createWalletClient, getAddress, http, type Address, type Hex } from "viem";
+import {
+  concat,
+  createPublicClient,
+  createWalletClient,
+  getAddress,
+  http,
+  type Address,
+  type Hex,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { FatalError } from "../errors/base.js";
 import { miniWalletAbi, miniWalletBytecode } from "./contracts/generated/miniWallet.js";
@@ -10,13 +18,26 @@ const RECEIPT_POLL_INTERVAL_MS = 50;
 export const EIP7702_DELEGATION_PREFIX: Hex = "0xef0100";
 
 /** Deploys a MiniWallet (ERC-1271, `owner` signs) from `privateKey`; the chain must mine. */
-export async function deployMiniWallet(options: { rpcUrl: string; privateKey: Hex; owner: Address }): Promise<Address> {
+export async function deployMiniWallet(options: {
+  rpcUrl: string;
+  privateKey: Hex;
+  owner: Address;
+}): Promise<Address> {
   const account = privateKeyToAccount(options.privateKey);
   const transport = http(options.rpcUrl);
   const publicClient = createPublicClient({ transport });
-  const hash = await createWalletClient({ account, transport }).deployContract({ abi: miniWalletAbi, bytecode: miniWalletBytecode, args: [options.owner], chain: null });
-  const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: RECEIPT_POLL_INTERVAL_MS });
-  if (receipt.status !== "success" || receipt.contractAddress == null) throw new FatalError("MiniWallet deployment failed", { details: `transaction ${hash}` });
+  const hash = await createWalletClient({ account, transport }).deployContract({
+    abi: miniWalletAbi,
+    bytecode: miniWalletBytecode,
+    args: [options.owner],
+    chain: null,
+  });
+  const receipt = await publicClient.waitForTransactionReceipt({
+    hash,
+    pollingInterval: RECEIPT_POLL_INTERVAL_MS,
+  });
+  if (receipt.status !== "success" || receipt.contractAddress == null)
+    throw new FatalError("MiniWallet deployment failed", { details: `transaction ${hash}` });
   return getAddress(receipt.contractAddress);
 }
 
@@ -24,15 +45,27 @@ export async function deployMiniWallet(options: { rpcUrl: string; privateKey: He
  * Deploys a QuirkyWallet (a test wallet: `owner` signs with v 27/28 or 0/1 and any s; with `padsWithFf` it
  * answers ERC-1271's magic value padded with 0xff, which FiatToken refuses); the chain must mine.
  */
-export async function deployQuirkyWallet(options: { rpcUrl: string; privateKey: Hex; owner: Address; padsWithFf: boolean }): Promise<Address> {
+export async function deployQuirkyWallet(options: {
+  rpcUrl: string;
+  privateKey: Hex;
+  owner: Address;
+  padsWithFf: boolean;
+}): Promise<Address> {
   const account = privateKeyToAccount(options.privateKey);
   const transport = http(options.rpcUrl);
   const publicClient = createPublicClient({ transport });
   const hash = await createWalletClient({ account, transport }).deployContract({
-    abi: quirkyWalletAbi, bytecode: quirkyWalletBytecode, args: [options.owner, options.padsWithFf], chain: null,
+    abi: quirkyWalletAbi,
+    bytecode: quirkyWalletBytecode,
+    args: [options.owner, options.padsWithFf],
+    chain: null,
   });
-  const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: RECEIPT_POLL_INTERVAL_MS });
-  if (receipt.status !== "success" || receipt.contractAddress == null) throw new FatalError("QuirkyWallet deployment failed", { details: `transaction ${hash}` });
+  const receipt = await publicClient.waitForTransactionReceipt({
+    hash,
+    pollingInterval: RECEIPT_POLL_INTERVAL_MS,
+  });
+  if (receipt.status !== "success" || receipt.contractAddress == null)
+    throw new FatalError("QuirkyWallet deployment failed", { details: `transaction ${hash}` });
   return getAddress(receipt.contractAddress);
 }
 

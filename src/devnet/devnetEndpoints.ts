@@ -9,7 +9,11 @@ import type { DevnetEndpoints } from "../config/types.js";
  * names a process that no longer exists and is ignored. Only fs and path here: commands on Base
  * import this module without loading the devnet.
  */
-export type RecordedDevnet = DevnetEndpoints & { readonly pid: number; readonly token: string; readonly startedAt: string };
+export type RecordedDevnet = DevnetEndpoints & {
+  readonly pid: number;
+  readonly token: string;
+  readonly startedAt: string;
+};
 
 export function devnetEndpointsPath(databasePath: string): string {
   return `${join(dirname(databasePath), basename(databasePath, extname(databasePath)))}.endpoints.json`;
@@ -42,11 +46,25 @@ function readRecord(path: string): RecordedDevnet | undefined {
   if (!existsSync(path)) return undefined;
   try {
     const value = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-    const text = (key: string) => (typeof value[key] === "string" ? (value[key] as string) : undefined);
-    const [httpUrl, wsUrl, registrationUrl, token, startedAt] = ["http_url", "ws_url", "registration_url", "token", "started_at"].map(text);
+    const text = (key: string) =>
+      typeof value[key] === "string" ? (value[key] as string) : undefined;
+    const [httpUrl, wsUrl, registrationUrl, token, startedAt] = [
+      "http_url",
+      "ws_url",
+      "registration_url",
+      "token",
+      "started_at",
+    ].map(text);
     const pid = value.pid;
     if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
-    if (httpUrl === undefined || wsUrl === undefined || registrationUrl === undefined || token === undefined || startedAt === undefined) return undefined;
+    if (
+      httpUrl === undefined ||
+      wsUrl === undefined ||
+      registrationUrl === undefined ||
+      token === undefined ||
+      startedAt === undefined
+    )
+      return undefined;
     if (![httpUrl, wsUrl, registrationUrl].every(isLoopbackUrl)) return undefined;
     return { pid, httpUrl, wsUrl, registrationUrl, token, startedAt };
   } catch {

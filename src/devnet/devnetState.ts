@@ -28,9 +28,21 @@ export function readDevnetInfo(path: string): DevnetInfo | undefined {
   if (!existsSync(path)) return undefined;
   try {
     const value = JSON.parse(readFileSync(path, "utf8")) as Partial<DevnetInfo>;
-    const whole = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
-    if (!whole(value.chainId) || !whole(value.genesisTimestamp) || !whole(value.tokenDeployBlock) || typeof value.token !== "string") return undefined;
-    return { chainId: value.chainId, genesisTimestamp: value.genesisTimestamp, token: getAddress(value.token), tokenDeployBlock: value.tokenDeployBlock };
+    const whole = (n: unknown): n is number =>
+      typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+    if (
+      !whole(value.chainId) ||
+      !whole(value.genesisTimestamp) ||
+      !whole(value.tokenDeployBlock) ||
+      typeof value.token !== "string"
+    )
+      return undefined;
+    return {
+      chainId: value.chainId,
+      genesisTimestamp: value.genesisTimestamp,
+      token: getAddress(value.token),
+      tokenDeployBlock: value.tokenDeployBlock,
+    };
   } catch {
     return undefined;
   }

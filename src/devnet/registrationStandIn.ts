@@ -49,7 +49,9 @@ export type RegistrationStandIn = {
  * [0-9a-z], random but stable for the server's lifetime. 400 with a JSON error for a malformed address
  * or body, 404 for other paths, 405 for other methods. Status 200 on success (the real one is undocumented).
  */
-export async function startRegistrationStandIn(options: RegistrationStandInOptions = {}): Promise<RegistrationStandIn> {
+export async function startRegistrationStandIn(
+  options: RegistrationStandInOptions = {},
+): Promise<RegistrationStandIn> {
   const host = options.host ?? "127.0.0.1";
   let snakeCase = options.snakeCase ?? false;
   let latencyMs = options.latencyMs ?? 0;
@@ -70,12 +72,27 @@ export async function startRegistrationStandIn(options: RegistrationStandInOptio
     return code;
   }
 
-  function serve(method: string, path: string, body: string | undefined): { status: number; body: string; headers?: Record<string, string> } {
+  function serve(
+    method: string,
+    path: string,
+    body: string | undefined,
+  ): { status: number; body: string; headers?: Record<string, string> } {
     const fault = faults.shift();
-    if (fault !== undefined) return { status: fault.status, body: fault.body ?? JSON.stringify({ error: `injected fault (HTTP ${fault.status})` }) };
-    if (path !== BUILDER_CODES_PATH) return { status: 404, body: JSON.stringify({ error: "not found" }) };
-    if (method !== "POST") return { status: 405, body: JSON.stringify({ error: "method not allowed" }), headers: { allow: "POST" } };
-    if (body === undefined) return { status: 413, body: JSON.stringify({ error: "request body too large" }) };
+    if (fault !== undefined)
+      return {
+        status: fault.status,
+        body: fault.body ?? JSON.stringify({ error: `injected fault (HTTP ${fault.status})` }),
+      };
+    if (path !== BUILDER_CODES_PATH)
+      return { status: 404, body: JSON.stringify({ error: "not found" }) };
+    if (method !== "POST")
+      return {
+        status: 405,
+        body: JSON.stringify({ error: "method not allowed" }),
+        headers: { allow: "POST" },
+      };
+    if (body === undefined)
+      return { status: 413, body: JSON.stringify({ error: "request body too large" }) };
     let request: unknown;
     try {
       request = JSON.parse(body);
@@ -87,32 +104,47 @@ export async function startRegistrationStandIn(options: RegistrationStandInOptio
     const fields = request as Record<string, unknown>;
     const wallet = fields.walletAddress ?? fields.wallet_address;
     if (wallet === undefined) return badRequest("walletAddress is required");
-    if (typeof wallet !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(wallet)) return badRequest("invalid walletAddress: expected 0x and 40 hex digits");
-    if (!isAddress(wallet, { strict: true })) return badRequest("invalid walletAddress: bad EIP-55 checksum");
+    if (typeof wallet !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(wallet))
+      return badRequest("invalid walletAddress: expected 0x and 40 hex digits");
+    if (!isAddress(wallet, { strict: true }))
+      return badRequest("invalid walletAddress: bad EIP-55 checksum");
     const code = codeFor(wallet);
     const walletAddress = getAddress(wallet);
     const answer = snakeCase
-      ? { builder_code: code, wallet_address: walletAddress, usage_instructions: `Append the ERC-8021 suffix for "${code}" to your transactions' calldata.` }
+      ? {
+          builder_code: code,
+          wallet_address: walletAddress,
+          usage_instructions: `Append the ERC-8021 suffix for "${code}" to your transactions' calldata.`,
+        }
       : { builderCode: code, walletAddress };
     return { status: 200, body: JSON.stringify(answer) };
   }
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    const call: RecordedCall = { method: request.method ?? "", path: (request.url ?? "/").split("?")[0] ?? "/", status: 0 };
+    const call: RecordedCall = {
+      method: request.method ?? "",
+      path: (request.url ?? "/").split("?")[0] ?? "/",
+      status: 0,
+    };
     calls.push(call);
-    readBody(request, MAX_REQUEST_BYTES).then((body) => {
-      const answer = serve(call.method, call.path, body);
-      const send = () => {
-        call.status = answer.status;
-        response.writeHead(answer.status, { "content-type": "application/json", ...answer.headers }).end(answer.body);
-      };
-      if (latencyMs <= 0) return send();
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        send();
-      }, latencyMs);
-      timers.add(timer);
-    }, () => response.destroy());
+    readBody(request, MAX_REQUEST_BYTES).then(
+      (body) => {
+        const answer = serve(call.method, call.path, body);
+        const send = () => {
+          call.status = answer.status;
+          response
+            .writeHead(answer.status, { "content-type": "application/json", ...answer.headers })
+            .end(answer.body);
+        };
+        if (latencyMs <= 0) return send();
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          send();
+        }, latencyMs);
+        timers.add(timer);
+      },
+      () => response.destroy(),
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -163,7 +195,9 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<string | 
       size += chunk.byteLength;
       if (size <= maxBytes) chunks.push(chunk);
     });
-    request.on("end", () => resolve(size > maxBytes ? undefined : Buffer.concat(chunks).toString("utf8")));
+    request.on("end", () =>
+      resolve(size > maxBytes ? undefined : Buffer.concat(chunks).toString("utf8")),
+    );
     request.on("error", reject);
   });
 }

@@ -1,4 +1,12 @@
-import { createPublicClient, createWalletClient, getContractAddress, http, parseUnits, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  getContractAddress,
+  http,
+  parseUnits,
+  type Address,
+  type Hex,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { FatalError } from "../errors/base.js";
 import { ANVIL_PRIVATE_KEYS, startAnvil } from "./anvil.js";
@@ -74,18 +82,42 @@ const WALLET_DEPLOY_NONCE = 1 + FUNDED_ACCOUNTS;
 export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
   const chainId = options.chainId ?? 8453;
   const { state } = options;
-  const stateArgs = state === undefined ? [] : ["--state", state.path, "--state-interval", String(state.intervalSeconds), "--timestamp", String(state.genesisTimestamp)];
+  const stateArgs =
+    state === undefined
+      ? []
+      : [
+          "--state",
+          state.path,
+          "--state-interval",
+          String(state.intervalSeconds),
+          "--timestamp",
+          String(state.genesisTimestamp),
+        ];
   const anvil = await startAnvil({ chainId, extraArgs: ["--order", "fifo", ...stateArgs] });
   try {
     const publicClient = createPublicClient({ transport: http(anvil.httpUrl) });
-    const { token, blockNumber } = state?.restore === undefined ? await deployFundedToken(anvil.httpUrl) : { token: state.restore.token, blockNumber: state.restore.tokenDeployBlock };
-    if (state?.restore !== undefined && ((await publicClient.getCode({ address: token })) ?? "0x") === "0x")
-      throw new FatalError(`The restored devnet chain has no token at ${token}`, { details: `state file ${state.path}` });
-    const wallet = state?.restore === undefined ? await deployFundedWallet(anvil.httpUrl, token) : await restoredWallet(publicClient);
+    const { token, blockNumber } =
+      state?.restore === undefined
+        ? await deployFundedToken(anvil.httpUrl)
+        : { token: state.restore.token, blockNumber: state.restore.tokenDeployBlock };
+    if (
+      state?.restore !== undefined &&
+      ((await publicClient.getCode({ address: token })) ?? "0x") === "0x"
+    )
+      throw new FatalError(`The restored devnet chain has no token at ${token}`, {
+        details: `state file ${state.path}`,
+      });
+    const wallet =
+      state?.restore === undefined
+        ? await deployFundedWallet(anvil.httpUrl, token)
+        : await restoredWallet(publicClient);
     // From here on the front's sequencer decides when blocks are made (a restored anvil automines again).
     await publicClient.request({ method: "evm_setAutomine", params: [false] } as never);
     const genesis = await publicClient.getBlock({ blockNumber: 0n });
-    const restoredHead = state?.restore === undefined ? undefined : Number(await publicClient.getBlockNumber({ cacheTime: 0 }));
+    const restoredHead =
+      state?.restore === undefined
+        ? undefined
+        : Number(await publicClient.getBlockNumber({ cacheTime: 0 }));
     const front = await startFlashblocksFront({
       anvilUrl: anvil.httpUrl,
       flashblockIntervalMs: options.flashblockIntervalMs ?? 200,
@@ -121,7 +153,9 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
 
 /** Deploys the test token from anvil's first key (nonce 0: always the same address) and funds the buyers. */
 async function deployFundedToken(rpcUrl: string): Promise<{ token: Address; blockNumber: number }> {
-  const buyers = ANVIL_PRIVATE_KEYS.slice(1, 1 + FUNDED_ACCOUNTS).map((key) => privateKeyToAccount(key).address);
+  const buyers = ANVIL_PRIVATE_KEYS.slice(1, 1 + FUNDED_ACCOUNTS).map(
+    (key) => privateKeyToAccount(key).address,
+  );
   const { address, blockNumber } = await deployTestToken({
     rpcUrl,
     privateKey: ANVIL_PRIVATE_KEYS[0]!,
@@ -135,15 +169,35 @@ async function deployFundedWallet(rpcUrl: string, token: Address): Promise<Addre
   const owner = privateKeyToAccount(ANVIL_PRIVATE_KEYS[WALLET_OWNER_KEY_INDEX]!).address;
   const wallet = await deployMiniWallet({ rpcUrl, privateKey: ANVIL_PRIVATE_KEYS[0]!, owner });
   const transport = http(rpcUrl);
-  const deployer = createWalletClient({ account: privateKeyToAccount(ANVIL_PRIVATE_KEYS[0]!), transport });
-  const hash = await deployer.writeContract({ address: token, abi: flashTestTokenAbi, functionName: "mint", args: [wallet, parseUnits("1000000000", 6)], chain: null });
-  const receipt = await createPublicClient({ transport }).waitForTransactionReceipt({ hash, pollingInterval: 50 });
-  if (receipt.status !== "success") throw new FatalError("Minting test USDC to the devnet wallet reverted", { details: `transaction ${hash}` });
+  const deployer = createWalletClient({
+    account: privateKeyToAccount(ANVIL_PRIVATE_KEYS[0]!),
+    transport,
+  });
+  const hash = await deployer.writeContract({
+    address: token,
+    abi: flashTestTokenAbi,
+    functionName: "mint",
+    args: [wallet, parseUnits("1000000000", 6)],
+    chain: null,
+  });
+  const receipt = await createPublicClient({ transport }).waitForTransactionReceipt({
+    hash,
+    pollingInterval: 50,
+  });
+  if (receipt.status !== "success")
+    throw new FatalError("Minting test USDC to the devnet wallet reverted", {
+      details: `transaction ${hash}`,
+    });
   return wallet;
 }
 
 /** The wallet of a restored chain, where deployFundedWallet put it; undefined for a chain saved without one. */
-async function restoredWallet(publicClient: ReturnType<typeof createPublicClient>): Promise<Address | undefined> {
-  const address = getContractAddress({ from: privateKeyToAccount(ANVIL_PRIVATE_KEYS[0]!).address, nonce: BigInt(WALLET_DEPLOY_NONCE) });
+async function restoredWallet(
+  publicClient: ReturnType<typeof createPublicClient>,
+): Promise<Address | undefined> {
+  const address = getContractAddress({
+    from: privateKeyToAccount(ANVIL_PRIVATE_KEYS[0]!).address,
+    nonce: BigInt(WALLET_DEPLOY_NONCE),
+  });
   return ((await publicClient.getCode({ address })) ?? "0x") === "0x" ? undefined : address;
 }

@@ -83,7 +83,10 @@ export class RetryableError extends BaseError {
   /** The wait the other side asked for before the next try (HTTP `Retry-After`), in ms; ops/withRetry.ts honours it. */
   readonly retryAfterMs: number | undefined;
 
-  constructor(shortMessage: string, options: BaseErrorOptions & { retryAfterMs?: number | undefined } = {}) {
+  constructor(
+    shortMessage: string,
+    options: BaseErrorOptions & { retryAfterMs?: number | undefined } = {},
+  ) {
     super(shortMessage, options);
     this.retryAfterMs = options.retryAfterMs;
   }

@@ -44,7 +44,11 @@ export class RpcRequestError extends BaseError {
   /** What it was constructed from: the error again from another thread's copy (`new RpcRequestError(method, nodeError)`). */
   readonly method: string;
   readonly nodeError: { code: number; message: string; data?: unknown };
-  constructor(method: string, error: { code: number; message: string; data?: unknown }, options: BaseErrorOptions = {}) {
+  constructor(
+    method: string,
+    error: { code: number; message: string; data?: unknown },
+    options: BaseErrorOptions = {},
+  ) {
     super(`${method} failed: ${error.message} (code ${error.code})`, options);
     this.code = error.code;
     this.data = error.data;
@@ -104,11 +108,22 @@ const INVALID_REQUEST = -32600;
 const METHOD_NOT_SUPPORTED = -32004;
 
 /** What nodes answer eth_sendRawTransaction when they refuse or already hold the transaction. */
-const SEND_VERDICT = /already known|known transaction|already imported|nonce too low|nonce has already been used|underpriced|insufficient funds/i;
+const SEND_VERDICT =
+  /already known|known transaction|already imported|nonce too low|nonce has already been used|underpriced|insufficient funds/i;
 
 /** Whether a node's JSON-RPC error is worth another try (rate limits, overloaded or lagging nodes). */
 export function isRetryableRpcError(error: RpcRequestError): boolean {
-  if ([EXECUTION_REVERTED_CODE, METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_SUPPORTED, PRUNED_HISTORY_CODE].includes(error.code)) return false;
+  if (
+    [
+      EXECUTION_REVERTED_CODE,
+      METHOD_NOT_FOUND,
+      INVALID_PARAMS,
+      INVALID_REQUEST,
+      METHOD_NOT_SUPPORTED,
+      PRUNED_HISTORY_CODE,
+    ].includes(error.code)
+  )
+    return false;
   // Note: geth answers a revert without data as -32000 "execution reverted"; retrying cannot change it.
   if (/^execution reverted/i.test(error.shortMessage.replace(/^\S+ failed: /, ""))) return false;
   // Note: a node's verdict on a sent transaction (geth/reth -32000 "already known", "nonce too low",

@@ -13,6 +13,9 @@ export class WriterBusyError extends ConfigError {
       holder === undefined
         ? "(it has not recorded itself yet: it is still starting)"
         : `(pid ${holder.pid} on ${holder.host}, '${holder.command}', since ${holder.startedAt})`;
-    super(field, `${databasePath} is being written by another flashindex process ${who}; stop it or use another ${field}`);
+    super(
+      field,
+      `${databasePath} is being written by another flashindex process ${who}; stop it or use another ${field}`,
+    );
   }
 }

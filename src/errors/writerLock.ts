@@ -12,6 +12,8 @@ export class WriterLockLostError extends BaseError {
 
   /** `location` names the database (a redacted postgres URL with its schema). */
   constructor(location: string) {
-    super(`Lost the connection holding the writer lock of ${location}: stopping rather than writing beside another writer`);
+    super(
+      `Lost the connection holding the writer lock of ${location}: stopping rather than writing beside another writer`,
+    );
   }
 }

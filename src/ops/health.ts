@@ -17,7 +17,9 @@ export function createHealth(now: () => number = Date.now) {
      * are indexed), yet an operator must see it.
      */
     degradedReasons(): string[] {
-      return preconfirmedViewProblem === undefined ? [] : [`pre-confirmed view not trusted: ${preconfirmedViewProblem}`];
+      return preconfirmedViewProblem === undefined
+        ? []
+        : [`pre-confirmed view not trusted: ${preconfirmedViewProblem}`];
     },
     markBackfillCaughtUp: (caughtUp: boolean) => {
       backfillCaughtUp = caughtUp;
@@ -30,7 +32,8 @@ export function createHealth(now: () => number = Date.now) {
     /** undefined when ready, else the reason it is not. */
     notReadyReason(): string | undefined {
       if (!backfillCaughtUp) return "backfill has not caught up with the finalized block";
-      if (now() - lastHeadAt > HEAD_STALE_AFTER_MS) return `no new head for over ${HEAD_STALE_AFTER_MS / 1_000} s`;
+      if (now() - lastHeadAt > HEAD_STALE_AFTER_MS)
+        return `no new head for over ${HEAD_STALE_AFTER_MS / 1_000} s`;
       return undefined;
     },
   };

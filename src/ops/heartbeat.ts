@@ -6,7 +6,13 @@ import type { Metrics } from "./metrics.js";
 export const HEARTBEAT_INTERVAL_MS = 30_000;
 
 /** Counter totals the heartbeat reports as differences since the previous one. */
-type Totals = { preconfirmed: number; confirmed: number; finalized: number; reorgs: number; dropped: number };
+type Totals = {
+  preconfirmed: number;
+  confirmed: number;
+  finalized: number;
+  reorgs: number;
+  dropped: number;
+};
 
 async function readTotals(metrics: Metrics): Promise<Totals> {
   const byStatus = new Map<string, number>();
@@ -14,7 +20,8 @@ async function readTotals(metrics: Metrics): Promise<Totals> {
     const status = String(v.labels.status);
     byStatus.set(status, (byStatus.get(status) ?? 0) + v.value);
   }
-  const sum = async (counter: { get: () => Promise<{ values: Array<{ value: number }> }> }) => (await counter.get()).values.reduce((a, v) => a + v.value, 0);
+  const sum = async (counter: { get: () => Promise<{ values: Array<{ value: number }> }> }) =>
+    (await counter.get()).values.reduce((a, v) => a + v.value, 0);
   return {
     preconfirmed: byStatus.get("preconfirmed") ?? 0,
     confirmed: byStatus.get("confirmed") ?? 0,
@@ -24,7 +31,9 @@ async function readTotals(metrics: Metrics): Promise<Totals> {
   };
 }
 
-async function gauge(metric: { get: () => Promise<{ values: Array<{ value: number }> }> }): Promise<number> {
+async function gauge(metric: {
+  get: () => Promise<{ values: Array<{ value: number }> }>;
+}): Promise<number> {
   return (await metric.get()).values[0]?.value ?? 0;
 }
 
@@ -32,7 +41,10 @@ async function gauge(metric: { get: () => Promise<{ values: Array<{ value: numbe
  * Logs "Heartbeat" every `intervalMs` once the backfill has caught up: head, lag, and the logs
  * stored by status, reorgs and dropped pre-confirmations since the previous heartbeat.
  */
-export function startHeartbeat(deps: { logger: Logger; metrics: Metrics; health: Health }, intervalMs = HEARTBEAT_INTERVAL_MS): { stop: () => void } {
+export function startHeartbeat(
+  deps: { logger: Logger; metrics: Metrics; health: Health },
+  intervalMs = HEARTBEAT_INTERVAL_MS,
+): { stop: () => void } {
   const logger = deps.logger.child({ component: "heartbeat" });
   let previous: Totals | undefined;
   const beat = async () => {

@@ -25,5 +25,8 @@ export function asListenError(error: unknown, target: ListenTarget): unknown {
   if (!isListenError(error)) return error;
   const reason = LISTEN_REASONS[(error as { code: string }).code];
   const host = target.host.includes(":") ? `[${target.host}]` : target.host;
-  return new ConfigError(target.key, `${host}:${target.port} ${reason}; choose another with ${target.key} (0 picks a free port)`);
+  return new ConfigError(
+    target.key,
+    `${host}:${target.port} ${reason}; choose another with ${target.key} (0 picks a free port)`,
+  );
 }

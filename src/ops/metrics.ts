@@ -11,7 +11,8 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: "flashindex_" });
+  if (options.defaultMetrics ?? true)
+    collectDefaultMetrics({ register: registry, prefix: "flashindex_" });
   const registers = [registry];
   /** What flashindex_db_size_bytes reads at scrape time (the store, once it is open). */
   let databaseSize: (() => Promise<number>) | undefined;

@@ -2,13 +2,19 @@
  * Reads at most `maxBytes` of an HTTP response body; past that the rest is dropped unread, so a
  * hostile or runaway answer cannot exhaust memory. `truncated` says the cap was hit.
  */
-export async function readCappedBody(response: Response, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
+export async function readCappedBody(
+  response: Response,
+  maxBytes: number,
+): Promise<{ text: string; truncated: boolean }> {
   const { bytes, truncated } = await readCappedBytes(response, maxBytes);
   return { text: bytes.toString("utf8"), truncated };
 }
 
 /** The same body as bytes. */
-async function readCappedBytes(response: Response, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+async function readCappedBytes(
+  response: Response,
+  maxBytes: number,
+): Promise<{ bytes: Buffer; truncated: boolean }> {
   const none = { bytes: Buffer.alloc(0), truncated: false };
   if (response.body === null) return none;
   const declared = Number(response.headers.get("content-length") ?? Number.NaN);

@@ -3,14 +3,20 @@
  * user:password, and API keys in the path or query (Alchemy `/v2/<key>`, Infura `/v3/<key>`, `?apikey=`).
  */
 export function redactUrl(url: string): string {
-  return redacted(url, (parsed) => (parsed.pathname !== "/" && parsed.pathname !== "" ? "/***" : ""));
+  return redacted(url, (parsed) =>
+    parsed.pathname !== "/" && parsed.pathname !== "" ? "/***" : "",
+  );
 }
 
 /** Replaces every URL found in free text (error messages from fetch, ws or pg) with its redacted form. */
 export function redactText(text: string): string {
   return text
-    .replace(/\b(?:https?|wss?):\/\/[^\s"'<>]+/g, (match) => withoutTrailingPunctuation(match, redactUrl))
-    .replace(/\bpostgres(?:ql)?:\/\/[^\s"'<>]+/g, (match) => withoutTrailingPunctuation(match, redactDatabaseUrl));
+    .replace(/\b(?:https?|wss?):\/\/[^\s"'<>]+/g, (match) =>
+      withoutTrailingPunctuation(match, redactUrl),
+    )
+    .replace(/\bpostgres(?:ql)?:\/\/[^\s"'<>]+/g, (match) =>
+      withoutTrailingPunctuation(match, redactDatabaseUrl),
+    );
 }
 
 /**

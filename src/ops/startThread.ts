@@ -8,7 +8,12 @@ import { Worker, type ResourceLimits } from "node:worker_threads";
  * `import.meta.url` is `beside`): the compiled .js. From TypeScript sources (tests under tsx or
  * vitest) it first registers tsx's loader in the new thread, then imports the .ts entry.
  */
-export function startThread(beside: string, entry: string, workerData: unknown, resourceLimits: ResourceLimits): Worker {
+export function startThread(
+  beside: string,
+  entry: string,
+  workerData: unknown,
+  resourceLimits: ResourceLimits,
+): Worker {
   const options = { workerData, resourceLimits };
   if (!beside.endsWith(".ts")) return new Worker(new URL(`./${entry}.js`, beside), options);
   const tsx = pathToFileURL(tsxEsmApiPath()).href;
@@ -21,6 +26,8 @@ export function startThread(beside: string, entry: string, workerData: unknown, 
 function tsxEsmApiPath(): string {
   const require = createRequire(import.meta.url);
   const manifestPath = require.resolve("tsx/package.json");
-  const manifest = require(manifestPath) as { exports: Record<string, { import: { default: string } }> };
+  const manifest = require(manifestPath) as {
+    exports: Record<string, { import: { default: string } }>;
+  };
   return join(dirname(manifestPath), manifest.exports["./esm/api"]!.import.default);
 }

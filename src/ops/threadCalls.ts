@@ -11,7 +11,10 @@ export function createThreadCalls<Reply extends { id: number }, Result>(
   worker: Worker,
   options: { thread: string; settle: (reply: Reply) => Result | Error; onReply?: () => void },
 ) {
-  const waiting = new Map<number, { resolve: (result: Result) => void; reject: (error: Error) => void }>();
+  const waiting = new Map<
+    number,
+    { resolve: (result: Result) => void; reject: (error: Error) => void }
+  >();
   let nextId = 1;
   let failure: Error | undefined;
   const failAll = (error: Error) => {
@@ -28,7 +31,9 @@ export function createThreadCalls<Reply extends { id: number }, Result>(
     if (result instanceof Error) pending.reject(result);
     else pending.resolve(result);
   });
-  worker.on("error", (error) => failAll(new FatalError(`The ${options.thread} failed: ${error.message}`, { cause: error })));
+  worker.on("error", (error) =>
+    failAll(new FatalError(`The ${options.thread} failed: ${error.message}`, { cause: error })),
+  );
   worker.once("exit", () => failAll(new FatalError(`The ${options.thread} exited`)));
   return {
     /** Sends one request (`send` posts it with its id); settles with its reply. */

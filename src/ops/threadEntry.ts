@@ -5,7 +5,10 @@ import { parentPort } from "node:worker_threads";
  * thread holds (`close`: its database connection) and closes the port, so the thread ends once its
  * work is done; any other message goes to `handle`. Call once, from the entry module.
  */
-export function serveThreadMessages<Message>(handle: (message: Message) => void, close: () => void = () => undefined): void {
+export function serveThreadMessages<Message>(
+  handle: (message: Message) => void,
+  close: () => void = () => undefined,
+): void {
   const port = parentPort;
   if (port === null) throw new Error("serveThreadMessages: not running on a worker thread");
   port.on("message", (message: Message | "close") => {
@@ -17,4 +20,3 @@ export function serveThreadMessages<Message>(handle: (message: Message) => void,
     handle(message);
   });
 }
-

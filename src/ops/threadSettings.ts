@@ -87,10 +87,13 @@ export const MAINTENANCE_THREAD_HEAP_MB = 16;
 export const CHECKPOINT_THREAD_HEAP_MB = 16;
 
 /** The decode thread's nice value in `mode`. */
-export const decodeThreadNice = (mode: ProcessMode): number => (mode === "daemon" ? DECODE_THREAD_NICE_IN_DAEMON : 0);
+export const decodeThreadNice = (mode: ProcessMode): number =>
+  mode === "daemon" ? DECODE_THREAD_NICE_IN_DAEMON : 0;
 
 /** The window writer thread's nice value in `mode`. */
-export const windowWriterNice = (mode: ProcessMode): number => (mode === "daemon" ? WINDOW_WRITER_NICE_IN_DAEMON : 0);
+export const windowWriterNice = (mode: ProcessMode): number =>
+  mode === "daemon" ? WINDOW_WRITER_NICE_IN_DAEMON : 0;
 
 /** Whether a bulk load's end runs on the maintenance thread: in the daemon always, in batch mode past MAINTENANCE_THREAD_FROM_LOGS. */
-export const maintenanceOnThread = (mode: ProcessMode, storedLogs: number): boolean => mode === "daemon" || storedLogs >= MAINTENANCE_THREAD_FROM_LOGS;
+export const maintenanceOnThread = (mode: ProcessMode, storedLogs: number): boolean =>
+  mode === "daemon" || storedLogs >= MAINTENANCE_THREAD_FROM_LOGS;

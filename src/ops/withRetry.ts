@@ -26,14 +26,20 @@ export type RetryPolicy = {
  * then throws the last failure as it was. `fn` gets the attempt's index (0 for the first), e.g. to
  * rotate endpoints. The one retry loop of flashindex: every caller passes its policy.
  */
-export async function withRetry<T>(fn: (attempt: { count: number }) => Promise<T>, policy: RetryPolicy = {}): Promise<T> {
+export async function withRetry<T>(
+  fn: (attempt: { count: number }) => Promise<T>,
+  policy: RetryPolicy = {},
+): Promise<T> {
   const { retryCount = 2, shouldRetry = () => true } = policy;
   for (let count = 0; ; count++) {
     try {
       return await fn({ count });
     } catch (error) {
-      if (count >= retryCount || policy.signal?.aborted || !shouldRetry({ count, error })) throw error;
-      const delayMs = retryAfterOf(error) ?? (typeof policy.delay === "function" ? policy.delay({ count, error }) : (policy.delay ?? 0));
+      if (count >= retryCount || policy.signal?.aborted || !shouldRetry({ count, error }))
+        throw error;
+      const delayMs =
+        retryAfterOf(error) ??
+        (typeof policy.delay === "function" ? policy.delay({ count, error }) : (policy.delay ?? 0));
       policy.onRetry?.({ count, error, delayMs });
       await sleep(delayMs, policy.signal);
     }
@@ -49,7 +55,9 @@ export type Backoff = { initialDelayMs: number; maxDelayMs: number };
  * The one backoff of flashindex: RPC retries, WebSocket reconnects, registration and webhook retries use it.
  */
 export function backoffDelayMs(count: number, backoff: Backoff): number {
-  return Math.round(Math.random() * Math.min(backoff.maxDelayMs, backoff.initialDelayMs * 2 ** count));
+  return Math.round(
+    Math.random() * Math.min(backoff.maxDelayMs, backoff.initialDelayMs * 2 ** count),
+  );
 }
 
 /** `backoffDelayMs` as a policy's `delay`. */
@@ -75,7 +83,10 @@ export const MAX_RETRY_AFTER_MS = 10 * 60_000;
  * An HTTP `Retry-After` header's wait in ms (RFC 9110 §10.2.3: delay-seconds, or an HTTP date
  * measured from `nowMs`), at most MAX_RETRY_AFTER_MS; undefined when absent or unreadable.
  */
-export function parseRetryAfterMs(header: string | readonly string[] | undefined, nowMs = Date.now()): number | undefined {
+export function parseRetryAfterMs(
+  header: string | readonly string[] | undefined,
+  nowMs = Date.now(),
+): number | undefined {
   const value = (Array.isArray(header) ? header[0] : header)?.trim();
   if (value === undefined || value === "") return undefined;
   if (/^\d+$/.test(value)) return Math.min(MAX_RETRY_AFTER_MS, Number(value) * 1_000);

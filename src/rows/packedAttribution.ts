@@ -16,14 +16,20 @@ import type { Hex } from "viem";
  * with the transfer list: cloned value by value, a million transactions' 23 million values cost the
  * main thread (which only passes them on) seconds of deserializing, copying and collecting garbage.
  */
-export type PackedAttribution = { batches: Array<unknown[] | Uint8Array<ArrayBuffer>>; operationLogs?: OperationLogRows };
+export type PackedAttribution = {
+  batches: Array<unknown[] | Uint8Array<ArrayBuffer>>;
+  operationLogs?: OperationLogRows;
+};
 
 /**
  * The rows a bundle's mapped logs add (schema 13), as plain values: per bundle whose receipt was
  * read `[tx_hash, operation_logs, operation_logs_error]`, and per indexed log inside one of its
  * operations `[tx_hash, token, tx_log_position, op_index]` (decode/packAttribution.ts operationLogRows).
  */
-export type OperationLogRows = { bundles: Array<[Hex, string, string | null]>; logs: Array<[Hex, Hex, number, number]> };
+export type OperationLogRows = {
+  bundles: Array<[Hex, string, string | null]>;
+  logs: Array<[Hex, Hex, number, number]>;
+};
 
 /** Values per transaction before its record count: the columns of `transactions`. */
 export const TRANSACTION_FIELDS = 14;
@@ -40,8 +46,13 @@ export const OWN_CALLDATA = -1;
 export const emptyAttribution = (): PackedAttribution => ({ batches: [] });
 
 /** The same attribution with each batch as JSON bytes, and the buffers to list in postMessage's transferList. */
-export function attributionToMove(packed: PackedAttribution): { packed: PackedAttribution; transfer: ArrayBuffer[] } {
-  const batches = packed.batches.map((batch) => (Array.isArray(batch) ? new TextEncoder().encode(JSON.stringify(batch)) : batch));
+export function attributionToMove(packed: PackedAttribution): {
+  packed: PackedAttribution;
+  transfer: ArrayBuffer[];
+} {
+  const batches = packed.batches.map((batch) =>
+    Array.isArray(batch) ? new TextEncoder().encode(JSON.stringify(batch)) : batch,
+  );
   // A window's few bundles are cloned as they are.
   return { packed: { ...packed, batches }, transfer: batches.map((batch) => batch.buffer) };
 }
@@ -50,12 +61,17 @@ export function attributionToMove(packed: PackedAttribution): { packed: PackedAt
 export function valuesOf(batch: unknown[] | Uint8Array): unknown[] {
   if (Array.isArray(batch)) return batch;
   const values: unknown = JSON.parse(new TextDecoder().decode(batch));
-  if (!Array.isArray(values)) throw new Error("packed attribution: a moved batch does not hold an array");
+  if (!Array.isArray(values))
+    throw new Error("packed attribution: a moved batch does not hold an array");
   return values;
 }
 
 /** Packed attribution's rows per transaction, each row's values in its table's column order (store/sqlite/attributionWriter.ts ATTRIBUTION_COLUMNS), hash first. */
-export type UnpackedTransaction = { transaction: unknown[]; userOperations: unknown[][]; codes: unknown[][] };
+export type UnpackedTransaction = {
+  transaction: unknown[];
+  userOperations: unknown[][];
+  codes: unknown[][];
+};
 
 /** The rows packed attribution stands for, transaction by transaction. */
 export function unpackAttribution(packed: PackedAttribution): UnpackedTransaction[] {
@@ -65,8 +81,12 @@ export function unpackAttribution(packed: PackedAttribution): UnpackedTransactio
 }
 
 function unpackValues(v: unknown[], transactions: UnpackedTransaction[]): void {
-  for (let i = 0; i < v.length; ) {
-    const unpacked: UnpackedTransaction = { transaction: v.slice(i, i + TRANSACTION_FIELDS), userOperations: [], codes: [] };
+  for (let i = 0; i < v.length;) {
+    const unpacked: UnpackedTransaction = {
+      transaction: v.slice(i, i + TRANSACTION_FIELDS),
+      userOperations: [],
+      codes: [],
+    };
     const records = v[i + TRANSACTION_FIELDS] as number;
     i += TRANSACTION_FIELDS + 1;
     for (let r = 0; r < records; r++, i += RECORD_FIELDS) {

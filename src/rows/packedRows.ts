@@ -29,14 +29,31 @@ export const STRING_FIELDS = 14;
 export const NUMBER_FIELDS = 6;
 /** The same offsets by name, for code off the SQLite hot path (which writes them as literals). */
 export const STRING_AT = {
-  address: 0, topic0: 1, topic1: 2, topic2: 3, topic3: 4, data: 5, blockHash: 6, txHash: 7, status: 8, source: 9, event: 10,
+  address: 0,
+  topic0: 1,
+  topic1: 2,
+  topic2: 3,
+  topic3: 4,
+  data: 5,
+  blockHash: 6,
+  txHash: 7,
+  status: 8,
+  source: 9,
+  event: 10,
   /** `from` of a transfer, `authorizer` of an authorization event. */
   first: 11,
   /** `to` of a transfer, `nonce` of an authorization event. */
   second: 12,
   value: 13,
 } as const;
-export const NUMBER_AT = { blockNumber: 0, blockTimestamp: 1, txIndex: 2, logIndex: 3, txLogPosition: 4, chainId: 5 } as const;
+export const NUMBER_AT = {
+  blockNumber: 0,
+  blockTimestamp: 1,
+  txIndex: 2,
+  logIndex: 3,
+  txLogPosition: 4,
+  chainId: 5,
+} as const;
 const SEPARATOR = "\u0000";
 
 export function packRows(rows: readonly LogRow[]): PackedRows & { text: string } {
@@ -90,13 +107,21 @@ export function packRowsToMove(rows: readonly LogRow[]): PackedRows {
 
 /** The buffers to list in postMessage's transferList when sending packed rows to another thread (they are unusable here after). */
 export const buffersToMove = (packed: PackedRows): ArrayBuffer[] =>
-  typeof packed.text === "string" ? [packed.numbers.buffer] : [packed.numbers.buffer, packed.text.buffer];
+  typeof packed.text === "string"
+    ? [packed.numbers.buffer]
+    : [packed.numbers.buffer, packed.text.buffer];
 
 /** The strings of packed rows, STRING_FIELDS per row ("" for NULL); refuses a text that does not split into that many. */
 export function unpackStrings({ count, text }: PackedRows): string[] {
   if (count === 0) return [];
-  const joined = typeof text === "string" ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString("latin1");
+  const joined =
+    typeof text === "string"
+      ? text
+      : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString("latin1");
   const strings = joined.split(SEPARATOR);
-  if (strings.length !== count * STRING_FIELDS) throw new Error(`packed rows hold ${strings.length} strings, expected ${count * STRING_FIELDS}`);
+  if (strings.length !== count * STRING_FIELDS)
+    throw new Error(
+      `packed rows hold ${strings.length} strings, expected ${count * STRING_FIELDS}`,
+    );
   return strings;
 }

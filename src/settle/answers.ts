@@ -15,7 +15,9 @@ export const ANSWER_STATUS = { ok: 200, notJson: 400, conflict: 409 } as const;
 
 /** The HTTP status a refusal goes out with. */
 export function refusalStatus(refusal: Refusal): number {
-  return refusal.invalidReason === INVALID_REASONS.paymentIdentifierConflict ? ANSWER_STATUS.conflict : ANSWER_STATUS.ok;
+  return refusal.invalidReason === INVALID_REASONS.paymentIdentifierConflict
+    ? ANSWER_STATUS.conflict
+    : ANSWER_STATUS.ok;
 }
 
 /** /verify's body for a payment that will settle. */
@@ -25,11 +27,22 @@ export function verifyAccepted(payer: Address): VerifyResponse {
 
 /** /verify's body for a refused payment; `payer` when the authorization named one. */
 export function verifyRefused(refusal: Refusal, payer?: Address): VerifyResponse {
-  return { isValid: false, invalidReason: refusal.invalidReason, invalidMessage: refusal.message, ...(payer === undefined ? {} : { payer }) };
+  return {
+    isValid: false,
+    invalidReason: refusal.invalidReason,
+    invalidMessage: refusal.message,
+    ...(payer === undefined ? {} : { payer }),
+  };
 }
 
 /** /settle's body for a settled payment: its transaction on `network` (CAIP-2) and the amount moved. */
-export function settleSucceeded(settled: { transaction: Hex; network: string; payer: Address; amount: bigint; extensions?: Record<string, unknown> }): SettleResponse {
+export function settleSucceeded(settled: {
+  transaction: Hex;
+  network: string;
+  payer: Address;
+  amount: bigint;
+  extensions?: Record<string, unknown>;
+}): SettleResponse {
   return {
     success: true,
     payer: settled.payer,
@@ -49,7 +62,12 @@ export function settleSucceeded(settled: { transaction: Hex; network: string; pa
  * so, and a resource server finds the hash where it finds it on success. The payment is stored
  * and driven: a repeated /settle answers with the same transaction and sends nothing.
  */
-export function settlePending(pending: { transaction: Hex; network: string; payer: Address; message: string }): SettleResponse {
+export function settlePending(pending: {
+  transaction: Hex;
+  network: string;
+  payer: Address;
+  message: string;
+}): SettleResponse {
   return {
     success: false,
     errorReason: INVALID_REASONS.settlementPending,
@@ -62,7 +80,14 @@ export function settlePending(pending: { transaction: Hex; network: string; paye
 
 /** /settle's body for a refused or failed payment: no transaction (the spec's empty string). */
 export function settleRefused(refusal: Refusal, network: string, payer?: Address): SettleResponse {
-  return { success: false, errorReason: refusal.invalidReason, errorMessage: refusal.message, transaction: "", network, ...(payer === undefined ? {} : { payer }) };
+  return {
+    success: false,
+    errorReason: refusal.invalidReason,
+    errorMessage: refusal.message,
+    transaction: "",
+    network,
+    ...(payer === undefined ? {} : { payer }),
+  };
 }
 
 /**
@@ -74,7 +99,8 @@ export function settleRefused(refusal: Refusal, network: string, payer?: Address
 const BUYER_LINES: Record<InvalidReason, string> = {
   invalid_x402_version: "The x402 version is not one this facilitator speaks (1 or 2).",
   invalid_payload: "The payment payload is malformed.",
-  invalid_payment_requirements: "The payment requirements are malformed or not settled by this facilitator.",
+  invalid_payment_requirements:
+    "The payment requirements are malformed or not settled by this facilitator.",
   unsupported_scheme: "Only the exact scheme is settled here.",
   invalid_network: "The network is not the one this facilitator settles on.",
   insufficient_funds: "The payer's balance is below the amount.",
@@ -82,14 +108,19 @@ const BUYER_LINES: Record<InvalidReason, string> = {
   unexpected_verify_error: "The payment could not be verified because of an internal error.",
   unexpected_settle_error: "The payment could not be settled because of an internal error.",
   invalid_exact_evm_scheme: "The payment payload names another scheme than the requirements.",
-  invalid_exact_evm_network_mismatch: "The payment payload names another network than the requirements.",
-  invalid_exact_evm_missing_eip712_domain: "The requirements lack the token's EIP-712 name and version in extra.",
+  invalid_exact_evm_network_mismatch:
+    "The payment payload names another network than the requirements.",
+  invalid_exact_evm_missing_eip712_domain:
+    "The requirements lack the token's EIP-712 name and version in extra.",
   unsupported_payload_type: "Only EIP-3009 authorizations are settled here.",
   invalid_exact_evm_recipient_mismatch: "The authorization pays another address than payTo.",
   invalid_exact_evm_signature: "The signature does not authorize this transfer for the payer.",
-  invalid_exact_evm_payload_authorization_valid_before: "The authorization expires too soon (validBefore).",
-  invalid_exact_evm_payload_authorization_valid_after: "The authorization is not valid yet (validAfter).",
-  invalid_exact_evm_payload_authorization_value_mismatch: "The authorization's value is not the required amount.",
+  invalid_exact_evm_payload_authorization_valid_before:
+    "The authorization expires too soon (validBefore).",
+  invalid_exact_evm_payload_authorization_valid_after:
+    "The authorization is not valid yet (validAfter).",
+  invalid_exact_evm_payload_authorization_value_mismatch:
+    "The authorization's value is not the required amount.",
   invalid_exact_evm_authorization_value: "The authorization's value is not maxAmountRequired.",
   invalid_exact_evm_token_name_mismatch: "extra.name is not the token's EIP-712 name.",
   invalid_exact_evm_token_version_mismatch: "extra.version is not the token's EIP-712 version.",
@@ -98,13 +129,17 @@ const BUYER_LINES: Record<InvalidReason, string> = {
   invalid_exact_evm_insufficient_balance: "The payer's balance is below the amount.",
   invalid_exact_evm_transaction_simulation_failed: "The token would refuse the transfer.",
   invalid_exact_evm_transaction_failed: "The settlement transaction failed on chain.",
-  invalid_exact_evm_transfer_event_mismatch: "The settlement transaction did not make the authorized transfer.",
+  invalid_exact_evm_transfer_event_mismatch:
+    "The settlement transaction did not make the authorized transfer.",
   invalid_exact_evm_failed_to_parse_signature: "The signature could not be parsed.",
-  invalid_exact_evm_payload_undeployed_smart_wallet: "The payer is a smart wallet that is not deployed.",
+  invalid_exact_evm_payload_undeployed_smart_wallet:
+    "The payer is a smart wallet that is not deployed.",
   eip6492_factory_not_allowed: "The smart wallet's deployment factory is not allowed here.",
   asset_not_deployed_contract: "The asset is not a deployed contract.",
-  settlement_pending: "The settlement was sent and is not confirmed yet; settle again to learn its outcome.",
-  payment_identifier_conflict: "This payment identifier was already used with another payment payload.",
+  settlement_pending:
+    "The settlement was sent and is not confirmed yet; settle again to learn its outcome.",
+  payment_identifier_conflict:
+    "This payment identifier was already used with another payment payload.",
 };
 
 /** What a buyer reads for a reason the table does not know (a bug, but never a leak). */
@@ -115,7 +150,9 @@ const UNKNOWN_REASON_LINE = "The payment was refused.";
  * the operator's log keeps what happened (and the X-Request-Id header of the answer).
  */
 export function buyerLine(reason: string, requestId: string): string {
-  const line = Object.hasOwn(BUYER_LINES, reason) ? BUYER_LINES[reason as InvalidReason] : UNKNOWN_REASON_LINE;
+  const line = Object.hasOwn(BUYER_LINES, reason)
+    ? BUYER_LINES[reason as InvalidReason]
+    : UNKNOWN_REASON_LINE;
   const { unexpectedVerifyError, unexpectedSettleError } = INVALID_REASONS;
   if (reason !== unexpectedVerifyError && reason !== unexpectedSettleError) return line;
   return `${line} The operator can look it up as request ${requestId}.`;
@@ -123,8 +160,12 @@ export function buyerLine(reason: string, requestId: string): string {
 
 /** A /verify body as it goes out on the wire: `invalidMessage` replaced by the buyer's line. */
 export function verifyForBuyer(body: VerifyResponse, requestId: string): VerifyResponse {
-  if (body.isValid) return body.payer === undefined ? { isValid: true } : { isValid: true, payer: body.payer };
-  return { ...body, invalidMessage: buyerLine(body.invalidReason ?? UNKNOWN_REASON_LINE, requestId) };
+  if (body.isValid)
+    return body.payer === undefined ? { isValid: true } : { isValid: true, payer: body.payer };
+  return {
+    ...body,
+    invalidMessage: buyerLine(body.invalidReason ?? UNKNOWN_REASON_LINE, requestId),
+  };
 }
 
 /**

@@ -55,17 +55,29 @@ export function readPayloadBuilderCodes(extensions: Record<string, unknown>): Pa
   }
   if (info.a !== undefined) {
     if (isBuilderCode(info.a)) result.app = info.a;
-    else result.problems.push(`${infoPath}.a: expected a builder code (${BUILDER_CODE_PATTERN.source}), got ${describe(info.a)}`);
+    else
+      result.problems.push(
+        `${infoPath}.a: expected a builder code (${BUILDER_CODE_PATTERN.source}), got ${describe(info.a)}`,
+      );
   }
   if (info.s === undefined) return result;
-  const candidates: unknown[] = typeof info.s === "string" ? [info.s] : Array.isArray(info.s) ? info.s : [];
-  if (typeof info.s !== "string" && !Array.isArray(info.s)) result.problems.push(`${infoPath}.s: expected a builder code or an array of them, got ${describe(info.s)}`);
+  const candidates: unknown[] =
+    typeof info.s === "string" ? [info.s] : Array.isArray(info.s) ? info.s : [];
+  if (typeof info.s !== "string" && !Array.isArray(info.s))
+    result.problems.push(
+      `${infoPath}.s: expected a builder code or an array of them, got ${describe(info.s)}`,
+    );
   for (const [index, code] of candidates.entries()) {
-    if (!isBuilderCode(code)) result.problems.push(`${infoPath}.s[${index}]: expected a builder code (${BUILDER_CODE_PATTERN.source}), got ${describe(code)}`);
+    if (!isBuilderCode(code))
+      result.problems.push(
+        `${infoPath}.s[${index}]: expected a builder code (${BUILDER_CODE_PATTERN.source}), got ${describe(code)}`,
+      );
     else if (!result.services.includes(code)) result.services.push(code);
   }
   if (result.services.length > MAX_ECHOED_SERVICE_CODES) {
-    result.problems.push(`${infoPath}.s: ${result.services.length} service codes, more than the ${MAX_ECHOED_SERVICE_CODES} client and server codes allowed; kept the first ${MAX_ECHOED_SERVICE_CODES}`);
+    result.problems.push(
+      `${infoPath}.s: ${result.services.length} service codes, more than the ${MAX_ECHOED_SERVICE_CODES} client and server codes allowed; kept the first ${MAX_ECHOED_SERVICE_CODES}`,
+    );
     result.services = result.services.slice(0, MAX_ECHOED_SERVICE_CODES);
   }
   return result;
@@ -77,10 +89,17 @@ export function readPayloadBuilderCodes(extensions: Record<string, unknown>): Pa
  * `facilitatorCode` must be a builder code: the config is checked at start-up, so a bad one here
  * is a bug and throws.
  */
-export function builderCodeSuffix(codes: { app?: string | undefined; services?: readonly string[] | undefined }, facilitatorCode?: string): Hex | undefined {
-  if (facilitatorCode !== undefined && !isBuilderCode(facilitatorCode)) throw new Error(`facilitator builder code ${JSON.stringify(facilitatorCode)} is not of the form ${BUILDER_CODE_PATTERN.source}`);
+export function builderCodeSuffix(
+  codes: { app?: string | undefined; services?: readonly string[] | undefined },
+  facilitatorCode?: string,
+): Hex | undefined {
+  if (facilitatorCode !== undefined && !isBuilderCode(facilitatorCode))
+    throw new Error(
+      `facilitator builder code ${JSON.stringify(facilitatorCode)} is not of the form ${BUILDER_CODE_PATTERN.source}`,
+    );
   const services = codes.services ?? [];
-  if (codes.app === undefined && facilitatorCode === undefined && services.length === 0) return undefined;
+  if (codes.app === undefined && facilitatorCode === undefined && services.length === 0)
+    return undefined;
   return schema2Suffix({ app: codes.app, wallet: facilitatorCode, services });
 }
 
@@ -90,11 +109,20 @@ export function builderCodeSuffix(codes: { app?: string | undefined; services?: 
  * the one the code was registered for). A stored code the extension's format cannot carry is left
  * out with a warning rather than stopping the facilitator. Undefined when there is neither.
  */
-export async function facilitatorBuilderCode(deps: { store: Pick<Store, "registration">; logger: Logger }, configured: string | undefined, relayer: Address): Promise<string | undefined> {
+export async function facilitatorBuilderCode(
+  deps: { store: Pick<Store, "registration">; logger: Logger },
+  configured: string | undefined,
+  relayer: Address,
+): Promise<string | undefined> {
   if (configured !== undefined) return configured;
   const stored = (await deps.store.registration(relayer))?.builderCode;
   if (stored === undefined || isBuilderCode(stored)) return stored;
-  deps.logger.warn({ msg: "Skipped registered builder code", relayer, builder_code: stored, reason: `not of the form ${BUILDER_CODE_PATTERN.source}` });
+  deps.logger.warn({
+    msg: "Skipped registered builder code",
+    relayer,
+    builder_code: stored,
+    reason: `not of the form ${BUILDER_CODE_PATTERN.source}`,
+  });
   return undefined;
 }
 

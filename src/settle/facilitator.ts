@@ -1,30 +1,67 @@
 import { randomUUID } from "node:crypto";
 import { inspect } from "node:util";
-import { decodeFunctionResult, encodeFunctionData, keccak256, parseAbi, stringToHex, type Address, type Hex } from "viem";
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  keccak256,
+  parseAbi,
+  stringToHex,
+  type Address,
+  type Hex,
+} from "viem";
 import type { CaptureRelay } from "../authorization/captureRelay.js";
 import { parseData, rpc } from "../authorization/cancelRelay.js";
 import type { TokenDomain } from "../authorization/eip3009.js";
 import { simulateCapture } from "../authorization/simulateCapture.js";
 import { readAuthorizationState } from "../authorization/tokenReads.js";
-import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../authorization/verifyAuthorization.js";
+import {
+  BadSignatureError,
+  verifyTransferAuthorization,
+  WrongSignerError,
+} from "../authorization/verifyAuthorization.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { BaseError } from "../errors/base.js";
-import { CaptureMismatchError, CaptureRevertedError, CaptureTimeoutError } from "../errors/capture.js";
+import {
+  CaptureMismatchError,
+  CaptureRevertedError,
+  CaptureTimeoutError,
+} from "../errors/capture.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
 import { sleep } from "../ops/shutdown.js";
 import { OrderExistsError, type NewOrder, type Order } from "../store/orderStates.js";
 import type { ClaimFrom } from "../store/settlementStore.js";
 import type { Store } from "../store/store.js";
-import { ANSWER_STATUS, refusalStatus, settlePending, settleRefused, settleSucceeded, verifyAccepted, verifyRefused } from "./answers.js";
+import {
+  ANSWER_STATUS,
+  refusalStatus,
+  settlePending,
+  settleRefused,
+  settleSucceeded,
+  verifyAccepted,
+  verifyRefused,
+} from "./answers.js";
 import { builderCodeSuffix, readPayloadBuilderCodes } from "./builderCode.js";
 import { checkExactFields, type ExactPolicy, type FacilitatorToken } from "./exactFieldChecks.js";
 import { INVALID_REASONS as R, refuse, type Refusal } from "./invalidReasons.js";
 import { parseFacilitatorRequest } from "./parseRequest.js";
 import { refusalOfFailedSimulation } from "./simulationRefusal.js";
-import { paymentIdentifierConflict, readPaymentIdentifier, type PaymentIdentifier } from "./paymentIdentifier.js";
+import {
+  paymentIdentifierConflict,
+  readPaymentIdentifier,
+  type PaymentIdentifier,
+} from "./paymentIdentifier.js";
 import { buildSupportedBody } from "./supportedBody.js";
-import { BUILDER_CODE_EXTENSION, evmNetwork, PAYMENT_IDENTIFIER_EXTENSION, type ExactAuthorization, type ExactPaymentRequest, type SettleResponse, type SupportedResponse, type VerifyResponse } from "./wire.js";
+import {
+  BUILDER_CODE_EXTENSION,
+  evmNetwork,
+  PAYMENT_IDENTIFIER_EXTENSION,
+  type ExactAuthorization,
+  type ExactPaymentRequest,
+  type SettleResponse,
+  type SupportedResponse,
+  type VerifyResponse,
+} from "./wire.js";
 
 const BALANCE_ABI = parseAbi(["function balanceOf(address account) view returns (uint256)"]);
 
@@ -78,8 +115,18 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   const { client, store, relay } = deps;
   const logger = deps.logger.child({ component: "facilitator" });
   const network = evmNetwork(deps.chainId);
-  const policy: ExactPolicy = { chainId: deps.chainId, tokens: deps.tokens, payTo: deps.payTo, minAmounts: deps.minAmounts };
-  const supported = buildSupportedBody({ chainId: deps.chainId, tokens: deps.tokens, signers: [...(deps.signers ?? [deps.relayer])], extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION] });
+  const policy: ExactPolicy = {
+    chainId: deps.chainId,
+    tokens: deps.tokens,
+    payTo: deps.payTo,
+    minAmounts: deps.minAmounts,
+  };
+  const supported = buildSupportedBody({
+    chainId: deps.chainId,
+    tokens: deps.tokens,
+    signers: [...(deps.signers ?? [deps.relayer])],
+    extensions: [BUILDER_CODE_EXTENSION, PAYMENT_IDENTIFIER_EXTENSION],
+  });
 
   /**
    * Every check of verify; the refusal, or undefined when the token would accept the transfer now.
@@ -87,35 +134,82 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
    * of when it was first settled (`asOfSeconds`): its fields and signature, not the nonce's state,
    * the balance or a simulation, which its own transaction has changed since.
    */
-  async function judge(request: ExactPaymentRequest, followUp?: { asOfSeconds: bigint }): Promise<Refusal | undefined> {
-    const fields = checkExactFields(request, policy, followUp?.asOfSeconds ?? BigInt(Math.floor(Date.now() / 1000)));
+  async function judge(
+    request: ExactPaymentRequest,
+    followUp?: { asOfSeconds: bigint },
+  ): Promise<Refusal | undefined> {
+    const fields = checkExactFields(
+      request,
+      policy,
+      followUp?.asOfSeconds ?? BigInt(Math.floor(Date.now() / 1000)),
+    );
     if (fields !== undefined) return fields;
     const { authorization, requirements } = request;
-    const token = deps.tokens.find((t) => t.address.toLowerCase() === requirements.asset.toLowerCase())!;
-    const domain: TokenDomain = { name: token.name, version: token.version, chainId: deps.chainId, verifyingContract: token.address };
+    const token = deps.tokens.find(
+      (t) => t.address.toLowerCase() === requirements.asset.toLowerCase(),
+    )!;
+    const domain: TokenDomain = {
+      name: token.name,
+      version: token.version,
+      chainId: deps.chainId,
+      verifyingContract: token.address,
+    };
     try {
-      await verifyTransferAuthorization(client, domain, "transfer", authorization, request.signature);
+      await verifyTransferAuthorization(
+        client,
+        domain,
+        "transfer",
+        authorization,
+        request.signature,
+      );
     } catch (error) {
-      if (error instanceof BadSignatureError || error instanceof WrongSignerError) return refuse(R.invalidSignature, error.shortMessage);
+      if (error instanceof BadSignatureError || error instanceof WrongSignerError)
+        return refuse(R.invalidSignature, error.shortMessage);
       throw error;
     }
     if (followUp !== undefined) return undefined;
-    if (await readAuthorizationState(client, token.address, authorization.from, authorization.nonce, "pending"))
-      return refuse(R.nonceAlreadyUsed, `the nonce ${authorization.nonce} of ${authorization.from} is already used or canceled`);
+    if (
+      await readAuthorizationState(
+        client,
+        token.address,
+        authorization.from,
+        authorization.nonce,
+        "pending",
+      )
+    )
+      return refuse(
+        R.nonceAlreadyUsed,
+        `the nonce ${authorization.nonce} of ${authorization.from} is already used or canceled`,
+      );
     const balance = await balanceOf(token.address, authorization.from);
-    if (balance < authorization.value) return refuse(R.insufficientBalance, `${authorization.from} holds ${balance}, the payment is ${authorization.value}`);
+    if (balance < authorization.value)
+      return refuse(
+        R.insufficientBalance,
+        `${authorization.from} holds ${balance}, the payment is ${authorization.value}`,
+      );
     try {
-      await simulateCapture(client, { token: token.address, kind: "transfer", ...authorization, signature: request.signature }, deps.relayer);
+      await simulateCapture(
+        client,
+        { token: token.address, kind: "transfer", ...authorization, signature: request.signature },
+        deps.relayer,
+      );
     } catch (error) {
-      if (error instanceof CaptureRevertedError) return refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
+      if (error instanceof CaptureRevertedError)
+        return refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
       throw error;
     }
     return undefined;
   }
 
   async function balanceOf(token: Address, account: Address): Promise<bigint> {
-    const data = encodeFunctionData({ abi: BALANCE_ABI, functionName: "balanceOf", args: [account] });
-    const answer = await rpc("reading the payer's balance", () => client.request("eth_call", [{ to: token, data }, "pending"], parseData));
+    const data = encodeFunctionData({
+      abi: BALANCE_ABI,
+      functionName: "balanceOf",
+      args: [account],
+    });
+    const answer = await rpc("reading the payer's balance", () =>
+      client.request("eth_call", [{ to: token, data }, "pending"], parseData),
+    );
     return decodeFunctionResult({ abi: BALANCE_ABI, functionName: "balanceOf", data: answer });
   }
 
@@ -126,7 +220,12 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   /** The order holding this payment, if one was recorded before (by an earlier /settle, or `order add`). */
   async function recorded(request: ExactPaymentRequest): Promise<Order | undefined> {
     const { authorization, requirements } = request;
-    return store.captures.findOrder(deps.chainId, requirements.asset, authorization.from, authorization.nonce);
+    return store.captures.findOrder(
+      deps.chainId,
+      requirements.asset,
+      authorization.from,
+      authorization.nonce,
+    );
   }
 
   /** The order a payment is recorded as (source x402). */
@@ -152,7 +251,10 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
    * while that request still holds the claim, up to the settle wait); undefined when the first
    * answered `settlement_pending` (the repeat is its follow-up) or is still settling.
    */
-  async function firstAnswer(orderId: number, signal: AbortSignal | undefined): Promise<Answer<SettleResponse> | undefined> {
+  async function firstAnswer(
+    orderId: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer<SettleResponse> | undefined> {
     const deadline = Date.now() + deps.settleTimeoutMs;
     for (;;) {
       const settlement = await store.settlements.get(orderId);
@@ -171,17 +273,26 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
    * as a used nonce, before anything is signed or sent. The holder captures, waits as configured,
    * and records its answer under the claim before giving it: a success is answered once.
    */
-  async function settleRequest(request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Answer<SettleResponse>> {
+  async function settleRequest(
+    request: ExactPaymentRequest,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer<SettleResponse>> {
     const { authorization } = request;
     const payer = authorization.from;
     const identifier = fingerprinted(readPaymentIdentifier(request.paymentPayload), request);
     if (identifier.kind === "invalid") return refused(identifier.refusal, payer);
-    const bound = identifier.kind === "present" ? await store.captures.getPaymentId(identifier.id) : undefined;
-    if (identifier.kind === "present" && bound !== undefined && bound.fingerprint !== identifier.fingerprint)
+    const bound =
+      identifier.kind === "present" ? await store.captures.getPaymentId(identifier.id) : undefined;
+    if (
+      identifier.kind === "present" &&
+      bound !== undefined &&
+      bound.fingerprint !== identifier.fingerprint
+    )
       return refused(paymentIdentifierConflict(identifier.id), payer);
 
     let order = await recorded(request);
-    if (order !== undefined && !sameAuthorization(order, authorization)) return refused(otherPayment(order, request), payer);
+    if (order !== undefined && !sameAuthorization(order, authorization))
+      return refused(otherPayment(order, request), payer);
     if (order !== undefined && bound !== undefined && bound.orderId === order.id) {
       // The extension's purpose (x402 issue #786): an idempotent retry gets the first outcome again.
       const first = await firstAnswer(order.id, signal);
@@ -189,7 +300,10 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     }
     const settlement = order === undefined ? undefined : await store.settlements.get(order.id);
     // Judged as of the claim that answered pending: that request passed the full judgement then.
-    const followUp = settlement?.state === "pending" ? { asOfSeconds: BigInt(Math.floor(settlement.claimedAt / 1000)) } : undefined;
+    const followUp =
+      settlement?.state === "pending"
+        ? { asOfSeconds: BigInt(Math.floor(settlement.claimedAt / 1000)) }
+        : undefined;
     const refusal = await judge(request, followUp);
     if (refusal !== undefined) return refused(refusal, payer);
 
@@ -197,13 +311,16 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     let claimed = false;
     if (order === undefined) {
       // A first /settle records the order and takes its claim in one write.
-      const added = await store.settlements.addAndClaim(orderOf(request), claim, Date.now()).catch((error: unknown) => {
-        if (error instanceof OrderExistsError) return undefined; // recorded by a request beside this one
-        throw error;
-      });
+      const added = await store.settlements
+        .addAndClaim(orderOf(request), claim, Date.now())
+        .catch((error: unknown) => {
+          if (error instanceof OrderExistsError) return undefined; // recorded by a request beside this one
+          throw error;
+        });
       claimed = added !== undefined;
       order = added ?? (await recorded(request))!;
-      if (!sameAuthorization(order, authorization)) return refused(otherPayment(order, request), payer);
+      if (!sameAuthorization(order, authorization))
+        return refused(otherPayment(order, request), payer);
     }
     if (identifier.kind === "present") {
       const binding = await store.captures.bindPaymentId(
@@ -213,7 +330,11 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       if (binding.fingerprint !== identifier.fingerprint) {
         // Another payload took the id meanwhile: this request ends here (its claim, if any, answered).
         const conflict = refused(paymentIdentifierConflict(identifier.id), payer);
-        const outcome = { state: "failed" as const, txHash: null, answer: JSON.stringify(conflict.body) };
+        const outcome = {
+          state: "failed" as const,
+          txHash: null,
+          answer: JSON.stringify(conflict.body),
+        };
         if (claimed) await store.settlements.answer(order.id, claim, outcome, Date.now());
         return conflict;
       }
@@ -221,20 +342,36 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     if (!claimed) {
       const now = Date.now();
       const from: ClaimFrom =
-        followUp !== undefined ? { kind: "pending" } : { kind: "open", staleBefore: now - deps.settleTimeoutMs - SETTLE_CLAIM_LEASE_MARGIN_MS };
+        followUp !== undefined
+          ? { kind: "pending" }
+          : {
+              kind: "open",
+              staleBefore: now - deps.settleTimeoutMs - SETTLE_CLAIM_LEASE_MARGIN_MS,
+            };
       const taken = await store.settlements.claim(order.id, claim, from, now);
       if (!taken.claimed) {
         // A repeat of the same id and payload arriving while the first settles waits for its answer.
-        const first = identifier.kind === "present" ? await firstAnswer(order.id, signal) : undefined;
+        const first =
+          identifier.kind === "present" ? await firstAnswer(order.id, signal) : undefined;
         if (first !== undefined) return first;
-        logger.info({ msg: "Refused duplicate settle", order_id: order.id, settlement_state: taken.settlement.state, payer });
+        logger.info({
+          msg: "Refused duplicate settle",
+          order_id: order.id,
+          settlement_state: taken.settlement.state,
+          payer,
+        });
         const why = `the authorization ${authorization.nonce} of ${payer} is already settled or being settled by another request`;
         return refused(refuse(R.nonceAlreadyUsed, why), payer);
       }
     }
 
     const { answer, state, txHash, blockNumber } = await settleClaimed(order, request, signal);
-    const kept = await store.settlements.answer(order.id, claim, { state, txHash, answer: JSON.stringify(answer.body), blockNumber }, Date.now());
+    const kept = await store.settlements.answer(
+      order.id,
+      claim,
+      { state, txHash, answer: JSON.stringify(answer.body), blockNumber },
+      Date.now(),
+    );
     if (!kept) {
       // Another request took the claim over (this one outlived its lease): it answers, not this one.
       logger.warn({ msg: "Lost settle claim", order_id: order.id, payer });
@@ -246,31 +383,81 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
 
   /** What a claimed settle answers, and what its x402_settlements row records of it. */
   /** `blockNumber`: of the receipt a success was answered on (the settlement.settled webhook's). */
-  type Settled = { answer: Answer<SettleResponse>; state: "pending" | "succeeded" | "failed"; txHash: Hex | null; blockNumber?: bigint };
+  type Settled = {
+    answer: Answer<SettleResponse>;
+    state: "pending" | "succeeded" | "failed";
+    txHash: Hex | null;
+    blockNumber?: bigint;
+  };
 
   /** Captures a claimed payment and waits as configured. */
-  async function settleClaimed(order: Order, request: ExactPaymentRequest, signal: AbortSignal | undefined): Promise<Settled> {
+  async function settleClaimed(
+    order: Order,
+    request: ExactPaymentRequest,
+    signal: AbortSignal | undefined,
+  ): Promise<Settled> {
     const payer = request.authorization.from;
     const answered = (body: SettleResponse) => ({ status: ANSWER_STATUS.ok, body });
     try {
-      const suffix = builderCodeSuffix(readPayloadBuilderCodes(request.extensions), deps.builderCode);
+      const suffix = builderCodeSuffix(
+        readPayloadBuilderCodes(request.extensions),
+        deps.builderCode,
+      );
       const sent = await relay.capture(order.id, { suffix });
       const confirmations = deps.settleWaitsFor === "confirmed" ? 1 : 0;
-      const seen = await relay.waitFor(order.id, { confirmations, timeoutMs: deps.settleTimeoutMs, signal });
-      logger.info({ msg: "Settled payment", order_id: order.id, tx_hash: seen.txHash, status: seen.status, already_sent: sent.alreadySent, payer });
-      const body = settleSucceeded({ transaction: seen.txHash, network, payer, amount: request.authorization.value });
-      return { answer: answered(body), state: "succeeded", txHash: seen.txHash, blockNumber: seen.blockNumber };
+      const seen = await relay.waitFor(order.id, {
+        confirmations,
+        timeoutMs: deps.settleTimeoutMs,
+        signal,
+      });
+      logger.info({
+        msg: "Settled payment",
+        order_id: order.id,
+        tx_hash: seen.txHash,
+        status: seen.status,
+        already_sent: sent.alreadySent,
+        payer,
+      });
+      const body = settleSucceeded({
+        transaction: seen.txHash,
+        network,
+        payer,
+        amount: request.authorization.value,
+      });
+      return {
+        answer: answered(body),
+        state: "succeeded",
+        txHash: seen.txHash,
+        blockNumber: seen.blockNumber,
+      };
     } catch (error) {
-      logger.warn({ msg: "Failed to settle payment", order_id: order.id, payer, error: message(error) });
+      logger.warn({
+        msg: "Failed to settle payment",
+        order_id: order.id,
+        payer,
+        error: message(error),
+      });
       if (error instanceof CaptureTimeoutError) {
-        const body = settlePending({ transaction: error.txHash, network, payer, message: message(error) });
+        const body = settlePending({
+          transaction: error.txHash,
+          network,
+          payer,
+          message: message(error),
+        });
         return { answer: answered(body), state: "pending", txHash: error.txHash };
       }
       // On chain: the reference answers these with the transaction's hash (settleEIP3009).
-      const onChain = error instanceof CaptureMismatchError || error instanceof CaptureRevertedError ? error.txHash : undefined;
+      const onChain =
+        error instanceof CaptureMismatchError || error instanceof CaptureRevertedError
+          ? error.txHash
+          : undefined;
       if (onChain !== undefined) {
-        const reason = error instanceof CaptureMismatchError ? R.transferEventMismatch : R.transactionFailed;
-        const body = { ...settleRefused(refuse(reason, message(error)), network, payer), transaction: onChain };
+        const reason =
+          error instanceof CaptureMismatchError ? R.transferEventMismatch : R.transactionFailed;
+        const body = {
+          ...settleRefused(refuse(reason, message(error)), network, payer),
+          transaction: onChain,
+        };
         return { answer: answered(body), state: "failed", txHash: onChain };
       }
       // Nothing sent: a simulation or gas estimate that reverted gets verify's reason for it.
@@ -283,10 +470,18 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   }
 
   /** The payment-identifier's fingerprint covers the requirements too: the same payload for another price is another request. */
-  function fingerprinted(identifier: PaymentIdentifier, request: ExactPaymentRequest): PaymentIdentifier {
+  function fingerprinted(
+    identifier: PaymentIdentifier,
+    request: ExactPaymentRequest,
+  ): PaymentIdentifier {
     if (identifier.kind !== "present") return identifier;
-    const requirements = JSON.stringify(request.requirements, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
-    return { ...identifier, fingerprint: keccak256(stringToHex(`${identifier.fingerprint}${requirements}`)) };
+    const requirements = JSON.stringify(request.requirements, (_key, value: unknown) =>
+      typeof value === "bigint" ? value.toString() : value,
+    );
+    return {
+      ...identifier,
+      fingerprint: keccak256(stringToHex(`${identifier.fingerprint}${requirements}`)),
+    };
   }
 
   function refused(refusal: Refusal, payer?: Address): Answer<SettleResponse> {
@@ -299,15 +494,25 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     async verify(body) {
       const parsed = parseFacilitatorRequest(body);
       let answer: Answer<VerifyResponse>;
-      if (!parsed.ok) answer = { status: refusalStatus(parsed.refusal), body: verifyRefused(parsed.refusal, parsed.payer) };
+      if (!parsed.ok)
+        answer = {
+          status: refusalStatus(parsed.refusal),
+          body: verifyRefused(parsed.refusal, parsed.payer),
+        };
       else {
         const payer = parsed.request.authorization.from;
         try {
           const refusal = await judge(parsed.request);
-          answer = refusal === undefined ? { status: 200, body: verifyAccepted(payer) } : { status: refusalStatus(refusal), body: verifyRefused(refusal, payer) };
+          answer =
+            refusal === undefined
+              ? { status: 200, body: verifyAccepted(payer) }
+              : { status: refusalStatus(refusal), body: verifyRefused(refusal, payer) };
         } catch (error) {
           logger.warn({ msg: "Failed to verify payment", error: message(error) });
-          answer = { status: 200, body: verifyRefused(refuse(R.unexpectedVerifyError, message(error)), payer) };
+          answer = {
+            status: 200,
+            body: verifyRefused(refuse(R.unexpectedVerifyError, message(error)), payer),
+          };
         }
       }
       count("verify", answer.body.isValid ? "valid" : (answer.body.invalidReason ?? "invalid"));
@@ -330,7 +535,11 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
         }
       }
       count("settle", answer.body.success ? "success" : (answer.body.errorReason ?? "failed"));
-      const outcome = answer.body.success ? "success" : answer.body.errorReason === R.settlementPending ? "pending" : "refused";
+      const outcome = answer.body.success
+        ? "success"
+        : answer.body.errorReason === R.settlementPending
+          ? "pending"
+          : "refused";
       deps.metrics.settleLatency.observe({ outcome }, (performance.now() - started) / 1000);
       return answer;
     },
@@ -350,7 +559,10 @@ function sameAuthorization(order: Order, authorization: ExactAuthorization): boo
 
 function otherPayment(order: Order, request: ExactPaymentRequest): Refusal {
   const { nonce, from } = request.authorization;
-  return refuse(R.nonceAlreadyUsed, `the nonce ${nonce} of ${from} belongs to another payment (order ${order.id})`);
+  return refuse(
+    R.nonceAlreadyUsed,
+    `the nonce ${nonce} of ${from} belongs to another payment (order ${order.id})`,
+  );
 }
 
 /** Longest operator detail kept from an error chain, in characters; causes followed at most. */
@@ -368,7 +580,14 @@ function message(error: unknown): string {
   let at: unknown = error;
   for (let depth = 0; depth < MAX_CAUSES && at !== undefined && at !== null; depth++) {
     // A thrown non-Error may be any value: inspect() shows an object's fields, not "[object Object]".
-    const line = at instanceof BaseError ? at.shortMessage : at instanceof Error ? at.message : typeof at === "string" ? at : inspect(at);
+    const line =
+      at instanceof BaseError
+        ? at.shortMessage
+        : at instanceof Error
+          ? at.message
+          : typeof at === "string"
+            ? at
+            : inspect(at);
     if (!lines.some((seen) => seen.includes(line))) lines.push(line);
     at = at instanceof Error ? at.cause : undefined;
   }

@@ -5,7 +5,13 @@ import { isLoopback } from "../config/parseFacilitator.js";
 import { ConfigError } from "../errors/base.js";
 import { asListenError } from "../ops/listenErrors.js";
 import type { Logger } from "../ops/logger.js";
-import { ANSWER_STATUS, settleForBuyer, settleRefused, verifyForBuyer, verifyRefused } from "./answers.js";
+import {
+  ANSWER_STATUS,
+  settleForBuyer,
+  settleRefused,
+  verifyForBuyer,
+  verifyRefused,
+} from "./answers.js";
 import type { Answer, Facilitator } from "./facilitator.js";
 import { INVALID_REASONS as R, refuse } from "./invalidReasons.js";
 import { namedNetwork, networkChainId, type SettleResponse, type VerifyResponse } from "./wire.js";
@@ -42,7 +48,11 @@ export type FacilitatorServer = { url: string; close: () => Promise<void> };
  * name an order, so it goes to the operator's log under a request id, and the buyer reads the
  * fixed line of its reason (answers.ts, buyerLine); the id travels back in X-Request-Id.
  */
-export async function startFacilitatorServer(deps: { logger: Logger }, facilitator: Facilitator, options: FacilitatorServerOptions): Promise<FacilitatorServer> {
+export async function startFacilitatorServer(
+  deps: { logger: Logger },
+  facilitator: Facilitator,
+  options: FacilitatorServerOptions,
+): Promise<FacilitatorServer> {
   // parseFacilitator refuses such a config; this keeps any other caller from opening the relayer.
   if (options.authToken === undefined && !isLoopback(options.host))
     throw new ConfigError(
@@ -55,8 +65,15 @@ export async function startFacilitatorServer(deps: { logger: Logger }, facilitat
     handle(request, response).catch((error: unknown) => {
       const requestId = String(response.getHeader(REQUEST_ID_HEADER));
       const detail = error instanceof Error ? error.message : String(error);
-      logger.error({ msg: "Failed to answer facilitator request", request_id: requestId, error: detail });
-      if (!response.headersSent) send(response, 500, { error: `internal error; the operator can look it up as request ${requestId}` });
+      logger.error({
+        msg: "Failed to answer facilitator request",
+        request_id: requestId,
+        error: detail,
+      });
+      if (!response.headersSent)
+        send(response, 500, {
+          error: `internal error; the operator can look it up as request ${requestId}`,
+        });
       else response.destroy();
     });
   });
@@ -69,47 +86,102 @@ export async function startFacilitatorServer(deps: { logger: Logger }, facilitat
     response.setHeader(REQUEST_ID_HEADER, requestId);
     const path = (request.url ?? "/").split("?")[0];
     if (path === "/supported") {
-      if (request.method !== "GET" && request.method !== "HEAD") return send(response, 405, { error: "use GET" }, { allow: "GET, HEAD" });
+      if (request.method !== "GET" && request.method !== "HEAD")
+        return send(response, 405, { error: "use GET" }, { allow: "GET, HEAD" });
       return send(response, 200, facilitator.supported());
     }
-    if (path !== "/verify" && path !== "/settle") return send(response, 404, { error: "not found: the facilitator serves GET /supported, POST /verify, POST /settle" });
-    if (request.method !== "POST") return send(response, 405, { error: "use POST" }, { allow: "POST" });
+    if (path !== "/verify" && path !== "/settle")
+      return send(response, 404, {
+        error: "not found: the facilitator serves GET /supported, POST /verify, POST /settle",
+      });
+    if (request.method !== "POST")
+      return send(response, 405, { error: "use POST" }, { allow: "POST" });
     if (expected !== undefined && !authorized(request.headers.authorization, expected))
-      return send(response, 401, { error: "missing or wrong bearer token" }, { "www-authenticate": 'Bearer realm="flashindex facilitator"' });
+      return send(
+        response,
+        401,
+        { error: "missing or wrong bearer token" },
+        { "www-authenticate": 'Bearer realm="flashindex facilitator"' },
+      );
     const text = await readBody(request, options.maxBodyBytes);
-    if (text === undefined) return send(response, 413, { error: `request body larger than ${options.maxBodyBytes} bytes` }, { connection: "close" });
+    if (text === undefined)
+      return send(
+        response,
+        413,
+        { error: `request body larger than ${options.maxBodyBytes} bytes` },
+        { connection: "close" },
+      );
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
       const refusal = refuse(R.invalidPayload, "the request body is not JSON");
       const status = ANSWER_STATUS.notJson;
-      if (path === "/verify") return sendVerify(response, requestId, { status, body: verifyRefused(refusal) });
-      return sendSettle(response, requestId, undefined, { status, body: settleRefused(refusal, options.network) });
+      if (path === "/verify")
+        return sendVerify(response, requestId, { status, body: verifyRefused(refusal) });
+      return sendSettle(response, requestId, undefined, {
+        status,
+        body: settleRefused(refusal, options.network),
+      });
     }
     if (path === "/verify") return sendVerify(response, requestId, await facilitator.verify(body));
     // A client that goes away does not stop the settlement: its transaction is stored and driven.
     return sendSettle(response, requestId, body, await facilitator.settle(body));
   }
 
-  function sendVerify(response: ServerResponse, requestId: string, { status, body }: Answer<VerifyResponse>): void {
-    if (!body.isValid) logRefusal("verify", requestId, { reason: body.invalidReason, detail: body.invalidMessage, payer: body.payer });
+  function sendVerify(
+    response: ServerResponse,
+    requestId: string,
+    { status, body }: Answer<VerifyResponse>,
+  ): void {
+    if (!body.isValid)
+      logRefusal("verify", requestId, {
+        reason: body.invalidReason,
+        detail: body.invalidMessage,
+        payer: body.payer,
+      });
     send(response, status, verifyForBuyer(body, requestId));
   }
 
   /** `request` is the parsed body, for the network it named (undefined when it was not JSON). */
-  function sendSettle(response: ServerResponse, requestId: string, request: unknown, { status, body }: Answer<SettleResponse>): void {
-    if (!body.success) logRefusal("settle", requestId, { reason: body.errorReason, detail: body.errorMessage, payer: body.payer });
+  function sendSettle(
+    response: ServerResponse,
+    requestId: string,
+    request: unknown,
+    { status, body }: Answer<SettleResponse>,
+  ): void {
+    if (!body.success)
+      logRefusal("settle", requestId, {
+        reason: body.errorReason,
+        detail: body.errorMessage,
+        payer: body.payer,
+      });
     const named = namedNetwork(request);
     const sameChain = named !== undefined && networkChainId(named) === networkChainId(body.network);
     send(response, status, settleForBuyer(body, requestId, { named, sameChain }));
   }
 
   /** The operator's copy of a refusal: the detail the buyer does not see, under the answer's request id. */
-  function logRefusal(endpoint: "verify" | "settle", requestId: string, refusal: { reason?: string | undefined; detail?: string | undefined; payer?: string | undefined }): void {
+  function logRefusal(
+    endpoint: "verify" | "settle",
+    requestId: string,
+    refusal: {
+      reason?: string | undefined;
+      detail?: string | undefined;
+      payer?: string | undefined;
+    },
+  ): void {
     const { reason = null, detail = null, payer = null } = refusal;
-    const entry = { msg: "Refused payment", request_id: requestId, endpoint, reason, detail, payer };
-    if (reason === R.unexpectedVerifyError || reason === R.unexpectedSettleError) logger.warn(entry);
+    const entry = {
+      msg: "Refused payment",
+      request_id: requestId,
+      endpoint,
+      reason,
+      detail,
+      payer,
+    };
+    if (reason === R.unexpectedVerifyError || reason === R.unexpectedSettleError)
+      logger.warn(entry);
     else logger.info(entry);
   }
 
@@ -133,9 +205,21 @@ export async function startFacilitatorServer(deps: { logger: Logger }, facilitat
   };
 }
 
-function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", "content-length": Buffer.byteLength(text), ...headers }).end(text);
+  response
+    .writeHead(status, {
+      "content-type": "application/json",
+      "cache-control": "no-store",
+      "content-length": Buffer.byteLength(text),
+      ...headers,
+    })
+    .end(text);
 }
 
 /** The body as text, or undefined past `maxBytes` (the rest is not read). */

@@ -32,28 +32,40 @@ export type PaymentIdentifier =
  * from the client is as hostile as the rest of the body (a pattern in it could be made to
  * backtrack for minutes). Total: never throws.
  */
-export function readPaymentIdentifier(paymentPayload: { extensions?: Record<string, unknown> | null }): PaymentIdentifier {
+export function readPaymentIdentifier(paymentPayload: {
+  extensions?: Record<string, unknown> | null;
+}): PaymentIdentifier {
   const extension = paymentPayload.extensions?.[PAYMENT_IDENTIFIER_EXTENSION];
   if (extension === undefined) return { kind: "absent" };
   const path = `paymentPayload.extensions["${PAYMENT_IDENTIFIER_EXTENSION}"]`;
-  if (!isObject(extension)) return invalid(`${path}: expected an object, got ${describe(extension)}`);
+  if (!isObject(extension))
+    return invalid(`${path}: expected an object, got ${describe(extension)}`);
   const info = extension.info;
   if (!isObject(info)) return invalid(`${path}.info: expected an object, got ${describe(info)}`);
   if (info.id === undefined) return { kind: "absent" };
   if (typeof info.id !== "string" || !ID_PATTERN.test(info.id))
-    return invalid(`${path}.info.id: expected 16 to 128 characters of letters, digits, "-" and "_", got ${describe(info.id)}`);
+    return invalid(
+      `${path}.info.id: expected 16 to 128 characters of letters, digits, "-" and "_", got ${describe(info.id)}`,
+    );
   const fingerprint = fingerprintPayload(paymentPayload);
-  if (fingerprint === undefined) return invalid(`paymentPayload: nested deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+  if (fingerprint === undefined)
+    return invalid(`paymentPayload: nested deeper than ${MAX_PAYLOAD_DEPTH} levels`);
   return { kind: "present", id: info.id, fingerprint };
 }
 
 /** The refusal of a payload that reuses `id` with other content. */
 export function paymentIdentifierConflict(id: string): Refusal {
-  return refuse(R.paymentIdentifierConflict, `payment identifier ${id} was already used with a different payment payload`);
+  return refuse(
+    R.paymentIdentifierConflict,
+    `payment identifier ${id} was already used with a different payment payload`,
+  );
 }
 
 /** What to do with an id given what was stored for it, for a facilitator that keeps ids in its store. */
-export function judgePaymentIdentifier(stored: { fingerprint: Hex } | undefined, fingerprint: Hex): "new" | "same" | "conflict" {
+export function judgePaymentIdentifier(
+  stored: { fingerprint: Hex } | undefined,
+  fingerprint: Hex,
+): "new" | "same" | "conflict" {
   if (stored === undefined) return "new";
   return stored.fingerprint === fingerprint ? "same" : "conflict";
 }
@@ -75,14 +87,23 @@ export type PaymentIdentifierCache<A> = {
   size: () => number;
 };
 
-type Entry<A> = { fingerprint: Hex; createdAtMs: number; answer: Promise<A | undefined>; resolve: (value: A | undefined) => void };
+type Entry<A> = {
+  fingerprint: Hex;
+  createdAtMs: number;
+  answer: Promise<A | undefined>;
+  resolve: (value: A | undefined) => void;
+};
 
 /**
  * An in-process cache of ids, their payload fingerprints and answers, for one endpoint (verify and
  * settle answer differently: give each its own). Entries live `ttlMs` from their first claim; past
  * `maxEntries` the oldest is dropped. A restart forgets every id.
  */
-export function createPaymentIdentifierCache<A>(options: { maxEntries: number; ttlMs: number; nowMs?: () => number }): PaymentIdentifierCache<A> {
+export function createPaymentIdentifierCache<A>(options: {
+  maxEntries: number;
+  ttlMs: number;
+  nowMs?: () => number;
+}): PaymentIdentifierCache<A> {
   const nowMs = options.nowMs ?? Date.now;
   const entries = new Map<string, Entry<A>>();
 
@@ -99,7 +120,10 @@ export function createPaymentIdentifierCache<A>(options: { maxEntries: number; t
       const now = nowMs();
       prune(now);
       const existing = entries.get(id);
-      if (existing !== undefined) return existing.fingerprint === fingerprint ? { kind: "repeat", answer: existing.answer } : { kind: "conflict" };
+      if (existing !== undefined)
+        return existing.fingerprint === fingerprint
+          ? { kind: "repeat", answer: existing.answer }
+          : { kind: "conflict" };
       let resolve!: (value: A | undefined) => void;
       const answer = new Promise<A | undefined>((done) => (resolve = done));
       const entry: Entry<A> = { fingerprint, createdAtMs: now, answer, resolve };
@@ -129,7 +153,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
 /** SHA-256 of the payload's canonical JSON (object keys sorted), so key order does not matter. */
 function fingerprintPayload(payload: unknown): Hex | undefined {
   const canonical = canonicalJson(payload, 0);
-  return canonical === undefined ? undefined : `0x${createHash("sha256").update(canonical).digest("hex")}`;
+  return canonical === undefined
+    ? undefined
+    : `0x${createHash("sha256").update(canonical).digest("hex")}`;
 }
 
 function canonicalJson(value: unknown, depth: number): string | undefined {

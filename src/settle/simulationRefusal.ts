@@ -29,11 +29,21 @@ export type FailedSimulation = {
 
 /** The refusal for `failure` of a payment of `amount`; `simulation_failed` with the reason when nothing more specific fits. */
 export function refusalOfFailedSimulation(failure: FailedSimulation, amount: bigint): Refusal {
-  const said = failure.revertReason === undefined ? "without a reason" : `with "${failure.revertReason}"`;
-  if (failure.authorizationUsed === true) return refuse(R.nonceAlreadyUsed, `the authorization's nonce is already used or canceled (the token reverted ${said})`);
-  if (failure.balance !== undefined && failure.balance < amount) return refuse(R.insufficientBalance, `the payer holds ${failure.balance}, less than ${amount} (the token reverted ${said})`);
+  const said =
+    failure.revertReason === undefined ? "without a reason" : `with "${failure.revertReason}"`;
+  if (failure.authorizationUsed === true)
+    return refuse(
+      R.nonceAlreadyUsed,
+      `the authorization's nonce is already used or canceled (the token reverted ${said})`,
+    );
+  if (failure.balance !== undefined && failure.balance < amount)
+    return refuse(
+      R.insufficientBalance,
+      `the payer holds ${failure.balance}, less than ${amount} (the token reverted ${said})`,
+    );
   if (failure.revertReason !== undefined) {
-    for (const [pattern, reason] of TOKEN_REVERTS) if (pattern.test(failure.revertReason)) return refuse(reason, `the token reverted ${said}`);
+    for (const [pattern, reason] of TOKEN_REVERTS)
+      if (pattern.test(failure.revertReason)) return refuse(reason, `the token reverted ${said}`);
   }
   return refuse(R.simulationFailed, `the token reverted ${said}`);
 }

@@ -9,7 +9,11 @@ import { ConfigError } from "../errors/base.js";
 import type { Store } from "../store/store.js";
 import { facilitatorBuilderCode } from "./builderCode.js";
 import { createFacilitator } from "./facilitator.js";
-import { facilitatorRecordPath, removeFacilitatorRecord, writeFacilitatorRecord } from "./facilitatorRecord.js";
+import {
+  facilitatorRecordPath,
+  removeFacilitatorRecord,
+  writeFacilitatorRecord,
+} from "./facilitatorRecord.js";
 import { startFacilitatorServer } from "./facilitatorServer.js";
 import { evmNetwork } from "./wire.js";
 
@@ -29,16 +33,23 @@ const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
  * to the log and to `<database>.facilitator.json` beside a SQLite database, for other commands.
  * On the bundled devnet with no key configured, a devnet key is funded and used.
  */
-export async function startSettlement(deps: Common & { store: Store }): Promise<{ facilitatorUrl: string | undefined }> {
+export async function startSettlement(
+  deps: Common & { store: Store },
+): Promise<{ facilitatorUrl: string | undefined }> {
   const settings = deps.config.facilitator;
   let relayers: LocalAccount[] = readRelayerPool(settings);
-  if (relayers.length === 0 && settings.enabled && runsDevnet(deps.config)) relayers = [await fundedDevnetRelayer(deps)];
+  if (relayers.length === 0 && settings.enabled && runsDevnet(deps.config))
+    relayers = [await fundedDevnetRelayer(deps)];
   const relay = startCaptureDriver({ ...deps, relayers });
   if (!settings.enabled) return { facilitatorUrl: undefined };
   const relayer = relayers[0];
   if (relayer === undefined)
-    throw new ConfigError("facilitator.relayerKeyEnv", `${settings.relayerKeyEnv} is not set: the facilitator sends settlements from the relayer's key (or set facilitator.relayerKeyFile)`);
-  const authToken = settings.authTokenEnv === undefined ? undefined : readAuthToken(settings.authTokenEnv);
+    throw new ConfigError(
+      "facilitator.relayerKeyEnv",
+      `${settings.relayerKeyEnv} is not set: the facilitator sends settlements from the relayer's key (or set facilitator.relayerKeyFile)`,
+    );
+  const authToken =
+    settings.authTokenEnv === undefined ? undefined : readAuthToken(settings.authTokenEnv);
   const tokens = await Promise.all(
     deps.config.tokens.map(async (token) => {
       const domain = await readTokenDomainOverRpc(deps.client, token.address, deps.config.chainId);
@@ -73,10 +84,23 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
   deps.shutdown.add(() => server.close());
   if (deps.config.database.url === undefined) {
     const recordPath = facilitatorRecordPath(deps.config.database.path);
-    writeFacilitatorRecord(recordPath, { pid: process.pid, url: server.url, relayer: relayer.address, settleWaitsFor: settings.settleWaitsFor });
+    writeFacilitatorRecord(recordPath, {
+      pid: process.pid,
+      url: server.url,
+      relayer: relayer.address,
+      settleWaitsFor: settings.settleWaitsFor,
+    });
     deps.shutdown.add(() => removeFacilitatorRecord(recordPath, process.pid));
   }
-  deps.logger.info({ msg: "Started x402 facilitator", url: server.url, relayer: relayer.address, relayers: relayers.map((r) => r.address), settle_waits_for: settings.settleWaitsFor, builder_code: builderCode ?? null, pay_to: settings.payTo.length === 0 ? "any" : settings.payTo });
+  deps.logger.info({
+    msg: "Started x402 facilitator",
+    url: server.url,
+    relayer: relayer.address,
+    relayers: relayers.map((r) => r.address),
+    settle_waits_for: settings.settleWaitsFor,
+    builder_code: builderCode ?? null,
+    pay_to: settings.payTo.length === 0 ? "any" : settings.payTo,
+  });
   return { facilitatorUrl: server.url };
 }
 
@@ -88,7 +112,10 @@ export async function startSettlement(deps: Common & { store: Store }): Promise<
 export function readAuthToken(envName: string, env: NodeJS.ProcessEnv = process.env): string {
   const token = env[envName]?.trim();
   if (token === undefined || token === "")
-    throw new ConfigError("facilitator.authTokenEnv", `the environment variable ${envName} is not set (the bearer token /verify and /settle require)`);
+    throw new ConfigError(
+      "facilitator.authTokenEnv",
+      `the environment variable ${envName} is not set (the bearer token /verify and /settle require)`,
+    );
   if (token.length < AUTH_TOKEN_MIN_CHARS || !TOKEN68.test(token))
     throw new ConfigError(
       "facilitator.authTokenEnv",
@@ -100,7 +127,10 @@ export function readAuthToken(envName: string, env: NodeJS.ProcessEnv = process.
 /** A devnet-only relayer: anvil's mnemonic at an index no demo part uses, given ETH for gas. */
 async function fundedDevnetRelayer(deps: Common): Promise<LocalAccount> {
   const account = mnemonicToAccount(DEVNET_MNEMONIC, { addressIndex: DEVNET_RELAYER_INDEX });
-  await deps.client.request("anvil_setBalance", [account.address, numberToHex(parseEther(DEVNET_RELAYER_ETH))]);
+  await deps.client.request("anvil_setBalance", [
+    account.address,
+    numberToHex(parseEther(DEVNET_RELAYER_ETH)),
+  ]);
   deps.logger.info({ msg: "Funded the devnet relayer", relayer: account.address });
   return account;
 }

@@ -1,7 +1,16 @@
 import { checksum } from "ox/Address";
 import type { Address } from "viem";
 import type { FacilitatorToken } from "./exactFieldChecks.js";
-import { ASSET_TRANSFER_EIP3009, EVM_SIGNER_FAMILY, SCHEME_EXACT, X402_VERSION, X402_VERSION_V1, evmNetwork, v1NetworkName, type SupportedResponse } from "./wire.js";
+import {
+  ASSET_TRANSFER_EIP3009,
+  EVM_SIGNER_FAMILY,
+  SCHEME_EXACT,
+  X402_VERSION,
+  X402_VERSION_V1,
+  evmNetwork,
+  v1NetworkName,
+  type SupportedResponse,
+} from "./wire.js";
 
 /** What GET /supported describes: the chain, the tokens settled on it, the relayers, the extensions. */
 export type SupportedInput = {
@@ -25,7 +34,9 @@ export function buildSupportedBody(input: SupportedInput): SupportedResponse {
   // The reference registers its v1 exact scheme beside v2 and lists it; so do we, under the
   // chain's v1 name (base, base-sepolia), when v1 has one.
   const v1Name = v1NetworkName(input.chainId);
-  const versions: Array<{ x402Version: number; network: string }> = [{ x402Version: X402_VERSION, network }];
+  const versions: Array<{ x402Version: number; network: string }> = [
+    { x402Version: X402_VERSION, network },
+  ];
   if (v1Name !== undefined) versions.push({ x402Version: X402_VERSION_V1, network: v1Name });
   return {
     kinds: versions.flatMap(({ x402Version, network }) =>
@@ -33,7 +44,12 @@ export function buildSupportedBody(input: SupportedInput): SupportedResponse {
         x402Version,
         scheme: SCHEME_EXACT,
         network,
-        extra: { asset: checksum(token.address), name: token.name, version: token.version, assetTransferMethod: ASSET_TRANSFER_EIP3009 },
+        extra: {
+          asset: checksum(token.address),
+          name: token.name,
+          version: token.version,
+          assetTransferMethod: ASSET_TRANSFER_EIP3009,
+        },
       })),
     ),
     extensions: [...new Set(input.extensions)],

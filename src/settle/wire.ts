@@ -90,13 +90,22 @@ const ECHOABLE_NETWORK = /^[-_a-zA-Z0-9:]{1,64}$/;
  */
 export function namedNetwork(body: unknown): string | undefined {
   const payload = field(body, "paymentPayload");
-  const candidates = [field(field(payload, "accepted"), "network"), field(payload, "network"), field(field(body, "paymentRequirements"), "network")];
-  return candidates.find((candidate): candidate is string => typeof candidate === "string" && ECHOABLE_NETWORK.test(candidate));
+  const candidates = [
+    field(field(payload, "accepted"), "network"),
+    field(payload, "network"),
+    field(field(body, "paymentRequirements"), "network"),
+  ];
+  return candidates.find(
+    (candidate): candidate is string =>
+      typeof candidate === "string" && ECHOABLE_NETWORK.test(candidate),
+  );
 }
 
 /** `value[key]` when `value` is a JSON object, else undefined. */
 function field(value: unknown, key: string): unknown {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined;
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined;
 }
 
 /** PaymentRequirements as sent (§5.1.2); `extra` carries the token's EIP-712 `name` and `version`. */
@@ -113,7 +122,14 @@ export type WirePaymentRequirements = {
 /** The exact scheme's payload on EVM (scheme_exact_evm.md): a signed EIP-3009 authorization. */
 export type WireExactEvmPayload = {
   signature: string;
-  authorization: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string };
+  authorization: {
+    from: string;
+    to: string;
+    value: string;
+    validAfter: string;
+    validBefore: string;
+    nonce: string;
+  };
 };
 
 /** PaymentPayload as sent (§5.2.2). */
@@ -163,7 +179,12 @@ export type SettleResponse = {
 };
 
 /** One entry of `/supported`'s `kinds` (§7.3.1). */
-export type SupportedKind = { x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> };
+export type SupportedKind = {
+  x402Version: number;
+  scheme: string;
+  network: string;
+  extra?: Record<string, unknown>;
+};
 
 /** The answer of GET /supported (§7.3). */
 export type SupportedResponse = {
@@ -189,7 +210,14 @@ export type ExactRequirements = {
 };
 
 /** The EIP-3009 authorization once parsed; times in unix seconds. */
-export type ExactAuthorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
+export type ExactAuthorization = {
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+};
 
 /** A /verify or /settle request that passed parsing: every field well-formed, nothing yet judged. */
 export type ExactPaymentRequest = {

@@ -11,16 +11,28 @@ export type FacilitatorStatus = {
   pendingNonceGap: number | null;
 };
 
-type Sample = { value: number; labels: Record<string, string | number | undefined>; metricName?: string };
+type Sample = {
+  value: number;
+  labels: Record<string, string | number | undefined>;
+  metricName?: string;
+};
 type MetricLike = { get: () => Promise<{ values: Sample[] }> };
 
 /** Reads the facilitator's metrics: flashindex_settle_requests_total, _settle_latency_seconds, _relayer_*. */
-export async function readFacilitatorStatus(metrics: Pick<Metrics, "settleRequests" | "settleLatency" | "relayerBalance" | "relayerNonceGap">): Promise<FacilitatorStatus> {
+export async function readFacilitatorStatus(
+  metrics: Pick<Metrics, "settleRequests" | "settleLatency" | "relayerBalance" | "relayerNonceGap">,
+): Promise<FacilitatorStatus> {
   const outcomes = (await (metrics.settleRequests as MetricLike).get()).values
     .filter((v) => v.value > 0)
-    .map((v) => ({ endpoint: String(v.labels.endpoint), outcome: String(v.labels.outcome), count: v.value }))
+    .map((v) => ({
+      endpoint: String(v.labels.endpoint),
+      outcome: String(v.labels.outcome),
+      count: v.value,
+    }))
     .sort((a, b) => b.count - a.count || a.endpoint.localeCompare(b.endpoint));
-  const latency = (await (metrics.settleLatency as MetricLike).get()).values.filter((v) => v.labels.outcome === "success");
+  const latency = (await (metrics.settleLatency as MetricLike).get()).values.filter(
+    (v) => v.labels.outcome === "success",
+  );
   const buckets = latency
     .filter((v) => v.metricName?.endsWith("_bucket") === true && v.labels.le !== "+Inf")
     .map((v) => ({ le: Number(v.labels.le), count: v.value }))
@@ -52,16 +64,28 @@ export type HtmlCell = string | number | bigint | null | undefined;
 /** The page's facilitator section; `escapeHtml` and `table` are the page's own. */
 export function renderFacilitatorSection(
   status: FacilitatorStatus,
-  html: { escapeHtml: (value: HtmlCell) => string; table: (headers: readonly string[], rows: ReadonlyArray<readonly HtmlCell[]>, empty: string) => string },
+  html: {
+    escapeHtml: (value: HtmlCell) => string;
+    table: (
+      headers: readonly string[],
+      rows: ReadonlyArray<readonly HtmlCell[]>,
+      empty: string,
+    ) => string;
+  },
 ): string {
   const { escapeHtml } = html;
   const ms = (value: number | null) => (value === null ? "–" : `≤ ${value} ms`);
-  const eth = status.relayerBalanceWei === null ? "–" : `${(status.relayerBalanceWei / 1e18).toFixed(6)} ETH`;
+  const eth =
+    status.relayerBalanceWei === null ? "–" : `${(status.relayerBalanceWei / 1e18).toFixed(6)} ETH`;
   return `<section id="facilitator"><h2>x402 facilitator</h2>
 <dl><dt>Settled</dt><dd>${escapeHtml(status.settled.count)}</dd>
 <dt>Settle latency p50</dt><dd>${escapeHtml(ms(status.settled.p50Ms))}</dd>
 <dt>Settle latency p99</dt><dd>${escapeHtml(ms(status.settled.p99Ms))}</dd>
 <dt>Relayer balance</dt><dd>${escapeHtml(eth)}</dd>
 <dt>Pending nonce gap</dt><dd>${escapeHtml(status.pendingNonceGap ?? "–")}</dd></dl>
-${html.table(["Endpoint", "Outcome", "Answers"], status.outcomes.map((o) => [o.endpoint, o.outcome, o.count]), "No verify or settle requests yet.")}</section>`;
+${html.table(
+  ["Endpoint", "Outcome", "Answers"],
+  status.outcomes.map((o) => [o.endpoint, o.outcome, o.count]),
+  "No verify or settle requests yet.",
+)}</section>`;
 }

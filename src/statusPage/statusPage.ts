@@ -3,8 +3,17 @@ import type { Store } from "../store/store.js";
 import type { Metrics } from "../ops/metrics.js";
 import type { Hex } from "viem";
 import { tokenCheckpoint } from "../sync/watchScope.js";
-import { readFacilitatorStatus, renderFacilitatorSection, type FacilitatorStatus, type HtmlCell } from "./facilitatorSection.js";
-import { readRelayerPoolStatus, renderRelayerPoolSection, type RelayerRow } from "./relayersSection.js";
+import {
+  readFacilitatorStatus,
+  renderFacilitatorSection,
+  type FacilitatorStatus,
+  type HtmlCell,
+} from "./facilitatorSection.js";
+import {
+  readRelayerPoolStatus,
+  renderRelayerPoolSection,
+  type RelayerRow,
+} from "./relayersSection.js";
 
 /** The page reloads itself this often. */
 export const STATUS_PAGE_REFRESH_SECONDS = 5;
@@ -38,13 +47,24 @@ export function percentile(values: readonly number[], p: number): number | undef
 }
 
 const short = (hex: string) => (hex.length > 14 ? `${hex.slice(0, 8)}…${hex.slice(-4)}` : hex);
-const time = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
-const orDash = (value: number | null | undefined, unit = "") => (value === null || value === undefined ? "–" : `${value}${unit}`);
+const time = (ms: number) =>
+  new Date(ms)
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, "Z");
+const orDash = (value: number | null | undefined, unit = "") =>
+  value === null || value === undefined ? "–" : `${value}${unit}`;
 
-function table(headers: readonly string[], rows: ReadonlyArray<readonly HtmlCell[]>, empty: string): string {
+function table(
+  headers: readonly string[],
+  rows: ReadonlyArray<readonly HtmlCell[]>,
+  empty: string,
+): string {
   if (rows.length === 0) return `<p class="empty">${escapeHtml(empty)}</p>`;
   const head = headers.map((h) => `<th>${escapeHtml(h)}</th>`).join("");
-  const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${escapeHtml(cell)}</td>`).join("")}</tr>`).join("\n");
+  const body = rows
+    .map((row) => `<tr>${row.map((cell) => `<td>${escapeHtml(cell)}</td>`).join("")}</tr>`)
+    .join("\n");
   return `<table><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
 }
 
@@ -52,20 +72,53 @@ function table(headers: readonly string[], rows: ReadonlyArray<readonly HtmlCell
  * The status page: one self-contained HTML document (no scripts, no external assets) that reloads
  * itself. Every value from the database or the config goes through escapeHtml.
  */
-export function renderStatusPage(input: { chainId: number; now: number; snapshot: StatusSnapshot; metrics: StatusMetrics }): string {
+export function renderStatusPage(input: {
+  chainId: number;
+  now: number;
+  snapshot: StatusSnapshot;
+  metrics: StatusMetrics;
+}): string {
   const { snapshot: s, metrics: m } = input;
   const head = m.chainHead;
   const backfill = s.tokens.map((t) => {
     const done = t.checkpoint === null ? 0 : t.checkpoint - t.startBlock + 1;
     const total = head === null ? null : head - t.startBlock + 1;
-    const percent = total === null || total <= 0 ? null : Math.min(100, Math.floor((done / total) * 1000) / 10);
-    return [t.label ?? "", t.token, t.startBlock, orDash(t.checkpoint), percent === null ? "–" : `${percent}%`];
+    const percent =
+      total === null || total <= 0 ? null : Math.min(100, Math.floor((done / total) * 1000) / 10);
+    return [
+      t.label ?? "",
+      t.token,
+      t.startBlock,
+      orDash(t.checkpoint),
+      percent === null ? "–" : `${percent}%`,
+    ];
   });
   const p50 = percentile(s.leadTimesMs, 50);
   const p99 = percentile(s.leadTimesMs, 99);
-  const payments = s.payments.map((p) => [p.blockNumber, p.status, short(p.from), short(p.to), p.value, p.codes ?? "", short(p.txHash)]);
-  const removals = s.removals.map((r) => [time(r.removedAt), r.status, r.blockNumber, short(r.txHash)]);
-  const attempts = s.webhookAttempts.map((a) => [time(a.at), `evt_${input.chainId}_${a.eventId}`, a.type, a.attempt, a.httpStatus ?? "", a.error ?? "ok", `${a.durationMs} ms`]);
+  const payments = s.payments.map((p) => [
+    p.blockNumber,
+    p.status,
+    short(p.from),
+    short(p.to),
+    p.value,
+    p.codes ?? "",
+    short(p.txHash),
+  ]);
+  const removals = s.removals.map((r) => [
+    time(r.removedAt),
+    r.status,
+    r.blockNumber,
+    short(r.txHash),
+  ]);
+  const attempts = s.webhookAttempts.map((a) => [
+    time(a.at),
+    `evt_${input.chainId}_${a.eventId}`,
+    a.type,
+    a.attempt,
+    a.httpStatus ?? "",
+    a.error ?? "ok",
+    `${a.durationMs} ms`,
+  ]);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -100,7 +153,11 @@ ${table(["Block", "Status", "From", "To", "Value", "Builder codes", "Transaction
 <dl><dt>Reorgs detected</dt><dd>${escapeHtml(m.reorgs)}</dd><dt>Dropped pre-confirmations</dt><dd>${escapeHtml(m.droppedPreconfirmed)}</dd></dl>
 ${table(["When", "Status", "Block", "Transaction"], removals, "No removed or dropped logs.")}</section>
 <section id="orders"><h2>Orders by state</h2>
-${table(["State", "Orders"], s.orders.map((o) => [o.state, o.n]), "No orders.")}
+${table(
+  ["State", "Orders"],
+  s.orders.map((o) => [o.state, o.n]),
+  "No orders.",
+)}
 <p>Voided off chain, then captured: ${escapeHtml(s.voidedThenCaptured)}</p></section>
 <section id="webhooks"><h2>Webhook deliveries</h2>
 <dl><dt>Subscriptions</dt><dd>${escapeHtml(s.webhooks.subscriptions)}</dd><dt>Pending</dt><dd>${escapeHtml(s.webhooks.pending)}</dd>
@@ -114,19 +171,30 @@ ${m.relayers === undefined ? "" : renderRelayerPoolSection(m.relayers, { table }
 `;
 }
 
-type MetricLike = { get: () => Promise<{ values: Array<{ value: number; labels: Record<string, string | number | undefined> }> }> };
+type MetricLike = {
+  get: () => Promise<{
+    values: Array<{ value: number; labels: Record<string, string | number | undefined> }>;
+  }>;
+};
 
 /** Sum of a metric's values, optionally only those with `labels`. */
 async function metricSum(metric: MetricLike, labels: Record<string, string> = {}): Promise<number> {
   const { values } = await metric.get();
-  return values.filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want)).reduce((sum, v) => sum + v.value, 0);
+  return values
+    .filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want))
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 /** Builds the page from the daemon's store (either backend) and metrics, on each request. */
 export function createStatusPage(deps: {
   config: {
     chainId: number;
-    tokens: ReadonlyArray<{ address: string; label: string | undefined; startBlock: number; watch?: readonly Hex[] | undefined }>;
+    tokens: ReadonlyArray<{
+      address: string;
+      label: string | undefined;
+      startBlock: number;
+      watch?: readonly Hex[] | undefined;
+    }>;
     facilitator?: { enabled: boolean };
   };
   metrics: Metrics;
@@ -141,7 +209,10 @@ export function createStatusPage(deps: {
     return renderStatusPage({
       chainId: deps.config.chainId,
       now,
-      snapshot: await watchedProgress(deps, await deps.store.statusSnapshot(deps.config.tokens, now)),
+      snapshot: await watchedProgress(
+        deps,
+        await deps.store.statusSnapshot(deps.config.tokens, now),
+      ),
       metrics: {
         // A gauge never set reads 0: show "–" until the head has been seen.
         chainHead: head > 0 ? head : null,
@@ -152,20 +223,33 @@ export function createStatusPage(deps: {
         webhooksDelivered: await metricSum(metrics.webhookDeliveries, { outcome: "delivered" }),
         webhooksFailed: await metricSum(metrics.webhookDeliveries, { outcome: "failed" }),
         webhooksParked: await metricSum(metrics.webhookDeliveries, { outcome: "parked" }),
-        facilitator: deps.config.facilitator?.enabled === true ? await readFacilitatorStatus(metrics) : undefined,
-        relayers: deps.config.facilitator?.enabled === true ? await readRelayerPoolStatus(metrics) : undefined,
+        facilitator:
+          deps.config.facilitator?.enabled === true
+            ? await readFacilitatorStatus(metrics)
+            : undefined,
+        relayers:
+          deps.config.facilitator?.enabled === true
+            ? await readRelayerPoolStatus(metrics)
+            : undefined,
       },
     });
   };
 }
 
 /** A watched token's ranges are kept per address (sync/watchScope.ts): its progress is that of its least advanced address. */
-async function watchedProgress(deps: Parameters<typeof createStatusPage>[0], snapshot: StatusSnapshot): Promise<StatusSnapshot> {
+async function watchedProgress(
+  deps: Parameters<typeof createStatusPage>[0],
+  snapshot: StatusSnapshot,
+): Promise<StatusSnapshot> {
   const tokens = await Promise.all(
     snapshot.tokens.map(async (progress, i) => {
       const token = deps.config.tokens[i]!;
       if (token.watch === undefined) return progress;
-      const checkpoint = await tokenCheckpoint(deps.store, { key: token.address.toLowerCase() as Hex, watch: token.watch, startBlock: token.startBlock });
+      const checkpoint = await tokenCheckpoint(deps.store, {
+        key: token.address.toLowerCase() as Hex,
+        watch: token.watch,
+        startBlock: token.startBlock,
+      });
       return { ...progress, checkpoint: checkpoint < token.startBlock ? null : checkpoint };
     }),
   );

@@ -15,7 +15,12 @@ export type CancelStore = {
    * refused (OrderStateError), nothing changed. An order already `canceling` (a cancel run again,
    * say after one was killed before it sent) is returned as it is, with the state it came from.
    */
-  begin: (token: Address, authorizer: Address, nonce: Hex, now: number) => Promise<{ order: Order; previous: OrderState } | undefined>;
+  begin: (
+    token: Address,
+    authorizer: Address,
+    nonce: Hex,
+    now: number,
+  ) => Promise<{ order: Order; previous: OrderState } | undefined>;
   /**
    * The cancel was refused or reverted: the order goes back from `canceling` to the state it came
    * from, `cause` recorded on the transition. An order no longer canceling (the chain moved it) is
@@ -25,4 +30,8 @@ export type CancelStore = {
 };
 
 /** The states a cancel may start from: the relay's capture may be in flight from `capturing`. */
-export const CANCELABLE_STATES: readonly OrderState[] = ["authorized", "voided_offchain", "expired"];
+export const CANCELABLE_STATES: readonly OrderState[] = [
+  "authorized",
+  "voided_offchain",
+  "expired",
+];

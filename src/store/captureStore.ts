@@ -31,7 +31,12 @@ export type CaptureStore = {
    * still be reserved for this order in the nonce book (it becomes `signed` there), else
    * NonceLapsedError. `owner`: the storing process (nonceBook.ts processOwner).
    */
-  start: (orderId: number, transaction: CaptureTransaction, now: number, owner?: string) => Promise<{ order: Order; capture: CaptureIntent; created: boolean }>;
+  start: (
+    orderId: number,
+    transaction: CaptureTransaction,
+    now: number,
+    owner?: string,
+  ) => Promise<{ order: Order; capture: CaptureIntent; created: boolean }>;
   get: (orderId: number) => Promise<CaptureIntent | undefined>;
   /** The intents the daemon drives: status `sent` and the order still capturing. */
   pending: () => Promise<Array<{ order: Order; capture: CaptureIntent }>>;
@@ -48,7 +53,11 @@ export type CaptureStore = {
    */
   recordGas: (orderId: number, txHash: Hex, gas: CaptureGas, now: number) => Promise<void>;
   /** A new signed transaction for the intent (a fee bump on the same nonce, or a new nonce); the old hash is kept in `replacedTxHashes`. */
-  replace: (orderId: number, transaction: CaptureTransaction, now: number) => Promise<CaptureIntent>;
+  replace: (
+    orderId: number,
+    transaction: CaptureTransaction,
+    now: number,
+  ) => Promise<CaptureIntent>;
   /**
    * The intent ends and a capturing order goes back to authorized: the node refused the transaction
    * for good (cause `capture_abandoned`), it reverted on chain (`capture_reverted`, with its hash),
@@ -57,7 +66,12 @@ export type CaptureStore = {
    */
   abandon: (orderId: number, now: number, why?: AbandonCause) => Promise<Order>;
   /** The order holding this authorization, if any (addresses and nonce compared lower-case). */
-  findOrder: (chainId: number, token: Address, authorizer: Address, nonce: Hex) => Promise<Order | undefined>;
+  findOrder: (
+    chainId: number,
+    token: Address,
+    authorizer: Address,
+    nonce: Hex,
+  ) => Promise<Order | undefined>;
   /** Binds a payment id to a fingerprint and order unless it is bound already; returns the binding that holds. */
   bindPaymentId: (binding: PaymentIdBinding, now: number) => Promise<PaymentIdBinding>;
   getPaymentId: (paymentId: string) => Promise<PaymentIdBinding | undefined>;
@@ -102,8 +116,14 @@ export function toCaptureIntent(row: CaptureRow): CaptureIntent {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     owner: row.owner ?? null,
-    sendStartedAt: row.send_started_at === null || row.send_started_at === undefined ? null : Number(row.send_started_at),
+    sendStartedAt:
+      row.send_started_at === null || row.send_started_at === undefined
+        ? null
+        : Number(row.send_started_at),
     gasUsed: row.gas_used === null || row.gas_used === undefined ? null : BigInt(row.gas_used),
-    effectiveGasPrice: row.effective_gas_price === null || row.effective_gas_price === undefined ? null : BigInt(row.effective_gas_price),
+    effectiveGasPrice:
+      row.effective_gas_price === null || row.effective_gas_price === undefined
+        ? null
+        : BigInt(row.effective_gas_price),
   };
 }

@@ -19,6 +19,9 @@ export function createEventTally() {
 }
 
 /** Adds stored rows to `flashindex_logs_indexed_total{event,status}`. */
-export function countIndexed(metrics: Pick<Metrics, "logsIndexed">, byEvent: readonly EventCount[]): void {
+export function countIndexed(
+  metrics: Pick<Metrics, "logsIndexed">,
+  byEvent: readonly EventCount[],
+): void {
   for (const { event, status, logs } of byEvent) metrics.logsIndexed.inc({ event, status }, logs);
 }

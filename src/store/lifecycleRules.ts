@@ -48,7 +48,10 @@ export type LifecycleSteps = {
   /** Flags removed every confirmed or finalized row of an orphaned block; answers how many. */
   removeBlock: { step: { block: BlockRef; now: number }; answer: number };
   /** Flags removed every confirmed or finalized row at `blockNumber` on another block hash; answers how many. */
-  removeOtherBranches: { step: { blockNumber: number; canonicalHash: Hex; now: number }; answer: number };
+  removeOtherBranches: {
+    step: { blockNumber: number; canonicalHash: Hex; now: number };
+    answer: number;
+  };
   /** Records a block range as indexed for a token. */
   addSynced: { step: { token: Hex; range: BlockRange }; answer: void };
 };
@@ -60,11 +63,18 @@ export type LifecycleStep = { [K in StepKind]: { kind: K } & LifecycleSteps[K]["
 export type LifecyclePlan<T> = Generator<LifecycleStep, T, unknown>;
 
 /** A backend's statements, one per step kind, answering at once (SQLite) or with a promise (Postgres). */
-export type LifecycleStatements = { [K in StepKind]: (step: LifecycleSteps[K]["step"]) => LifecycleSteps[K]["answer"] };
-export type AsyncLifecycleStatements = { [K in StepKind]: (step: LifecycleSteps[K]["step"]) => Promise<LifecycleSteps[K]["answer"]> };
+export type LifecycleStatements = {
+  [K in StepKind]: (step: LifecycleSteps[K]["step"]) => LifecycleSteps[K]["answer"];
+};
+export type AsyncLifecycleStatements = {
+  [K in StepKind]: (step: LifecycleSteps[K]["step"]) => Promise<LifecycleSteps[K]["answer"]>;
+};
 
 /** Yields one step and returns its answer, typed by its kind. */
-function* ask<K extends StepKind>(kind: K, step: LifecycleSteps[K]["step"]): Generator<LifecycleStep, LifecycleSteps[K]["answer"], unknown> {
+function* ask<K extends StepKind>(
+  kind: K,
+  step: LifecycleSteps[K]["step"],
+): Generator<LifecycleStep, LifecycleSteps[K]["answer"], unknown> {
   return (yield { kind, ...step } as LifecycleStep) as LifecycleSteps[K]["answer"];
 }
 
@@ -74,14 +84,26 @@ function* ask<K extends StepKind>(kind: K, step: LifecycleSteps[K]["step"]): Gen
  * there, keeping `preconfirmed_at`; one announced for an earlier block than stored is a stale re-read
  * of the pending view and is ignored. The rest are inserted.
  */
-export function* preconfirmedPlan(rows: readonly LogRow[], now: number): LifecyclePlan<PreconfirmedStored> {
+export function* preconfirmedPlan(
+  rows: readonly LogRow[],
+  now: number,
+): LifecyclePlan<PreconfirmedStored> {
   const fresh: LogRow[] = [];
   let moved = 0;
   let revived = 0;
   for (const row of rows) {
     const stored = yield* ask("sameContent", { row, finalized: true });
-    if (stored.some((s) => s.status === "confirmed" || s.status === "finalized" || s.blockNumber > row.blockNumber)) continue;
-    const twin = pickTwin(row, stored.filter((s) => s.blockNumber < row.blockNumber));
+    if (
+      stored.some(
+        (s) =>
+          s.status === "confirmed" || s.status === "finalized" || s.blockNumber > row.blockNumber,
+      )
+    )
+      continue;
+    const twin = pickTwin(
+      row,
+      stored.filter((s) => s.blockNumber < row.blockNumber),
+    );
     if (twin === undefined) {
       fresh.push(row);
       continue;
@@ -99,12 +121,27 @@ export function* preconfirmedPlan(rows: readonly LogRow[], now: number): Lifecyc
  * as dropped every pre-confirmation of this or an earlier block that did not land, unless its
  * transaction is in `stillPending` (the pending view holds it for a later block).
  */
-export function* canonicalBlockPlan(blockNumber: number, rows: readonly LogRow[], now: number, stillPending: ReadonlySet<Hex> = new Set()): LifecyclePlan<BlockApplied> {
-  const result: BlockApplied = { inserted: 0, promoted: 0, dropped: 0, duplicates: 0, leadTimesMs: [], byEvent: [] };
+export function* canonicalBlockPlan(
+  blockNumber: number,
+  rows: readonly LogRow[],
+  now: number,
+  stillPending: ReadonlySet<Hex> = new Set(),
+): LifecyclePlan<BlockApplied> {
+  const result: BlockApplied = {
+    inserted: 0,
+    promoted: 0,
+    dropped: 0,
+    duplicates: 0,
+    leadTimesMs: [],
+    byEvent: [],
+  };
   const fresh: LogRow[] = [];
   for (const row of rows) {
     const stored = yield* ask("sameContent", { row, finalized: false });
-    const twin = pickTwin(row, stored.filter((s) => s.status === "preconfirmed" || s.status === "dropped"));
+    const twin = pickTwin(
+      row,
+      stored.filter((s) => s.status === "preconfirmed" || s.status === "dropped"),
+    );
     if (twin === undefined) {
       fresh.push(row);
       continue;
@@ -134,12 +171,20 @@ export function* canonicalBlockPlan(blockNumber: number, rows: readonly LogRow[]
  * block the other branches' rows at its height flagged removed and its rows applied, then the
  * ranges recorded as synced.
  */
-export function* chainChangePlan(change: ChainChange, now: number): LifecyclePlan<ChainChangeApplied> {
+export function* chainChangePlan(
+  change: ChainChange,
+  now: number,
+): LifecyclePlan<ChainChangeApplied> {
   let removed = 0;
   const blocks: BlockApplied[] = [];
   for (const block of change.orphaned) removed += yield* ask("removeBlock", { block, now });
   for (const block of change.blocks) {
-    if (block.canonicalHash !== undefined) removed += yield* ask("removeOtherBranches", { blockNumber: block.number, canonicalHash: block.canonicalHash, now });
+    if (block.canonicalHash !== undefined)
+      removed += yield* ask("removeOtherBranches", {
+        blockNumber: block.number,
+        canonicalHash: block.canonicalHash,
+        now,
+      });
     blocks.push(yield* canonicalBlockPlan(block.number, block.rows, now, change.stillPending));
   }
   for (const { token, range } of change.synced) yield* ask("addSynced", { token, range });
@@ -148,22 +193,28 @@ export function* chainChangePlan(change: ChainChange, now: number): LifecyclePla
 
 /** Runs a plan with synchronous statements (SQLite); call inside a transaction. */
 export function runLifecyclePlan<T>(plan: LifecyclePlan<T>, statements: LifecycleStatements): T {
-  for (let next = plan.next(); ; ) {
+  for (let next = plan.next(); ;) {
     if (next.done === true) return next.value;
     next = plan.next(answerWith(statements, next.value));
   }
 }
 
 /** Runs a plan with statements that answer promises (Postgres), one step after the other; call inside a transaction. */
-export async function runLifecyclePlanAsync<T>(plan: LifecyclePlan<T>, statements: AsyncLifecycleStatements): Promise<T> {
-  for (let next = plan.next(); ; ) {
+export async function runLifecyclePlanAsync<T>(
+  plan: LifecyclePlan<T>,
+  statements: AsyncLifecycleStatements,
+): Promise<T> {
+  for (let next = plan.next(); ;) {
     if (next.done === true) return next.value;
     next = plan.next(await answerWith(statements, next.value));
   }
 }
 
 /** The statement for a step's kind, called with the step. */
-function answerWith(statements: LifecycleStatements | AsyncLifecycleStatements, step: LifecycleStep): unknown {
+function answerWith(
+  statements: LifecycleStatements | AsyncLifecycleStatements,
+  step: LifecycleStep,
+): unknown {
   const statement = statements[step.kind] as (step: LifecycleStep) => unknown;
   return statement(step);
 }

@@ -41,7 +41,10 @@ export type NonceBook = {
    */
   reserve: (reservation: NonceReservation, now: number) => Promise<number>;
   /** Moves the holder's nonce to `state` (with the bytes' hash); false when `holder` no longer holds it. */
-  mark: (ref: NonceRef & { state: "signed" | "broadcast" | "landed"; txHash?: Hex | undefined }, now: number) => Promise<boolean>;
+  mark: (
+    ref: NonceRef & { state: "signed" | "broadcast" | "landed"; txHash?: Hex | undefined },
+    now: number,
+  ) => Promise<boolean>;
   /** Gives back a nonce nothing was broadcast with; false (kept) once broadcast, or when another holds it. */
   release: (ref: NonceRef, now: number) => Promise<boolean>;
   /** The book's entries of `relayer` from `fromNonce` up, lowest first. */
@@ -68,10 +71,14 @@ export function captureOrderId(holder: string): number | undefined {
 export const cancelHolder = (token: Address, authorizer: Address, nonce: Hex): string =>
   `cancel:${token.toLowerCase()}:${authorizer.toLowerCase()}:${nonce.toLowerCase()}`;
 /** The holder of a 0-value self-transfer that fills a nonce no transaction holds (one per filler: each takes a nonce of its own). */
-export const gapFillerHolder = (owner: string, at: number, index: number): string => `gap_filler:${owner}:${at}:${index}`;
+export const gapFillerHolder = (owner: string, at: number, index: number): string =>
+  `gap_filler:${owner}:${at}:${index}`;
 
 /** Whether an entry's nonce can be handed out again: released, or a reservation its process abandoned. */
-export function isFree(entry: Pick<NonceEntry, "state" | "holder" | "updatedAt">, now: number): boolean {
+export function isFree(
+  entry: Pick<NonceEntry, "state" | "holder" | "updatedAt">,
+  now: number,
+): boolean {
   if (entry.state === "released") return true;
   const stale = now - entry.updatedAt >= NONCE_RESERVATION_TTL_MS;
   if (entry.state === "reserved") return stale;
@@ -83,8 +90,15 @@ export function isFree(entry: Pick<NonceEntry, "state" | "holder" | "updatedAt">
  * The nonce a reservation for `holder` gets: the one it already holds live, else the lowest at or
  * above `floor` with no entry or a free one. `entries`: those at or above `floor`.
  */
-export function pickNonce(entries: ReadonlyArray<Pick<NonceEntry, "nonce" | "state" | "holder" | "updatedAt">>, floor: number, now: number, holder?: string): number {
-  const held = entries.find((e) => e.holder === holder && e.state !== "released" && e.state !== "landed" && !isFree(e, now));
+export function pickNonce(
+  entries: ReadonlyArray<Pick<NonceEntry, "nonce" | "state" | "holder" | "updatedAt">>,
+  floor: number,
+  now: number,
+  holder?: string,
+): number {
+  const held = entries.find(
+    (e) => e.holder === holder && e.state !== "released" && e.state !== "landed" && !isFree(e, now),
+  );
   if (held !== undefined) return held.nonce;
   const byNonce = new Map(entries.map((e) => [e.nonce, e]));
   for (let nonce = floor; ; nonce++) {
@@ -99,7 +113,9 @@ export function pickNonce(entries: ReadonlyArray<Pick<NonceEntry, "nonce" | "sta
  */
 export function ownerIsGone(owner: string, host: string, alive: (pid: number) => boolean): boolean {
   const [ownerHost, pid] = owner.split(":");
-  return ownerHost === host && pid !== undefined && /^[1-9][0-9]*$/.test(pid) && !alive(Number(pid));
+  return (
+    ownerHost === host && pid !== undefined && /^[1-9][0-9]*$/.test(pid) && !alive(Number(pid))
+  );
 }
 
 /** A process's name in the book and on intents: host, pid and a random part (pids are reused). */

@@ -12,7 +12,9 @@ export { backupSuffix, moveDatabaseAside } from "./sqlite/moveDatabaseAside.js";
 
 /** Which backend a config selects: `database.url` (or FLASHINDEX_DATABASE_URL) means Postgres, else the SQLite file. */
 export function storeLocation(database: Config["database"]): string {
-  return database.url === undefined ? database.path : describeLocation(database.url, database.schema);
+  return database.url === undefined
+    ? database.path
+    : describeLocation(database.url, database.schema);
 }
 
 /** What opening a store needs of the config (a devnet config's settings qualify before its RPC is known). */
@@ -30,11 +32,19 @@ export type OpenStoreOptions = {
  * Takes the one-writer lock of the configured database before anything is written: a sidecar lock
  * file for SQLite (refusing a foreign file first), an advisory lock for a Postgres schema.
  */
-export async function acquireStoreWriterLock(config: StoreConfig, command: string): Promise<WriterLock> {
+export async function acquireStoreWriterLock(
+  config: StoreConfig,
+  command: string,
+): Promise<WriterLock> {
   const { database } = config;
   if (database.url !== undefined) {
     const { acquirePostgresWriterLock } = await import("./postgres/writerLock.js");
-    return acquirePostgresWriterLock(database.url, database.schema, storeLocation(database), command);
+    return acquirePostgresWriterLock(
+      database.url,
+      database.schema,
+      storeLocation(database),
+      command,
+    );
   }
   refuseForeignFile(database.path);
   return acquireWriterLock(database.path, command);
@@ -48,7 +58,12 @@ export async function openStore(config: StoreConfig, options: OpenStoreOptions):
     const lock = options.lock as (WriterLock & { check?: () => void }) | undefined;
     return openPostgresStore(
       { url: database.url, schema: database.schema, chainId: config.chainId },
-      { metrics: options.metrics, identity: options.identity, writer: lock?.holder, ...(lock?.check === undefined ? {} : { checkWriter: lock.check }) },
+      {
+        metrics: options.metrics,
+        identity: options.identity,
+        writer: lock?.holder,
+        ...(lock?.check === undefined ? {} : { checkWriter: lock.check }),
+      },
     );
   }
   const db = openDatabase(database.path, config.chainId, options.identity);
@@ -62,11 +77,17 @@ export async function openStore(config: StoreConfig, options: OpenStoreOptions):
 }
 
 /** Opens an existing flashindex database for reading only (status, auth, order show/list, cancel). */
-export async function openReadOnlyStore(config: StoreConfig, metrics: Pick<Metrics, "dbWriteDuration">): Promise<Store> {
+export async function openReadOnlyStore(
+  config: StoreConfig,
+  metrics: Pick<Metrics, "dbWriteDuration">,
+): Promise<Store> {
   const { database } = config;
   if (database.url !== undefined) {
     const { openPostgresStoreReadOnly } = await import("./postgres/openPostgres.js");
-    return openPostgresStoreReadOnly({ url: database.url, schema: database.schema, chainId: config.chainId }, metrics);
+    return openPostgresStoreReadOnly(
+      { url: database.url, schema: database.schema, chainId: config.chainId },
+      metrics,
+    );
   }
   const db = openDatabaseReadOnly(database.path, config.chainId);
   return createSqliteStore({ db, chainId: config.chainId, metrics });

@@ -14,7 +14,15 @@ import type { Address, Hex } from "viem";
  * triggers inside the transaction that stores the event. The database itself refuses a state change
  * outside ORDER_TRANSITIONS (trigger `orders_refuse_illegal_transition`).
  */
-export const ORDER_STATES = ["authorized", "voided_offchain", "capturing", "canceling", "captured", "canceled", "expired"] as const;
+export const ORDER_STATES = [
+  "authorized",
+  "voided_offchain",
+  "capturing",
+  "canceling",
+  "captured",
+  "canceled",
+  "expired",
+] as const;
 export type OrderState = (typeof ORDER_STATES)[number];
 export type OrderKind = "transfer" | "receive";
 export type EventStatus = "preconfirmed" | "confirmed" | "finalized";
@@ -25,38 +33,198 @@ export type TransitionActor = "merchant" | "relay" | "expiry" | "chain";
 export type OrderSource = "merchant" | "x402";
 
 /** Every allowed state change; anything else is refused. Same rows as table `order_state_transitions`. */
-export const ORDER_TRANSITIONS: ReadonlyArray<{ from: OrderState; to: OrderState; by: TransitionActor; when: string }> = [
-  { from: "authorized", to: "voided_offchain", by: "merchant", when: "order void: the merchant will never submit the signature" },
-  { from: "authorized", to: "capturing", by: "relay", when: "order capture / x402 settle: the signed transaction is stored with the intent, then sent" },
-  { from: "capturing", to: "authorized", by: "relay", when: "the node refused the transaction for good (nothing of it can land): the intent is abandoned" },
-  { from: "authorized", to: "canceling", by: "merchant", when: "flashindex cancel accepted the cancel, before anything is sent" },
-  { from: "voided_offchain", to: "canceling", by: "merchant", when: "flashindex cancel accepted the cancel, before anything is sent" },
-  { from: "expired", to: "canceling", by: "merchant", when: "flashindex cancel accepted the cancel (cancel works after expiry too)" },
-  { from: "canceling", to: "authorized", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
-  { from: "canceling", to: "voided_offchain", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
-  { from: "canceling", to: "expired", by: "relay", when: "the cancel was refused or reverted: back to the state it came from, with the cause" },
-  { from: "canceling", to: "expired", by: "expiry", when: "validBefore passed with no live event (a cancel killed before it was sent ends here)" },
-  { from: "canceling", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce (the cancel landed)" },
-  { from: "canceling", to: "captured", by: "chain", when: "a live AuthorizationUsed: a capture landed before the cancel" },
-  { from: "authorized", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
-  { from: "capturing", to: "expired", by: "expiry", when: "validBefore passed with no live event: the relay's transaction can no longer land" },
-  { from: "voided_offchain", to: "expired", by: "expiry", when: "validBefore passed with no live event" },
-  { from: "authorized", to: "captured", by: "chain", when: "a live AuthorizationUsed for the nonce" },
-  { from: "voided_offchain", to: "captured", by: "chain", when: "a live AuthorizationUsed after a void: flagged voided_then_captured, logged at error level" },
-  { from: "expired", to: "captured", by: "chain", when: "a live AuthorizationUsed in a block older than our clock's expiry" },
-  { from: "capturing", to: "captured", by: "chain", when: "a live AuthorizationUsed for the nonce (the relay's transaction, or anyone's)" },
-  { from: "authorized", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce" },
-  { from: "capturing", to: "canceled", by: "chain", when: "a live AuthorizationCanceled: the buyer canceled before the relay's transaction landed" },
-  { from: "voided_offchain", to: "canceled", by: "chain", when: "a live AuthorizationCanceled for the nonce" },
-  { from: "expired", to: "canceled", by: "chain", when: "a live AuthorizationCanceled (cancel works after expiry too)" },
-  { from: "captured", to: "canceled", by: "chain", when: "a reorg replaced the capture by a cancel" },
-  { from: "canceled", to: "captured", by: "chain", when: "a reorg replaced the cancel by a capture" },
-  { from: "captured", to: "authorized", by: "chain", when: "the event was removed/dropped, no other live event, merchant had not voided" },
-  { from: "captured", to: "voided_offchain", by: "chain", when: "the event was removed/dropped, no other live event, merchant had voided" },
-  { from: "canceled", to: "authorized", by: "chain", when: "the event was removed/dropped, no other live event, merchant had not voided" },
-  { from: "canceled", to: "voided_offchain", by: "chain", when: "the event was removed/dropped, no other live event, merchant had voided" },
-  { from: "captured", to: "capturing", by: "chain", when: "the event was removed/dropped while the relay's intent is live: the relay sends it again" },
-  { from: "canceled", to: "capturing", by: "chain", when: "the event was removed/dropped while the relay's intent is live: the relay sends it again" },
+export const ORDER_TRANSITIONS: ReadonlyArray<{
+  from: OrderState;
+  to: OrderState;
+  by: TransitionActor;
+  when: string;
+}> = [
+  {
+    from: "authorized",
+    to: "voided_offchain",
+    by: "merchant",
+    when: "order void: the merchant will never submit the signature",
+  },
+  {
+    from: "authorized",
+    to: "capturing",
+    by: "relay",
+    when: "order capture / x402 settle: the signed transaction is stored with the intent, then sent",
+  },
+  {
+    from: "capturing",
+    to: "authorized",
+    by: "relay",
+    when: "the node refused the transaction for good (nothing of it can land): the intent is abandoned",
+  },
+  {
+    from: "authorized",
+    to: "canceling",
+    by: "merchant",
+    when: "flashindex cancel accepted the cancel, before anything is sent",
+  },
+  {
+    from: "voided_offchain",
+    to: "canceling",
+    by: "merchant",
+    when: "flashindex cancel accepted the cancel, before anything is sent",
+  },
+  {
+    from: "expired",
+    to: "canceling",
+    by: "merchant",
+    when: "flashindex cancel accepted the cancel (cancel works after expiry too)",
+  },
+  {
+    from: "canceling",
+    to: "authorized",
+    by: "relay",
+    when: "the cancel was refused or reverted: back to the state it came from, with the cause",
+  },
+  {
+    from: "canceling",
+    to: "voided_offchain",
+    by: "relay",
+    when: "the cancel was refused or reverted: back to the state it came from, with the cause",
+  },
+  {
+    from: "canceling",
+    to: "expired",
+    by: "relay",
+    when: "the cancel was refused or reverted: back to the state it came from, with the cause",
+  },
+  {
+    from: "canceling",
+    to: "expired",
+    by: "expiry",
+    when: "validBefore passed with no live event (a cancel killed before it was sent ends here)",
+  },
+  {
+    from: "canceling",
+    to: "canceled",
+    by: "chain",
+    when: "a live AuthorizationCanceled for the nonce (the cancel landed)",
+  },
+  {
+    from: "canceling",
+    to: "captured",
+    by: "chain",
+    when: "a live AuthorizationUsed: a capture landed before the cancel",
+  },
+  {
+    from: "authorized",
+    to: "expired",
+    by: "expiry",
+    when: "validBefore passed with no live event",
+  },
+  {
+    from: "capturing",
+    to: "expired",
+    by: "expiry",
+    when: "validBefore passed with no live event: the relay's transaction can no longer land",
+  },
+  {
+    from: "voided_offchain",
+    to: "expired",
+    by: "expiry",
+    when: "validBefore passed with no live event",
+  },
+  {
+    from: "authorized",
+    to: "captured",
+    by: "chain",
+    when: "a live AuthorizationUsed for the nonce",
+  },
+  {
+    from: "voided_offchain",
+    to: "captured",
+    by: "chain",
+    when: "a live AuthorizationUsed after a void: flagged voided_then_captured, logged at error level",
+  },
+  {
+    from: "expired",
+    to: "captured",
+    by: "chain",
+    when: "a live AuthorizationUsed in a block older than our clock's expiry",
+  },
+  {
+    from: "capturing",
+    to: "captured",
+    by: "chain",
+    when: "a live AuthorizationUsed for the nonce (the relay's transaction, or anyone's)",
+  },
+  {
+    from: "authorized",
+    to: "canceled",
+    by: "chain",
+    when: "a live AuthorizationCanceled for the nonce",
+  },
+  {
+    from: "capturing",
+    to: "canceled",
+    by: "chain",
+    when: "a live AuthorizationCanceled: the buyer canceled before the relay's transaction landed",
+  },
+  {
+    from: "voided_offchain",
+    to: "canceled",
+    by: "chain",
+    when: "a live AuthorizationCanceled for the nonce",
+  },
+  {
+    from: "expired",
+    to: "canceled",
+    by: "chain",
+    when: "a live AuthorizationCanceled (cancel works after expiry too)",
+  },
+  {
+    from: "captured",
+    to: "canceled",
+    by: "chain",
+    when: "a reorg replaced the capture by a cancel",
+  },
+  {
+    from: "canceled",
+    to: "captured",
+    by: "chain",
+    when: "a reorg replaced the cancel by a capture",
+  },
+  {
+    from: "captured",
+    to: "authorized",
+    by: "chain",
+    when: "the event was removed/dropped, no other live event, merchant had not voided",
+  },
+  {
+    from: "captured",
+    to: "voided_offchain",
+    by: "chain",
+    when: "the event was removed/dropped, no other live event, merchant had voided",
+  },
+  {
+    from: "canceled",
+    to: "authorized",
+    by: "chain",
+    when: "the event was removed/dropped, no other live event, merchant had not voided",
+  },
+  {
+    from: "canceled",
+    to: "voided_offchain",
+    by: "chain",
+    when: "the event was removed/dropped, no other live event, merchant had voided",
+  },
+  {
+    from: "captured",
+    to: "capturing",
+    by: "chain",
+    when: "the event was removed/dropped while the relay's intent is live: the relay sends it again",
+  },
+  {
+    from: "canceled",
+    to: "capturing",
+    by: "chain",
+    when: "the event was removed/dropped while the relay's intent is live: the relay sends it again",
+  },
 ];
 
 export type NewOrder = {
@@ -110,7 +278,12 @@ export { OrderExistsError, OrderNotFoundError, OrderStateError } from "../errors
 import { OrderStateError } from "../errors/orders.js";
 
 /** Throws OrderStateError unless `from -> to` is in ORDER_TRANSITIONS for this actor. */
-export function assertTransition(from: OrderState, to: OrderState, by: TransitionActor, id?: number): void {
+export function assertTransition(
+  from: OrderState,
+  to: OrderState,
+  by: TransitionActor,
+  id?: number,
+): void {
   const mine = ORDER_TRANSITIONS.filter((t) => t.by === by && t.to === to);
   if (mine.some((t) => t.from === from)) return;
   const allowed = [...new Set(mine.map((t) => t.from))];

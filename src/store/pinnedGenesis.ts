@@ -11,9 +11,18 @@ const GENESIS_HASH_KEY = "genesis_hash";
  * yet, an empty one, or one never pinned). Opens the database for writing, migrating it as the
  * next `start` would: the caller holds the writer lock.
  */
-export async function readPinnedGenesis(config: StoreConfig, metrics: Pick<Metrics, "dbWriteDuration">): Promise<Hex | undefined> {
+export async function readPinnedGenesis(
+  config: StoreConfig,
+  metrics: Pick<Metrics, "dbWriteDuration">,
+): Promise<Hex | undefined> {
   const { database } = config;
-  if (database.url === undefined && (database.path === ":memory:" || !existsSync(database.path) || statSync(database.path).size === 0)) return undefined;
+  if (
+    database.url === undefined &&
+    (database.path === ":memory:" ||
+      !existsSync(database.path) ||
+      statSync(database.path).size === 0)
+  )
+    return undefined;
   const store = await openStore(config, { metrics });
   try {
     return (await store.readMeta(GENESIS_HASH_KEY)) as Hex | undefined;

@@ -8,10 +8,25 @@
  * missing, and the next backfill (every `start` runs one) builds them.
  */
 export const READER_INDEXES: ReadonlyArray<{ name: string; sql: string }> = [
-  { name: "transfers_by_token_block", sql: "CREATE INDEX IF NOT EXISTS transfers_by_token_block ON transfers (token, block_number)" },
-  { name: "transfers_by_from", sql: "CREATE INDEX IF NOT EXISTS transfers_by_from ON transfers (from_address, block_number)" },
-  { name: "transfers_by_to", sql: "CREATE INDEX IF NOT EXISTS transfers_by_to ON transfers (to_address, block_number)" },
+  {
+    name: "transfers_by_token_block",
+    sql: "CREATE INDEX IF NOT EXISTS transfers_by_token_block ON transfers (token, block_number)",
+  },
+  {
+    name: "transfers_by_from",
+    sql: "CREATE INDEX IF NOT EXISTS transfers_by_from ON transfers (from_address, block_number)",
+  },
+  {
+    name: "transfers_by_to",
+    sql: "CREATE INDEX IF NOT EXISTS transfers_by_to ON transfers (to_address, block_number)",
+  },
   { name: "logs_by_tx", sql: "CREATE INDEX IF NOT EXISTS logs_by_tx ON logs (tx_hash)" },
-  { name: "authorization_events_by_tx", sql: "CREATE INDEX IF NOT EXISTS authorization_events_by_tx ON authorization_events (tx_hash)" },
-  { name: "attribution_codes_by_code", sql: "CREATE INDEX IF NOT EXISTS attribution_codes_by_code ON attribution_codes (code)" },
+  {
+    name: "authorization_events_by_tx",
+    sql: "CREATE INDEX IF NOT EXISTS authorization_events_by_tx ON authorization_events (tx_hash)",
+  },
+  {
+    name: "attribution_codes_by_code",
+    sql: "CREATE INDEX IF NOT EXISTS attribution_codes_by_code ON attribution_codes (code)",
+  },
 ];

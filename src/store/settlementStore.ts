@@ -40,7 +40,12 @@ export type SettlementStore = {
    * Takes the claim on an order's settlement for `claim` if its standing allows (`from`), atomically:
    * of two processes claiming at once, one wins. Returns the row as it stands and whether we hold it.
    */
-  claim: (orderId: number, claim: string, from: ClaimFrom, now: number) => Promise<{ claimed: boolean; settlement: Settlement }>;
+  claim: (
+    orderId: number,
+    claim: string,
+    from: ClaimFrom,
+    now: number,
+  ) => Promise<{ claimed: boolean; settlement: Settlement }>;
   /**
    * Records a new order and takes the claim on it for `claim`, in one transaction (one write where a
    * first /settle would otherwise make two). OrderExistsError when the authorization has an order.
@@ -54,7 +59,12 @@ export type SettlementStore = {
   answer: (
     orderId: number,
     claim: string,
-    outcome: { state: Exclude<SettlementState, "settling">; txHash: Hex | null; answer: string; blockNumber?: bigint | undefined },
+    outcome: {
+      state: Exclude<SettlementState, "settling">;
+      txHash: Hex | null;
+      answer: string;
+      blockNumber?: bigint | undefined;
+    },
     now: number,
   ) => Promise<boolean>;
   get: (orderId: number) => Promise<Settlement | undefined>;

@@ -10,6 +10,14 @@ export const RECENT_REMOVALS = 20;
 export const RECENT_WEBHOOK_ATTEMPTS = 10;
 
 /** A token's backfill progress: its checkpoint, or null before its first indexed block. */
-export function tokenProgress(t: StatusTokens[number], checkpoint: number): StatusSnapshot["tokens"][number] {
-  return { token: t.address, label: t.label ?? null, startBlock: t.startBlock, checkpoint: checkpoint < t.startBlock ? null : checkpoint };
+export function tokenProgress(
+  t: StatusTokens[number],
+  checkpoint: number,
+): StatusSnapshot["tokens"][number] {
+  return {
+    token: t.address,
+    label: t.label ?? null,
+    startBlock: t.startBlock,
+    checkpoint: checkpoint < t.startBlock ? null : checkpoint,
+  };
 }

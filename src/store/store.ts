@@ -2,7 +2,19 @@ import type { Address, Hex } from "viem";
 import type { BlockRange } from "../blockRanges.js";
 import type { LogRow } from "../rows/logRow.js";
 import type { ProcessMode } from "../ops/threadSettings.js";
-import type { BlockApplied, InsertCounts, OwedBlock, PreconfirmedStored, RegistrationRow, SaveRegistrationResult, StatusSnapshot, StatusTokens, TokenCounts, WebhookOutbox, WindowWrite } from "./types.js";
+import type {
+  BlockApplied,
+  InsertCounts,
+  OwedBlock,
+  PreconfirmedStored,
+  RegistrationRow,
+  SaveRegistrationResult,
+  StatusSnapshot,
+  StatusTokens,
+  TokenCounts,
+  WebhookOutbox,
+  WindowWrite,
+} from "./types.js";
 import type { AttributedTransaction } from "../decode/attributeTransaction.js";
 import type { PackedAttribution } from "../rows/packedAttribution.js";
 import type { CancelStore } from "./cancelStore.js";
@@ -88,7 +100,10 @@ export type OwedAttribution = {
    * transaction: a crash leaves them owed, and paying them again stores nothing twice. Returns the
    * transactions new to `transactions`.
    */
-  pay: (blocks: ReadonlyArray<Pick<OwedBlock, "number" | "hash">>, attribution: PackedAttribution) => Promise<number>;
+  pay: (
+    blocks: ReadonlyArray<Pick<OwedBlock, "number" | "hash">>,
+    attribution: PackedAttribution,
+  ) => Promise<number>;
 };
 
 /** Reader indexes a bulk backfill drops and builds once at its end. */
@@ -144,7 +159,10 @@ export type Store = {
    * Honours one `removed: true` log of a `logs` subscription; returns rows flagged. When it flags
    * any, the synced ranges end below its block: the reorg's new branch, or a restart, indexes it again.
    */
-  removeLog: (log: { blockNumber: number; blockHash: Hex; logIndex: number }, now: number) => Promise<number>;
+  removeLog: (
+    log: { blockNumber: number; blockHash: Hex; logIndex: number },
+    now: number,
+  ) => Promise<number>;
   /** Blocks holding confirmed (not yet final) rows. */
   unsettledBlocks: () => Promise<BlockRef[]>;
   /** Blocks above `blockNumber` holding live (confirmed or finalized) rows, in order; reads the whole table (a devnet restart's check). */
@@ -153,7 +171,10 @@ export type Store = {
   // Attribution
   /** Of these transactions, those whose attribution is not stored yet. */
   unattributed: (txHashes: readonly Hex[]) => Promise<Hex[]>;
-  insertAttribution: (transactions: readonly AttributedTransaction[], now: number) => Promise<number>;
+  insertAttribution: (
+    transactions: readonly AttributedTransaction[],
+    now: number,
+  ) => Promise<number>;
   /** What rate-limited backfills left to attribute (schema 14). */
   readonly owedAttribution: OwedAttribution;
   saveRegistration: (wallet: Address, code: string, now: number) => Promise<SaveRegistrationResult>;
@@ -181,7 +202,11 @@ export type Store = {
 
   // Readers
   /** The indexed state of one nonce; the arguments are lower-cased here, as stored. */
-  authorizationState: (token: Address, authorizer: Address, nonce: Hex) => Promise<IndexedAuthorization | undefined>;
+  authorizationState: (
+    token: Address,
+    authorizer: Address,
+    nonce: Hex,
+  ) => Promise<IndexedAuthorization | undefined>;
   countRowsByStatus: (token: Hex) => Promise<TokenCounts[]>;
   /** What the status page shows from the database (its numbers from metrics are added by src/statusPage/statusPage.ts). */
   statusSnapshot: (tokens: StatusTokens, now: number) => Promise<StatusSnapshot>;

@@ -122,7 +122,15 @@ export type DeliveryListing = {
   createdAt: number;
 };
 
-export type AttemptRecord = { subscriptionId: number; eventId: number; attempt: number; at: number; durationMs: number; httpStatus: number | null; error: string | null };
+export type AttemptRecord = {
+  subscriptionId: number;
+  eventId: number;
+  attempt: number;
+  at: number;
+  durationMs: number;
+  httpStatus: number | null;
+  error: string | null;
+};
 
 /**
  * The webhook outbox behind the store seam (both backends): what the sender, `flashindex webhooks`
@@ -134,21 +142,38 @@ export type WebhookOutbox = {
    * already in the outbox; one no longer configured stays (with its history) but gets no new events.
    * Returns each URL's subscription id and start block.
    */
-  syncSubscriptions: (urls: readonly string[], headBlock: number, now: number) => Promise<Map<string, { id: number; fromBlock: number }>>;
+  syncSubscriptions: (
+    urls: readonly string[],
+    headBlock: number,
+    now: number,
+  ) => Promise<Map<string, { id: number; fromBlock: number }>>;
   maxEventId: () => Promise<number>;
   /** Events after `afterId`, oldest first, at most `limit`. */
   eventsAfter: (afterId: number, limit: number) => Promise<WebhookEventRow[]>;
   cursorOf: (subscriptionId: number) => Promise<number>;
   /** Opens a delivery for each matching event and moves the subscription's cursor to `throughId`: one transaction. */
-  fanOut: (subscriptionId: number, matchingIds: readonly number[], throughId: number, now: number) => Promise<void>;
+  fanOut: (
+    subscriptionId: number,
+    matchingIds: readonly number[],
+    throughId: number,
+    now: number,
+  ) => Promise<void>;
   /** The subscription's oldest open delivery (in-order delivery: nothing later goes before it). */
   oldestOpen: (subscriptionId: number) => Promise<DueDelivery | undefined>;
   /** Records an attempt and its outcome: delivered, pending again at `nextAttemptAt`, or parked. */
-  recordAttempt: (attempt: AttemptRecord, outcome: { state: "delivered" | "pending" | "parked"; nextAttemptAt: number }) => Promise<void>;
+  recordAttempt: (
+    attempt: AttemptRecord,
+    outcome: { state: "delivered" | "pending" | "parked"; nextAttemptAt: number },
+  ) => Promise<void>;
   /** ERC-8021 codes of a transaction, as known now (attribution runs after the commit). */
-  builderCodes: (txHash: string) => Promise<Array<{ code: string; role: string; registry: string }>>;
+  builderCodes: (
+    txHash: string,
+  ) => Promise<Array<{ code: string; role: string; registry: string }>>;
   /** Deliveries in the given states, newest event first. */
-  list: (states: ReadonlyArray<DeliveryListing["state"]>, limit: number) => Promise<DeliveryListing[]>;
+  list: (
+    states: ReadonlyArray<DeliveryListing["state"]>,
+    limit: number,
+  ) => Promise<DeliveryListing[]>;
   /** Parked deliveries of one event (or all) become pending with a fresh set of attempts; returns how many. */
   requeue: (eventId: number | "all", now: number) => Promise<number>;
   /** Deliveries waiting and parked, and the active subscriptions. */
@@ -168,14 +193,32 @@ export type WebhookBacklog = { pending: number; parked: number; subscriptions: n
 export type TokenCounts = { status: string; transfers: number; authorizations: number };
 
 /** The tokens the status page reports on, as configured. */
-export type StatusTokens = ReadonlyArray<{ address: string; label: string | undefined; startBlock: number }>;
+export type StatusTokens = ReadonlyArray<{
+  address: string;
+  label: string | undefined;
+  startBlock: number;
+}>;
 
 export type StatusSnapshot = {
-  tokens: Array<{ token: string; label: string | null; startBlock: number; checkpoint: number | null }>;
+  tokens: Array<{
+    token: string;
+    label: string | null;
+    startBlock: number;
+    checkpoint: number | null;
+  }>;
   newestBlock: number | null;
   /** Milliseconds each log was visible pre-confirmed before its block, for logs confirmed in the last hour. */
   leadTimesMs: number[];
-  payments: Array<{ token: string; from: string; to: string; value: string; status: string; blockNumber: number; txHash: string; codes: string | null }>;
+  payments: Array<{
+    token: string;
+    from: string;
+    to: string;
+    value: string;
+    status: string;
+    blockNumber: number;
+    txHash: string;
+    codes: string | null;
+  }>;
   removals: Array<{ status: string; blockNumber: number; txHash: string; removedAt: number }>;
   orders: Array<{ state: string; n: number }>;
   voidedThenCaptured: number;

@@ -1,7 +1,12 @@
 import type { Hex } from "viem";
 import { getBlockTimestamps } from "../chain/blockHeaders.js";
 import type { BlockRange } from "../blockRanges.js";
-import { getLogsParams, partitionByFilter, type GetLogsResult, type LogFilter } from "../chain/getLogs.js";
+import {
+  getLogsParams,
+  partitionByFilter,
+  type GetLogsResult,
+  type LogFilter,
+} from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import { DamagedAnswerError, RpcRequestError, RpcResponseError } from "../errors/rpc.js";
 import type { RpcLog } from "../rows/rpcLog.js";
@@ -12,9 +17,18 @@ import { getSelectedLogs, isWatched, type LogSelection } from "./watchedLogs.js"
 import type { WindowDecoder } from "./historical/windowDecoder.js";
 import type { Logger } from "../ops/logger.js";
 import type { Metrics } from "../ops/metrics.js";
-import { type DecodedWindow, type RejectedLog, UNKNOWN_TIMESTAMP } from "../decode/decodedWindow.js";
+import {
+  type DecodedWindow,
+  type RejectedLog,
+  UNKNOWN_TIMESTAMP,
+} from "../decode/decodedWindow.js";
 
-export type FetchRowsDeps = { client: RpcClient; logger: Logger; metrics: Metrics; chainId: number };
+export type FetchRowsDeps = {
+  client: RpcClient;
+  logger: Logger;
+  metrics: Metrics;
+  chainId: number;
+};
 
 export type RowsRequest = {
   statusOf: (blockNumber: number) => LogStatus;
@@ -37,16 +51,24 @@ export type RowsRequest = {
  * the same steps off this thread): eth_getLogs, the filter check, decoding, and the report of every
  * rejected log (a metric by reason and a warning), all inside the RPC client's retry loop.
  */
-export async function fetchLogRows(deps: FetchRowsDeps, filter: LogSelection, request: RowsRequest): Promise<LogRow[]> {
+export async function fetchLogRows(
+  deps: FetchRowsDeps,
+  filter: LogSelection,
+  request: RowsRequest,
+): Promise<LogRow[]> {
   const untimed = new Set<number>();
   const rows = await getSelectedLogs(deps.client, filter, (answer) => {
     untimed.clear();
     return decodeAnswer(deps, filter, answer, request, untimed);
   });
   if (untimed.size === 0) return rows;
-  const hashes = new Map<number, Hex>(rows.filter((r) => untimed.has(r.blockNumber)).map((r) => [r.blockNumber, r.blockHash]));
+  const hashes = new Map<number, Hex>(
+    rows.filter((r) => untimed.has(r.blockNumber)).map((r) => [r.blockNumber, r.blockHash]),
+  );
   const timestamps = await getBlockTimestamps(deps.client, hashes);
-  for (const row of rows) if (row.blockTimestamp === UNKNOWN_TIMESTAMP) row.blockTimestamp = timestamps.get(row.blockNumber)!;
+  for (const row of rows)
+    if (row.blockTimestamp === UNKNOWN_TIMESTAMP)
+      row.blockTimestamp = timestamps.get(row.blockNumber)!;
   return rows;
 }
 
@@ -60,10 +82,19 @@ export type WindowRows = { rows: PackedRows; txHashes: Hex[]; blocks: Array<[num
  * limit stay here). Blocks at or below `finalized` are stored as finalized. A watched selection
  * (several answers merged) is fetched and decoded on this thread, as fetchLogRows does.
  */
-export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecoder, filter: LogSelection & BlockRange, finalized: number): Promise<WindowRows> {
+export async function fetchWindowRows(
+  deps: FetchRowsDeps,
+  decoder: WindowDecoder,
+  filter: LogSelection & BlockRange,
+  finalized: number,
+): Promise<WindowRows> {
   // A watched selection takes several small answers, merged here (watchedLogs.ts): the decode thread's one-answer path does not apply.
   if (isWatched(filter)) {
-    const rows = await fetchLogRows(deps, filter, { statusOf: (n) => (n <= finalized ? "finalized" : "confirmed"), source: "backfill", strict: true });
+    const rows = await fetchLogRows(deps, filter, {
+      statusOf: (n) => (n <= finalized ? "finalized" : "confirmed"),
+      source: "backfill",
+      strict: true,
+    });
     const blocks = [...new Map(rows.map((r) => [r.blockNumber, r.blockHash])).entries()];
     return { rows: packRowsToMove(rows), txHashes: rows.map((r) => r.transactionHash), blocks };
   }
@@ -79,13 +110,16 @@ export async function fetchWindowRows(deps: FetchRowsDeps, decoder: WindowDecode
     "eth_getLogs",
     getLogsParams(filter),
     async (answer) => accepted(await decoder.decode({ ...answer, ...window })),
-    thread && (async (request, signal, onLeft) => accepted(await thread.decode(request, window, signal, onLeft))),
+    thread &&
+      (async (request, signal, onLeft) =>
+        accepted(await thread.decode(request, window, signal, onLeft))),
   );
   if (decoded.untimed.length > 0) {
     const timestamps = await getBlockTimestamps(deps.client, new Map(decoded.untimed));
     const numbers = decoded.rows.numbers;
     // Numbers per row: block number at 0, block timestamp at 1 (packedRows.ts).
-    for (let k = 0; k < numbers.length; k += NUMBER_FIELDS) if (numbers[k + 1] === UNKNOWN_TIMESTAMP) numbers[k + 1] = timestamps.get(numbers[k]!)!;
+    for (let k = 0; k < numbers.length; k += NUMBER_FIELDS)
+      if (numbers[k + 1] === UNKNOWN_TIMESTAMP) numbers[k + 1] = timestamps.get(numbers[k]!)!;
   }
   return { rows: decoded.rows, txHashes: decoded.txHashes, blocks: decoded.blocks };
 }
@@ -95,13 +129,27 @@ export function rowsOfNotification(
   deps: FetchRowsDeps,
   filter: LogFilter,
   logs: readonly RpcLog[],
-  request: Omit<RowsRequest, "strict" | "timestampOf"> & { timestampOf: (blockNumber: number) => number },
+  request: Omit<RowsRequest, "strict" | "timestampOf"> & {
+    timestampOf: (blockNumber: number) => number;
+  },
 ): LogRow[] {
-  return decodeAnswer(deps, filter, partitionByFilter(logs, filter), { ...request, strict: false }, new Set());
+  return decodeAnswer(
+    deps,
+    filter,
+    partitionByFilter(logs, filter),
+    { ...request, strict: false },
+    new Set(),
+  );
 }
 
 /** Decodes a checked answer; blocks whose logs lack a timestamp (and none was given) are added to `untimed`. */
-function decodeAnswer(deps: FetchRowsDeps, filter: LogFilter, answer: GetLogsResult, request: RowsRequest, untimed: Set<number>): LogRow[] {
+function decodeAnswer(
+  deps: FetchRowsDeps,
+  filter: LogFilter,
+  answer: GetLogsResult,
+  request: RowsRequest,
+  untimed: Set<number>,
+): LogRow[] {
   const decoded = toLogRows(answer.logs, {
     chainId: deps.chainId,
     statusOf: request.statusOf,
@@ -119,11 +167,18 @@ function decodeAnswer(deps: FetchRowsDeps, filter: LogFilter, answer: GetLogsRes
 }
 
 /** Counts and logs rejected logs; in strict mode refuses the whole answer as damaged (retried by the client). */
-function reportRejected(deps: FetchRowsDeps, filter: LogFilter, rejected: readonly RejectedLog[], strict: boolean): void {
+function reportRejected(
+  deps: FetchRowsDeps,
+  filter: LogFilter,
+  rejected: readonly RejectedLog[],
+  strict: boolean,
+): void {
   for (const { log, reason } of rejected) {
     deps.metrics.rpcRejectedLogs.inc({ reason });
     deps.logger.warn({
-      msg: strict ? "Refused an answer holding a log that failed validation" : "Rejected a pre-confirmed log that failed validation",
+      msg: strict
+        ? "Refused an answer holding a log that failed validation"
+        : "Rejected a pre-confirmed log that failed validation",
       reason,
       scope: describeScope(filter),
       block_number: log.blockNumber,

@@ -15,7 +15,12 @@ export type SyncDeps = Common & {
 
 export function createSyncDeps(common: Common, store: Store): SyncDeps {
   const attributor = common.config.attribution.enabled
-    ? createAttributor({ metrics: common.metrics, chainId: common.config.chainId, store, entryPoints: common.config.attribution.entryPoints })
+    ? createAttributor({
+        metrics: common.metrics,
+        chainId: common.config.chainId,
+        store,
+        entryPoints: common.config.attribution.entryPoints,
+      })
     : undefined;
   return { ...common, store, attributor };
 }

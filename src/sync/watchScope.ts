@@ -22,7 +22,9 @@ export const watchMember = (token: Hex, address: Hex): Hex => `${token}/${addres
 
 /** The members whose ranges a token's indexing records: its address, or one per watched address. */
 export function membersOf(token: Pick<TokenConfig, "key" | "watch">): Hex[] {
-  return token.watch === undefined ? [token.key] : token.watch.map((address) => watchMember(token.key, address));
+  return token.watch === undefined
+    ? [token.key]
+    : token.watch.map((address) => watchMember(token.key, address));
 }
 
 /** The token of a member, and the watched address when it is one. */
@@ -32,15 +34,25 @@ export function parseMember(member: Hex): { token: Hex; watched: Hex | undefined
 }
 
 /** The block ranges a member's logs are indexed for: its own, and its token's when it was indexed whole. */
-export async function memberRanges(store: Pick<Store, "syncedRanges">, member: Hex): Promise<BlockRange[]> {
+export async function memberRanges(
+  store: Pick<Store, "syncedRanges">,
+  member: Hex,
+): Promise<BlockRange[]> {
   const { token, watched } = parseMember(member);
   if (watched === undefined) return store.syncedRanges(token);
   return mergeRanges([...(await store.syncedRanges(token)), ...(await store.syncedRanges(member))]);
 }
 
 /** A token's checkpoint: the last block from its start block up to which every one of its members is indexed without a gap. */
-export async function tokenCheckpoint(store: Pick<Store, "syncedRanges">, token: Pick<TokenConfig, "key" | "watch" | "startBlock">): Promise<number> {
-  const ends = await Promise.all(membersOf(token).map(async (member) => contiguousEnd(await memberRanges(store, member), token.startBlock)));
+export async function tokenCheckpoint(
+  store: Pick<Store, "syncedRanges">,
+  token: Pick<TokenConfig, "key" | "watch" | "startBlock">,
+): Promise<number> {
+  const ends = await Promise.all(
+    membersOf(token).map(async (member) =>
+      contiguousEnd(await memberRanges(store, member), token.startBlock),
+    ),
+  );
   return Math.min(...ends);
 }
 
@@ -62,13 +74,17 @@ export type WatchScope = {
 };
 
 /** The members and log selections of the configured tokens; the authorizers of stored orders are read at most every ORDER_AUTHORIZERS_TTL_MS. */
-export function createWatchScope(deps: { tokens: readonly TokenConfig[]; store: Pick<Store, "listOrders"> }): WatchScope {
+export function createWatchScope(deps: {
+  tokens: readonly TokenConfig[];
+  store: Pick<Store, "listOrders">;
+}): WatchScope {
   const { tokens } = deps;
   const anyWatched = tokens.some((t) => t.watch !== undefined);
   let authorizers: { at: number; byToken: Map<Hex, Hex[]> } | undefined;
 
   async function orderAuthorizers(): Promise<Map<Hex, Hex[]>> {
-    if (authorizers !== undefined && Date.now() - authorizers.at < ORDER_AUTHORIZERS_TTL_MS) return authorizers.byToken;
+    if (authorizers !== undefined && Date.now() - authorizers.at < ORDER_AUTHORIZERS_TTL_MS)
+      return authorizers.byToken;
     const byToken = new Map<Hex, Hex[]>();
     for (const order of await deps.store.listOrders()) {
       const token = order.token.toLowerCase() as Hex;
@@ -92,7 +108,10 @@ export function createWatchScope(deps: { tokens: readonly TokenConfig[]; store: 
 }
 
 /** Members grouped into the tokens read whole and the watched tokens, with the given authorizers per token. */
-function selectionOf(members: readonly Hex[], authorizers: ReadonlyMap<Hex, readonly Hex[]>): MemberSelection {
+function selectionOf(
+  members: readonly Hex[],
+  authorizers: ReadonlyMap<Hex, readonly Hex[]>,
+): MemberSelection {
   const whole: Hex[] = [];
   const watched = new Map<Hex, Hex[]>();
   for (const member of members) {
@@ -100,14 +119,24 @@ function selectionOf(members: readonly Hex[], authorizers: ReadonlyMap<Hex, read
     if (address === undefined) whole.push(token);
     else watched.set(token, [...(watched.get(token) ?? []), address]);
   }
-  const watchedTokens: WatchedToken[] = [...watched].map(([token, addresses]) => ({ token, addresses, authorizers: [...new Set(authorizers.get(token) ?? [])] }));
+  const watchedTokens: WatchedToken[] = [...watched].map(([token, addresses]) => ({
+    token,
+    addresses,
+    authorizers: [...new Set(authorizers.get(token) ?? [])],
+  }));
   return { addresses: whole, topic0: PAYMENT_TOPICS, watched: watchedTokens };
 }
 
 /** The meta key under which the watch list a token was last synced with is kept ("" for every log). */
 export const watchMetaKey = (token: Hex): string => `watch_list:${token}`;
 
-export type WatchListChange = { token: Hex; added: Hex[]; removed: Hex[]; before: readonly Hex[] | undefined; after: readonly Hex[] | undefined };
+export type WatchListChange = {
+  token: Hex;
+  added: Hex[];
+  removed: Hex[];
+  before: readonly Hex[] | undefined;
+  after: readonly Hex[] | undefined;
+};
 
 /**
  * Compares each token's watch list with the one the database was last synced with (kept in `meta`),

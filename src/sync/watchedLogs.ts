@@ -1,8 +1,18 @@
 import type { Hex } from "viem";
-import { checkConsistent, getLogs, type GetLogsResult, type LogFilter, type LogScope } from "../chain/getLogs.js";
+import {
+  checkConsistent,
+  getLogs,
+  type GetLogsResult,
+  type LogFilter,
+  type LogScope,
+} from "../chain/getLogs.js";
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { RpcLog } from "../rows/rpcLog.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../rows/paymentEvents.js";
+import {
+  AUTHORIZATION_CANCELED_TOPIC,
+  AUTHORIZATION_USED_TOPIC,
+  TRANSFER_TOPIC,
+} from "../rows/paymentEvents.js";
 import { RpcResponseError } from "../errors/rpc.js";
 import { withRetry } from "../ops/withRetry.js";
 
@@ -55,7 +65,10 @@ export function addressOfWord(word: Hex): Hex {
  */
 export function selectionFilters(selection: LogSelection): LogFilter[] {
   const scope = scopeOf(selection);
-  const filters: LogFilter[] = selection.addresses.length > 0 ? [{ ...scope, addresses: selection.addresses, topic0: selection.topic0 }] : [];
+  const filters: LogFilter[] =
+    selection.addresses.length > 0
+      ? [{ ...scope, addresses: selection.addresses, topic0: selection.topic0 }]
+      : [];
   for (const watched of selection.watched ?? []) {
     const words = watched.addresses.map(topicWord);
     const authorizers = [...new Set([...watched.addresses, ...watched.authorizers])].map(topicWord);
@@ -63,7 +76,11 @@ export function selectionFilters(selection: LogSelection): LogFilter[] {
     filters.push(
       { ...token, topic0: [TRANSFER_TOPIC], topic1: words },
       { ...token, topic0: [TRANSFER_TOPIC], topic2: words },
-      { ...token, topic0: [AUTHORIZATION_USED_TOPIC, AUTHORIZATION_CANCELED_TOPIC], topic1: authorizers },
+      {
+        ...token,
+        topic0: [AUTHORIZATION_USED_TOPIC, AUTHORIZATION_CANCELED_TOPIC],
+        topic1: authorizers,
+      },
     );
   }
   return filters;
@@ -79,7 +96,11 @@ export const isWatched = (selection: LogSelection): boolean => (selection.watche
  * answer, and an RpcResponseError from it (a damaged answer, or answers that disagree on a block's
  * hash: the chain moved between two requests) fetches the whole selection again.
  */
-export async function getSelectedLogs<T>(client: RpcClient, selection: LogSelection, accept: (answer: GetLogsResult) => T): Promise<T> {
+export async function getSelectedLogs<T>(
+  client: RpcClient,
+  selection: LogSelection,
+  accept: (answer: GetLogsResult) => T,
+): Promise<T> {
   if (!isWatched(selection)) return getLogs(client, selection, accept);
   return withRetry(async () => accept(await fetchSelection(client, selection)), {
     retryCount: WATCHED_FETCH_RETRIES,
@@ -88,11 +109,21 @@ export async function getSelectedLogs<T>(client: RpcClient, selection: LogSelect
 }
 
 async function fetchSelection(client: RpcClient, selection: LogSelection): Promise<GetLogsResult> {
-  const answers = await Promise.all(selectionFilters(selection).map((filter) => getLogs(client, filter)));
-  const followUps = await Promise.all(followUpFilters(selection, answers.flatMap((a) => a.logs)).map(async ({ filter, transactions }) => {
-    const answer = await getLogs(client, filter);
-    return { logs: answer.logs.filter((log) => transactions.has(log.transactionHash)), outOfFilter: answer.outOfFilter };
-  }));
+  const answers = await Promise.all(
+    selectionFilters(selection).map((filter) => getLogs(client, filter)),
+  );
+  const followUps = await Promise.all(
+    followUpFilters(
+      selection,
+      answers.flatMap((a) => a.logs),
+    ).map(async ({ filter, transactions }) => {
+      const answer = await getLogs(client, filter);
+      return {
+        logs: answer.logs.filter((log) => transactions.has(log.transactionHash)),
+        outOfFilter: answer.outOfFilter,
+      };
+    }),
+  );
   const all = [...answers, ...followUps];
   const logs = mergeLogs(all.map((a) => a.logs));
   checkConsistent(logs, scopeOf(selection));
@@ -104,23 +135,39 @@ async function fetchSelection(client: RpcClient, selection: LogSelection): Promi
  * address received (those not already asked for as authorizers), over the blocks of those
  * transfers, with the transactions whose logs are kept.
  */
-function followUpFilters(selection: LogSelection, logs: readonly RpcLog[]): Array<{ filter: LogFilter; transactions: ReadonlySet<Hex> }> {
+function followUpFilters(
+  selection: LogSelection,
+  logs: readonly RpcLog[],
+): Array<{ filter: LogFilter; transactions: ReadonlySet<Hex> }> {
   const scope = scopeOf(selection);
   const out: Array<{ filter: LogFilter; transactions: ReadonlySet<Hex> }> = [];
   for (const watched of selection.watched ?? []) {
     const asked = new Set([...watched.addresses, ...watched.authorizers].map(topicWord));
     const receivers = new Set(watched.addresses.map(topicWord));
     const received = logs.filter(
-      (log) => log.address === watched.token && log.topics[0] === TRANSFER_TOPIC && receivers.has(log.topics[2]!) && !asked.has(log.topics[1]!),
+      (log) =>
+        log.address === watched.token &&
+        log.topics[0] === TRANSFER_TOPIC &&
+        receivers.has(log.topics[2]!) &&
+        !asked.has(log.topics[1]!),
     );
     if (received.length === 0) continue;
     const senders = [...new Set(received.map((log) => log.topics[1]!))].sort();
     const transactions = new Set(received.map((log) => log.transactionHash));
     const blocks = received.map((log) => log.blockNumber);
-    const narrowed: LogScope = "from" in scope ? { from: Math.min(...blocks), to: Math.max(...blocks) } : scope;
+    const narrowed: LogScope =
+      "from" in scope ? { from: Math.min(...blocks), to: Math.max(...blocks) } : scope;
     for (let i = 0; i < senders.length; i += FOLLOW_UP_SENDERS_PER_FILTER) {
       const topic1 = senders.slice(i, i + FOLLOW_UP_SENDERS_PER_FILTER);
-      out.push({ filter: { ...narrowed, addresses: [watched.token], topic0: [AUTHORIZATION_USED_TOPIC], topic1 }, transactions });
+      out.push({
+        filter: {
+          ...narrowed,
+          addresses: [watched.token],
+          topic0: [AUTHORIZATION_USED_TOPIC],
+          topic1,
+        },
+        transactions,
+      });
     }
   }
   return out;
@@ -129,12 +176,17 @@ function followUpFilters(selection: LogSelection, logs: readonly RpcLog[]): Arra
 /** Logs of several answers, each once (a transfer between two watched addresses matches two filters), in (block, logIndex) order. */
 function mergeLogs(answers: ReadonlyArray<readonly RpcLog[]>): RpcLog[] {
   const byKey = new Map<string, RpcLog>();
-  for (const logs of answers) for (const log of logs) byKey.set(`${log.blockNumber}:${log.logIndex}:${log.transactionHash}`, log);
-  return [...byKey.values()].sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+  for (const logs of answers)
+    for (const log of logs)
+      byKey.set(`${log.blockNumber}:${log.logIndex}:${log.transactionHash}`, log);
+  return [...byKey.values()].sort(
+    (a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex,
+  );
 }
 
 function scopeOf(filter: LogScope): LogScope {
   if ("pending" in filter) return { pending: true };
-  if ("blockHash" in filter) return { blockHash: filter.blockHash, blockNumber: filter.blockNumber };
+  if ("blockHash" in filter)
+    return { blockHash: filter.blockHash, blockNumber: filter.blockNumber };
   return { from: filter.from, to: filter.to };
 }

@@ -13,7 +13,11 @@ export function eventId(chainId: number, outboxId: number): string {
  * the trigger with the change; builder codes are those known at sending time (attribution runs
  * right after the commit, so the first attempt may come before them). Values are decimal strings.
  */
-export function buildEventBody(chainId: number, event: WebhookEventRow, builderCodes: readonly BuilderCode[]): string {
+export function buildEventBody(
+  chainId: number,
+  event: WebhookEventRow,
+  builderCodes: readonly BuilderCode[],
+): string {
   const snapshot = JSON.parse(event.payload) as Record<string, unknown>;
   return JSON.stringify({
     id: eventId(chainId, event.id),

@@ -11,11 +11,23 @@ import { createConnectLookup, systemResolve, type Resolve } from "./webhookTarge
  * targets must not lend one to a subscription that does not.
  */
 const AGENTS = {
-  checked: { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) },
-  unchecked: { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) },
+  checked: {
+    "http:": new http.Agent({ keepAlive: true }),
+    "https:": new https.Agent({ keepAlive: true }),
+  },
+  unchecked: {
+    "http:": new http.Agent({ keepAlive: true }),
+    "https:": new https.Agent({ keepAlive: true }),
+  },
 } as const;
 
-export type WebhookRequest = { url: string; headers: Record<string, string>; body: string; allowPrivateTargets: boolean; signal: AbortSignal };
+export type WebhookRequest = {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  allowPrivateTargets: boolean;
+  signal: AbortSignal;
+};
 
 /**
  * POSTs one webhook and resolves with the HTTP status once the response headers arrive (the body
@@ -24,12 +36,19 @@ export type WebhookRequest = { url: string; headers: Record<string, string>; bod
  * is never looked up, so it is checked here. Redirects are not followed (a 3xx is a failed attempt).
  * `resolve` is the system resolver but for tests.
  */
-export function postWebhook(request: WebhookRequest, resolve: Resolve = systemResolve): Promise<number> {
+export function postWebhook(
+  request: WebhookRequest,
+  resolve: Resolve = systemResolve,
+): Promise<number> {
   const target = new URL(request.url);
   if (!request.allowPrivateTargets) {
     const range = privateHostOf(target);
     if (range !== undefined)
-      return Promise.reject(new PrivateTargetError(`${target.hostname} is a ${range} address: refused (set allowPrivateTargets on the subscription to allow it)`));
+      return Promise.reject(
+        new PrivateTargetError(
+          `${target.hostname} is a ${range} address: refused (set allowPrivateTargets on the subscription to allow it)`,
+        ),
+      );
   }
   const protocol = target.protocol === "https:" ? "https:" : "http:";
   const send = protocol === "https:" ? https.request : http.request;

@@ -8,7 +8,12 @@ import type { Shutdown } from "../ops/shutdown.js";
 import type { Store } from "../store/store.js";
 import type { DueDelivery, WebhookOutbox } from "../store/types.js";
 import { buildEventBody, eventId } from "./eventBody.js";
-import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from "./signature.js";
+import {
+  EVENT_ID_HEADER,
+  EVENT_TYPE_HEADER,
+  SIGNATURE_HEADER,
+  signatureHeader,
+} from "./signature.js";
 import { wantsEvent } from "./subscriptionFilter.js";
 import { postWebhook } from "./postWebhook.js";
 
@@ -39,7 +44,14 @@ export type WebhookSenderDeps = {
 };
 
 /** `cursor`: the subscription's fan-out cursor as last written (only this sender moves it). */
-type Subscription = { id: number; hook: WebhookConfig; secret: string; fromBlock: number; cursor: number; busy: boolean };
+type Subscription = {
+  id: number;
+  hook: WebhookConfig;
+  secret: string;
+  fromBlock: number;
+  cursor: number;
+  busy: boolean;
+};
 
 /**
  * Makes the configured webhooks the active subscriptions (a new one starts at `headBlock`), then
@@ -48,15 +60,31 @@ type Subscription = { id: number; hook: WebhookConfig; secret: string; fromBlock
  * dead receiver only delays its own subscription: indexing never waits for it (the outbox rows are
  * written by triggers inside the indexer's transactions, and the sender only reads them).
  */
-export async function createWebhookSender(deps: WebhookSenderDeps, secrets: readonly string[], headBlock: number, post: typeof postWebhook = postWebhook) {
+export async function createWebhookSender(
+  deps: WebhookSenderDeps,
+  secrets: readonly string[],
+  headBlock: number,
+  post: typeof postWebhook = postWebhook,
+) {
   const { config, metrics, shutdown } = deps;
   const logger = deps.logger.child({ component: "webhooks" });
   const outbox: WebhookOutbox = deps.store.webhooks;
-  const ids = await outbox.syncSubscriptions(config.webhooks.map((h) => h.url), headBlock, Date.now());
+  const ids = await outbox.syncSubscriptions(
+    config.webhooks.map((h) => h.url),
+    headBlock,
+    Date.now(),
+  );
   const subscriptions: Subscription[] = [];
   for (const [i, hook] of config.webhooks.entries()) {
     const { id, fromBlock } = ids.get(hook.url)!;
-    subscriptions.push({ id, hook, secret: secrets[i]!, fromBlock, cursor: await outbox.cursorOf(id), busy: false });
+    subscriptions.push({
+      id,
+      hook,
+      secret: secrets[i]!,
+      fromBlock,
+      cursor: await outbox.cursorOf(id),
+      busy: false,
+    });
   }
   const delivery = config.webhookDelivery;
   const idlePollMs = deps.idlePollMs ?? WEBHOOK_IDLE_POLL_MS;
@@ -86,7 +114,9 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     if (subscription.cursor >= countedThrough) return;
     const events = await outbox.eventsAfter(subscription.cursor, WEBHOOK_FANOUT_BATCH);
     if (events.length === 0) return;
-    const wanted = events.filter((event) => wantsEvent(subscription.hook, subscription.fromBlock, event)).map((event) => event.id);
+    const wanted = events
+      .filter((event) => wantsEvent(subscription.hook, subscription.fromBlock, event))
+      .map((event) => event.id);
     const through = events[events.length - 1]!.id;
     await outbox.fanOut(subscription.id, wanted, through, now);
     subscription.cursor = through;
@@ -94,7 +124,11 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
 
   async function deliver(subscription: Subscription, due: DueDelivery): Promise<void> {
     const attempt = due.attempts + 1;
-    const body = buildEventBody(config.chainId, due, due.txHash === null ? [] : await outbox.builderCodes(due.txHash));
+    const body = buildEventBody(
+      config.chainId,
+      due,
+      due.txHash === null ? [] : await outbox.builderCodes(due.txHash),
+    );
     const startedAt = Date.now();
     let httpStatus: number | null = null;
     let error: string | null = null;
@@ -108,7 +142,11 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
           "user-agent": "flashindex-webhooks",
           [EVENT_ID_HEADER]: eventId(config.chainId, due.id),
           [EVENT_TYPE_HEADER]: due.type,
-          [SIGNATURE_HEADER]: signatureHeader(subscription.secret, Math.floor(startedAt / 1_000), body),
+          [SIGNATURE_HEADER]: signatureHeader(
+            subscription.secret,
+            Math.floor(startedAt / 1_000),
+            body,
+          ),
         },
         body,
         signal: deadline.signal,
@@ -117,13 +155,26 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     } catch (failure) {
       // Shutting down: the attempt did not fail, it was interrupted; it is made again after the restart.
       if (shutdown.isKilled()) return;
-      const cause = failure instanceof Error && failure.cause instanceof Error ? `: ${failure.cause.message}` : "";
-      error = deadline.timedOut() ? `timed out after ${delivery.timeoutMs} ms` : `${String(failure)}${cause}`;
+      const cause =
+        failure instanceof Error && failure.cause instanceof Error
+          ? `: ${failure.cause.message}`
+          : "";
+      error = deadline.timedOut()
+        ? `timed out after ${delivery.timeoutMs} ms`
+        : `${String(failure)}${cause}`;
     } finally {
       deadline.dispose();
     }
     const now = Date.now();
-    const record = { subscriptionId: subscription.id, eventId: due.id, attempt, at: startedAt, durationMs: now - startedAt, httpStatus, error: error === null ? null : redactText(error).slice(0, MAX_ERROR_CHARS) };
+    const record = {
+      subscriptionId: subscription.id,
+      eventId: due.id,
+      attempt,
+      at: startedAt,
+      durationMs: now - startedAt,
+      httpStatus,
+      error: error === null ? null : redactText(error).slice(0, MAX_ERROR_CHARS),
+    };
     if (error === null) {
       await outbox.recordAttempt(record, { state: "delivered", nextAttemptAt: now });
       metrics.webhookDeliveries.inc({ outcome: "delivered" });
@@ -134,13 +185,31 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     if (attempt >= delivery.maxAttempts || outOfTime) {
       await outbox.recordAttempt(record, { state: "parked", nextAttemptAt: now });
       metrics.webhookDeliveries.inc({ outcome: "parked" });
-      logger.warn({ msg: "Parked a webhook event after its last attempt", subscription_id: subscription.id, url: redactUrl(subscription.hook.url), event_id: eventId(config.chainId, due.id), type: due.type, attempts: attempt, error: record.error });
+      logger.warn({
+        msg: "Parked a webhook event after its last attempt",
+        subscription_id: subscription.id,
+        url: redactUrl(subscription.hook.url),
+        event_id: eventId(config.chainId, due.id),
+        type: due.type,
+        attempts: attempt,
+        error: record.error,
+      });
       return;
     }
-    const retryInMs = backoffDelayMs(attempt - 1, { initialDelayMs: delivery.initialDelayMs, maxDelayMs: delivery.maxDelayMs });
+    const retryInMs = backoffDelayMs(attempt - 1, {
+      initialDelayMs: delivery.initialDelayMs,
+      maxDelayMs: delivery.maxDelayMs,
+    });
     await outbox.recordAttempt(record, { state: "pending", nextAttemptAt: now + retryInMs });
     metrics.webhookDeliveries.inc({ outcome: "failed" });
-    logger.info({ msg: "Failed a webhook delivery, will retry", subscription_id: subscription.id, event_id: eventId(config.chainId, due.id), attempt, retry_in_ms: retryInMs, error: record.error });
+    logger.info({
+      msg: "Failed a webhook delivery, will retry",
+      subscription_id: subscription.id,
+      event_id: eventId(config.chainId, due.id),
+      attempt,
+      retry_in_ms: retryInMs,
+      error: record.error,
+    });
   }
 
   /** One pass: count, fan out, and start every due delivery the concurrency bound allows. */
@@ -160,7 +229,9 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
       subscription.busy = true;
       inFlight++;
       const work = deliver(subscription, due)
-        .catch((failure: unknown) => logger.error({ msg: "Failed to record a webhook attempt", error: String(failure) }))
+        .catch((failure: unknown) =>
+          logger.error({ msg: "Failed to record a webhook attempt", error: String(failure) }),
+        )
         .finally(() => {
           subscription.busy = false;
           inFlight--;
@@ -173,7 +244,10 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     if (now - prunedAt >= WEBHOOK_PRUNE_INTERVAL_MS) {
       prunedAt = now;
       // One batch per pass: the main thread is the indexer's too, so no long transaction here.
-      const pruned = await outbox.prune(now - delivery.retentionDays * 86_400_000, WEBHOOK_PRUNE_BATCH);
+      const pruned = await outbox.prune(
+        now - delivery.retentionDays * 86_400_000,
+        WEBHOOK_PRUNE_BATCH,
+      );
       // More left: the next batch in a second, not at once.
       if (pruned === WEBHOOK_PRUNE_BATCH) prunedAt = now - WEBHOOK_PRUNE_INTERVAL_MS + 1_000;
       if (pruned > 0) logger.debug({ msg: "Pruned delivered webhook events", events: pruned });
@@ -190,7 +264,14 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
     /** Runs until shutdown; waits for the requests in flight (they are aborted by the shutdown signal). */
     async run(): Promise<void> {
       if (subscriptions.length === 0) return;
-      logger.info({ msg: "Started webhook sender", subscriptions: subscriptions.map((s) => ({ id: s.id, url: redactUrl(s.hook.url), from_block: s.fromBlock })) });
+      logger.info({
+        msg: "Started webhook sender",
+        subscriptions: subscriptions.map((s) => ({
+          id: s.id,
+          url: redactUrl(s.hook.url),
+          from_block: s.fromBlock,
+        })),
+      });
       const unsubscribe = deps.store.onCommit(wake.raise);
       try {
         while (!shutdown.isKilled()) {
@@ -201,7 +282,10 @@ export async function createWebhookSender(deps: WebhookSenderDeps, secrets: read
             // A busy database or a bug in one pass must not end the loop: the outbox is still there next time.
             logger.error({ msg: "Failed a webhook sender pass", error: String(failure) });
           }
-          await wake.wait(Math.max(0, Math.min(idlePollMs, nextDueAt - Date.now())), shutdown.signal);
+          await wake.wait(
+            Math.max(0, Math.min(idlePollMs, nextDueAt - Date.now())),
+            shutdown.signal,
+          );
         }
       } finally {
         unsubscribe();

@@ -23,7 +23,13 @@ export function signatureHeader(secret: string, timestampSeconds: number, body: 
  * What a receiver does (docs/operations.md, "Verifying a webhook"): recompute the HMAC over the raw body and
  * compare in constant time; refuse a timestamp older than `toleranceSeconds` (replays).
  */
-export function verifySignature(header: string, body: string, secret: string, nowSeconds: number, toleranceSeconds = 300): boolean {
+export function verifySignature(
+  header: string,
+  body: string,
+  secret: string,
+  nowSeconds: number,
+  toleranceSeconds = 300,
+): boolean {
   const parts = new Map(header.split(",").map((part) => part.split("=", 2) as [string, string]));
   const t = Number(parts.get("t"));
   const v1 = parts.get("v1");

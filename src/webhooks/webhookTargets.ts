@@ -3,13 +3,26 @@ import { privateRangeOf } from "../config/privateAddresses.js";
 import { PrivateTargetError } from "../errors/webhooks.js";
 
 /** How names are resolved: dns.lookup's all-addresses form (the system resolver, /etc/hosts included). */
-export type Resolve = (hostname: string, options: LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type Resolve = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
 /** The `lookup` option of node:http (net.connect calls it with `all` set or not). */
-export type ConnectLookup = (hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback) => void;
+export type ConnectLookup = (
+  hostname: string,
+  options: { all?: boolean; family?: number | string },
+  callback: LookupCallback,
+) => void;
 
-export const systemResolve: Resolve = (hostname, options, callback) => dnsLookup(hostname, options, callback);
+export const systemResolve: Resolve = (hostname, options, callback) =>
+  dnsLookup(hostname, options, callback);
 
 /**
  * A `lookup` for node:http over `resolve`. With `publicOnly` it refuses a host with any address in a
@@ -20,13 +33,23 @@ export const systemResolve: Resolve = (hostname, options, callback) => dnsLookup
  */
 export function createConnectLookup(resolve: Resolve, publicOnly: boolean): ConnectLookup {
   return (hostname, options, callback) => {
-    const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
+    const family =
+      options.family === 4 || options.family === "IPv4"
+        ? 4
+        : options.family === 6 || options.family === "IPv6"
+          ? 6
+          : 0;
     resolve(hostname, { all: true, family }, (error, addresses) => {
       if (error !== null) return callback(error, []);
       for (const { address } of publicOnly ? addresses : []) {
         const range = privateRangeOf(address);
         if (range !== undefined)
-          return callback(new PrivateTargetError(`${hostname} resolves to ${address}, a ${range} address: refused (set allowPrivateTargets on the subscription to allow it)`), []);
+          return callback(
+            new PrivateTargetError(
+              `${hostname} resolves to ${address}, a ${range} address: refused (set allowPrivateTargets on the subscription to allow it)`,
+            ),
+            [],
+          );
       }
       const first = addresses[0];
       if (options.all === true || first === undefined) return callback(null, addresses);

@@ -14,7 +14,11 @@ describe("ERC-8021 suffix encoders", () => {
   });
 
   test("schema 2 round-trips app, wallet and services through the decoder, in its order", () => {
-    const suffix = schema2Suffix({ services: ["svc_a", "svc_b"], wallet: "bc_wallet1", app: "my_app" });
+    const suffix = schema2Suffix({
+      services: ["svc_a", "svc_b"],
+      wallet: "bc_wallet1",
+      app: "my_app",
+    });
     expect(decode(suffix)).toEqual({
       kind: "codes",
       schemaId: 2,
@@ -32,7 +36,10 @@ describe("ERC-8021 suffix encoders", () => {
     const long = "x".repeat(200);
     const services = Array.from({ length: 30 }, (_, i) => `s${i}`);
     const decoded = decode(schema2Suffix({ app: long, services }));
-    expect(decoded.kind === "codes" && decoded.codes.map((code) => code.code)).toEqual([long, ...services]);
+    expect(decoded.kind === "codes" && decoded.codes.map((code) => code.code)).toEqual([
+      long,
+      ...services,
+    ]);
   });
 
   test("refuse a code the decoder would refuse, which would lose every code of the suffix", () => {

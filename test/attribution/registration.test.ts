@@ -10,7 +10,10 @@ import {
   MAX_REGISTRATION_RESPONSE_BYTES,
   RegistrationRejectedError,
 } from "../../src/attribution/registrationClient.js";
-import { startRegistrationStandIn, type RegistrationStandIn } from "../../src/devnet/registrationStandIn.js";
+import {
+  startRegistrationStandIn,
+  type RegistrationStandIn,
+} from "../../src/devnet/registrationStandIn.js";
 import { FatalError, RetryableError, ShutdownError, UsageError } from "../../src/errors/base.js";
 import type { Metrics } from "../../src/ops/metrics.js";
 import { openDatabase, type Database } from "../../src/store/sqlite/openDatabase.js";
@@ -25,7 +28,11 @@ const randomWallet = (): Address => getAddress(`0x${randomBytes(20).toString("he
 const withBadChecksum = (wallet: Address): string => {
   const i = [...wallet].findIndex((c, index) => index > 1 && /[a-fA-F]/.test(c));
   const c = wallet[i]!;
-  return wallet.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + wallet.slice(i + 1);
+  return (
+    wallet.slice(0, i) +
+    (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) +
+    wallet.slice(i + 1)
+  );
 };
 const mixedCaseWallet = (): Address => {
   for (;;) {
@@ -66,10 +73,15 @@ describe("createRegistrationClient()", () => {
       },
     });
     const registration = await recording.register(wallet.toLowerCase());
-    expect(registration).toEqual({ walletAddress: wallet, builderCode: expect.stringMatching(GENERATED_CODE) });
+    expect(registration).toEqual({
+      walletAddress: wallet,
+      builderCode: expect.stringMatching(GENERATED_CODE),
+    });
     expect(JSON.parse(sent[0]!.body as string)).toEqual({ walletAddress: wallet });
     expect((sent[0]!.headers as Record<string, string>)["content-type"]).toBe("application/json");
-    expect(standIn.calls).toEqual([{ method: "POST", path: "/v1/agents/builder-codes", status: 200 }]);
+    expect(standIn.calls).toEqual([
+      { method: "POST", path: "/v1/agents/builder-codes", status: 200 },
+    ]);
   });
 
   test("a 429 or 503 is retryable and carries the service's Retry-After for the retry to wait", async () => {
@@ -83,10 +95,15 @@ describe("createRegistrationClient()", () => {
         // The stand-in's own answer, its status and Retry-After replaced as a busy service would send them.
         fetch: async (url, init) => {
           const served = await fetch(url, init);
-          return new Response(await served.text(), { status, headers: { "content-type": "application/json", "retry-after": header } });
+          return new Response(await served.text(), {
+            status,
+            headers: { "content-type": "application/json", "retry-after": header },
+          });
         },
       });
-      const error = (await refusing.register(randomWallet()).catch((e: unknown) => e)) as RetryableError;
+      const error = (await refusing
+        .register(randomWallet())
+        .catch((e: unknown) => e)) as RetryableError;
       expect(error).toBeInstanceOf(RetryableError);
       expect(error.retryAfterMs).toBeGreaterThan(waitMs - 2_000);
       expect(error.retryAfterMs).toBeLessThanOrEqual(waitMs);
@@ -131,12 +148,18 @@ describe("createRegistrationClient()", () => {
     expect(rejected).toBeInstanceOf(RegistrationRejectedError);
     expect(rejected).toBeInstanceOf(FatalError);
     expect((rejected as FatalError).exitCode).toBe(1);
-    expect((rejected as FatalError).shortMessage).toBe(`Registration API ${standIn.url} answered HTTP 400: "wallet is blocked"`);
+    expect((rejected as FatalError).shortMessage).toBe(
+      `Registration API ${standIn.url} answered HTTP 400: "wallet is blocked"`,
+    );
 
     // Hostile text: newlines and escapes flattened, length capped.
-    standIn.failNext(403, 1, JSON.stringify({ error: { message: `line one\nline two\u001b[31m${"x".repeat(5_000)}` } }));
+    standIn.failNext(
+      403,
+      1,
+      JSON.stringify({ error: { message: `line one\nline two\u001b[31m${"x".repeat(5_000)}` } }),
+    );
     const hostile = (await failure(client().register(randomWallet()))) as FatalError;
-    expect(hostile.shortMessage).toContain("HTTP 403: \"line one line two [31mxxx");
+    expect(hostile.shortMessage).toContain('HTTP 403: "line one line two [31mxxx');
     expect(hostile.shortMessage).not.toMatch(/[\n\u001b]/);
     expect(hostile.shortMessage.length).toBeLessThan(300);
   });
@@ -165,10 +188,29 @@ describe("createRegistrationClient()", () => {
   test.each([
     ["a body that is not JSON", "<html>gateway</html>", /with a body that is not JSON/],
     ["an empty body", "", /not JSON \(empty\)/],
-    ["a missing code", JSON.stringify({ walletAddress: "0x0000000000000000000000000000000000000001" }), /without a builder code/],
-    ["a malformed code", JSON.stringify({ builderCode: "BC_Not-Valid" }), /malformed builder code "BC_Not-Valid"/],
-    ["a code over 32 characters", JSON.stringify({ builderCode: "a".repeat(33) }), /malformed builder code/],
-    ["a body over the cap", JSON.stringify({ builderCode: "bc_abcdefgh", pad: "x".repeat(MAX_REGISTRATION_RESPONSE_BYTES) }), /body over 64 KiB/],
+    [
+      "a missing code",
+      JSON.stringify({ walletAddress: "0x0000000000000000000000000000000000000001" }),
+      /without a builder code/,
+    ],
+    [
+      "a malformed code",
+      JSON.stringify({ builderCode: "BC_Not-Valid" }),
+      /malformed builder code "BC_Not-Valid"/,
+    ],
+    [
+      "a code over 32 characters",
+      JSON.stringify({ builderCode: "a".repeat(33) }),
+      /malformed builder code/,
+    ],
+    [
+      "a body over the cap",
+      JSON.stringify({
+        builderCode: "bc_abcdefgh",
+        pad: "x".repeat(MAX_REGISTRATION_RESPONSE_BYTES),
+      }),
+      /body over 64 KiB/,
+    ],
   ])("a 2xx with %s is a retryable failure", async (_name, body, message) => {
     standIn.failNext(200, 1, body);
     const error = (await failure(client().register(randomWallet()))) as RetryableError;
@@ -177,7 +219,11 @@ describe("createRegistrationClient()", () => {
   });
 
   test("an answer about another wallet is refused, not stored", async () => {
-    standIn.failNext(200, 1, JSON.stringify({ builderCode: "bc_abcdefgh", walletAddress: randomWallet() }));
+    standIn.failNext(
+      200,
+      1,
+      JSON.stringify({ builderCode: "bc_abcdefgh", walletAddress: randomWallet() }),
+    );
     const error = (await failure(client().register(randomWallet()))) as FatalError;
     expect(error).toBeInstanceOf(RegistrationRejectedError);
     expect(error.shortMessage).toContain("the code of another wallet");
@@ -195,8 +241,19 @@ describe("createRegistrationClient()", () => {
 describe("registration stand-in", () => {
   test("refuses malformed requests with 400 JSON, other paths with 404, other methods with 405", async () => {
     const post = (body: string, path = "/v1/agents/builder-codes") =>
-      fetch(`${standIn.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
-    for (const body of ["", "not json", "[]", "{}", JSON.stringify({ walletAddress: "0x1234" }), JSON.stringify({ walletAddress: withBadChecksum(mixedCaseWallet()) })]) {
+      fetch(`${standIn.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    for (const body of [
+      "",
+      "not json",
+      "[]",
+      "{}",
+      JSON.stringify({ walletAddress: "0x1234" }),
+      JSON.stringify({ walletAddress: withBadChecksum(mixedCaseWallet()) }),
+    ]) {
       const response = await post(body);
       expect(response.status).toBe(400);
       expect(await response.json()).toEqual({ error: expect.any(String) });
@@ -219,14 +276,26 @@ describe("saveRegistration()", () => {
   test("is idempotent: a repeat keeps registered_at and moves last_confirmed_at; a new code is recorded", () => {
     const wallet = mixedCaseWallet();
     expect(createSqliteRegistrations(db).save(wallet, "bc_aaaaaaaa", 1_000).status).toBe("new");
-    expect(createSqliteRegistrations(db).save(getAddress(wallet), "bc_aaaaaaaa", 2_000).status).toBe("confirmed");
+    expect(
+      createSqliteRegistrations(db).save(getAddress(wallet), "bc_aaaaaaaa", 2_000).status,
+    ).toBe("confirmed");
     expect(createSqliteRegistrations(db).list()).toEqual([
-      { walletAddress: wallet.toLowerCase(), builderCode: "bc_aaaaaaaa", registeredAt: 1_000, lastConfirmedAt: 2_000 },
+      {
+        walletAddress: wallet.toLowerCase(),
+        builderCode: "bc_aaaaaaaa",
+        registeredAt: 1_000,
+        lastConfirmedAt: 2_000,
+      },
     ]);
     expect(createSqliteRegistrations(db).save(wallet, "bc_bbbbbbbb", 3_000)).toEqual({
       status: "changed",
       previousCode: "bc_aaaaaaaa",
-      row: { walletAddress: wallet.toLowerCase(), builderCode: "bc_bbbbbbbb", registeredAt: 3_000, lastConfirmedAt: 3_000 },
+      row: {
+        walletAddress: wallet.toLowerCase(),
+        builderCode: "bc_bbbbbbbb",
+        registeredAt: 3_000,
+        lastConfirmedAt: 3_000,
+      },
     });
     expect(createSqliteRegistrations(db).list()).toHaveLength(1);
   });
@@ -240,12 +309,20 @@ describe("registerConfiguredWallets()", () => {
   afterEach(() => db.close());
 
   const setUp = (wallets: Address[]) => {
-    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, registration: { baseUrl: standIn.url, wallets } });
+    const config = testConfig({
+      rpc: { http: ["http://127.0.0.1:9"] },
+      registration: { baseUrl: standIn.url, wallets },
+    });
     const deps = testDeps(config);
-    return { ...deps, store: createSqliteStore({ db, chainId: config.chainId, metrics: deps.metrics }) };
+    return {
+      ...deps,
+      store: createSqliteStore({ db, chainId: config.chainId, metrics: deps.metrics }),
+    };
   };
   const outcomes = async (metrics: Metrics) =>
-    Object.fromEntries((await metrics.registrationRequests.get()).values.map((v) => [v.labels.outcome, v.value]));
+    Object.fromEntries(
+      (await metrics.registrationRequests.get()).values.map((v) => [v.labels.outcome, v.value]),
+    );
 
   test("retries while the service is down, without blocking, and stores the code once it is up", async () => {
     const wallets = [randomWallet(), randomWallet()];
@@ -256,12 +333,19 @@ describe("registerConfiguredWallets()", () => {
     expect(createSqliteRegistrations(db).list()).toEqual([]);
     await run.done;
     const rows = createSqliteRegistrations(db).list();
-    expect(rows.map((r) => r.walletAddress).sort()).toEqual(wallets.map((w) => w.toLowerCase()).sort());
+    expect(rows.map((r) => r.walletAddress).sort()).toEqual(
+      wallets.map((w) => w.toLowerCase()).sort(),
+    );
     for (const row of rows) expect(row.builderCode).toBe(standIn.codes.get(row.walletAddress));
     expect(await outcomes(deps.metrics)).toEqual({ retryable: 3, ok: 2 });
     const retries = deps.lines.filter((l) => l.msg === "Failed to register wallet, retrying");
     expect(retries).toHaveLength(3);
-    expect(retries[0]).toMatchObject({ level: "warn", component: "registration", attempt: 1, error: expect.stringContaining("HTTP 503") });
+    expect(retries[0]).toMatchObject({
+      level: "warn",
+      component: "registration",
+      attempt: 1,
+      error: expect.stringContaining("HTTP 503"),
+    });
     expect(deps.lines.filter((l) => l.msg === "Registered wallet")).toHaveLength(2);
   });
 
@@ -272,7 +356,10 @@ describe("registerConfiguredWallets()", () => {
     expect(standIn.calls).toHaveLength(1);
     expect(createSqliteRegistrations(db).list()).toEqual([]);
     expect(await outcomes(deps.metrics)).toEqual({ rejected: 1 });
-    expect(deps.lines.find((l) => l.msg === "Failed to register wallet, giving up")).toMatchObject({ level: "error", error: expect.stringContaining("unsupported wallet") });
+    expect(deps.lines.find((l) => l.msg === "Failed to register wallet, giving up")).toMatchObject({
+      level: "error",
+      error: expect.stringContaining("unsupported wallet"),
+    });
   });
 
   test("shutdown ends the retries of a service that stays down", async () => {
@@ -316,13 +403,17 @@ describe("flashindex register", () => {
   const configFile = (registration: Record<string, unknown> = {}) => {
     const name = `${randomBytes(6).toString("hex")}`;
     const database = join(dir, `${name}.db`);
-    const path = writeConfig(dir, {
-      chainId: 8453,
-      rpc: { http: ["http://127.0.0.1:9"] },
-      tokens: [{ address: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", startBlock: 0 }],
-      database: { path: database },
-      registration: { baseUrl: standIn.url, ...registration },
-    }, `${name}.json`);
+    const path = writeConfig(
+      dir,
+      {
+        chainId: 8453,
+        rpc: { http: ["http://127.0.0.1:9"] },
+        tokens: [{ address: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", startBlock: 0 }],
+        database: { path: database },
+        registration: { baseUrl: standIn.url, ...registration },
+      },
+      `${name}.json`,
+    );
     return { path, database };
   };
   const rowsOf = (database: string) => {
@@ -344,9 +435,19 @@ describe("flashindex register", () => {
 
     const again = await runCli(["register", wallet.toLowerCase(), "--config", path, "--json"]);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ wallet_address: wallet, builder_code: code, status: "confirmed", previous_code: null });
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      wallet_address: wallet,
+      builder_code: code,
+      status: "confirmed",
+      previous_code: null,
+    });
     expect(rowsOf(database)).toEqual([
-      { walletAddress: wallet.toLowerCase(), builderCode: code, registeredAt: expect.any(Number), lastConfirmedAt: expect.any(Number) },
+      {
+        walletAddress: wallet.toLowerCase(),
+        builderCode: code,
+        registeredAt: expect.any(Number),
+        lastConfirmedAt: expect.any(Number),
+      },
     ]);
     expect(standIn.calls).toHaveLength(2);
   });
@@ -356,7 +457,14 @@ describe("flashindex register", () => {
     try {
       const wallet = randomWallet();
       const { path, database } = configFile({ baseUrl: "http://127.0.0.1:9" });
-      const result = await runCli(["register", wallet, "--config", path, "--base-url", `${other.url}/`]);
+      const result = await runCli([
+        "register",
+        wallet,
+        "--config",
+        path,
+        "--base-url",
+        `${other.url}/`,
+      ]);
       expect(result.code).toBe(0);
       expect(result.stdout.trim()).toBe(other.codes.get(wallet.toLowerCase()));
       expect(rowsOf(database)[0]?.builderCode).toBe(result.stdout.trim());
@@ -384,7 +492,9 @@ describe("flashindex register", () => {
     standIn.failNext(422, 1, JSON.stringify({ error: "wallet not eligible" }));
     const refused = await runCli(["register", randomWallet(), "--config", path]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr.trim()).toBe(`flashindex: failed: Registration API ${standIn.url} answered HTTP 422: "wallet not eligible"`);
+    expect(refused.stderr.trim()).toBe(
+      `flashindex: failed: Registration API ${standIn.url} answered HTTP 422: "wallet not eligible"`,
+    );
 
     standIn.failNext(502);
     const down = await runCli(["register", randomWallet(), "--config", path]);

@@ -23,19 +23,39 @@ import { testConfig, testDeps } from "../helpers/context.js";
 let anvil: Anvil;
 let token: Hex;
 let blocks: { many: number; one: number };
-const [sender, other] = ANVIL_PRIVATE_KEYS.slice(0, 2).map((key) => privateKeyToAccount(key as Hex));
+const [sender, other] = ANVIL_PRIVATE_KEYS.slice(0, 2).map((key) =>
+  privateKeyToAccount(key as Hex),
+);
 const holder = (n: number) => pad(toHex(0x5000 + n), { size: 20 });
 
 beforeAll(async () => {
   anvil = await startAnvil({ chainId: 8453 });
-  ({ address: token } = await deployTestToken({ rpcUrl: anvil.httpUrl, privateKey: ANVIL_PRIVATE_KEYS[0] as Hex }));
+  ({ address: token } = await deployTestToken({
+    rpcUrl: anvil.httpUrl,
+    privateKey: ANVIL_PRIVATE_KEYS[0] as Hex,
+  }));
   const rpc = (method: string, params: unknown[] = []) =>
-    fetch(anvil.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then(
-      async (r) => ((await r.json()) as { result: unknown }).result,
-    );
-  const send = (account: typeof sender, to: Hex, data: Hex) => createWalletClient({ account: account!, transport: http(anvil.httpUrl) }).sendTransaction({ to, data, gas: 300_000n, chain: null });
+    fetch(anvil.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    }).then(async (r) => ((await r.json()) as { result: unknown }).result);
+  const send = (account: typeof sender, to: Hex, data: Hex) =>
+    createWalletClient({ account: account!, transport: http(anvil.httpUrl) }).sendTransaction({
+      to,
+      data,
+      gas: 300_000n,
+      chain: null,
+    });
   const emit = (n: number, suffix: Hex = "0x") =>
-    concat([encodeFunctionData({ abi: flashTestTokenAbi, functionName: "emitTransferEvents", args: [[holder(n)], [holder(n + 1)], [BigInt(n)]] }), suffix]);
+    concat([
+      encodeFunctionData({
+        abi: flashTestTokenAbi,
+        functionName: "emitTransferEvents",
+        args: [[holder(n)], [holder(n + 1)], [BigInt(n)]],
+      }),
+      suffix,
+    ]);
   await rpc("evm_setAutomine", [false]);
   // One block: three token transactions (one with a builder code) among two that move no token.
   await send(sender, token, emit(1));
@@ -54,7 +74,10 @@ afterAll(() => anvil?.stop());
 
 describe("a backfill window's calldata", () => {
   test("costs one call per block: a block of several wanted transactions whole, a block of one by hash; attributed as by hash", async () => {
-    const config = testConfig({ rpc: { http: [anvil.httpUrl] }, tokens: [{ address: token, startBlock: blocks.many }] });
+    const config = testConfig({
+      rpc: { http: [anvil.httpUrl] },
+      tokens: [{ address: token, startBlock: blocks.many }],
+    });
     const deps = testDeps(config);
     const inner = createHttpTransport({ timeoutMs: 5_000, maxResponseBytes: 1e8 });
     const sent: string[] = [];
@@ -66,19 +89,38 @@ describe("a backfill window's calldata", () => {
     };
     const client = createRpcClient(deps, { transport });
     const decoder = createWindowDecoder({ threadAfterLogs: Number.MAX_SAFE_INTEGER });
-    const filter = { from: blocks.many, to: blocks.one, addresses: [token.toLowerCase() as Hex], topic0: [...PAYMENT_TOPICS] };
-    const window = await fetchWindowRows({ client, logger: deps.logger, metrics: deps.metrics, chainId: config.chainId }, decoder, filter, blocks.one);
+    const filter = {
+      from: blocks.many,
+      to: blocks.one,
+      addresses: [token.toLowerCase() as Hex],
+      topic0: [...PAYMENT_TOPICS],
+    };
+    const window = await fetchWindowRows(
+      { client, logger: deps.logger, metrics: deps.metrics, chainId: config.chainId },
+      decoder,
+      filter,
+      blocks.one,
+    );
     expect(window.rows.count).toBe(4);
     expect(window.blocks.map(([number]) => number)).toEqual([blocks.many, blocks.one]);
 
-    const attributor = createAttributor({ metrics: deps.metrics, chainId: config.chainId, store: { unattributed: async (hashes) => [...hashes] } });
+    const attributor = createAttributor({
+      metrics: deps.metrics,
+      chainId: config.chainId,
+      store: { unattributed: async (hashes) => [...hashes] },
+    });
     sent.length = 0;
     const byWindow = unpackAttribution(await attributor.attributeWindow(client, decoder, window));
     expect(sent.sort()).toEqual(["eth_getBlockByNumber", "eth_getTransactionByHash"]);
 
     // The same transactions by hash, one call each (the live path), attribute to the same rows.
-    const byHash = unpackAttribution(packAttribution(await attributor.attribute(client, window.txHashes), 0));
-    const withoutFetchedAt = (rows: typeof byWindow) => rows.map((t) => ({ ...t, transaction: t.transaction.slice(0, -1) })).sort((a, b) => String(a.transaction[0]).localeCompare(String(b.transaction[0])));
+    const byHash = unpackAttribution(
+      packAttribution(await attributor.attribute(client, window.txHashes), 0),
+    );
+    const withoutFetchedAt = (rows: typeof byWindow) =>
+      rows
+        .map((t) => ({ ...t, transaction: t.transaction.slice(0, -1) }))
+        .sort((a, b) => String(a.transaction[0]).localeCompare(String(b.transaction[0])));
     expect(byWindow).toHaveLength(4);
     expect(withoutFetchedAt(byWindow)).toEqual(withoutFetchedAt(byHash));
     expect(byWindow.some((t) => t.transaction.includes("codes"))).toBe(true);

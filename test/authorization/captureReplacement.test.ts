@@ -16,23 +16,49 @@ let store: Store;
 let stop: (() => Promise<void>) | undefined;
 
 const admin = (method: string) =>
-  fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) }).then((r) => r.json());
+  fetch(devnet.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+  }).then((r) => r.json());
 
 beforeAll(async () => {
   // No flashblocks and no blocks until the test makes one: a sent capture stays in the pool, not pre-confirmed.
-  ({ devnet, client, store, stop } = await startCaptureDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
+  ({ devnet, client, store, stop } = await startCaptureDevnet({
+    blockTimeMs: 0,
+    flashblockIntervalMs: 0,
+  }));
 }, 60_000);
 
 afterAll(() => stop?.());
 
 describe("a capture not pre-confirmed within the bound", () => {
   test("is replaced on the same nonce with higher fees once the bound passes; the replacement lands, the authorization is used once, the replaced hash is recorded", async () => {
-    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const rpcClient = createRpcClient(
+      testDeps(
+        testConfig({
+          chainId: devnet.chainId,
+          rpc: { http: [devnet.httpUrl] },
+          logLevel: "silent",
+        }),
+      ),
+    );
     const relayer = privateKeyToAccount(devnet.privateKeys[7]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[3]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
-    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 77n, label: "replace" });
-    const balanceOf = (account: `0x${string}`) => client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [account] });
+    const order = await addSignedTransferOrder(store, client, devnet, {
+      buyer,
+      payee,
+      value: 77n,
+      label: "replace",
+    });
+    const balanceOf = (account: `0x${string}`) =>
+      client.readContract({
+        address: devnet.token,
+        abi: flashTestTokenAbi,
+        functionName: "balanceOf",
+        args: [account],
+      });
     const payeeBefore = await balanceOf(payee);
     const { logger, lines } = createMemoryLogger("debug");
     // Note: the devnet answers eth_call "pending" from anvil's pending block, which (unlike a Base
@@ -40,14 +66,25 @@ describe("a capture not pre-confirmed within the bound", () => {
     // nonce reserved and never sent is not executable: it waits in the pool, not pre-confirmed, as a stuck one would.
     const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
     const hold = { relayer: relayer.address, nonce: gap, holder: "test:refused" };
-    expect(await store.nonces.reserve({ ...hold, floor: gap, owner: "test" }, Date.now())).toBe(gap);
-    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 200 });
+    expect(await store.nonces.reserve({ ...hold, floor: gap, owner: "test" }, Date.now())).toBe(
+      gap,
+    );
+    const relay = createCaptureRelay({
+      client: rpcClient,
+      store,
+      chainId: devnet.chainId,
+      relayer,
+      logger,
+      replaceAfterMs: 200,
+    });
 
     const first = await relay.capture(order.id);
     expect(await store.nonces.release(hold, Date.now())).toBe(true);
     const sent = (await store.captures.get(order.id))!;
     expect(sent.relayerNonce).toBe(gap + 1);
-    expect(await client.getTransaction({ hash: first.txHash })).toMatchObject({ nonce: sent.relayerNonce });
+    expect(await client.getTransaction({ hash: first.txHash })).toMatchObject({
+      nonce: sent.relayerNonce,
+    });
     // Before the bound nothing is replaced.
     expect(await relay.drive(Date.now())).toEqual({ resent: 0, replaced: 0 });
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -59,9 +96,19 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(replaced.relayerNonce).toBe(sent.relayerNonce);
     expect(replaced.maxFeePerGas).toBeGreaterThan(sent.maxFeePerGas);
     expect(replaced.maxPriorityFeePerGas).toBeGreaterThan(sent.maxPriorityFeePerGas);
-    expect(lines).toContainEqual(expect.objectContaining({ msg: "Replaced capture", replaced_tx_hash: first.txHash, tx_hash: replaced.txHash }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: "Replaced capture",
+        replaced_tx_hash: first.txHash,
+        tx_hash: replaced.txHash,
+      }),
+    );
     // The same pass filled the nonce below it, so the replacement can be pre-confirmed.
-    expect(lines.filter((line) => line.msg === "Filled relayer nonce gap").map((line) => line.relayer_nonce)).toEqual([gap]);
+    expect(
+      lines
+        .filter((line) => line.msg === "Filled relayer nonce gap")
+        .map((line) => line.relayer_nonce),
+    ).toEqual([gap]);
 
     await admin("devnet_flashblock");
     const preconfirmed = await relay.waitFor(order.id, { confirmations: 0, timeoutMs: 10_000 });
@@ -72,26 +119,60 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(await client.getTransactionReceipt({ hash: first.txHash }).catch(() => null)).toBeNull();
 
     // Used once: one AuthorizationUsed for the nonce, one transfer to the payee; a later drive sends nothing.
-    const used = await client.getContractEvents({ address: devnet.token, abi: flashTestTokenAbi, eventName: "AuthorizationUsed", fromBlock: 0n, args: { authorizer: buyer.address, nonce: order.nonce } });
+    const used = await client.getContractEvents({
+      address: devnet.token,
+      abi: flashTestTokenAbi,
+      eventName: "AuthorizationUsed",
+      fromBlock: 0n,
+      args: { authorizer: buyer.address, nonce: order.nonce },
+    });
     expect(used.map((log) => log.transactionHash)).toEqual([replaced.txHash]);
     expect((await balanceOf(payee)) - payeeBefore).toBe(77n);
-    const count = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    const count = await client.getTransactionCount({
+      address: relayer.address,
+      blockTag: "pending",
+    });
     expect(await relay.drive(Date.now() + 60_000)).toEqual({ resent: 0, replaced: 0 });
-    expect(await client.getTransactionCount({ address: relayer.address, blockTag: "pending" })).toBe(count);
+    expect(
+      await client.getTransactionCount({ address: relayer.address, blockTag: "pending" }),
+    ).toBe(count);
     expect(count).toBe(sent.relayerNonce + 1);
   }, 90_000);
 
-  test("a re-send the node answers \"already known\" counts as a broadcast, so the stuck capture is fee-bumped later", async () => {
-    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+  test('a re-send the node answers "already known" counts as a broadcast, so the stuck capture is fee-bumped later', async () => {
+    const rpcClient = createRpcClient(
+      testDeps(
+        testConfig({
+          chainId: devnet.chainId,
+          rpc: { http: [devnet.httpUrl] },
+          logLevel: "silent",
+        }),
+      ),
+    );
     const relayer = privateKeyToAccount(devnet.privateKeys[9]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
-    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 78n, label: "known" });
+    const order = await addSignedTransferOrder(store, client, devnet, {
+      buyer,
+      payee,
+      value: 78n,
+      label: "known",
+    });
     // Held in the pool behind a reserved nonce, as in the test above: not executable, not pre-confirmed.
     const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
-    await store.nonces.reserve({ relayer: relayer.address, floor: gap, holder: "test:held", owner: "test" }, Date.now());
+    await store.nonces.reserve(
+      { relayer: relayer.address, floor: gap, holder: "test:held", owner: "test" },
+      Date.now(),
+    );
     const { logger, lines } = createMemoryLogger("debug");
-    const relay = createCaptureRelay({ client: rpcClient, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 60_000 });
+    const relay = createCaptureRelay({
+      client: rpcClient,
+      store,
+      chainId: devnet.chainId,
+      relayer,
+      logger,
+      replaceAfterMs: 60_000,
+    });
     await relay.capture(order.id);
     const first = (await store.captures.get(order.id))!;
     expect(first.broadcasts).toBe(1);
@@ -102,18 +183,40 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(again.txHash).toBe(first.txHash);
     expect(again.broadcasts).toBe(2);
     expect(again.lastBroadcastAt).toBeGreaterThanOrEqual(first.lastBroadcastAt!);
-    expect(lines).toContainEqual(expect.objectContaining({ msg: "Sent capture", order_id: order.id, node_answer: "known" }));
-    expect((await store.nonces.entries(relayer.address, gap + 1))[0]).toMatchObject({ nonce: gap + 1, state: "broadcast", txHash: first.txHash });
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: "Sent capture", order_id: order.id, node_answer: "known" }),
+    );
+    expect((await store.nonces.entries(relayer.address, gap + 1))[0]).toMatchObject({
+      nonce: gap + 1,
+      state: "broadcast",
+      txHash: first.txHash,
+    });
   }, 60_000);
 
   test("a capture whose nonce another pending transaction holds is outbid on that nonce, never signed again on a fresh one", async () => {
-    const rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+    const rpcClient = createRpcClient(
+      testDeps(
+        testConfig({
+          chainId: devnet.chainId,
+          rpc: { http: [devnet.httpUrl] },
+          logLevel: "silent",
+        }),
+      ),
+    );
     const relayer = privateKeyToAccount(devnet.privateKeys[5]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[3]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
-    const order = await addSignedTransferOrder(store, client, devnet, { buyer, payee, value: 79n, label: "outbid" });
+    const order = await addSignedTransferOrder(store, client, devnet, {
+      buyer,
+      payee,
+      value: 79n,
+      label: "outbid",
+    });
     const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
-    await store.nonces.reserve({ relayer: relayer.address, floor: gap, holder: "test:held", owner: "test" }, Date.now());
+    await store.nonces.reserve(
+      { relayer: relayer.address, floor: gap, holder: "test:held", owner: "test" },
+      Date.now(),
+    );
     // Note: anvil answers "already imported" for bytes another transaction replaced in its pool; geth
     // and reth answer "replacement transaction underpriced" while a transaction with higher fees holds
     // the nonce. The node here answers as they do once an operator's transaction took the nonce.
@@ -123,13 +226,21 @@ describe("a capture not pre-confirmed within the bound", () => {
       request: (method, params, parse) => {
         if (method === "eth_sendRawTransaction" && foreignFee !== undefined) {
           const tx = parseTransaction(params[0] as Hex);
-          if (tx.nonce === gap + 1 && tx.maxFeePerGas! < foreignFee) return Promise.reject(new Error("replacement transaction underpriced"));
+          if (tx.nonce === gap + 1 && tx.maxFeePerGas! < foreignFee)
+            return Promise.reject(new Error("replacement transaction underpriced"));
         }
         return rpcClient.request(method, params, parse);
       },
     };
     const { logger, lines } = createMemoryLogger("debug");
-    const relay = createCaptureRelay({ client: gethLike, store, chainId: devnet.chainId, relayer, logger, replaceAfterMs: 60_000 });
+    const relay = createCaptureRelay({
+      client: gethLike,
+      store,
+      chainId: devnet.chainId,
+      relayer,
+      logger,
+      replaceAfterMs: 60_000,
+    });
     await relay.capture(order.id);
     const sent = (await store.captures.get(order.id))!;
     expect(sent.relayerNonce).toBe(gap + 1);
@@ -142,10 +253,14 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(after.relayerNonce).toBe(sent.relayerNonce);
     expect(after.replacedTxHashes).toEqual([sent.txHash]);
     expect(after.maxFeePerGas).toBeGreaterThan(sent.maxFeePerGas);
-    expect((await store.nonces.entries(relayer.address, gap)).map((e) => [e.nonce, e.holder])).toEqual([
+    expect(
+      (await store.nonces.entries(relayer.address, gap)).map((e) => [e.nonce, e.holder]),
+    ).toEqual([
       [gap, "test:held"],
       [gap + 1, `capture:${order.id}`],
     ]);
-    expect(lines).toContainEqual(expect.objectContaining({ msg: "Failed to drive capture", order_id: order.id }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: "Failed to drive capture", order_id: order.id }),
+    );
   }, 60_000);
 });

@@ -1,11 +1,27 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createWalletClient, getAddress, http, keccak256, stringToHex, type Address, type Hex, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  getAddress,
+  http,
+  keccak256,
+  stringToHex,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
-import { readTokenDomain, signReceiveAuthorization, signTransferAuthorization, type TokenDomain, type TransferAuthorization } from "../../src/authorization/eip3009.js";
+import {
+  readTokenDomain,
+  signReceiveAuthorization,
+  signTransferAuthorization,
+  type TokenDomain,
+  type TransferAuthorization,
+} from "../../src/authorization/eip3009.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { loadConfig } from "../../src/config/loadConfig.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
@@ -29,36 +45,94 @@ let configPath: string;
 let daemon: ReturnType<typeof spawnCli> | undefined;
 let nonceCounter = 0;
 
-const nextNonce = (): Hex => keccak256(stringToHex(`orderCapture nonce ${++nonceCounter} ${Date.now()}`));
+const nextNonce = (): Hex =>
+  keccak256(stringToHex(`orderCapture nonce ${++nonceCounter} ${Date.now()}`));
 const relayerKey = () => devnet.privateKeys[6]!;
 /** The receipt once the transaction is in a block (a pre-confirmed receipt has a zero block hash and no state at latest yet). */
 async function minedReceipt(hash: Hex) {
-  return waitFor(async () => {
-    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
-    return receipt !== undefined && receipt.blockHash !== `0x${"0".repeat(64)}` ? receipt : undefined;
-  }, 20_000, `a mined receipt of ${hash}`, 50);
+  return waitFor(
+    async () => {
+      const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+      return receipt !== undefined && receipt.blockHash !== `0x${"0".repeat(64)}`
+        ? receipt
+        : undefined;
+    },
+    20_000,
+    `a mined receipt of ${hash}`,
+    50,
+  );
 }
-const pendingNonceOf = (address: Address) => client.getTransactionCount({ address, blockTag: "pending" });
+const pendingNonceOf = (address: Address) =>
+  client.getTransactionCount({ address, blockTag: "pending" });
 const authorizationState = (authorizer: Address, nonce: Hex) =>
-  client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [authorizer, nonce] });
+  client.readContract({
+    address: devnet.token,
+    abi: flashTestTokenAbi,
+    functionName: "authorizationState",
+    args: [authorizer, nonce],
+  });
 
 /** Signs an authorization from the buyer to the payee and stores it with `order add`; returns the order. */
-async function addOrder(options: { kind?: "transfer" | "receive"; value?: bigint; payer?: PrivateKeyAccount } = {}): Promise<{ order: Order; message: TransferAuthorization }> {
+async function addOrder(
+  options: { kind?: "transfer" | "receive"; value?: bigint; payer?: PrivateKeyAccount } = {},
+): Promise<{ order: Order; message: TransferAuthorization }> {
   const kind = options.kind ?? "transfer";
   const payer = options.payer ?? buyer;
   const validBefore = (await client.getBlock()).timestamp + 3600n;
-  const message = { from: payer.address, to: payee.address, value: options.value ?? 1_500n, validAfter: 0n, validBefore, nonce: nextNonce() };
-  const { signature } = kind === "transfer" ? await signTransferAuthorization(payer, domain, message) : await signReceiveAuthorization(payer, domain, message);
+  const message = {
+    from: payer.address,
+    to: payee.address,
+    value: options.value ?? 1_500n,
+    validAfter: 0n,
+    validBefore,
+    nonce: nextNonce(),
+  };
+  const { signature } =
+    kind === "transfer"
+      ? await signTransferAuthorization(payer, domain, message)
+      : await signReceiveAuthorization(payer, domain, message);
   const added = await runCli([
-    "order", "add", "--config", configPath, "--json", "--token", devnet.token, "--from", message.from, "--to", message.to, "--value", message.value.toString(),
-    "--valid-after", "0", "--valid-before", validBefore.toString(), "--nonce", message.nonce, "--signature", signature, "--kind", kind,
+    "order",
+    "add",
+    "--config",
+    configPath,
+    "--json",
+    "--token",
+    devnet.token,
+    "--from",
+    message.from,
+    "--to",
+    message.to,
+    "--value",
+    message.value.toString(),
+    "--valid-after",
+    "0",
+    "--valid-before",
+    validBefore.toString(),
+    "--nonce",
+    message.nonce,
+    "--signature",
+    signature,
+    "--kind",
+    kind,
   ]);
   expect(added.code, added.stderr).toBe(0);
   return { order: JSON.parse(added.stdout) as Order, message };
 }
 
 /** `order show --json`: the order with its transitions, keys in snake_case as printed. */
-type ShownOrder = { id: number; state: string; event_status: string | null; event_tx_hash: Hex | null; transitions: Array<{ from_state: string | null; to_state: string; cause: string; tx_hash: string | null }> };
+type ShownOrder = {
+  id: number;
+  state: string;
+  event_status: string | null;
+  event_tx_hash: Hex | null;
+  transitions: Array<{
+    from_state: string | null;
+    to_state: string;
+    cause: string;
+    tx_hash: string | null;
+  }>;
+};
 
 async function showOrder(id: number): Promise<ShownOrder> {
   const shown = await runCli(["order", "show", String(id), "--config", configPath, "--json"]);
@@ -66,13 +140,20 @@ async function showOrder(id: number): Promise<ShownOrder> {
   return JSON.parse(shown.stdout);
 }
 
-const capture = (id: number, args: string[] = [], env: NodeJS.ProcessEnv = { FLASHINDEX_RELAYER_KEY: relayerKey() }) =>
-  runCli(["order", "capture", String(id), "--config", configPath, ...args], env);
+const capture = (
+  id: number,
+  args: string[] = [],
+  env: NodeJS.ProcessEnv = { FLASHINDEX_RELAYER_KEY: relayerKey() },
+) => runCli(["order", "capture", String(id), "--config", configPath, ...args], env);
 
 beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 400, flashblockIntervalMs: 50, port: 0 });
   client = createPublicClient({ transport: http(devnet.httpUrl) });
-  rpcClient = createRpcClient(testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" })));
+  rpcClient = createRpcClient(
+    testDeps(
+      testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, logLevel: "silent" }),
+    ),
+  );
   domain = await readTokenDomain(client, devnet.token);
   buyer = privateKeyToAccount(devnet.privateKeys[1]!);
   payee = privateKeyToAccount(devnet.privateKeys[2]!);
@@ -90,7 +171,12 @@ beforeAll(async () => {
   });
   // The daemon indexes the captures and drives the intents; it holds no relayer key of its own.
   daemon = spawnCli(["start", "--config", configPath]);
-  await waitFor(() => daemon!.output().stdout.includes("Started flashindex"), 30_000, `the daemon to start\n${daemon.output().stdout}`, 100);
+  await waitFor(
+    () => daemon!.output().stdout.includes("Started flashindex"),
+    30_000,
+    `the daemon to start\n${daemon.output().stdout}`,
+    100,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -109,7 +195,12 @@ describe("flashindex order capture", () => {
     const before = await pendingNonceOf(relayer.address);
     const result = await capture(order.id, ["--json"]);
     expect(result.code, result.stderr).toBe(0);
-    const parsed = JSON.parse(result.stdout) as { tx_hash: Hex; already_sent: boolean; status: string; relayer: Address };
+    const parsed = JSON.parse(result.stdout) as {
+      tx_hash: Hex;
+      already_sent: boolean;
+      status: string;
+      relayer: Address;
+    };
     expect(parsed).toMatchObject({ already_sent: false, relayer: relayer.address });
     expect(["preconfirmed", "confirmed"]).toContain(parsed.status);
     expect(result.stdout + result.stderr).not.toContain(relayerKey().slice(2));
@@ -120,12 +211,23 @@ describe("flashindex order capture", () => {
     expect(await authorizationState(message.from, message.nonce)).toBe(true);
     expect(await pendingNonceOf(relayer.address)).toBe(before + 1);
 
-    const captured = await waitFor(async () => {
-      const shown = await showOrder(order.id);
-      return shown.state === "captured" && shown.event_status !== "preconfirmed" ? shown : undefined;
-    }, 20_000, "the daemon to see the capture", 200);
+    const captured = await waitFor(
+      async () => {
+        const shown = await showOrder(order.id);
+        return shown.state === "captured" && shown.event_status !== "preconfirmed"
+          ? shown
+          : undefined;
+      },
+      20_000,
+      "the daemon to see the capture",
+      200,
+    );
     expect(captured.event_tx_hash).toBe(parsed.tx_hash);
-    expect(captured.transitions.map((t) => `${t.from_state ?? "-"}>${t.to_state}:${t.cause}`).slice(0, 3)).toEqual([
+    expect(
+      captured.transitions
+        .map((t) => `${t.from_state ?? "-"}>${t.to_state}:${t.cause}`)
+        .slice(0, 3),
+    ).toEqual([
       "->authorized:added",
       "authorized>capturing:capture_sent",
       expect.stringMatching(/^capturing>captured:captured$/),
@@ -134,7 +236,11 @@ describe("flashindex order capture", () => {
     // Idempotent: the same order again sends nothing and reports the same transaction.
     const again = await capture(order.id, ["--json", "--confirmations", "1"]);
     expect(again.code, again.stderr).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ tx_hash: parsed.tx_hash, already_sent: true, status: "confirmed" });
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      tx_hash: parsed.tx_hash,
+      already_sent: true,
+      status: "confirmed",
+    });
     expect(await pendingNonceOf(relayer.address)).toBe(before + 1);
   }, 90_000);
 
@@ -146,14 +252,22 @@ describe("flashindex order capture", () => {
     const refused = await capture(order.id);
     expect(refused.code, refused.stderr).toBe(1);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
-    expect(refused.stderr).toContain(`order ${order.id} is voided_offchain: it cannot become capturing`);
+    expect(refused.stderr).toContain(
+      `order ${order.id} is voided_offchain: it cannot become capturing`,
+    );
     expect(await pendingNonceOf(relayer.address)).toBe(before);
     expect(await authorizationState(message.from, message.nonce)).toBe(false);
 
     const second = await addOrder();
     const sent = await capture(second.order.id, ["--json"]);
     expect(sent.code, sent.stderr).toBe(0);
-    const lateVoid = await runCli(["order", "void", String(second.order.id), "--config", configPath]);
+    const lateVoid = await runCli([
+      "order",
+      "void",
+      String(second.order.id),
+      "--config",
+      configPath,
+    ]);
     expect(lateVoid.code).toBe(1);
     expect(lateVoid.stderr).toMatch(/is (capturing|captured): it cannot become voided_offchain/);
   }, 90_000);
@@ -179,14 +293,44 @@ describe("flashindex order capture", () => {
   test("a capture the token would refuse (more than the balance) exits 8 with the token's reason; the order stays authorized", async () => {
     // A payer of its own: this test moves its money away.
     const payer = privateKeyToAccount(devnet.privateKeys[4]!);
-    const balance = await client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [payer.address] });
+    const balance = await client.readContract({
+      address: devnet.token,
+      abi: flashTestTokenAbi,
+      functionName: "balanceOf",
+      args: [payer.address],
+    });
     // order add simulates too: an authorization for more than the balance is not stored at all.
     const validBefore = (await client.getBlock()).timestamp + 3600n;
-    const message = { from: payer.address, to: payee.address, value: balance + 1n, validAfter: 0n, validBefore, nonce: nextNonce() };
+    const message = {
+      from: payer.address,
+      to: payee.address,
+      value: balance + 1n,
+      validAfter: 0n,
+      validBefore,
+      nonce: nextNonce(),
+    };
     const { signature } = await signTransferAuthorization(payer, domain, message);
     const tooMuch = await runCli([
-      "order", "add", "--config", configPath, "--token", devnet.token, "--from", message.from, "--to", message.to, "--value", message.value.toString(),
-      "--valid-after", "0", "--valid-before", validBefore.toString(), "--nonce", message.nonce, "--signature", signature,
+      "order",
+      "add",
+      "--config",
+      configPath,
+      "--token",
+      devnet.token,
+      "--from",
+      message.from,
+      "--to",
+      message.to,
+      "--value",
+      message.value.toString(),
+      "--valid-after",
+      "0",
+      "--valid-before",
+      validBefore.toString(),
+      "--nonce",
+      message.nonce,
+      "--signature",
+      signature,
     ]);
     expect(tooMuch.code).toBe(1);
     expect(tooMuch.stderr).toContain("ERC20: transfer amount exceeds balance");
@@ -210,11 +354,18 @@ describe("flashindex order capture", () => {
     const crashing: RpcClient = {
       ...rpcClient,
       request: ((method: string, params: unknown[], parse?: (r: unknown) => unknown) => {
-        if (method === "eth_sendRawTransaction") return Promise.reject(new Error("killed before sending"));
+        if (method === "eth_sendRawTransaction")
+          return Promise.reject(new Error("killed before sending"));
         return rpcClient.request(method, params, parse as never);
       }) as RpcClient["request"],
     };
-    const relay = createCaptureRelay({ client: crashing, store, chainId: devnet.chainId, relayer, logger: createMemoryLogger("silent").logger });
+    const relay = createCaptureRelay({
+      client: crashing,
+      store,
+      chainId: devnet.chainId,
+      relayer,
+      logger: createMemoryLogger("silent").logger,
+    });
     try {
       const first = await addOrder();
       await expect(relay.capture(first.order.id)).rejects.toThrow("killed before sending");
@@ -224,7 +375,10 @@ describe("flashindex order capture", () => {
 
       const rerun = await capture(first.order.id, ["--json"]);
       expect(rerun.code, rerun.stderr).toBe(0);
-      expect(JSON.parse(rerun.stdout)).toMatchObject({ tx_hash: stored!.txHash, already_sent: true });
+      expect(JSON.parse(rerun.stdout)).toMatchObject({
+        tx_hash: stored!.txHash,
+        already_sent: true,
+      });
       const receipt = await minedReceipt(stored!.txHash);
       expect(receipt.status).toBe("success");
       expect(await authorizationState(first.message.from, first.message.nonce)).toBe(true);
@@ -233,7 +387,12 @@ describe("flashindex order capture", () => {
       const second = await addOrder();
       await expect(relay.capture(second.order.id)).rejects.toThrow("killed before sending");
       const left = (await store.captures.get(second.order.id))!;
-      await waitFor(async () => (await store.getOrder(second.order.id))?.state === "captured", 20_000, "the daemon to send the stored capture", 200);
+      await waitFor(
+        async () => (await store.getOrder(second.order.id))?.state === "captured",
+        20_000,
+        "the daemon to send the stored capture",
+        200,
+      );
       expect((await store.getOrder(second.order.id))?.eventTxHash).toBe(left.txHash);
       expect((await store.captures.get(second.order.id))?.txHash).toBe(left.txHash);
     } finally {
@@ -243,8 +402,16 @@ describe("flashindex order capture", () => {
 
   test("a real kill -9 of order capture once it reported the send: a re-run reports the same transaction", async () => {
     const { order } = await addOrder();
-    const child = spawnCli(["order", "capture", String(order.id), "--config", configPath, "--confirmations", "50"], { FLASHINDEX_RELAYER_KEY: relayerKey() });
-    await waitFor(() => /sent (0x[0-9a-f]{64})/.exec(child.output().stderr)?.[1], 30_000, "the send", 20);
+    const child = spawnCli(
+      ["order", "capture", String(order.id), "--config", configPath, "--confirmations", "50"],
+      { FLASHINDEX_RELAYER_KEY: relayerKey() },
+    );
+    await waitFor(
+      () => /sent (0x[0-9a-f]{64})/.exec(child.output().stderr)?.[1],
+      30_000,
+      "the send",
+      20,
+    );
     const exited = new Promise((resolve) => child.once("exit", resolve));
     child.kill("SIGKILL");
     await exited;
@@ -252,7 +419,12 @@ describe("flashindex order capture", () => {
     const rerun = await capture(order.id, ["--json"]);
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(JSON.parse(rerun.stdout)).toMatchObject({ tx_hash: txHash, already_sent: true });
-    await waitFor(async () => (await showOrder(order.id)).state === "captured", 20_000, "captured", 200);
+    await waitFor(
+      async () => (await showOrder(order.id)).state === "captured",
+      20_000,
+      "captured",
+      200,
+    );
   }, 90_000);
 
   test("a pre-confirmed capture that never lands is sent again by the daemon, with the same bytes", async () => {
@@ -266,28 +438,51 @@ describe("flashindex order capture", () => {
       txHash = (JSON.parse(result.stdout) as { tx_hash: Hex; status: string }).tx_hash;
       expect(JSON.parse(result.stdout)).toMatchObject({ status: "preconfirmed" });
       // The node forgets it after pre-confirming it (base/base#3274): it never makes a block.
-      expect(await client.request({ method: "devnet_dropPreconfirmed", params: [txHash] } as never)).toBe(true);
+      expect(
+        await client.request({ method: "devnet_dropPreconfirmed", params: [txHash] } as never),
+      ).toBe(true);
     } finally {
       await client.request({ method: "devnet_setPendingLag", params: [0] } as never);
     }
-    const shown = await waitFor(async () => {
-      const o = await showOrder(order.id);
-      return o.state === "captured" && o.event_status !== "preconfirmed" && o.transitions.some((t) => t.cause === "event_removed") ? o : undefined;
-    }, 30_000, `the capture to land after the drop: ${JSON.stringify(await showOrder(order.id))}\n${daemonLog(/capture|order|dropped/i)}`, 200);
+    const shown = await waitFor(
+      async () => {
+        const o = await showOrder(order.id);
+        return o.state === "captured" &&
+          o.event_status !== "preconfirmed" &&
+          o.transitions.some((t) => t.cause === "event_removed")
+          ? o
+          : undefined;
+      },
+      30_000,
+      `the capture to land after the drop: ${JSON.stringify(await showOrder(order.id))}\n${daemonLog(/capture|order|dropped/i)}`,
+      200,
+    );
     expect(shown.event_tx_hash).toBe(txHash);
-    expect(shown.transitions.map((t) => `${t.from_state}>${t.to_state}`)).toContain("captured>capturing");
+    expect(shown.transitions.map((t) => `${t.from_state}>${t.to_state}`)).toContain(
+      "captured>capturing",
+    );
     expect(await authorizationState(message.from, message.nonce)).toBe(true);
   }, 90_000);
 });
 
 /** The daemon's log lines matching `pattern`, for failure messages. */
 function daemonLog(pattern: RegExp): string {
-  return daemon!.output().stdout.split("\n").filter((line) => pattern.test(line)).slice(-30).join("\n");
+  return daemon!
+    .output()
+    .stdout.split("\n")
+    .filter((line) => pattern.test(line))
+    .slice(-30)
+    .join("\n");
 }
 
 /** A plain token transfer by `from` (its own gas) of all but `keep` of its balance. */
 async function transferAway(from: PrivateKeyAccount, keep: bigint): Promise<Hex> {
-  const balance = await client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [from.address] });
+  const balance = await client.readContract({
+    address: devnet.token,
+    abi: flashTestTokenAbi,
+    functionName: "balanceOf",
+    args: [from.address],
+  });
   const wallet = createWalletClient({ account: from, transport: http(devnet.httpUrl) });
   return wallet.writeContract({
     address: devnet.token,

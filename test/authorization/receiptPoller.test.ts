@@ -12,11 +12,19 @@ let client: RpcClient;
 const calls: string[] = [];
 
 const admin = (method: string, params: unknown[] = []) =>
-  fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then((r) => r.json());
+  fetch(devnet.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  }).then((r) => r.json());
 
 async function sendSelfTransfer(keyIndex: number): Promise<Hex> {
   const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
-  return createWalletClient({ account, transport: http(devnet.httpUrl) }).sendTransaction({ to: account.address, value: 0n, chain: null });
+  return createWalletClient({ account, transport: http(devnet.httpUrl) }).sendTransaction({
+    to: account.address,
+    value: 0n,
+    chain: null,
+  });
 }
 
 beforeAll(async () => {
@@ -42,17 +50,29 @@ describe("createReceiptPoller()", () => {
     expect(await poller.next([hash])).toEqual({ kind: "none" });
     await admin("devnet_flashblock");
     const preconfirmed = await poller.next([hash]);
-    expect(preconfirmed).toMatchObject({ kind: "preconfirmed", txHash: hash, receipt: { preconfirmed: true, status: "success" } });
+    expect(preconfirmed).toMatchObject({
+      kind: "preconfirmed",
+      txHash: hash,
+      receipt: { preconfirmed: true, status: "success" },
+    });
     await admin("devnet_mine");
     const mined = await poller.next([hash]);
-    expect(mined).toMatchObject({ kind: "canonical", txHash: hash, confirmations: 1, receipt: { preconfirmed: false } });
+    expect(mined).toMatchObject({
+      kind: "canonical",
+      txHash: hash,
+      confirmations: 1,
+      receipt: { preconfirmed: false },
+    });
     await admin("devnet_mine");
     expect(await poller.next([hash])).toMatchObject({ kind: "canonical", confirmations: 2 });
     // The new branch leaves the transaction out: its old receipt's block is no longer the canonical one.
     await admin("devnet_reorg", [2, []]);
     const after = await poller.next([hash]);
     expect(["orphaned", "none"]).toContain(after.kind);
-    if (after.kind === "orphaned") expect(after.receipt.blockHash).toBe(mined.kind === "canonical" ? mined.receipt.blockHash : undefined);
+    if (after.kind === "orphaned")
+      expect(after.receipt.blockHash).toBe(
+        mined.kind === "canonical" ? mined.receipt.blockHash : undefined,
+      );
   }, 60_000);
 
   test("waiters of one tick share one batch, and each gets the first of its hashes that has a receipt", async () => {
@@ -62,7 +82,11 @@ describe("createReceiptPoller()", () => {
     await admin("devnet_mine");
     const unknown = `0x${"ab".repeat(32)}` as Hex;
     calls.length = 0;
-    const standings = await Promise.all(Array.from({ length: 50 }, (_, i) => poller.next(i % 2 === 0 ? [unknown, landed] : [unknown])));
+    const standings = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        poller.next(i % 2 === 0 ? [unknown, landed] : [unknown]),
+      ),
+    );
     expect(standings.filter((s) => s.kind === "canonical" && s.txHash === landed)).toHaveLength(25);
     expect(standings.filter((s) => s.kind === "none")).toHaveLength(25);
     // Two distinct hashes: two receipts, one head, one block; not 75 receipt reads.

@@ -55,7 +55,9 @@ describe("createRelayerPool()", () => {
   });
 
   test("one key twice is refused: it would share its nonces", () => {
-    expect(() => createRelayerPool([a, privateKeyToAccount(`0x${"1".padStart(64, "0")}`)])).toThrow(/twice/);
+    expect(() => createRelayerPool([a, privateKeyToAccount(`0x${"1".padStart(64, "0")}`)])).toThrow(
+      /twice/,
+    );
   });
 });
 

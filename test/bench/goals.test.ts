@@ -5,32 +5,72 @@ import { latestRows, replaceSection } from "../../scripts/bench/report.js";
 import type { RecordedRow } from "../../scripts/bench/results.js";
 
 const DEFAULTS = "defaults (50 requests/s, windowBlocks 2000, concurrency 4, log level info)";
-const PROXY = "a provider-shaped proxy (80 ms, 5 calls/s, 429 with Retry-After on 1 in 2 refusals, 2000-block and 10000-result caps)";
+const PROXY =
+  "a provider-shaped proxy (80 ms, 5 calls/s, 429 with Retry-After on 1 in 2 refusals, 2000-block and 10000-result caps)";
 
 function row(runUtc: string, measurement: string, figures: Partial<RecordedRow> = {}): RecordedRow {
-  return { runUtc, machine: "2 × test cpu, 24 GiB, Node v20", measurement, logs: 1_000_000, recordedIn: "npm run bench at abc1234", note: "", ...figures };
+  return {
+    runUtc,
+    machine: "2 × test cpu, 24 GiB, Node v20",
+    measurement,
+    logs: 1_000_000,
+    recordedIn: "npm run bench at abc1234",
+    note: "",
+    ...figures,
+  };
 }
-const anvil = (runUtc: string, logs: string, shape: string, attribution: string, logsPerSecond: number, peakRssMb = 200) =>
-  row(runUtc, `backfill (whole process): anvil end to end, ${logs} Transfer logs (saved ${shape} chain: 2,000 blocks, 2,000 token transactions); ${DEFAULTS}, attribution ${attribution}`, {
-    logsPerSecond,
-    peakRssMb,
-  });
-/** A provider row's measurement, written by the bench's own providerSummary(). */
-const provider = (runUtc: string, attribution: string, logsPerSecond: number, refused: number, requests: number) =>
+const anvil = (
+  runUtc: string,
+  logs: string,
+  shape: string,
+  attribution: string,
+  logsPerSecond: number,
+  peakRssMb = 200,
+) =>
   row(
     runUtc,
-    `backfill (whole process) through ${PROXY}, anvil saved chain of 20,000 Transfer logs, defaults, attribution ${attribution}: ${providerSummary({
-      logs: 20_000,
-      durationMs: (1_000 * 20_000) / logsPerSecond,
-      ceilingLogsPerSecond: 50_000,
-      provider: { requests, calls: requests, rateLimited: refused, withRetryAfter: 0, strayRefused: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 20_000, bytesServed: 0 },
-    })}`,
+    `backfill (whole process): anvil end to end, ${logs} Transfer logs (saved ${shape} chain: 2,000 blocks, 2,000 token transactions); ${DEFAULTS}, attribution ${attribution}`,
+    {
+      logsPerSecond,
+      peakRssMb,
+    },
+  );
+/** A provider row's measurement, written by the bench's own providerSummary(). */
+const provider = (
+  runUtc: string,
+  attribution: string,
+  logsPerSecond: number,
+  refused: number,
+  requests: number,
+) =>
+  row(
+    runUtc,
+    `backfill (whole process) through ${PROXY}, anvil saved chain of 20,000 Transfer logs, defaults, attribution ${attribution}: ${providerSummary(
+      {
+        logs: 20_000,
+        durationMs: (1_000 * 20_000) / logsPerSecond,
+        ceilingLogsPerSecond: 50_000,
+        provider: {
+          requests,
+          calls: requests,
+          rateLimited: refused,
+          withRetryAfter: 0,
+          strayRefused: 0,
+          rangeRefused: 0,
+          resultsRefused: 0,
+          logsServed: 20_000,
+          bytesServed: 0,
+        },
+      },
+    )}`,
     { logs: 20_001, logsPerSecond },
   );
 
-const verdicts = (rows: RecordedRow[]) => new Map(GOALS.map((goal) => [goal.goal, goal.judge(rows)]));
+const verdicts = (rows: RecordedRow[]) =>
+  new Map(GOALS.map((goal) => [goal.goal, goal.judge(rows)]));
 
-const CEILING_GOAL = "provider-shaped proxy, attribution off: at least 90% of the provider's ceiling (or of the same process without a limit, where lower)";
+const CEILING_GOAL =
+  "provider-shaped proxy, attribution off: at least 90% of the provider's ceiling (or of the same process without a limit, where lower)";
 
 describe("the bench's goals", () => {
   test("a goal is judged on the newest row that measures it, and is not known without one", () => {
@@ -39,8 +79,16 @@ describe("the bench's goals", () => {
       anvil("2026-11-26T12:00:00.000Z", "1,000,000", "dense", "on", 55_000),
       anvil("2026-11-26T11:00:00.000Z", "1,000,000", "dense", "on", 80_000),
     ]);
-    expect(judged.get("1,000,000 logs, dense chain, anvil end to end, defaults with attribution on: at least 60,000 logs/s")).toEqual({ figure: "55,000 logs/s (2026-11-26 12:00)", met: false });
-    expect(judged.get("1,000,000 logs, base-mix chain, anvil end to end, defaults with attribution on: at least 60,000 logs/s")).toEqual({ figure: "not measured", met: undefined });
+    expect(
+      judged.get(
+        "1,000,000 logs, dense chain, anvil end to end, defaults with attribution on: at least 60,000 logs/s",
+      ),
+    ).toEqual({ figure: "55,000 logs/s (2026-11-26 12:00)", met: false });
+    expect(
+      judged.get(
+        "1,000,000 logs, base-mix chain, anvil end to end, defaults with attribution on: at least 60,000 logs/s",
+      ),
+    ).toEqual({ figure: "not measured", met: undefined });
   });
 
   test("attribution's share compares on and off from one run, never across runs", () => {
@@ -50,7 +98,10 @@ describe("the bench's goals", () => {
       // A newer run with attribution off alone is not paired with the older run's attribution on.
       anvil("2026-11-26T12:00:00.000Z", "1,000,000", "base-mix", "off", 90_000),
     ]);
-    expect(judged.get("attribution on at least 70% of off on the Base-like mix")).toEqual({ figure: "80.0% at 1,000,000 logs: 40,000 on, 50,000 off (2026-11-26 10:00)", met: true });
+    expect(judged.get("attribution on at least 70% of off on the Base-like mix")).toEqual({
+      figure: "80.0% at 1,000,000 logs: 40,000 on, 50,000 off (2026-11-26 10:00)",
+      met: true,
+    });
   });
 
   test("a row that gives the median of alternating runs is judged as a single run's row", () => {
@@ -61,25 +112,63 @@ describe("the bench's goals", () => {
         { logsPerSecond },
       );
     const judged = verdicts([series("on", 76_000), series("off", 78_000)]);
-    expect(judged.get("1,000,000 logs, dense chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s")).toEqual({ figure: "78,000 logs/s (2026-11-27 06:00)", met: true });
-    expect(judged.get("attribution on within 5% of off on a chain of 500-log transactions (dense)")).toEqual({ figure: "97.4% at 1,000,000 logs: 76,000 on, 78,000 off (2026-11-27 06:00)", met: true });
+    expect(
+      judged.get(
+        "1,000,000 logs, dense chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s",
+      ),
+    ).toEqual({ figure: "78,000 logs/s (2026-11-27 06:00)", met: true });
+    expect(
+      judged.get("attribution on within 5% of off on a chain of 500-log transactions (dense)"),
+    ).toEqual({
+      figure: "97.4% at 1,000,000 logs: 76,000 on, 78,000 off (2026-11-27 06:00)",
+      met: true,
+    });
   });
 
   test("the settle goals read the x402 settle rows the bench writes, flashindex's and the reference's from one run", () => {
     const run = "2026-11-26T23:01:00.000Z";
-    const settle = (who: string, p50Ms: number, p99Ms: number) => row(run, `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}`, { logs: 100, p50Ms, p99Ms });
+    const settle = (who: string, p50Ms: number, p99Ms: number) =>
+      row(
+        run,
+        `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}`,
+        { logs: 100, p50Ms, p99Ms },
+      );
     const judged = verdicts([
-      settle('flashindex facilitator, settleWaitsFor "preconfirmed", 100 payments 20/s offered open loop through one relayer, 19.1 settled/s', 297, 587.2),
-      settle('flashindex facilitator, settleWaitsFor "confirmed", 100 payments 20/s offered open loop through one relayer, 14.3 settled/s', 1_318.2, 2_403.6),
-      settle("reference facilitator (@x402/core x402Facilitator + @x402/evm exact, viem receipt polling 1 s), 20 payments one at a time through one relayer, 0.5 settled/s", 2_035.3, 2_072.6),
+      settle(
+        'flashindex facilitator, settleWaitsFor "preconfirmed", 100 payments 20/s offered open loop through one relayer, 19.1 settled/s',
+        297,
+        587.2,
+      ),
+      settle(
+        'flashindex facilitator, settleWaitsFor "confirmed", 100 payments 20/s offered open loop through one relayer, 14.3 settled/s',
+        1_318.2,
+        2_403.6,
+      ),
+      settle(
+        "reference facilitator (@x402/core x402Facilitator + @x402/evm exact, viem receipt polling 1 s), 20 payments one at a time through one relayer, 0.5 settled/s",
+        2_035.3,
+        2_072.6,
+      ),
     ]);
-    expect(judged.get("settle p50 at most 400 ms and p99 at most 1 s, settleWaitsFor preconfirmed, devnet")).toEqual({ figure: "p50 297 ms, p99 587.2 ms (2026-11-26 23:01)", met: true });
-    expect(judged.get("settle at least 5× faster than the reference facilitator at p50, same run")?.met).toBe(true);
+    expect(
+      judged.get(
+        "settle p50 at most 400 ms and p99 at most 1 s, settleWaitsFor preconfirmed, devnet",
+      ),
+    ).toEqual({ figure: "p50 297 ms, p99 587.2 ms (2026-11-26 23:01)", met: true });
+    expect(
+      judged.get("settle at least 5× faster than the reference facilitator at p50, same run")?.met,
+    ).toBe(true);
   });
 
   test("peak RSS is judged over both shapes at a size", () => {
-    const judged = verdicts([anvil("2026-11-26T10:00:00.000Z", "200,000", "dense", "on", 40_000, 230), anvil("2026-11-26T10:00:00.000Z", "200,000", "base-mix", "on", 30_000, 262)]);
-    expect(judged.get("peak RSS at most 256 MB at 200,000 logs, defaults")).toEqual({ figure: "230 MB dense (2026-11-26 10:00); 262 MB base-mix (2026-11-26 10:00)", met: false });
+    const judged = verdicts([
+      anvil("2026-11-26T10:00:00.000Z", "200,000", "dense", "on", 40_000, 230),
+      anvil("2026-11-26T10:00:00.000Z", "200,000", "base-mix", "on", 30_000, 262),
+    ]);
+    expect(judged.get("peak RSS at most 256 MB at 200,000 logs, defaults")).toEqual({
+      figure: "230 MB dense (2026-11-26 10:00); 262 MB base-mix (2026-11-26 10:00)",
+      met: false,
+    });
   });
 
   test("the proxy's goals read the provider's figures back from the rows' text, and Ponder's ratio comes from one run", () => {
@@ -87,23 +176,41 @@ describe("the bench's goals", () => {
     const judged = verdicts([
       provider(run, "on", 4_000, 1, 100),
       provider(run, "off", 46_000, 3, 100),
-      row(run, `Ponder 0.16.10 (its default database, PGlite), through ${PROXY}, 20,000 Transfer logs (saved dense chain), wall time to ready`, { logs: 20_001, logsPerSecond: 500 }),
+      row(
+        run,
+        `Ponder 0.16.10 (its default database, PGlite), through ${PROXY}, 20,000 Transfer logs (saved dense chain), wall time to ready`,
+        { logs: 20_001, logsPerSecond: 500 },
+      ),
     ]);
-    expect(judged.get("provider-shaped proxy: the defaults finish")).toEqual({ figure: "finished, 4,000 logs/s (2026-11-26 21:42)", met: true });
-    expect(judged.get(CEILING_GOAL)).toEqual({ figure: "92% of 50,000 logs/s (2026-11-26 21:42)", met: true });
+    expect(judged.get("provider-shaped proxy: the defaults finish")).toEqual({
+      figure: "finished, 4,000 logs/s (2026-11-26 21:42)",
+      met: true,
+    });
+    expect(judged.get(CEILING_GOAL)).toEqual({
+      figure: "92% of 50,000 logs/s (2026-11-26 21:42)",
+      met: true,
+    });
     expect(judged.get("provider-shaped proxy: at most 2% of requests refused")).toEqual({
-      figure: "attribution on: 1 of 100 (2026-11-26 21:42); attribution off: 3 of 100 (2026-11-26 21:42)",
+      figure:
+        "attribution on: 1 of 100 (2026-11-26 21:42); attribution off: 3 of 100 (2026-11-26 21:42)",
       met: false,
     });
-    expect(judged.get("provider-shaped proxy, defaults: at least 5× Ponder through the same proxy")).toEqual({ figure: "8.0×: 4,000 against 500 logs/s (2026-11-26 21:42)", met: true });
+    expect(
+      judged.get("provider-shaped proxy, defaults: at least 5× Ponder through the same proxy"),
+    ).toEqual({ figure: "8.0×: 4,000 against 500 logs/s (2026-11-26 21:42)", met: true });
   });
 
   test("where the process without a limit cannot reach the provider's ceiling, the share is of its own speed", () => {
     const run = "2026-11-27T23:28:00.000Z";
-    const clean = row(run, `backfill (whole process) through a provider-shaped proxy (80 ms, no rate limit, 2000-block and 10000-result caps), anvil 1,000,000 Transfer logs, defaults, attribution off: no ceiling`, { logs: 1_000_000, logsPerSecond: 37_118 });
+    const clean = row(
+      run,
+      `backfill (whole process) through a provider-shaped proxy (80 ms, no rate limit, 2000-block and 10000-result caps), anvil 1,000,000 Transfer logs, defaults, attribution off: no ceiling`,
+      { logs: 1_000_000, logsPerSecond: 37_118 },
+    );
     const judged = verdicts([provider(run, "off", 33_370, 7, 115), clean]);
     expect(judged.get(CEILING_GOAL)).toEqual({
-      figure: "89.9% of 37,118 logs/s, the process without a limit (the ceiling, 50,000, is out of its reach; 66.7% of it) (2026-11-27 23:28)",
+      figure:
+        "89.9% of 37,118 logs/s, the process without a limit (the ceiling, 50,000, is out of its reach; 66.7% of it) (2026-11-27 23:28)",
       met: false,
     });
   });
@@ -111,20 +218,39 @@ describe("the bench's goals", () => {
   test("5× Ponder is judged on when the logs were stored where attribution trailed them, the catch-up shown beside", () => {
     const run = "2026-11-27T01:00:00.000Z";
     // 200,000 logs stored in 5 s, attribution caught up at 85 s.
-    const measurement = `backfill (whole process) through ${PROXY}, anvil saved chain of 200,000 Transfer logs, defaults, attribution on: ${providerSummary({
-      logs: 200_000,
-      durationMs: 85_000,
-      markedMs: 5_000,
-      ceilingLogsPerSecond: 50_000,
-      provider: { requests: 500, calls: 500, rateLimited: 5, withRetryAfter: 2, strayRefused: 0, rangeRefused: 0, resultsRefused: 0, logsServed: 200_000, bytesServed: 0 },
-    })}`;
+    const measurement = `backfill (whole process) through ${PROXY}, anvil saved chain of 200,000 Transfer logs, defaults, attribution on: ${providerSummary(
+      {
+        logs: 200_000,
+        durationMs: 85_000,
+        markedMs: 5_000,
+        ceilingLogsPerSecond: 50_000,
+        provider: {
+          requests: 500,
+          calls: 500,
+          rateLimited: 5,
+          withRetryAfter: 2,
+          strayRefused: 0,
+          rangeRefused: 0,
+          resultsRefused: 0,
+          logsServed: 200_000,
+          bytesServed: 0,
+        },
+      },
+    )}`;
     expect(parseLogsStored(measurement)).toEqual({ seconds: 5, logsPerSecond: 40_000 });
     const judged = verdicts([
       row(run, measurement, { logs: 200_000, logsPerSecond: 200_000 / 85 }),
-      row(run, `Ponder 0.16.10 (its default database, PGlite), through ${PROXY}, 200,000 Transfer logs (saved dense chain), wall time to ready`, { logs: 200_001, logsPerSecond: 750 }),
+      row(
+        run,
+        `Ponder 0.16.10 (its default database, PGlite), through ${PROXY}, 200,000 Transfer logs (saved dense chain), wall time to ready`,
+        { logs: 200_001, logsPerSecond: 750 },
+      ),
     ]);
-    expect(judged.get("provider-shaped proxy, defaults: at least 5× Ponder through the same proxy")).toEqual({
-      figure: "53.3×: logs stored at 40,000 against 750 logs/s; attribution caught up at 2,353 logs/s (2026-11-27 01:00)",
+    expect(
+      judged.get("provider-shaped proxy, defaults: at least 5× Ponder through the same proxy"),
+    ).toEqual({
+      figure:
+        "53.3×: logs stored at 40,000 against 750 logs/s; attribution caught up at 2,353 logs/s (2026-11-27 01:00)",
       met: true,
     });
     // Without the line (attribution read inline), the whole run is the figure, as before.
@@ -132,11 +258,17 @@ describe("the bench's goals", () => {
   });
 
   test("goalsTable() writes one row per goal with its verdict", () => {
-    const table = goalsTable([anvil("2026-11-26T10:00:00.000Z", "1,000,000", "dense", "off", 80_000)]).split("\n");
+    const table = goalsTable([
+      anvil("2026-11-26T10:00:00.000Z", "1,000,000", "dense", "off", 80_000),
+    ]).split("\n");
     expect(table).toHaveLength(2 + GOALS.length);
     expect(table[0]).toBe("| goal | figure (newest run) | met? |");
-    expect(table).toContain("| 1,000,000 logs, dense chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s | 80,000 logs/s (2026-11-26 10:00) | met |");
-    expect(table).toContain("| 1,000,000 logs, base-mix chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s | not measured | not known |");
+    expect(table).toContain(
+      "| 1,000,000 logs, dense chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s | 80,000 logs/s (2026-11-26 10:00) | met |",
+    );
+    expect(table).toContain(
+      "| 1,000,000 logs, base-mix chain, anvil end to end, defaults with attribution off: at least 75,000 logs/s | not measured | not known |",
+    );
   });
 });
 
@@ -148,8 +280,13 @@ describe("the bench's report", () => {
       row("2026-11-26T11:00:00.000Z", "peers", { recordedIn: "npm run bench:peers at abc1234" }),
     ];
     expect(latestRows(rows).map((r) => r.measurement)).toEqual(["new bench", "peers"]);
-    const copied = row("2026-11-26T13:00:00.000Z", "copied from README.md", { recordedIn: "README.md at 4754536" });
-    expect(latestRows([...rows, copied]).map((r) => r.measurement)).toEqual(["copied from README.md", "peers"]);
+    const copied = row("2026-11-26T13:00:00.000Z", "copied from README.md", {
+      recordedIn: "README.md at 4754536",
+    });
+    expect(latestRows([...rows, copied]).map((r) => r.measurement)).toEqual([
+      "copied from README.md",
+      "peers",
+    ]);
   });
 
   test("latestRows() adds the newest row of each anvil chain and configuration the newest run left out", () => {
@@ -160,16 +297,25 @@ describe("the bench's report", () => {
       anvil("2026-11-26T11:00:00.000Z", "200,000", "dense", "on", 50_000),
       anvil("2026-11-26T12:00:00.000Z", "200,000", "dense", "on", 55_000),
       row("2026-11-26T12:00:00.000Z", "the whole bench's other row"),
-      { ...anvil("2026-11-26T13:00:00.000Z", "1,000,000", "dense", "on", 1), recordedIn: "npm run bench:peers at abc1234" },
+      {
+        ...anvil("2026-11-26T13:00:00.000Z", "1,000,000", "dense", "on", 1),
+        recordedIn: "npm run bench:peers at abc1234",
+      },
     ];
-    const latest = latestRows(rows).map((r) => `${r.runUtc.slice(11, 13)} ${r.logsPerSecond ?? "-"}`);
+    const latest = latestRows(rows).map(
+      (r) => `${r.runUtc.slice(11, 13)} ${r.logsPerSecond ?? "-"}`,
+    );
     // The peers run first; the whole bench at 12:00; the 1,000,000-log rows of 10:00 (not 09:00's), which it lacks.
     expect(latest).toEqual(["13 1", "12 55000", "12 -", "10 70000", "10 80000"]);
   });
 
   test("replaceSection() replaces what stands between a section's markers, and refuses a missing section", () => {
     const text = "# B\n<!-- bench:goals -->\nold\n<!-- /bench:goals -->\nafter\n";
-    expect(replaceSection(text, "goals", "new")).toBe("# B\n<!-- bench:goals -->\nnew\n<!-- /bench:goals -->\nafter\n");
-    expect(() => replaceSection(text, "latest", "new")).toThrow(/no <!-- bench:latest --> … <!-- \/bench:latest --> section/);
+    expect(replaceSection(text, "goals", "new")).toBe(
+      "# B\n<!-- bench:goals -->\nnew\n<!-- /bench:goals -->\nafter\n",
+    );
+    expect(() => replaceSection(text, "latest", "new")).toThrow(
+      /no <!-- bench:latest --> … <!-- \/bench:latest --> section/,
+    );
   });
 });

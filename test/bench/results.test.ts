@@ -2,28 +2,55 @@ import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { appendRuns, markdownTable, parseRunsCsv, recordedTable, RUNS_CSV_COLUMNS, runsCsvRows, type BenchLine } from "../../scripts/bench/results.js";
+import {
+  appendRuns,
+  markdownTable,
+  parseRunsCsv,
+  recordedTable,
+  RUNS_CSV_COLUMNS,
+  runsCsvRows,
+  type BenchLine,
+} from "../../scripts/bench/results.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const RUNS_CSV = join(ROOT, "scripts", "bench", "results", "runs.csv");
 
 const lines: BenchLine[] = [
   {
-    measurement: "backfill (whole process): synthetic RPC, 1,000,000 Transfer logs, attribution off",
+    measurement:
+      "backfill (whole process): synthetic RPC, 1,000,000 Transfer logs, attribution off",
     logs: 1_000_000,
     seconds: 11.4157,
     logsPerSecond: 87_599.4,
     peakRssMb: 205,
     cpuSeconds: 17.83,
   },
-  { measurement: "pre-confirmation: pendingLogs notification → committed row, 100 logs/s in 200 ms flashblock bursts", logs: 980, p50Ms: 3.46, p99Ms: 9.5 },
-  { measurement: "reorg rollback: 50 blocks holding 10,000 logs over 1,000,000 stored, one transaction", logs: 10_000, seconds: 0.3362, secondsDigits: 3 },
+  {
+    measurement:
+      "pre-confirmation: pendingLogs notification → committed row, 100 logs/s in 200 ms flashblock bursts",
+    logs: 980,
+    p50Ms: 3.46,
+    p99Ms: 9.5,
+  },
+  {
+    measurement:
+      "reorg rollback: 50 blocks holding 10,000 logs over 1,000,000 stored, one transaction",
+    logs: 10_000,
+    seconds: 0.3362,
+    secondsDigits: 3,
+  },
 ];
-const run = { runUtc: "2026-11-26T12:05:00.000Z", machine: '2 × Intel Xeon, 24 GiB, Node v20.20.2, "quiet"', recordedIn: "npm run bench at f7350a0" };
+const run = {
+  runUtc: "2026-11-26T12:05:00.000Z",
+  machine: '2 × Intel Xeon, 24 GiB, Node v20.20.2, "quiet"',
+  recordedIn: "npm run bench at f7350a0",
+};
 
 /** Splits one CSV line into its fields (RFC 4180 quoting). */
 function csvFields(line: string): string[] {
-  return [...line.matchAll(/(?:^|,)("(?:[^"]|"")*"|[^,]*)/g)].map((m) => m[1]!.replace(/^"([\s\S]*)"$/, "$1").replaceAll('""', '"'));
+  return [...line.matchAll(/(?:^|,)("(?:[^"]|"")*"|[^,]*)/g)].map((m) =>
+    m[1]!.replace(/^"([\s\S]*)"$/, "$1").replaceAll('""', '"'),
+  );
 }
 
 describe("the bench's results", () => {
@@ -39,9 +66,13 @@ describe("the bench's results", () => {
 
   test("markdownTable() with a run names its start and machine on every row", () => {
     const table = markdownTable(lines.slice(0, 1), run).split("\n");
-    expect(table[0]).toBe("| run (UTC) | machine | measurement | logs | seconds | logs/s | peak RSS MB | CPU s | p50 ms | p99 ms |");
+    expect(table[0]).toBe(
+      "| run (UTC) | machine | measurement | logs | seconds | logs/s | peak RSS MB | CPU s | p50 ms | p99 ms |",
+    );
     expect(table[1]).toBe("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    expect(table[2]).toBe(`| 2026-11-26 12:05 | ${run.machine} | ${lines[0]!.measurement} | 1000000 | 11.42 | 87599 | 205 | 17.8 | | |`);
+    expect(table[2]).toBe(
+      `| 2026-11-26 12:05 | ${run.machine} | ${lines[0]!.measurement} | 1000000 | 11.42 | 87599 | 205 | 17.8 | | |`,
+    );
   });
 
   test("parseRunsCsv() reads back what appendRuns() wrote, quoted commas, quotes and empty cells included", () => {
@@ -65,15 +96,23 @@ describe("the bench's results", () => {
       note: "",
     });
     expect(rows[2]!.seconds).toBe(0.336);
-    expect(recordedTable(rows.slice(2)).split("\n")[2]).toBe(`| 2026-11-26 12:05 | ${run.machine} | ${lines[2]!.measurement} | 10000 | 0.336 | | | | | |`);
+    expect(recordedTable(rows.slice(2)).split("\n")[2]).toBe(
+      `| 2026-11-26 12:05 | ${run.machine} | ${lines[2]!.measurement} | 10000 | 0.336 | | | | | |`,
+    );
   });
 
   test("parseRunsCsv() refuses another header, a short row and a figure that is not a number, naming the row", () => {
     const header = RUNS_CSV_COLUMNS.join(",");
     expect(() => parseRunsCsv("date,figure\n1,2\n")).toThrow(/its header is "date,figure"/);
-    expect(() => parseRunsCsv(`${header}\n2026-11-26,m,x,1,2\n`)).toThrow(/row 2: 5 fields, not 12/);
-    expect(() => parseRunsCsv(`${header}\n2026-11-26,m,x,1,fast,,,,,,r,\n`)).toThrow(/row 2: seconds is "fast", not a number/);
-    expect(() => parseRunsCsv(`${header}\n2026-11-26,"m,x,1\n`)).toThrow(/ends inside a quoted field/);
+    expect(() => parseRunsCsv(`${header}\n2026-11-26,m,x,1,2\n`)).toThrow(
+      /row 2: 5 fields, not 12/,
+    );
+    expect(() => parseRunsCsv(`${header}\n2026-11-26,m,x,1,fast,,,,,,r,\n`)).toThrow(
+      /row 2: seconds is "fast", not a number/,
+    );
+    expect(() => parseRunsCsv(`${header}\n2026-11-26,"m,x,1\n`)).toThrow(
+      /ends inside a quoted field/,
+    );
   });
 
   test("runsCsvRows() writes one row per line in runs.csv's columns, quoting commas and quotes", () => {
@@ -108,7 +147,9 @@ describe("the bench's results", () => {
 
     const fresh = join(dir, "fresh.csv");
     appendRuns(fresh, run, lines);
-    expect(readFileSync(fresh, "utf8")).toBe(`${RUNS_CSV_COLUMNS.join(",")}\n${runsCsvRows(run, lines)}`);
+    expect(readFileSync(fresh, "utf8")).toBe(
+      `${RUNS_CSV_COLUMNS.join(",")}\n${runsCsvRows(run, lines)}`,
+    );
 
     const other = join(dir, "other.csv");
     writeFileSync(other, "date,figure\n");

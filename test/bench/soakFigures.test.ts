@@ -1,6 +1,13 @@
 import { describe, expect, test } from "vitest";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { judgeSoak, leastSquaresSlope, metricSum, SOAK_CSV_HEADER, soakCsvRow, type SoakSample } from "../../scripts/bench/soakFigures.js";
+import {
+  judgeSoak,
+  leastSquaresSlope,
+  metricSum,
+  SOAK_CSV_HEADER,
+  soakCsvRow,
+  type SoakSample,
+} from "../../scripts/bench/soakFigures.js";
 
 /** A minute's sample with quiet defaults; `over` sets what a case is about. */
 function sample(minute: number, over: Partial<SoakSample> = {}): SoakSample {
@@ -38,13 +45,17 @@ describe("reading the daemon's scrape", () => {
     expect(metricSum(body, "flashindex_logs_indexed_total")).toBe(7);
     expect(metricSum(body, "flashindex_sync_lag_blocks")).toBe(7);
     // flashindex_sync_lag_blocks must not be read as a sample of flashindex_sync_lag.
-    expect(() => metricSum(body, "flashindex_sync_lag")).toThrow("the scrape has no flashindex_sync_lag");
+    expect(() => metricSum(body, "flashindex_sync_lag")).toThrow(
+      "the scrape has no flashindex_sync_lag",
+    );
   });
 
   test("a labelled counter declared without samples yet reads 0; a metric the scrape lacks is an error", async () => {
     const body = await createMetrics({ defaultMetrics: false }).registry.metrics();
     expect(metricSum(body, "flashindex_preconf_logs_total")).toBe(0);
-    expect(() => metricSum(body, "flashindex_nodejs_active_handles_total")).toThrow("the scrape has no flashindex_nodejs_active_handles_total");
+    expect(() => metricSum(body, "flashindex_nodejs_active_handles_total")).toThrow(
+      "the scrape has no flashindex_nodejs_active_handles_total",
+    );
   });
 
   test("the default metrics the soak reads are all in a daemon's scrape", async () => {
@@ -66,32 +77,61 @@ describe("judging a soak run", () => {
     expect(line.slope).toBeCloseTo(2.5, 12);
     expect(line.standardError).toBeCloseTo(0, 12);
     // Residuals +1, -1, -1, +1 around y = 5: slope 0, SE = sqrt(4 / 2 / 5).
-    expect(leastSquaresSlope([6, 4, 4, 6].map((y, x) => ({ x, y })))).toEqual({ slope: 0, standardError: Math.sqrt(4 / 2 / 5) });
-    expect(leastSquaresSlope([{ x: 1, y: 9 }, { x: 1, y: 3 }])).toEqual({ slope: 0, standardError: Number.POSITIVE_INFINITY });
+    expect(leastSquaresSlope([6, 4, 4, 6].map((y, x) => ({ x, y })))).toEqual({
+      slope: 0,
+      standardError: Math.sqrt(4 / 2 / 5),
+    });
+    expect(
+      leastSquaresSlope([
+        { x: 1, y: 9 },
+        { x: 1, y: 3 },
+      ]),
+    ).toEqual({ slope: 0, standardError: Number.POSITIVE_INFINITY });
   });
 
   test("flat series that wander pass; a leak of a handle a minute and a growing RSS do not; the warm-up is left out", () => {
     // RSS climbs for three minutes while caches fill, then wanders by a megabyte; handles wander by two.
-    const wander = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((m) => sample(m, { rssMb: m < 3 ? 40 + 20 * m : 100 + (m % 2), activeHandles: 10 + (m % 3) }));
+    const wander = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((m) =>
+      sample(m, { rssMb: m < 3 ? 40 + 20 * m : 100 + (m % 2), activeHandles: 10 + (m % 3) }),
+    );
     const flat = judgeSoak(wander, 3);
-    expect(flat).toMatchObject({ fittedMinutes: 7, rssFlat: true, handlesFlat: true, eventLoopP99MaxMs: 12, eventLoopUnder50Ms: true, paymentsPerSecond: 50 });
+    expect(flat).toMatchObject({
+      fittedMinutes: 7,
+      rssFlat: true,
+      handlesFlat: true,
+      eventLoopP99MaxMs: 12,
+      eventLoopUnder50Ms: true,
+      paymentsPerSecond: 50,
+    });
     // With the warm-up in, the climb is a trend the noise does not explain.
     expect(judgeSoak(wander, 0).rssFlat).toBe(false);
 
-    const leaking = [0, 1, 2, 3, 4, 5, 6].map((m) => sample(m, { rssMb: 100 + 2 * m, activeHandles: 10 + m, eventLoopP99Ms: m === 4 ? 51 : 12 }));
+    const leaking = [0, 1, 2, 3, 4, 5, 6].map((m) =>
+      sample(m, { rssMb: 100 + 2 * m, activeHandles: 10 + m, eventLoopP99Ms: m === 4 ? 51 : 12 }),
+    );
     const verdict = judgeSoak(leaking, 0);
     expect(verdict.rssMbPerHour).toBeCloseTo(120, 9);
     expect(verdict.handlesPerHour).toBeCloseTo(60, 9);
-    expect(verdict).toMatchObject({ rssFlat: false, handlesFlat: false, eventLoopP99MaxMs: 51, eventLoopUnder50Ms: false });
+    expect(verdict).toMatchObject({
+      rssFlat: false,
+      handlesFlat: false,
+      eventLoopP99MaxMs: 51,
+      eventLoopUnder50Ms: false,
+    });
   });
 
   test("minute 0's event-loop delay (startup, before any traffic) is not the run's", () => {
     const samples = [sample(0, { eventLoopP99Ms: 235 }), sample(1), sample(2)];
-    expect(judgeSoak(samples, 0)).toMatchObject({ eventLoopP99MaxMs: 12, eventLoopUnder50Ms: true });
+    expect(judgeSoak(samples, 0)).toMatchObject({
+      eventLoopP99MaxMs: 12,
+      eventLoopUnder50Ms: true,
+    });
   });
 
   test("a CSV row has one field per column", () => {
     expect(SOAK_CSV_HEADER.split(",")[8]).toBe("eventloop_p99_ms");
-    expect(soakCsvRow(sample(3)).trimEnd().split(",")).toHaveLength(SOAK_CSV_HEADER.split(",").length);
+    expect(soakCsvRow(sample(3)).trimEnd().split(",")).toHaveLength(
+      SOAK_CSV_HEADER.split(",").length,
+    );
   });
 });

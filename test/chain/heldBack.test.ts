@@ -2,7 +2,10 @@ import { afterEach, describe, expect, test } from "vitest";
 import type { Hex } from "viem";
 import { createRpcClient, type OutgoingRequest } from "../../src/chain/rpcClient.js";
 import { PAYMENT_TOPICS } from "../../src/rows/paymentEvents.js";
-import { createWindowDecoder, type WindowDecoder } from "../../src/sync/historical/windowDecoder.js";
+import {
+  createWindowDecoder,
+  type WindowDecoder,
+} from "../../src/sync/historical/windowDecoder.js";
 import { HeldBackError } from "../../src/errors/rpc.js";
 import { fetchWindowRows } from "../../src/sync/fetchLogRows.js";
 import { testConfig, testDeps } from "../helpers/context.js";
@@ -18,36 +21,74 @@ describe("a request let go before a rate refusal and not sent yet", () => {
 
   /** A client on a real HTTP server that answers every eth_getLogs with no logs, and a decoder whose thread runs. */
   async function setUp() {
-    const server = await startScriptedRpcServer((request) => (request.method === "eth_chainId" ? { result: "0x2105" } : { result: [] }));
+    const server = await startScriptedRpcServer((request) =>
+      request.method === "eth_chainId" ? { result: "0x2105" } : { result: [] },
+    );
     closes.push(() => server.close());
-    const config = testConfig({ rpc: { http: [server.url], retry: { maxAttempts: 1, initialDelayMs: 1, maxDelayMs: 5 } }, tokens: [{ address: TOKEN, startBlock: 0 }] });
+    const config = testConfig({
+      rpc: { http: [server.url], retry: { maxAttempts: 1, initialDelayMs: 1, maxDelayMs: 5 } },
+      tokens: [{ address: TOKEN, startBlock: 0 }],
+    });
     const deps = testDeps(config);
     const client = createRpcClient(deps);
     const decoder: WindowDecoder = createWindowDecoder({ threadAfterLogs: 0 });
     closes.push(() => decoder.close());
-    const filter = { from: 0, to: 0, addresses: [TOKEN.toLowerCase() as Hex], topic0: [...PAYMENT_TOPICS] };
+    const filter = {
+      from: 0,
+      to: 0,
+      addresses: [TOKEN.toLowerCase() as Hex],
+      topic0: [...PAYMENT_TOPICS],
+    };
     // The first window is decoded on this thread; the thread runs from then on.
-    await fetchWindowRows({ client, logger: deps.logger, metrics: deps.metrics, chainId: config.chainId }, decoder, filter, 0);
+    await fetchWindowRows(
+      { client, logger: deps.logger, metrics: deps.metrics, chainId: config.chainId },
+      decoder,
+      filter,
+      0,
+    );
     const thread = decoder.sender();
     expect(thread).toBeDefined();
-    return { server, deps, client, thread: thread!, window: { filter, chainId: config.chainId, finalized: 0 } };
+    return {
+      server,
+      deps,
+      client,
+      thread: thread!,
+      window: { filter, chainId: config.chainId, finalized: 0 },
+    };
   }
 
   test("is not sent by the decode thread once the provider's refusals moved, and is sent when they did not", async () => {
     const { server, thread, window } = await setUp();
     const refusals = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-    const body = JSON.stringify({ jsonrpc: "2.0", id: 7, method: "eth_getLogs", params: [{ fromBlock: "0x0", toBlock: "0x0", address: [TOKEN] }] });
-    const request: OutgoingRequest = { url: server.url, body, id: 7, endpoint: server.url, timeoutMs: 5_000, transport: { timeoutMs: 5_000, maxResponseBytes: 1 << 20 }, refusals };
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "eth_getLogs",
+      params: [{ fromBlock: "0x0", toBlock: "0x0", address: [TOKEN] }],
+    });
+    const request: OutgoingRequest = {
+      url: server.url,
+      body,
+      id: 7,
+      endpoint: server.url,
+      timeoutMs: 5_000,
+      transport: { timeoutMs: 5_000, maxResponseBytes: 1 << 20 },
+      refusals,
+    };
     const sentBefore = server.requests.length;
     const signal = new AbortController().signal;
 
     // Let go at 0 refusals; a refusal came back before the thread got to it.
     Atomics.add(refusals, 0, 1);
-    await expect(thread.decode({ ...request, refusalsSeen: 0 }, window, signal)).rejects.toBeInstanceOf(HeldBackError);
+    await expect(
+      thread.decode({ ...request, refusalsSeen: 0 }, window, signal),
+    ).rejects.toBeInstanceOf(HeldBackError);
     expect(server.requests.length).toBe(sentBefore);
 
     // Let go after that refusal: sent and decoded.
-    await expect(thread.decode({ ...request, refusalsSeen: 1 }, window, signal)).resolves.toMatchObject({ kind: "rows" });
+    await expect(
+      thread.decode({ ...request, refusalsSeen: 1 }, window, signal),
+    ).resolves.toMatchObject({ kind: "rows" });
     expect(server.requests.length).toBe(sentBefore + 1);
   });
 
@@ -70,6 +111,10 @@ describe("a request let go before a rate refusal and not sent yet", () => {
     expect(tries).toBe(2);
     // Every try carries the client's refusal count as it was let go.
     expect(seen).toEqual([0, 0]);
-    expect(deps.lines.filter((line) => line.msg === "Retrying RPC request" || line.msg === "Gave up on RPC request")).toEqual([]);
+    expect(
+      deps.lines.filter(
+        (line) => line.msg === "Retrying RPC request" || line.msg === "Gave up on RPC request",
+      ),
+    ).toEqual([]);
   });
 });

@@ -15,16 +15,20 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
     res.end(ANSWER.subarray(50_000));
   },
   "/gzip": (_req, res) => res.writeHead(200, { "content-encoding": "gzip" }).end(gzipSync(ANSWER)),
-  "/deflate": (_req, res) => res.writeHead(200, { "content-encoding": "deflate" }).end(deflateSync(ANSWER)),
-  "/br": (_req, res) => res.writeHead(200, { "content-encoding": "br" }).end(brotliCompressSync(ANSWER)),
-  "/bad-gzip": (_req, res) => res.writeHead(200, { "content-encoding": "gzip" }).end(Buffer.from("not gzip at all")),
+  "/deflate": (_req, res) =>
+    res.writeHead(200, { "content-encoding": "deflate" }).end(deflateSync(ANSWER)),
+  "/br": (_req, res) =>
+    res.writeHead(200, { "content-encoding": "br" }).end(brotliCompressSync(ANSWER)),
+  "/bad-gzip": (_req, res) =>
+    res.writeHead(200, { "content-encoding": "gzip" }).end(Buffer.from("not gzip at all")),
   "/zstd": (_req, res) => res.writeHead(200, { "content-encoding": "zstd" }).end(ANSWER),
   "/cut": (_req, res) => {
     res.writeHead(200, { "content-length": ANSWER.length });
     res.write(ANSWER.subarray(0, 1_000));
     setTimeout(() => res.socket?.destroy(), 20);
   },
-  "/echo-headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.headers)),
+  "/echo-headers": (req, res) =>
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.headers)),
 };
 const sockets = new Set<Socket>();
 const server = createServer((req, res) => {
@@ -43,7 +47,8 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const fetchAnswer = async (path: string, maxBytes = 1_000_000) => readAnswer(await postJson(`${base}${path}`, "{}", new AbortController().signal), maxBytes);
+const fetchAnswer = async (path: string, maxBytes = 1_000_000) =>
+  readAnswer(await postJson(`${base}${path}`, "{}", new AbortController().signal), maxBytes);
 
 describe("postJson() and readAnswer()", () => {
   test("reads a plain answer into a buffer of its own, whole, with or without a length", async () => {
@@ -57,7 +62,10 @@ describe("postJson() and readAnswer()", () => {
 
   test("asks for compressed answers and decompresses gzip, deflate and brotli; refuses an encoding it cannot read", async () => {
     const { bytes } = await fetchAnswer("/echo-headers");
-    expect(JSON.parse(bytes.toString())).toMatchObject({ "accept-encoding": "gzip, deflate, br", "content-type": "application/json" });
+    expect(JSON.parse(bytes.toString())).toMatchObject({
+      "accept-encoding": "gzip, deflate, br",
+      "content-type": "application/json",
+    });
     for (const path of ["/gzip", "/deflate", "/br"]) {
       const answer = await fetchAnswer(path);
       expect(answer.bytes.equals(ANSWER)).toBe(true);
@@ -68,11 +76,14 @@ describe("postJson() and readAnswer()", () => {
   });
 
   test("stops at the cap: by the declared length before reading, or while streaming, after decompression too", async () => {
-    for (const path of ["/plain", "/chunked", "/gzip"]) expect(await fetchAnswer(path, 60_000)).toEqual({ bytes: Buffer.alloc(0), truncated: true });
+    for (const path of ["/plain", "/chunked", "/gzip"])
+      expect(await fetchAnswer(path, 60_000)).toEqual({ bytes: Buffer.alloc(0), truncated: true });
   });
 
   test("an answer cut off before its end is an error, never a shorter answer", async () => {
-    await expect(fetchAnswer("/cut")).rejects.toThrow(/closed before the answer ended|aborted|ECONNRESET/);
+    await expect(fetchAnswer("/cut")).rejects.toThrow(
+      /closed before the answer ended|aborted|ECONNRESET/,
+    );
   });
 
   test("keeps the connection alive between requests", async () => {

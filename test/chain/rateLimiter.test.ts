@@ -1,16 +1,38 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { DECREASE, MAX_PROBE_AFTER_MS, PACE_SHARE, PROBE_AFTER_MS, RECOVERY_MS } from "../../src/chain/adaptiveRate.js";
-import { callsPerBatch, createRateLimiter, HEAD_RESERVED_REQUESTS, HEAD_TURNS_PER_BACKGROUND, INITIAL_CONCURRENCY, MIN_REQUESTS_PER_SECOND, type RateLimiter } from "../../src/chain/rateLimiter.js";
+import {
+  DECREASE,
+  MAX_PROBE_AFTER_MS,
+  PACE_SHARE,
+  PROBE_AFTER_MS,
+  RECOVERY_MS,
+} from "../../src/chain/adaptiveRate.js";
+import {
+  callsPerBatch,
+  createRateLimiter,
+  HEAD_RESERVED_REQUESTS,
+  HEAD_TURNS_PER_BACKGROUND,
+  INITIAL_CONCURRENCY,
+  MIN_REQUESTS_PER_SECOND,
+  type RateLimiter,
+} from "../../src/chain/rateLimiter.js";
 import { binomialTail } from "../../src/chain/binomialTail.js";
 import { ShutdownError } from "../../src/errors/base.js";
 
-const limiter = (requestsPerSecond: number, concurrency = 8, signal = new AbortController().signal) =>
-  createRateLimiter({ requestsPerSecond, concurrency, signal });
+const limiter = (
+  requestsPerSecond: number,
+  concurrency = 8,
+  signal = new AbortController().signal,
+) => createRateLimiter({ requestsPerSecond, concurrency, signal });
 
 /** A limiter on a clock the test moves (ms). */
 function onClock(requestsPerSecond = Number.POSITIVE_INFINITY, concurrency = 32) {
   const clock = { now: 10_000 };
-  const pacing = createRateLimiter({ requestsPerSecond, concurrency, signal: new AbortController().signal, now: () => clock.now });
+  const pacing = createRateLimiter({
+    requestsPerSecond,
+    concurrency,
+    signal: new AbortController().signal,
+    now: () => clock.now,
+  });
   /** Sends one request at `at` (the clock moves there) and has it answered. */
   const send = async (at: number) => {
     clock.now = at;
@@ -43,7 +65,13 @@ type Provider = {
  * Runs `workers` request loops through `pacing` against a simulated provider for `ms` of fake time.
  * A refused request is reported, backs off (full jitter, as the client does) and is asked again.
  */
-async function simulate(pacing: RateLimiter, provider: Provider, workers: number, ms: number, random: () => number) {
+async function simulate(
+  pacing: RateLimiter,
+  provider: Provider,
+  workers: number,
+  ms: number,
+  random: () => number,
+) {
   const admitted: number[] = [];
   const counts = { answered: 0, refused: 0 };
   let running = true;
@@ -90,10 +118,16 @@ describe("createRateLimiter()", () => {
 
   test("spreads calls evenly at the rate: never two closer than 1/rate less the pacing slack", async () => {
     const pacing = limiter(20);
-    const sent = await Promise.all(Array.from({ length: 25 }, () => pacing.run(1, async (at) => at)));
+    const sent = await Promise.all(
+      Array.from({ length: 25 }, () => pacing.run(1, async (at) => at)),
+    );
     sent.sort((a, b) => a - b);
-    for (let i = 2; i < sent.length; i++) expect(sent[i]! - sent[i - 2]!).toBeGreaterThanOrEqual(2 * 50 - 21);
-    for (const at of sent) expect(sent.filter((other) => other >= at && other < at + 999).length).toBeLessThanOrEqual(21);
+    for (let i = 2; i < sent.length; i++)
+      expect(sent[i]! - sent[i - 2]!).toBeGreaterThanOrEqual(2 * 50 - 21);
+    for (const at of sent)
+      expect(sent.filter((other) => other >= at && other < at + 999).length).toBeLessThanOrEqual(
+        21,
+      );
   }, 10_000);
 
   test("a batch costs one call per call: after a 10-call batch at 5/s, the next request waits for its 2 s", async () => {
@@ -107,9 +141,14 @@ describe("createRateLimiter()", () => {
   test("without a ceiling nothing is paced until a provider refuses", async () => {
     const pacing = limiter(Number.POSITIVE_INFINITY, 64);
     const started = performance.now();
-    const sent = await Promise.all(Array.from({ length: 500 }, () => pacing.run(100, async (at) => at)));
+    const sent = await Promise.all(
+      Array.from({ length: 500 }, () => pacing.run(100, async (at) => at)),
+    );
     expect(Math.max(...sent) - started).toBeLessThan(250);
-    expect(pacing.state()).toMatchObject({ requestsPerSecond: Number.POSITIVE_INFINITY, refusedBefore: false });
+    expect(pacing.state()).toMatchObject({
+      requestsPerSecond: Number.POSITIVE_INFINITY,
+      refusedBefore: false,
+    });
   });
 
   test("slow start: one request in flight at first, one more per round trip while others wait", async () => {
@@ -122,10 +161,10 @@ describe("createRateLimiter()", () => {
         pacing.run(
           1,
           async (at) => {
-          most.push(++inFlight);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          pacing.answered(1, at);
-          inFlight--;
+            most.push(++inFlight);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            pacing.answered(1, at);
+            inFlight--;
           },
           "background",
         ),
@@ -160,7 +199,11 @@ describe("createRateLimiter()", () => {
     }
     clock.now = 10_750;
     expect(pacing.refused(10_740, undefined)).toBe(true);
-    expect(pacing.state()).toMatchObject({ requestsPerSecond: 5 * PACE_SHARE, ceiling: 5, refusedBefore: true });
+    expect(pacing.state()).toMatchObject({
+      requestsPerSecond: 5 * PACE_SHARE,
+      ceiling: 5,
+      refusedBefore: true,
+    });
   });
 
   test("refusals of requests sent before a cut were the old rate's: they cut nothing", async () => {
@@ -193,14 +236,21 @@ describe("createRateLimiter()", () => {
     // On time alone, quickly at first (CUBIC's concave approach), then flat near the limit.
     clock.now = 14_000 + RECOVERY_MS / 2;
     const halfway = pacing.state().requestsPerSecond;
-    expect(halfway - before * DECREASE).toBeGreaterThan(0.8 * (ceiling * PACE_SHARE - before * DECREASE));
+    expect(halfway - before * DECREASE).toBeGreaterThan(
+      0.8 * (ceiling * PACE_SHARE - before * DECREASE),
+    );
     clock.now = 14_000 + RECOVERY_MS;
     expect(pacing.state().requestsPerSecond).toBeCloseTo(ceiling * PACE_SHARE, 9);
   });
 
   test("recovery follows time, not answers: the rate holds just under the limit found, then probes above it", () => {
     let now = 0;
-    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal, now: () => now });
+    const pacing = createRateLimiter({
+      requestsPerSecond: Number.POSITIVE_INFINITY,
+      concurrency: 32,
+      signal: new AbortController().signal,
+      now: () => now,
+    });
     for (let i = 0; i < 3; i++) pacing.refused(0, undefined);
     const found = pacing.state().requestsPerSecond;
     now = PROBE_AFTER_MS - 1;
@@ -214,7 +264,12 @@ describe("createRateLimiter()", () => {
 
   test("the rate never falls below its floor, however many refusals", () => {
     let now = 0;
-    const pacing = createRateLimiter({ requestsPerSecond: 10, concurrency: 8, signal: new AbortController().signal, now: () => now });
+    const pacing = createRateLimiter({
+      requestsPerSecond: 10,
+      concurrency: 8,
+      signal: new AbortController().signal,
+      now: () => now,
+    });
     for (let i = 0; i < 200; i++) pacing.refused((now += 500), undefined);
     expect(pacing.state().requestsPerSecond).toBe(MIN_REQUESTS_PER_SECOND);
   });
@@ -226,7 +281,11 @@ describe("createRateLimiter()", () => {
     clock.now = 10_200;
     expect(pacing.refused(10_150, 1_000, 10)).toBe(false);
     expect(pacing.refused(10_160, undefined, 10)).toBe(false);
-    expect(pacing.state()).toMatchObject({ requestsPerSecond: Number.POSITIVE_INFINITY, refusedBefore: false, pausedUntil: 11_200 });
+    expect(pacing.state()).toMatchObject({
+      requestsPerSecond: Number.POSITIVE_INFINITY,
+      refusedBefore: false,
+      pausedUntil: 11_200,
+    });
   });
 
   test("a Retry-After holds every request until it expires", async () => {
@@ -246,11 +305,16 @@ describe("createRateLimiter()", () => {
       await new Promise<void>((resolve) => release.push(resolve));
     };
     // Background requests fill the slots (one, at the slow start); more wait behind them.
-    const background = Array.from({ length: 6 }, (_, i) => pacing.run(1, hold(`background ${i}`), "background"));
+    const background = Array.from({ length: 6 }, (_, i) =>
+      pacing.run(1, hold(`background ${i}`), "background"),
+    );
     await new Promise((resolve) => setTimeout(resolve, 150));
-    const heads = Array.from({ length: HEAD_RESERVED_REQUESTS }, (_, i) => pacing.run(1, hold(`head ${i}`)));
+    const heads = Array.from({ length: HEAD_RESERVED_REQUESTS }, (_, i) =>
+      pacing.run(1, hold(`head ${i}`)),
+    );
     const started = (prefix: string) => order.filter((o) => o.startsWith(prefix)).length;
-    for (let i = 0; i < 250 && started("head") < HEAD_RESERVED_REQUESTS; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 250 && started("head") < HEAD_RESERVED_REQUESTS; i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     // Every head request left while the background ones still held both slots.
     expect(started("head")).toBe(HEAD_RESERVED_REQUESTS);
     expect(started("background")).toBe(pacing.state().concurrency);
@@ -269,9 +333,16 @@ describe("createRateLimiter()", () => {
     vi.useFakeTimers();
     try {
       const clock = () => Date.now();
-      const pacing = createRateLimiter({ requestsPerSecond: 200, concurrency: 1, signal: new AbortController().signal, now: clock });
+      const pacing = createRateLimiter({
+        requestsPerSecond: 200,
+        concurrency: 1,
+        signal: new AbortController().signal,
+        now: clock,
+      });
       const all = [
-        ...Array.from({ length: 20 }, () => pacing.run(1, async () => void order.push("background"), "background")),
+        ...Array.from({ length: 20 }, () =>
+          pacing.run(1, async () => void order.push("background"), "background"),
+        ),
         ...Array.from({ length: 20 }, () => pacing.run(1, async () => void order.push("head"))),
       ];
       const done = Promise.all(all);
@@ -281,7 +352,12 @@ describe("createRateLimiter()", () => {
       vi.useRealTimers();
     }
     // The first background request left before any head one was asked for; then the head's turns.
-    expect(order.slice(1, 11)).toEqual([...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"), "background", ...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"), "background"]);
+    expect(order.slice(1, 11)).toEqual([
+      ...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"),
+      "background",
+      ...Array(HEAD_TURNS_PER_BACKGROUND).fill("head"),
+      "background",
+    ]);
   });
 
   test("a shutdown rejects the requests still waiting with ShutdownError", async () => {
@@ -300,8 +376,18 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
 
   test("3% of requests refused at random with no real limit: the rate never falls under 80% of the ceiling, and no cut comes from them", async () => {
     fake();
-    const pacing = createRateLimiter({ requestsPerSecond: 50, concurrency: 32, signal: new AbortController().signal });
-    const counts = await simulate(pacing, { limit: Number.POSITIVE_INFINITY, stray: 0.03, latencyMs: 60 }, 8, 120_000, seeded(41));
+    const pacing = createRateLimiter({
+      requestsPerSecond: 50,
+      concurrency: 32,
+      signal: new AbortController().signal,
+    });
+    const counts = await simulate(
+      pacing,
+      { limit: Number.POSITIVE_INFINITY, stray: 0.03, latencyMs: 60 },
+      8,
+      120_000,
+      seeded(41),
+    );
     expect(counts.refused).toBeGreaterThan(100);
     expect(pacing.state().refusedBefore).toBe(false);
     expect(pacing.state().requestsPerSecond).toBeGreaterThanOrEqual(0.8 * 50);
@@ -310,8 +396,18 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
 
   test("a real limit of 5 calls a sliding second is found: at least 90% of it answered, at most 2% of requests refused", async () => {
     fake();
-    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal });
-    const counts = await simulate(pacing, { limit: 5, stray: 0, latencyMs: 80 }, 4, 120_000, seeded(7));
+    const pacing = createRateLimiter({
+      requestsPerSecond: Number.POSITIVE_INFINITY,
+      concurrency: 32,
+      signal: new AbortController().signal,
+    });
+    const counts = await simulate(
+      pacing,
+      { limit: 5, stray: 0, latencyMs: 80 },
+      4,
+      120_000,
+      seeded(7),
+    );
     expect(pacing.state().refusedBefore).toBe(true);
     expect(counts.answered / 120).toBeGreaterThanOrEqual(0.9 * 5);
     expect(counts.refused / (counts.answered + counts.refused)).toBeLessThanOrEqual(0.02);
@@ -319,9 +415,19 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
 
   test("probes against a hard limit back off: over 20 minutes at 1 call a second, under 2% of requests refused", async () => {
     fake();
-    const pacing = createRateLimiter({ requestsPerSecond: Number.POSITIVE_INFINITY, concurrency: 32, signal: new AbortController().signal });
+    const pacing = createRateLimiter({
+      requestsPerSecond: Number.POSITIVE_INFINITY,
+      concurrency: 32,
+      signal: new AbortController().signal,
+    });
     const minutes = 20;
-    const counts = await simulate(pacing, { limit: 1, stray: 0, latencyMs: 80 }, 4, minutes * 60_000, seeded(11));
+    const counts = await simulate(
+      pacing,
+      { limit: 1, stray: 0, latencyMs: 80 },
+      4,
+      minutes * 60_000,
+      seeded(11),
+    );
     // With a probe every PROBE_AFTER_MS, each costing about two refusals, 73 of 1,177 were (6.2%).
     const everyHold = (minutes * 60_000) / PROBE_AFTER_MS;
     expect(counts.refused).toBeLessThan(everyHold / 2);
@@ -332,11 +438,21 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
 
   test("a ceiling learnt from refusals that stop is outgrown within seconds of the probe", async () => {
     fake();
-    const pacing = createRateLimiter({ requestsPerSecond: 50, concurrency: 32, signal: new AbortController().signal });
+    const pacing = createRateLimiter({
+      requestsPerSecond: 50,
+      concurrency: 32,
+      signal: new AbortController().signal,
+    });
     await simulate(pacing, { limit: 5, stray: 0, latencyMs: 50 }, 8, 10_000, seeded(3));
     expect(pacing.state().requestsPerSecond).toBeLessThan(10);
     // The provider lifts its limit: no more refusals; the rate climbs back to the ceiling on time alone.
-    await simulate(pacing, { limit: Number.POSITIVE_INFINITY, stray: 0, latencyMs: 50 }, 8, PROBE_AFTER_MS + 10_000, seeded(4));
+    await simulate(
+      pacing,
+      { limit: Number.POSITIVE_INFINITY, stray: 0, latencyMs: 50 },
+      8,
+      PROBE_AFTER_MS + 10_000,
+      seeded(4),
+    );
     expect(pacing.state().requestsPerSecond).toBe(50);
   }, 60_000);
 });

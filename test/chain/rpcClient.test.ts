@@ -2,9 +2,18 @@ import { afterEach, describe, expect, test } from "vitest";
 import { BATCH_SIZE } from "../../src/chain/getTransactions.js";
 import { PACE_SHARE } from "../../src/chain/adaptiveRate.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
-import { PrunedHistoryError, RangeLimitError, RateLimitedError, WrongChainError } from "../../src/errors/rpc.js";
+import {
+  PrunedHistoryError,
+  RangeLimitError,
+  RateLimitedError,
+  WrongChainError,
+} from "../../src/errors/rpc.js";
 import { RetryableError } from "../../src/errors/base.js";
-import { startScriptedRpcServer, type Reply, type RpcRequest } from "../helpers/scriptedRpcServer.js";
+import {
+  startScriptedRpcServer,
+  type Reply,
+  type RpcRequest,
+} from "../helpers/scriptedRpcServer.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { redactText } from "../../src/ops/redact.js";
 
@@ -14,7 +23,9 @@ afterEach(async () => {
 });
 
 async function server(answer: (request: RpcRequest) => Reply | Promise<Reply>) {
-  const s = await startScriptedRpcServer((request) => (request.method === "eth_chainId" ? { result: "0x2105" } : answer(request)));
+  const s = await startScriptedRpcServer((request) =>
+    request.method === "eth_chainId" ? { result: "0x2105" } : answer(request),
+  );
   servers.push(s);
   return s;
 }
@@ -57,14 +68,21 @@ describe("createRpcClient()", () => {
   });
 
   test("does not retry a permanent error such as method not found", async () => {
-    const s = await server(() => ({ error: { code: -32601, message: "the method eth_foo does not exist" } }));
+    const s = await server(() => ({
+      error: { code: -32601, message: "the method eth_foo does not exist" },
+    }));
     const { client: rpc } = client([s.url]);
     await expect(rpc.request("eth_foo", [])).rejects.toThrow(/does not exist/);
     expect(s.requests.filter((r) => r.method === "eth_foo")).toHaveLength(1);
   });
 
   test("turns a provider's range rejection into a RangeLimitError without retrying", async () => {
-    const s = await server(() => ({ error: { code: -32005, message: "query returned more than 10000 results. Try with this block range [0x1, 0x5]." } }));
+    const s = await server(() => ({
+      error: {
+        code: -32005,
+        message: "query returned more than 10000 results. Try with this block range [0x1, 0x5].",
+      },
+    }));
     const { client: rpc } = client([s.url]);
     const error = await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RangeLimitError);
@@ -111,7 +129,16 @@ describe("createRpcClient()", () => {
     const { client: rpc, config } = client([s.url]);
     expect(config.rpc.requestsPerSecond).toBeUndefined();
     expect(rpc.batchCalls()).toBeGreaterThanOrEqual(BATCH_SIZE);
-    const answers = await Promise.all(Array.from({ length: 8 }, () => rpc.batch(Array.from({ length: BATCH_SIZE }, () => ({ method: "eth_getTransactionByHash", params: [] })))));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        rpc.batch(
+          Array.from({ length: BATCH_SIZE }, () => ({
+            method: "eth_getTransactionByHash",
+            params: [],
+          })),
+        ),
+      ),
+    );
     expect(answers.flat().filter((a) => a.ok)).toHaveLength(8 * BATCH_SIZE);
     // Before, a default ceiling of 50 calls a second cut these 4,000 calls into 50-call batches, 80 s of waiting.
     expect(rpc.batchCalls()).toBeGreaterThanOrEqual(BATCH_SIZE);
@@ -122,11 +149,24 @@ describe("createRpcClient()", () => {
     let calls = 0;
     const s = await server(() => {
       calls++;
-      if (calls <= 3) return { http: 429, body: JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32016, message: "over rate limit" } }) };
-      if (calls <= 4) return { error: { code: -32005, message: "project ID request rate exceeded" } };
+      if (calls <= 3)
+        return {
+          http: 429,
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: null,
+            error: { code: -32016, message: "over rate limit" },
+          }),
+        };
+      if (calls <= 4)
+        return { error: { code: -32005, message: "project ID request rate exceeded" } };
       return { result: "0x30" };
     });
-    const { client: rpc, metrics, lines } = client([s.url], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
+    const {
+      client: rpc,
+      metrics,
+      lines,
+    } = client([s.url], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
     await expect(rpc.request("eth_blockNumber", [])).resolves.toBe("0x30");
     expect(calls).toBe(5);
     const counts = await metrics.rpcRequests.get();
@@ -134,7 +174,9 @@ describe("createRpcClient()", () => {
     expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(0);
     // No ceiling: four refusals in a row after the first answer are a rate limit met at once. The rate
     // goes just under the one call (eth_chainId) the server accepted in the second before.
-    const cuts = lines.filter((l) => l.msg === "Slowed RPC requests after a rate limit").map((l) => l.requests_per_second);
+    const cuts = lines
+      .filter((l) => l.msg === "Slowed RPC requests after a rate limit")
+      .map((l) => l.requests_per_second);
     expect(cuts).toEqual([Math.round(PACE_SHARE * 100) / 100]);
   });
 
@@ -167,7 +209,14 @@ describe("createRpcClient()", () => {
     const arrivals: number[] = [];
     const s = await server(() => {
       arrivals.push(Date.now());
-      if (arrivals.length === 1) return { error: { code: -32005, message: "project ID request rate exceeded", data: { current_rps: 13, allowed_rps: 10, backoff_seconds: 1 } } };
+      if (arrivals.length === 1)
+        return {
+          error: {
+            code: -32005,
+            message: "project ID request rate exceeded",
+            data: { current_rps: 13, allowed_rps: 10, backoff_seconds: 1 },
+          },
+        };
       return { result: "0x40" };
     });
     const { client: rpc } = client([s.url]);
@@ -190,9 +239,15 @@ describe("createRpcClient()", () => {
 
   test("background requests are not hedged: they wait for their timeout", async () => {
     let calls = 0;
-    const s = await server(() => (++calls === 1 ? new Promise<Reply>((resolve) => setTimeout(() => resolve({ result: "0x60" }), 600)) : { result: "0x61" }));
+    const s = await server(() =>
+      ++calls === 1
+        ? new Promise<Reply>((resolve) => setTimeout(() => resolve({ result: "0x60" }), 600))
+        : { result: "0x61" },
+    );
     const { client: rpc } = client([s.url]);
-    await expect(rpc.withTimeout(1_000).background().request("eth_blockNumber", [])).resolves.toBe("0x60");
+    await expect(rpc.withTimeout(1_000).background().request("eth_blockNumber", [])).resolves.toBe(
+      "0x60",
+    );
     expect(calls).toBe(1);
   });
 
@@ -201,12 +256,16 @@ describe("createRpcClient()", () => {
     const s = await startScriptedRpcServer((request) => {
       arrivals.push(request.method);
       if (request.method === "eth_chainId") return { result: "0x2105" };
-      if (request.method === "eth_getBlockByNumber") return { http: 429, headers: { "retry-after": "5" } };
+      if (request.method === "eth_getBlockByNumber")
+        return { http: 429, headers: { "retry-after": "5" } };
       return { result: "0x1" };
     });
     servers.push(s);
     const { client: rpc, lines } = client([s.url]);
-    const error = await rpc.refusingRateLimits().request("eth_getBlockByNumber", ["pending", false]).catch((e: unknown) => e);
+    const error = await rpc
+      .refusingRateLimits()
+      .request("eth_getBlockByNumber", ["pending", false])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitedError);
     expect((error as RateLimitedError).retryAfterMs).toBe(5_000);
     expect(arrivals.filter((m) => m === "eth_getBlockByNumber")).toHaveLength(1);
@@ -219,16 +278,23 @@ describe("createRpcClient()", () => {
 
   test("the final error names the failing endpoint with its credentials stripped, also as the CLI prints it", async () => {
     const s = await server(() => ({ http: 503 }));
-    const withCredentials = s.url.replace("http://", "http://indexer:hunter2@") + "/v2/SECRETKEY123";
-    const { client: rpc } = client([withCredentials], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
-    const error = (await rpc.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    const withCredentials =
+      s.url.replace("http://", "http://indexer:hunter2@") + "/v2/SECRETKEY123";
+    const { client: rpc } = client([withCredentials], {
+      retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 },
+    });
+    const error = (await rpc
+      .request("eth_blockNumber", [])
+      .catch((e: unknown) => e)) as RetryableError;
     const shown = redactText(error.shortMessage);
     const redacted = s.url.replace("http://", "http://***@") + "/***";
     expect(error.shortMessage).toContain(`(last from ${redacted})`);
     expect(shown).toContain(`(last from ${redacted})`);
     expect(shown).not.toMatch(/invalid url|hunter2|SECRETKEY123|indexer/);
     // Without a path the URL ends at its port, right before "):" (once read as "<invalid url>").
-    const plain = (await client([s.url], { retry: { maxAttempts: 1 } }).client.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    const plain = (await client([s.url], { retry: { maxAttempts: 1 } })
+      .client.request("eth_blockNumber", [])
+      .catch((e: unknown) => e)) as RetryableError;
     expect(redactText(plain.shortMessage)).toContain(`(last from ${s.url}): `);
   });
 
@@ -239,13 +305,20 @@ describe("createRpcClient()", () => {
       { method: "eth_getBlockByNumber", params: ["0x2", false] },
       { method: "eth_getBlockByNumber", params: ["0x1", false] },
     ]);
-    expect(results).toEqual([{ ok: true, result: "r-0x2" }, { ok: true, result: "r-0x1" }]);
+    expect(results).toEqual([
+      { ok: true, result: "r-0x2" },
+      { ok: true, result: "r-0x1" },
+    ]);
   });
 
   test("reads a JSON-RPC error behind HTTP 400 (Base's public endpoint): a block-range limit splits, with the stated limit", async () => {
     const s = await server(() => ({
       http: 400,
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32602, message: "block range greater than 10000 max" } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        error: { code: -32602, message: "block range greater than 10000 max" },
+      }),
     }));
     const { client: rpc } = client([s.url]);
     const error = await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e);
@@ -257,7 +330,11 @@ describe("createRpcClient()", () => {
   test("reads a JSON-RPC error behind HTTP 500: -32020 backend response too large splits", async () => {
     const s = await server(() => ({
       http: 500,
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32020, message: "backend response too large" } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        error: { code: -32020, message: "backend response too large" },
+      }),
     }));
     const { client: rpc } = client([s.url]);
     const error = await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e);
@@ -269,7 +346,14 @@ describe("createRpcClient()", () => {
     let calls = 0;
     const s = await server(() =>
       ++calls <= 2
-        ? { http: 503, body: JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32011, message: "no backend is currently healthy to serve traffic" } }) }
+        ? {
+            http: 503,
+            body: JSON.stringify({
+              jsonrpc: "2.0",
+              id: 1,
+              error: { code: -32011, message: "no backend is currently healthy to serve traffic" },
+            }),
+          }
         : { result: "0x7" },
     );
     const { client: rpc, metrics } = client([s.url]);
@@ -280,17 +364,25 @@ describe("createRpcClient()", () => {
 
   test("a non-2xx answer without a JSON-RPC error body is a transport failure by its status", async () => {
     const s = await server(() => ({ http: 502, body: "<html>Bad Gateway</html>" }));
-    const { client: rpc } = client([s.url], { retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
-    const error = (await rpc.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    const { client: rpc } = client([s.url], {
+      retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 },
+    });
+    const error = (await rpc
+      .request("eth_blockNumber", [])
+      .catch((e: unknown) => e)) as RetryableError;
     expect(error).toBeInstanceOf(RetryableError);
     expect(error.shortMessage).toMatch(/answered HTTP 502/);
     expect(error.shortMessage).toContain(s.url);
   });
 
   test("error 4444 (history pruned) is fatal at once and tells the user to use an archive endpoint", async () => {
-    const s = await server(() => ({ error: { code: 4444, message: "pruned history unavailable" } }));
+    const s = await server(() => ({
+      error: { code: 4444, message: "pruned history unavailable" },
+    }));
     const { client: rpc } = client([s.url]);
-    const error = (await rpc.request("eth_getLogs", [{}]).catch((e: unknown) => e)) as PrunedHistoryError;
+    const error = (await rpc
+      .request("eth_getLogs", [{}])
+      .catch((e: unknown) => e)) as PrunedHistoryError;
     expect(error).toBeInstanceOf(PrunedHistoryError);
     expect(error.exitCode).toBe(1);
     expect(error.shortMessage).toMatch(/archive endpoint/);
@@ -298,7 +390,9 @@ describe("createRpcClient()", () => {
   });
 
   test("withTimeout() gives up on a hung request within its own timeout and moves to the next endpoint", async () => {
-    const hung = await server(() => new Promise<Reply>((resolve) => setTimeout(() => resolve({ result: "0x1" }), 5_000)));
+    const hung = await server(
+      () => new Promise<Reply>((resolve) => setTimeout(() => resolve({ result: "0x1" }), 5_000)),
+    );
     const up = await server(() => ({ result: "0x2" }));
     const { client: rpc } = client([hung.url, up.url], { timeoutMs: 30_000 });
     const started = Date.now();
@@ -309,7 +403,9 @@ describe("createRpcClient()", () => {
   test("the final error after the last attempt names the endpoint and the log says it gave up", async () => {
     const s = await server(() => ({ http: 503 }));
     const { client: rpc, lines } = client([s.url]);
-    const error = (await rpc.request("eth_blockNumber", []).catch((e: unknown) => e)) as RetryableError;
+    const error = (await rpc
+      .request("eth_blockNumber", [])
+      .catch((e: unknown) => e)) as RetryableError;
     expect(error.shortMessage).toContain(`last from ${s.url}`);
     expect(lines.filter((l) => l.msg === "Retrying RPC request")).toHaveLength(3);
     expect(lines.filter((l) => l.msg === "Gave up on RPC request")).toHaveLength(1);

@@ -12,23 +12,34 @@ import { waitFor } from "../helpers/fixtures.js";
  * `autoPong: false` it stops answering pings too: a connection dropped on the way without a close.
  */
 async function startSilentNode(options: { answersPings: boolean }) {
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, autoPong: options.answersPings });
+  const server = new WebSocketServer({
+    host: "127.0.0.1",
+    port: 0,
+    autoPong: options.answersPings,
+  });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   let connections = 0;
   server.on("connection", (socket) => {
     connections++;
     socket.on("message", () => {
       socket.send(JSON.stringify({ jsonrpc: "2.0", id: 1, result: "0xs" }));
-      socket.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription: "0xs", result: { n: connections } } }));
+      socket.send(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          method: "eth_subscription",
+          params: { subscription: "0xs", result: { n: connections } },
+        }),
+      );
     });
   });
   return {
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
     connections: () => connections,
-    stop: () => new Promise<void>((resolve) => {
-      for (const client of server.clients) client.terminate();
-      server.close(() => resolve());
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        for (const client of server.clients) client.terminate();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -42,7 +53,11 @@ function subscribe(url: string) {
   const notifications: unknown[] = [];
   const subscribed: boolean[] = [];
   createWsSubscription(
-    { logger: pino({ level: "silent" }), metrics: createMetrics({ defaultMetrics: false }), shutdown },
+    {
+      logger: pino({ level: "silent" }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      shutdown,
+    },
     {
       url,
       name: "newHeads",

@@ -10,15 +10,29 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs vitest as `npm test` does, with this suite's globalSetup, on one test file that `passes` or not. */
 function runVitest(passes: boolean): number | null {
-  writeFileSync(join(dir, "one.test.ts"), `import { expect, test } from "vitest";\ntest("one", () => expect(1).toBe(${passes ? 1 : 2}));\n`);
+  writeFileSync(
+    join(dir, "one.test.ts"),
+    `import { expect, test } from "vitest";\ntest("one", () => expect(1).toBe(${passes ? 1 : 2}));\n`,
+  );
   writeFileSync(
     join(dir, "vitest.config.ts"),
     `export default { test: { include: ["one.test.ts"], globalSetup: [${JSON.stringify(join(ROOT, "test/helpers/postgresBroker.ts"))}] } };\n`,
   );
-  const run = spawnSync(process.execPath, [join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--root", dir, "--config", join(dir, "vitest.config.ts")], {
-    encoding: "utf8",
-    timeout: 60_000,
-  });
+  const run = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/vitest/vitest.mjs"),
+      "run",
+      "--root",
+      dir,
+      "--config",
+      join(dir, "vitest.config.ts"),
+    ],
+    {
+      encoding: "utf8",
+      timeout: 60_000,
+    },
+  );
   return run.status;
 }
 

@@ -16,12 +16,19 @@ let anvil: Anvil;
 let dir: string;
 
 async function rpc(method: string, params: unknown[]): Promise<unknown> {
-  const response = await fetch(anvil.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const response = await fetch(anvil.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
   return ((await response.json()) as { result: unknown }).result;
 }
 
 beforeAll(async () => {
-  anvil = await startAnvil({ chainId: 8453, extraArgs: ["--timestamp", String(GENESIS_TIMESTAMP_S)] });
+  anvil = await startAnvil({
+    chainId: 8453,
+    extraArgs: ["--timestamp", String(GENESIS_TIMESTAMP_S)],
+  });
   await rpc("anvil_mine", [`0x${CHAIN_BLOCKS.toString(16)}`, "0x1"]);
   dir = mkdtempSync(join(tmpdir(), "flashindex-progress-"));
 }, 30_000);
@@ -37,18 +44,50 @@ function metricValue(body: string, name: string): number {
 
 describe("seeing a backfill's progress", () => {
   test("a short backfill without a terminal logs its JSON progress line (blocks, logs/s, window, ETA)", async () => {
-    const result = await runCli(["backfill", "--config", configFile("short"), "--from", "0", "--to", "20"]);
+    const result = await runCli([
+      "backfill",
+      "--config",
+      configFile("short"),
+      "--from",
+      "0",
+      "--to",
+      "20",
+    ]);
     expect(result.code, result.stderr).toBe(0);
-    const progress = result.stderr.split("\n").filter((l) => l.includes('"Backfill progressed"')).map((l) => JSON.parse(l) as Record<string, number>);
+    const progress = result.stderr
+      .split("\n")
+      .filter((l) => l.includes('"Backfill progressed"'))
+      .map((l) => JSON.parse(l) as Record<string, number>);
     expect(progress.length).toBeGreaterThan(0);
-    expect(progress.at(-1)).toMatchObject({ blocks_done: 21, blocks_total: 21, eta_seconds: 0, window_blocks: expect.any(Number), logs_per_second: expect.any(Number) });
+    expect(progress.at(-1)).toMatchObject({
+      blocks_done: 21,
+      blocks_total: 21,
+      eta_seconds: 0,
+      window_blocks: expect.any(Number),
+      logs_per_second: expect.any(Number),
+    });
     expect(result.stderr).not.toContain("backfill [");
   }, 30_000);
 
   test("a backfill on a terminal draws a live progress bar instead of the JSON progress line", async () => {
-    const command = ["node", "--import", "tsx", "src/cli/main.ts", "backfill", "--config", configFile("tty"), "--from", "0", "--to", "500"].join(" ");
+    const command = [
+      "node",
+      "--import",
+      "tsx",
+      "src/cli/main.ts",
+      "backfill",
+      "--config",
+      configFile("tty"),
+      "--from",
+      "0",
+      "--to",
+      "500",
+    ].join(" ");
     // script(1) gives the CLI a pseudo-terminal, as when a user runs it.
-    const child = spawn("script", ["-qec", command, "/dev/null"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
@@ -56,13 +95,19 @@ describe("seeing a backfill's progress", () => {
     // Drawn in place: the line starts over at column 1 (cli-progress moves the cursor there)...
     expect(output).toMatch(/\x1b\[1Gbackfill \[[█░]{30}\] \d+% \d+\/501 blocks/);
     // ...and ends full; a log line written meanwhile ends with a newline, and the bar is drawn again below it.
-    expect(output, JSON.stringify(output.slice(-600))).toMatch(/(?:\r|\n|\x1b\[1G)backfill \[█{30}\] 100% 501\/501 blocks \| 0 logs, \d+ logs\/s \| ETA 0s \| window \d+/);
+    expect(output, JSON.stringify(output.slice(-600))).toMatch(
+      /(?:\r|\n|\x1b\[1G)backfill \[█{30}\] 100% 501\/501 blocks \| 0 logs, \d+ logs\/s \| ETA 0s \| window \d+/,
+    );
     expect(output).not.toContain('"Backfill progressed"');
   }, 30_000);
 
   test("while catching up, /metrics reports the chain head and the lag in seconds of the newest indexed block", async () => {
     const path = configFile("metrics", {
-      rpc: { http: [anvil.httpUrl], requestsPerSecond: 20, retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
+      rpc: {
+        http: [anvil.httpUrl],
+        requestsPerSecond: 20,
+        retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 },
+      },
       backfill: { windowBlocks: 10, concurrency: 1 },
       metrics: { enabled: true, port: 0 },
       attribution: { enabled: false },

@@ -1,5 +1,13 @@
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,7 +36,10 @@ afterAll(async () => {
   blocker?.close();
 });
 
-const configFile = anvilConfigFiles(() => ({ dir, rpcUrl: anvil.httpUrl, token: USDC }), { defaults: { logLevel: "warn" }, fileMode: 0o644 });
+const configFile = anvilConfigFiles(() => ({ dir, rpcUrl: anvil.httpUrl, token: USDC }), {
+  defaults: { logLevel: "warn" },
+  fileMode: 0o644,
+});
 
 const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
@@ -45,7 +56,10 @@ describe("one line and an exit code, never a stack trace", () => {
   test("a database file of random bytes: start, backfill, status and order list exit 2 naming it, and it stays unchanged", async () => {
     const path = configFile("random");
     const dbPath = join(dir, "random.db");
-    writeFileSync(dbPath, createHash("sha512").update("not sqlite").digest().toString("hex").repeat(64));
+    writeFileSync(
+      dbPath,
+      createHash("sha512").update("not sqlite").digest().toString("hex").repeat(64),
+    );
     const before = sha256(dbPath);
     for (const args of [["start"], ["backfill"], ["status"], ["order", "list"]]) {
       const result = await runCli([...args, "--config", path]);
@@ -54,7 +68,12 @@ describe("one line and an exit code, never a stack trace", () => {
     }
     const json = await runCli(["status", "--json", "--config", path]);
     expect(json.code).toBe(2);
-    expect(JSON.parse(json.stdout)).toEqual({ error: { code: "config_error", message: expect.stringContaining(`${dbPath} is not a SQLite database`) } });
+    expect(JSON.parse(json.stdout)).toEqual({
+      error: {
+        code: "config_error",
+        message: expect.stringContaining(`${dbPath} is not a SQLite database`),
+      },
+    });
     expect(sha256(dbPath)).toBe(before);
     expect(existsSync(`${dbPath}.lock`)).toBe(false);
   }, 60_000);
@@ -66,7 +85,11 @@ describe("one line and an exit code, never a stack trace", () => {
     for (const command of ["backfill", "start"]) {
       const result = await runCli([command, "--config", path, "--db", dbPath]);
       expect(result.code).toBe(2);
-      expectOneLine(result, `database.path: cannot create the directory ${join(dir, "plain-file", "sub")} for ${dbPath}`, "use another database.path");
+      expectOneLine(
+        result,
+        `database.path: cannot create the directory ${join(dir, "plain-file", "sub")} for ${dbPath}`,
+        "use another database.path",
+      );
     }
   }, 30_000);
 
@@ -75,12 +98,24 @@ describe("one line and an exit code, never a stack trace", () => {
     const locked = join(dir, "locked");
     mkdirSync(locked, { mode: 0o555 });
     chmodSync(locked, 0o555);
-    const inLocked = await runCli(["backfill", "--config", path, "--db", join(locked, "x.db")], {}, unprivileged());
+    const inLocked = await runCli(
+      ["backfill", "--config", path, "--db", join(locked, "x.db")],
+      {},
+      unprivileged(),
+    );
     expect(inLocked.code).toBe(2);
     expectOneLine(inLocked, `${join(locked, "x.db")}`, "use another database.path");
-    const deeper = await runCli(["start", "--config", path, "--db", join(locked, "sub", "x.db")], {}, unprivileged());
+    const deeper = await runCli(
+      ["start", "--config", path, "--db", join(locked, "sub", "x.db")],
+      {},
+      unprivileged(),
+    );
     expect(deeper.code).toBe(2);
-    expectOneLine(deeper, `cannot create the directory ${join(locked, "sub")}`, "permission denied");
+    expectOneLine(
+      deeper,
+      `cannot create the directory ${join(locked, "sub")}`,
+      "permission denied",
+    );
     expect(existsSync(join(locked, "sub"))).toBe(false);
   }, 30_000);
 
@@ -105,8 +140,14 @@ describe("one line and an exit code, never a stack trace", () => {
     const path = configFile("metrics", { metrics: { enabled: true, port: takenPort } });
     const result = await runCli(["start", "--config", path]);
     expect(result.code).toBe(2);
-    expectOneLine(result, `metrics.port: 127.0.0.1:${takenPort} is already in use by another process; choose another with metrics.port`);
-    expect(readdirSync(dir).filter((name) => name.startsWith("metrics")), "no lock file left beside the database").toEqual(["metrics.json"]);
+    expectOneLine(
+      result,
+      `metrics.port: 127.0.0.1:${takenPort} is already in use by another process; choose another with metrics.port`,
+    );
+    expect(
+      readdirSync(dir).filter((name) => name.startsWith("metrics")),
+      "no lock file left beside the database",
+    ).toEqual(["metrics.json"]);
   }, 30_000);
 
   test("flashindex devnet on a taken port, or an impossible one, exits 2 naming --port", async () => {
@@ -119,9 +160,16 @@ describe("one line and an exit code, never a stack trace", () => {
   }, 60_000);
 
   test("start with the bundled devnet on a taken devnet.port exits 2 naming devnet.port", async () => {
-    const path = configFile("devnetport", { rpc: undefined, devnet: { port: takenPort, paymentsPerSecond: 0 }, tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }] });
+    const path = configFile("devnetport", {
+      rpc: undefined,
+      devnet: { port: takenPort, paymentsPerSecond: 0 },
+      tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }],
+    });
     const result = await runCli(["start", "--config", path]);
     expect(result.code).toBe(2);
-    expectOneLine(result, `devnet.port: 127.0.0.1:${takenPort} is already in use by another process; choose another with devnet.port`);
+    expectOneLine(
+      result,
+      `devnet.port: 127.0.0.1:${takenPort} is already in use by another process; choose another with devnet.port`,
+    );
   }, 60_000);
 });

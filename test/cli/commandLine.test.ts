@@ -24,7 +24,17 @@ describe("the command line says what the parser does", () => {
   });
 
   test("every command's help fits in 100 columns, usage lines included, and options wrap under their column", async () => {
-    for (const command of ["start", "backfill", "status", "auth", "order", "cancel", "register", "webhooks", "devnet"]) {
+    for (const command of [
+      "start",
+      "backfill",
+      "status",
+      "auth",
+      "order",
+      "cancel",
+      "register",
+      "webhooks",
+      "devnet",
+    ]) {
       const help = await runCli([command, "--help"]);
       const long = help.stdout.split("\n").filter((line) => [...line].length > 100);
       expect(long, command).toEqual([]);
@@ -37,12 +47,30 @@ describe("the command line says what the parser does", () => {
 
   test("bad flags get one line in flashindex's words, never Node's parser messages", async () => {
     const cases: Array<[string[], string]> = [
-      [["backfill", "--from", "-5"], 'flashindex: error: --from: expected a block number (a whole number of 0 or more), got "-5"'],
-      [["backfill", "--fro", "5"], "flashindex: error: backfill: unknown option --fro (did you mean --from?) (see flashindex backfill --help)"],
-      [["backfill", "--frobnicate"], "flashindex: error: backfill: unknown option --frobnicate (see flashindex backfill --help)"],
-      [["status", "--json=yes"], "flashindex: error: status: --json takes no value (see flashindex status --help)"],
-      [["backfill", "--to"], "flashindex: error: backfill: --to: missing value (see flashindex backfill --help)"],
-      [["backfill", "stray"], 'flashindex: error: backfill: unexpected argument "stray" (see flashindex backfill --help)'],
+      [
+        ["backfill", "--from", "-5"],
+        'flashindex: error: --from: expected a block number (a whole number of 0 or more), got "-5"',
+      ],
+      [
+        ["backfill", "--fro", "5"],
+        "flashindex: error: backfill: unknown option --fro (did you mean --from?) (see flashindex backfill --help)",
+      ],
+      [
+        ["backfill", "--frobnicate"],
+        "flashindex: error: backfill: unknown option --frobnicate (see flashindex backfill --help)",
+      ],
+      [
+        ["status", "--json=yes"],
+        "flashindex: error: status: --json takes no value (see flashindex status --help)",
+      ],
+      [
+        ["backfill", "--to"],
+        "flashindex: error: backfill: --to: missing value (see flashindex backfill --help)",
+      ],
+      [
+        ["backfill", "stray"],
+        'flashindex: error: backfill: unexpected argument "stray" (see flashindex backfill --help)',
+      ],
     ];
     for (const [args, line] of cases) {
       const result = await runCli(args);
@@ -62,7 +90,8 @@ describe("the command line says what the parser does", () => {
     });
     const devnet = spawnCli(["devnet", "--config", config, "--log-level", "warn"]);
     try {
-      for (let i = 0; i < 300 && !devnet.output().stdout.includes("funded keys"); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 300 && !devnet.output().stdout.includes("funded keys"); i++)
+        await new Promise((r) => setTimeout(r, 50));
       expect(devnet.output().stdout).toContain(`HTTP JSON-RPC  http://127.0.0.1:${port}`);
     } finally {
       devnet.kill("SIGTERM");
@@ -70,10 +99,14 @@ describe("the command line says what the parser does", () => {
     expect(await new Promise((resolve) => devnet.once("exit", resolve))).toBe(0);
     const db = await runCli(["devnet", "--db", join(dir, "x.db")]);
     expect(db.code).toBe(2);
-    expect(db.stderr.trim()).toBe("flashindex: error: devnet: --db does not apply: the standalone devnet keeps no database and starts a new chain every run (see flashindex devnet --help)");
+    expect(db.stderr.trim()).toBe(
+      "flashindex: error: devnet: --db does not apply: the standalone devnet keeps no database and starts a new chain every run (see flashindex devnet --help)",
+    );
     const level = await runCli(["devnet", "--log-level", "loud"]);
     expect(level.code).toBe(2);
-    expect(level.stderr).toContain("--log-level: expected one of trace, debug, info, warn, error, fatal, silent");
+    expect(level.stderr).toContain(
+      "--log-level: expected one of trace, debug, info, warn, error, fatal, silent",
+    );
   }, 60_000);
 
   test("devnet --write-config writes a ready config for a separate daemon (valid, pointing at the devnet), and never overwrites a file", async () => {
@@ -81,13 +114,25 @@ describe("the command line says what the parser does", () => {
     const path = join(dir, "ready.json");
     const devnet = spawnCli(["devnet", "--port", "0", "--write-config", path]);
     try {
-      await waitFor(() => devnet.output().stdout.includes("Wrote a config"), 30_000, "the devnet", 50);
+      await waitFor(
+        () => devnet.output().stdout.includes("Wrote a config"),
+        30_000,
+        "the devnet",
+        50,
+      );
       const url = /HTTP JSON-RPC {2}(\S+)/.exec(devnet.output().stdout)?.[1];
       const config = loadConfig(path, {}, {});
       expect(config.rpc.http).toEqual([url]);
       expect(config.tokens[0]?.address).toBe("0x5FbDB2315678afecb367f032d93F642f64180aa3");
       expect(config.registration.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      const status = await runCli(["backfill", "--config", path, "--db", join(dir, "standalone.db"), "--json"]);
+      const status = await runCli([
+        "backfill",
+        "--config",
+        path,
+        "--db",
+        join(dir, "standalone.db"),
+        "--json",
+      ]);
       expect(status.code, status.stderr).toBe(0);
     } finally {
       devnet.kill("SIGTERM");
@@ -95,6 +140,8 @@ describe("the command line says what the parser does", () => {
     expect(await new Promise((resolve) => devnet.once("exit", resolve))).toBe(0);
     const again = await runCli(["devnet", "--port", "0", "--write-config", path]);
     expect(again.code).toBe(2);
-    expect(again.stderr.trim()).toBe(`flashindex: error: --write-config: ${path} already exists: name a new file (nothing was overwritten)`);
+    expect(again.stderr.trim()).toBe(
+      `flashindex: error: --write-config: ${path} already exists: name a new file (nothing was overwritten)`,
+    );
   }, 60_000);
 });

@@ -5,7 +5,13 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startAnvil, type Anvil } from "../../src/devnet/anvil.js";
-import { anvilConfigFiles, anvilDatabasePath, runCli, spawnCli, writeConfig } from "../helpers/cli.js";
+import {
+  anvilConfigFiles,
+  anvilDatabasePath,
+  runCli,
+  spawnCli,
+  writeConfig,
+} from "../helpers/cli.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 /** Genesis timestamps one day apart: two chains with the same id and different genesis hashes. */
@@ -19,7 +25,11 @@ beforeAll(async () => {
     startAnvil({ chainId: 8453, extraArgs: ["--timestamp", String(GENESIS_TIMESTAMP_S)] }),
     startAnvil({ chainId: 8453, extraArgs: ["--timestamp", String(GENESIS_TIMESTAMP_S + 86_400)] }),
   ]);
-  await fetch(anvil.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"anvil_mine","params":["0x5"]}' });
+  await fetch(anvil.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"jsonrpc":"2.0","id":1,"method":"anvil_mine","params":["0x5"]}',
+  });
   dir = mkdtempSync(join(tmpdir(), "flashindex-guards-"));
 }, 30_000);
 afterAll(async () => {
@@ -27,14 +37,23 @@ afterAll(async () => {
   await otherAnvil?.stop();
 });
 
-const anvilConfig = anvilConfigFiles(() => ({ dir, rpcUrl: anvil.httpUrl, token: USDC }), { defaults: { logLevel: "warn" } });
+const anvilConfig = anvilConfigFiles(() => ({ dir, rpcUrl: anvil.httpUrl, token: USDC }), {
+  defaults: { logLevel: "warn" },
+});
 /** A config file `name` and its database's path. */
-const configFile = (name: string) => ({ path: anvilConfig(name), dbPath: anvilDatabasePath(dir, name) });
+const configFile = (name: string) => ({
+  path: anvilConfig(name),
+  dbPath: anvilDatabasePath(dir, name),
+});
 
 const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 async function genesisHash(url: string): Promise<string> {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}' });
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}',
+  });
   return ((await response.json()) as { result: { hash: string } }).result.hash;
 }
 
@@ -63,7 +82,9 @@ describe("one writer per database, read-only readers, no foreign files", () => {
     const { path, dbPath } = configFile("typo");
     const result = await runCli(["status", "--config", path]);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim()).toBe(`flashindex: error: database.path: ${dbPath} does not exist (point --db or database.path at the daemon's database)`);
+    expect(result.stderr.trim()).toBe(
+      `flashindex: error: database.path: ${dbPath} does not exist (point --db or database.path at the daemon's database)`,
+    );
     expect(existsSync(dbPath)).toBe(false);
     const auth = await runCli(["auth", USDC, USDC, `0x${"1".repeat(64)}`, "--config", path]);
     expect(auth.code).toBe(2);
@@ -75,7 +96,9 @@ describe("one writer per database, read-only readers, no foreign files", () => {
   test("backfill into another program's SQLite file is refused (exit 2) and the file is unchanged", async () => {
     const { path, dbPath } = configFile("foreign");
     const foreign = new DatabaseConstructor(dbPath);
-    foreign.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me')");
+    foreign.exec(
+      "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me')",
+    );
     foreign.close();
     const before = sha256(dbPath);
     const result = await runCli(["backfill", "--config", path]);
@@ -95,7 +118,9 @@ describe("one writer per database, read-only readers, no foreign files", () => {
       await waitForWriter(dbPath);
       const backfill = await runCli(["backfill", "--config", path]);
       expect(backfill.code).toBe(2);
-      expect(backfill.stderr).toContain(`${dbPath} is being written by another flashindex process (pid ${daemon.pid} on `);
+      expect(backfill.stderr).toContain(
+        `${dbPath} is being written by another flashindex process (pid ${daemon.pid} on `,
+      );
       expect(backfill.stderr).toContain("'start', since ");
       expect(backfill.stderr.trim().split("\n")).toHaveLength(1);
       const start = await runCli(["start", "--config", path]);
@@ -117,10 +142,17 @@ describe("one writer per database, read-only readers, no foreign files", () => {
     const { path, dbPath } = configFile("genesis");
     expect((await runCli(["backfill", "--config", path])).code).toBe(0);
     const before = sha256(dbPath);
-    const other = writeConfig(dir, { ...JSON.parse(readFileSync(path, "utf8")), rpc: { http: [otherAnvil.httpUrl] } }, "genesis-other.json");
+    const other = writeConfig(
+      dir,
+      { ...JSON.parse(readFileSync(path, "utf8")), rpc: { http: [otherAnvil.httpUrl] } },
+      "genesis-other.json",
+    );
     const result = await runCli(["backfill", "--config", other]);
     expect(result.code).toBe(2);
-    const [ours, theirs] = [await genesisHash(anvil.httpUrl), await genesisHash(otherAnvil.httpUrl)];
+    const [ours, theirs] = [
+      await genesisHash(anvil.httpUrl),
+      await genesisHash(otherAnvil.httpUrl),
+    ];
     expect(ours).not.toBe(theirs);
     expect(result.stderr.trim()).toBe(
       `flashindex: error: database.path: database ${dbPath} belongs to chain 8453 with genesis ${ours}, but the RPC serves genesis ${theirs}; use another database.path`,

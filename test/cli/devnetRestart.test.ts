@@ -8,32 +8,68 @@ import { quietly, waitFor } from "../helpers/fixtures.js";
 
 const DEVNET_TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
-type Snapshot = { genesis: string | undefined; checkpoint: number; logs: Map<string, string>; hashesPerBlock: number };
+type Snapshot = {
+  genesis: string | undefined;
+  checkpoint: number;
+  logs: Map<string, string>;
+  hashesPerBlock: number;
+};
 
 /** What the database holds: its genesis pin, the end of its synced range, live logs by identity → status. */
 function snapshot(dbPath: string): Snapshot {
   const db = new DatabaseConstructor(dbPath, { readonly: true });
   try {
-    const genesis = (db.prepare("SELECT value FROM meta WHERE key = 'genesis_hash'").get() as { value: string } | undefined)?.value;
-    const checkpoint = (db.prepare("SELECT COALESCE(MAX(to_block), -1) AS n FROM synced_ranges").get() as { n: number }).n;
-    const rows = db.prepare("SELECT block_hash, log_index, tx_hash, status FROM logs WHERE status IN ('confirmed', 'finalized')").all() as Array<Record<string, string>>;
-    const hashesPerBlock = (db.prepare("SELECT COALESCE(MAX(n), 0) AS n FROM (SELECT COUNT(DISTINCT block_hash) AS n FROM logs WHERE status IN ('confirmed', 'finalized') GROUP BY block_number)").get() as { n: number }).n;
-    return { genesis, checkpoint, logs: new Map(rows.map((r) => [`${r.block_hash}|${r.log_index}|${r.tx_hash}`, r.status!])), hashesPerBlock };
+    const genesis = (
+      db.prepare("SELECT value FROM meta WHERE key = 'genesis_hash'").get() as
+        { value: string } | undefined
+    )?.value;
+    const checkpoint = (
+      db.prepare("SELECT COALESCE(MAX(to_block), -1) AS n FROM synced_ranges").get() as {
+        n: number;
+      }
+    ).n;
+    const rows = db
+      .prepare(
+        "SELECT block_hash, log_index, tx_hash, status FROM logs WHERE status IN ('confirmed', 'finalized')",
+      )
+      .all() as Array<Record<string, string>>;
+    const hashesPerBlock = (
+      db
+        .prepare(
+          "SELECT COALESCE(MAX(n), 0) AS n FROM (SELECT COUNT(DISTINCT block_hash) AS n FROM logs WHERE status IN ('confirmed', 'finalized') GROUP BY block_number)",
+        )
+        .get() as { n: number }
+    ).n;
+    return {
+      genesis,
+      checkpoint,
+      logs: new Map(rows.map((r) => [`${r.block_hash}|${r.log_index}|${r.tx_hash}`, r.status!])),
+      hashesPerBlock,
+    };
   } finally {
     db.close();
   }
 }
 
-
 /** Runs `start` until the database (with genesis `genesis`, when given) indexed past `block` with some logs, then stops it with `signal`. */
-async function runUntil(configPath: string, dbPath: string, block: number, signal: NodeJS.Signals, notGenesis?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runUntil(
+  configPath: string,
+  dbPath: string,
+  block: number,
+  signal: NodeJS.Signals,
+  notGenesis?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnCli(["start", "--config", configPath]);
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   try {
     await waitFor(
       quietly(() => {
         const s = snapshot(dbPath);
-        return s.checkpoint > block && s.logs.size > 0 && (notGenesis === undefined || (s.genesis !== undefined && s.genesis !== notGenesis));
+        return (
+          s.checkpoint > block &&
+          s.logs.size > 0 &&
+          (notGenesis === undefined || (s.genesis !== undefined && s.genesis !== notGenesis))
+        );
       }),
       40_000,
       `indexing past block ${block}\n${child.output().stderr}`,
@@ -51,7 +87,14 @@ describe("the bundled devnet keeps its chain beside the database", () => {
     const dbPath = join(dir, "devnet.db");
     const configPath = writeConfig(dir, {
       chainId: 8453,
-      devnet: { blockTimeMs: 300, flashblockIntervalMs: 100, paymentsPerSecond: 5, reorgEverySeconds: 0, dropEverySeconds: 0, port: 0 },
+      devnet: {
+        blockTimeMs: 300,
+        flashblockIntervalMs: 100,
+        paymentsPerSecond: 5,
+        reorgEverySeconds: 0,
+        dropEverySeconds: 0,
+        port: 0,
+      },
       tokens: [{ address: DEVNET_TOKEN, startBlock: 0 }],
       finality: { depth: 3 },
       database: { path: dbPath },
@@ -90,7 +133,10 @@ describe("the bundled devnet keeps its chain beside the database", () => {
     rmSync(join(dir, "devnet.anvil-state.json"));
     const fresh = await runUntil(configPath, dbPath, 2, "SIGTERM", before.genesis);
     expect(fresh.code, fresh.stderr).toBe(0);
-    const moved = /"msg":"Moved the old database aside and started a fresh devnet chain".*?"moved_to":"([^"]+)"/.exec(fresh.stdout)?.[1];
+    const moved =
+      /"msg":"Moved the old database aside and started a fresh devnet chain".*?"moved_to":"([^"]+)"/.exec(
+        fresh.stdout,
+      )?.[1];
     expect(moved).toMatch(new RegExp(`^${dbPath.replace(/[.]/g, "\\.")}\\.\\d{8}T\\d{6}Z\\.bak$`));
     expect(snapshot(moved!).genesis).toBe(before.genesis);
     expect(snapshot(moved!).logs.size).toBe(resumed.logs.size);

@@ -3,7 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { writeConfig } from "../helpers/cli.js";
-import { cameTrue, commandLine, descendants, DEVNET_TOKEN, isAlive, killLeftovers, spawnNpmStart } from "../helpers/npmStart.js";
+import {
+  cameTrue,
+  commandLine,
+  descendants,
+  DEVNET_TOKEN,
+  isAlive,
+  killLeftovers,
+  spawnNpmStart,
+} from "../helpers/npmStart.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -30,16 +38,30 @@ describe("npm start", () => {
     const npm = spawnNpmStart(config);
     let processes: number[] = [];
     try {
-      expect(await cameTrue(() => npm.output().includes('"msg":"Started flashindex"'), 90_000), npm.output()).toBe(true);
+      expect(
+        await cameTrue(() => npm.output().includes('"msg":"Started flashindex"'), 90_000),
+        npm.output(),
+      ).toBe(true);
       processes = descendants(npm.pid!);
       const commands = processes.map(commandLine);
-      expect(commands.some((c) => c.includes("dist/src/cli/main.js start")), commands.join("\n")).toBe(true);
-      expect(commands.some((c) => c.includes("anvil")), commands.join("\n")).toBe(true);
+      expect(
+        commands.some((c) => c.includes("dist/src/cli/main.js start")),
+        commands.join("\n"),
+      ).toBe(true);
+      expect(
+        commands.some((c) => c.includes("anvil")),
+        commands.join("\n"),
+      ).toBe(true);
       npm.kill("SIGTERM");
       await npm.exited;
-      expect(await cameTrue(() => processes.every((pid) => !isAlive(pid)), 20_000), `still running: ${processes.filter(isAlive).join(", ")}`).toBe(true);
+      expect(
+        await cameTrue(() => processes.every((pid) => !isAlive(pid)), 20_000),
+        `still running: ${processes.filter(isAlive).join(", ")}`,
+      ).toBe(true);
       expect(npm.output()).toContain('"msg":"Stopped flashindex"');
-      expect(npm.output()).toMatch(/^flashindex: (building|sources changed).*\nflashindex: built dist\/ in [\d.]+ s\n/);
+      expect(npm.output()).toMatch(
+        /^flashindex: (building|sources changed).*\nflashindex: built dist\/ in [\d.]+ s\n/,
+      );
     } finally {
       killLeftovers([...processes, npm.pid!]);
     }
@@ -54,18 +76,26 @@ describe("npm start", () => {
       const npm = spawnNpmStart(config);
       let processes: number[] = [];
       try {
-        expect(await cameTrue(() => npm.output().includes('"msg":"Started flashindex"'), 90_000), npm.output()).toBe(true);
+        expect(
+          await cameTrue(() => npm.output().includes('"msg":"Started flashindex"'), 90_000),
+          npm.output(),
+        ).toBe(true);
         processes = descendants(npm.pid!);
         rmSync(join(dir, "devnet.anvil-state.json"), { force: true });
         process.kill(-npm.pid!, signal);
         const code = await npm.exited;
         expect([0, signal === "SIGINT" ? 130 : 143], npm.output()).toContain(code);
         const output = npm.output();
-        expect(output).toContain('"msg":"Received a signal, shutting down (send it again after 1 s to force)"');
+        expect(output).toContain(
+          '"msg":"Received a signal, shutting down (send it again after 1 s to force)"',
+        );
         expect(output).toContain('"msg":"Stopped flashindex"');
         expect(output).not.toContain("exited at once");
         expect(output).not.toContain('"level":50');
-        expect(await cameTrue(() => processes.every((pid) => !isAlive(pid)), 20_000), `still running: ${processes.filter(isAlive).join(", ")}`).toBe(true);
+        expect(
+          await cameTrue(() => processes.every((pid) => !isAlive(pid)), 20_000),
+          `still running: ${processes.filter(isAlive).join(", ")}`,
+        ).toBe(true);
         // Deleted just before the signal: anvil wrote its chain again on the way out.
         expect(existsSync(join(dir, "devnet.anvil-state.json"))).toBe(true);
       } finally {

@@ -33,31 +33,56 @@ afterAll(async () => {
 
 /** Live traffic: `blocks` payment transactions (anvil mines one block each), three Transfer logs apiece. */
 async function pay(blocks: number): Promise<void> {
-  const wallet = createWalletClient({ account: privateKeyToAccount(ANVIL_PRIVATE_KEYS[1] as Hex), transport: http(chain.anvil.httpUrl) });
-  const to = ["0x00000000000000000000000000000000000000a1", "0x00000000000000000000000000000000000000a2", "0x00000000000000000000000000000000000000a3"] as Address[];
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(ANVIL_PRIVATE_KEYS[1] as Hex),
+    transport: http(chain.anvil.httpUrl),
+  });
+  const to = [
+    "0x00000000000000000000000000000000000000a1",
+    "0x00000000000000000000000000000000000000a2",
+    "0x00000000000000000000000000000000000000a3",
+  ] as Address[];
   for (let i = 0; i < blocks; i++) {
-    const hash = await wallet.writeContract({ address: chain.token, abi: flashTestTokenAbi, functionName: "emitTransfers", args: [to, [1n, 2n, 3n]], chain: null });
+    const hash = await wallet.writeContract({
+      address: chain.token,
+      abi: flashTestTokenAbi,
+      functionName: "emitTransfers",
+      args: [to, [1n, 2n, 3n]],
+      chain: null,
+    });
     await chain.publicClient.waitForTransactionReceipt({ hash });
   }
 }
 
 /** A config (and its environment) for a daemon on a fresh schema of the file's database, following the chain. */
-async function freshDaemonConfig(): Promise<{ database: Config["database"]; path: string; env: NodeJS.ProcessEnv }> {
+async function freshDaemonConfig(): Promise<{
+  database: Config["database"];
+  path: string;
+  env: NodeJS.ProcessEnv;
+}> {
   const database = (await postgresBackend.freshDatabase()) as Config["database"];
-  const path = writeConfig(dir, {
-    chainId: 8453,
-    rpc: { http: [chain.anvil.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } },
-    tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
-    finality: { depth: 3 },
-    database: { schema: database.schema },
-    realtime: { pendingPollIntervalMs: 0, headPollIntervalMs: 200 },
-    metrics: { enabled: false },
-    logLevel: "info",
-  }, `${database.schema}.json`);
+  const path = writeConfig(
+    dir,
+    {
+      chainId: 8453,
+      rpc: {
+        http: [chain.anvil.httpUrl],
+        retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 },
+      },
+      tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
+      finality: { depth: 3 },
+      database: { schema: database.schema },
+      realtime: { pendingPollIntervalMs: 0, headPollIntervalMs: 200 },
+      metrics: { enabled: false },
+      logLevel: "info",
+    },
+    `${database.schema}.json`,
+  );
   return { database, path, env: { FLASHINDEX_DATABASE_URL: database.url! } };
 }
 
-const started = (daemon: ReturnType<typeof spawnCli>, line: string) => waitFor(() => daemon.output().stdout.includes(line), 30_000, line);
+const started = (daemon: ReturnType<typeof spawnCli>, line: string) =>
+  waitFor(() => daemon.output().stdout.includes(line), 30_000, line);
 
 test("start --standby waits while another daemon writes the Postgres schema, takes over after a kill -9 during traffic, and ends with the chain's logs", async () => {
   const { database, path, env } = await freshDaemonConfig();
@@ -75,16 +100,35 @@ test("start --standby waits while another daemon writes the Postgres schema, tak
   await started(standby, "Caught up with the head");
   await pay(3);
 
-  const logs = await chain.publicClient.request({ method: "eth_getLogs", params: [{ fromBlock: "0x0", toBlock: "latest", address: chain.token, topics: [[...PAYMENT_TOPICS]] }] } as never) as Array<{ blockHash: string; logIndex: string }>;
+  const logs = (await chain.publicClient.request({
+    method: "eth_getLogs",
+    params: [
+      { fromBlock: "0x0", toBlock: "latest", address: chain.token, topics: [[...PAYMENT_TOPICS]] },
+    ],
+  } as never)) as Array<{ blockHash: string; logIndex: string }>;
   const expected = logs.map((l) => `${l.blockHash}:${Number(l.logIndex)}`).sort();
   const client = new pg.Client(connectionConfig(database.url!, database.schema));
   await client.connect();
   try {
     const stored = async () =>
-      (await client.query("SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')")).rows.map((r) => `${r.block_hash}:${r.log_index}`).sort();
-    await waitFor(async () => (await stored()).join() === expected.join(), 20_000, "the standby's rows equal the chain's logs");
-    expect((await client.query("SELECT COUNT(*)::int AS n FROM logs")).rows[0].n).toBe(expected.length);
-    expect((await client.query("SELECT value FROM meta WHERE key = 'writer_epoch'")).rows).toEqual([{ value: "2" }]);
+      (
+        await client.query(
+          "SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')",
+        )
+      ).rows
+        .map((r) => `${r.block_hash}:${r.log_index}`)
+        .sort();
+    await waitFor(
+      async () => (await stored()).join() === expected.join(),
+      20_000,
+      "the standby's rows equal the chain's logs",
+    );
+    expect((await client.query("SELECT COUNT(*)::int AS n FROM logs")).rows[0].n).toBe(
+      expected.length,
+    );
+    expect((await client.query("SELECT value FROM meta WHERE key = 'writer_epoch'")).rows).toEqual([
+      { value: "2" },
+    ]);
   } finally {
     await client.end();
   }
@@ -115,9 +159,15 @@ test("a daemon whose writer-lock connection is terminated stops before its next 
   try {
     const pid = await lockHolderPid(admin, database.schema);
     expect(pid).toBeTypeOf("number");
-    expect((await admin.query("SELECT pg_terminate_backend($1) AS done", [pid])).rows[0].done).toBe(true);
+    expect((await admin.query("SELECT pg_terminate_backend($1) AS done", [pid])).rows[0].done).toBe(
+      true,
+    );
     // The lock went with its connection.
-    await waitFor(async () => (await lockHolderPid(admin, database.schema)) === undefined, 10_000, "the lock released");
+    await waitFor(
+      async () => (await lockHolderPid(admin, database.schema)) === undefined,
+      10_000,
+      "the lock released",
+    );
   } finally {
     await admin.end();
   }

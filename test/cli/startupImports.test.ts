@@ -12,9 +12,12 @@ function staticImports(file: string): { local: string[]; packages: string[] } {
   const text = readFileSync(file, "utf8");
   const local: string[] = [];
   const packages: string[] = [];
-  for (const match of text.matchAll(/^(?:import|export)\s+(?!type\b)(?:[^;"]*?\sfrom\s+)?"([^"]+)";/gm)) {
+  for (const match of text.matchAll(
+    /^(?:import|export)\s+(?!type\b)(?:[^;"]*?\sfrom\s+)?"([^"]+)";/gm,
+  )) {
     const specifier = match[1]!;
-    if (specifier.startsWith(".")) local.push(join(dirname(file), specifier.replace(/\.js$/, ".ts")));
+    if (specifier.startsWith("."))
+      local.push(join(dirname(file), specifier.replace(/\.js$/, ".ts")));
     else packages.push(specifier);
   }
   return { local, packages };
@@ -28,7 +31,8 @@ function packagesLoadedBy(entry: string): Map<string, string> {
     if (seen.has(file)) return;
     seen.add(file);
     const imports = staticImports(file);
-    for (const name of imports.packages) if (!packages.has(name)) packages.set(name, file.slice(SRC.length + 1));
+    for (const name of imports.packages)
+      if (!packages.has(name)) packages.set(name, file.slice(SRC.length + 1));
     imports.local.forEach(visit);
   };
   visit(join(SRC, entry));
@@ -44,15 +48,22 @@ describe("what a command loads at start", () => {
 
   // Importing viem's index costs about 150 ms of every start (200 ms with the other commands):
   // backfill and start use ox's modules, and viem only where a devnet or a signature needs it.
-  test.each(["cli/main.ts", "cli/commands/backfillCommand.ts", "cli/commands/startCommand.ts", "daemon.ts", "cli/commands/statusCommand.ts"])(
-    "%s does not load viem",
-    (entry) => {
-      const packages = packagesLoadedBy(entry);
-      expect([...packages].filter(([name]) => name === "viem" || name.startsWith("viem/"))).toEqual([]);
-    },
-  );
+  test.each([
+    "cli/main.ts",
+    "cli/commands/backfillCommand.ts",
+    "cli/commands/startCommand.ts",
+    "daemon.ts",
+    "cli/commands/statusCommand.ts",
+  ])("%s does not load viem", (entry) => {
+    const packages = packagesLoadedBy(entry);
+    expect([...packages].filter(([name]) => name === "viem" || name.startsWith("viem/"))).toEqual(
+      [],
+    );
+  });
 
   test("main imports a command's module only when that command runs", () => {
-    expect(staticImports(join(SRC, "cli/main.ts")).local.filter((file) => file.includes("/commands/"))).toEqual([]);
+    expect(
+      staticImports(join(SRC, "cli/main.ts")).local.filter((file) => file.includes("/commands/")),
+    ).toEqual([]);
   });
 });

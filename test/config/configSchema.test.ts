@@ -25,7 +25,9 @@ const CONFIG_TABLE_HEADER = "| key | type | default | meaning |";
  * docs/notes/ document its keys until they are folded in): `a.b.c` / `d` names a.b.c and a.b.d.
  */
 function readmeKeys(): string[] {
-  const docs = readdirSync(join(ROOT, "docs"), { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".md")).map((file) => join("docs", file));
+  const docs = readdirSync(join(ROOT, "docs"), { recursive: true, encoding: "utf8" })
+    .filter((file) => file.endsWith(".md"))
+    .map((file) => join("docs", file));
   const keys = ["README.md", ...docs].flatMap((file) => {
     const text = readFileSync(join(ROOT, file), "utf8");
     return text.includes(CONFIG_TABLE_HEADER) ? tableKeys(text) : [];
@@ -57,7 +59,11 @@ describe("the config's JSON Schema", () => {
   });
 
   test("the bundled configs name the schema and validate", () => {
-    for (const file of ["indexer.config.json", "config/base-mainnet.json", "config/base-sepolia.json"]) {
+    for (const file of [
+      "indexer.config.json",
+      "config/base-mainnet.json",
+      "config/base-sepolia.json",
+    ]) {
       const raw = JSON.parse(readFileSync(join(ROOT, file), "utf8")) as Record<string, unknown>;
       expect(raw.$schema, file).toMatch(/flashindex\.schema\.json$/);
       expect(() => parseSettings(raw, file)).not.toThrow();
@@ -65,8 +71,16 @@ describe("the config's JSON Schema", () => {
   });
 
   test("a key the schema does not declare is refused by the validator with the schema's keys", () => {
-    expect(() => parseSettings({ chainId: 8453, devnet: {}, tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }], metrics: { prot: 1 } }, "t")).toThrow(
-      "metrics.prot: unknown key (allowed here: enabled, host, port, statusPage)",
-    );
+    expect(() =>
+      parseSettings(
+        {
+          chainId: 8453,
+          devnet: {},
+          tokens: [{ address: "0x5FbDB2315678afecb367f032d93F642f64180aa3", startBlock: 0 }],
+          metrics: { prot: 1 },
+        },
+        "t",
+      ),
+    ).toThrow("metrics.prot: unknown key (allowed here: enabled, host, port, statusPage)");
   });
 });

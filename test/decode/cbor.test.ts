@@ -6,11 +6,19 @@ const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex, "hex"));
 
 describe("readCbor()", () => {
   test("reads what ox encodes, keeping each item's byte range", () => {
-    const encoded = Cbor.encode({ a: "baseapp", s: ["x", "y"], m: { n: -5, f: 1.5, ok: true, none: null } });
+    const encoded = Cbor.encode({
+      a: "baseapp",
+      s: ["x", "y"],
+      m: { n: -5, f: 1.5, ok: true, none: null },
+    });
     const result = readCbor(bytes(encoded.slice(2)), 64);
     expect(result.ok).toBe(true);
     if (!result.ok) return;
-    expect(result.value.item).toMatchObject({ type: "map", start: 0, end: (encoded.length - 2) / 2 });
+    expect(result.value.item).toMatchObject({
+      type: "map",
+      start: 0,
+      end: (encoded.length - 2) / 2,
+    });
     expect(result.value.deepStarts).toEqual([]);
   });
 
@@ -19,7 +27,13 @@ describe("readCbor()", () => {
     const result = readCbor(bytes("82818101" + "02"), 2);
     expect(result).toMatchObject({
       ok: true,
-      value: { item: { type: "array", items: [{ type: "array", items: [{ type: "deep", start: 2, end: 4 }] }, { type: "uint" }] }, deepStarts: [2] },
+      value: {
+        item: {
+          type: "array",
+          items: [{ type: "array", items: [{ type: "deep", start: 2, end: 4 }] }, { type: "uint" }],
+        },
+        deepStarts: [2],
+      },
     });
   });
 
@@ -31,7 +45,13 @@ describe("readCbor()", () => {
 
   test("a break outside an indefinite container and an unclosed one are rejected", () => {
     expect(readCbor(bytes("ff"), 64)).toEqual({ ok: false, reason: "unexpected CBOR break" });
-    expect(readCbor(bytes("9f01"), 64)).toEqual({ ok: false, reason: "CBOR length beyond the buffer" });
-    expect(readCbor(bytes(`${"9f".repeat(100)}01`), 64)).toEqual({ ok: false, reason: "CBOR length beyond the buffer" });
+    expect(readCbor(bytes("9f01"), 64)).toEqual({
+      ok: false,
+      reason: "CBOR length beyond the buffer",
+    });
+    expect(readCbor(bytes(`${"9f".repeat(100)}01`), 64)).toEqual({
+      ok: false,
+      reason: "CBOR length beyond the buffer",
+    });
   });
 });

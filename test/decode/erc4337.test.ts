@@ -1,6 +1,20 @@
 import { Attribution as OxAttribution } from "ox/erc8021";
-import { concat, encodeFunctionData, getAbiItem, isAddress, pad, parseAbi, toFunctionSelector, type Hex } from "viem";
-import { entryPoint06Abi, entryPoint07Abi, entryPoint08Abi, entryPoint09Abi } from "viem/account-abstraction";
+import {
+  concat,
+  encodeFunctionData,
+  getAbiItem,
+  isAddress,
+  pad,
+  parseAbi,
+  toFunctionSelector,
+  type Hex,
+} from "viem";
+import {
+  entryPoint06Abi,
+  entryPoint07Abi,
+  entryPoint08Abi,
+  entryPoint09Abi,
+} from "viem/account-abstraction";
 import { describe, expect, test } from "vitest";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
 import {
@@ -106,7 +120,10 @@ function handleAggregatedOpsV06(groups: Groups): Hex {
 }
 
 /** handleAggregatedOps with viem's copy of an eth-infinitism v0.7+ EntryPoint ABI. */
-function handleAggregatedOpsV07(groups: Groups, abi: typeof entryPoint07Abi | typeof entryPoint08Abi | typeof entryPoint09Abi = entryPoint07Abi): Hex {
+function handleAggregatedOpsV07(
+  groups: Groups,
+  abi: typeof entryPoint07Abi | typeof entryPoint08Abi | typeof entryPoint09Abi = entryPoint07Abi,
+): Hex {
   return encodeFunctionData({
     abi: abi as typeof entryPoint07Abi,
     functionName: "handleAggregatedOps",
@@ -135,8 +152,18 @@ const GROUPS: Groups = [
 /** What decodeHandleOps() should return for GROUPS: indices run across groups, in calldata order. */
 const GROUPS_DECODED = [
   { index: 0, sender: SENDERS[0], callData: opCallData[0], aggregator: AGGREGATORS[0] },
-  { index: 1, sender: SENDERS[1].toLowerCase(), callData: opCallData[1], aggregator: AGGREGATORS[2].toLowerCase() },
-  { index: 2, sender: SENDERS[2], callData: opCallData[2], aggregator: AGGREGATORS[2].toLowerCase() },
+  {
+    index: 1,
+    sender: SENDERS[1].toLowerCase(),
+    callData: opCallData[1],
+    aggregator: AGGREGATORS[2].toLowerCase(),
+  },
+  {
+    index: 2,
+    sender: SENDERS[2],
+    callData: opCallData[2],
+    aggregator: AGGREGATORS[2].toLowerCase(),
+  },
   { index: 3, sender: SENDERS[0], callData: GROUPS[3]?.[0]?.[0], aggregator: AGGREGATORS[0] },
 ];
 
@@ -190,7 +217,9 @@ describe("decodeHandleOps()", () => {
       ),
     ).toBe(HANDLE_OPS_V06_SELECTOR);
     expect(
-      toFunctionSelector("handleOps((address,uint256,bytes,bytes,bytes32,uint256,bytes32,bytes,bytes)[],address)"),
+      toFunctionSelector(
+        "handleOps((address,uint256,bytes,bytes,bytes32,uint256,bytes32,bytes,bytes)[],address)",
+      ),
     ).toBe(HANDLE_OPS_V07_SELECTOR);
     expect(toFunctionSelector(entryPointV06Abi[0])).toBe(HANDLE_OPS_V06_SELECTOR);
     expect(toFunctionSelector(entryPointV07Abi[0])).toBe(HANDLE_OPS_V07_SELECTOR);
@@ -209,39 +238,59 @@ describe("decodeHandleOps()", () => {
     ).toBe(HANDLE_AGGREGATED_OPS_V07_SELECTOR);
     expect(HANDLE_AGGREGATED_OPS_V06_SELECTOR).toBe("0x4b1d7cf5");
     expect(HANDLE_AGGREGATED_OPS_V07_SELECTOR).toBe("0xdbed18e0");
-    const selector = (abi: typeof entryPoint06Abi | typeof entryPoint07Abi, name: "handleOps" | "handleAggregatedOps") =>
-      toFunctionSelector(getAbiItem({ abi: abi as typeof entryPoint07Abi, name }));
+    const selector = (
+      abi: typeof entryPoint06Abi | typeof entryPoint07Abi,
+      name: "handleOps" | "handleAggregatedOps",
+    ) => toFunctionSelector(getAbiItem({ abi: abi as typeof entryPoint07Abi, name }));
     expect(selector(entryPoint06Abi, "handleOps")).toBe(HANDLE_OPS_V06_SELECTOR);
-    expect(selector(entryPoint06Abi, "handleAggregatedOps")).toBe(HANDLE_AGGREGATED_OPS_V06_SELECTOR);
+    expect(selector(entryPoint06Abi, "handleAggregatedOps")).toBe(
+      HANDLE_AGGREGATED_OPS_V06_SELECTOR,
+    );
     for (const abi of [entryPoint07Abi, entryPoint08Abi, entryPoint09Abi]) {
       expect(selector(abi as typeof entryPoint07Abi, "handleOps")).toBe(HANDLE_OPS_V07_SELECTOR);
-      expect(selector(abi as typeof entryPoint07Abi, "handleAggregatedOps")).toBe(HANDLE_AGGREGATED_OPS_V07_SELECTOR);
+      expect(selector(abi as typeof entryPoint07Abi, "handleAggregatedOps")).toBe(
+        HANDLE_AGGREGATED_OPS_V07_SELECTOR,
+      );
     }
   });
 
   test("the EntryPoint addresses are valid checksummed addresses", () => {
-    for (const address of Object.values(ENTRY_POINT_ADDRESSES)) expect(isAddress(address, { strict: true })).toBe(true);
+    for (const address of Object.values(ENTRY_POINT_ADDRESSES))
+      expect(isAddress(address, { strict: true })).toBe(true);
   });
 
   test.each([
     ["v0.6", handleOpsV06, 0n],
     ["v0.7/v0.8", handleOpsV07, 64n],
-  ])("a %s bundle yields each user operation's index, sender, nonce and callData", (_, encode, nonceShift) => {
-    expect(decodeHandleOps(encode(opCallData))).toEqual(
-      opCallData.map((callData, index) => ({ index, sender: SENDERS[index]?.toLowerCase(), nonce: BigInt(index) << nonceShift, callData })),
-    );
-  });
+  ])(
+    "a %s bundle yields each user operation's index, sender, nonce and callData",
+    (_, encode, nonceShift) => {
+      expect(decodeHandleOps(encode(opCallData))).toEqual(
+        opCallData.map((callData, index) => ({
+          index,
+          sender: SENDERS[index]?.toLowerCase(),
+          nonce: BigInt(index) << nonceShift,
+          callData,
+        })),
+      );
+    },
+  );
 
   test.each([
     ["v0.6", (groups: Groups) => handleAggregatedOpsV06(groups), 0n],
     ["v0.7", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint07Abi), 64n],
     ["v0.8", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint08Abi), 64n],
     ["v0.9", (groups: Groups) => handleAggregatedOpsV07(groups, entryPoint09Abi), 64n],
-  ])("a %s handleAggregatedOps bundle numbers its user operations across aggregator groups, with sender and aggregator", (_, encode, nonceShift) => {
-    // userOpV06/V07 number nonces within their group: GROUPS' operations sit at 0, 0, 1 and 0.
-    const nonces = [0n, 0n, 1n, 0n].map((i) => i << nonceShift);
-    expect(decodeHandleOps(encode(GROUPS))).toEqual(GROUPS_DECODED.map((op, i) => ({ ...op, nonce: nonces[i] })));
-  });
+  ])(
+    "a %s handleAggregatedOps bundle numbers its user operations across aggregator groups, with sender and aggregator",
+    (_, encode, nonceShift) => {
+      // userOpV06/V07 number nonces within their group: GROUPS' operations sit at 0, 0, 1 and 0.
+      const nonces = [0n, 0n, 1n, 0n].map((i) => i << nonceShift);
+      expect(decodeHandleOps(encode(GROUPS))).toEqual(
+        GROUPS_DECODED.map((op, i) => ({ ...op, nonce: nonces[i] })),
+      );
+    },
+  );
 
   test("handleAggregatedOps with no groups, or only empty groups, has no user operations", () => {
     expect(decodeHandleOps(handleAggregatedOpsV06([]))).toEqual([]);
@@ -254,7 +303,8 @@ describe("decodeHandleOps()", () => {
     const v07 = handleAggregatedOpsV07(GROUPS);
     const swapped06 = `${HANDLE_AGGREGATED_OPS_V07_SELECTOR}${v06.slice(10)}` as Hex;
     const swapped07 = `${HANDLE_AGGREGATED_OPS_V06_SELECTOR}${v07.slice(10)}` as Hex;
-    const withoutNonce = (ops: ReturnType<typeof decodeHandleOps>) => ops?.map(({ nonce: _, ...op }) => op);
+    const withoutNonce = (ops: ReturnType<typeof decodeHandleOps>) =>
+      ops?.map(({ nonce: _, ...op }) => op);
     expect(withoutNonce(decodeHandleOps(swapped06))).not.toEqual(GROUPS_DECODED);
     expect(withoutNonce(decodeHandleOps(swapped07))).not.toEqual(GROUPS_DECODED);
   });
@@ -269,7 +319,9 @@ describe("decodeHandleOps()", () => {
     expect(decodeHandleOps("0x")).toBeUndefined();
     expect(decodeHandleOps("0x1fad94")).toBeUndefined();
     expect(decodeHandleOps(opCallData[0] as Hex)).toBeUndefined();
-    expect(decodeHandleOps(encodeFunctionData({ abi: usdcAbi, args: [BENEFICIARY, 1n] }))).toBeUndefined();
+    expect(
+      decodeHandleOps(encodeFunctionData({ abi: usdcAbi, args: [BENEFICIARY, 1n] })),
+    ).toBeUndefined();
   });
 
   test.each([
@@ -282,7 +334,10 @@ describe("decodeHandleOps()", () => {
     const size = (full.length - 2) / 2;
     // Cut anywhere before the last operation's signature ends (a cut inside its final padding may still decode).
     for (const keep of [4, 5, 36, 68, 100, Math.floor(size / 3), Math.floor(size / 2), size - 96]) {
-      expect(decodeHandleOps(full.slice(0, 2 + keep * 2) as Hex), `first ${keep} bytes`).toBeUndefined();
+      expect(
+        decodeHandleOps(full.slice(0, 2 + keep * 2) as Hex),
+        `first ${keep} bytes`,
+      ).toBeUndefined();
     }
   });
 
@@ -292,13 +347,22 @@ describe("decodeHandleOps()", () => {
       state = (state * 1103515245 + 12345) % 2 ** 31;
       return (state >> 16) & 0xff;
     };
-    const selectors = [HANDLE_OPS_V06_SELECTOR, HANDLE_OPS_V07_SELECTOR, HANDLE_AGGREGATED_OPS_V06_SELECTOR, HANDLE_AGGREGATED_OPS_V07_SELECTOR];
+    const selectors = [
+      HANDLE_OPS_V06_SELECTOR,
+      HANDLE_OPS_V07_SELECTOR,
+      HANDLE_AGGREGATED_OPS_V06_SELECTOR,
+      HANDLE_AGGREGATED_OPS_V07_SELECTOR,
+    ];
     for (let i = 0; i < 600; i++) {
       const selector = selectors[i % selectors.length] as Hex;
-      const body = Array.from({ length: (i * 7) % 400 }, () => byte().toString(16).padStart(2, "0")).join("");
+      const body = Array.from({ length: (i * 7) % 400 }, () =>
+        byte().toString(16).padStart(2, "0"),
+      ).join("");
       expect(decodeHandleOps(`${selector}${body}`)).toBeUndefined();
     }
-    expect(decodeHandleOps(`${HANDLE_OPS_V07_SELECTOR}zz${handleOpsV07(opCallData).slice(12)}` as Hex)).toBeUndefined();
+    expect(
+      decodeHandleOps(`${HANDLE_OPS_V07_SELECTOR}zz${handleOpsV07(opCallData).slice(12)}` as Hex),
+    ).toBeUndefined();
     expect(decodeHandleOps(`${handleOpsV07(opCallData)}0` as Hex)).toBeUndefined();
     expect(decodeHandleOps(42 as unknown as Hex)).toBeUndefined();
   });
@@ -316,7 +380,8 @@ describe("decodeHandleOps()", () => {
       const wordIndex = next((bundle.length - 10) / 64);
       const value = [0, 1, 0x20, 0xffffffff, next(4096), next(2 ** 30)][next(6)] as number;
       const at = 10 + wordIndex * 64;
-      const mutated = `${bundle.slice(0, at)}${value.toString(16).padStart(64, "0")}${bundle.slice(at + 64)}` as Hex;
+      const mutated =
+        `${bundle.slice(0, at)}${value.toString(16).padStart(64, "0")}${bundle.slice(at + 64)}` as Hex;
       let result: ReturnType<typeof decodeHandleOps>;
       expect(() => {
         result = decodeHandleOps(mutated);
@@ -355,12 +420,31 @@ describe("decodeHandleOps()", () => {
 
 describe("attributeTransaction()", () => {
   test("a bundle yields the bundler's suffix and one attribution per user operation", () => {
-    const input = concat([handleOpsV07(opCallData), OxAttribution.toDataSuffix({ codes: ["bundler"] })]);
+    const input = concat([
+      handleOpsV07(opCallData),
+      OxAttribution.toDataSuffix({ codes: ["bundler"] }),
+    ]);
     const result = attributeTransaction({ input, to: EP07 });
-    expect(result.attribution).toMatchObject({ kind: "codes", codes: [{ code: "bundler", role: "code" }] });
+    expect(result.attribution).toMatchObject({
+      kind: "codes",
+      codes: [{ code: "bundler", role: "code" }],
+    });
     expect(result.userOperations).toEqual([
-      { userOpIndex: 0, sender: SENDERS[0], nonce: 0n, attribution: expect.objectContaining({ kind: "codes", codes: [{ code: "baseapp", role: "code" }] }) },
-      { userOpIndex: 1, sender: SENDERS[1].toLowerCase(), nonce: 1n << 64n, attribution: { kind: "none" } },
+      {
+        userOpIndex: 0,
+        sender: SENDERS[0],
+        nonce: 0n,
+        attribution: expect.objectContaining({
+          kind: "codes",
+          codes: [{ code: "baseapp", role: "code" }],
+        }),
+      },
+      {
+        userOpIndex: 1,
+        sender: SENDERS[1].toLowerCase(),
+        nonce: 1n << 64n,
+        attribution: { kind: "none" },
+      },
       {
         userOpIndex: 2,
         sender: SENDERS[2],
@@ -379,30 +463,60 @@ describe("attributeTransaction()", () => {
   test("an aggregated bundle yields one attribution per user operation, numbered across groups", () => {
     const result = attributeTransaction({ input: handleAggregatedOpsV07(GROUPS), to: EP07 });
     expect(result.attribution).toEqual({ kind: "none" });
-    expect(result.userOperations?.map((op) => [op.userOpIndex, op.sender, op.aggregator, op.attribution.kind])).toEqual([
+    expect(
+      result.userOperations?.map((op) => [
+        op.userOpIndex,
+        op.sender,
+        op.aggregator,
+        op.attribution.kind,
+      ]),
+    ).toEqual([
       [0, SENDERS[0], AGGREGATORS[0], "codes"],
       [1, SENDERS[1].toLowerCase(), AGGREGATORS[2].toLowerCase(), "none"],
       [2, SENDERS[2], AGGREGATORS[2].toLowerCase(), "codes"],
       [3, SENDERS[0], AGGREGATORS[0], "codes"],
     ]);
-    expect(result.userOperations?.[3]?.attribution).toMatchObject({ codes: [{ code: "fourth", role: "code" }] });
+    expect(result.userOperations?.[3]?.attribution).toMatchObject({
+      codes: [{ code: "fourth", role: "code" }],
+    });
   });
 
   test("a plain transaction yields its own suffix and no user operations", () => {
     const result = attributeTransaction({ input: opCallData[0] as Hex, to: USDC });
     expect(result).toEqual({
-      attribution: expect.objectContaining({ kind: "codes", codes: [{ code: "baseapp", role: "code" }] }),
+      attribution: expect.objectContaining({
+        kind: "codes",
+        codes: [{ code: "baseapp", role: "code" }],
+      }),
       userOperations: undefined,
     });
-    expect(attributeTransaction({ input: "0x", to: null })).toEqual({ attribution: { kind: "none" }, userOperations: undefined });
+    expect(attributeTransaction({ input: "0x", to: null })).toEqual({
+      attribution: { kind: "none" },
+      userOperations: undefined,
+    });
   });
 
   test("handleOps calldata sent to an address that is not a known EntryPoint is no bundle", () => {
-    const input = concat([handleOpsV07(opCallData), OxAttribution.toDataSuffix({ codes: ["bundler"] })]);
-    const elsewhere = attributeTransaction({ input, to: "0x4444444444444444444444444444444444444444" });
-    expect(elsewhere).toEqual({ attribution: expect.objectContaining({ codes: [{ code: "bundler", role: "code" }] }), userOperations: undefined });
+    const input = concat([
+      handleOpsV07(opCallData),
+      OxAttribution.toDataSuffix({ codes: ["bundler"] }),
+    ]);
+    const elsewhere = attributeTransaction({
+      input,
+      to: "0x4444444444444444444444444444444444444444",
+    });
+    expect(elsewhere).toEqual({
+      attribution: expect.objectContaining({ codes: [{ code: "bundler", role: "code" }] }),
+      userOperations: undefined,
+    });
     // The same calldata to a configured EntryPoint (any case) is a bundle.
-    expect(attributeTransaction({ input, to: "0x4444444444444444444444444444444444444444" }, ["0x4444444444444444444444444444444444444444"]).userOperations).toHaveLength(3);
-    expect(attributeTransaction({ input, to: ENTRY_POINT_ADDRESSES["0.8"] }).userOperations).toHaveLength(3);
+    expect(
+      attributeTransaction({ input, to: "0x4444444444444444444444444444444444444444" }, [
+        "0x4444444444444444444444444444444444444444",
+      ]).userOperations,
+    ).toHaveLength(3);
+    expect(
+      attributeTransaction({ input, to: ENTRY_POINT_ADDRESSES["0.8"] }).userOperations,
+    ).toHaveLength(3);
   });
 });

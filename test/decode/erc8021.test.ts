@@ -15,11 +15,14 @@ const DD = "dddddddd";
 const hex = (...parts: string[]): Hex => `0x${parts.join("")}`;
 const byteHex = (value: number, size = 1) => value.toString(16).padStart(size * 2, "0");
 const ascii = (text: string) => Buffer.from(text, "latin1").toString("hex");
-const codes = (...list: string[]): AttributionCode[] => list.map((code) => ({ code, role: "code" }));
+const codes = (...list: string[]): AttributionCode[] =>
+  list.map((code) => ({ code, role: "code" }));
 /** `prefix ‖ cbor ‖ cborLength (2) ‖ 0x02 ‖ marker`. */
-const schema2 = (cbor: string, prefix = DD): Hex => hex(prefix, cbor, byteHex(cbor.length / 2, 2), "02", M);
+const schema2 = (cbor: string, prefix = DD): Hex =>
+  hex(prefix, cbor, byteHex(cbor.length / 2, 2), "02", M);
 /** `prefix ‖ codes ‖ codesLength (1) ‖ 0x00 ‖ marker` with the real length. */
-const schema0 = (codesHex: string, prefix = DD): Hex => hex(prefix, codesHex, byteHex(codesHex.length / 2), "00", M);
+const schema0 = (codesHex: string, prefix = DD): Hex =>
+  hex(prefix, codesHex, byteHex(codesHex.length / 2), "00", M);
 const sizeOf = (data: Hex) => (data.length - 2) / 2;
 
 /** ox's answer, or the error it throws. */
@@ -51,13 +54,23 @@ describe("decodeAttribution() on the ERC-8021 sample vectors", () => {
 
   test("schema 0 with one code yields baseapp", () => {
     const data = hex(DD, "62617365617070", "07", "00", M);
-    expect(decodeAttribution(data)).toEqual({ kind: "codes", schemaId: 0, codes: codes("baseapp"), suffixLength: 25 });
+    expect(decodeAttribution(data)).toEqual({
+      kind: "codes",
+      schemaId: 0,
+      codes: codes("baseapp"),
+      suffixLength: 25,
+    });
     expect(oxFromData(data)).toEqual({ codes: ["baseapp"], id: 0 });
   });
 
   test("schema 0 with two codes yields baseapp and morpho in order", () => {
     const data = hex(DD, "626173656170702c6d6f7270686f", "0e", "00", M);
-    expect(decodeAttribution(data)).toEqual({ kind: "codes", schemaId: 0, codes: codes("baseapp", "morpho"), suffixLength: 32 });
+    expect(decodeAttribution(data)).toEqual({
+      kind: "codes",
+      schemaId: 0,
+      codes: codes("baseapp", "morpho"),
+      suffixLength: 32,
+    });
     expect(oxFromData(data)).toEqual({ codes: ["baseapp", "morpho"], id: 0 });
   });
 
@@ -102,7 +115,12 @@ describe("decodeAttribution() on the ERC-8021 sample vectors", () => {
 describe("decodeAttribution() on schemas 0 and 1", () => {
   test("a generated builder code is read with its prefix", () => {
     const data = hex(DD, "62635f62386e6f73356138", "0b", "00", M);
-    expect(decodeAttribution(data)).toEqual({ kind: "codes", schemaId: 0, codes: codes("bc_b8nos5a8"), suffixLength: 29 });
+    expect(decodeAttribution(data)).toEqual({
+      kind: "codes",
+      schemaId: 0,
+      codes: codes("bc_b8nos5a8"),
+      suffixLength: 29,
+    });
   });
 
   test("schema 1 yields the codes and the registry address and chain id", () => {
@@ -184,7 +202,11 @@ describe("decodeAttribution() on schemas 0 and 1", () => {
   });
 
   test("UTF-8 bytes in a code are malformed", () => {
-    expectMalformed(decodeAttribution(schema0(Buffer.from("café").toString("hex"))), 0, /printable ASCII/);
+    expectMalformed(
+      decodeAttribution(schema0(Buffer.from("café").toString("hex"))),
+      0,
+      /printable ASCII/,
+    );
   });
 
   test.each([
@@ -205,7 +227,10 @@ describe("decodeAttribution() on schemas 0 and 1", () => {
 
   test("spaces and every other printable character are accepted in codes", () => {
     const text = "a b~!_{}";
-    expect(decodeAttribution(schema0(ascii(text)))).toMatchObject({ kind: "codes", codes: codes(text) });
+    expect(decodeAttribution(schema0(ascii(text)))).toMatchObject({
+      kind: "codes",
+      codes: codes(text),
+    });
   });
 
   test("non-hex characters in the suffix are malformed, not thrown", () => {
@@ -222,7 +247,10 @@ describe("decodeAttribution() on schemas 0 and 1", () => {
   });
 
   test("a future schema with a 2-byte length gives no attribution", () => {
-    expect(decodeAttribution(hex(DD, "aabb", "0002", "03", M))).toEqual({ kind: "unknown_schema", schemaId: 3 });
+    expect(decodeAttribution(hex(DD, "aabb", "0002", "03", M))).toEqual({
+      kind: "unknown_schema",
+      schemaId: 3,
+    });
   });
 });
 
@@ -288,9 +316,15 @@ describe("decodeAttribution() on schema 2", () => {
 
   test("a map with only metadata, registries or unknown keys is no attribution", () => {
     // {m: {k: [1, -1, 1.5f16]}}
-    expect(decodeAttribution(schema2("a1616da1616b830120f93e00"))).toEqual({ kind: "none", schemaId: 2 });
+    expect(decodeAttribution(schema2("a1616da1616b830120f93e00"))).toEqual({
+      kind: "none",
+      schemaId: 2,
+    });
     // {r: {a: {c: "0x2105", a: "0xcc…cc"}}}
-    const registryOnly = OxAttribution.toDataSuffix({ appCode: undefined, registries: { app: { address: `0x${"cc".repeat(20)}`, chainId: 8453 } } });
+    const registryOnly = OxAttribution.toDataSuffix({
+      appCode: undefined,
+      registries: { app: { address: `0x${"cc".repeat(20)}`, chainId: 8453 } },
+    });
     expect(decodeAttribution(registryOnly)).toEqual({ kind: "none", schemaId: 2 });
     // {x: 1}
     expect(decodeAttribution(schema2("a1617801"))).toEqual({ kind: "none", schemaId: 2 });
@@ -300,13 +334,18 @@ describe("decodeAttribution() on schema 2", () => {
 
   test("unknown keys beside a code are skipped", () => {
     // {x: 1, a: "q"}
-    expect(decodeAttribution(schema2("a26178016161" + "6171"))).toMatchObject({ codes: [{ code: "q", role: "app" }] });
+    expect(decodeAttribution(schema2("a26178016161" + "6171"))).toMatchObject({
+      codes: [{ code: "q", role: "app" }],
+    });
   });
 
   test("metadata beside a code is kept as raw CBOR", () => {
     // {a: "q", m: {k: [1, -1, 1.5f16]}}
     const cbor = "a26161617161" + "6da1616b830120f93e00";
-    expect(decodeAttribution(schema2(cbor))).toMatchObject({ codes: [{ code: "q", role: "app" }], metadata: "0xa1616b830120f93e00" });
+    expect(decodeAttribution(schema2(cbor))).toMatchObject({
+      codes: [{ code: "q", role: "app" }],
+      metadata: "0xa1616b830120f93e00",
+    });
   });
 
   test.each([
@@ -317,7 +356,11 @@ describe("decodeAttribution() on schema 2", () => {
     ["a stray break", "a16161ff", /break/],
     ["a break inside a definite array", "a16173826161ff", /break/],
     ["an indefinite-length map never closed", "bf6161616b", /beyond the buffer/],
-    ["an indefinite-length map ending after a key", "bf616161616161ff", /between a key and its value/],
+    [
+      "an indefinite-length map ending after a key",
+      "bf616161616161ff",
+      /between a key and its value/,
+    ],
     ["an indefinite-length text whose chunk is a byte string", "a161617f4161ff", /chunk/],
     ["an indefinite-length text nested in another", "a161617f7f6161ffff", /chunk/],
     ["an indefinite-length text chunk that is not UTF-8", "a161617f61c3ff", /UTF-8/],
@@ -357,13 +400,16 @@ describe("decodeAttribution() on schema 2", () => {
     ["maps", `${"a16178".repeat(10_000)}01`],
     ["tags", `${"c1".repeat(20_000)}01`],
     ["indefinite maps and strings", `${"bf6178".repeat(5_000)}7f6161ff${"ff".repeat(5_000)}`],
-  ])("metadata of %s nested thousands deep is skipped without recursion, keeping the codes", (_, metadata) => {
-    const data = schema2(withMetadata(metadata));
-    expect(sizeOf(data)).toBeLessThan(65_535);
-    const result = decodeAttribution(data);
-    expect(result).toMatchObject({ kind: "codes", codes: [{ code: "q", role: "app" }] });
-    expect(result).not.toHaveProperty("metadata");
-  });
+  ])(
+    "metadata of %s nested thousands deep is skipped without recursion, keeping the codes",
+    (_, metadata) => {
+      const data = schema2(withMetadata(metadata));
+      expect(sizeOf(data)).toBeLessThan(65_535);
+      const result = decodeAttribution(data);
+      expect(result).toMatchObject({ kind: "codes", codes: [{ code: "q", role: "app" }] });
+      expect(result).not.toHaveProperty("metadata");
+    },
+  );
 
   test.each([
     ["never closed", `${"81".repeat(1_000)}`, /beyond the buffer/],
@@ -406,10 +452,30 @@ describe("decodeAttribution() on schema 2", () => {
     ["r with a duplicate key", `a2616101616101`, ["app", "wallet"], /duplicate/],
     ["an app registry that is not a map", "a1616101", ["app"], /not a map/],
     ["an app registry without its chain id", `a16161a1616154${CC}`, ["app"], /lacks c or a/],
-    ["a wallet registry address of 19 bytes", `a16177a26163422105616153${"cc".repeat(19)}`, ["wallet"], /20 bytes/],
-    ["a wallet registry chain id that is not hex", `a16177a261636278796161` + `54${CC}`, ["wallet"], /chain id/],
-    ["an app registry chain id longer than 32 bytes", `a16161a261635821${"01".repeat(33)}616154${CC}`, ["app"], /chain id/],
-    ["an app registry that is a deeply nested array", `a16161${"81".repeat(70)}01`, ["app"], /not a map/],
+    [
+      "a wallet registry address of 19 bytes",
+      `a16177a26163422105616153${"cc".repeat(19)}`,
+      ["wallet"],
+      /20 bytes/,
+    ],
+    [
+      "a wallet registry chain id that is not hex",
+      `a16177a261636278796161` + `54${CC}`,
+      ["wallet"],
+      /chain id/,
+    ],
+    [
+      "an app registry chain id longer than 32 bytes",
+      `a16161a261635821${"01".repeat(33)}616154${CC}`,
+      ["app"],
+      /chain id/,
+    ],
+    [
+      "an app registry that is a deeply nested array",
+      `a16161${"81".repeat(70)}01`,
+      ["app"],
+      /not a map/,
+    ],
   ])("%s keeps the codes and flags the registry as malformed", (_, r, roles, reason) => {
     const result = decodeAttribution(schema2(withRegistries(r)));
     expect(result).toMatchObject({
@@ -424,7 +490,11 @@ describe("decodeAttribution() on schema 2", () => {
     });
     if (result.kind !== "codes") return;
     const registries = result.codes.map((code) => registryOfCode(result, code).kind);
-    expect(registries).toEqual([roles.includes("app") ? "malformed" : "canonical", roles.includes("wallet") ? "malformed" : "canonical", "canonical"]);
+    expect(registries).toEqual([
+      roles.includes("app") ? "malformed" : "canonical",
+      roles.includes("wallet") ? "malformed" : "canonical",
+      "canonical",
+    ]);
   });
 
   test("one malformed registry entry leaves the other role's custom registry in place", () => {
@@ -450,15 +520,29 @@ describe("decodeAttribution() on schema 2", () => {
     const data = schema2(`a261616171` + `6172a16161a1616154${CC}`);
     // Note: ox answers as if the app code were in the canonical registry.
     expect(oxFromData(data)).toEqual({ id: 2, appCode: "q" });
-    expect(decodeAttribution(data)).toMatchObject({ codes: [{ code: "q", role: "app" }], registryError: { roles: ["app"] } });
+    expect(decodeAttribution(data)).toMatchObject({
+      codes: [{ code: "q", role: "app" }],
+      registryError: { roles: ["app"] },
+    });
   });
 
   test("registryOfCode() places schema 0 codes in the canonical registry and schema 1 codes in theirs", () => {
     const schema0Result = decodeAttribution(schema0(ascii("baseapp")));
-    const schema1Result = decodeAttribution(OxAttribution.toDataSuffix({ codes: ["baseapp"], codeRegistry: { address: `0x${CC}`, chainId: 1 } }));
-    if (schema0Result.kind !== "codes" || schema1Result.kind !== "codes") throw new Error("expected codes");
-    expect(registryOfCode(schema0Result, { code: "baseapp", role: "code" })).toEqual({ kind: "canonical" });
-    expect(registryOfCode(schema1Result, { code: "baseapp", role: "code" })).toEqual({ kind: "custom", registry: { address: `0x${CC}`, chainId: 1n } });
+    const schema1Result = decodeAttribution(
+      OxAttribution.toDataSuffix({
+        codes: ["baseapp"],
+        codeRegistry: { address: `0x${CC}`, chainId: 1 },
+      }),
+    );
+    if (schema0Result.kind !== "codes" || schema1Result.kind !== "codes")
+      throw new Error("expected codes");
+    expect(registryOfCode(schema0Result, { code: "baseapp", role: "code" })).toEqual({
+      kind: "canonical",
+    });
+    expect(registryOfCode(schema1Result, { code: "baseapp", role: "code" })).toEqual({
+      kind: "custom",
+      registry: { address: `0x${CC}`, chainId: 1n },
+    });
   });
 
   test("schema 2 codes use r's registry for app and wallet only; services stay canonical", () => {
@@ -486,11 +570,41 @@ describe("decodeAttribution() on schema 2", () => {
 
   test.each([
     ["an indefinite-length map", "bf6161616bff", { appCode: "k" }, [["k", "app"]]],
-    ["an indefinite-length service array", "a161739f62733162733263733333ff", { serviceCodes: ["s1", "s2", "s33"] }, [["s1", "service"], ["s2", "service"], ["s33", "service"]]],
-    ["an app code in text chunks", "a161617f62626165736561707060ff", { appCode: "baseapp" }, [["baseapp", "app"]]],
+    [
+      "an indefinite-length service array",
+      "a161739f62733162733263733333ff",
+      { serviceCodes: ["s1", "s2", "s33"] },
+      [
+        ["s1", "service"],
+        ["s2", "service"],
+        ["s33", "service"],
+      ],
+    ],
+    [
+      "an app code in text chunks",
+      "a161617f62626165736561707060ff",
+      { appCode: "baseapp" },
+      [["baseapp", "app"]],
+    ],
     ["an indefinite-length key", "a17f6161ff6171", { appCode: "q" }, [["q", "app"]]],
-    ["everything indefinite", "bf7f6161ff7f6171ff61739f7f6173ffffff", { appCode: "q", serviceCodes: ["s"] }, [["q", "app"], ["s", "service"]]],
-    ["text chunks for keys and codes", "bf7f6161ff7f617aff6177617aff", { appCode: "z", walletCode: "z" }, [["z", "app"], ["z", "wallet"]]],
+    [
+      "everything indefinite",
+      "bf7f6161ff7f6171ff61739f7f6173ffffff",
+      { appCode: "q", serviceCodes: ["s"] },
+      [
+        ["q", "app"],
+        ["s", "service"],
+      ],
+    ],
+    [
+      "text chunks for keys and codes",
+      "bf7f6161ff7f617aff6177617aff",
+      { appCode: "z", walletCode: "z" },
+      [
+        ["z", "app"],
+        ["z", "wallet"],
+      ],
+    ],
   ])("CBOR with %s decodes, as ox decodes it", (_, cbor, oxAnswer, expected) => {
     const data = schema2(cbor);
     expect(decodeAttribution(data)).toMatchObject({
@@ -503,13 +617,18 @@ describe("decodeAttribution() on schema 2", () => {
 
   test("indefinite-length metadata is kept as its raw CBOR", () => {
     const metadata = "bf616b9f01f93e00ff617a5f4101420203ffff";
-    expect(decodeAttribution(schema2(withMetadata(metadata)))).toMatchObject({ metadata: `0x${metadata}` });
+    expect(decodeAttribution(schema2(withMetadata(metadata)))).toMatchObject({
+      metadata: `0x${metadata}`,
+    });
   });
 
   test("tagged metadata is kept, a tagged code is malformed", () => {
     // {a: "q", m: 1(1700000000)} — Note: ox throws Cbor.UnsupportedTagError on any tag; tags are well-formed CBOR.
     const data = schema2(withMetadata("c11a6553f100"));
-    expect(decodeAttribution(data)).toMatchObject({ codes: [{ code: "q", role: "app" }], metadata: "0xc11a6553f100" });
+    expect(decodeAttribution(data)).toMatchObject({
+      codes: [{ code: "q", role: "app" }],
+      metadata: "0xc11a6553f100",
+    });
     expect(oxFromData(data)).toBe("threw");
     // {a: 0("a")}
     expectMalformed(decodeAttribution(schema2("a16161c06161")), 2, /not a text string/);
@@ -544,7 +663,9 @@ function createRandom(seed: number) {
   return { next, int, bytes, pick };
 }
 
-const PRINTABLE_NO_COMMA = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).filter((c) => c !== ",");
+const PRINTABLE_NO_COMMA = Array.from({ length: 0x7f - 0x20 }, (_, i) =>
+  String.fromCharCode(0x20 + i),
+).filter((c) => c !== ",");
 const CODE_PATTERN = /^[\x20-\x2b\x2d-\x7e]+$/;
 
 describe("decodeAttribution() under fuzzing", () => {
@@ -556,7 +677,11 @@ describe("decodeAttribution() under fuzzing", () => {
       const body =
         random.next() < 0.5
           ? random.bytes(random.int(0, 80))
-          : ascii(Array.from({ length: random.int(0, 30) }, () => random.pick([...PRINTABLE_NO_COMMA, ",", ","])).join(""));
+          : ascii(
+              Array.from({ length: random.int(0, 30) }, () =>
+                random.pick([...PRINTABLE_NO_COMMA, ",", ","]),
+              ).join(""),
+            );
       const bodySize = body.length / 2;
       const variant = i % 4;
       const data =
@@ -580,7 +705,8 @@ describe("decodeAttribution() under fuzzing", () => {
       expect(result.suffixLength).toBeLessThanOrEqual(sizeOf(data));
       // Wherever ours finds codes, ox (which checks less) finds the same ones.
       const ox = oxFromData(data);
-      if (ox !== "threw" && ox?.codes !== undefined) expect(result.codes.map((c) => c.code)).toEqual(ox.codes);
+      if (ox !== "threw" && ox?.codes !== undefined)
+        expect(result.codes.map((c) => c.code)).toEqual(ox.codes);
     }
     // The generator must actually reach the accepting paths for this test to mean anything.
     expect(withCodes).toBeGreaterThan(50);
@@ -588,8 +714,10 @@ describe("decodeAttribution() under fuzzing", () => {
 
   test("1,000 random suffixes built by ox round-trip exactly after random calldata", () => {
     const random = createRandom(4337);
-    const code = () => Array.from({ length: random.int(1, 10) }, () => random.pick(PRINTABLE_NO_COMMA)).join("");
-    const codeList = (min: number, max: number) => Array.from({ length: random.int(min, max) }, code);
+    const code = () =>
+      Array.from({ length: random.int(1, 10) }, () => random.pick(PRINTABLE_NO_COMMA)).join("");
+    const codeList = (min: number, max: number) =>
+      Array.from({ length: random.int(min, max) }, code);
     const address = () => getAddress(`0x${random.bytes(20)}`);
     const chainId = () => random.pick([1, 10, 8453, 84532, random.int(1, 2 ** 48)]);
     const metadataValue = (): unknown =>
@@ -612,7 +740,12 @@ describe("decodeAttribution() under fuzzing", () => {
       if (schema === 0) {
         const list = codeList(1, 6);
         suffix = OxAttribution.toDataSuffix({ codes: list });
-        expected = { kind: "codes", schemaId: 0, codes: codes(...list), suffixLength: sizeOf(suffix) };
+        expected = {
+          kind: "codes",
+          schemaId: 0,
+          codes: codes(...list),
+          suffixLength: sizeOf(suffix),
+        };
       } else if (schema === 1) {
         const list = codeList(1, 6);
         const registry = { address: address(), chainId: chainId() };
@@ -621,7 +754,10 @@ describe("decodeAttribution() under fuzzing", () => {
           kind: "codes",
           schemaId: 1,
           codes: codes(...list),
-          registry: { address: registry.address.toLowerCase() as Hex, chainId: BigInt(registry.chainId) },
+          registry: {
+            address: registry.address.toLowerCase() as Hex,
+            chainId: BigInt(registry.chainId),
+          },
           suffixLength: sizeOf(suffix),
         };
       } else {
@@ -632,7 +768,9 @@ describe("decodeAttribution() under fuzzing", () => {
         const wallet = random.next() < 0.3 ? { address: address(), chainId: chainId() } : undefined;
         const metadata =
           random.next() < 0.4
-            ? Object.fromEntries(Array.from({ length: random.int(0, 3) }, (_, k) => [`k${k}`, metadataValue()]))
+            ? Object.fromEntries(
+                Array.from({ length: random.int(0, 3) }, (_, k) => [`k${k}`, metadataValue()]),
+              )
             : undefined;
         suffix = OxAttribution.toDataSuffix({
           appCode,
@@ -650,17 +788,27 @@ describe("decodeAttribution() under fuzzing", () => {
           address: registry.address.toLowerCase() as Hex,
           chainId: BigInt(registry.chainId),
         });
-        expected = expectedCodes.length === 0 ? { kind: "none", schemaId: 2 } : {
-          kind: "codes",
-          schemaId: 2,
-          codes: expectedCodes,
-          ...(app === undefined && wallet === undefined
-            ? {}
-            : { registries: { ...(app && { app: lower(app) }), ...(wallet && { wallet: lower(wallet) }) } }),
-          // ox leaves out empty metadata.
-          ...(metadata === undefined || Object.keys(metadata).length === 0 ? {} : { metadata: Cbor.encode(metadata) }),
-          suffixLength: sizeOf(suffix),
-        };
+        expected =
+          expectedCodes.length === 0
+            ? { kind: "none", schemaId: 2 }
+            : {
+                kind: "codes",
+                schemaId: 2,
+                codes: expectedCodes,
+                ...(app === undefined && wallet === undefined
+                  ? {}
+                  : {
+                      registries: {
+                        ...(app && { app: lower(app) }),
+                        ...(wallet && { wallet: lower(wallet) }),
+                      },
+                    }),
+                // ox leaves out empty metadata.
+                ...(metadata === undefined || Object.keys(metadata).length === 0
+                  ? {}
+                  : { metadata: Cbor.encode(metadata) }),
+                suffixLength: sizeOf(suffix),
+              };
       }
       const data = hex(prefix, suffix.slice(2));
       const result = decodeAttribution(data);
@@ -670,14 +818,23 @@ describe("decodeAttribution() under fuzzing", () => {
       if (result.kind === "codes" && result.schemaId === 2 && ox !== undefined) {
         const byRole = { app: ox.registries?.app, wallet: ox.registries?.wallet };
         for (const code of result.codes) {
-          const oxRegistry = code.role === "app" || code.role === "wallet" ? byRole[code.role] : undefined;
+          const oxRegistry =
+            code.role === "app" || code.role === "wallet" ? byRole[code.role] : undefined;
           expect(registryOfCode(result, code), data).toEqual(
             oxRegistry === undefined
               ? { kind: "canonical" }
-              : { kind: "custom", registry: { address: oxRegistry.address.toLowerCase(), chainId: BigInt(oxRegistry.chainId) } },
+              : {
+                  kind: "custom",
+                  registry: {
+                    address: oxRegistry.address.toLowerCase(),
+                    chainId: BigInt(oxRegistry.chainId),
+                  },
+                },
           );
         }
-        expect(result.codes.filter((c) => c.role === "service").map((c) => c.code)).toEqual(ox.serviceCodes ?? []);
+        expect(result.codes.filter((c) => c.role === "service").map((c) => c.code)).toEqual(
+          ox.serviceCodes ?? [],
+        );
       }
     }
   });
@@ -711,9 +868,10 @@ function encodeCbor(node: CborNode, random: ReturnType<typeof createRandom>): st
     case "text": {
       const utf8Hex = Buffer.from(node.v, "utf8").toString("hex");
       // Chunks must each be valid UTF-8: only ASCII text is split.
-      if (!/^[\x00-\x7f]*$/.test(node.v) || !indefinite()) return head(3, utf8Hex.length / 2) + utf8Hex;
+      if (!/^[\x00-\x7f]*$/.test(node.v) || !indefinite())
+        return head(3, utf8Hex.length / 2) + utf8Hex;
       let out = "7f";
-      for (let at = 0; at < node.v.length; ) {
+      for (let at = 0; at < node.v.length;) {
         if (random.next() < 0.1) out += "60"; // an empty chunk
         const size = random.int(1, node.v.length - at);
         out += head(3, size) + ascii(node.v.slice(at, at + size));
@@ -739,19 +897,31 @@ function encodeCbor(node: CborNode, random: ReturnType<typeof createRandom>): st
 function encodeMap(entries: readonly string[], random: ReturnType<typeof createRandom>): string {
   const body = entries.join("");
   if (random.next() < 0.4) return `bf${body}ff`;
-  return entries.length < 24 ? byteHex(0xa0 + entries.length) + body : `b8${byteHex(entries.length)}${body}`;
+  return entries.length < 24
+    ? byteHex(0xa0 + entries.length) + body
+    : `b8${byteHex(entries.length)}${body}`;
 }
 
 describe("decodeAttribution() fuzzing schema 2 CBOR encodings", () => {
   test("3,000 random maps in random definite/indefinite encodings decode to their codes; mutated ones never throw", () => {
     const random = createRandom(2049);
-    const code = () => Array.from({ length: random.int(1, 12) }, () => random.pick(PRINTABLE_NO_COMMA)).join("");
+    const code = () =>
+      Array.from({ length: random.int(1, 12) }, () => random.pick(PRINTABLE_NO_COMMA)).join("");
     const text = (value: string): CborNode => ({ t: "text", v: value });
     /** Metadata of CBOR depth exactly `depth` (1 = a leaf). */
     const metadata = (depth: number): CborNode => {
-      if (depth <= 1) return random.pick<() => CborNode>([() => text(code()), () => text("café ☕"), () => ({ t: "int", v: random.int(-1000, 70_000) }), () => ({ t: "bytes", v: random.bytes(random.int(0, 8)) })])();
+      if (depth <= 1)
+        return random.pick<() => CborNode>([
+          () => text(code()),
+          () => text("café ☕"),
+          () => ({ t: "int", v: random.int(-1000, 70_000) }),
+          () => ({ t: "bytes", v: random.bytes(random.int(0, 8)) }),
+        ])();
       return random.pick<() => CborNode>([
-        () => ({ t: "array", v: [metadata(depth - 1), ...Array.from({ length: random.int(0, 2) }, () => metadata(1))] }),
+        () => ({
+          t: "array",
+          v: [metadata(depth - 1), ...Array.from({ length: random.int(0, 2) }, () => metadata(1))],
+        }),
         () => ({ t: "map", v: [[text(`k${random.int(0, 9)}`), metadata(depth - 1)]] }),
         () => ({ t: "tag", v: metadata(depth - 1) }),
       ])();
@@ -760,9 +930,13 @@ describe("decodeAttribution() fuzzing schema 2 CBOR encodings", () => {
     for (let i = 0; i < 3000; i++) {
       const app = random.next() < 0.6 ? code() : undefined;
       const wallet = random.next() < 0.4 ? code() : undefined;
-      const services = random.next() < 0.4 ? Array.from({ length: random.int(0, 3) }, code) : undefined;
+      const services =
+        random.next() < 0.4 ? Array.from({ length: random.int(0, 3) }, code) : undefined;
       // Depth of m's value counted from the top-level map (depth 1): within the limit up to 64.
-      const metadataDepth = random.next() < 0.5 ? random.pick([random.int(1, 10), random.int(60, 66), random.int(100, 300)]) : undefined;
+      const metadataDepth =
+        random.next() < 0.5
+          ? random.pick([random.int(1, 10), random.int(60, 66), random.int(100, 300)])
+          : undefined;
       const entries: Array<[CborNode, CborNode]> = [];
       if (app !== undefined) entries.push([text("a"), text(app)]);
       if (wallet !== undefined) entries.push([text("w"), text(wallet)]);
@@ -773,7 +947,10 @@ describe("decodeAttribution() fuzzing schema 2 CBOR encodings", () => {
       entries.sort(() => random.next() - 0.5);
       const metadataHex = metadataNode === undefined ? undefined : encodeCbor(metadataNode, random);
       const cbor = encodeMap(
-        entries.map(([k, v]) => encodeCbor(k, random) + (v === metadataNode ? metadataHex : encodeCbor(v, random))),
+        entries.map(
+          ([k, v]) =>
+            encodeCbor(k, random) + (v === metadataNode ? metadataHex : encodeCbor(v, random)),
+        ),
         random,
       );
       const data = schema2(cbor, random.bytes(random.int(0, 40)));
@@ -788,7 +965,8 @@ describe("decodeAttribution() fuzzing schema 2 CBOR encodings", () => {
       } else {
         expect(result, cbor).toMatchObject({ kind: "codes", schemaId: 2, codes: expectedCodes });
         const kept = result.kind === "codes" && result.schemaId === 2 ? result.metadata : undefined;
-        if (metadataDepth === undefined || metadataDepth + 1 > 64) expect(kept, cbor).toBeUndefined();
+        if (metadataDepth === undefined || metadataDepth + 1 > 64)
+          expect(kept, cbor).toBeUndefined();
         else expect(kept, cbor).toBe(`0x${metadataHex}`);
       }
       // ox agrees wherever it has no tag to choke on.
@@ -802,7 +980,10 @@ describe("decodeAttribution() fuzzing schema 2 CBOR encodings", () => {
       const at = random.int(0, cbor.length / 2 - 1);
       const mutatedCbor = random.pick([
         () => cbor.slice(0, at * 2) + random.bytes(1) + cbor.slice(at * 2 + 2),
-        () => cbor.slice(0, at * 2) + random.pick(["ff", "9f", "bf", "7f", "5f", "c0", "1f", "f8", "18"]) + cbor.slice(at * 2),
+        () =>
+          cbor.slice(0, at * 2) +
+          random.pick(["ff", "9f", "bf", "7f", "5f", "c0", "1f", "f8", "18"]) +
+          cbor.slice(at * 2),
         () => cbor.slice(0, at * 2) + cbor.slice(at * 2 + 2),
       ])();
       let mutated: Attribution | undefined;
@@ -811,7 +992,8 @@ describe("decodeAttribution() fuzzing schema 2 CBOR encodings", () => {
       }, mutatedCbor).not.toThrow();
       if (mutated?.kind === "codes") {
         mutatedWithCodes++;
-        for (const { code: found } of mutated.codes) expect(found, mutatedCbor).toMatch(CODE_PATTERN);
+        for (const { code: found } of mutated.codes)
+          expect(found, mutatedCbor).toMatch(CODE_PATTERN);
       }
     }
     expect(mutatedWithCodes).toBeGreaterThan(100);

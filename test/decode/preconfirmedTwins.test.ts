@@ -1,7 +1,13 @@
 import type { Hex } from "viem";
 import { describe, expect, test } from "vitest";
 import type { LogRow } from "../../src/rows/logRow.js";
-import { assignTxLogPositions, createStreamPositions, pickTwin, twinContent, type TwinCandidate } from "../../src/decode/preconfirmedTwins.js";
+import {
+  assignTxLogPositions,
+  createStreamPositions,
+  pickTwin,
+  twinContent,
+  type TwinCandidate,
+} from "../../src/decode/preconfirmedTwins.js";
 
 const TOKEN_A: Hex = "0x00000000000000000000000000000000000000aa";
 const TOKEN_B: Hex = "0x00000000000000000000000000000000000000bb";
@@ -32,7 +38,12 @@ function row(tx: Hex, address: Hex, logIndex: number, overrides: Partial<LogRow>
 
 describe("assignTxLogPositions()", () => {
   test("numbers each transaction's logs per token in logIndex order", () => {
-    const rows = [row(TX1, TOKEN_A, 3), row(TX1, TOKEN_B, 4), row(TX1, TOKEN_A, 7), row(TX2, TOKEN_A, 9)];
+    const rows = [
+      row(TX1, TOKEN_A, 3),
+      row(TX1, TOKEN_B, 4),
+      row(TX1, TOKEN_A, 7),
+      row(TX2, TOKEN_A, 9),
+    ];
     assignTxLogPositions(rows);
     expect(rows.map((r) => r.txLogPosition)).toEqual([0, 0, 1, 0]);
   });
@@ -40,12 +51,19 @@ describe("assignTxLogPositions()", () => {
   test("gives the same positions whatever order the node answered in", () => {
     const rows = [row(TX1, TOKEN_A, 7), row(TX2, TOKEN_A, 9), row(TX1, TOKEN_A, 3)];
     assignTxLogPositions(rows);
-    expect(rows.map((r) => [r.logIndex, r.txLogPosition])).toEqual([[7, 1], [9, 0], [3, 0]]);
+    expect(rows.map((r) => [r.logIndex, r.txLogPosition])).toEqual([
+      [7, 1],
+      [9, 0],
+      [3, 0],
+    ]);
   });
 
   test("a pre-confirmed copy (cumulative logIndex) and the confirmed one (block logIndex) get the same positions", () => {
     const pending = [row(TX1, TOKEN_A, 41), row(TX1, TOKEN_A, 42)];
-    const confirmed = [row(TX1, TOKEN_A, 1, { status: "confirmed" }), row(TX1, TOKEN_A, 2, { status: "confirmed" })];
+    const confirmed = [
+      row(TX1, TOKEN_A, 1, { status: "confirmed" }),
+      row(TX1, TOKEN_A, 2, { status: "confirmed" }),
+    ];
     assignTxLogPositions(pending);
     assignTxLogPositions(confirmed);
     expect(pending.map((r) => r.txLogPosition)).toEqual(confirmed.map((r) => r.txLogPosition));
@@ -103,9 +121,21 @@ describe("pickTwin()", () => {
 
   test("twins share content: transaction, token, topics and data; block hash and logIndex are not part of it", () => {
     const pre = row(TX1, TOKEN_A, 41, { topics: [TOPIC, `0x${"0a".repeat(32)}`] });
-    const confirmed = row(TX1, TOKEN_A, 2, { topics: [TOPIC, `0x${"0a".repeat(32)}`], blockHash: `0x${"ee".repeat(32)}`, status: "confirmed" });
+    const confirmed = row(TX1, TOKEN_A, 2, {
+      topics: [TOPIC, `0x${"0a".repeat(32)}`],
+      blockHash: `0x${"ee".repeat(32)}`,
+      status: "confirmed",
+    });
     expect(twinContent(pre)).toEqual(twinContent(confirmed));
-    expect(twinContent(pre)).toEqual({ txHash: TX1, address: TOKEN_A, topic0: TOPIC, topic1: `0x${"0a".repeat(32)}`, topic2: null, topic3: null, data: "0x" });
+    expect(twinContent(pre)).toEqual({
+      txHash: TX1,
+      address: TOKEN_A,
+      topic0: TOPIC,
+      topic1: `0x${"0a".repeat(32)}`,
+      topic2: null,
+      topic3: null,
+      data: "0x",
+    });
     expect(twinContent(row(TX2, TOKEN_A, 41))).not.toEqual(twinContent(pre));
   });
 });

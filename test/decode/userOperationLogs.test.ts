@@ -1,4 +1,11 @@
-import { encodeAbiParameters, encodeEventTopics, pad, parseAbi, toEventSelector, type Hex } from "viem";
+import {
+  encodeAbiParameters,
+  encodeEventTopics,
+  pad,
+  parseAbi,
+  toEventSelector,
+  type Hex,
+} from "viem";
 import { entryPoint06Abi, entryPoint07Abi, entryPoint08Abi } from "viem/account-abstraction";
 import { describe, expect, test } from "vitest";
 import { BEFORE_EXECUTION_TOPIC, USER_OPERATION_EVENT_TOPIC } from "../../src/decode/erc4337.js";
@@ -12,20 +19,40 @@ const EURC: Hex = "0x60a3e35cc302bfa44cb288bc5a4f316fdb1adb42";
 const ALICE: Hex = "0x1111111111111111111111111111111111111111";
 const BOB: Hex = "0x2222222222222222222222222222222222222222";
 const PAYMASTER: Hex = "0x3333333333333333333333333333333333333333";
-const erc20 = parseAbi(["event Transfer(address indexed from, address indexed to, uint256 value)", "event Approval(address indexed owner, address indexed spender, uint256 value)"]);
+const erc20 = parseAbi([
+  "event Transfer(address indexed from, address indexed to, uint256 value)",
+  "event Approval(address indexed owner, address indexed spender, uint256 value)",
+]);
 
 /** Builds a receipt's logs in order, numbering logIndex from `first` (a bundle is rarely a block's first transaction). */
 function receipt(first = 40) {
   const logs: ReceiptLog[] = [];
-  const push = (log: Omit<ReceiptLog, "logIndex">) => logs.push({ ...log, logIndex: first + logs.length });
+  const push = (log: Omit<ReceiptLog, "logIndex">) =>
+    logs.push({ ...log, logIndex: first + logs.length });
   return {
     logs,
     transfer(token: Hex, from: Hex, to: Hex, value = 1n) {
-      push({ address: token, topics: encodeEventTopics({ abi: erc20, eventName: "Transfer", args: { from, to } }) as Hex[], data: encodeAbiParameters([{ type: "uint256" }], [value]) });
+      push({
+        address: token,
+        topics: encodeEventTopics({
+          abi: erc20,
+          eventName: "Transfer",
+          args: { from, to },
+        }) as Hex[],
+        data: encodeAbiParameters([{ type: "uint256" }], [value]),
+      });
       return this;
     },
     approval(token: Hex) {
-      push({ address: token, topics: encodeEventTopics({ abi: erc20, eventName: "Approval", args: { owner: ALICE, spender: BOB } }) as Hex[], data: pad("0x01") });
+      push({
+        address: token,
+        topics: encodeEventTopics({
+          abi: erc20,
+          eventName: "Approval",
+          args: { owner: ALICE, spender: BOB },
+        }) as Hex[],
+        data: pad("0x01"),
+      });
       return this;
     },
     beforeExecution(address: Hex = EP) {
@@ -35,8 +62,15 @@ function receipt(first = 40) {
     userOperationEvent(sender: Hex, nonce: bigint, success = true, address: Hex = EP) {
       push({
         address,
-        topics: encodeEventTopics({ abi: entryPoint07Abi, eventName: "UserOperationEvent", args: { userOpHash: pad("0xabcd"), sender, paymaster: PAYMASTER } }) as Hex[],
-        data: encodeAbiParameters([{ type: "uint256" }, { type: "bool" }, { type: "uint256" }, { type: "uint256" }], [nonce, success, 10_000n, 50_000n]),
+        topics: encodeEventTopics({
+          abi: entryPoint07Abi,
+          eventName: "UserOperationEvent",
+          args: { userOpHash: pad("0xabcd"), sender, paymaster: PAYMASTER },
+        }) as Hex[],
+        data: encodeAbiParameters(
+          [{ type: "uint256" }, { type: "bool" }, { type: "uint256" }, { type: "uint256" }],
+          [nonce, success, 10_000n, 50_000n],
+        ),
       });
       return this;
     },
@@ -51,8 +85,16 @@ const OPS = [
 describe("mapBundleLogs()", () => {
   test("the event topics are those of the real EntryPoint ABIs (v0.6, v0.7, v0.8)", () => {
     for (const abi of [entryPoint06Abi, entryPoint07Abi, entryPoint08Abi]) {
-      expect(toEventSelector(abi.find((item) => item.type === "event" && item.name === "UserOperationEvent")!)).toBe(USER_OPERATION_EVENT_TOPIC);
-      expect(toEventSelector(abi.find((item) => item.type === "event" && item.name === "BeforeExecution")!)).toBe(BEFORE_EXECUTION_TOPIC);
+      expect(
+        toEventSelector(
+          abi.find((item) => item.type === "event" && item.name === "UserOperationEvent")!,
+        ),
+      ).toBe(USER_OPERATION_EVENT_TOPIC);
+      expect(
+        toEventSelector(
+          abi.find((item) => item.type === "event" && item.name === "BeforeExecution")!,
+        ),
+      ).toBe(BEFORE_EXECUTION_TOPIC);
     }
   });
 
@@ -101,19 +143,59 @@ describe("mapBundleLogs()", () => {
       .userOperationEvent(ALICE, 3n, true, OTHER_EP)
       .transfer(USDC, BOB, ALICE)
       .userOperationEvent(BOB, 1n << 64n);
-    expect(mapBundleLogs(r.logs, EP, OPS)).toEqual({ kind: "mapped", logs: [{ token: USDC, txLogPosition: 0, opIndex: 1 }] });
+    expect(mapBundleLogs(r.logs, EP, OPS)).toEqual({
+      kind: "mapped",
+      logs: [{ token: USDC, txLogPosition: 0, opIndex: 1 }],
+    });
     // The EntryPoint's address may come in any case.
-    expect(mapBundleLogs(r.logs, "0x0000000071727De22E5E9d8BAf0edAc6f37da032", OPS)).toEqual(mapBundleLogs(r.logs, EP, OPS));
+    expect(mapBundleLogs(r.logs, "0x0000000071727De22E5E9d8BAf0edAc6f37da032", OPS)).toEqual(
+      mapBundleLogs(r.logs, EP, OPS),
+    );
   });
 
   test("events out of order, or counts that do not match the calldata, credit no operation and say why", () => {
     const cases: Array<[ReturnType<typeof receipt>, RegExp]> = [
-      [receipt().userOperationEvent(ALICE, 7n).beforeExecution().userOperationEvent(BOB, 1n << 64n), /came before BeforeExecution/],
-      [receipt().beforeExecution().userOperationEvent(ALICE, 7n), /1 UserOperationEvent\(s\) for 2 operation\(s\)/],
-      [receipt().beforeExecution().userOperationEvent(ALICE, 7n).userOperationEvent(BOB, 1n << 64n).userOperationEvent(BOB, 2n), /more UserOperationEvents than the calldata holds operations \(2\)/],
-      [receipt().beforeExecution().userOperationEvent(BOB, 1n << 64n).userOperationEvent(ALICE, 7n), /UserOperationEvent 0 names sender 0x2222.* the calldata's operation 0 sender 0x1111/],
-      [receipt().beforeExecution().userOperationEvent(ALICE, 8n).userOperationEvent(BOB, 1n << 64n), /nonce 8, the calldata's operation 0 .* nonce 7/],
-      [receipt().beforeExecution().beforeExecution().userOperationEvent(ALICE, 7n).userOperationEvent(BOB, 1n << 64n), /BeforeExecution more than once/],
+      [
+        receipt()
+          .userOperationEvent(ALICE, 7n)
+          .beforeExecution()
+          .userOperationEvent(BOB, 1n << 64n),
+        /came before BeforeExecution/,
+      ],
+      [
+        receipt().beforeExecution().userOperationEvent(ALICE, 7n),
+        /1 UserOperationEvent\(s\) for 2 operation\(s\)/,
+      ],
+      [
+        receipt()
+          .beforeExecution()
+          .userOperationEvent(ALICE, 7n)
+          .userOperationEvent(BOB, 1n << 64n)
+          .userOperationEvent(BOB, 2n),
+        /more UserOperationEvents than the calldata holds operations \(2\)/,
+      ],
+      [
+        receipt()
+          .beforeExecution()
+          .userOperationEvent(BOB, 1n << 64n)
+          .userOperationEvent(ALICE, 7n),
+        /UserOperationEvent 0 names sender 0x2222.* the calldata's operation 0 sender 0x1111/,
+      ],
+      [
+        receipt()
+          .beforeExecution()
+          .userOperationEvent(ALICE, 8n)
+          .userOperationEvent(BOB, 1n << 64n),
+        /nonce 8, the calldata's operation 0 .* nonce 7/,
+      ],
+      [
+        receipt()
+          .beforeExecution()
+          .beforeExecution()
+          .userOperationEvent(ALICE, 7n)
+          .userOperationEvent(BOB, 1n << 64n),
+        /BeforeExecution more than once/,
+      ],
       [receipt().transfer(USDC, ALICE, BOB), /0 UserOperationEvent\(s\) for 2 operation\(s\)/],
     ];
     for (const [r, reason] of cases) {
@@ -124,18 +206,46 @@ describe("mapBundleLogs()", () => {
   });
 
   test("hostile logs (unsorted, a truncated event, a sender topic that is no address) are refused, never thrown", () => {
-    const r = receipt().beforeExecution().userOperationEvent(ALICE, 7n).userOperationEvent(BOB, 1n << 64n);
+    const r = receipt()
+      .beforeExecution()
+      .userOperationEvent(ALICE, 7n)
+      .userOperationEvent(BOB, 1n << 64n);
     const swapped = [r.logs[0]!, r.logs[2]!, r.logs[1]!];
-    expect(mapBundleLogs(swapped, EP, OPS)).toMatchObject({ kind: "unmapped", reason: expect.stringMatching(/not in logIndex order/) });
-    const truncated = r.logs.map((log, i) => (i === 1 ? { ...log, data: log.data.slice(0, 66) as Hex } : log));
-    expect(mapBundleLogs(truncated, EP, OPS)).toEqual({ kind: "unmapped", reason: "UserOperationEvent 0 is malformed" });
-    const badSender = r.logs.map((log, i) => (i === 1 ? { ...log, topics: [log.topics[0]!, log.topics[1]!, `0x${"ff".repeat(32)}` as Hex, log.topics[3]!] } : log));
-    expect(mapBundleLogs(badSender, EP, OPS)).toEqual({ kind: "unmapped", reason: "UserOperationEvent 0 is malformed" });
-    const threeTopics = r.logs.map((log, i) => (i === 1 ? { ...log, topics: log.topics.slice(0, 3) } : log));
-    expect(mapBundleLogs(threeTopics, EP, OPS)).toEqual({ kind: "unmapped", reason: "UserOperationEvent 0 is malformed" });
+    expect(mapBundleLogs(swapped, EP, OPS)).toMatchObject({
+      kind: "unmapped",
+      reason: expect.stringMatching(/not in logIndex order/),
+    });
+    const truncated = r.logs.map((log, i) =>
+      i === 1 ? { ...log, data: log.data.slice(0, 66) as Hex } : log,
+    );
+    expect(mapBundleLogs(truncated, EP, OPS)).toEqual({
+      kind: "unmapped",
+      reason: "UserOperationEvent 0 is malformed",
+    });
+    const badSender = r.logs.map((log, i) =>
+      i === 1
+        ? {
+            ...log,
+            topics: [log.topics[0]!, log.topics[1]!, `0x${"ff".repeat(32)}` as Hex, log.topics[3]!],
+          }
+        : log,
+    );
+    expect(mapBundleLogs(badSender, EP, OPS)).toEqual({
+      kind: "unmapped",
+      reason: "UserOperationEvent 0 is malformed",
+    });
+    const threeTopics = r.logs.map((log, i) =>
+      i === 1 ? { ...log, topics: log.topics.slice(0, 3) } : log,
+    );
+    expect(mapBundleLogs(threeTopics, EP, OPS)).toEqual({
+      kind: "unmapped",
+      reason: "UserOperationEvent 0 is malformed",
+    });
   });
 
   test("a bundle of no operations maps nothing", () => {
-    expect(mapBundleLogs(receipt().beforeExecution().transfer(USDC, ALICE, BOB).logs, EP, [])).toEqual({ kind: "mapped", logs: [] });
+    expect(
+      mapBundleLogs(receipt().beforeExecution().transfer(USDC, ALICE, BOB).logs, EP, []),
+    ).toEqual({ kind: "mapped", logs: [] });
   });
 });

@@ -17,11 +17,20 @@ const RECIPIENTS = [1, 2, 3, 4].map((i) => pad(numberToHex(0xf00d00 + i), { size
 const [R1, R2, R3, R4] = RECIPIENTS as [Address, Address, Address, Address];
 
 type Block = { number: Hex; hash: Hex; parentHash: Hex; timestamp: Hex; transactions: Hex[] };
-type LogFilter = { fromBlock?: string; toBlock?: string; address?: string; topics?: Array<string | string[] | null> };
+type LogFilter = {
+  fromBlock?: string;
+  toBlock?: string;
+  address?: string;
+  topics?: Array<string | string[] | null>;
+};
 
 /** A JSON-RPC call over plain HTTP, so tests see the raw objects the front serves. */
 async function rpc<T = unknown>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
   const body = (await response.json()) as { result?: T; error?: { code: number; message: string } };
   if (body.error !== undefined) throw new RpcAnswerError(body.error.code, body.error.message);
   return body.result as T;
@@ -35,17 +44,30 @@ function createSender(devnet: Devnet, keyIndex: number) {
   const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
   const wallet = createWalletClient({ account, transport: http(devnet.httpUrl) });
   let nonce: number | undefined;
-  const common = () => ({ address: devnet.token, abi: flashTestTokenAbi, chain: null, gas: GAS }) as const;
+  const common = () =>
+    ({ address: devnet.token, abi: flashTestTokenAbi, chain: null, gas: GAS }) as const;
   async function nextNonce(): Promise<number> {
-    nonce ??= Number(await rpc<Hex>(devnet.httpUrl, "eth_getTransactionCount", [account.address, "latest"]));
+    nonce ??= Number(
+      await rpc<Hex>(devnet.httpUrl, "eth_getTransactionCount", [account.address, "latest"]),
+    );
     return nonce++;
   }
   return {
     address: account.address,
     transfer: async (to: Address, value: bigint): Promise<Hex> =>
-      wallet.writeContract({ ...common(), functionName: "transfer", args: [to, value], nonce: await nextNonce() }),
+      wallet.writeContract({
+        ...common(),
+        functionName: "transfer",
+        args: [to, value],
+        nonce: await nextNonce(),
+      }),
     emitTransfers: async (to: Address[], values: bigint[]): Promise<Hex> =>
-      wallet.writeContract({ ...common(), functionName: "emitTransfers", args: [to, values], nonce: await nextNonce() }),
+      wallet.writeContract({
+        ...common(),
+        functionName: "emitTransfers",
+        args: [to, values],
+        nonce: await nextNonce(),
+      }),
     /** After a transaction of ours was dropped, the chain's count is right again. */
     forgetNonce: () => void (nonce = undefined),
   };
@@ -63,14 +85,25 @@ function useDevnet(options: DevnetOptions = {}) {
       return devnet;
     },
     errors,
-    call: <T = unknown>(method: string, params: unknown[] = []) => rpc<T>(h.devnet.httpUrl, method, params),
+    call: <T = unknown>(method: string, params: unknown[] = []) =>
+      rpc<T>(h.devnet.httpUrl, method, params),
     blockNumber: async () => Number(await h.call<Hex>("eth_blockNumber")),
-    block: (number: number | "latest") => h.call<Block>("eth_getBlockByNumber", [typeof number === "number" ? numberToHex(number) : number, false]),
-    flashblock: () => h.call<{ blockNumber: number; index: number; newLogs: number }>("devnet_flashblock"),
+    block: (number: number | "latest") =>
+      h.call<Block>("eth_getBlockByNumber", [
+        typeof number === "number" ? numberToHex(number) : number,
+        false,
+      ]),
+    flashblock: () =>
+      h.call<{ blockNumber: number; index: number; newLogs: number }>("devnet_flashblock"),
     mine: () => h.call<boolean>("devnet_mine"),
     getLogs: (filter: LogFilter) => h.call<RpcLogObject[]>("eth_getLogs", [filter]),
-    pendingLogs: (filter: Omit<LogFilter, "fromBlock" | "toBlock"> = {}) => h.getLogs({ ...filter, fromBlock: "pending", toBlock: "pending" }),
-    receipt: (hash: Hex) => h.call<{ blockHash: Hex; blockNumber: Hex; status: Hex } | null>("eth_getTransactionReceipt", [hash]),
+    pendingLogs: (filter: Omit<LogFilter, "fromBlock" | "toBlock"> = {}) =>
+      h.getLogs({ ...filter, fromBlock: "pending", toBlock: "pending" }),
+    receipt: (hash: Hex) =>
+      h.call<{ blockHash: Hex; blockNumber: Hex; status: Hex } | null>(
+        "eth_getTransactionReceipt",
+        [hash],
+      ),
     sender: (keyIndex: number) => createSender(h.devnet, keyIndex),
     connect: async () => {
       const client = await connectWsRpc(h.devnet.wsUrl);
@@ -83,7 +116,13 @@ function useDevnet(options: DevnetOptions = {}) {
     },
   };
   beforeAll(async () => {
-    devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0, port: 0, onError: (error) => errors.push(error), ...options });
+    devnet = await startDevnet({
+      blockTimeMs: 0,
+      flashblockIntervalMs: 0,
+      port: 0,
+      onError: (error) => errors.push(error),
+      ...options,
+    });
   });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
@@ -95,7 +134,6 @@ function useDevnet(options: DevnetOptions = {}) {
   });
   return h;
 }
-
 
 /** The fields a log keeps from pre-confirmation to its canonical block. */
 const essence = (log: RpcLogObject) => ({
@@ -118,7 +156,10 @@ describe("eth_getLogs on the pending block", () => {
     const hash = await alice.transfer(R1, 1_234n);
     expect(await h.pendingLogs()).toEqual([]);
 
-    expect(await h.flashblock()).toMatchObject({ blockNumber: Number(head.number) + 1, newLogs: 1 });
+    expect(await h.flashblock()).toMatchObject({
+      blockNumber: Number(head.number) + 1,
+      newLogs: 1,
+    });
     const logs = await h.pendingLogs({ address: h.devnet.token });
     expect(logs).toHaveLength(1);
     expect(logs[0]).toMatchObject({
@@ -162,14 +203,19 @@ describe("eth_getLogs on the pending block", () => {
     await h.mine();
     const block = await h.block(head + 1);
     expect(block.transactions).toEqual([first, second]);
-    const canonical = await h.getLogs({ fromBlock: numberToHex(head + 1), toBlock: numberToHex(head + 1) });
+    const canonical = await h.getLogs({
+      fromBlock: numberToHex(head + 1),
+      toBlock: numberToHex(head + 1),
+    });
     expect(canonical.map(essence)).toEqual(pending.map(essence));
     expect(canonical.every((l) => l.blockHash === block.hash && !l.removed)).toBe(true);
     // The block is mined with the timestamp its pre-confirmations announced.
     expect(block.timestamp).toBe(pending[0]!.blockTimestamp);
 
     expect(await h.pendingLogs()).toEqual([]);
-    expect(await h.getLogs({ fromBlock: numberToHex(head + 1), toBlock: "pending" })).toEqual(canonical);
+    expect(await h.getLogs({ fromBlock: numberToHex(head + 1), toBlock: "pending" })).toEqual(
+      canonical,
+    );
   });
 });
 
@@ -185,14 +231,22 @@ describe("eth_getLogs ranges that end at pending", () => {
     const preconfirmed = await bob.transfer(R2, 20n);
     await h.flashblock();
 
-    const logs = await h.getLogs({ fromBlock: numberToHex(block), toBlock: "pending", address: h.devnet.token });
-    expect(logs.map((l) => [l.transactionHash, Number(l.blockNumber), l.blockHash === ZERO_BLOCK_HASH])).toEqual([
+    const logs = await h.getLogs({
+      fromBlock: numberToHex(block),
+      toBlock: "pending",
+      address: h.devnet.token,
+    });
+    expect(
+      logs.map((l) => [l.transactionHash, Number(l.blockNumber), l.blockHash === ZERO_BLOCK_HASH]),
+    ).toEqual([
       [confirmed, block, false],
       [preconfirmed, block + 1, true],
     ]);
     // The block range bounds only the canonical part: the pending log is there even from an old block.
     const wide = await h.getLogs({ fromBlock: "0x0", toBlock: "pending", address: h.devnet.token });
-    expect(wide.filter((l) => l.blockHash === ZERO_BLOCK_HASH).map((l) => l.transactionHash)).toEqual([preconfirmed]);
+    expect(
+      wide.filter((l) => l.blockHash === ZERO_BLOCK_HASH).map((l) => l.transactionHash),
+    ).toEqual([preconfirmed]);
     expect(wide.filter((l) => l.transactionHash === confirmed)).toHaveLength(1);
   });
 
@@ -205,11 +259,17 @@ describe("eth_getLogs ranges that end at pending", () => {
     // the race a Base node's de-duplication is for.
     await h.call("evm_mine");
     expect(await h.blockNumber()).toBe(head + 1);
-    expect((await h.pendingLogs()).map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex])).toEqual([[hash, head + 1, "0x0"]]);
+    expect(
+      (await h.pendingLogs()).map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex]),
+    ).toEqual([[hash, head + 1, "0x0"]]);
 
     const logs = await h.getLogs({ fromBlock: numberToHex(head + 1), toBlock: "pending" });
     expect(logs).toHaveLength(1);
-    expect(logs[0]).toMatchObject({ transactionHash: hash, blockNumber: numberToHex(head + 1), logIndex: "0x0" });
+    expect(logs[0]).toMatchObject({
+      transactionHash: hash,
+      blockNumber: numberToHex(head + 1),
+      logIndex: "0x0",
+    });
     expect(logs[0]!.blockHash).not.toBe(ZERO_BLOCK_HASH);
   });
 
@@ -229,8 +289,11 @@ describe("eth_getLogs ranges that end at pending", () => {
       { fromBlock: "pending", toBlock: "latest" },
     ]) {
       const logs = await h.getLogs(filter);
-      if (filter.fromBlock === "0x0") expect(logs.length, JSON.stringify(filter)).toBeGreaterThan(0); // the mints, at least
-      expect(logs.filter((l) => l.transactionHash === hash || l.blockHash === ZERO_BLOCK_HASH)).toEqual([]);
+      if (filter.fromBlock === "0x0")
+        expect(logs.length, JSON.stringify(filter)).toBeGreaterThan(0); // the mints, at least
+      expect(
+        logs.filter((l) => l.transactionHash === hash || l.blockHash === ZERO_BLOCK_HASH),
+      ).toEqual([]);
     }
   });
 
@@ -246,10 +309,18 @@ describe("eth_getLogs ranges that end at pending", () => {
 
     expect(hashes(await h.pendingLogs({ address: h.devnet.token }))).toEqual([toR3, toR4]);
     expect(await h.pendingLogs({ address: R1 })).toEqual([]);
-    expect(hashes(await h.pendingLogs({ topics: [TRANSFER_TOPIC, null, topicOf(R4)] }))).toEqual([toR4]);
-    expect(hashes(await h.pendingLogs({ topics: [null, null, [topicOf(R2), topicOf(R3)]] }))).toEqual([toR3]);
+    expect(hashes(await h.pendingLogs({ topics: [TRANSFER_TOPIC, null, topicOf(R4)] }))).toEqual([
+      toR4,
+    ]);
+    expect(
+      hashes(await h.pendingLogs({ topics: [null, null, [topicOf(R2), topicOf(R3)]] })),
+    ).toEqual([toR3]);
     expect(await h.pendingLogs({ topics: [TRANSFER_TOPIC, topicOf(R1)] })).toEqual([]);
-    const mixed = await h.getLogs({ fromBlock: numberToHex(before), toBlock: "pending", topics: [null, null, [topicOf(R2), topicOf(R3)]] });
+    const mixed = await h.getLogs({
+      fromBlock: numberToHex(before),
+      toBlock: "pending",
+      topics: [null, null, [topicOf(R2), topicOf(R3)]],
+    });
     expect(hashes(mixed)).toEqual([toR2, toR3]);
   });
 });
@@ -259,7 +330,8 @@ describe('eth_getTransactionCount "pending"', () => {
 
   test("counts pre-confirmed transactions but not pool-only ones, and latest counts neither", async () => {
     const alice = h.sender(1);
-    const count = async (tag: string) => Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, tag]));
+    const count = async (tag: string) =>
+      Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, tag]));
     await h.mine();
     const start = await count("latest");
     expect(await count("pending")).toBe(start);
@@ -282,7 +354,10 @@ describe('eth_getTransactionCount "pending"', () => {
 describe("the pendingLogs subscription", () => {
   const h = useDevnet();
   beforeEach(async () => void (await h.mine()));
-  afterEach(async () => void (await h.call("devnet_setPendingLogsMode", [{ shape: "single", repeat: false }])));
+  afterEach(
+    async () =>
+      void (await h.call("devnet_setPendingLogsMode", [{ shape: "single", repeat: false }])),
+  );
 
   test("by default sends one log object per notification, only the newest flashblock's logs", async () => {
     const [alice, bob] = [h.sender(1), h.sender(2)];
@@ -291,7 +366,13 @@ describe("the pendingLogs subscription", () => {
     const first = await alice.emitTransfers([R1, R2], [1n, 2n]);
     await h.flashblock();
     await client.barrier();
-    expect(sub.results.map((r) => [Array.isArray(r), (r as RpcLogObject).transactionHash, (r as RpcLogObject).logIndex])).toEqual([
+    expect(
+      sub.results.map((r) => [
+        Array.isArray(r),
+        (r as RpcLogObject).transactionHash,
+        (r as RpcLogObject).logIndex,
+      ]),
+    ).toEqual([
       [false, first, "0x0"],
       [false, first, "0x1"],
     ]);
@@ -301,12 +382,17 @@ describe("the pendingLogs subscription", () => {
     await h.flashblock(); // nothing new: nothing sent
     await client.barrier();
     const later = sub.results.slice(2) as RpcLogObject[];
-    expect(later.map((l) => [l.transactionHash, l.logIndex, l.blockHash, l.removed])).toEqual([[second, "0x2", ZERO_BLOCK_HASH, false]]);
+    expect(later.map((l) => [l.transactionHash, l.logIndex, l.blockHash, l.removed])).toEqual([
+      [second, "0x2", ZERO_BLOCK_HASH, false],
+    ]);
   });
 
   test('in "array" mode sends one array per flashblock holding every pending log so far', async () => {
     const [alice, bob] = [h.sender(1), h.sender(2)];
-    expect(await h.call("devnet_setPendingLogsMode", [{ shape: "array" }])).toEqual({ shape: "array", repeat: false });
+    expect(await h.call("devnet_setPendingLogsMode", [{ shape: "array" }])).toEqual({
+      shape: "array",
+      repeat: false,
+    });
     const client = await h.connect();
     const sub = await client.subscribe("pendingLogs");
     const first = await alice.transfer(R1, 1n);
@@ -317,7 +403,9 @@ describe("the pendingLogs subscription", () => {
     await client.barrier();
 
     expect(sub.results.every(Array.isArray)).toBe(true);
-    expect(sub.results.map((r) => (r as RpcLogObject[]).map((l) => [l.transactionHash, l.logIndex]))).toEqual([
+    expect(
+      sub.results.map((r) => (r as RpcLogObject[]).map((l) => [l.transactionHash, l.logIndex])),
+    ).toEqual([
       [[first, "0x0"]],
       [
         [first, "0x0"],
@@ -339,14 +427,19 @@ describe("the pendingLogs subscription", () => {
     await h.flashblock();
     await client.barrier();
 
-    const keys = sub.results.map((r) => `${(r as RpcLogObject).transactionHash}:${(r as RpcLogObject).logIndex}`);
+    const keys = sub.results.map(
+      (r) => `${(r as RpcLogObject).transactionHash}:${(r as RpcLogObject).logIndex}`,
+    );
     expect(keys.sort()).toEqual([`${hash}:0x0`, `${hash}:0x0`, `${hash}:0x1`, `${hash}:0x1`]);
   });
 
   test("a filter by address and topics applies to the notifications", async () => {
     const alice = h.sender(1);
     const client = await h.connect();
-    const toR2 = await client.subscribe("pendingLogs", { address: h.devnet.token, topics: [TRANSFER_TOPIC, null, topicOf(R2)] });
+    const toR2 = await client.subscribe("pendingLogs", {
+      address: h.devnet.token,
+      topics: [TRANSFER_TOPIC, null, topicOf(R2)],
+    });
     const elsewhere = await client.subscribe("pendingLogs", { address: R1 });
     const all = await client.subscribe("pendingLogs", {});
     const hash = await alice.emitTransfers([R1, R2, R3], [1n, 2n, 3n]);
@@ -354,12 +447,16 @@ describe("the pendingLogs subscription", () => {
     await client.barrier();
 
     expect(all.results).toHaveLength(3);
-    expect(toR2.results.map((r) => [(r as RpcLogObject).transactionHash, (r as RpcLogObject).logIndex])).toEqual([[hash, "0x1"]]);
+    expect(
+      toR2.results.map((r) => [(r as RpcLogObject).transactionHash, (r as RpcLogObject).logIndex]),
+    ).toEqual([[hash, "0x1"]]);
     expect(elsewhere.results).toEqual([]);
   });
 
   test("an unknown shape is refused, and eth_subscribe over HTTP is refused", async () => {
-    await expect(h.call("devnet_setPendingLogsMode", [{ shape: "batch" }])).rejects.toMatchObject({ code: -32602 });
+    await expect(h.call("devnet_setPendingLogsMode", [{ shape: "batch" }])).rejects.toMatchObject({
+      code: -32602,
+    });
     await expect(h.call("eth_subscribe", ["pendingLogs"])).rejects.toMatchObject({ code: -32601 });
   });
 });
@@ -396,9 +493,16 @@ describe("a dropped pre-confirmation", () => {
     expect(await h.pendingLogs()).toEqual([]);
 
     // One pre-confirmation each, and nothing afterwards took the dropped one back.
-    expect((pendingSub.results as RpcLogObject[]).map((l) => l.transactionHash)).toEqual([doomed, kept]);
-    expect((logsSub.results as RpcLogObject[]).map((l) => [l.transactionHash, l.removed])).toEqual([[kept, false]]);
-    expect(client.notifications.some((n) => (n.result as { removed?: boolean }).removed === true)).toBe(false);
+    expect((pendingSub.results as RpcLogObject[]).map((l) => l.transactionHash)).toEqual([
+      doomed,
+      kept,
+    ]);
+    expect((logsSub.results as RpcLogObject[]).map((l) => [l.transactionHash, l.removed])).toEqual([
+      [kept, false],
+    ]);
+    expect(
+      client.notifications.some((n) => (n.result as { removed?: boolean }).removed === true),
+    ).toBe(false);
 
     alice.forgetNonce();
     const again = await alice.transfer(R1, 1n);
@@ -438,13 +542,19 @@ describe("reorgs seen through the logs and newHeads subscriptions", () => {
     expect(replaced.parentHash).toBe(old.parentHash);
     expect(replaced.transactions).toEqual([hash]);
 
-    expect(logs.slice(seenLogs).map((l) => [l.transactionHash, l.blockNumber, l.blockHash, l.logIndex, l.removed])).toEqual([
+    expect(
+      logs
+        .slice(seenLogs)
+        .map((l) => [l.transactionHash, l.blockNumber, l.blockHash, l.logIndex, l.removed]),
+    ).toEqual([
       [hash, old.number, old.hash, "0x0", true],
       [hash, old.number, old.hash, "0x1", true],
       [hash, old.number, replaced.hash, "0x0", false],
       [hash, old.number, replaced.hash, "0x1", false],
     ]);
-    expect(heads.slice(seenHeads).map((b) => [b.number, b.hash])).toEqual([[old.number, replaced.hash]]);
+    expect(heads.slice(seenHeads).map((b) => [b.number, b.hash])).toEqual([
+      [old.number, replaced.hash],
+    ]);
     expect((await h.receipt(hash))?.blockHash).toBe(replaced.hash);
   });
 
@@ -499,7 +609,11 @@ describe("injected faults", () => {
 
   /** The status and body of one plain HTTP JSON-RPC request. */
   async function post(method: string, params: unknown[] = []) {
-    const response = await fetch(h.devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }) });
+    const response = await fetch(h.devnet.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+    });
     return { status: response.status, body: await response.text() };
   }
 
@@ -507,12 +621,18 @@ describe("injected faults", () => {
     while ((await h.blockNumber()) < 8) await h.mine();
     const head = await h.blockNumber();
     await h.call("devnet_setFaults", [{ maxBlockRange: 5 }]);
-    await expect(h.getLogs({ fromBlock: numberToHex(head - 5), toBlock: numberToHex(head) })).rejects.toMatchObject({
+    await expect(
+      h.getLogs({ fromBlock: numberToHex(head - 5), toBlock: numberToHex(head) }),
+    ).rejects.toMatchObject({
       code: -32602,
       message: "query exceeds max block range 5",
     });
-    await expect(h.getLogs({ fromBlock: "0x0", toBlock: "latest" })).rejects.toThrow("query exceeds max block range 5");
-    expect(await h.getLogs({ fromBlock: numberToHex(head - 4), toBlock: numberToHex(head) })).toBeInstanceOf(Array);
+    await expect(h.getLogs({ fromBlock: "0x0", toBlock: "latest" })).rejects.toThrow(
+      "query exceeds max block range 5",
+    );
+    expect(
+      await h.getLogs({ fromBlock: numberToHex(head - 4), toBlock: numberToHex(head) }),
+    ).toBeInstanceOf(Array);
     expect(await h.getLogs({ fromBlock: numberToHex(head - 4) })).toBeInstanceOf(Array);
   });
 
@@ -523,22 +643,34 @@ describe("injected faults", () => {
       await alice.emitTransfers([R1, R2], [1n, 2n]);
       await h.mine();
     }
-    const all = await h.getLogs({ fromBlock: numberToHex(first), toBlock: "latest", address: h.devnet.token });
+    const all = await h.getLogs({
+      fromBlock: numberToHex(first),
+      toBlock: "latest",
+      address: h.devnet.token,
+    });
     expect(all).toHaveLength(8);
 
     await h.call("devnet_setFaults", [{ maxResults: 5 }]);
-    const error = await h.getLogs({ fromBlock: numberToHex(first), toBlock: "latest", address: h.devnet.token }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await h
+      .getLogs({ fromBlock: numberToHex(first), toBlock: "latest", address: h.devnet.token })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(RpcAnswerError);
-    const match = /^query exceeds max results 5, retry with the range (\d+)-(\d+)$/.exec((error as Error).message);
+    const match = /^query exceeds max results 5, retry with the range (\d+)-(\d+)$/.exec(
+      (error as Error).message,
+    );
     expect(match, (error as Error).message).not.toBeNull();
     const [from, to] = [Number(match![1]), Number(match![2])];
     expect(from).toBe(first);
     expect(to).toBeGreaterThanOrEqual(from);
 
-    const served = await h.getLogs({ fromBlock: numberToHex(from), toBlock: numberToHex(to), address: h.devnet.token });
+    const served = await h.getLogs({
+      fromBlock: numberToHex(from),
+      toBlock: numberToHex(to),
+      address: h.devnet.token,
+    });
     expect(served.length).toBeGreaterThan(0);
     expect(served.length).toBeLessThanOrEqual(5);
     expect(served).toEqual(all.slice(0, served.length));
@@ -571,21 +703,40 @@ describe("injected faults", () => {
     }
     const head = await h.blockNumber();
     await h.call("devnet_setFaults", [{ maxBlockRange: 2, proxyErrors: true }]);
-    const wide = await post("eth_getLogs", [{ fromBlock: numberToHex(head - 2), toBlock: numberToHex(head) }]);
+    const wide = await post("eth_getLogs", [
+      { fromBlock: numberToHex(head - 2), toBlock: numberToHex(head) },
+    ]);
     expect(wide.status).toBe(400);
-    expect(JSON.parse(wide.body)).toMatchObject({ id: 7, error: { code: -32602, message: "block range greater than 2 max" } });
-    expect((await post("eth_getLogs", [{ fromBlock: numberToHex(head - 1), toBlock: numberToHex(head) }])).status).toBe(200);
+    expect(JSON.parse(wide.body)).toMatchObject({
+      id: 7,
+      error: { code: -32602, message: "block range greater than 2 max" },
+    });
+    expect(
+      (
+        await post("eth_getLogs", [
+          { fromBlock: numberToHex(head - 1), toBlock: numberToHex(head) },
+        ])
+      ).status,
+    ).toBe(200);
 
     await h.call("devnet_setFaults", [{ maxResults: 1, proxyErrors: true }]);
-    const large = await post("eth_getLogs", [{ fromBlock: numberToHex(head), toBlock: numberToHex(head), address: h.devnet.token }]);
+    const large = await post("eth_getLogs", [
+      { fromBlock: numberToHex(head), toBlock: numberToHex(head), address: h.devnet.token },
+    ]);
     expect(large.status).toBe(500);
-    expect(JSON.parse(large.body)).toMatchObject({ error: { code: -32020, message: "backend response too large" } });
+    expect(JSON.parse(large.body)).toMatchObject({
+      error: { code: -32020, message: "backend response too large" },
+    });
 
     await h.call("devnet_setFaults", [{ errorRate: 1, proxyErrors: true }]);
     const outage = await post("eth_blockNumber");
     expect([429, 503]).toContain(outage.status);
-    expect(JSON.parse(outage.body).error.message).toMatch(/no backend is currently healthy to serve traffic|over rate limit/);
-    await expect(h.call("devnet_setFaults", [{ proxyErrors: "yes" }])).rejects.toMatchObject({ code: -32602 });
+    expect(JSON.parse(outage.body).error.message).toMatch(
+      /no backend is currently healthy to serve traffic|over rate limit/,
+    );
+    await expect(h.call("devnet_setFaults", [{ proxyErrors: "yes" }])).rejects.toMatchObject({
+      code: -32602,
+    });
   });
 
   test("latencyMs delays every HTTP answer by at least that long", async () => {
@@ -597,10 +748,17 @@ describe("injected faults", () => {
 
   test("an unknown fault or an out-of-range value is refused and the faults in force stay", async () => {
     await h.call("devnet_setFaults", [{ maxBlockRange: 1 }]);
-    await expect(h.call("devnet_setFaults", [{ errorRat: 1 }])).rejects.toMatchObject({ code: -32602, message: expect.stringContaining("unknown fault errorRat") });
-    await expect(h.call("devnet_setFaults", [{ errorRate: 1.5 }])).rejects.toMatchObject({ code: -32602 });
+    await expect(h.call("devnet_setFaults", [{ errorRat: 1 }])).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("unknown fault errorRat"),
+    });
+    await expect(h.call("devnet_setFaults", [{ errorRate: 1.5 }])).rejects.toMatchObject({
+      code: -32602,
+    });
     await expect(h.call("devnet_setFaults", [[]])).rejects.toMatchObject({ code: -32602 });
-    await expect(h.getLogs({ fromBlock: "0x0", toBlock: "0x1" })).rejects.toThrow("query exceeds max block range 1");
+    await expect(h.getLogs({ fromBlock: "0x0", toBlock: "0x1" })).rejects.toThrow(
+      "query exceeds max block range 1",
+    );
   });
 
   test("devnet_disconnectWebSockets closes every open socket, and a new connection works", async () => {
@@ -637,13 +795,21 @@ describe("pending state spanning several blocks (devnet_setPendingLag)", () => {
     expect(await h.blockNumber()).toBe(head);
     const second = await bob.transfer(R2, 2n);
     expect(await h.flashblock()).toMatchObject({ blockNumber: head + 2, index: 0, newLogs: 1 });
-    const view = async () => (await h.pendingLogs()).map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex, l.blockHash]);
+    const view = async () =>
+      (await h.pendingLogs()).map((l) => [
+        l.transactionHash,
+        Number(l.blockNumber),
+        l.logIndex,
+        l.blockHash,
+      ]);
     expect(await view()).toEqual([
       [first, head + 1, "0x0", ZERO_BLOCK_HASH],
       [second, head + 2, "0x0", ZERO_BLOCK_HASH],
     ]);
     // Both pending blocks count in the pending nonce.
-    expect(Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, "pending"]))).toBe(Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, "latest"])) + 1);
+    expect(Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, "pending"]))).toBe(
+      Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, "latest"])) + 1,
+    );
 
     await h.mine(); // block head+1 becomes canonical; head+2 is still pending
     expect(await h.blockNumber()).toBe(head + 1);
@@ -654,7 +820,11 @@ describe("pending state spanning several blocks (devnet_setPendingLag)", () => {
       [second, head + 2, "0x0", ZERO_BLOCK_HASH],
     ]);
     // A range ending at pending shows the canonical log once, by (blockNumber, logIndex).
-    const mixed = await h.getLogs({ fromBlock: numberToHex(head + 1), toBlock: "pending", address: h.devnet.token });
+    const mixed = await h.getLogs({
+      fromBlock: numberToHex(head + 1),
+      toBlock: "pending",
+      address: h.devnet.token,
+    });
     expect(mixed.map((l) => [l.transactionHash, l.blockHash])).toEqual([
       [first, block.hash],
       [second, ZERO_BLOCK_HASH],
@@ -694,7 +864,9 @@ describe("a pending view cleared after a flashblock gap (devnet_clearPending)", 
     await client.barrier();
     expect(await h.pendingLogs()).toEqual([]);
     expect((sub.results as RpcLogObject[]).map((l) => l.transactionHash)).toEqual([first]);
-    expect(client.notifications.some((n) => (n.result as { removed?: boolean }).removed === true)).toBe(false);
+    expect(
+      client.notifications.some((n) => (n.result as { removed?: boolean }).removed === true),
+    ).toBe(false);
 
     await h.mine();
     expect((await h.block(head + 1)).transactions).toEqual([first, second]);
@@ -716,7 +888,9 @@ describe("a pre-confirmed transaction that lands a block later (devnet_deferPrec
     const kept = await alice.transfer(R1, 1n);
     const late = await bob.transfer(R2, 2n);
     await h.flashblock();
-    expect((await h.pendingLogs()).map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex])).toEqual([
+    expect(
+      (await h.pendingLogs()).map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex]),
+    ).toEqual([
       [kept, head + 1, "0x0"],
       [late, head + 1, "0x1"],
     ]);
@@ -728,15 +902,25 @@ describe("a pre-confirmed transaction that lands a block later (devnet_deferPrec
     expect((await h.block(head + 1)).transactions).toEqual([kept]);
     expect(await h.blockNumber()).toBe(head + 1);
     const rebuilt = await h.pendingLogs();
-    expect(rebuilt.map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex, l.blockHash])).toEqual([[late, head + 2, "0x0", ZERO_BLOCK_HASH]]);
-    expect(await h.receipt(late)).toMatchObject({ blockHash: ZERO_BLOCK_HASH, blockNumber: numberToHex(head + 2) });
+    expect(
+      rebuilt.map((l) => [l.transactionHash, Number(l.blockNumber), l.logIndex, l.blockHash]),
+    ).toEqual([[late, head + 2, "0x0", ZERO_BLOCK_HASH]]);
+    expect(await h.receipt(late)).toMatchObject({
+      blockHash: ZERO_BLOCK_HASH,
+      blockNumber: numberToHex(head + 2),
+    });
     await client.barrier();
     // Announced again for the later block; nothing retracted the first announcement.
-    expect((sub.results as RpcLogObject[]).map((l) => [l.transactionHash, Number(l.blockNumber)])).toEqual([[late, head + 2]]);
+    expect(
+      (sub.results as RpcLogObject[]).map((l) => [l.transactionHash, Number(l.blockNumber)]),
+    ).toEqual([[late, head + 2]]);
 
     await h.mine();
     expect((await h.block(head + 2)).transactions).toEqual([late]);
-    expect(await h.receipt(late)).toMatchObject({ blockNumber: numberToHex(head + 2), status: "0x1" });
+    expect(await h.receipt(late)).toMatchObject({
+      blockNumber: numberToHex(head + 2),
+      status: "0x1",
+    });
     expect(await h.call("devnet_deferPreconfirmed", [late])).toBe(false);
   });
 
@@ -776,12 +960,26 @@ describe("the newFlashblocks subscription", () => {
     await h.flashblock();
     await client.barrier();
 
-    const blocks = sub.results as Array<Omit<Block, "transactions"> & { transactions: Array<{ hash: Hex; blockHash: Hex; blockNumber: Hex }> }>;
-    expect(blocks.map((b) => [b.number, b.hash, b.parentHash, b.timestamp === blocks[0]!.timestamp])).toEqual(
+    const blocks = sub.results as Array<
+      Omit<Block, "transactions"> & {
+        transactions: Array<{ hash: Hex; blockHash: Hex; blockNumber: Hex }>;
+      }
+    >;
+    expect(
+      blocks.map((b) => [b.number, b.hash, b.parentHash, b.timestamp === blocks[0]!.timestamp]),
+    ).toEqual(
       Array(3).fill([numberToHex(Number(latest.number) + 1), ZERO_BLOCK_HASH, latest.hash, true]),
     );
-    expect(blocks.map((b) => b.transactions.map((t) => t.hash))).toEqual([[first], [first, second], [first, second]]);
-    expect(blocks[2]!.transactions.every((t) => t.blockHash === ZERO_BLOCK_HASH && t.blockNumber === blocks[2]!.number)).toBe(true);
+    expect(blocks.map((b) => b.transactions.map((t) => t.hash))).toEqual([
+      [first],
+      [first, second],
+      [first, second],
+    ]);
+    expect(
+      blocks[2]!.transactions.every(
+        (t) => t.blockHash === ZERO_BLOCK_HASH && t.blockNumber === blocks[2]!.number,
+      ),
+    ).toBe(true);
     await h.mine();
   });
 });
@@ -795,7 +993,8 @@ describe("with real timers", () => {
     const pending = await client.subscribe("pendingLogs", { address: h.devnet.token });
     const logs = await client.subscribe("logs", { address: h.devnet.token });
     const hash = await alice.transfer(R1, 5n);
-    const ofHash = (results: unknown[]) => (results as RpcLogObject[]).filter((l) => l.transactionHash === hash);
+    const ofHash = (results: unknown[]) =>
+      (results as RpcLogObject[]).filter((l) => l.transactionHash === hash);
     await logs.waitFor((results) => ofHash(results).length === 1);
 
     const [pre] = ofHash(pending.results);
@@ -812,22 +1011,25 @@ describe("with real timers", () => {
 describe("stop()", () => {
   const h = useDevnet();
 
-  test.skipIf(process.platform !== "linux")("closes open sockets, stops serving, and leaves no anvil process", async () => {
-    const anvilPort = Number(new URL(h.devnet.anvilUrl).port);
-    const pids = anvilPidsOnPort(anvilPort);
-    expect(pids).toHaveLength(1);
-    const pid = pids[0]!;
-    expect(() => process.kill(pid, 0)).not.toThrow();
-    const client = await h.connect();
-    await client.subscribe("newHeads");
+  test.skipIf(process.platform !== "linux")(
+    "closes open sockets, stops serving, and leaves no anvil process",
+    async () => {
+      const anvilPort = Number(new URL(h.devnet.anvilUrl).port);
+      const pids = anvilPidsOnPort(anvilPort);
+      expect(pids).toHaveLength(1);
+      const pid = pids[0]!;
+      expect(() => process.kill(pid, 0)).not.toThrow();
+      const client = await h.connect();
+      await client.subscribe("newHeads");
 
-    await h.stop();
-    await client.closed;
-    expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: "ESRCH" }));
-    expect(anvilPidsOnPort(anvilPort)).toEqual([]);
-    await expect(fetch(h.devnet.httpUrl, { method: "POST", body: "{}" })).rejects.toThrow();
-    await expect(fetch(h.devnet.anvilUrl, { method: "POST", body: "{}" })).rejects.toThrow();
-  });
+      await h.stop();
+      await client.closed;
+      expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: "ESRCH" }));
+      expect(anvilPidsOnPort(anvilPort)).toEqual([]);
+      await expect(fetch(h.devnet.httpUrl, { method: "POST", body: "{}" })).rejects.toThrow();
+      await expect(fetch(h.devnet.anvilUrl, { method: "POST", body: "{}" })).rejects.toThrow();
+    },
+  );
 });
 
 /** Anvil processes started with `--port <port>` (Linux /proc), to find the one behind a devnet. */
@@ -842,8 +1044,8 @@ function anvilPidsOnPort(port: number): number[] {
       continue; // gone meanwhile
     }
     const portAt = args.indexOf("--port");
-    if (args[0]?.endsWith("anvil") === true && portAt >= 0 && args[portAt + 1] === String(port)) pids.push(Number(entry));
+    if (args[0]?.endsWith("anvil") === true && portAt >= 0 && args[portAt + 1] === String(port))
+      pids.push(Number(entry));
   }
   return pids;
 }
-

@@ -11,7 +11,13 @@ import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpc
 
 const SHOP = pad(numberToHex(0xfa11), { size: 20 }) as Address;
 type PendingBlock = { number: Hex; hash: Hex; parentHash: Hex; transactions: unknown[] };
-type FlashblockTransaction = { hash: Hex; from: Hex; logs: RpcLogObject[]; gasUsed: Hex; blockNumber: Hex };
+type FlashblockTransaction = {
+  hash: Hex;
+  from: Hex;
+  logs: RpcLogObject[];
+  gasUsed: Hex;
+  blockNumber: Hex;
+};
 
 let devnet: Devnet;
 const clients: WsRpcClient[] = [];
@@ -23,7 +29,9 @@ afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
   await call("devnet_setFaults", [{}]);
   await call("devnet_stallFlashblockSubscribers", [false]);
-  await call("devnet_setSubscriptionKinds", [["newHeads", "logs", "pendingLogs", "newFlashblocks", "newFlashblockTransactions"]]);
+  await call("devnet_setSubscriptionKinds", [
+    ["newHeads", "logs", "pendingLogs", "newFlashblocks", "newFlashblockTransactions"],
+  ]);
   await call("devnet_setPendingLogsMode", [{ shape: "single" }]);
   await call("devnet_setPendingView", ["live"]);
   await call("devnet_setHeadsDelay", [0]);
@@ -31,10 +39,17 @@ afterEach(async () => {
 });
 
 async function post(method: string, params: unknown[] = []): Promise<Response> {
-  return fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  return fetch(devnet.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
 }
 async function call<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
-  const body = (await (await post(method, params)).json()) as { result?: T; error?: { code: number; message: string } };
+  const body = (await (await post(method, params)).json()) as {
+    result?: T;
+    error?: { code: number; message: string };
+  };
   if (body.error !== undefined) throw new RpcAnswerError(body.error.code, body.error.message);
   return body.result as T;
 }
@@ -59,11 +74,15 @@ describe("the front plays a Base node's failure modes", () => {
     }
     const { lagged } = await call<{ lagged: number }>("devnet_stallFlashblockSubscribers", [false]);
     expect(lagged).toBe(3);
-    const received = (await logs.waitFor((r) => r.length >= BROADCAST_CAPACITY_FLASHBLOCKS)) as RpcLogObject[];
+    const received = (await logs.waitFor(
+      (r) => r.length >= BROADCAST_CAPACITY_FLASHBLOCKS,
+    )) as RpcLogObject[];
     await call("devnet_mine");
     // The three oldest are gone; the canonical block holds them all.
     expect(received.map((l) => l.transactionHash)).toEqual(sent.slice(3));
-    const canonical = await call<RpcLogObject[]>("eth_getLogs", [{ fromBlock: "latest", toBlock: "latest", address: devnet.token }]);
+    const canonical = await call<RpcLogObject[]>("eth_getLogs", [
+      { fromBlock: "latest", toBlock: "latest", address: devnet.token },
+    ]);
     expect(canonical.map((l) => l.transactionHash)).toEqual(sent);
   });
 
@@ -71,14 +90,24 @@ describe("the front plays a Base node's failure modes", () => {
     const payer = createPayer(devnet);
     const client = await connect();
     const full = await client.subscribe("newFlashblockTransactions", true);
-    const filtered = await client.subscribe("newFlashblockTransactions", { address: devnet.token, topics: [TRANSFER_TOPIC] });
+    const filtered = await client.subscribe("newFlashblockTransactions", {
+      address: devnet.token,
+      topics: [TRANSFER_TOPIC],
+    });
     const unmatched = await client.subscribe("newFlashblockTransactions", { address: SHOP });
     const hashes = await client.subscribe("newFlashblockTransactions");
     const tx = await payer.pay(SHOP, 2);
     await call("devnet_flashblock");
     const [item] = (await filtered.waitFor((r) => r.length >= 1)) as FlashblockTransaction[];
-    expect(item).toMatchObject({ hash: tx, from: payer.address.toLowerCase(), blockNumber: numberToHex((await head()) + 1) });
-    expect(item!.logs.map((l) => [l.transactionHash, l.logIndex])).toEqual([[tx, "0x0"], [tx, "0x1"]]);
+    expect(item).toMatchObject({
+      hash: tx,
+      from: payer.address.toLowerCase(),
+      blockNumber: numberToHex((await head()) + 1),
+    });
+    expect(item!.logs.map((l) => [l.transactionHash, l.logIndex])).toEqual([
+      [tx, "0x0"],
+      [tx, "0x1"],
+    ]);
     expect(BigInt(item!.gasUsed)).toBeGreaterThan(21_000n);
     expect(await full.waitFor((r) => r.length >= 1)).toEqual([item]);
     expect(await hashes.waitFor((r) => r.length >= 1)).toEqual([tx]);
@@ -99,7 +128,9 @@ describe("the front plays a Base node's failure modes", () => {
     await payer.pay(SHOP, 1);
     await call("devnet_flashblock");
     const before = await head();
-    expect(Number((await call<PendingBlock>("eth_getBlockByNumber", ["pending", false])).number)).toBe(before + 1);
+    expect(
+      Number((await call<PendingBlock>("eth_getBlockByNumber", ["pending", false])).number),
+    ).toBe(before + 1);
 
     await call("devnet_setPendingView", ["frozen"]);
     const client = await connect();
@@ -112,7 +143,11 @@ describe("the front plays a Base node's failure modes", () => {
     expect(await head()).toBe(before + 4);
     const frozen = await call<PendingBlock>("eth_getBlockByNumber", ["pending", false]);
     expect(Number(frozen.number)).toBe(before + 1);
-    expect((await call<RpcLogObject[]>("eth_getLogs", [{ fromBlock: "pending", toBlock: "pending" }])).map((l) => Number(l.blockNumber))).toEqual([before + 1]);
+    expect(
+      (
+        await call<RpcLogObject[]>("eth_getLogs", [{ fromBlock: "pending", toBlock: "pending" }])
+      ).map((l) => Number(l.blockNumber)),
+    ).toEqual([before + 1]);
     expect(logs.results).toEqual([]);
 
     await call("devnet_setPendingView", ["null"]);
@@ -123,8 +158,14 @@ describe("the front plays a Base node's failure modes", () => {
     const tx = await payer.pay(SHOP, 1);
     await call("devnet_flashblock");
     const live = await call<PendingBlock>("eth_getBlockByNumber", ["pending", false]);
-    expect([Number(live.number), live.hash, live.transactions]).toEqual([before + 5, `0x${"0".repeat(64)}`, [tx]]);
-    expect(live.parentHash).toBe((await call<PendingBlock>("eth_getBlockByNumber", ["latest", false])).hash);
+    expect([Number(live.number), live.hash, live.transactions]).toEqual([
+      before + 5,
+      `0x${"0".repeat(64)}`,
+      [tx],
+    ]);
+    expect(live.parentHash).toBe(
+      (await call<PendingBlock>("eth_getBlockByNumber", ["latest", false])).hash,
+    );
     await logs.waitFor((r) => r.length >= 1);
   });
 
@@ -149,14 +190,22 @@ describe("the front plays a Base node's failure modes", () => {
   test("a rate-limited pending endpoint answers reads of the pending view with 429, with or without Retry-After, and nothing else", async () => {
     await call("devnet_setFaults", [{ pendingRateLimit: { retryAfterSeconds: 2 } }]);
     const limited = await post("eth_getLogs", [{ fromBlock: "pending", toBlock: "pending" }]);
-    expect([limited.status, limited.headers.get("retry-after"), ((await limited.json()) as { error: { code: number } }).error.code]).toEqual([429, "2", -32016]);
+    expect([
+      limited.status,
+      limited.headers.get("retry-after"),
+      ((await limited.json()) as { error: { code: number } }).error.code,
+    ]).toEqual([429, "2", -32016]);
     expect((await post("eth_getBlockByNumber", ["pending", false])).status).toBe(429);
     expect((await post("eth_getBlockByNumber", ["latest", false])).status).toBe(200);
-    expect((await post("eth_getLogs", [{ fromBlock: "latest", toBlock: "latest" }])).status).toBe(200);
+    expect((await post("eth_getLogs", [{ fromBlock: "latest", toBlock: "latest" }])).status).toBe(
+      200,
+    );
     await call("devnet_setFaults", [{ pendingRateLimit: {} }]);
     const bare = await post("eth_getLogs", [{ fromBlock: "pending", toBlock: "pending" }]);
     expect([bare.status, bare.headers.get("retry-after")]).toEqual([429, null]);
     expect(await call("devnet_pendingReads")).toMatchObject({ refused: 3 });
-    await expect(call("devnet_setFaults", [{ pendingRateLimit: { retryAfterSeconds: -1 } }])).rejects.toMatchObject({ code: -32602 });
+    await expect(
+      call("devnet_setFaults", [{ pendingRateLimit: { retryAfterSeconds: -1 } }]),
+    ).rejects.toMatchObject({ code: -32602 });
   });
 });

@@ -11,7 +11,13 @@ import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 
 let devnet: Devnet;
 const call = async (method: string, params: unknown[] = []) =>
-  (await (await fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as {
+  (await (
+    await fetch(devnet.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    })
+  ).json()) as {
     result?: { blockHash: Hex; blockNumber: Hex; transactionHash: Hex; status: Hex };
     error?: { code: number; message: string; data?: unknown };
   };
@@ -20,8 +26,19 @@ const call = async (method: string, params: unknown[] = []) =>
 async function selfTransfer(index: number): Promise<Hex> {
   const account = privateKeyToAccount(devnet.privateKeys[index]!);
   const wallet = createWalletClient({ account, transport: http(devnet.httpUrl) });
-  const nonce = Number((await call("eth_getTransactionCount", [account.address, "pending"])).result);
-  return wallet.signTransaction({ to: account.address, value: 0n, gas: 21_000n, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 1n, nonce, chain: null, chainId: devnet.chainId } as never);
+  const nonce = Number(
+    (await call("eth_getTransactionCount", [account.address, "pending"])).result,
+  );
+  return wallet.signTransaction({
+    to: account.address,
+    value: 0n,
+    gas: 21_000n,
+    maxFeePerGas: 10n ** 10n,
+    maxPriorityFeePerGas: 1n,
+    nonce,
+    chain: null,
+    chainId: devnet.chainId,
+  } as never);
 }
 
 beforeAll(async () => {
@@ -38,14 +55,22 @@ describe("eth_sendRawTransactionSync on the devnet", () => {
     await call("devnet_flashblock");
     const { result, error } = await answer;
     expect(error).toBeUndefined();
-    expect(result).toMatchObject({ transactionHash: keccak256(raw), status: "0x1", blockHash: `0x${"0".repeat(64)}` });
+    expect(result).toMatchObject({
+      transactionHash: keccak256(raw),
+      status: "0x1",
+      blockHash: `0x${"0".repeat(64)}`,
+    });
     await call("devnet_mine");
   }, 30_000);
 
   test("past its timeout it answers EIP-7966's error 4 with the hash; an answer of the node (a used nonce) comes at once", async () => {
     const raw = await selfTransfer(4);
     const { error } = await call("eth_sendRawTransactionSync", [raw, 300]);
-    expect(error).toMatchObject({ code: 4, data: keccak256(raw), message: expect.stringContaining("300ms") });
+    expect(error).toMatchObject({
+      code: 4,
+      data: keccak256(raw),
+      message: expect.stringContaining("300ms"),
+    });
     await call("devnet_flashblock");
     await call("devnet_mine");
     const again = await call("eth_sendRawTransactionSync", [raw, 300]);
@@ -62,7 +87,9 @@ describe("eth_sendRawTransactionSync on the devnet", () => {
       await call("devnet_flashblock");
       // Pre-confirmed, as eth_getTransactionReceipt shows, and still no answer until the block.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      expect((await call("eth_getTransactionReceipt", [keccak256(raw)])).result?.blockHash).toBe(`0x${"0".repeat(64)}`);
+      expect((await call("eth_getTransactionReceipt", [keccak256(raw)])).result?.blockHash).toBe(
+        `0x${"0".repeat(64)}`,
+      );
       let answered = false;
       void answer.then(() => (answered = true));
       await new Promise((resolve) => setTimeout(resolve, 100));

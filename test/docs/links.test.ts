@@ -2,12 +2,21 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { brokenLinks, headingAnchors, linkTargets, markdownFilesUnder } from "../helpers/markdownLinks.js";
+import {
+  brokenLinks,
+  headingAnchors,
+  linkTargets,
+  markdownFilesUnder,
+} from "../helpers/markdownLinks.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
 /** The repository's documentation: the README, everything under docs/, the benchmark's README. */
-const documentation = () => [join(ROOT, "README.md"), ...markdownFilesUnder(join(ROOT, "docs")), join(ROOT, "scripts", "bench", "README.md")];
+const documentation = () => [
+  join(ROOT, "README.md"),
+  ...markdownFilesUnder(join(ROOT, "docs")),
+  join(ROOT, "scripts", "bench", "README.md"),
+];
 
 describe("the documentation's links", () => {
   test("every relative link in README.md, docs/ and scripts/bench/README.md resolves to a file and heading that exist", () => {
@@ -39,11 +48,19 @@ describe("brokenLinks()", () => {
       "src/a.ts": "",
     });
     expect(brokenLinks(root, [join(root, "README.md")])).toEqual([
-      { file: "README.md", target: "docs/guide.md#set-up", reason: "docs/guide.md has no heading #set-up" },
+      {
+        file: "README.md",
+        target: "docs/guide.md#set-up",
+        reason: "docs/guide.md has no heading #set-up",
+      },
       { file: "README.md", target: "docs/gone.md", reason: "docs/gone.md does not exist" },
       { file: "README.md", target: "../outside.md", reason: "points outside the repository" },
       { file: "README.md", target: "#nowhere", reason: "README.md has no heading #nowhere" },
-      { file: "README.md", target: "src/#x", reason: "an anchor into src, which is not a Markdown file" },
+      {
+        file: "README.md",
+        target: "src/#x",
+        reason: "an anchor into src, which is not a Markdown file",
+      },
     ]);
   });
 
@@ -67,7 +84,11 @@ describe("brokenLinks()", () => {
 
 describe("headingAnchors() and linkTargets()", () => {
   test("slugs keep letters, digits, hyphens and underscores, and number repeats", () => {
-    expect([...headingAnchors("# The `logs` table\n## Smart-contract wallets (ERC-1271)\n## A [link](x.md) → here\n# The `logs` table")]).toEqual([
+    expect([
+      ...headingAnchors(
+        "# The `logs` table\n## Smart-contract wallets (ERC-1271)\n## A [link](x.md) → here\n# The `logs` table",
+      ),
+    ]).toEqual([
       "the-logs-table",
       "smart-contract-wallets-erc-1271",
       "a-link--here",
@@ -76,6 +97,8 @@ describe("headingAnchors() and linkTargets()", () => {
   });
 
   test("targets come from inline links, images and reference definitions, titles dropped", () => {
-    expect(linkTargets('[a](one.md) ![b](two.png "title") [c](<three.md>)\n[d]: four.md "t"')).toEqual(["one.md", "two.png", "three.md", "four.md"]);
+    expect(
+      linkTargets('[a](one.md) ![b](two.png "title") [c](<three.md>)\n[d]: four.md "t"'),
+    ).toEqual(["one.md", "two.png", "three.md", "four.md"]);
   });
 });

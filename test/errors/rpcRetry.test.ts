@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
 import { isRetryableRpcError, RpcRequestError } from "../../src/errors/rpc.js";
 
-const sendError = (code: number, message: string) => new RpcRequestError("eth_sendRawTransaction", { code, message });
+const sendError = (code: number, message: string) =>
+  new RpcRequestError("eth_sendRawTransaction", { code, message });
 
 describe("isRetryableRpcError()", () => {
   test("a node's verdict on a sent transaction is not retried: the same bytes get the same answer", () => {

@@ -61,16 +61,29 @@ async function createFileDatabase(serverUrl: string): Promise<string> {
 
 export const sqliteBackend: TestBackend = {
   name: "sqlite",
-  freshDatabase: async () => ({ path: join(mkdtempSync(join(tmpdir(), "flashindex-store-")), "index.db") }),
+  freshDatabase: async () => ({
+    path: join(mkdtempSync(join(tmpdir(), "flashindex-store-")), "index.db"),
+  }),
   reader: async (database, options = {}) => {
-    const db = new DatabaseConstructor(database.path, { readonly: options.writable !== true, fileMustExist: true });
+    const db = new DatabaseConstructor(database.path, {
+      readonly: options.writable !== true,
+      fileMustExist: true,
+    });
     if (options.writable === true) db.pragma("busy_timeout = 0");
     return {
       all: async <T>(sql: string, params: readonly unknown[] = []) => {
         const statement = db.prepare(sql);
-        return (statement.reader ? statement.all(...params) : (statement.run(...params), [])) as T[];
+        return (
+          statement.reader ? statement.all(...params) : (statement.run(...params), [])
+        ) as T[];
       },
-      indexNames: async (names) => db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name IN (${names.map(() => "?").join(", ")}) ORDER BY name`).pluck().all(...names) as string[],
+      indexNames: async (names) =>
+        db
+          .prepare(
+            `SELECT name FROM sqlite_master WHERE type = 'index' AND name IN (${names.map(() => "?").join(", ")}) ORDER BY name`,
+          )
+          .pluck()
+          .all(...names) as string[],
       close: async () => void db.close(),
     };
   },
@@ -78,19 +91,30 @@ export const sqliteBackend: TestBackend = {
 
 export const postgresBackend: TestBackend = {
   name: "postgres",
-  freshDatabase: async () => ({ url: await postgresDatabase(), schema: `fi_${process.pid}_${nextSchema++}` }),
+  freshDatabase: async () => ({
+    url: await postgresDatabase(),
+    schema: `fi_${process.pid}_${nextSchema++}`,
+  }),
   reader: async (database) => {
     const client = new pg.Client(connectionConfig(database.url!, database.schema));
     await client.connect();
     return {
       all: async <T>(sql: string, params: readonly unknown[] = []) => {
         let n = 0;
-        return (await client.query(sql.replace(/\?/g, () => `$${++n}`), [...params])).rows as T[];
+        return (
+          await client.query(
+            sql.replace(/\?/g, () => `$${++n}`),
+            [...params],
+          )
+        ).rows as T[];
       },
       indexNames: async (names) =>
-        (await client.query("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ANY($1) ORDER BY indexname", [names])).rows.map(
-          (r: { indexname: string }) => r.indexname,
-        ),
+        (
+          await client.query(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ANY($1) ORDER BY indexname",
+            [names],
+          )
+        ).rows.map((r: { indexname: string }) => r.indexname),
       close: () => client.end(),
     };
   },

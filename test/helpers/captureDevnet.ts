@@ -10,12 +10,20 @@ import { testConfig } from "./context.js";
  * A devnet (its blocks and flashblocks at the given pace), a viem client on it and a fresh SQLite
  * store on its chain: what the capture tests sign orders into and relay from. `stop` closes both.
  */
-export async function startCaptureDevnet(pace: { blockTimeMs: number; flashblockIntervalMs: number }) {
+export async function startCaptureDevnet(pace: {
+  blockTimeMs: number;
+  flashblockIntervalMs: number;
+}) {
   const devnet: Devnet = await startDevnet({ ...pace, port: 0 });
   const client: PublicClient = createPublicClient({ transport: http(devnet.httpUrl) });
   let store: Store;
   try {
-    const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
+    const config = testConfig({
+      chainId: devnet.chainId,
+      rpc: { http: [devnet.httpUrl] },
+      database: await sqliteBackend.freshDatabase(),
+      logLevel: "silent",
+    });
     store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
   } catch (error) {
     await devnet.stop();

@@ -21,7 +21,10 @@ export type ChaosOptions = {
  * that hang, damaged eth_getLogs answers for head blocks, and WebSocket connections cut every few
  * seconds. Counts what it did, so a test can show the faults really happened.
  */
-export async function startChaosProxy(target: { httpUrl: string; wsUrl: string }, options: ChaosOptions) {
+export async function startChaosProxy(
+  target: { httpUrl: string; wsUrl: string },
+  options: ChaosOptions,
+) {
   const done = { errors: 0, rateLimited: 0, hangs: 0, damaged: 0, wsDrops: 0 };
   const rateLimitRate = options.rateLimitRate ?? 0;
   const sockets = new Set<WebSocket>();
@@ -30,16 +33,27 @@ export async function startChaosProxy(target: { httpUrl: string; wsUrl: string }
   let enabled = false;
 
   async function forward(body: string): Promise<string> {
-    const response = await fetch(target.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const response = await fetch(target.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
     return response.text();
   }
 
   /** Replaces one log of a by-hash eth_getLogs answer with a copy missing its last topic. */
   function maybeDamage(body: string, text: string): string {
     const request = JSON.parse(body) as { method?: string; params?: Array<{ blockHash?: string }> };
-    if (request.method !== "eth_getLogs" || request.params?.[0]?.blockHash === undefined) return text;
+    if (request.method !== "eth_getLogs" || request.params?.[0]?.blockHash === undefined)
+      return text;
     const answer = JSON.parse(text) as { result?: Array<{ topics: string[] }> };
-    if (!enabled || !Array.isArray(answer.result) || answer.result.length === 0 || Math.random() >= options.damageRate) return text;
+    if (
+      !enabled ||
+      !Array.isArray(answer.result) ||
+      answer.result.length === 0 ||
+      Math.random() >= options.damageRate
+    )
+      return text;
     const at = Math.floor(Math.random() * answer.result.length);
     answer.result[at] = { ...answer.result[at]!, topics: answer.result[at]!.topics.slice(0, -1) };
     done.damaged++;
@@ -50,30 +64,38 @@ export async function startChaosProxy(target: { httpUrl: string; wsUrl: string }
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
     // void: a rejection here is a bug in the test, and vitest fails the run on an unhandled rejection.
-    req.on("end", () => void (async () => {
-      const roll = enabled ? Math.random() : 1;
-      if (roll < options.errorRate) {
-        done.errors++;
-        return void res.writeHead(503).end("Service Unavailable");
-      }
-      if (roll < options.errorRate + rateLimitRate) {
-        done.rateLimited++;
-        const refusal = JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32016, message: "over rate limit" } });
-        return void res.writeHead(429, { "content-type": "application/json" }).end(refusal);
-      }
-      if (roll < options.errorRate + rateLimitRate + options.hangRate) {
-        done.hangs++;
-        const timer = setTimeout(() => res.destroy(), options.hangMs);
-        res.on("close", () => clearTimeout(timer));
-        return;
-      }
-      try {
-        const text = maybeDamage(body, await forward(body));
-        res.writeHead(200, { "content-type": "application/json" }).end(text);
-      } catch {
-        res.destroy();
-      }
-    })());
+    req.on(
+      "end",
+      () =>
+        void (async () => {
+          const roll = enabled ? Math.random() : 1;
+          if (roll < options.errorRate) {
+            done.errors++;
+            return void res.writeHead(503).end("Service Unavailable");
+          }
+          if (roll < options.errorRate + rateLimitRate) {
+            done.rateLimited++;
+            const refusal = JSON.stringify({
+              jsonrpc: "2.0",
+              id: null,
+              error: { code: -32016, message: "over rate limit" },
+            });
+            return void res.writeHead(429, { "content-type": "application/json" }).end(refusal);
+          }
+          if (roll < options.errorRate + rateLimitRate + options.hangRate) {
+            done.hangs++;
+            const timer = setTimeout(() => res.destroy(), options.hangMs);
+            res.on("close", () => clearTimeout(timer));
+            return;
+          }
+          try {
+            const text = maybeDamage(body, await forward(body));
+            res.writeHead(200, { "content-type": "application/json" }).end(text);
+          } catch {
+            res.destroy();
+          }
+        })(),
+    );
   });
 
   const wss = new WebSocketServer({ server });
@@ -84,8 +106,15 @@ export async function startChaosProxy(target: { httpUrl: string; wsUrl: string }
     upstream.on("open", () => {
       for (const message of queued.splice(0)) upstream.send(message);
     });
-    upstream.on("message", (data: Buffer) => client.readyState === WebSocket.OPEN && client.send(data.toString()));
-    client.on("message", (data: Buffer) => (upstream.readyState === WebSocket.OPEN ? upstream.send(data.toString()) : queued.push(data.toString())));
+    upstream.on(
+      "message",
+      (data: Buffer) => client.readyState === WebSocket.OPEN && client.send(data.toString()),
+    );
+    client.on("message", (data: Buffer) =>
+      upstream.readyState === WebSocket.OPEN
+        ? upstream.send(data.toString())
+        : queued.push(data.toString()),
+    );
     const closeBoth = () => {
       sockets.delete(client);
       client.terminate();
@@ -100,14 +129,17 @@ export async function startChaosProxy(target: { httpUrl: string; wsUrl: string }
   let dropTimer: NodeJS.Timeout | undefined;
   const scheduleDrop = () => {
     const [min, max] = options.wsDropEveryMs;
-    dropTimer = setTimeout(() => {
-      if (closed) return;
-      if (enabled && sockets.size > 0) {
-        done.wsDrops++;
-        for (const socket of sockets) socket.terminate();
-      }
-      scheduleDrop();
-    }, min + Math.random() * (max - min));
+    dropTimer = setTimeout(
+      () => {
+        if (closed) return;
+        if (enabled && sockets.size > 0) {
+          done.wsDrops++;
+          for (const socket of sockets) socket.terminate();
+        }
+        scheduleDrop();
+      },
+      min + Math.random() * (max - min),
+    );
   };
   scheduleDrop();
 

@@ -17,7 +17,11 @@ export function unprivileged(): CliUser {
 }
 
 /** Spawns the real CLI (TypeScript through tsx) as a user would run it. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, user: CliUser = {}): ChildProcess & { output: () => { stdout: string; stderr: string } } {
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  user: CliUser = {},
+): ChildProcess & { output: () => { stdout: string; stderr: string } } {
   const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -32,7 +36,11 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, user: CliU
 }
 
 /** Runs the CLI to completion. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, user: CliUser = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  user: CliUser = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnCli(args, env, user);
   const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
   return { code, ...child.output() };
@@ -50,7 +58,13 @@ export function writeConfig(dir: string, config: unknown, name = "config.json"):
  * block 0, finality depth 0, no pending polling, no metrics server, fast retries), with `overrides`
  * on top, and its database at `<dir>/<name>.db`.
  */
-export function anvilConfigFile(dir: string, name: string, rpcUrl: string, token: string, overrides: Record<string, unknown> = {}): string {
+export function anvilConfigFile(
+  dir: string,
+  name: string,
+  rpcUrl: string,
+  token: string,
+  overrides: Record<string, unknown> = {},
+): string {
   return writeConfig(
     dir,
     {
@@ -76,7 +90,10 @@ export const anvilDatabasePath = (dir: string, name: string): string => join(dir
  * beforeAll sets them), `defaults` go under each call's overrides, and `fileMode` is set on the file
  * written (a config another user reads).
  */
-export function anvilConfigFiles(where: () => { dir: string; rpcUrl: string; token: string }, options: { defaults?: Record<string, unknown>; fileMode?: number } = {}) {
+export function anvilConfigFiles(
+  where: () => { dir: string; rpcUrl: string; token: string },
+  options: { defaults?: Record<string, unknown>; fileMode?: number } = {},
+) {
   return (name: string, overrides: Record<string, unknown> = {}): string => {
     const { dir, rpcUrl, token } = where();
     const path = anvilConfigFile(dir, name, rpcUrl, token, { ...options.defaults, ...overrides });

@@ -13,7 +13,8 @@ export function createMemoryLogger(level: Config["logLevel"] = "debug") {
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString().split("\n")) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString().split("\n"))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
       callback();
     },
   });
@@ -21,7 +22,9 @@ export function createMemoryLogger(level: Config["logLevel"] = "debug") {
 }
 
 /** A validated config for tests: Base's chain id, fast retries. */
-export function testConfig(overrides: Record<string, unknown> & { rpc: Record<string, unknown> }): Config {
+export function testConfig(
+  overrides: Record<string, unknown> & { rpc: Record<string, unknown> },
+): Config {
   return parseConfig(
     {
       chainId: 8453,
@@ -37,11 +40,20 @@ export function testConfig(overrides: Record<string, unknown> & { rpc: Record<st
 /** The dependency bag with an in-memory logger and a fresh metrics registry. */
 export function testDeps(config: Config) {
   const { logger, lines } = createMemoryLogger();
-  return { config, logger, lines, metrics: createMetrics({ defaultMetrics: false }), shutdown: createShutdown() };
+  return {
+    config,
+    logger,
+    lines,
+    metrics: createMetrics({ defaultMetrics: false }),
+    shutdown: createShutdown(),
+  };
 }
 
 /** The sync stages' bag over an open SQLite connection: the SQLite store and the shared services built on it. */
-export function withSqliteStore<D extends Omit<SyncDeps, "store" | "attributor">>(deps: D, db: Database): D & SyncDeps {
+export function withSqliteStore<D extends Omit<SyncDeps, "store" | "attributor">>(
+  deps: D,
+  db: Database,
+): D & SyncDeps {
   const store = createSqliteStore({ db, chainId: deps.config.chainId, metrics: deps.metrics });
   return { ...deps, ...createSyncDeps(deps, store) };
 }

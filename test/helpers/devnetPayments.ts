@@ -10,14 +10,18 @@ export function createPayer(devnet: Devnet, keyIndex = 1) {
   const publicClient = createPublicClient({ transport });
   const wallet = createWalletClient({ account, transport });
   let nonce: number | undefined;
-  const rpc = <T>(method: string, params: unknown[] = []) => publicClient.request({ method, params } as never) as Promise<T>;
+  const rpc = <T>(method: string, params: unknown[] = []) =>
+    publicClient.request({ method, params } as never) as Promise<T>;
   return {
     address: account.address,
     rpc,
     publicClient,
     /** Sends `count` transfers in one call (one transaction, `count` Transfer logs). */
     async pay(to: Address, count = 1): Promise<Hex> {
-      nonce ??= await publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+      nonce ??= await publicClient.getTransactionCount({
+        address: account.address,
+        blockTag: "pending",
+      });
       const recipients = Array.from({ length: count }, () => to);
       return wallet.writeContract({
         address: devnet.token,
@@ -40,7 +44,10 @@ export function createPayer(devnet: Devnet, keyIndex = 1) {
  * A devnet with no block timer and no flashblocks, holding `blocks` mined blocks of one payment
  * transaction each (`transfersPerBlock` Transfer logs): a fixed range to backfill.
  */
-export async function startDevnetWithPayments(blocks: number, transfersPerBlock: number): Promise<{ devnet: Devnet; head: number }> {
+export async function startDevnetWithPayments(
+  blocks: number,
+  transfersPerBlock: number,
+): Promise<{ devnet: Devnet; head: number }> {
   const devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 });
   const payer = createPayer(devnet);
   for (let block = 0; block < blocks; block++) {

@@ -15,13 +15,20 @@ export function freshDbPath(prefix = "flashindex-test-", name = "index.db"): str
 
 /** The nice value of each of this process's threads (Linux: /proc/self/task/<tid>/stat, field 19). */
 export const threadNices = (): number[] =>
-  readdirSync("/proc/self/task").map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]));
+  readdirSync("/proc/self/task").map((tid) =>
+    Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]),
+  );
 
 /**
  * Polls `check` until it returns a value (anything but undefined or false) and returns it; throws
  * naming `what` after `timeoutMs`. A check that throws ends the wait with its error (see `quietly`).
  */
-export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, what = "condition", pollMs = 25): Promise<T> {
+export async function waitFor<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  what = "condition",
+  pollMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -11,7 +11,14 @@ import { createHeadFollower } from "../../src/sync/head/headFollower.js";
 import { testConfig, testDeps } from "./context.js";
 
 /** Stands in for the SQLite handle on other backends: a test reading it there is a mistake in the test. */
-const noSqlite = new Proxy({}, { get: () => { throw new Error("this follower runs on Postgres: read through `reader`"); } });
+const noSqlite = new Proxy(
+  {},
+  {
+    get: () => {
+      throw new Error("this follower runs on Postgres: read through `reader`");
+    },
+  },
+);
 import { createPayer, waitFor } from "./devnetPayments.js";
 
 export type FollowerOptions = {
@@ -33,30 +40,53 @@ export type FollowerOptions = {
   watch?: readonly string[];
 };
 
-export type Row = { status: string; block_hash: string; block_number: number; log_index: number; tx_hash: string; preconfirmed_at: number | null; confirmed_at: number | null; removed_at: number | null; source: string };
+export type Row = {
+  status: string;
+  block_hash: string;
+  block_number: number;
+  log_index: number;
+  tx_hash: string;
+  preconfirmed_at: number | null;
+  confirmed_at: number | null;
+  removed_at: number | null;
+  source: string;
+};
 
 /**
  * The daemon's realtime half, in-process, on a manual-mode devnet (time moves with devnet_flashblock
  * and devnet_mine): head follower plus pending indexer over a fresh SQLite file. Everything it opens
  * is pushed on `open` for the test's afterEach to stop.
  */
-export async function startFollower(options: FollowerOptions, open: Array<{ stop: () => Promise<void> }>) {
+export async function startFollower(
+  options: FollowerOptions,
+  open: Array<{ stop: () => Promise<void> }>,
+) {
   const backend = options.backend ?? sqliteBackend;
   const devnet = options.devnet ?? (await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 }));
   if (options.devnet === undefined) open.push(devnet);
   const config = testConfig({
     rpc: {
       http: [options.httpUrl ?? devnet.httpUrl],
-      ...(options.ws === false ? {} : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: options.preconfWsUrl ?? devnet.wsUrl }),
+      ...(options.ws === false
+        ? {}
+        : { ws: options.wsUrl ?? devnet.wsUrl, preconfWs: options.preconfWsUrl ?? devnet.wsUrl }),
     },
-    tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock, ...(options.watch === undefined ? {} : { watch: { addresses: options.watch } }) }],
+    tokens: [
+      {
+        address: devnet.token,
+        startBlock: devnet.tokenDeployBlock,
+        ...(options.watch === undefined ? {} : { watch: { addresses: options.watch } }),
+      },
+    ],
     finality: { depth: options.finalityDepth ?? 8 },
     realtime: {
       headPollIntervalMs: 100,
       pendingPollIntervalMs: options.pendingPoll ?? 50,
       reconnectInitialDelayMs: 20,
       reconnectMaxDelayMs: 200,
-      ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
+      ...(options.requestTimeoutMs === undefined
+        ? {}
+        : { requestTimeoutMs: options.requestTimeoutMs }),
     },
     database: options.database ?? (await backend.freshDatabase()),
   });
@@ -64,7 +94,10 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   const client = createRpcClient(deps);
   const store = await openStore(config, { metrics: deps.metrics });
   // Tests of the SQLite backend also read the file directly; every backend has the reader.
-  const db = backend.name === "sqlite" ? openDatabase(config.database.path, config.chainId) : (noSqlite as Database);
+  const db =
+    backend.name === "sqlite"
+      ? openDatabase(config.database.path, config.chainId)
+      : (noSqlite as Database);
   const reader = await backend.reader(config.database);
   const health = createHealth();
   const syncDeps = createSyncDeps({ ...deps, client }, store);
@@ -84,7 +117,10 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
     void pending.watchForever().catch(() => undefined);
   }
   if (config.rpc.preconfWs !== undefined) pending.subscribe(config.rpc.preconfWs);
-  const outcome = running.then(() => undefined, (error: unknown) => error);
+  const outcome = running.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   const stop = async () => {
     await deps.shutdown.kill();
     await outcome;
@@ -97,4 +133,3 @@ export async function startFollower(options: FollowerOptions, open: Array<{ stop
   await waitFor(() => health.notReadyReason() === undefined, 10_000, "catch-up");
   return { devnet, db, reader, deps, payer, outcome, stop, config, health, pending };
 }
-

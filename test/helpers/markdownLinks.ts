@@ -17,19 +17,24 @@ const EXTERNAL = /^(?:[a-z][a-z0-9+.-]*:|\/\/)/i;
  * `codeAsText`, replaced by their text (a heading's slug keeps it).
  */
 function proseLines(text: string, codeAsText = false): string[] {
-  const withoutComments = text.replace(/<!--[\s\S]*?-->/g, (comment) => comment.replace(/[^\n]/g, " "));
+  const withoutComments = text.replace(/<!--[\s\S]*?-->/g, (comment) =>
+    comment.replace(/[^\n]/g, " "),
+  );
   let fence: string | undefined;
   return withoutComments.split("\n").map((line) => {
     const opener = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
     if (fence !== undefined) {
-      if (opener !== undefined && opener[0] === fence[0] && opener.length >= fence.length) fence = undefined;
+      if (opener !== undefined && opener[0] === fence[0] && opener.length >= fence.length)
+        fence = undefined;
       return "";
     }
     if (opener !== undefined) {
       fence = opener;
       return "";
     }
-    return line.replace(/(`+)([\s\S]*?)\1/g, (_span, _ticks, code: string) => (codeAsText ? code : ""));
+    return line.replace(/(`+)([\s\S]*?)\1/g, (_span, _ticks, code: string) =>
+      codeAsText ? code : "",
+    );
   });
 }
 
@@ -92,7 +97,12 @@ export function brokenLinks(root: string, files: readonly string[]): BrokenLink[
       const hash = target.indexOf("#");
       const pathPart = decodeURIComponent(hash === -1 ? target : target.slice(0, hash));
       const anchor = hash === -1 ? undefined : decodeURIComponent(target.slice(hash + 1));
-      const path = pathPart === "" ? file : pathPart.startsWith("/") ? join(root, pathPart) : resolve(dirname(file), pathPart);
+      const path =
+        pathPart === ""
+          ? file
+          : pathPart.startsWith("/")
+            ? join(root, pathPart)
+            : resolve(dirname(file), pathPart);
       const inside = relative(root, path);
       if (inside.startsWith("..")) {
         broken.push({ file: name, target, reason: "points outside the repository" });
@@ -104,10 +114,15 @@ export function brokenLinks(root: string, files: readonly string[]): BrokenLink[
       }
       if (anchor === undefined || anchor === "") continue;
       if (!statSync(path).isFile() || !path.endsWith(".md")) {
-        broken.push({ file: name, target, reason: `an anchor into ${inside}, which is not a Markdown file` });
+        broken.push({
+          file: name,
+          target,
+          reason: `an anchor into ${inside}, which is not a Markdown file`,
+        });
         continue;
       }
-      if (!headingAnchors(readFileSync(path, "utf8")).has(anchor)) broken.push({ file: name, target, reason: `${inside} has no heading #${anchor}` });
+      if (!headingAnchors(readFileSync(path, "utf8")).has(anchor))
+        broken.push({ file: name, target, reason: `${inside} has no heading #${anchor}` });
     }
   }
   return broken;

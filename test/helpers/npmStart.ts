@@ -20,18 +20,28 @@ export type NpmStart = ChildProcess & {
  * pid is the group id), so a test can signal the whole group as Ctrl-C or `kill -- -PGID` does.
  */
 export function spawnNpmStart(configPath: string): NpmStart {
-  const npm = spawn("npm", ["start", "--silent", "--", "--config", configPath], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const npm = spawn("npm", ["start", "--silent", "--", "--config", configPath], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let output = "";
   npm.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   npm.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number>((resolve) =>
-    npm.once("exit", (code, signal) => resolve(code ?? 128 + (signal === "SIGINT" ? 2 : signal === "SIGTERM" ? 15 : 9))),
+    npm.once("exit", (code, signal) =>
+      resolve(code ?? 128 + (signal === "SIGINT" ? 2 : signal === "SIGTERM" ? 15 : 9)),
+    ),
   );
   return Object.assign(npm, { output: () => output, exited });
 }
 
 /** Whether `condition` came true within `timeoutMs` (the assertion then prints what was seen). */
-export const cameTrue = (condition: () => boolean, timeoutMs: number) => waitFor(condition, timeoutMs, "condition", 100).then(() => true, () => false);
+export const cameTrue = (condition: () => boolean, timeoutMs: number) =>
+  waitFor(condition, timeoutMs, "condition", 100).then(
+    () => true,
+    () => false,
+  );
 
 /** Every live process whose parent chain leads to `root` (Linux /proc), root excluded. */
 export function descendants(root: number): number[] {

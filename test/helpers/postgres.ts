@@ -27,7 +27,9 @@ const LOG_LINES_KEPT = 30;
  * `postgres` user: the data directory's parent is made writable by it (mode 0777), and every
  * directory above it must let that user in. A failure rejects with the step and the server's own words.
  */
-export async function startTestPostgres(options: { parent?: string; port?: number } = {}): Promise<TestPostgres> {
+export async function startTestPostgres(
+  options: { parent?: string; port?: number } = {},
+): Promise<TestPostgres> {
   const parent = mkdtempSync(join(options.parent ?? tmpdir(), "flashindex-pg-"));
   chmodSync(parent, 0o777);
   const port = options.port ?? (await freePort());
@@ -40,7 +42,14 @@ export async function startTestPostgres(options: { parent?: string; port?: numbe
     password,
     persistent: false,
     // Tests only: no fsync (a crash of the test machine loses nothing that matters).
-    postgresFlags: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+    postgresFlags: [
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+    ],
     onLog: (message: string) => {
       for (const line of message.split("\n")) if (line.trim() !== "") log.push(line.trim());
       log.splice(0, Math.max(0, log.length - LOG_LINES_KEPT));
@@ -48,8 +57,15 @@ export async function startTestPostgres(options: { parent?: string; port?: numbe
   });
   const fail = (step: string, error: unknown) => {
     rmSync(parent, { recursive: true, force: true });
-    const said = error instanceof Error ? error.message : log.filter((line) => /FATAL|ERROR|PANIC|error:/i.test(line)).join("; ") || log.slice(-3).join("; ");
-    return new Error(`PostgreSQL for the tests ${step} (data directory under ${options.parent ?? tmpdir()}, port ${port}): ${said || "no output"}`, { cause: error });
+    const said =
+      error instanceof Error
+        ? error.message
+        : log.filter((line) => /FATAL|ERROR|PANIC|error:/i.test(line)).join("; ") ||
+          log.slice(-3).join("; ");
+    return new Error(
+      `PostgreSQL for the tests ${step} (data directory under ${options.parent ?? tmpdir()}, port ${port}): ${said || "no output"}`,
+      { cause: error },
+    );
   };
   try {
     await server.initialise();
@@ -61,7 +77,15 @@ export async function startTestPostgres(options: { parent?: string; port?: numbe
     await Promise.race([
       server.start(),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`not ready after ${POSTGRES_START_DEADLINE_MS} ms; last output: ${log.slice(-3).join("; ")}`)), POSTGRES_START_DEADLINE_MS);
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `not ready after ${POSTGRES_START_DEADLINE_MS} ms; last output: ${log.slice(-3).join("; ")}`,
+              ),
+            ),
+          POSTGRES_START_DEADLINE_MS,
+        );
       }),
     ]);
   } catch (error) {
@@ -83,7 +107,8 @@ export async function startTestPostgres(options: { parent?: string; port?: numbe
     async stop() {
       // server.stop() would wait for ever for the exit of a server that already died.
       const child = (server as unknown as { process?: ChildProcess }).process;
-      if (child !== undefined && child.exitCode === null && child.signalCode === null) await server.stop();
+      if (child !== undefined && child.exitCode === null && child.signalCode === null)
+        await server.stop();
       rmSync(parent, { recursive: true, force: true });
     },
   };

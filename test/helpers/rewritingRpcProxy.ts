@@ -9,7 +9,10 @@ export type RpcRequest = { method?: string; params?: unknown[] };
  * through `rewrite` first: how a test makes the devnet answer as another node does (block tags a
  * node reads differently). Answers pass back unchanged.
  */
-export async function startRewritingRpcProxy(target: string, rewrite: (request: RpcRequest) => RpcRequest): Promise<{ url: string; close: () => Promise<void> }> {
+export async function startRewritingRpcProxy(
+  target: string,
+  rewrite: (request: RpcRequest) => RpcRequest,
+): Promise<{ url: string; close: () => Promise<void> }> {
   const server: Server = createServer((incoming, outgoing) => {
     let body = "";
     incoming.on("data", (chunk: Buffer) => (body += chunk.toString()));
@@ -17,12 +20,18 @@ export async function startRewritingRpcProxy(target: string, rewrite: (request: 
       let forwarded: unknown;
       try {
         const parsed = JSON.parse(body) as unknown;
-        forwarded = Array.isArray(parsed) ? parsed.map((r) => rewrite(r as RpcRequest)) : rewrite(parsed as RpcRequest);
+        forwarded = Array.isArray(parsed)
+          ? parsed.map((r) => rewrite(r as RpcRequest))
+          : rewrite(parsed as RpcRequest);
       } catch {
         outgoing.writeHead(400).end();
         return;
       }
-      void fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(forwarded) })
+      void fetch(target, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(forwarded),
+      })
         .then((r) => r.text())
         .then(
           (text) => outgoing.writeHead(200, { "content-type": "application/json" }).end(text),
@@ -42,7 +51,9 @@ export async function startRewritingRpcProxy(target: string, rewrite: (request: 
  * block. This makes the devnet do as they do.
  */
 export function untaggedEstimateAtLatest(request: RpcRequest): RpcRequest {
-  return request.method === "eth_estimateGas" && request.params?.length === 1 ? { ...request, params: [request.params[0], "latest"] } : request;
+  return request.method === "eth_estimateGas" && request.params?.length === 1
+    ? { ...request, params: [request.params[0], "latest"] }
+    : request;
 }
 
 /**
@@ -51,7 +62,8 @@ export function untaggedEstimateAtLatest(request: RpcRequest): RpcRequest {
  * comes, that state is the latest block's.
  */
 export function pendingCallsAtLatest(request: RpcRequest): RpcRequest {
-  return (request.method === "eth_call" || request.method === "eth_estimateGas") && request.params?.[1] === "pending"
+  return (request.method === "eth_call" || request.method === "eth_estimateGas") &&
+    request.params?.[1] === "pending"
     ? { ...request, params: [request.params[0], "latest"] }
     : request;
 }

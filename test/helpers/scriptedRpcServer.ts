@@ -12,27 +12,37 @@ export type Reply =
  * A real HTTP JSON-RPC server whose answers a test scripts, for failures anvil cannot produce
  * (503s, garbage bodies, provider error messages). Records every request it gets.
  */
-export async function startScriptedRpcServer(answer: (request: RpcRequest) => Reply | Promise<Reply>) {
+export async function startScriptedRpcServer(
+  answer: (request: RpcRequest) => Reply | Promise<Reply>,
+) {
   const requests: RpcRequest[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
     // void: a rejection here is a bug in the test, and vitest fails the run on an unhandled rejection.
-    req.on("end", () => void (async () => {
-      const parsed = JSON.parse(body) as RpcRequest | RpcRequest[];
-      const batch = Array.isArray(parsed) ? parsed : [parsed];
-      const replies: unknown[] = [];
-      for (const request of batch) {
-        requests.push(request);
-        const reply = await answer(request);
-        if ("http" in reply) {
-          res.writeHead(reply.http, { "content-type": "application/json", ...reply.headers }).end(reply.body ?? "");
-          return;
-        }
-        replies.push({ jsonrpc: "2.0", id: request.id, ...reply });
-      }
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Array.isArray(parsed) ? replies : replies[0]));
-    })());
+    req.on(
+      "end",
+      () =>
+        void (async () => {
+          const parsed = JSON.parse(body) as RpcRequest | RpcRequest[];
+          const batch = Array.isArray(parsed) ? parsed : [parsed];
+          const replies: unknown[] = [];
+          for (const request of batch) {
+            requests.push(request);
+            const reply = await answer(request);
+            if ("http" in reply) {
+              res
+                .writeHead(reply.http, { "content-type": "application/json", ...reply.headers })
+                .end(reply.body ?? "");
+              return;
+            }
+            replies.push({ jsonrpc: "2.0", id: request.id, ...reply });
+          }
+          res
+            .writeHead(200, { "content-type": "application/json" })
+            .end(JSON.stringify(Array.isArray(parsed) ? replies : replies[0]));
+        })(),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

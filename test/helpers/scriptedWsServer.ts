@@ -11,7 +11,11 @@ export async function startScriptedWsServer() {
   const subscriptions: Array<{ socket: WebSocket; id: string; kind: string }> = [];
   wss.on("connection", (socket) => {
     socket.on("message", (data: Buffer) => {
-      const request = JSON.parse(data.toString()) as { id: number; method: string; params: unknown[] };
+      const request = JSON.parse(data.toString()) as {
+        id: number;
+        method: string;
+        params: unknown[];
+      };
       if (request.method !== "eth_subscribe") return;
       const id = `0x${(subscriptions.length + 1).toString(16)}`;
       subscriptions.push({ socket, id, kind: String(request.params[0]) });
@@ -25,7 +29,13 @@ export async function startScriptedWsServer() {
     /** Sends `result` to every subscription of `kind`. */
     notify(kind: string, result: unknown): void {
       for (const s of subscriptions.filter((sub) => sub.kind === kind))
-        s.socket.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription: s.id, result } }));
+        s.socket.send(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            method: "eth_subscription",
+            params: { subscription: s.id, result },
+          }),
+        );
     },
     /** Sends raw text (for garbage-message tests). */
     sendRaw(text: string): void {

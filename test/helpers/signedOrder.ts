@@ -17,10 +17,28 @@ export async function addSignedTransferOrder(
   const { buyer, payee, value } = order;
   const domain = await readTokenDomain(client, chain.token);
   const validBefore = (await client.getBlock()).timestamp + 3600n;
-  const message = { from: buyer.address, to: payee, value, validAfter: 0n, validBefore, nonce: keccak256(stringToHex(`${order.label} ${Date.now()}`)) };
+  const message = {
+    from: buyer.address,
+    to: payee,
+    value,
+    validAfter: 0n,
+    validBefore,
+    nonce: keccak256(stringToHex(`${order.label} ${Date.now()}`)),
+  };
   const { signature } = await signTransferAuthorization(buyer, domain, message);
   return store.addOrder(
-    { chainId: chain.chainId, token: chain.token, authorizer: buyer.address, payee, value, validAfter: 0, validBefore: Number(validBefore), nonce: message.nonce, kind: "transfer", signature },
+    {
+      chainId: chain.chainId,
+      token: chain.token,
+      authorizer: buyer.address,
+      payee,
+      value,
+      validAfter: 0,
+      validBefore: Number(validBefore),
+      nonce: message.nonce,
+      kind: "transfer",
+      signature,
+    },
     Date.now(),
   );
 }

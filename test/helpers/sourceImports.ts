@@ -25,7 +25,9 @@ export function importSpecifiers(source: string): string[] {
  * and `export type` statements, which the compiler erases.
  */
 export function runtimeImportSpecifiers(source: string): string[] {
-  return importSpecifiers(source.replace(/\b(?:import|export)\s+type\s*\{[^}]*\}\s*from\s*"[^"]+"/g, ""));
+  return importSpecifiers(
+    source.replace(/\b(?:import|export)\s+type\s*\{[^}]*\}\s*from\s*"[^"]+"/g, ""),
+  );
 }
 
 /** Every .ts file under `dir` (and .mjs with `withMjs`), as paths relative to it with forward slashes. */
@@ -48,7 +50,9 @@ export function srcImportGraph(options: { runtimeOnly?: boolean } = {}): Map<str
     const text = readFileSync(join(SRC, file), "utf8");
     graph.set(
       file,
-      specifiersOf(text).map((specifier) => posix.normalize(posix.join(posix.dirname(file), specifier.replace(/\.js$/, ".ts")))),
+      specifiersOf(text).map((specifier) =>
+        posix.normalize(posix.join(posix.dirname(file), specifier.replace(/\.js$/, ".ts"))),
+      ),
     );
   }
   return graph;
@@ -61,12 +65,16 @@ export function srcImportGraph(options: { runtimeOnly?: boolean } = {}): Map<str
  */
 export function scriptsImportGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const file of sourceFiles(SCRIPTS, true).filter((file) => !file.startsWith("bench/peers/"))) {
+  for (const file of sourceFiles(SCRIPTS, true).filter(
+    (file) => !file.startsWith("bench/peers/"),
+  )) {
     const text = readFileSync(join(SCRIPTS, file), "utf8");
     graph.set(
       `scripts/${file}`,
       importSpecifiers(text).map((specifier) => {
-        const target = posix.normalize(posix.join("scripts", posix.dirname(file), specifier.replace(/\.js$/, ".ts")));
+        const target = posix.normalize(
+          posix.join("scripts", posix.dirname(file), specifier.replace(/\.js$/, ".ts")),
+        );
         return target.startsWith("src/") ? target.slice("src/".length) : target;
       }),
     );

@@ -20,7 +20,10 @@ export type Receipt = {
  * A real local HTTP webhook receiver. `answer(n, receipt)` decides the response to the n-th request
  * (0-based); every request is recorded with whether its signature verifies with `secret`.
  */
-export async function startWebhookReceiver(secret: string, answer: (n: number, receipt: Omit<Receipt, "answer">) => ReceiverAnswer = () => "ok") {
+export async function startWebhookReceiver(
+  secret: string,
+  answer: (n: number, receipt: Omit<Receipt, "answer">) => ReceiverAnswer = () => "ok",
+) {
   const receipts: Receipt[] = [];
   const hanging = new Set<ServerResponse>();
   let decide = answer;
@@ -35,12 +38,18 @@ export async function startWebhookReceiver(secret: string, answer: (n: number, r
         seq: Number(id.split("_")[2]),
         type: String(request.headers["flashindex-event-type"]),
         body: JSON.parse(raw) as Record<string, any>,
-        signatureValid: verifySignature(String(request.headers["flashindex-signature"] ?? ""), raw, secret, Math.floor(Date.now() / 1_000)),
+        signatureValid: verifySignature(
+          String(request.headers["flashindex-signature"] ?? ""),
+          raw,
+          secret,
+          Math.floor(Date.now() / 1_000),
+        ),
       };
       const chosen = decide(receipts.length, partial);
       receipts.push({ ...partial, answer: chosen });
       if (chosen === "ok") response.writeHead(204).end();
-      else if (chosen === "fail") response.writeHead(500, { "content-type": "text/plain" }).end("boom");
+      else if (chosen === "fail")
+        response.writeHead(500, { "content-type": "text/plain" }).end("boom");
       else if (chosen === "reset") request.socket.destroy();
       else hanging.add(response);
     });

@@ -33,7 +33,10 @@ export async function connectWsRpc(url: string) {
     socket.once("error", reject);
   });
   let nextId = 0;
-  const waiting = new Map<number, { resolve: (result: unknown) => void; reject: (error: Error) => void }>();
+  const waiting = new Map<
+    number,
+    { resolve: (result: unknown) => void; reject: (error: Error) => void }
+  >();
   const bySubscription = new Map<string, unknown[]>();
   /** Every notification of every subscription, in arrival order. */
   const notifications: Array<{ subscription: string; result: unknown }> = [];
@@ -65,7 +68,8 @@ export async function connectWsRpc(url: string) {
     const pending = typeof message.id === "number" ? waiting.get(message.id) : undefined;
     if (pending === undefined) return;
     waiting.delete(message.id!);
-    if (message.error !== undefined) pending.reject(new RpcAnswerError(message.error.code, message.error.message));
+    if (message.error !== undefined)
+      pending.reject(new RpcAnswerError(message.error.code, message.error.message));
     else pending.resolve(message.result);
   });
 
@@ -79,7 +83,8 @@ export async function connectWsRpc(url: string) {
     const id = ++nextId;
     return new Promise<T>((resolve, reject) => {
       // ws drops a send on a closed socket silently; a test waiting for its answer would hang.
-      if (socket.readyState !== WebSocket.OPEN) return reject(new Error(`socket not open (state ${socket.readyState})`));
+      if (socket.readyState !== WebSocket.OPEN)
+        return reject(new Error(`socket not open (state ${socket.readyState})`));
       waiting.set(id, { resolve: resolve as (result: unknown) => void, reject });
       socket.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
     });
@@ -98,7 +103,11 @@ export async function connectWsRpc(url: string) {
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`subscription ${id} timed out with ${results.length} notifications: ${JSON.stringify(results).slice(0, 2_000)}`));
+          reject(
+            new Error(
+              `subscription ${id} timed out with ${results.length} notifications: ${JSON.stringify(results).slice(0, 2_000)}`,
+            ),
+          );
         }, timeoutMs);
         const listener = () => void check();
         const cleanup = () => {

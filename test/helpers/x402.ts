@@ -9,7 +9,12 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import express from "express";
 import type { ClientEvmSigner } from "@x402/evm";
 import type { Address } from "viem";
-import { listen, referenceClient, type ExactOffer, type RunningServer } from "../../scripts/bench/x402Reference.js";
+import {
+  listen,
+  referenceClient,
+  type ExactOffer,
+  type RunningServer,
+} from "../../scripts/bench/x402Reference.js";
 
 /**
  * The x402 reference packages (@x402/* 2.27) as test parts: the reference client and facilitator
@@ -55,18 +60,28 @@ export async function startResourceServer(options: ResourceServerOptions): Promi
   const bearer = token === undefined ? undefined : { Authorization: `Bearer ${token}` };
   const facilitator = new HTTPFacilitatorClient({
     url: options.facilitatorUrl,
-    ...(bearer === undefined ? {} : { createAuthHeaders: async () => ({ verify: bearer, settle: bearer, supported: bearer }) }),
+    ...(bearer === undefined
+      ? {}
+      : { createAuthHeaders: async () => ({ verify: bearer, settle: bearer, supported: bearer }) }),
   });
   const network = `eip155:${offer.chainId}` as const;
-  const resourceServer = new x402ResourceServer(facilitator).register(network, new ExactEvmServerScheme());
-  for (const extension of options.serverExtensions ?? []) resourceServer.registerExtension(extension);
+  const resourceServer = new x402ResourceServer(facilitator).register(
+    network,
+    new ExactEvmServerScheme(),
+  );
+  for (const extension of options.serverExtensions ?? [])
+    resourceServer.registerExtension(extension);
   const routes = {
     "GET /paid": {
       accepts: {
         scheme: "exact",
         network,
         payTo: offer.payTo,
-        price: { amount: offer.amount.toString(), asset: offer.token, extra: { name: offer.name, version: offer.version } },
+        price: {
+          amount: offer.amount.toString(),
+          asset: offer.token,
+          extra: { name: offer.name, version: offer.version },
+        },
         maxTimeoutSeconds: offer.maxTimeoutSeconds ?? 300,
       },
       description: "a test resource",
@@ -86,7 +101,11 @@ export async function startResourceServer(options: ResourceServerOptions): Promi
  * fetch that pays 402 answers with the reference client, signing with `account`, for payments in
  * `tokens`; `clientExtensions` enrich each payment (e.g. BuilderCodeClientExtension).
  */
-export function payingFetch(account: ClientEvmSigner, tokens: ReadonlyArray<{ chainId: number; token: Address }>, clientExtensions: readonly ClientExtension[] = []): typeof fetch {
+export function payingFetch(
+  account: ClientEvmSigner,
+  tokens: ReadonlyArray<{ chainId: number; token: Address }>,
+  clientExtensions: readonly ClientExtension[] = [],
+): typeof fetch {
   const client = referenceClient(account, tokens);
   for (const extension of clientExtensions) client.registerExtension(extension);
   return wrapFetchWithPayment(fetch, client);
@@ -98,12 +117,20 @@ export function paymentResponseOf(response: Response): SettleResponse | undefine
   return header === null ? undefined : decodePaymentResponseHeader(header);
 }
 
-
 /** An x402 v1 verify/settle body: `maxAmountRequired`, networks named as v1 names them (`base`). */
 export type V1PaymentBody = {
   x402Version: 1;
-  paymentPayload: { x402Version: 1; scheme: string; network: string; payload: { signature: string; authorization: Record<string, string> } };
-  paymentRequirements: Record<string, unknown> & { network: string; maxAmountRequired: string; extra: Record<string, unknown> };
+  paymentPayload: {
+    x402Version: 1;
+    scheme: string;
+    network: string;
+    payload: { signature: string; authorization: Record<string, string> };
+  };
+  paymentRequirements: Record<string, unknown> & {
+    network: string;
+    maxAmountRequired: string;
+    extra: Record<string, unknown>;
+  };
 };
 
 /**
@@ -111,7 +138,11 @@ export type V1PaymentBody = {
  * `network` (e.g. `base`), signed by the reference client's v1 exact scheme (@x402/evm's
  * ExactEvmSchemeV1, which registerExactEvmScheme registers on every v1 network).
  */
-export async function referenceV1PaymentBody(account: ClientEvmSigner, offer: ExactOffer, network: string): Promise<V1PaymentBody> {
+export async function referenceV1PaymentBody(
+  account: ClientEvmSigner,
+  offer: ExactOffer,
+  network: string,
+): Promise<V1PaymentBody> {
   const requirements = {
     scheme: "exact",
     network,
@@ -124,7 +155,17 @@ export async function referenceV1PaymentBody(account: ClientEvmSigner, offer: Ex
     asset: offer.token,
     extra: { name: offer.name, version: offer.version },
   };
-  const client = registerExactEvmClient(new x402Client().setSpendControls({ allowedAssets: [{ network: network as never, asset: offer.token }] }), { signer: account });
-  const paymentPayload = await client.createPaymentPayload({ x402Version: 1, accepts: [requirements] } as never);
-  return JSON.parse(JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements })) as V1PaymentBody;
+  const client = registerExactEvmClient(
+    new x402Client().setSpendControls({
+      allowedAssets: [{ network: network as never, asset: offer.token }],
+    }),
+    { signer: account },
+  );
+  const paymentPayload = await client.createPaymentPayload({
+    x402Version: 1,
+    accepts: [requirements],
+  } as never);
+  return JSON.parse(
+    JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements }),
+  ) as V1PaymentBody;
 }

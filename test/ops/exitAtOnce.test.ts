@@ -9,7 +9,8 @@ afterEach(() => {
 });
 
 /** A SQLite statement that runs for minutes on a worker thread (a count to 2,000,000,000). */
-const LONG_STATEMENT = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT count(*) FROM c";
+const LONG_STATEMENT =
+  "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT count(*) FROM c";
 
 /**
  * A process with a SIGTERM listener (as the CLI's) and a worker thread inside one long SQLite
@@ -17,9 +18,15 @@ const LONG_STATEMENT = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 
  * exitAtOnce and reports what its "exit" listeners saw. (`process.exit` there waits for the
  * statement: minutes.)
  */
-function processWithBusyThread(): Promise<{ signal: NodeJS.Signals | null; ms: number; stdout: string }> {
+function processWithBusyThread(): Promise<{
+  signal: NodeJS.Signals | null;
+  ms: number;
+  stdout: string;
+}> {
   const sqlite = createRequire(import.meta.url).resolve("better-sqlite3");
-  const exitModule = pathToFileURL(new URL("../../src/ops/exitAtOnce.ts", import.meta.url).pathname).href;
+  const exitModule = pathToFileURL(
+    new URL("../../src/ops/exitAtOnce.ts", import.meta.url).pathname,
+  ).href;
   const thread = [
     `const { default: Database } = await import(${JSON.stringify(pathToFileURL(sqlite).href)});`,
     `const { parentPort } = await import("node:worker_threads");`,
@@ -36,11 +43,17 @@ function processWithBusyThread(): Promise<{ signal: NodeJS.Signals | null; ms: n
     `worker.once("message", () => setTimeout(() => exitAtOnce("SIGTERM"), 200));`,
   ].join("\n");
   const started = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   running.push(child);
   let stdout = "";
   child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  return new Promise((resolve) => child.once("exit", (_code, signal) => resolve({ signal, ms: performance.now() - started, stdout })));
+  return new Promise((resolve) =>
+    child.once("exit", (_code, signal) =>
+      resolve({ signal, ms: performance.now() - started, stdout }),
+    ),
+  );
 }
 
 describe("exitAtOnce()", () => {
@@ -54,5 +67,4 @@ describe("exitAtOnce()", () => {
     },
     30_000,
   );
-
 });

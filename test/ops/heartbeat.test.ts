@@ -27,9 +27,20 @@ describe("heartbeat", () => {
       await wait(60);
       const beats = lines.filter((l) => l.msg === "Heartbeat");
       expect(beats.length).toBeGreaterThanOrEqual(2);
-      expect(beats[0]).toMatchObject({ level: "info", head_block: 1234, lag_seconds: 2, finalized: 0 });
+      expect(beats[0]).toMatchObject({
+        level: "info",
+        head_block: 1234,
+        lag_seconds: 2,
+        finalized: 0,
+      });
       const sum = (key: string) => beats.reduce((a, b) => a + (b[key] as number), 0);
-      expect([sum("preconfirmed"), sum("confirmed"), sum("finalized"), sum("reorgs"), sum("dropped")]).toEqual([3, 2, 0, 1, 1]);
+      expect([
+        sum("preconfirmed"),
+        sum("confirmed"),
+        sum("finalized"),
+        sum("reorgs"),
+        sum("dropped"),
+      ]).toEqual([3, 2, 0, 1, 1]);
     } finally {
       heartbeat.stop();
     }

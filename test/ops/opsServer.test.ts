@@ -17,16 +17,24 @@ afterAll(() => stopFileBackends());
 
 /** Metric names the operations guide documents (its Metrics section: the table and the example alerts). */
 function documentedMetrics(): string[] {
-  const guide = readFileSync(join(import.meta.dirname, "..", "..", "docs", "operations.md"), "utf8");
+  const guide = readFileSync(
+    join(import.meta.dirname, "..", "..", "docs", "operations.md"),
+    "utf8",
+  );
   const start = guide.indexOf("\n## Metrics\n");
   const section = guide.slice(start, guide.indexOf("\n## ", start + 1));
-  return [...section.matchAll(/`(flashindex_[a-z_]+)`/g)].map((m) => m[1]!).filter((name, i, all) => all.indexOf(name) === i);
+  return [...section.matchAll(/`(flashindex_[a-z_]+)`/g)]
+    .map((m) => m[1]!)
+    .filter((name, i, all) => all.indexOf(name) === i);
 }
 
 describe("ops server", () => {
   test("/metrics exposes every metric the operations guide documents", async () => {
     const metrics = createMetrics();
-    const server = await startOpsServer({ logger: createMemoryLogger().logger, metrics, health: createHealth() }, { host: "127.0.0.1", port: 0 });
+    const server = await startOpsServer(
+      { logger: createMemoryLogger().logger, metrics, health: createHealth() },
+      { host: "127.0.0.1", port: 0 },
+    );
     try {
       const body = await (await fetch(`${server.url}/metrics`)).text();
       const documented = documentedMetrics();
@@ -41,7 +49,14 @@ describe("ops server", () => {
   test("/readyz says why it is not ready, and flips to ready once caught up with a fresh head", async () => {
     let now = 1_000_000;
     const health = createHealth(() => now);
-    const server = await startOpsServer({ logger: createMemoryLogger().logger, metrics: createMetrics({ defaultMetrics: false }), health }, { host: "127.0.0.1", port: 0 });
+    const server = await startOpsServer(
+      {
+        logger: createMemoryLogger().logger,
+        metrics: createMetrics({ defaultMetrics: false }),
+        health,
+      },
+      { host: "127.0.0.1", port: 0 },
+    );
     try {
       const ready = async () => {
         const response = await fetch(`${server.url}/readyz`);
@@ -64,25 +79,48 @@ describe("ops server", () => {
 describe.each(BACKENDS)("the metrics server of a daemon on $name", (backend) => {
   test("the daemon's metrics move as the devnet's payments are indexed, the database size included, and SIGTERM exits 0", async () => {
     const devnet = await startDevnet({ blockTimeMs: 500, flashblockIntervalMs: 100 });
-    const traffic = startDemoTraffic(devnet, { paymentsPerSecond: 10, reorgEverySeconds: 0, dropEverySeconds: 0 });
+    const traffic = startDemoTraffic(devnet, {
+      paymentsPerSecond: 10,
+      reorgEverySeconds: 0,
+      dropEverySeconds: 0,
+    });
     const dir = mkdtempSync(join(tmpdir(), "flashindex-ops-"));
     const path = writeConfig(dir, {
       chainId: devnet.chainId,
       rpc: { http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl },
       tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
       finality: { depth: 4 },
-      database: backend.name === "sqlite" ? { path: join(dir, "ops.db") } : await backend.freshDatabase(),
+      database:
+        backend.name === "sqlite" ? { path: join(dir, "ops.db") } : await backend.freshDatabase(),
       metrics: { port: 0 },
     });
     const child = spawnCli(["start", "--config", path]);
     try {
-      const url = await waitFor(() => /"msg":"Started metrics and health server","url":"([^"]+)"/.exec(child.output().stdout)?.[1], 20_000, "metrics server");
+      const url = await waitFor(
+        () =>
+          /"msg":"Started metrics and health server","url":"([^"]+)"/.exec(
+            child.output().stdout,
+          )?.[1],
+        20_000,
+        "metrics server",
+      );
       const value = async (name: string) => {
         const body = await (await fetch(`${url}/metrics`)).text();
-        return body.split("\n").filter((line) => line.startsWith(name)).reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+        return body
+          .split("\n")
+          .filter((line) => line.startsWith(name))
+          .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
       };
-      await waitFor(async () => (await value("flashindex_logs_indexed_total")) > 10, 20_000, "logs indexed");
-      await waitFor(async () => (await value("flashindex_preconf_logs_total")) > 0, 20_000, "pre-confirmed logs");
+      await waitFor(
+        async () => (await value("flashindex_logs_indexed_total")) > 10,
+        20_000,
+        "logs indexed",
+      );
+      await waitFor(
+        async () => (await value("flashindex_preconf_logs_total")) > 0,
+        20_000,
+        "pre-confirmed logs",
+      );
       expect(await value("flashindex_chain_head_block")).toBeGreaterThan(0);
       expect(await value("flashindex_db_size_bytes")).toBeGreaterThan(0);
       await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, 20_000, "ready");

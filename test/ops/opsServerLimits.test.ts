@@ -1,7 +1,13 @@
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
 import { createHealth } from "../../src/ops/health.js";
-import { OPS_HEADERS_TIMEOUT_MS, OPS_MAX_CONNECTIONS, OPS_REQUEST_TIMEOUT_MS, startOpsServer, type OpsServerLimits } from "../../src/ops/httpServer.js";
+import {
+  OPS_HEADERS_TIMEOUT_MS,
+  OPS_MAX_CONNECTIONS,
+  OPS_REQUEST_TIMEOUT_MS,
+  startOpsServer,
+  type OpsServerLimits,
+} from "../../src/ops/httpServer.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { createMemoryLogger } from "../helpers/context.js";
 
@@ -11,7 +17,10 @@ afterEach(async () => {
 });
 
 async function server(options: { statusPage?: boolean; limits?: OpsServerLimits } = {}) {
-  const started = await startOpsServer({ logger: createMemoryLogger().logger, metrics: createMetrics(), health: createHealth() }, { host: "127.0.0.1", port: 0, ...options });
+  const started = await startOpsServer(
+    { logger: createMemoryLogger().logger, metrics: createMetrics(), health: createHealth() },
+    { host: "127.0.0.1", port: 0, ...options },
+  );
   open.push(() => started.close());
   return started;
 }
@@ -24,7 +33,9 @@ async function socketTo(url: string): Promise<{ socket: Socket; closed: Promise<
   let received = "";
   socket.on("data", (chunk: Buffer) => (received += chunk.toString()));
   const closed = new Promise<string>((resolve) => socket.once("close", () => resolve(received)));
-  await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  await new Promise<void>((resolve, reject) =>
+    socket.once("connect", resolve).once("error", reject),
+  );
   return { socket, closed };
 }
 
@@ -36,7 +47,9 @@ describe("the ops server's limits on clients", () => {
   });
 
   test("a client that sends its headers a byte at a time is cut off after the headers timeout", async () => {
-    const { url } = await server({ limits: { headersTimeoutMs: 300, requestTimeoutMs: 600, maxConnections: 8 } });
+    const { url } = await server({
+      limits: { headersTimeoutMs: 300, requestTimeoutMs: 600, maxConnections: 8 },
+    });
     const { socket, closed } = await socketTo(url);
     socket.write("GET /metrics HTTP/1.1\r\nHost: x\r\n");
     const drip = setInterval(() => socket.writable && socket.write("X"), 50);
@@ -45,7 +58,9 @@ describe("the ops server's limits on clients", () => {
   });
 
   test("connections past the cap are dropped; one freed makes room again", async () => {
-    const { url } = await server({ limits: { headersTimeoutMs: 10_000, requestTimeoutMs: 20_000, maxConnections: 2 } });
+    const { url } = await server({
+      limits: { headersTimeoutMs: 10_000, requestTimeoutMs: 20_000, maxConnections: 2 },
+    });
     const held = [await socketTo(url), await socketTo(url)];
     const extra = await socketTo(url);
     expect(await extra.closed).toBe("");
@@ -53,7 +68,9 @@ describe("the ops server's limits on clients", () => {
     // The server counts the freed connection once it has seen it close; until then a request may be dropped or held.
     let answered: Response | undefined;
     for (let i = 0; i < 50 && answered === undefined; i++) {
-      answered = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
+      answered = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).catch(
+        () => undefined,
+      );
       if (answered === undefined) await new Promise((r) => setTimeout(r, 20));
     }
     expect(answered?.status).toBe(200);

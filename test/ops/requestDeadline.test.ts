@@ -28,7 +28,9 @@ async function postWhileCollecting(signal: AbortSignal): Promise<string> {
       () => "answered",
       () => "aborted",
     );
-    const stuck = new Promise<string>((resolve) => setTimeout(() => resolve("still waiting"), 5_000).unref());
+    const stuck = new Promise<string>((resolve) =>
+      setTimeout(() => resolve("still waiting"), 5_000).unref(),
+    );
     return await Promise.race([outcome, stuck]);
   } finally {
     clearInterval(collecting);

@@ -40,7 +40,8 @@ describe("the shutdown signal's listeners", () => {
     const shutdown = createShutdown();
     shutdowns.push(shutdown);
     const warnings = await leakWarnings(async () => {
-      for (let i = 0; i <= SHUTDOWN_LISTENER_BOUND; i++) shutdown.signal.addEventListener("abort", () => undefined);
+      for (let i = 0; i <= SHUTDOWN_LISTENER_BOUND; i++)
+        shutdown.signal.addEventListener("abort", () => undefined);
     });
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain("abort");

@@ -1,6 +1,12 @@
 import { describe, expect, test } from "vitest";
 import { FatalError, RetryableError, ShutdownError } from "../../src/errors/base.js";
-import { backoffDelayMs, MAX_RETRY_AFTER_MS, parseRetryAfterMs, retryAfterOf, withRetry } from "../../src/ops/withRetry.js";
+import {
+  backoffDelayMs,
+  MAX_RETRY_AFTER_MS,
+  parseRetryAfterMs,
+  retryAfterOf,
+  withRetry,
+} from "../../src/ops/withRetry.js";
 
 describe("backoffDelayMs()", () => {
   test("stays within [0, initial × 2^retry] and never above the maximum, with full jitter", () => {
@@ -27,7 +33,10 @@ describe("withRetry()", () => {
         if (count < 2) throw new RetryableError(`failure ${count}`);
         return "done";
       },
-      { retryCount: 5, delay: ({ count, error }) => (delays.push({ count, message: (error as Error).message }), 1) },
+      {
+        retryCount: 5,
+        delay: ({ count, error }) => (delays.push({ count, message: (error as Error).message }), 1),
+      },
     );
     expect(result).toBe("done");
     expect(seen).toEqual([0, 1, 2]);
@@ -58,14 +67,19 @@ describe("withRetry()", () => {
         calls++;
         throw fatal;
       },
-      { retryCount: Number.POSITIVE_INFINITY, shouldRetry: ({ error }) => error instanceof RetryableError },
+      {
+        retryCount: Number.POSITIVE_INFINITY,
+        shouldRetry: ({ error }) => error instanceof RetryableError,
+      },
     ).catch((e: unknown) => e);
     expect(error).toBe(fatal);
     expect(calls).toBe(1);
   });
 
   test("waits the Retry-After a failure carries (through its causes) instead of the policy's delay", async () => {
-    const wrapped = new RetryableError("gave up", { cause: new RetryableError("HTTP 429", { retryAfterMs: 300 }) });
+    const wrapped = new RetryableError("gave up", {
+      cause: new RetryableError("HTTP 429", { retryAfterMs: 300 }),
+    });
     expect(retryAfterOf(wrapped)).toBe(300);
     const waits: number[] = [];
     let failedAt = 0;

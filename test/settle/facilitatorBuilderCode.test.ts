@@ -12,7 +12,10 @@ describe.each(BACKENDS)("the facilitator's own builder code (w) on $name", (back
   afterAll(() => stopFileBackends());
 
   test("is facilitator.builderCode when set, else the code flashindex register stored for the relayer wallet, else none", async () => {
-    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const config = testConfig({
+      rpc: { http: ["http://127.0.0.1:9"] },
+      database: await backend.freshDatabase(),
+    });
     const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
     const { logger, lines } = createMemoryLogger();
     try {
@@ -21,12 +24,21 @@ describe.each(BACKENDS)("the facilitator's own builder code (w) on $name", (back
       expect(await facilitatorBuilderCode({ store, logger }, undefined, RELAYER)).toBeUndefined();
       // Registered under its lower-case address: the lookup does not depend on the checksum.
       await store.saveRegistration(RELAYER.toLowerCase() as `0x${string}`, "bc_relayer7", 2);
-      expect(await facilitatorBuilderCode({ store, logger }, undefined, RELAYER)).toBe("bc_relayer7");
-      expect(await facilitatorBuilderCode({ store, logger }, "shop_facilitator", RELAYER)).toBe("shop_facilitator");
+      expect(await facilitatorBuilderCode({ store, logger }, undefined, RELAYER)).toBe(
+        "bc_relayer7",
+      );
+      expect(await facilitatorBuilderCode({ store, logger }, "shop_facilitator", RELAYER)).toBe(
+        "shop_facilitator",
+      );
       // A stored code the extension cannot carry is left out, with a warning naming it.
       await store.saveRegistration(RELAYER, "BC-Not-Allowed", 3);
       expect(await facilitatorBuilderCode({ store, logger }, undefined, RELAYER)).toBeUndefined();
-      expect(lines).toContainEqual(expect.objectContaining({ msg: "Skipped registered builder code", builder_code: "BC-Not-Allowed" }));
+      expect(lines).toContainEqual(
+        expect.objectContaining({
+          msg: "Skipped registered builder code",
+          builder_code: "BC-Not-Allowed",
+        }),
+      );
     } finally {
       await store.close();
     }

@@ -20,14 +20,25 @@ const daemons: Array<ReturnType<typeof spawnCli>> = [];
 
 /** Starts the daemon and returns it with its facilitator's URL (port 0: a new one each start). */
 async function startDaemon(): Promise<{ daemon: ReturnType<typeof spawnCli>; url: string }> {
-  const daemon = spawnCli(["start", "--config", configPath], { FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]! });
+  const daemon = spawnCli(["start", "--config", configPath], {
+    FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]!,
+  });
   daemons.push(daemon);
-  const url = await waitFor(() => /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(daemon.output().stdout)?.[1], 30_000, `the facilitator\n${daemon.output().stderr}`, 50);
+  const url = await waitFor(
+    () => /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(daemon.output().stdout)?.[1],
+    30_000,
+    `the facilitator\n${daemon.output().stderr}`,
+    50,
+  );
   return { daemon, url };
 }
 
 async function settle(url: string, body: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${url}/settle`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(`${url}/settle`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return (await response.json()) as Record<string, unknown>;
 }
 
@@ -35,7 +46,14 @@ beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 400, flashblockIntervalMs: 50, port: 0 });
   client = createPublicClient({ transport: http(devnet.httpUrl) });
   const domain = await readTokenDomain(client, devnet.token);
-  offer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: privateKeyToAccount(devnet.privateKeys[2]!).address, amount: 7_000n };
+  offer = {
+    chainId: devnet.chainId,
+    token: devnet.token,
+    name: domain.name,
+    version: domain.version,
+    payTo: privateKeyToAccount(devnet.privateKeys[2]!).address,
+    amount: 7_000n,
+  };
   dir = mkdtempSync(join(tmpdir(), "flashindex-facilitator-crash-"));
   configPath = writeConfig(dir, {
     chainId: devnet.chainId,
@@ -51,7 +69,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const daemon of daemons) if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill("SIGKILL");
+  for (const daemon of daemons)
+    if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill("SIGKILL");
   await devnet?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
@@ -60,7 +79,9 @@ describe("the facilitator after kill -9", () => {
   test("every payment answered as settled lands exactly once; nothing lands twice; a repeat after the restart never answers a second success", async () => {
     const relayer = privateKeyToAccount(devnet.privateKeys[6]!).address;
     const payers = [1, 3, 4, 5].map((i) => privateKeyToAccount(devnet.privateKeys[i]!));
-    const bodies = await Promise.all(Array.from({ length: 24 }, (_, i) => referencePaymentBody(payers[i % payers.length]!, offer)));
+    const bodies = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => referencePaymentBody(payers[i % payers.length]!, offer)),
+    );
     const startNonce = await client.getTransactionCount({ address: relayer, blockTag: "latest" });
 
     const first = await startDaemon();
@@ -76,10 +97,16 @@ describe("the facilitator after kill -9", () => {
     const firstWave = 12;
     const inFlight = bodies.slice(0, firstWave).map(send);
     await waitFor(() => (answered.size >= 3 ? true : undefined), 30_000, "the first answers", 5);
-    const pendingNonce = () => client.getTransactionCount({ address: relayer, blockTag: "pending" });
+    const pendingNonce = () =>
+      client.getTransactionCount({ address: relayer, blockTag: "pending" });
     const sentBefore = await pendingNonce();
     inFlight.push(...bodies.slice(firstWave).map((body, j) => send(body, firstWave + j)));
-    await waitFor(async () => ((await pendingNonce()) > sentBefore ? true : undefined), 30_000, "a broadcast of the second wave", 5);
+    await waitFor(
+      async () => ((await pendingNonce()) > sentBefore ? true : undefined),
+      30_000,
+      "a broadcast of the second wave",
+      5,
+    );
     const killed = new Promise((resolve) => first.daemon.once("exit", resolve));
     first.daemon.kill("SIGKILL");
     await killed;
@@ -102,8 +129,13 @@ describe("the facilitator after kill -9", () => {
     expect(inBlockAtAnswer.filter((inBlock) => !inBlock)).toEqual([]);
     // One payment, at most one success: a repeat of one answered (or claimed) before the kill is
     // refused as a used nonce; the others settle now.
-    for (const answer of again) if (answer.success !== true) expect(answer, JSON.stringify(answer)).toMatchObject({ errorReason: "invalid_exact_evm_nonce_already_used" });
-    for (const [i, answer] of answered) if (answer.success === true) expect(again[i]!.success).toBe(false);
+    for (const answer of again)
+      if (answer.success !== true)
+        expect(answer, JSON.stringify(answer)).toMatchObject({
+          errorReason: "invalid_exact_evm_nonce_already_used",
+        });
+    for (const [i, answer] of answered)
+      if (answer.success === true) expect(again[i]!.success).toBe(false);
     const successes = [...[...answered.values()], ...again].filter((a) => a.success === true);
     const hashes = new Set(successes.map((a) => a.transaction as Hex));
     expect(hashes.size).toBe(successes.length);
@@ -114,8 +146,16 @@ describe("the facilitator after kill -9", () => {
     const used = async () => {
       const states = await Promise.all(
         bodies.map((body) => {
-          const { from, nonce } = body.paymentPayload.payload.authorization as { from: Address; nonce: Hex };
-          return client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [from, nonce] });
+          const { from, nonce } = body.paymentPayload.payload.authorization as {
+            from: Address;
+            nonce: Hex;
+          };
+          return client.readContract({
+            address: devnet.token,
+            abi: flashTestTokenAbi,
+            functionName: "authorizationState",
+            args: [from, nonce],
+          });
         }),
       );
       return states;
@@ -128,15 +168,19 @@ describe("the facilitator after kill -9", () => {
           used(),
         ]);
         const count = states.filter(Boolean).length;
-        return latest === pending && latest - startNonce === count && count >= successes.length ? states : undefined;
+        return latest === pending && latest - startNonce === count && count >= successes.length
+          ? states
+          : undefined;
       },
       60_000,
       "one relayer transaction per authorization used, none pending",
       500,
     );
     bodies.forEach((_, i) => {
-      if (again[i]!.success === true || answered.get(i)?.success === true) expect(settledNonces[i]).toBe(true);
+      if (again[i]!.success === true || answered.get(i)?.success === true)
+        expect(settledNonces[i]).toBe(true);
     });
-    for (const hash of hashes) expect((await client.getTransactionReceipt({ hash })).status).toBe("success");
+    for (const hash of hashes)
+      expect((await client.getTransactionReceipt({ hash })).status).toBe("success");
   }, 180_000);
 });

@@ -3,7 +3,12 @@ import { privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, test } from "vitest";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
 import { parseFacilitatorRequest } from "../../src/settle/parseRequest.js";
-import { referencePaymentBody, referenceV1PaymentBody, type ExactOffer, type V1PaymentBody } from "../helpers/x402.js";
+import {
+  referencePaymentBody,
+  referenceV1PaymentBody,
+  type ExactOffer,
+  type V1PaymentBody,
+} from "../helpers/x402.js";
 
 const payer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[1] as `0x${string}`);
 const OFFER: ExactOffer = {
@@ -44,7 +49,16 @@ describe("parseFacilitatorRequest()", () => {
     expect(parsed.ok).toBe(true);
     if (!parsed.ok) return;
     const { requirements, authorization, signature } = parsed.request;
-    expect(requirements).toMatchObject({ scheme: "exact", network: "eip155:8453", chainId: 8453, amount: 10_000n, asset: OFFER.token, payTo: getAddress(OFFER.payTo), name: OFFER.name, version: "2" });
+    expect(requirements).toMatchObject({
+      scheme: "exact",
+      network: "eip155:8453",
+      chainId: 8453,
+      amount: 10_000n,
+      asset: OFFER.token,
+      payTo: getAddress(OFFER.payTo),
+      name: OFFER.name,
+      version: "2",
+    });
     const sent = body.paymentPayload.payload.authorization;
     expect(authorization).toEqual({
       from: payer.address,
@@ -55,11 +69,15 @@ describe("parseFacilitatorRequest()", () => {
       nonce: sent.nonce!.toLowerCase(),
     });
     expect(signature).toBe(body.paymentPayload.payload.signature.toLowerCase());
-    expect(parsed.request.paymentPayload).toBe((body as unknown as { paymentPayload: unknown }).paymentPayload);
+    expect(parsed.request.paymentPayload).toBe(
+      (body as unknown as { paymentPayload: unknown }).paymentPayload,
+    );
   });
 
   test("accepts assetTransferMethod eip3009 spelled out, and ignores keys it does not know", () => {
-    expect(reasonOf(mutate("paymentRequirements.extra.assetTransferMethod", "eip3009"))).toBeUndefined();
+    expect(
+      reasonOf(mutate("paymentRequirements.extra.assetTransferMethod", "eip3009")),
+    ).toBeUndefined();
     expect(reasonOf(mutate("paymentRequiredExtensions", { "builder-code": {} }))).toBeUndefined();
   });
 
@@ -105,8 +123,16 @@ describe("parseFacilitatorRequest()", () => {
     ["paymentRequirements.amount", "9".repeat(5000), "invalid_payment_requirements"],
     ["paymentRequirements.maxTimeoutSeconds", 0, "invalid_payment_requirements"],
     ["paymentRequirements.maxTimeoutSeconds", "60", "invalid_payment_requirements"],
-    ["paymentRequirements.asset", "0x5fbDB2315678afecb367f032d93F642f64180aa3", "invalid_payment_requirements"],
-    ["paymentRequirements.asset", "0x5FbDB2315678afecb367f032d93F642f64180a", "invalid_payment_requirements"],
+    [
+      "paymentRequirements.asset",
+      "0x5fbDB2315678afecb367f032d93F642f64180aa3",
+      "invalid_payment_requirements",
+    ],
+    [
+      "paymentRequirements.asset",
+      "0x5FbDB2315678afecb367f032d93F642f64180a",
+      "invalid_payment_requirements",
+    ],
     ["paymentRequirements.payTo", "merchant", "invalid_payment_requirements"],
     ["paymentPayload.accepted", undefined, "invalid_payload"],
     ["paymentPayload.accepted.scheme", "upto", "invalid_exact_evm_scheme"],
@@ -126,25 +152,55 @@ describe("parseFacilitatorRequest()", () => {
     ["paymentPayload.payload.signature", "0x", "invalid_exact_evm_failed_to_parse_signature"],
     ["paymentPayload.payload.signature", "0xabc", "invalid_exact_evm_failed_to_parse_signature"],
     ["paymentPayload.payload.signature", 65, "invalid_exact_evm_failed_to_parse_signature"],
-    ["paymentPayload.payload.signature", `0x${"ab".repeat(4097)}`, "invalid_exact_evm_failed_to_parse_signature"],
+    [
+      "paymentPayload.payload.signature",
+      `0x${"ab".repeat(4097)}`,
+      "invalid_exact_evm_failed_to_parse_signature",
+    ],
     ["paymentPayload.payload.signature", undefined, "invalid_payload"],
   ])("refuses %s = %j with %s", (path, value, reason) => {
     expect(reasonOf(mutate(path, value))).toBe(reason);
   });
 
   test("names the payer in a refusal whenever `from` reads as an address, and says what was wrong", () => {
-    const late = parseFacilitatorRequest(mutate("paymentPayload.payload.authorization.value", "ten"));
-    expect(late).toMatchObject({ ok: false, payer: payer.address, refusal: { invalidReason: "invalid_payload" } });
-    if (!late.ok) expect(late.refusal.message).toMatch(/paymentPayload\.payload\.authorization\.value: expected a decimal string.*"ten"/);
+    const late = parseFacilitatorRequest(
+      mutate("paymentPayload.payload.authorization.value", "ten"),
+    );
+    expect(late).toMatchObject({
+      ok: false,
+      payer: payer.address,
+      refusal: { invalidReason: "invalid_payload" },
+    });
+    if (!late.ok)
+      expect(late.refusal.message).toMatch(
+        /paymentPayload\.payload\.authorization\.value: expected a decimal string.*"ten"/,
+      );
     const early = parseFacilitatorRequest(mutate("paymentRequirements.network", "eip155:x"));
     expect(early).toMatchObject({ ok: false, payer: payer.address });
-    const noPayer = parseFacilitatorRequest(mutate("paymentPayload.payload.authorization.from", "alice"));
+    const noPayer = parseFacilitatorRequest(
+      mutate("paymentPayload.payload.authorization.from", "alice"),
+    );
     expect(noPayer.ok).toBe(false);
     expect("payer" in noPayer).toBe(false);
   });
 
   test("never throws, whatever part of the body is replaced by whatever JSON", () => {
-    const junk: unknown[] = [null, 0, -1, 1.5, "", "x", "0x", true, [], [1, "a"], {}, { a: 1 }, "9".repeat(200), { __proto__: { x: 1 } }];
+    const junk: unknown[] = [
+      null,
+      0,
+      -1,
+      1.5,
+      "",
+      "x",
+      "0x",
+      true,
+      [],
+      [1, "a"],
+      {},
+      { a: 1 },
+      "9".repeat(200),
+      { __proto__: { x: 1 } },
+    ];
     const paths = collectPaths(body as unknown as Record<string, unknown>, "");
     let random = 42;
     const next = (n: number) => ((random = (random * 1103515245 + 12345) % 2 ** 31), random % n);
@@ -174,11 +230,26 @@ describe("parseFacilitatorRequest() of an x402 v1 body", () => {
   };
 
   test("reads the reference v1 client's body: maxAmountRequired, the network `base` on chain 8453, no extensions", () => {
-    const parsed = parseFacilitatorRequest(edited((b) => void ((b.paymentPayload as Record<string, unknown>).extensions = { "payment-identifier": { info: { id: "pay_0123456789abcdef" } } })));
+    const parsed = parseFacilitatorRequest(
+      edited(
+        (b) =>
+          void ((b.paymentPayload as Record<string, unknown>).extensions = {
+            "payment-identifier": { info: { id: "pay_0123456789abcdef" } },
+          }),
+      ),
+    );
     expect(parsed.ok).toBe(true);
     if (!parsed.ok) return;
     expect(parsed.request.x402Version).toBe(1);
-    expect(parsed.request.requirements).toMatchObject({ scheme: "exact", network: "base", chainId: 8453, amount: 10_000n, asset: OFFER.token, name: OFFER.name, version: "2" });
+    expect(parsed.request.requirements).toMatchObject({
+      scheme: "exact",
+      network: "base",
+      chainId: 8453,
+      amount: 10_000n,
+      asset: OFFER.token,
+      name: OFFER.name,
+      version: "2",
+    });
     expect(parsed.request.authorization).toMatchObject({ from: payer.address, value: 10_000n });
     // v1 has no extensions; the reference's ExactEvmSchemeV1 reads none, so neither do we.
     expect(parsed.request.extensions).toEqual({});
@@ -186,14 +257,46 @@ describe("parseFacilitatorRequest() of an x402 v1 body", () => {
   });
 
   test.each<[string, (b: V1PaymentBody) => void, string]>([
-    ["a v2 envelope around a v1 payload", (b) => void ((b as { x402Version: number }).x402Version = 2), "invalid_x402_version"],
-    ["requirements under another scheme", (b) => void (b.paymentRequirements.scheme = "upto"), "unsupported_scheme"],
-    ["a payload under another scheme", (b) => void (b.paymentPayload.scheme = "upto"), "invalid_exact_evm_scheme"],
-    ["requirements on a network v1 does not know", (b) => void (b.paymentRequirements.network = "eip155:8453"), "invalid_network"],
-    ["a payload on a network v1 does not know", (b) => void (b.paymentPayload.network = "base-mainnet"), "invalid_exact_evm_network_mismatch"],
-    ["a payload on another v1 network", (b) => void (b.paymentPayload.network = "base-sepolia"), "invalid_exact_evm_network_mismatch"],
-    ["no maxAmountRequired", (b) => void delete (b.paymentRequirements as Record<string, unknown>).maxAmountRequired, "invalid_payment_requirements"],
-    ["no EIP-712 domain", (b) => void delete b.paymentRequirements.extra.name, "invalid_exact_evm_missing_eip712_domain"],
+    [
+      "a v2 envelope around a v1 payload",
+      (b) => void ((b as { x402Version: number }).x402Version = 2),
+      "invalid_x402_version",
+    ],
+    [
+      "requirements under another scheme",
+      (b) => void (b.paymentRequirements.scheme = "upto"),
+      "unsupported_scheme",
+    ],
+    [
+      "a payload under another scheme",
+      (b) => void (b.paymentPayload.scheme = "upto"),
+      "invalid_exact_evm_scheme",
+    ],
+    [
+      "requirements on a network v1 does not know",
+      (b) => void (b.paymentRequirements.network = "eip155:8453"),
+      "invalid_network",
+    ],
+    [
+      "a payload on a network v1 does not know",
+      (b) => void (b.paymentPayload.network = "base-mainnet"),
+      "invalid_exact_evm_network_mismatch",
+    ],
+    [
+      "a payload on another v1 network",
+      (b) => void (b.paymentPayload.network = "base-sepolia"),
+      "invalid_exact_evm_network_mismatch",
+    ],
+    [
+      "no maxAmountRequired",
+      (b) => void delete (b.paymentRequirements as Record<string, unknown>).maxAmountRequired,
+      "invalid_payment_requirements",
+    ],
+    [
+      "no EIP-712 domain",
+      (b) => void delete b.paymentRequirements.extra.name,
+      "invalid_exact_evm_missing_eip712_domain",
+    ],
   ])("refuses %s with %s", (_what, edit, reason) => {
     expect(reasonOf(edited(edit))).toBe(reason);
   });
@@ -203,7 +306,8 @@ describe("parseFacilitatorRequest() of an x402 v1 body", () => {
 function collectPaths(node: Record<string, unknown>, prefix: string): string[] {
   return Object.entries(node).flatMap(([key, value]) => {
     const path = prefix === "" ? key : `${prefix}.${key}`;
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? [path, ...collectPaths(value as Record<string, unknown>, path)] : [path];
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? [path, ...collectPaths(value as Record<string, unknown>, path)]
+      : [path];
   });
 }
-

@@ -1,4 +1,8 @@
-import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+import {
+  appendPaymentIdentifierToExtensions,
+  declarePaymentIdentifierExtension,
+  PAYMENT_IDENTIFIER,
+} from "@x402/extensions/payment-identifier";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, test } from "vitest";
 import { ANVIL_PRIVATE_KEYS } from "../../src/devnet/anvil.js";
@@ -12,12 +16,22 @@ import {
 import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
 
 const payer = privateKeyToAccount(ANVIL_PRIVATE_KEYS[1] as `0x${string}`);
-const OFFER: ExactOffer = { chainId: 8453, token: "0x5FbDB2315678afecb367f032d93F642f64180aa3", name: "Flash Test USD", version: "2", payTo: "0x000000000000000000000000000000000000c0de", amount: 10_000n };
+const OFFER: ExactOffer = {
+  chainId: 8453,
+  token: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  name: "Flash Test USD",
+  version: "2",
+  payTo: "0x000000000000000000000000000000000000c0de",
+  amount: 10_000n,
+};
 const ID = "pay_7d5d747be160e280504c099d984bcfe0";
 
 /** A reference client's payload carrying `id` in the extension, as a resource server declaring it receives it. */
 async function payloadWithId(id: string, offer: ExactOffer = OFFER) {
-  const extensions = appendPaymentIdentifierToExtensions({ [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) }, id);
+  const extensions = appendPaymentIdentifierToExtensions(
+    { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) },
+    id,
+  );
   return (await referencePaymentBody(payer, offer, extensions)).paymentPayload;
 }
 
@@ -25,7 +39,11 @@ describe("readPaymentIdentifier()", () => {
   test("reads the id the reference client appends, and fingerprints the payload whatever its key order", async () => {
     const payload = await payloadWithId(ID);
     const read = readPaymentIdentifier(payload);
-    expect(read).toMatchObject({ kind: "present", id: ID, fingerprint: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(read).toMatchObject({
+      kind: "present",
+      id: ID,
+      fingerprint: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
     const reordered = Object.fromEntries(Object.entries(structuredClone(payload)).reverse());
     expect(readPaymentIdentifier(reordered)).toEqual(read);
   });
@@ -33,13 +51,21 @@ describe("readPaymentIdentifier()", () => {
   test("gives another fingerprint to another payload with the same id", async () => {
     const first = readPaymentIdentifier(await payloadWithId(ID));
     const second = readPaymentIdentifier(await payloadWithId(ID, { ...OFFER, amount: 20_000n }));
-    expect(first.kind === "present" && second.kind === "present" && first.fingerprint !== second.fingerprint).toBe(true);
+    expect(
+      first.kind === "present" &&
+        second.kind === "present" &&
+        first.fingerprint !== second.fingerprint,
+    ).toBe(true);
   });
 
   test("is absent without the extension or without an id in it", async () => {
     expect(readPaymentIdentifier({})).toEqual({ kind: "absent" });
     expect(readPaymentIdentifier({ extensions: null })).toEqual({ kind: "absent" });
-    expect(readPaymentIdentifier({ extensions: { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(true) } })).toEqual({ kind: "absent" });
+    expect(
+      readPaymentIdentifier({
+        extensions: { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(true) },
+      }),
+    ).toEqual({ kind: "absent" });
   });
 
   test.each<[string, unknown]>([
@@ -57,8 +83,13 @@ describe("readPaymentIdentifier()", () => {
   test("refuses a payload nested too deep to fingerprint, without overflowing the stack", () => {
     let deep: unknown = "x";
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    const read = readPaymentIdentifier({ extensions: { [PAYMENT_IDENTIFIER]: { info: { required: false, id: ID } }, other: deep } });
-    expect(read).toMatchObject({ kind: "invalid", refusal: { message: expect.stringMatching(/nested deeper/) } });
+    const read = readPaymentIdentifier({
+      extensions: { [PAYMENT_IDENTIFIER]: { info: { required: false, id: ID } }, other: deep },
+    });
+    expect(read).toMatchObject({
+      kind: "invalid",
+      refusal: { message: expect.stringMatching(/nested deeper/) },
+    });
   });
 });
 
@@ -67,7 +98,10 @@ describe("payment identifier idempotency", () => {
     expect(judgePaymentIdentifier(undefined, "0x01")).toBe("new");
     expect(judgePaymentIdentifier({ fingerprint: "0x01" }, "0x01")).toBe("same");
     expect(judgePaymentIdentifier({ fingerprint: "0x01" }, "0x02")).toBe("conflict");
-    expect(paymentIdentifierConflict(ID)).toEqual({ invalidReason: "payment_identifier_conflict", message: expect.stringContaining(ID) });
+    expect(paymentIdentifierConflict(ID)).toEqual({
+      invalidReason: "payment_identifier_conflict",
+      message: expect.stringContaining(ID),
+    });
     expect(PAYMENT_IDENTIFIER_CONFLICT_STATUS).toBe(409);
   });
 
@@ -95,7 +129,11 @@ describe("payment identifier idempotency", () => {
 
   test("the cache forgets ids after ttlMs and beyond maxEntries, oldest first", () => {
     let now = 0;
-    const cache = createPaymentIdentifierCache<string>({ maxEntries: 2, ttlMs: 1_000, nowMs: () => now });
+    const cache = createPaymentIdentifierCache<string>({
+      maxEntries: 2,
+      ttlMs: 1_000,
+      nowMs: () => now,
+    });
     cache.claim("pay_a_0123456789abcdef", "0x01");
     now = 500;
     cache.claim("pay_b_0123456789abcdef", "0x02");

@@ -26,10 +26,20 @@ const daemons: Array<ReturnType<typeof spawnCli>> = [];
 const STEP_TIMEOUT_MS = 30_000;
 
 /** Starts the daemon (its facilitator on a new port) and returns it with the facilitator's URL. */
-async function startDaemon(env: NodeJS.ProcessEnv = {}): Promise<{ daemon: ReturnType<typeof spawnCli>; url: string }> {
-  const daemon = spawnCli(["start", "--config", configPath], { FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]!, ...env });
+async function startDaemon(
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ daemon: ReturnType<typeof spawnCli>; url: string }> {
+  const daemon = spawnCli(["start", "--config", configPath], {
+    FLASHINDEX_RELAYER_KEY: devnet.privateKeys[6]!,
+    ...env,
+  });
   daemons.push(daemon);
-  const url = await waitFor(() => /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(daemon.output().stdout)?.[1], 60_000, `the facilitator\n${daemon.output().stderr}`, 50);
+  const url = await waitFor(
+    () => /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(daemon.output().stdout)?.[1],
+    60_000,
+    `the facilitator\n${daemon.output().stderr}`,
+    50,
+  );
   return { daemon, url };
 }
 
@@ -43,13 +53,19 @@ function tail(daemon: ReturnType<typeof spawnCli>): string {
 function exitOf(daemon: ReturnType<typeof spawnCli>, ms: number, what: string): Promise<void> {
   if (daemon.exitCode !== null || daemon.signalCode !== null) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: still running after ${ms} ms\n${tail(daemon)}`)), ms);
+    const timer = setTimeout(
+      () => reject(new Error(`${what}: still running after ${ms} ms\n${tail(daemon)}`)),
+      ms,
+    );
     daemon.once("exit", () => (clearTimeout(timer), resolve()));
   });
 }
 
 /** Ends `daemon` (SIGTERM, SIGKILL if it lingers) so no daemon of a failed case outlives it. */
-async function stop(daemon: ReturnType<typeof spawnCli>, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+async function stop(
+  daemon: ReturnType<typeof spawnCli>,
+  signal: NodeJS.Signals = "SIGTERM",
+): Promise<void> {
   if (daemon.exitCode !== null || daemon.signalCode !== null) return;
   const exited = exitOf(daemon, STEP_TIMEOUT_MS, `the daemon after ${signal}`);
   daemon.kill(signal);
@@ -62,7 +78,12 @@ async function stop(daemon: ReturnType<typeof spawnCli>, signal: NodeJS.Signals 
 
 async function settle(url: string, body: unknown): Promise<Record<string, unknown>> {
   const signal = AbortSignal.timeout(STEP_TIMEOUT_MS);
-  const response = await fetch(`${url}/settle`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
+  const response = await fetch(`${url}/settle`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal,
+  });
   return (await response.json()) as Record<string, unknown>;
 }
 
@@ -83,13 +104,25 @@ async function relayedCarrying(nonce: Hex): Promise<Hex[]> {
   for (let number = firstBlock; number <= head; number++) {
     const block = await client.getBlock({ blockNumber: number, includeTransactions: true });
     for (const tx of block.transactions)
-      if (tx.from.toLowerCase() === relayer.toLowerCase() && tx.to?.toLowerCase() === devnet.token.toLowerCase() && tx.input.includes(nonce.slice(2).toLowerCase())) found.push(tx.hash);
+      if (
+        tx.from.toLowerCase() === relayer.toLowerCase() &&
+        tx.to?.toLowerCase() === devnet.token.toLowerCase() &&
+        tx.input.includes(nonce.slice(2).toLowerCase())
+      )
+        found.push(tx.hash);
   }
   return found;
 }
 
-const used = (from: Address, nonce: Hex) => client.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [from, nonce] });
-const authorizationOf = (body: Awaited<ReturnType<typeof referencePaymentBody>>) => body.paymentPayload.payload.authorization as { from: Address; nonce: Hex };
+const used = (from: Address, nonce: Hex) =>
+  client.readContract({
+    address: devnet.token,
+    abi: flashTestTokenAbi,
+    functionName: "authorizationState",
+    args: [from, nonce],
+  });
+const authorizationOf = (body: Awaited<ReturnType<typeof referencePaymentBody>>) =>
+  body.paymentPayload.payload.authorization as { from: Address; nonce: Hex };
 
 /** A devnet (`flashblockIntervalMs` 0: no pre-confirmations, receipts only sealed) and a daemon config for one describe. */
 function useDevnet(flashblockIntervalMs: number): void {
@@ -105,7 +138,14 @@ async function setUp(flashblockIntervalMs: number): Promise<void> {
   relayer = privateKeyToAccount(devnet.privateKeys[6]!).address;
   firstBlock = await client.getBlockNumber();
   const domain = await readTokenDomain(client, devnet.token);
-  offer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: privateKeyToAccount(devnet.privateKeys[2]!).address, amount: 3_000n };
+  offer = {
+    chainId: devnet.chainId,
+    token: devnet.token,
+    name: domain.name,
+    version: domain.version,
+    payTo: privateKeyToAccount(devnet.privateKeys[2]!).address,
+    amount: 3_000n,
+  };
   dir = mkdtempSync(join(tmpdir(), "flashindex-crash-points-"));
   dbPath = join(dir, "index.db");
   configPath = writeConfig(dir, {
@@ -121,13 +161,15 @@ async function setUp(flashblockIntervalMs: number): Promise<void> {
 }
 
 async function tearDown(): Promise<void> {
-  for (const daemon of daemons.splice(0)) if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill("SIGKILL");
+  for (const daemon of daemons.splice(0))
+    if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill("SIGKILL");
   await devnet?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }
 
 const payer = () => privateKeyToAccount(devnet.privateKeys[1]!);
-const CASE = "killed at %s: the chain and the database agree after a restart, and the authorization is sent at most once";
+const CASE =
+  "killed at %s: the chain and the database agree after a restart, and the authorization is sent at most once";
 
 describe("a settle killed with SIGKILL at each step", () => {
   useDevnet(50);
@@ -161,12 +203,18 @@ async function killAndRestart(step: CrashStep, lands: boolean): Promise<void> {
     const answer = await settle(first.url, body).then(
       (a) => a,
       (error: unknown) => {
-        if (error instanceof DOMException && error.name === "TimeoutError") throw new Error(`no answer and no crash at ${step} within ${STEP_TIMEOUT_MS} ms\n${tail(first.daemon)}`);
+        if (error instanceof DOMException && error.name === "TimeoutError")
+          throw new Error(
+            `no answer and no crash at ${step} within ${STEP_TIMEOUT_MS} ms\n${tail(first.daemon)}`,
+          );
         return "no answer" as const;
       },
     );
     // A daemon that answered did not die at the step: say so now, not at the test's timeout.
-    if (answer !== "no answer") throw new Error(`the daemon answered instead of dying at ${step}: ${JSON.stringify(answer)}\n${tail(first.daemon)}`);
+    if (answer !== "no answer")
+      throw new Error(
+        `the daemon answered instead of dying at ${step}: ${JSON.stringify(answer)}\n${tail(first.daemon)}`,
+      );
     await exited;
   } finally {
     await stop(first.daemon, "SIGKILL");
@@ -176,14 +224,49 @@ async function killAndRestart(step: CrashStep, lands: boolean): Promise<void> {
 
   const second = await startDaemon();
   try {
-    const orderId = query<{ id: number }>("SELECT id FROM orders WHERE nonce = ?", nonce.toLowerCase())[0]!.id;
+    const orderId = query<{ id: number }>(
+      "SELECT id FROM orders WHERE nonce = ?",
+      nonce.toLowerCase(),
+    )[0]!.id;
     if (lands) {
-      await waitFor(() => query<{ state: string }>("SELECT state FROM orders WHERE id = ?", orderId)[0]?.state === "captured", 30_000, "the order captured", 100);
+      await waitFor(
+        () =>
+          query<{ state: string }>("SELECT state FROM orders WHERE id = ?", orderId)[0]?.state ===
+          "captured",
+        30_000,
+        "the order captured",
+        100,
+      );
     } else if (step === "stored") {
-      await waitFor(() => query<{ status: string }>("SELECT status FROM order_captures WHERE order_id = ?", orderId)[0]?.status === "abandoned", 30_000, "the unsent settle abandoned", 100);
-      expect(query("SELECT cause FROM order_transitions WHERE order_id = ? ORDER BY id DESC LIMIT 1", orderId)).toEqual([{ cause: "settle_never_sent" }]);
+      await waitFor(
+        () =>
+          query<{ status: string }>(
+            "SELECT status FROM order_captures WHERE order_id = ?",
+            orderId,
+          )[0]?.status === "abandoned",
+        30_000,
+        "the unsent settle abandoned",
+        100,
+      );
+      expect(
+        query(
+          "SELECT cause FROM order_transitions WHERE order_id = ? ORDER BY id DESC LIMIT 1",
+          orderId,
+        ),
+      ).toEqual([{ cause: "settle_never_sent" }]);
     } else {
-      await waitFor(() => (query<{ state: string }>("SELECT state FROM relayer_nonces WHERE holder = ?", `capture:${orderId}`)[0]?.state === "released" ? true : undefined), 30_000, "the reservation released", 100);
+      await waitFor(
+        () =>
+          query<{ state: string }>(
+            "SELECT state FROM relayer_nonces WHERE holder = ?",
+            `capture:${orderId}`,
+          )[0]?.state === "released"
+            ? true
+            : undefined,
+        30_000,
+        "the reservation released",
+        100,
+      );
     }
 
     // The next payment takes the next nonce the chain expects (the released one, if any): it lands without a gap filler.
@@ -191,20 +274,38 @@ async function killAndRestart(step: CrashStep, lands: boolean): Promise<void> {
     const nextAnswer = await settle(second.url, next);
     expect(nextAnswer.success, JSON.stringify(nextAnswer)).toBe(true);
     const expected = countBefore + (lands ? 2 : 1);
-    await waitFor(async () => ((await client.getTransactionCount({ address: relayer, blockTag: "latest" })) === expected ? true : undefined), 30_000, `${expected} relayer transactions`, 100);
-    expect(await client.getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(expected);
+    await waitFor(
+      async () =>
+        (await client.getTransactionCount({ address: relayer, blockTag: "latest" })) === expected
+          ? true
+          : undefined,
+      30_000,
+      `${expected} relayer transactions`,
+      100,
+    );
+    expect(await client.getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(
+      expected,
+    );
     expect(second.daemon.output().stdout).not.toContain("Filled relayer nonce gap");
 
     // The chain: the killed payment used once or never, carried by at most one relayer transaction.
     expect(await used(from, nonce)).toBe(lands);
     expect(await relayedCarrying(nonce)).toHaveLength(lands ? 1 : 0);
-    const orderState = query<{ state: string }>("SELECT state FROM orders WHERE id = ?", orderId)[0]!.state;
+    const orderState = query<{ state: string }>(
+      "SELECT state FROM orders WHERE id = ?",
+      orderId,
+    )[0]!.state;
     expect(orderState).toBe(lands ? "captured" : "authorized");
 
     // The book against the chain: every nonce below the relayer's count went to a broadcast; nothing is held above it.
     const count = await client.getTransactionCount({ address: relayer, blockTag: "latest" });
-    const book = query<{ nonce: number; state: string }>("SELECT nonce, state FROM relayer_nonces WHERE relayer = ? ORDER BY nonce", relayer.toLowerCase());
-    expect(book.filter((e) => e.nonce < count && !["broadcast", "landed"].includes(e.state))).toEqual([]);
+    const book = query<{ nonce: number; state: string }>(
+      "SELECT nonce, state FROM relayer_nonces WHERE relayer = ? ORDER BY nonce",
+      relayer.toLowerCase(),
+    );
+    expect(
+      book.filter((e) => e.nonce < count && !["broadcast", "landed"].includes(e.state)),
+    ).toEqual([]);
     expect(book.filter((e) => e.nonce >= count && e.state !== "released")).toEqual([]);
   } finally {
     await stop(second.daemon);

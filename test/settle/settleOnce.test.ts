@@ -1,23 +1,47 @@
 import { x402HTTPClient } from "@x402/core/client";
-import { createPublicClient, createWalletClient, http, keccak256, parseEventLogs, stringToHex, type Address, type Hex, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  keccak256,
+  parseEventLogs,
+  stringToHex,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
-import { readTokenDomain, signCancelAuthorization, type TokenDomain } from "../../src/authorization/eip3009.js";
+import {
+  readTokenDomain,
+  signCancelAuthorization,
+  type TokenDomain,
+} from "../../src/authorization/eip3009.js";
 import type { NonceReservation } from "../../src/store/nonceBook.js";
 import { createRpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import type { Facilitator } from "../../src/settle/facilitator.js";
-import { startFacilitatorServer, type FacilitatorServer } from "../../src/settle/facilitatorServer.js";
+import {
+  startFacilitatorServer,
+  type FacilitatorServer,
+} from "../../src/settle/facilitatorServer.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteBackend } from "../helpers/backends.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { waitFor } from "../helpers/fixtures.js";
 import { startRewritingRpcProxy, untaggedEstimateAtLatest } from "../helpers/rewritingRpcProxy.js";
-import { PAID_BODY, referenceClient, referencePaymentBody, startResourceServer, type ExactOffer, type RunningServer } from "../helpers/x402.js";
+import {
+  PAID_BODY,
+  referenceClient,
+  referencePaymentBody,
+  startResourceServer,
+  type ExactOffer,
+  type RunningServer,
+} from "../helpers/x402.js";
 import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
 
 /*
@@ -43,11 +67,33 @@ let pump: NodeJS.Timeout | undefined;
 let proxy: { url: string; close: () => Promise<void> };
 
 const admin = (method: string, params: unknown[] = []) =>
-  fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then((r) => r.json());
-const balanceOf = (account: Address) => chain.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [account] });
+  fetch(devnet.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  }).then((r) => r.json());
+const balanceOf = (account: Address) =>
+  chain.readContract({
+    address: devnet.token,
+    abi: flashTestTokenAbi,
+    functionName: "balanceOf",
+    args: [account],
+  });
 const authorizationState = (authorizer: Address, nonce: Hex) =>
-  chain.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [authorizer, nonce] });
-const offerOf = (amount: bigint): ExactOffer => ({ chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: shop.address, amount });
+  chain.readContract({
+    address: devnet.token,
+    abi: flashTestTokenAbi,
+    functionName: "authorizationState",
+    args: [authorizer, nonce],
+  });
+const offerOf = (amount: bigint): ExactOffer => ({
+  chainId: devnet.chainId,
+  token: devnet.token,
+  name: domain.name,
+  version: domain.version,
+  payTo: shop.address,
+  amount,
+});
 
 /** Flashblocks every 50 ms and a block every 400 ms while `run` runs: a chain that moves by itself. */
 async function withMovingChain<T>(run: () => Promise<T>): Promise<T> {
@@ -70,16 +116,33 @@ async function seal(): Promise<void> {
 /** A fresh payer (no ETH: it only signs) holding exactly `amount` of the token. */
 async function fundedPayer(tag: string, amount: bigint): Promise<PrivateKeyAccount> {
   const payer = privateKeyToAccount(keccak256(stringToHex(`settle-once ${tag} ${Math.random()}`)));
-  const deployer = createWalletClient({ account: privateKeyToAccount(devnet.privateKeys[0]!), transport: http(devnet.httpUrl) });
-  const nonce = await chain.getTransactionCount({ address: deployer.account.address, blockTag: "pending" });
-  await deployer.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "mint", args: [payer.address, amount], chain: null, nonce });
+  const deployer = createWalletClient({
+    account: privateKeyToAccount(devnet.privateKeys[0]!),
+    transport: http(devnet.httpUrl),
+  });
+  const nonce = await chain.getTransactionCount({
+    address: deployer.account.address,
+    blockTag: "pending",
+  });
+  await deployer.writeContract({
+    address: devnet.token,
+    abi: flashTestTokenAbi,
+    functionName: "mint",
+    args: [payer.address, amount],
+    chain: null,
+    nonce,
+  });
   await seal();
   expect(await balanceOf(payer.address)).toBe(amount);
   return payer;
 }
 
 async function post(path: "verify" | "settle", body: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${server.url}/${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(`${server.url}/${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return (await response.json()) as Record<string, unknown>;
 }
 
@@ -104,18 +167,48 @@ beforeAll(async () => {
   shop = privateKeyToAccount(devnet.privateKeys[2]!);
   relayer = privateKeyToAccount(devnet.privateKeys[RELAYER_KEY_INDEX]!);
   proxy = await startRewritingRpcProxy(devnet.httpUrl, untaggedEstimateAtLatest);
-  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [proxy.url] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
+  const config = testConfig({
+    chainId: devnet.chainId,
+    rpc: { http: [proxy.url] },
+    database: await sqliteBackend.freshDatabase(),
+    logLevel: "silent",
+  });
   store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
   const client = createRpcClient(testDeps(config));
   const { logger } = createMemoryLogger("silent");
   // The relay reserves every nonce in the store's book: counting the book's reservations counts them all.
   const book = store.nonces;
   const counted: Store = Object.assign(Object.create(store) as Store, {
-    nonces: { ...book, reserve: (reservation: NonceReservation, now: number) => (reserved++, book.reserve(reservation, now)) },
+    nonces: {
+      ...book,
+      reserve: (reservation: NonceReservation, now: number) => (
+        reserved++,
+        book.reserve(reservation, now)
+      ),
+    },
   });
-  const relay = createCaptureRelay({ client, store: counted, chainId: devnet.chainId, relayer, logger, pollingIntervalMs: 10 });
-  facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayer.address);
-  server = await startFacilitatorServer({ logger }, facilitator, { host: "127.0.0.1", port: 0, authToken: undefined, maxBodyBytes: 65_536, settleTimeoutMs: 10_000, network: `eip155:${devnet.chainId}` });
+  const relay = createCaptureRelay({
+    client,
+    store: counted,
+    chainId: devnet.chainId,
+    relayer,
+    logger,
+    pollingIntervalMs: 10,
+  });
+  facilitator = createDevnetFacilitator(
+    { client, store, relay, logger },
+    devnet,
+    domain,
+    relayer.address,
+  );
+  server = await startFacilitatorServer({ logger }, facilitator, {
+    host: "127.0.0.1",
+    port: 0,
+    authToken: undefined,
+    maxBodyBytes: 65_536,
+    settleTimeoutMs: 10_000,
+    network: `eip155:${devnet.chainId}`,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -131,8 +224,12 @@ describe("success means the chain made the transfer", () => {
   test("overdraw race: a payer holding 1.0 signs two payments of 0.8, both verify, both settle at once: one success, the other fails with its reverted transaction", async () => {
     const payer = await fundedPayer("overdraw", 1_000_000n);
     const offer = offerOf(800_000n);
-    const bodies = [await referencePaymentBody(payer, offer), await referencePaymentBody(payer, offer)];
-    for (const body of bodies) expect(await post("verify", body)).toMatchObject({ isValid: true, payer: payer.address });
+    const bodies = [
+      await referencePaymentBody(payer, offer),
+      await referencePaymentBody(payer, offer),
+    ];
+    for (const body of bodies)
+      expect(await post("verify", body)).toMatchObject({ isValid: true, payer: payer.address });
     const shopBefore = await balanceOf(shop.address);
 
     const answers = Promise.all(bodies.map((body) => post("settle", body)));
@@ -145,27 +242,48 @@ describe("success means the chain made the transfer", () => {
     const successes = settled.filter((a) => a.success === true);
     expect(successes, JSON.stringify(settled)).toHaveLength(1);
     const failed = settled.find((a) => a.success !== true)!;
-    expect(failed).toMatchObject({ success: false, errorReason: "invalid_exact_evm_transaction_failed", payer: payer.address, network: `eip155:${devnet.chainId}` });
+    expect(failed).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_transaction_failed",
+      payer: payer.address,
+      network: `eip155:${devnet.chainId}`,
+    });
     expect(failed.transaction).toMatch(/^0x[0-9a-f]{64}$/);
 
     // Every answer against the chain: one transfer of 0.8 made, the other transaction reverted.
     await seal();
     const won = successes[0]!.transaction as Hex;
-    const [wonReceipt, lostReceipt] = await Promise.all([chain.getTransactionReceipt({ hash: won }), chain.getTransactionReceipt({ hash: failed.transaction as Hex })]);
+    const [wonReceipt, lostReceipt] = await Promise.all([
+      chain.getTransactionReceipt({ hash: won }),
+      chain.getTransactionReceipt({ hash: failed.transaction as Hex }),
+    ]);
     expect(wonReceipt.status).toBe("success");
     expect(lostReceipt.status).toBe("reverted");
-    const transfers = parseEventLogs({ abi: flashTestTokenAbi, eventName: "Transfer", logs: [...wonReceipt.logs, ...lostReceipt.logs] });
-    expect(transfers.map((t) => [t.args.from, t.args.to, t.args.value])).toEqual([[payer.address, shop.address, 800_000n]]);
+    const transfers = parseEventLogs({
+      abi: flashTestTokenAbi,
+      eventName: "Transfer",
+      logs: [...wonReceipt.logs, ...lostReceipt.logs],
+    });
+    expect(transfers.map((t) => [t.args.from, t.args.to, t.args.value])).toEqual([
+      [payer.address, shop.address, 800_000n],
+    ]);
     expect(await balanceOf(payer.address)).toBe(200_000n);
     expect(await balanceOf(shop.address)).toBe(shopBefore + 800_000n);
-    const states = await Promise.all(nonces.map((nonce) => authorizationState(payer.address, nonce)));
+    const states = await Promise.all(
+      nonces.map((nonce) => authorizationState(payer.address, nonce)),
+    );
     expect(states.filter(Boolean)).toHaveLength(1);
 
     // The failed order records why and is authorized again (its authorization is still unused).
     const lostIndex = states.indexOf(false);
     const lostOrder = await store.getOrder(orderIds[lostIndex]!);
     expect(lostOrder).toMatchObject({ state: "authorized" });
-    expect((await store.listTransitions(lostOrder!.id)).at(-1)).toMatchObject({ fromState: "capturing", toState: "authorized", cause: "capture_reverted", txHash: (failed.transaction as string).toLowerCase() });
+    expect((await store.listTransitions(lostOrder!.id)).at(-1)).toMatchObject({
+      fromState: "capturing",
+      toState: "authorized",
+      cause: "capture_reverted",
+      txHash: (failed.transaction as string).toLowerCase(),
+    });
   }, 60_000);
 
   test("a buyer's own cancelAuthorization landing just before the capture: the settle is not a success", async () => {
@@ -182,8 +300,15 @@ describe("success means the chain made the transfer", () => {
     const captureHash = (await store.captures.get(orderId))!.txHash;
     const raw = (await admin("eth_getRawTransactionByHash", [captureHash])) as { result: Hex };
     await admin("anvil_dropTransaction", [captureHash]);
-    const cancel = await signCancelAuthorization(payer, { ...domain, verifyingContract: devnet.token }, { authorizer: payer.address, nonce });
-    const submitter = createWalletClient({ account: privateKeyToAccount(devnet.privateKeys[3]!), transport: http(devnet.httpUrl) });
+    const cancel = await signCancelAuthorization(
+      payer,
+      { ...domain, verifyingContract: devnet.token },
+      { authorizer: payer.address, nonce },
+    );
+    const submitter = createWalletClient({
+      account: privateKeyToAccount(devnet.privateKeys[3]!),
+      transport: http(devnet.httpUrl),
+    });
     const cancelTx = await submitter.writeContract({
       address: devnet.token,
       abi: flashTestTokenAbi,
@@ -191,7 +316,10 @@ describe("success means the chain made the transfer", () => {
       args: [payer.address, nonce, cancel.v, cancel.r, cancel.s],
       chain: null,
       gas: 200_000n,
-      nonce: await chain.getTransactionCount({ address: submitter.account.address, blockTag: "pending" }),
+      nonce: await chain.getTransactionCount({
+        address: submitter.account.address,
+        blockTag: "pending",
+      }),
     });
     await admin("eth_sendRawTransaction", [raw.result]);
     await admin("devnet_flashblock");
@@ -201,7 +329,9 @@ describe("success means the chain made the transfer", () => {
 
     await seal();
     expect((await chain.getTransactionReceipt({ hash: cancelTx })).status).toBe("success");
-    expect((await chain.getTransactionReceipt({ hash: settled.transaction as Hex })).status).toBe("reverted");
+    expect((await chain.getTransactionReceipt({ hash: settled.transaction as Hex })).status).toBe(
+      "reverted",
+    );
     expect(await authorizationState(payer.address, nonce)).toBe(true);
     expect(await balanceOf(payer.address)).toBe(1_000_000n);
   }, 60_000);
@@ -209,13 +339,36 @@ describe("success means the chain made the transfer", () => {
 
 describe("verify and settle read the same view", () => {
   test("a payer funded by a transfer that is only pre-confirmed is valid at verify and settles", async () => {
-    const payer = privateKeyToAccount(keccak256(stringToHex(`settle-once preconfirmed ${Math.random()}`)));
-    const deployer = createWalletClient({ account: privateKeyToAccount(devnet.privateKeys[0]!), transport: http(devnet.httpUrl) });
-    const nonce = await chain.getTransactionCount({ address: deployer.account.address, blockTag: "pending" });
-    await deployer.writeContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "mint", args: [payer.address, 500_000n], chain: null, nonce });
+    const payer = privateKeyToAccount(
+      keccak256(stringToHex(`settle-once preconfirmed ${Math.random()}`)),
+    );
+    const deployer = createWalletClient({
+      account: privateKeyToAccount(devnet.privateKeys[0]!),
+      transport: http(devnet.httpUrl),
+    });
+    const nonce = await chain.getTransactionCount({
+      address: deployer.account.address,
+      blockTag: "pending",
+    });
+    await deployer.writeContract({
+      address: devnet.token,
+      abi: flashTestTokenAbi,
+      functionName: "mint",
+      args: [payer.address, 500_000n],
+      chain: null,
+      nonce,
+    });
     await admin("devnet_flashblock");
     // Pre-confirmed, not in a block: the latest state does not hold it.
-    expect(await chain.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "balanceOf", args: [payer.address], blockTag: "latest" })).toBe(0n);
+    expect(
+      await chain.readContract({
+        address: devnet.token,
+        abi: flashTestTokenAbi,
+        functionName: "balanceOf",
+        args: [payer.address],
+        blockTag: "latest",
+      }),
+    ).toBe(0n);
     const body = await referencePaymentBody(payer, offerOf(400_000n));
     expect(await post("verify", body)).toMatchObject({ isValid: true });
     const answer = post("settle", body);
@@ -233,23 +386,37 @@ describe("one payment, at most one success answer", () => {
     const offer = offerOf(100_000n);
     const resource = await startResourceServer({ facilitatorUrl: server.url, offer });
     servers.push(resource);
-    const countBefore = await chain.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    const countBefore = await chain.getTransactionCount({
+      address: relayer.address,
+      blockTag: "pending",
+    });
     const reservedBefore = reserved;
 
     const unpaid = await fetch(`${resource.url}/paid`);
     expect(unpaid.status).toBe(402);
     const client = new x402HTTPClient(referenceClient(payer, [offer]));
-    const required = client.getPaymentRequiredResponse((name) => unpaid.headers.get(name), await unpaid.json().catch(() => undefined));
-    const headers = client.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+    const required = client.getPaymentRequiredResponse(
+      (name) => unpaid.headers.get(name),
+      await unpaid.json().catch(() => undefined),
+    );
+    const headers = client.encodePaymentSignatureHeader(
+      await client.createPaymentPayload(required),
+    );
 
-    const responses = await withMovingChain(() => Promise.all(Array.from({ length: 10 }, () => fetch(`${resource.url}/paid`, { headers }))));
+    const responses = await withMovingChain(() =>
+      Promise.all(Array.from({ length: 10 }, () => fetch(`${resource.url}/paid`, { headers }))),
+    );
     const bodies = await Promise.all(responses.map((r) => r.text()));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(1);
     expect(bodies.filter((b) => b === PAID_BODY)).toHaveLength(1);
 
     await seal();
-    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(countBefore + 1);
-    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "pending" })).toBe(countBefore + 1);
+    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(
+      countBefore + 1,
+    );
+    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "pending" })).toBe(
+      countBefore + 1,
+    );
     expect(reserved - reservedBefore).toBe(1);
     expect(await balanceOf(payer.address)).toBe(900_000n);
   }, 60_000);
@@ -257,24 +424,40 @@ describe("one payment, at most one success answer", () => {
   test("ten identical /settle at once: exactly one success; the nine are refused as a used nonce and sign nothing; a later repeat is refused too", async () => {
     const payer = await fundedPayer("ten-settle", 1_000_000n);
     const body = await referencePaymentBody(payer, offerOf(100_000n));
-    const countBefore = await chain.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    const countBefore = await chain.getTransactionCount({
+      address: relayer.address,
+      blockTag: "pending",
+    });
     const reservedBefore = reserved;
-    const answers = await withMovingChain(() => Promise.all(Array.from({ length: 10 }, () => post("settle", body))));
+    const answers = await withMovingChain(() =>
+      Promise.all(Array.from({ length: 10 }, () => post("settle", body))),
+    );
     const successes = answers.filter((a) => a.success === true);
     expect(successes, JSON.stringify(answers)).toHaveLength(1);
-    for (const refused of answers.filter((a) => a.success !== true)) expect(refused).toMatchObject({ errorReason: "invalid_exact_evm_nonce_already_used", transaction: "" });
+    for (const refused of answers.filter((a) => a.success !== true))
+      expect(refused).toMatchObject({
+        errorReason: "invalid_exact_evm_nonce_already_used",
+        transaction: "",
+      });
     expect(reserved - reservedBefore).toBe(1);
-    expect(await withMovingChain(() => post("settle", body))).toMatchObject({ success: false, errorReason: "invalid_exact_evm_nonce_already_used" });
+    expect(await withMovingChain(() => post("settle", body))).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_nonce_already_used",
+    });
 
     await seal();
-    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(countBefore + 1);
+    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(
+      countBefore + 1,
+    );
     expect(await balanceOf(payer.address)).toBe(900_000n);
     // The next payment takes the next relayer nonce at once: the duplicates left no gap.
     const nextBody = await referencePaymentBody(payer, offerOf(100_000n));
     const next = await withMovingChain(() => post("settle", nextBody));
     expect(next).toMatchObject({ success: true });
     await seal();
-    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(countBefore + 2);
+    expect(await chain.getTransactionCount({ address: relayer.address, blockTag: "latest" })).toBe(
+      countBefore + 2,
+    );
   }, 60_000);
 
   test("a payment-identifier repeat (same id, payload and requirements), at once or later, gets the first outcome again; the same payment without the id is refused", async () => {
@@ -283,14 +466,21 @@ describe("one payment, at most one success answer", () => {
     const body = await referencePaymentBody(payer, offerOf(100_000n));
     body.paymentPayload.extensions = { "payment-identifier": { info: { required: false, id } } };
     // A repeat sent while the first settles waits for its answer; later ones get it from the store.
-    const [first, concurrent] = await withMovingChain(() => Promise.all([post("settle", body), post("settle", body)]));
+    const [first, concurrent] = await withMovingChain(() =>
+      Promise.all([post("settle", body), post("settle", body)]),
+    );
     expect(first).toMatchObject({ success: true });
     expect(concurrent).toEqual(first);
-    const repeats = await withMovingChain(() => Promise.all([post("settle", body), post("settle", body)]));
+    const repeats = await withMovingChain(() =>
+      Promise.all([post("settle", body), post("settle", body)]),
+    );
     for (const repeat of repeats) expect(repeat).toEqual(first);
     const withoutId = structuredClone(body);
     delete withoutId.paymentPayload.extensions;
-    expect(await withMovingChain(() => post("settle", withoutId))).toMatchObject({ success: false, errorReason: "invalid_exact_evm_nonce_already_used" });
+    expect(await withMovingChain(() => post("settle", withoutId))).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_nonce_already_used",
+    });
     await seal();
     expect(await balanceOf(payer.address)).toBe(900_000n);
   }, 60_000);

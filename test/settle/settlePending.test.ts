@@ -21,20 +21,45 @@ let offer: ExactOffer;
 const metrics = createMetrics({ defaultMetrics: false });
 
 const admin = (method: string) =>
-  fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) }).then((r) => r.json());
+  fetch(devnet.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+  }).then((r) => r.json());
 
 beforeAll(async () => {
   // No flashblock until the test makes one: a settlement is sent but cannot be pre-confirmed in time.
   devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0, port: 0 });
-  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database: await sqliteBackend.freshDatabase(), logLevel: "silent" });
+  const config = testConfig({
+    chainId: devnet.chainId,
+    rpc: { http: [devnet.httpUrl] },
+    database: await sqliteBackend.freshDatabase(),
+    logLevel: "silent",
+  });
   store = await openStore(config, { metrics });
   const client = createRpcClient(testDeps(config));
   const relayer = privateKeyToAccount(devnet.privateKeys[9]!);
   const { logger } = createMemoryLogger("debug");
-  const domain = await readTokenDomain(createPublicClient({ transport: http(devnet.httpUrl) }), devnet.token);
-  offer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: privateKeyToAccount(devnet.privateKeys[2]!).address, amount: 10_000n };
+  const domain = await readTokenDomain(
+    createPublicClient({ transport: http(devnet.httpUrl) }),
+    devnet.token,
+  );
+  offer = {
+    chainId: devnet.chainId,
+    token: devnet.token,
+    name: domain.name,
+    version: domain.version,
+    payTo: privateKeyToAccount(devnet.privateKeys[2]!).address,
+    amount: 10_000n,
+  };
   const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, logger });
-  facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayer.address, { metrics, settleTimeoutMs: 1_500 });
+  facilitator = createDevnetFacilitator(
+    { client, store, relay, logger },
+    devnet,
+    domain,
+    relayer.address,
+    { metrics, settleTimeoutMs: 1_500 },
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -47,20 +72,40 @@ describe("a /settle whose transaction is not seen within settleTimeoutMs", () =>
     const body = await referencePaymentBody(privateKeyToAccount(devnet.privateKeys[1]!), offer);
     const pending = await facilitator.settle(body);
     expect(pending.status).toBe(200);
-    expect(pending.body).toMatchObject({ success: false, errorReason: "settlement_pending", network: `eip155:${devnet.chainId}`, payer: body.paymentPayload.payload.authorization.from });
+    expect(pending.body).toMatchObject({
+      success: false,
+      errorReason: "settlement_pending",
+      network: `eip155:${devnet.chainId}`,
+      payer: body.paymentPayload.payload.authorization.from,
+    });
     expect(pending.body.transaction).toMatch(/^0x[0-9a-f]{64}$/);
     expect(pending.body.errorMessage).toContain(pending.body.transaction);
     // The hash is the one the node holds: the payment was sent, once.
-    const pool = (await fetch(devnet.httpUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionByHash", params: [pending.body.transaction] }) }).then((r) => r.json())) as { result: { hash: string } | null };
+    const pool = (await fetch(devnet.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_getTransactionByHash",
+        params: [pending.body.transaction],
+      }),
+    }).then((r) => r.json())) as { result: { hash: string } | null };
     expect(pool.result?.hash).toBe(pending.body.transaction);
 
     await admin("devnet_flashblock");
     const settled = await facilitator.settle(body);
     expect(settled.body).toMatchObject({ success: true, transaction: pending.body.transaction });
     // The outcome is answered once: a later repeat is refused, as the reference refuses a used nonce.
-    expect((await facilitator.settle(body)).body).toMatchObject({ success: false, errorReason: "invalid_exact_evm_nonce_already_used", transaction: "" });
+    expect((await facilitator.settle(body)).body).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_nonce_already_used",
+      transaction: "",
+    });
     const text = await metrics.registry.metrics();
-    expect(text).toMatch(/flashindex_settle_requests_total\{endpoint="settle",outcome="settlement_pending"\} 1/);
+    expect(text).toMatch(
+      /flashindex_settle_requests_total\{endpoint="settle",outcome="settlement_pending"\} 1/,
+    );
     expect(text).toMatch(/flashindex_settle_latency_seconds_count\{outcome="pending"\} 1/);
   }, 60_000);
 });

@@ -40,7 +40,14 @@ beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 400, flashblockIntervalMs: 50, port: 0 });
   chain = createPublicClient({ transport: http(devnet.httpUrl) });
   const domain = await readTokenDomain(chain, devnet.token);
-  offer = { chainId: devnet.chainId, token: devnet.token, name: domain.name, version: domain.version, payTo: privateKeyToAccount(devnet.privateKeys[2]!).address, amount: 5_000n };
+  offer = {
+    chainId: devnet.chainId,
+    token: devnet.token,
+    name: domain.name,
+    version: domain.version,
+    payTo: privateKeyToAccount(devnet.privateKeys[2]!).address,
+    amount: 5_000n,
+  };
   const database = (await postgresBackend.freshDatabase()) as Config["database"];
   dir = mkdtempSync(join(tmpdir(), "flashindex-settle-two-"));
   const configPath = writeConfig(dir, {
@@ -53,16 +60,34 @@ beforeAll(async () => {
     metrics: { enabled: false },
     facilitator: { enabled: true, port: 0 },
   });
-  daemon = spawnCli(["start", "--config", configPath], { FLASHINDEX_RELAYER_KEY: devnet.privateKeys[RELAYER_KEY_INDEX]!, FLASHINDEX_DATABASE_URL: database.url! });
-  daemonUrl = await waitFor(() => /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(daemon!.output().stdout)?.[1], 60_000, `the daemon's facilitator\n${daemon.output().stderr}`, 50);
+  daemon = spawnCli(["start", "--config", configPath], {
+    FLASHINDEX_RELAYER_KEY: devnet.privateKeys[RELAYER_KEY_INDEX]!,
+    FLASHINDEX_DATABASE_URL: database.url!,
+  });
+  daemonUrl = await waitFor(
+    () => /"msg":"Started x402 facilitator","url":"([^"]+)"/.exec(daemon!.output().stdout)?.[1],
+    60_000,
+    `the daemon's facilitator\n${daemon.output().stderr}`,
+    50,
+  );
 
-  const config = testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database, logLevel: "silent" });
+  const config = testConfig({
+    chainId: devnet.chainId,
+    rpc: { http: [devnet.httpUrl] },
+    database,
+    logLevel: "silent",
+  });
   store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
   const client = createRpcClient(testDeps(config));
   const { logger } = createMemoryLogger("silent");
   const relayer = privateKeyToAccount(devnet.privateKeys[RELAYER_KEY_INDEX]!);
   const relay = createCaptureRelay({ client, store, chainId: devnet.chainId, relayer, logger });
-  facilitator = createDevnetFacilitator({ client, store, relay, logger }, devnet, domain, relayer.address);
+  facilitator = createDevnetFacilitator(
+    { client, store, relay, logger },
+    devnet,
+    domain,
+    relayer.address,
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -84,24 +109,53 @@ describe("duplicates across two processes on one Postgres database", () => {
     const body = await referencePaymentBody(payer, offer);
     const countBefore = await chain.getTransactionCount({ address: relayer, blockTag: "pending" });
     const viaDaemon = () =>
-      fetch(`${daemonUrl}/settle`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, unknown>>);
-    const viaHere = () => facilitator.settle(structuredClone(body)).then((answer) => answer.body as unknown as Record<string, unknown>);
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? viaDaemon() : viaHere())));
+      fetch(`${daemonUrl}/settle`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }).then((r) => r.json() as Promise<Record<string, unknown>>);
+    const viaHere = () =>
+      facilitator
+        .settle(structuredClone(body))
+        .then((answer) => answer.body as unknown as Record<string, unknown>);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? viaDaemon() : viaHere())),
+    );
 
     const successes = answers.filter((a) => a.success === true);
     expect(successes, JSON.stringify(answers)).toHaveLength(1);
-    for (const refused of answers.filter((a) => a.success !== true)) expect(refused).toMatchObject({ errorReason: "invalid_exact_evm_nonce_already_used" });
-    const { from, nonce } = body.paymentPayload.payload.authorization as { from: Address; nonce: Hex };
+    for (const refused of answers.filter((a) => a.success !== true))
+      expect(refused).toMatchObject({ errorReason: "invalid_exact_evm_nonce_already_used" });
+    const { from, nonce } = body.paymentPayload.payload.authorization as {
+      from: Address;
+      nonce: Hex;
+    };
     await waitFor(
-      async () => ((await chain.getTransactionCount({ address: relayer, blockTag: "latest" })) >= countBefore + 1 ? true : undefined),
+      async () =>
+        (await chain.getTransactionCount({ address: relayer, blockTag: "latest" })) >=
+        countBefore + 1
+          ? true
+          : undefined,
       20_000,
       "the settlement in a block",
       100,
     );
-    expect(await chain.readContract({ address: devnet.token, abi: flashTestTokenAbi, functionName: "authorizationState", args: [from, nonce] })).toBe(true);
+    expect(
+      await chain.readContract({
+        address: devnet.token,
+        abi: flashTestTokenAbi,
+        functionName: "authorizationState",
+        args: [from, nonce],
+      }),
+    ).toBe(true);
     // One relayer transaction, none pending: neither process sent a second one.
-    expect(await chain.getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(countBefore + 1);
+    expect(await chain.getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(
+      countBefore + 1,
+    );
     const order = await store.captures.findOrder(devnet.chainId, devnet.token, from, nonce);
-    expect(await store.settlements.get(order!.id)).toMatchObject({ state: "succeeded", txHash: (successes[0]!.transaction as string).toLowerCase() });
+    expect(await store.settlements.get(order!.id)).toMatchObject({
+      state: "succeeded",
+      txHash: (successes[0]!.transaction as string).toLowerCase(),
+    });
   }, 120_000);
 });

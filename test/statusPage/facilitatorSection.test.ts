@@ -11,13 +11,23 @@ afterAll(async () => {
   for (const store of stores) await store.close();
 });
 
-async function page(facilitatorEnabled: boolean, feed: (metrics: ReturnType<typeof createMetrics>) => void): Promise<string> {
-  const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await sqliteBackend.freshDatabase() });
+async function page(
+  facilitatorEnabled: boolean,
+  feed: (metrics: ReturnType<typeof createMetrics>) => void,
+): Promise<string> {
+  const config = testConfig({
+    rpc: { http: ["http://127.0.0.1:9"] },
+    database: await sqliteBackend.freshDatabase(),
+  });
   const metrics = createMetrics({ defaultMetrics: false });
   const store = await openStore(config, { metrics });
   stores.push(store);
   feed(metrics);
-  return createStatusPage({ config: { ...config, facilitator: { ...config.facilitator, enabled: facilitatorEnabled } }, metrics, store })();
+  return createStatusPage({
+    config: { ...config, facilitator: { ...config.facilitator, enabled: facilitatorEnabled } },
+    metrics,
+    store,
+  })();
 }
 
 describe("the status page's facilitator section", () => {
@@ -25,7 +35,10 @@ describe("the status page's facilitator section", () => {
     const html = await page(true, (metrics) => {
       metrics.settleRequests.inc({ endpoint: "settle", outcome: "success" }, 40);
       metrics.settleRequests.inc({ endpoint: "verify", outcome: "valid" }, 12);
-      metrics.settleRequests.inc({ endpoint: "settle", outcome: "invalid_exact_evm_insufficient_balance" }, 3);
+      metrics.settleRequests.inc(
+        { endpoint: "settle", outcome: "invalid_exact_evm_insufficient_balance" },
+        3,
+      );
       metrics.settleRequests.inc({ endpoint: "settle", outcome: "settlement_pending" });
       // 40 successes: 30 within 0.3 s, 9 more within 0.5 s, one at 2 s.
       for (let i = 0; i < 30; i++) metrics.settleLatency.observe({ outcome: "success" }, 0.25);
@@ -42,7 +55,12 @@ describe("the status page's facilitator section", () => {
     expect(section).toContain("<dt>Settle latency p99</dt><dd>≤ 2000 ms</dd>");
     expect(section).toContain("<dt>Relayer balance</dt><dd>1.500000 ETH</dd>");
     expect(section).toContain("<dt>Pending nonce gap</dt><dd>2</dd>");
-    for (const [endpoint, outcome, count] of [["settle", "success", 40], ["verify", "valid", 12], ["settle", "invalid_exact_evm_insufficient_balance", 3], ["settle", "settlement_pending", 1]])
+    for (const [endpoint, outcome, count] of [
+      ["settle", "success", 40],
+      ["verify", "valid", 12],
+      ["settle", "invalid_exact_evm_insufficient_balance", 3],
+      ["settle", "settlement_pending", 1],
+    ])
       expect(section).toContain(`<td>${endpoint}</td><td>${outcome}</td><td>${count}</td>`);
   }, 30_000);
 

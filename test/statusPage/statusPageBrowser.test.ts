@@ -15,7 +15,10 @@ import { startWebhookReceiver } from "../helpers/webhookReceiver.js";
 /** Debian's chromium package; the test drives it with playwright-core (no browser download). */
 const CHROMIUM = "/usr/bin/chromium";
 const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`Skipping the status page browser test: ${CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it).`);
+if (!hasChromium)
+  console.warn(
+    `Skipping the status page browser test: ${CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it).`,
+  );
 
 const SHOP = "0x000000000000000000000000000000000000c0de";
 const LABEL = `USDC <b>test</b> & "quotes"`;
@@ -33,36 +36,90 @@ afterAll(async () => {
   await stopFileBackends();
 });
 
-describe.skipIf(!hasChromium).each(BACKENDS)("status page in a real browser on $name", (backend) => {
-  test(
-    "GET / on the metrics port shows a live daemon's head, backfill, lead time, payments, drops, orders and webhook deliveries",
-    async () => {
+describe.skipIf(!hasChromium).each(BACKENDS)(
+  "status page in a real browser on $name",
+  (backend) => {
+    test("GET / on the metrics port shows a live daemon's head, backfill, lead time, payments, drops, orders and webhook deliveries", async () => {
       const { chromium } = await import("playwright-core");
       const receiver = await startWebhookReceiver("s3cret");
-      const database = backend.name === "sqlite" ? { path: join(dir, "status.db") } : await backend.freshDatabase();
-      const config = writeConfig(dir, {
-        chainId: devnet.chainId,
-        rpc: { http: [devnet.httpUrl], ws: devnet.wsUrl, preconfWs: devnet.wsUrl, retry: { maxAttempts: 4, initialDelayMs: 20, maxDelayMs: 200 } },
-        tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock, label: LABEL }],
-        finality: { depth: 3 },
-        realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 200 },
-        database,
-        metrics: { enabled: true, host: "127.0.0.1", port: 0 },
-        logLevel: "info",
-        webhooks: [{ url: receiver.url, secretEnv: "FLASHINDEX_TEST_STATUS_SECRET", allowPrivateTargets: true }],
-      }, `config-${backend.name}.json`);
-      const setup = await openStore(testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database }), { metrics: createMetrics({ defaultMetrics: false }) });
-      await setup.addOrder({ chainId: devnet.chainId, token: devnet.token, authorizer: SHOP, payee: SHOP, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce: keccak256(stringToHex("status page order")), kind: "transfer", signature: `0x${"11".repeat(65)}` }, Date.now());
+      const database =
+        backend.name === "sqlite"
+          ? { path: join(dir, "status.db") }
+          : await backend.freshDatabase();
+      const config = writeConfig(
+        dir,
+        {
+          chainId: devnet.chainId,
+          rpc: {
+            http: [devnet.httpUrl],
+            ws: devnet.wsUrl,
+            preconfWs: devnet.wsUrl,
+            retry: { maxAttempts: 4, initialDelayMs: 20, maxDelayMs: 200 },
+          },
+          tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock, label: LABEL }],
+          finality: { depth: 3 },
+          realtime: { headPollIntervalMs: 200, pendingPollIntervalMs: 200 },
+          database,
+          metrics: { enabled: true, host: "127.0.0.1", port: 0 },
+          logLevel: "info",
+          webhooks: [
+            {
+              url: receiver.url,
+              secretEnv: "FLASHINDEX_TEST_STATUS_SECRET",
+              allowPrivateTargets: true,
+            },
+          ],
+        },
+        `config-${backend.name}.json`,
+      );
+      const setup = await openStore(
+        testConfig({ chainId: devnet.chainId, rpc: { http: [devnet.httpUrl] }, database }),
+        { metrics: createMetrics({ defaultMetrics: false }) },
+      );
+      await setup.addOrder(
+        {
+          chainId: devnet.chainId,
+          token: devnet.token,
+          authorizer: SHOP,
+          payee: SHOP,
+          value: 5n,
+          validAfter: 0,
+          validBefore: 4_000_000_000,
+          nonce: keccak256(stringToHex("status page order")),
+          kind: "transfer",
+          signature: `0x${"11".repeat(65)}`,
+        },
+        Date.now(),
+      );
       await setup.close();
 
-      const daemon = spawnCli(["start", "--config", config], { FLASHINDEX_TEST_STATUS_SECRET: "s3cret" });
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })));
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
+      const daemon = spawnCli(["start", "--config", config], {
+        FLASHINDEX_TEST_STATUS_SECRET: "s3cret",
+      });
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+        (resolve) => daemon.on("exit", (code, signal) => resolve({ code, signal })),
+      );
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ["--no-sandbox", "--disable-gpu"],
+      });
       try {
-        await waitFor(() => daemon.output().stdout.includes("Caught up with the head"), 30_000, "catch-up");
-        const url = (JSON.parse(daemon.output().stdout.split("\n").find((l) => l.includes("Started metrics and health server"))!) as { url: string }).url;
+        await waitFor(
+          () => daemon.output().stdout.includes("Caught up with the head"),
+          30_000,
+          "catch-up",
+        );
+        const url = (
+          JSON.parse(
+            daemon
+              .output()
+              .stdout.split("\n")
+              .find((l) => l.includes("Started metrics and health server"))!,
+          ) as { url: string }
+        ).url;
         const payer = createPayer(devnet);
-        const seen = (tx: string, type: string) => receiver.delivered().some((r) => r.type === type && r.body.log.tx_hash === tx);
+        const seen = (tx: string, type: string) =>
+          receiver.delivered().some((r) => r.type === type && r.body.log.tx_hash === tx);
         // The lead time needs a payment seen pre-confirmed before its block. One whose flashblock came
         // just before its block can be seen confirmed first (rightly: no pre-confirmation then), so pay again.
         let paid = await payer.pay(SHOP, 2);
@@ -73,7 +130,11 @@ describe.skipIf(!hasChromium).each(BACKENDS)("status page in a real browser on $
         }
         const dropped = await payer.pay(SHOP);
         // Dropped once pre-confirmed (and announced to the receiver): the block it was announced for then comes without it.
-        await waitFor(() => seen(dropped, "payment.preconfirmed"), 10_000, "the pre-confirmation delivered");
+        await waitFor(
+          () => seen(dropped, "payment.preconfirmed"),
+          10_000,
+          "the pre-confirmation delivered",
+        );
         await payer.rpc("devnet_dropPreconfirmed", [dropped]);
         payer.resync();
         await waitFor(() => seen(dropped, "payment.removed"), 30_000, "the drop delivered");
@@ -84,7 +145,10 @@ describe.skipIf(!hasChromium).each(BACKENDS)("status page in a real browser on $
           if (!request.url().startsWith(url)) outside.push(request.url());
         });
         const dialogs: string[] = [];
-        page.on("dialog", (dialog) => void dialog.dismiss().then(() => dialogs.push(dialog.message())));
+        page.on(
+          "dialog",
+          (dialog) => void dialog.dismiss().then(() => dialogs.push(dialog.message())),
+        );
         const response = await page.goto(`${url}/`);
         expect(response?.status()).toBe(200);
         expect(await page.title()).toBe(`flashindex status · chain ${devnet.chainId}`);
@@ -118,7 +182,6 @@ describe.skipIf(!hasChromium).each(BACKENDS)("status page in a real browser on $
         await receiver.close();
       }
       expect(await exited).toEqual({ code: 0, signal: null });
-    },
-    120_000,
-  );
-});
+    }, 120_000);
+  },
+);

@@ -57,9 +57,18 @@ function insertTransfers(db: Database, values: ReadonlyArray<readonly [number, b
 }
 
 /** Decodes and stores transaction `n` with calldata `input`, sent by `from`. */
-function storeTransaction(db: Database, n: number, input: Hex, from: Hex = BUYER, to: Hex = TOKEN as Hex): void {
+function storeTransaction(
+  db: Database,
+  n: number,
+  input: Hex,
+  from: Hex = BUYER,
+  to: Hex = TOKEN as Hex,
+): void {
   const tx = { hash: txHash(n), from, to, input };
-  createAttributionWriter(db).insert([{ chainId: 8453, tx, attribution: attributeTransaction(tx) }], 1);
+  createAttributionWriter(db).insert(
+    [{ chainId: 8453, tx, attribution: attributeTransaction(tx) }],
+    1,
+  );
 }
 
 const TRANSFER_CALL: Hex = `0xa9059cbb${word(SHOP).slice(2)}${word("64").slice(2)}`;
@@ -84,35 +93,148 @@ describe("attribution writer on schema v4", () => {
     // 3: schema 2 app "baseapp" with r naming the same registry (joins 2); 4: schema 2 app "baseapp"
     // in another registry; 5: schema 2 with a malformed r: app "baseapp" flagged, service "baseapp" canonical (joins 1).
     storeTransaction(db, 1, withSuffix(OxAttribution.toDataSuffix({ codes: ["baseapp"] })));
-    storeTransaction(db, 2, withSuffix(OxAttribution.toDataSuffix({ codes: ["baseapp"], codeRegistry: { address: REGISTRY, chainId: 8453 } })));
-    storeTransaction(db, 3, withSuffix(OxAttribution.toDataSuffix({ appCode: "baseapp", registries: { app: { address: REGISTRY, chainId: 8453 } } })));
-    storeTransaction(db, 4, withSuffix(OxAttribution.toDataSuffix({ appCode: "baseapp", registries: { app: { address: OTHER_REGISTRY, chainId: 1 } } })));
+    storeTransaction(
+      db,
+      2,
+      withSuffix(
+        OxAttribution.toDataSuffix({
+          codes: ["baseapp"],
+          codeRegistry: { address: REGISTRY, chainId: 8453 },
+        }),
+      ),
+    );
+    storeTransaction(
+      db,
+      3,
+      withSuffix(
+        OxAttribution.toDataSuffix({
+          appCode: "baseapp",
+          registries: { app: { address: REGISTRY, chainId: 8453 } },
+        }),
+      ),
+    );
+    storeTransaction(
+      db,
+      4,
+      withSuffix(
+        OxAttribution.toDataSuffix({
+          appCode: "baseapp",
+          registries: { app: { address: OTHER_REGISTRY, chainId: 1 } },
+        }),
+      ),
+    );
     // {a: "baseapp", s: ["baseapp"], r: {a: 7}}
     const cbor = `a3616167${Buffer.from("baseapp").toString("hex")}61738167${Buffer.from("baseapp").toString("hex")}6172a1616107`;
-    storeTransaction(db, 5, `${TRANSFER_CALL}${cbor}${(cbor.length / 2).toString(16).padStart(4, "0")}02${ERC8021_MARKER.slice(2)}` as Hex);
-    insertTransfers(db, [[1, 1n], [2, 20n], [3, 300n], [4, 4_000n], [5, 50_000n]]);
+    storeTransaction(
+      db,
+      5,
+      `${TRANSFER_CALL}${cbor}${(cbor.length / 2).toString(16).padStart(4, "0")}02${ERC8021_MARKER.slice(2)}` as Hex,
+    );
+    insertTransfers(db, [
+      [1, 1n],
+      [2, 20n],
+      [3, 300n],
+      [4, 4_000n],
+      [5, 50_000n],
+    ]);
 
-    expect(db.prepare("SELECT attribution, registry_error FROM transactions WHERE tx_hash = ?").get(txHash(5))).toEqual({
+    expect(
+      db
+        .prepare("SELECT attribution, registry_error FROM transactions WHERE tx_hash = ?")
+        .get(txHash(5)),
+    ).toEqual({
       attribution: "codes",
       registry_error: '"r"."a": not a map',
     });
     expect(
-      db.prepare("SELECT code, registry, registry_chain_id, registry_address, payments, volume FROM builder_code_volume ORDER BY volume").all(),
+      db
+        .prepare(
+          "SELECT code, registry, registry_chain_id, registry_address, payments, volume FROM builder_code_volume ORDER BY volume",
+        )
+        .all(),
     ).toEqual([
-      { code: "baseapp", registry: "custom", registry_chain_id: "8453", registry_address: REGISTRY, payments: 2, volume: 320 },
-      { code: "baseapp", registry: "custom", registry_chain_id: "1", registry_address: OTHER_REGISTRY, payments: 1, volume: 4_000 },
-      { code: "baseapp", registry: "malformed", registry_chain_id: null, registry_address: null, payments: 1, volume: 50_000 },
-      { code: "baseapp", registry: "canonical", registry_chain_id: null, registry_address: null, payments: 2, volume: 50_001 },
+      {
+        code: "baseapp",
+        registry: "custom",
+        registry_chain_id: "8453",
+        registry_address: REGISTRY,
+        payments: 2,
+        volume: 320,
+      },
+      {
+        code: "baseapp",
+        registry: "custom",
+        registry_chain_id: "1",
+        registry_address: OTHER_REGISTRY,
+        payments: 1,
+        volume: 4_000,
+      },
+      {
+        code: "baseapp",
+        registry: "malformed",
+        registry_chain_id: null,
+        registry_address: null,
+        payments: 1,
+        volume: 50_000,
+      },
+      {
+        code: "baseapp",
+        registry: "canonical",
+        registry_chain_id: null,
+        registry_address: null,
+        payments: 2,
+        volume: 50_001,
+      },
     ]);
     expect(
-      db.prepare("SELECT registry, registry_chain_id, registry_address, role, transactions FROM wallet_codes WHERE wallet = ? ORDER BY registry, role, registry_chain_id").all(BUYER),
+      db
+        .prepare(
+          "SELECT registry, registry_chain_id, registry_address, role, transactions FROM wallet_codes WHERE wallet = ? ORDER BY registry, role, registry_chain_id",
+        )
+        .all(BUYER),
     ).toEqual([
-      { registry: "canonical", registry_chain_id: null, registry_address: null, role: "code", transactions: 1 },
-      { registry: "canonical", registry_chain_id: null, registry_address: null, role: "service", transactions: 1 },
-      { registry: "custom", registry_chain_id: "1", registry_address: OTHER_REGISTRY, role: "app", transactions: 1 },
-      { registry: "custom", registry_chain_id: "8453", registry_address: REGISTRY, role: "app", transactions: 1 },
-      { registry: "custom", registry_chain_id: "8453", registry_address: REGISTRY, role: "code", transactions: 1 },
-      { registry: "malformed", registry_chain_id: null, registry_address: null, role: "app", transactions: 1 },
+      {
+        registry: "canonical",
+        registry_chain_id: null,
+        registry_address: null,
+        role: "code",
+        transactions: 1,
+      },
+      {
+        registry: "canonical",
+        registry_chain_id: null,
+        registry_address: null,
+        role: "service",
+        transactions: 1,
+      },
+      {
+        registry: "custom",
+        registry_chain_id: "1",
+        registry_address: OTHER_REGISTRY,
+        role: "app",
+        transactions: 1,
+      },
+      {
+        registry: "custom",
+        registry_chain_id: "8453",
+        registry_address: REGISTRY,
+        role: "app",
+        transactions: 1,
+      },
+      {
+        registry: "custom",
+        registry_chain_id: "8453",
+        registry_address: REGISTRY,
+        role: "code",
+        transactions: 1,
+      },
+      {
+        registry: "malformed",
+        registry_chain_id: null,
+        registry_address: null,
+        role: "app",
+        transactions: 1,
+      },
     ]);
     db.close();
   });
@@ -121,18 +243,34 @@ describe("attribution writer on schema v4", () => {
     const db = openDatabase(tempPath(), 8453);
     // {a: "baseapp", s: ["morpho", 1]}
     const cbor = `a2616167${Buffer.from("baseapp").toString("hex")}61738266${Buffer.from("morpho").toString("hex")}01`;
-    storeTransaction(db, 1, `${TRANSFER_CALL}${cbor}${(cbor.length / 2).toString(16).padStart(4, "0")}02${ERC8021_MARKER.slice(2)}` as Hex);
+    storeTransaction(
+      db,
+      1,
+      `${TRANSFER_CALL}${cbor}${(cbor.length / 2).toString(16).padStart(4, "0")}02${ERC8021_MARKER.slice(2)}` as Hex,
+    );
     insertTransfers(db, [[1, 7n]]);
-    expect(db.prepare("SELECT attribution, malformed_reason FROM transactions").get()).toEqual({ attribution: "codes", malformed_reason: '"s"[1]: code is not a text string' });
-    expect(db.prepare("SELECT code, role FROM attribution_codes").all()).toEqual([{ code: "baseapp", role: "app" }]);
+    expect(db.prepare("SELECT attribution, malformed_reason FROM transactions").get()).toEqual({
+      attribution: "codes",
+      malformed_reason: '"s"[1]: code is not a text string',
+    });
+    expect(db.prepare("SELECT code, role FROM attribution_codes").all()).toEqual([
+      { code: "baseapp", role: "app" },
+    ]);
     db.close();
   });
 
   test("a schema 2 suffix with no codes is stored as no attribution, with its schema id and no code rows", () => {
     const db = openDatabase(tempPath(), 8453);
-    storeTransaction(db, 1, withSuffix(OxAttribution.toDataSuffix({ appCode: undefined, metadata: { source: "x" } })));
+    storeTransaction(
+      db,
+      1,
+      withSuffix(OxAttribution.toDataSuffix({ appCode: undefined, metadata: { source: "x" } })),
+    );
     insertTransfers(db, [[1, 7n]]);
-    expect(db.prepare("SELECT attribution, schema_id FROM transactions").get()).toEqual({ attribution: "none", schema_id: 2 });
+    expect(db.prepare("SELECT attribution, schema_id FROM transactions").get()).toEqual({
+      attribution: "none",
+      schema_id: 2,
+    });
     expect(db.prepare("SELECT COUNT(*) FROM attribution_codes").pluck().get()).toBe(0);
     expect(db.prepare("SELECT value FROM unattributed_transfers").pluck().all()).toEqual(["7"]);
     db.close();
@@ -140,28 +278,64 @@ describe("attribution writer on schema v4", () => {
 
   test("a handleAggregatedOps bundle stores each operation with its index across groups, sender and aggregator", () => {
     const db = openDatabase(tempPath(), 8453);
-    const op = (sender: Hex, suffix?: Hex) => userOperation(sender, suffix === undefined ? TRANSFER_CALL : withSuffix(suffix));
-    const senders = ["0x00000000000000000000000000000000000000a1", getAddress("0xd8da6bf26964af9d7eed9e03e53415d37aa96045")] as const;
-    const aggregators = [getAddress("0xabcdef0123456789abcdef0123456789abcdef01"), "0x00000000000000000000000000000000000000ac"] as const;
+    const op = (sender: Hex, suffix?: Hex) =>
+      userOperation(sender, suffix === undefined ? TRANSFER_CALL : withSuffix(suffix));
+    const senders = [
+      "0x00000000000000000000000000000000000000a1",
+      getAddress("0xd8da6bf26964af9d7eed9e03e53415d37aa96045"),
+    ] as const;
+    const aggregators = [
+      getAddress("0xabcdef0123456789abcdef0123456789abcdef01"),
+      "0x00000000000000000000000000000000000000ac",
+    ] as const;
     const input = encodeFunctionData({
       abi: entryPoint07Abi,
       functionName: "handleAggregatedOps",
       args: [
         [
-          { userOps: [op(senders[0], OxAttribution.toDataSuffix({ codes: ["first"] }))], aggregator: aggregators[0], signature: "0x" },
-          { userOps: [op(senders[1]), op(senders[0], OxAttribution.toDataSuffix({ appCode: "third" }))], aggregator: aggregators[1], signature: "0x" },
+          {
+            userOps: [op(senders[0], OxAttribution.toDataSuffix({ codes: ["first"] }))],
+            aggregator: aggregators[0],
+            signature: "0x",
+          },
+          {
+            userOps: [
+              op(senders[1]),
+              op(senders[0], OxAttribution.toDataSuffix({ appCode: "third" })),
+            ],
+            aggregator: aggregators[1],
+            signature: "0x",
+          },
         ],
         BUYER,
       ],
     });
     storeTransaction(db, 1, input, BUYER, ENTRY_POINT_ADDRESSES["0.7"]);
     expect(db.prepare("SELECT user_operations FROM transactions").pluck().get()).toBe(3);
-    expect(db.prepare("SELECT op_index, sender, aggregator, attribution FROM user_operations ORDER BY op_index").all()).toEqual([
-      { op_index: 0, sender: senders[0], aggregator: aggregators[0].toLowerCase(), attribution: "codes" },
-      { op_index: 1, sender: senders[1].toLowerCase(), aggregator: aggregators[1], attribution: "none" },
+    expect(
+      db
+        .prepare(
+          "SELECT op_index, sender, aggregator, attribution FROM user_operations ORDER BY op_index",
+        )
+        .all(),
+    ).toEqual([
+      {
+        op_index: 0,
+        sender: senders[0],
+        aggregator: aggregators[0].toLowerCase(),
+        attribution: "codes",
+      },
+      {
+        op_index: 1,
+        sender: senders[1].toLowerCase(),
+        aggregator: aggregators[1],
+        attribution: "none",
+      },
       { op_index: 2, sender: senders[0], aggregator: aggregators[1], attribution: "codes" },
     ]);
-    expect(db.prepare("SELECT op_index, code, registry FROM attribution_codes ORDER BY op_index").all()).toEqual([
+    expect(
+      db.prepare("SELECT op_index, code, registry FROM attribution_codes ORDER BY op_index").all(),
+    ).toEqual([
       { op_index: 0, code: "first", registry: "canonical" },
       { op_index: 2, code: "third", registry: "canonical" },
     ]);
@@ -176,11 +350,16 @@ describe("migration to schema v4", () => {
     for (const sql of [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3]) db.exec(sql);
     db.pragma("user_version = 3");
     db.prepare("INSERT INTO meta (key, value) VALUES ('chain_id', '8453')").run();
-    const tx = db.prepare(`INSERT INTO transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes,
+    const tx =
+      db.prepare(`INSERT INTO transactions (tx_hash, chain_id, from_address, to_address, selector, input_bytes,
       attribution, schema_id, registry_address, registry_chain_id, malformed_reason, user_operations, fetched_at)
       VALUES (?, 8453, ?, ?, '0xa9059cbb', 100, ?, ?, ?, ?, NULL, ?, 1)`);
-    const code = db.prepare("INSERT INTO attribution_codes (tx_hash, op_index, position, code, role) VALUES (?, ?, ?, ?, ?)");
-    const userOp = db.prepare("INSERT INTO user_operations (tx_hash, op_index, sender, attribution, schema_id, malformed_reason) VALUES (?, ?, ?, 'codes', ?, NULL)");
+    const code = db.prepare(
+      "INSERT INTO attribution_codes (tx_hash, op_index, position, code, role) VALUES (?, ?, ?, ?, ?)",
+    );
+    const userOp = db.prepare(
+      "INSERT INTO user_operations (tx_hash, op_index, sender, attribution, schema_id, malformed_reason) VALUES (?, ?, ?, 'codes', ?, NULL)",
+    );
     tx.run(txHash(1), BUYER, TOKEN, "codes", 0, null, null, 0);
     code.run(txHash(1), -1, 0, "baseapp", "code");
     tx.run(txHash(2), BUYER, TOKEN, "codes", 1, REGISTRY, "8453", 0);
@@ -194,52 +373,158 @@ describe("migration to schema v4", () => {
     code.run(txHash(4), 0, 0, "baseapp", "code");
     userOp.run(txHash(4), 1, "0x00000000000000000000000000000000000000a1", 0);
     code.run(txHash(4), 1, 0, "baseapp", "code");
-    db.prepare("INSERT INTO agent_registrations (wallet_address, builder_code, registered_at, last_confirmed_at) VALUES (?, 'bc_12345678', 1, 1)").run(BUYER);
-    insertTransfers(db, [[1, 1n], [2, 20n], [3, 300n], [4, 4_000n]]);
+    db.prepare(
+      "INSERT INTO agent_registrations (wallet_address, builder_code, registered_at, last_confirmed_at) VALUES (?, 'bc_12345678', 1, 1)",
+    ).run(BUYER);
+    insertTransfers(db, [
+      [1, 1n],
+      [2, 20n],
+      [3, 300n],
+      [4, 4_000n],
+    ]);
     return db;
   }
 
   test("migrate() takes a v3 database with attribution rows to v4 and the views answer per registry", () => {
     const path = tempPath();
     const db = v3Database(path);
-    expect(db.prepare("SELECT code, payments FROM builder_code_volume ORDER BY code").all()).toEqual([
+    expect(
+      db.prepare("SELECT code, payments FROM builder_code_volume ORDER BY code").all(),
+    ).toEqual([
       { code: "baseapp", payments: 4 },
       { code: "privy", payments: 1 },
     ]);
     expect(migrate(db)).toEqual({ from: 3, to: SCHEMA_VERSION });
     expect(SCHEMA_VERSION).toBeGreaterThanOrEqual(4);
 
-    expect(db.prepare("SELECT tx_hash, op_index, role, registry, registry_chain_id, registry_address FROM attribution_codes ORDER BY tx_hash, op_index, position").all()).toEqual([
-      { tx_hash: txHash(1), op_index: -1, role: "code", registry: "canonical", registry_chain_id: null, registry_address: null },
-      { tx_hash: txHash(2), op_index: -1, role: "code", registry: "custom", registry_chain_id: "8453", registry_address: REGISTRY },
-      { tx_hash: txHash(3), op_index: -1, role: "app", registry: "unrecorded", registry_chain_id: null, registry_address: null },
-      { tx_hash: txHash(3), op_index: -1, role: "wallet", registry: "unrecorded", registry_chain_id: null, registry_address: null },
-      { tx_hash: txHash(3), op_index: -1, role: "service", registry: "canonical", registry_chain_id: null, registry_address: null },
-      { tx_hash: txHash(4), op_index: 0, role: "code", registry: "unrecorded", registry_chain_id: null, registry_address: null },
-      { tx_hash: txHash(4), op_index: 1, role: "code", registry: "canonical", registry_chain_id: null, registry_address: null },
+    expect(
+      db
+        .prepare(
+          "SELECT tx_hash, op_index, role, registry, registry_chain_id, registry_address FROM attribution_codes ORDER BY tx_hash, op_index, position",
+        )
+        .all(),
+    ).toEqual([
+      {
+        tx_hash: txHash(1),
+        op_index: -1,
+        role: "code",
+        registry: "canonical",
+        registry_chain_id: null,
+        registry_address: null,
+      },
+      {
+        tx_hash: txHash(2),
+        op_index: -1,
+        role: "code",
+        registry: "custom",
+        registry_chain_id: "8453",
+        registry_address: REGISTRY,
+      },
+      {
+        tx_hash: txHash(3),
+        op_index: -1,
+        role: "app",
+        registry: "unrecorded",
+        registry_chain_id: null,
+        registry_address: null,
+      },
+      {
+        tx_hash: txHash(3),
+        op_index: -1,
+        role: "wallet",
+        registry: "unrecorded",
+        registry_chain_id: null,
+        registry_address: null,
+      },
+      {
+        tx_hash: txHash(3),
+        op_index: -1,
+        role: "service",
+        registry: "canonical",
+        registry_chain_id: null,
+        registry_address: null,
+      },
+      {
+        tx_hash: txHash(4),
+        op_index: 0,
+        role: "code",
+        registry: "unrecorded",
+        registry_chain_id: null,
+        registry_address: null,
+      },
+      {
+        tx_hash: txHash(4),
+        op_index: 1,
+        role: "code",
+        registry: "canonical",
+        registry_chain_id: null,
+        registry_address: null,
+      },
     ]);
     // Transaction 4 is a bundle stored before schema 13: which operation paid 4,000 was never read,
     // so it is credited to no code and listed, with the reason, as unmapped.
-    expect(db.prepare("SELECT code, registry, registry_chain_id, payments, volume FROM builder_code_volume ORDER BY code, registry").all()).toEqual([
+    expect(
+      db
+        .prepare(
+          "SELECT code, registry, registry_chain_id, payments, volume FROM builder_code_volume ORDER BY code, registry",
+        )
+        .all(),
+    ).toEqual([
       { code: "baseapp", registry: "canonical", registry_chain_id: null, payments: 2, volume: 301 },
       { code: "baseapp", registry: "custom", registry_chain_id: "8453", payments: 1, volume: 20 },
-      { code: "baseapp", registry: "unrecorded", registry_chain_id: null, payments: 1, volume: 300 },
+      {
+        code: "baseapp",
+        registry: "unrecorded",
+        registry_chain_id: null,
+        payments: 1,
+        volume: 300,
+      },
       { code: "privy", registry: "unrecorded", registry_chain_id: null, payments: 1, volume: 300 },
     ]);
-    expect(db.prepare("SELECT tx_hash, value, reason FROM unmapped_bundle_transfers").all()).toEqual([
-      { tx_hash: txHash(4), value: "4000", reason: "stored before schema 13: the bundle's receipt was not read" },
+    expect(
+      db.prepare("SELECT tx_hash, value, reason FROM unmapped_bundle_transfers").all(),
+    ).toEqual([
+      {
+        tx_hash: txHash(4),
+        value: "4000",
+        reason: "stored before schema 13: the bundle's receipt was not read",
+      },
     ]);
-    expect(db.prepare("SELECT code, registry FROM wallet_codes WHERE wallet = ? AND role = 'registered'").all(BUYER)).toEqual([
-      { code: "bc_12345678", registry: "canonical" },
-    ]);
-    expect(db.prepare("SELECT COUNT(*) FROM attributed_transfers WHERE registry = 'custom' AND registry_address = ?").pluck().get(REGISTRY)).toBe(1);
+    expect(
+      db
+        .prepare("SELECT code, registry FROM wallet_codes WHERE wallet = ? AND role = 'registered'")
+        .all(BUYER),
+    ).toEqual([{ code: "bc_12345678", registry: "canonical" }]);
+    expect(
+      db
+        .prepare(
+          "SELECT COUNT(*) FROM attributed_transfers WHERE registry = 'custom' AND registry_address = ?",
+        )
+        .pluck()
+        .get(REGISTRY),
+    ).toBe(1);
     expect(db.prepare("SELECT COUNT(*) FROM unattributed_transfers").pluck().get()).toBe(0);
     db.close();
 
     // The file reopens at v4 and takes new rows with their registry.
     const reopened = openDatabase(path, 8453);
-    storeTransaction(reopened, 9, withSuffix(OxAttribution.toDataSuffix({ codes: ["baseapp"], codeRegistry: { address: OTHER_REGISTRY, chainId: 10 } })));
-    expect(reopened.prepare("SELECT registry, registry_chain_id, registry_address FROM attribution_codes WHERE tx_hash = ?").get(txHash(9))).toEqual({
+    storeTransaction(
+      reopened,
+      9,
+      withSuffix(
+        OxAttribution.toDataSuffix({
+          codes: ["baseapp"],
+          codeRegistry: { address: OTHER_REGISTRY, chainId: 10 },
+        }),
+      ),
+    );
+    expect(
+      reopened
+        .prepare(
+          "SELECT registry, registry_chain_id, registry_address FROM attribution_codes WHERE tx_hash = ?",
+        )
+        .get(txHash(9)),
+    ).toEqual({
       registry: "custom",
       registry_chain_id: "10",
       registry_address: OTHER_REGISTRY,
@@ -250,7 +535,9 @@ describe("migration to schema v4", () => {
   test("the registry columns refuse a custom registry without its address, and an address on a canonical code", () => {
     const db = openDatabase(tempPath(), 8453);
     storeTransaction(db, 1, withSuffix(OxAttribution.toDataSuffix({ codes: ["x"] })));
-    const insert = db.prepare("INSERT INTO attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address) VALUES (?, -1, ?, 'y', 'code', ?, ?, ?)");
+    const insert = db.prepare(
+      "INSERT INTO attribution_codes (tx_hash, op_index, position, code, role, registry, registry_chain_id, registry_address) VALUES (?, -1, ?, 'y', 'code', ?, ?, ?)",
+    );
     expect(() => insert.run(txHash(1), 5, "custom", "1", null)).toThrow(/CHECK/);
     expect(() => insert.run(txHash(1), 6, "canonical", null, REGISTRY)).toThrow(/CHECK/);
     expect(() => insert.run(txHash(1), 7, "elsewhere", null, null)).toThrow(/CHECK/);

@@ -3,9 +3,16 @@ import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { createCheckpointer } from "../../src/store/sqlite/threads/checkpointer.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { openDatabase, openDatabaseReadOnly, resetWalWhenLarge } from "../../src/store/sqlite/openDatabase.js";
+import {
+  openDatabase,
+  openDatabaseReadOnly,
+  resetWalWhenLarge,
+} from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
-import { createWalCheckpoints, WAL_CHECK_INTERVAL_MS } from "../../src/store/sqlite/walCheckpoints.js";
+import {
+  createWalCheckpoints,
+  WAL_CHECK_INTERVAL_MS,
+} from "../../src/store/sqlite/walCheckpoints.js";
 import { freshDbPath, waitFor } from "../helpers/fixtures.js";
 
 const size = (path: string) => statSync(path).size;
@@ -31,7 +38,11 @@ describe("checkpoints beside the window writer", () => {
     const checkpointer = createCheckpointer(path);
     checkpointer.nudge();
     checkpointer.nudge();
-    await waitFor(() => size(path) > before + 3 * 2 ** 20, 20_000, "the database file to receive the WAL's pages");
+    await waitFor(
+      () => size(path) > before + 3 * 2 ** 20,
+      20_000,
+      "the database file to receive the WAL's pages",
+    );
     await checkpointer.close();
     expect(db.prepare("SELECT COUNT(*) FROM filler").pluck().get()).toBe(4 * 256);
     db.close();
@@ -75,7 +86,11 @@ describe("checkpoints beside the store's own writes", () => {
     const path = freshDbPath("flashindex-live-checkpoint-");
     const db = openDatabase(path, 8453);
     db.pragma("wal_checkpoint(TRUNCATE)");
-    const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+    const store = createSqliteStore({
+      db,
+      chainId: 8453,
+      metrics: createMetrics({ defaultMetrics: false }),
+    });
     expect(db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
     const before = rowsInMainFile(path)!;
     // More than SQLite's default automatic checkpoint (1,000 pages): without one of its own, this stays in the WAL.
@@ -86,7 +101,11 @@ describe("checkpoints beside the store's own writes", () => {
     })();
     db.prepare("INSERT INTO meta (key, value) VALUES ('test', 'x')").run();
     expect(rowsInMainFile(path)).toBe(before);
-    await waitFor(() => rowsInMainFile(path) === before + 1, 5 * WAL_CHECK_INTERVAL_MS, "the checkpointer to copy the write into the database file");
+    await waitFor(
+      () => rowsInMainFile(path) === before + 1,
+      5 * WAL_CHECK_INTERVAL_MS,
+      "the checkpointer to copy the write into the database file",
+    );
     await store.close();
   });
 
@@ -98,7 +117,11 @@ describe("checkpoints beside the store's own writes", () => {
     // The thread opens the file by name: moved away, it cannot, and exits with an error.
     renameSync(path, `${path}.moved`);
     checkpoints.nudge();
-    await waitFor(() => db.pragma("wal_autocheckpoint", { simple: true }) === 1_000, 10_000, "the automatic checkpoint to be back");
+    await waitFor(
+      () => db.pragma("wal_autocheckpoint", { simple: true }) === 1_000,
+      10_000,
+      "the automatic checkpoint to be back",
+    );
     renameSync(`${path}.moved`, path);
     await checkpoints.close();
     db.close();
@@ -108,7 +131,11 @@ describe("checkpoints beside the store's own writes", () => {
     const path = freshDbPath("flashindex-readonly-checkpoint-");
     openDatabase(path, 8453).close();
     const db = openDatabaseReadOnly(path, 8453);
-    const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+    const store = createSqliteStore({
+      db,
+      chainId: 8453,
+      metrics: createMetrics({ defaultMetrics: false }),
+    });
     expect(db.pragma("wal_autocheckpoint", { simple: true })).toBe(1_000);
     await store.close();
   });

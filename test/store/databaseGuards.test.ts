@@ -1,12 +1,31 @@
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { ConfigError } from "../../src/errors/base.js";
-import { NEW_DATABASE_PAGE_SIZE, openDatabase, openDatabaseReadOnly, refuseForeignFile, storedGenesisHash } from "../../src/store/sqlite/openDatabase.js";
+import {
+  NEW_DATABASE_PAGE_SIZE,
+  openDatabase,
+  openDatabaseReadOnly,
+  refuseForeignFile,
+  storedGenesisHash,
+} from "../../src/store/sqlite/openDatabase.js";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
-import { acquireWriterLock, isFileAt, recordWriter, writerLockPath } from "../../src/store/sqlite/writerLock.js";
+import {
+  acquireWriterLock,
+  isFileAt,
+  recordWriter,
+  writerLockPath,
+} from "../../src/store/sqlite/writerLock.js";
 import { WriterBusyError } from "../../src/errors/store.js";
 
 const GENESIS_A = `0x${"a".repeat(64)}` as const;
@@ -16,7 +35,9 @@ const tempPath = (name: string) => join(mkdtempSync(join(tmpdir(), "flashindex-g
 /** Another program's SQLite file: tables, rows, no schema version. */
 function foreignDatabase(path: string): Buffer {
   const db = new DatabaseConstructor(path);
-  db.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me')");
+  db.exec(
+    "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me')",
+  );
   db.close();
   return readFileSync(path);
 }
@@ -93,7 +114,9 @@ describe("database guards", () => {
     const path = tempPath("ro.db");
     openDatabase(path, 8453).close();
     const db = openDatabaseReadOnly(path, 8453);
-    expect(db.prepare("SELECT value FROM meta WHERE key = 'chain_id'").get()).toEqual({ value: "8453" });
+    expect(db.prepare("SELECT value FROM meta WHERE key = 'chain_id'").get()).toEqual({
+      value: "8453",
+    });
     expect(() => db.prepare("DELETE FROM meta").run()).toThrow(/readonly/);
     db.close();
     expect(() => openDatabaseReadOnly(path, 84532)).toThrow(/holds chain 8453/);

@@ -1,10 +1,17 @@
 import { describe, expect, test } from "vitest";
-import { importSpecifiers, runtimeImportSpecifiers, scriptsImportGraph, srcImportGraph } from "../helpers/sourceImports.js";
+import {
+  importSpecifiers,
+  runtimeImportSpecifiers,
+  scriptsImportGraph,
+  srcImportGraph,
+} from "../helpers/sourceImports.js";
 
-const isBackend = (file: string) => file.startsWith("store/sqlite/") || file.startsWith("store/postgres/");
+const isBackend = (file: string) =>
+  file.startsWith("store/sqlite/") || file.startsWith("store/postgres/");
 const backendOf = (file: string) => file.split("/")[1];
 /** A migration step (schemaV*.ts); the runners beside them (migrations.ts, migrate.ts) are runtime's way in. */
-const isMigration = (file: string) => /^store\/(sqlite|postgres)\/migrations\/schemaV\d+\.ts$/.test(file);
+const isMigration = (file: string) =>
+  /^store\/(sqlite|postgres)\/migrations\/schemaV\d+\.ts$/.test(file);
 
 /**
  * The floors of the house, the ground first (paths relative to src/; scripts/ as `scripts/`): a
@@ -39,7 +46,9 @@ const BACKEND_EXCEPTIONS: ReadonlyArray<{ edge: string; reason: string }> = [];
 
 /** The index of the floor a file stands on; -1 for a file on none (a new folder must be placed). */
 function floorOf(file: string): number {
-  return FLOORS.findIndex(({ holds }) => holds.some((prefix) => (prefix.endsWith("/") ? file.startsWith(prefix) : file === prefix)));
+  return FLOORS.findIndex(({ holds }) =>
+    holds.some((prefix) => (prefix.endsWith("/") ? file.startsWith(prefix) : file === prefix)),
+  );
 }
 
 /**
@@ -53,7 +62,10 @@ function floorOf(file: string): number {
  * - nothing imports a file of a floor above its own (FLOORS), and every file stands on a floor.
  * `exceptions` are edges left alone (UPWARD_EXCEPTIONS, BACKEND_EXCEPTIONS).
  */
-function boundaryViolations(graph: ReadonlyMap<string, readonly string[]>, exceptions: ReadonlySet<string> = new Set()): string[] {
+function boundaryViolations(
+  graph: ReadonlyMap<string, readonly string[]>,
+  exceptions: ReadonlySet<string> = new Set(),
+): string[] {
   const violations: string[] = [];
   for (const [file, imports] of graph) {
     const floor = floorOf(file);
@@ -61,10 +73,16 @@ function boundaryViolations(graph: ReadonlyMap<string, readonly string[]>, excep
     for (const target of imports) {
       const edge = `${file} imports ${target}`;
       if (exceptions.has(edge)) continue;
-      if (isBackend(target) && !isBackend(file) && file !== "store/openStore.ts") violations.push(`${edge}: only store/openStore.ts may import a backend`);
-      if (isBackend(target) && isBackend(file) && backendOf(target) !== backendOf(file)) violations.push(`${edge}: a backend imports nothing of the other`);
-      if (isMigration(target) && !file.includes("/migrations/")) violations.push(`${edge}: a runtime file imports a migration`);
-      if (floor !== -1 && floorOf(target) > floor) violations.push(`${edge}: ${FLOORS[floor]!.floor} is below ${FLOORS[floorOf(target)]!.floor}`);
+      if (isBackend(target) && !isBackend(file) && file !== "store/openStore.ts")
+        violations.push(`${edge}: only store/openStore.ts may import a backend`);
+      if (isBackend(target) && isBackend(file) && backendOf(target) !== backendOf(file))
+        violations.push(`${edge}: a backend imports nothing of the other`);
+      if (isMigration(target) && !file.includes("/migrations/"))
+        violations.push(`${edge}: a runtime file imports a migration`);
+      if (floor !== -1 && floorOf(target) > floor)
+        violations.push(
+          `${edge}: ${FLOORS[floor]!.floor} is below ${FLOORS[floorOf(target)]!.floor}`,
+        );
     }
   }
   return violations;
@@ -77,11 +95,18 @@ function boundaryViolations(graph: ReadonlyMap<string, readonly string[]>, excep
 function impureDecodeImports(graph: ReadonlyMap<string, readonly string[]>): string[] {
   const pure = (target: string) => /^(decode|rows)\//.test(target) || target === "blockRanges.ts";
   return [...graph].flatMap(([file, imports]) =>
-    file.startsWith("decode/") ? imports.filter((target) => !pure(target)).map((target) => `${file} imports ${target} at run time`) : [],
+    file.startsWith("decode/")
+      ? imports
+          .filter((target) => !pure(target))
+          .map((target) => `${file} imports ${target} at run time`)
+      : [],
   );
 }
 
-const edgesOf = (graph: ReadonlyMap<string, readonly string[]>) => new Set([...graph].flatMap(([file, imports]) => imports.map((target) => `${file} imports ${target}`)));
+const edgesOf = (graph: ReadonlyMap<string, readonly string[]>) =>
+  new Set(
+    [...graph].flatMap(([file, imports]) => imports.map((target) => `${file} imports ${target}`)),
+  );
 
 /** Each import cycle found (type-only imports count: a cycle of types is still two modules that must be read together). */
 function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
@@ -91,7 +116,8 @@ function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
   const visit = (file: string) => {
     onPath.push(file);
     for (const target of graph.get(file) ?? []) {
-      if (onPath.includes(target)) cycles.push([...onPath.slice(onPath.indexOf(target)), target].join(" -> "));
+      if (onPath.includes(target))
+        cycles.push([...onPath.slice(onPath.indexOf(target)), target].join(" -> "));
       else if (!done.has(target) && graph.has(target)) visit(target);
     }
     onPath.pop();
@@ -105,18 +131,26 @@ describe("the store's import boundaries and the floors", () => {
   test("src/ keeps them", () => {
     const graph = srcImportGraph();
     expect(graph.get("store/openStore.ts")).toContain("store/sqlite/sqliteStore.ts");
-    expect(boundaryViolations(graph, new Set(UPWARD_EXCEPTIONS.map(({ edge }) => edge)))).toEqual([]);
+    expect(boundaryViolations(graph, new Set(UPWARD_EXCEPTIONS.map(({ edge }) => edge)))).toEqual(
+      [],
+    );
   });
 
   test("scripts/ keeps them", () => {
     const graph = scriptsImportGraph();
     expect(graph.get("scripts/bench/main.ts")?.length).toBeGreaterThan(0);
-    expect(boundaryViolations(graph, new Set(BACKEND_EXCEPTIONS.map(({ edge }) => edge)))).toEqual([]);
+    expect(boundaryViolations(graph, new Set(BACKEND_EXCEPTIONS.map(({ edge }) => edge)))).toEqual(
+      [],
+    );
   });
 
   test("every exception names an import that exists", () => {
     const edges = new Set([...edgesOf(srcImportGraph()), ...edgesOf(scriptsImportGraph())]);
-    expect([...UPWARD_EXCEPTIONS, ...BACKEND_EXCEPTIONS].map(({ edge }) => edge).filter((edge) => !edges.has(edge))).toEqual([]);
+    expect(
+      [...UPWARD_EXCEPTIONS, ...BACKEND_EXCEPTIONS]
+        .map(({ edge }) => edge)
+        .filter((edge) => !edges.has(edge)),
+    ).toEqual([]);
   });
 
   test("decode/ is bytes to rows: it imports nothing at run time but rows/", () => {
@@ -128,16 +162,27 @@ describe("the store's import boundaries and the floors", () => {
       ["sync/historical/backfill.ts", ["store/sqlite/logWriter.ts", "store/store.ts"]],
       ["store/store.ts", ["store/types.ts", "store/postgres/lifecycle.ts"]],
       ["store/openStore.ts", ["store/sqlite/sqliteStore.ts", "store/postgres/openPostgres.ts"]],
-      ["store/postgres/lifecycle.ts", ["store/sqlite/migrations/schemaV8.ts", "store/liveStatus.ts"]],
-      ["store/sqlite/webhookOutbox.ts", ["store/sqlite/migrations/schemaV11.ts", "store/sqlite/migrations/migrations.ts"]],
-      ["store/sqlite/migrations/schemaV11.ts", ["store/sqlite/migrations/schemaV7.ts", "store/sqlite/webhookTriggers.ts"]],
+      [
+        "store/postgres/lifecycle.ts",
+        ["store/sqlite/migrations/schemaV8.ts", "store/liveStatus.ts"],
+      ],
+      [
+        "store/sqlite/webhookOutbox.ts",
+        ["store/sqlite/migrations/schemaV11.ts", "store/sqlite/migrations/migrations.ts"],
+      ],
+      [
+        "store/sqlite/migrations/schemaV11.ts",
+        ["store/sqlite/migrations/schemaV7.ts", "store/sqlite/webhookTriggers.ts"],
+      ],
       ["decode/packAttribution.ts", ["rows/packedAttribution.ts", "store/types.ts"]],
       ["errors/store.ts", ["rows/writerHolder.ts", "errors/base.ts"]],
       ["ops/statusPage.ts", ["store/store.ts", "sync/watchScope.ts"]],
       ["scripts/bench/reorgRollback.ts", ["store/sqlite/lifecycle.ts", "store/openStore.ts"]],
       ["misc/helpers.ts", ["rows/logRow.ts"]],
     ]);
-    expect(boundaryViolations(graph, new Set(["ops/statusPage.ts imports sync/watchScope.ts"]))).toEqual([
+    expect(
+      boundaryViolations(graph, new Set(["ops/statusPage.ts imports sync/watchScope.ts"])),
+    ).toEqual([
       "sync/historical/backfill.ts imports store/sqlite/logWriter.ts: only store/openStore.ts may import a backend",
       "store/store.ts imports store/postgres/lifecycle.ts: only store/openStore.ts may import a backend",
       "store/postgres/lifecycle.ts imports store/sqlite/migrations/schemaV8.ts: a backend imports nothing of the other",
@@ -157,9 +202,19 @@ describe("the store's import boundaries and the floors", () => {
       `import { answerText } from "../chain/httpTransport.js";`,
       `import type { PackedRows } from "../rows/packedRows.js";`,
     ].join("\n");
-    expect(runtimeImportSpecifiers(source)).toEqual(["../chain/jsonRpcAnswer.js", "../chain/httpTransport.js"]);
-    const graph = new Map([["decode/windowAnswer.ts", ["chain/httpTransport.ts", "rows/packedRows.ts", "blockRanges.ts", "decode/cbor.ts"]]]);
-    expect(impureDecodeImports(graph)).toEqual(["decode/windowAnswer.ts imports chain/httpTransport.ts at run time"]);
+    expect(runtimeImportSpecifiers(source)).toEqual([
+      "../chain/jsonRpcAnswer.js",
+      "../chain/httpTransport.js",
+    ]);
+    const graph = new Map([
+      [
+        "decode/windowAnswer.ts",
+        ["chain/httpTransport.ts", "rows/packedRows.ts", "blockRanges.ts", "decode/cbor.ts"],
+      ],
+    ]);
+    expect(impureDecodeImports(graph)).toEqual([
+      "decode/windowAnswer.ts imports chain/httpTransport.ts at run time",
+    ]);
   });
 
   test("the scan sees every form of import and skips comments", () => {
@@ -175,7 +230,14 @@ describe("the store's import boundaries and the floors", () => {
       `// import { g } from "./commented.js";`,
       `/** see import("./alsoCommented.js") */`,
     ].join("\n");
-    expect(importSpecifiers(source)).toEqual(["./a.js", "../b.js", "./sideEffect.js", "./d.js", "./e.js", "./f.js"]);
+    expect(importSpecifiers(source)).toEqual([
+      "./a.js",
+      "../b.js",
+      "./sideEffect.js",
+      "./d.js",
+      "./e.js",
+      "./f.js",
+    ]);
   });
 });
 
@@ -190,6 +252,8 @@ describe("import cycles", () => {
       ["decode/preconfirmedTwins.ts", ["decode/toLogRows.ts", "rows/rpcLog.ts"]],
       ["rows/rpcLog.ts", []],
     ]);
-    expect(importCycles(graph)).toEqual(["decode/toLogRows.ts -> decode/preconfirmedTwins.ts -> decode/toLogRows.ts"]);
+    expect(importCycles(graph)).toEqual([
+      "decode/toLogRows.ts -> decode/preconfirmedTwins.ts -> decode/toLogRows.ts",
+    ]);
   });
 });

@@ -25,7 +25,12 @@ const OTHER_TX = word("ab2");
 const NOW = 10_000;
 
 /** Transfers of `tx` at `blockNumber` with these log indexes, as decoded from a node's answer. */
-function transfers(blockNumber: number, logIndexes: number[], status: LogStatus, tx: Hex = TX): LogRow[] {
+function transfers(
+  blockNumber: number,
+  logIndexes: number[],
+  status: LogStatus,
+  tx: Hex = TX,
+): LogRow[] {
   const logs: RpcLog[] = logIndexes.map((logIndex) => ({
     address: TOKEN,
     topics: [TRANSFER_TOPIC, word("a11ce"), word("b0b")],
@@ -38,10 +43,22 @@ function transfers(blockNumber: number, logIndexes: number[], status: LogStatus,
     logIndex,
     removed: false,
   }));
-  return toLogRows(logs, { chainId: 8453, statusOf: () => status, source: status === "preconfirmed" ? "pending" : "head", timestampOf: () => 0 }).rows;
+  return toLogRows(logs, {
+    chainId: 8453,
+    statusOf: () => status,
+    source: status === "preconfirmed" ? "pending" : "head",
+    timestampOf: () => 0,
+  }).rows;
 }
 
-const stored = (id: number, status: LogStatus, blockNumber: number, txLogPosition: number, logIndex: number, preconfirmedAt: number | null = 1_000): StoredTwin => ({
+const stored = (
+  id: number,
+  status: LogStatus,
+  blockNumber: number,
+  txLogPosition: number,
+  logIndex: number,
+  preconfirmedAt: number | null = 1_000,
+): StoredTwin => ({
   id,
   status,
   blockNumber,
@@ -51,9 +68,15 @@ const stored = (id: number, status: LogStatus, blockNumber: number, txLogPositio
 });
 
 /** What a backend answers, by step kind; a kind left out answers as a database with nothing in it would. */
-type Answers = { [K in LifecycleStep["kind"]]?: (step: Extract<LifecycleStep, { kind: K }>) => unknown };
+type Answers = {
+  [K in LifecycleStep["kind"]]?: (step: Extract<LifecycleStep, { kind: K }>) => unknown;
+};
 
-const inserted = (rows: readonly LogRow[]): InsertCounts => ({ inserted: rows.length, duplicates: 0, byEvent: [] });
+const inserted = (rows: readonly LogRow[]): InsertCounts => ({
+  inserted: rows.length,
+  duplicates: 0,
+  byEvent: [],
+});
 
 const EMPTY_DATABASE: Required<Answers> = {
   sameContent: () => [],
@@ -73,7 +96,9 @@ const EMPTY_DATABASE: Required<Answers> = {
 function recordingStatements(answers: Answers, steps: string[]): LifecycleStatements {
   const statements: Record<string, (step: LifecycleStep) => unknown> = {};
   for (const [kind, fallback] of Object.entries(EMPTY_DATABASE)) {
-    const answer = ((answers as Record<string, unknown>)[kind] ?? fallback) as (step: LifecycleStep) => unknown;
+    const answer = ((answers as Record<string, unknown>)[kind] ?? fallback) as (
+      step: LifecycleStep,
+    ) => unknown;
     statements[kind] = (step) => {
       steps.push(describeStep(step));
       return answer(step);
@@ -125,23 +150,39 @@ describe("preconfirmedPlan", () => {
   test("a log already confirmed or finalized, or stored for a later block, changes nothing", () => {
     for (const status of ["confirmed", "finalized", "preconfirmed"] as const) {
       const blockNumber = status === "preconfirmed" ? 13 : 11;
-      const { result, steps } = run(preconfirmedPlan(transfers(12, [0], "preconfirmed"), NOW), { sameContent: () => [stored(7, status, blockNumber, 0, 0)] });
+      const { result, steps } = run(preconfirmedPlan(transfers(12, [0], "preconfirmed"), NOW), {
+        sameContent: () => [stored(7, status, blockNumber, 0, 0)],
+      });
       expect(steps, status).toEqual(["sameContent 12/0 +finalized", "insert []"]);
       expect(result.moved).toBe(0);
     }
   });
 
   test("announced for a later block, the stored row moves there; a dropped one is revived", () => {
-    const rows = [...transfers(12, [3], "preconfirmed"), ...transfers(12, [4], "preconfirmed", OTHER_TX)];
+    const rows = [
+      ...transfers(12, [3], "preconfirmed"),
+      ...transfers(12, [4], "preconfirmed", OTHER_TX),
+    ];
     const { result, steps } = run(preconfirmedPlan(rows, NOW), {
-      sameContent: ({ row }) => (row.transactionHash === TX ? [stored(7, "dropped", 11, 0, 1)] : [stored(8, "preconfirmed", 11, 0, 2)]),
+      sameContent: ({ row }) =>
+        row.transactionHash === TX
+          ? [stored(7, "dropped", 11, 0, 1)]
+          : [stored(8, "preconfirmed", 11, 0, 2)],
     });
-    expect(steps).toEqual(["sameContent 12/3 +finalized", "move #7 to 12/3", "sameContent 12/4 +finalized", "move #8 to 12/4", "insert []"]);
+    expect(steps).toEqual([
+      "sameContent 12/3 +finalized",
+      "move #7 to 12/3",
+      "sameContent 12/4 +finalized",
+      "move #8 to 12/4",
+      "insert []",
+    ]);
     expect(result).toMatchObject({ inserted: 0, moved: 2, revived: 1 });
   });
 
   test("a row stored for the same block is no twin: the insert finds the log stored and counts a duplicate", () => {
-    const { steps } = run(preconfirmedPlan(transfers(12, [0], "preconfirmed"), NOW), { sameContent: () => [stored(7, "preconfirmed", 12, 0, 0)] });
+    const { steps } = run(preconfirmedPlan(transfers(12, [0], "preconfirmed"), NOW), {
+      sameContent: () => [stored(7, "preconfirmed", 12, 0, 0)],
+    });
     expect(steps).toEqual(["sameContent 12/0 +finalized", "insert [12/0]"]);
   });
 });
@@ -150,7 +191,10 @@ describe("canonicalBlockPlan", () => {
   test("promotes the twin at the log's position before one with a lower logIndex, and reports its lead time", () => {
     const rows = transfers(12, [5, 6], "confirmed");
     const { result, steps } = run(canonicalBlockPlan(12, rows, NOW), {
-      sameContent: ({ row }) => (row.logIndex === 5 ? [stored(1, "preconfirmed", 12, 1, 2), stored(2, "preconfirmed", 12, 0, 9, 4_000)] : [stored(1, "preconfirmed", 12, 1, 2)]),
+      sameContent: ({ row }) =>
+        row.logIndex === 5
+          ? [stored(1, "preconfirmed", 12, 1, 2), stored(2, "preconfirmed", 12, 0, 9, 4_000)]
+          : [stored(1, "preconfirmed", 12, 1, 2)],
     });
     expect(steps).toEqual([
       "sameContent 12/5",
@@ -162,7 +206,14 @@ describe("canonicalBlockPlan", () => {
       "insert []",
       "unlanded <= 12",
     ]);
-    expect(result).toEqual({ inserted: 0, promoted: 2, dropped: 0, duplicates: 0, leadTimesMs: [NOW - 4_000, NOW - 1_000], byEvent: [] });
+    expect(result).toEqual({
+      inserted: 0,
+      promoted: 2,
+      dropped: 0,
+      duplicates: 0,
+      leadTimesMs: [NOW - 4_000, NOW - 1_000],
+      byEvent: [],
+    });
   });
 
   test("a twin of a log a backfill already stored confirmed is folded into that row, a duplicate", () => {
@@ -170,12 +221,20 @@ describe("canonicalBlockPlan", () => {
       sameContent: () => [stored(1, "dropped", 12, 0, 0, null)],
       findConfirmed: () => 42,
     });
-    expect(steps).toEqual(["sameContent 12/0", "findConfirmed 12/0", "fold #1 into #42", "insert []", "unlanded <= 12"]);
+    expect(steps).toEqual([
+      "sameContent 12/0",
+      "findConfirmed 12/0",
+      "fold #1 into #42",
+      "insert []",
+      "unlanded <= 12",
+    ]);
     expect(result).toMatchObject({ promoted: 0, duplicates: 1, leadTimesMs: [] });
   });
 
   test("only pre-confirmed and dropped rows are twins: a log whose content is stored confirmed is inserted", () => {
-    const { result, steps } = run(canonicalBlockPlan(12, transfers(12, [0], "confirmed"), NOW), { sameContent: () => [stored(1, "confirmed", 11, 0, 0)] });
+    const { result, steps } = run(canonicalBlockPlan(12, transfers(12, [0], "confirmed"), NOW), {
+      sameContent: () => [stored(1, "confirmed", 11, 0, 0)],
+    });
     expect(steps).toEqual(["sameContent 12/0", "insert [12/0]", "unlanded <= 12"]);
     expect(result).toMatchObject({ inserted: 1, promoted: 0 });
   });
@@ -203,7 +262,10 @@ describe("chainChangePlan", () => {
       ],
       synced: [{ token: TOKEN as Hex, range: { from: 12, to: 13 } }],
     };
-    const { result, steps } = run(chainChangePlan(change, NOW), { removeBlock: () => 3, removeOtherBranches: () => 2 });
+    const { result, steps } = run(chainChangePlan(change, NOW), {
+      removeBlock: () => 3,
+      removeOtherBranches: () => 2,
+    });
     expect(steps).toEqual([
       "removeBlock 12",
       `removeOtherBranches 12 not ${word("b12")}`,
@@ -220,10 +282,27 @@ describe("chainChangePlan", () => {
 
   test("runs the same with statements that answer promises", async () => {
     const steps: string[] = [];
-    const answers: Answers = { sameContent: ({ row }) => (row.logIndex === 0 ? [stored(1, "preconfirmed", 12, 0, 0)] : []) };
-    const statements = Object.fromEntries(Object.entries(recordingStatements(answers, steps)).map(([kind, statement]) => [kind, async (step: never) => statement(step)]));
-    const result = await runLifecyclePlanAsync(canonicalBlockPlan(12, transfers(12, [0, 1], "confirmed"), NOW), statements as unknown as AsyncLifecycleStatements);
-    expect(steps).toEqual(["sameContent 12/0", "findConfirmed 12/0", "promote #1 to 12/0 confirmed", "sameContent 12/1", "insert [12/1]", "unlanded <= 12"]);
+    const answers: Answers = {
+      sameContent: ({ row }) => (row.logIndex === 0 ? [stored(1, "preconfirmed", 12, 0, 0)] : []),
+    };
+    const statements = Object.fromEntries(
+      Object.entries(recordingStatements(answers, steps)).map(([kind, statement]) => [
+        kind,
+        async (step: never) => statement(step),
+      ]),
+    );
+    const result = await runLifecyclePlanAsync(
+      canonicalBlockPlan(12, transfers(12, [0, 1], "confirmed"), NOW),
+      statements as unknown as AsyncLifecycleStatements,
+    );
+    expect(steps).toEqual([
+      "sameContent 12/0",
+      "findConfirmed 12/0",
+      "promote #1 to 12/0 confirmed",
+      "sameContent 12/1",
+      "insert [12/1]",
+      "unlanded <= 12",
+    ]);
     expect(result).toMatchObject({ promoted: 1, inserted: 1 });
   });
 });

@@ -4,7 +4,11 @@ import { join } from "node:path";
 import DatabaseConstructor from "better-sqlite3";
 import { describe, expect, test } from "vitest";
 import { toLogRows } from "../../src/decode/toLogRows.js";
-import { AUTHORIZATION_CANCELED_TOPIC, AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
+import {
+  AUTHORIZATION_CANCELED_TOPIC,
+  AUTHORIZATION_USED_TOPIC,
+  TRANSFER_TOPIC,
+} from "../../src/rows/paymentEvents.js";
 import type { RpcLog } from "../../src/rows/rpcLog.js";
 import { createLogWriter } from "../../src/store/sqlite/logWriter.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
@@ -35,14 +39,26 @@ const capture = [
   log({ topics: [AUTHORIZATION_USED_TOPIC, word(ALICE), word("n1")], logIndex: 0 }),
   log({ topics: [TRANSFER_TOPIC, word(ALICE), word(BOB)], data: word("f4240"), logIndex: 1 }),
 ];
-const cancel = [log({ topics: [AUTHORIZATION_CANCELED_TOPIC, word(ALICE), word("n2")], logIndex: 2, transactionHash: tx(2), transactionIndex: 1 })];
+const cancel = [
+  log({
+    topics: [AUTHORIZATION_CANCELED_TOPIC, word(ALICE), word("n2")],
+    logIndex: 2,
+    transactionHash: tx(2),
+    transactionIndex: 1,
+  }),
+];
 
 function freshDb() {
   return openDatabase(freshDbPath("flashindex-store-"), 8453);
 }
 
 function rows(logs: RpcLog[]) {
-  return toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 }).rows;
+  return toLogRows(logs, {
+    chainId: 8453,
+    statusOf: () => "finalized",
+    source: "backfill",
+    timestampOf: () => 0,
+  }).rows;
 }
 
 describe("store", () => {
@@ -68,27 +84,52 @@ describe("store", () => {
     const again = writer.insertRows(rows([...capture, ...cancel]), 2);
     expect(again).toMatchObject({ inserted: 0, duplicates: 3 });
     expect(db.prepare("SELECT COUNT(*) AS n FROM logs").get()).toEqual({ n: 3 });
-    expect(db.prepare("SELECT from_address, to_address, value, status FROM transfers").all()).toEqual([
-      { from_address: ALICE, to_address: BOB, value: "1000000", status: "finalized" },
-    ]);
+    expect(
+      db.prepare("SELECT from_address, to_address, value, status FROM transfers").all(),
+    ).toEqual([{ from_address: ALICE, to_address: BOB, value: "1000000", status: "finalized" }]);
     db.close();
   });
 
   test("a uint256 value beyond 2^64 is kept exactly", () => {
     const db = freshDb();
     const max = (2n ** 256n - 1n).toString(16);
-    createLogWriter(db).insertRows(rows([log({ topics: [TRANSFER_TOPIC, word(ALICE), word(BOB)], data: word(max), logIndex: 0 })]), 1);
-    expect(db.prepare("SELECT value FROM transfers").get()).toEqual({ value: (2n ** 256n - 1n).toString() });
+    createLogWriter(db).insertRows(
+      rows([
+        log({ topics: [TRANSFER_TOPIC, word(ALICE), word(BOB)], data: word(max), logIndex: 0 }),
+      ]),
+      1,
+    );
+    expect(db.prepare("SELECT value FROM transfers").get()).toEqual({
+      value: (2n ** 256n - 1n).toString(),
+    });
     db.close();
   });
 
   test("authorization_states tells captured (with its transfer) from canceled", () => {
     const db = freshDb();
     createLogWriter(db).insertRows(rows([...capture, ...cancel]), 1);
-    const states = db.prepare("SELECT nonce, state, status, captured_from, captured_to, captured_value FROM authorization_states ORDER BY nonce").all();
+    const states = db
+      .prepare(
+        "SELECT nonce, state, status, captured_from, captured_to, captured_value FROM authorization_states ORDER BY nonce",
+      )
+      .all();
     expect(states).toEqual([
-      { nonce: word("n1"), state: "captured", status: "finalized", captured_from: ALICE, captured_to: BOB, captured_value: "1000000" },
-      { nonce: word("n2"), state: "canceled", status: "finalized", captured_from: null, captured_to: null, captured_value: null },
+      {
+        nonce: word("n1"),
+        state: "captured",
+        status: "finalized",
+        captured_from: ALICE,
+        captured_to: BOB,
+        captured_value: "1000000",
+      },
+      {
+        nonce: word("n2"),
+        state: "canceled",
+        status: "finalized",
+        captured_from: null,
+        captured_to: null,
+        captured_value: null,
+      },
     ]);
     db.close();
   });
@@ -108,7 +149,10 @@ describe("store", () => {
     const ranges = createSqliteSyncedRanges(db, 8453);
     ranges.add(TOKEN, { from: 20, to: 29 });
     ranges.add(TOKEN, { from: 0, to: 9 });
-    expect(ranges.list(TOKEN)).toEqual([{ from: 0, to: 9 }, { from: 20, to: 29 }]);
+    expect(ranges.list(TOKEN)).toEqual([
+      { from: 0, to: 9 },
+      { from: 20, to: 29 },
+    ]);
     ranges.add(TOKEN, { from: 10, to: 19 });
     expect(ranges.list(TOKEN)).toEqual([{ from: 0, to: 29 }]);
     ranges.add(TOKEN, { from: 5, to: 12 });

@@ -19,14 +19,22 @@ function freshStore() {
   const path = freshDbPath("flashindex-maintenance-");
   dirs.push(dirname(path));
   const db = openDatabase(path, CHAIN_ID);
-  return { db, store: createSqliteStore({ db, chainId: CHAIN_ID, metrics: createMetrics({ defaultMetrics: false }) }) };
+  return {
+    db,
+    store: createSqliteStore({
+      db,
+      chainId: CHAIN_ID,
+      metrics: createMetrics({ defaultMetrics: false }),
+    }),
+  };
 }
 
 /** A store holding ROWS finalized transfers, written straight in SQL (the fill is not what is tested), its reader indexes dropped. */
 async function filledStore() {
   const { db, store } = freshStore();
   await store.readerIndexes.drop();
-  const hex = (expression: string, digits: number) => `'0x' || printf('%0${digits}x', ${expression})`;
+  const hex = (expression: string, digits: number) =>
+    `'0x' || printf('%0${digits}x', ${expression})`;
   db.transaction(() => {
     db.exec(`
       WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS})
@@ -47,7 +55,9 @@ async function filledStore() {
 }
 
 /** Runs `work`, recording the longest stretch in which a 5 ms timer could not fire. */
-async function longestStall<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number; tookMs: number }> {
+async function longestStall<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T; stallMs: number; tookMs: number }> {
   let last = performance.now();
   let stallMs = 0;
   const timer = setInterval(() => {
@@ -74,7 +84,9 @@ describe("a bulk load's end beside live writes, on the maintenance thread (SQLit
     const { result, stallMs, tookMs } = await longestStall(async () => {
       const building = store.readerIndexes.build({ mode: "daemon" });
       // Asked while the first index is under way: it must neither fail on SQLite's lock nor block this thread.
-      wrote = new Promise((resolve) => setTimeout(resolve, 20)).then(() => store.writeMeta("asked_during_build", "yes"));
+      wrote = new Promise((resolve) => setTimeout(resolve, 20)).then(() =>
+        store.writeMeta("asked_during_build", "yes"),
+      );
       return building;
     });
     await wrote;
@@ -86,19 +98,28 @@ describe("a bulk load's end beside live writes, on the maintenance thread (SQLit
     // at least a quarter of the whole build. On the maintenance thread, the timer keeps firing.
     expect(tookMs).toBeGreaterThan(200);
     expect(stallMs).toBeLessThan(tookMs / 8);
-    expect(db.prepare("SELECT COUNT(*) FROM transfers INDEXED BY transfers_by_from WHERE from_address >= '0x'").pluck().get()).toBe(ROWS);
+    expect(
+      db
+        .prepare(
+          "SELECT COUNT(*) FROM transfers INDEXED BY transfers_by_from WHERE from_address >= '0x'",
+        )
+        .pluck()
+        .get(),
+    ).toBe(ROWS);
     await store.close();
   });
 
   test("past MAINTENANCE_THREAD_FROM_LOGS stored logs the build runs on the thread with no live writes too (flashindex backfill): the event loop keeps turning", async () => {
     const { db, store } = await filledStore();
     // The store's size is read from its highest log id: one more log, numbered at the threshold.
-    db.prepare(`
+    db.prepare(
+      `
       INSERT INTO logs (id, chain_id, address, topic0, topic1, topic2, data, block_number, block_hash, block_timestamp, tx_hash,
         tx_index, log_index, tx_log_position, status, source, first_seen_at, confirmed_at, finalized_at)
       SELECT ?, chain_id, address, topic0, topic1, topic2, data, block_number + 1000000, block_hash, block_timestamp, tx_hash,
         tx_index, log_index, tx_log_position, status, source, first_seen_at, confirmed_at, finalized_at
-      FROM logs WHERE id = 1`).run(MAINTENANCE_THREAD_FROM_LOGS);
+      FROM logs WHERE id = 1`,
+    ).run(MAINTENANCE_THREAD_FROM_LOGS);
     expect(await store.storedLogCount()).toBe(MAINTENANCE_THREAD_FROM_LOGS);
 
     const { result, stallMs, tookMs } = await longestStall(() => store.readerIndexes.build());
@@ -125,7 +146,9 @@ describe("a bulk load's end beside live writes, on the maintenance thread (SQLit
     const { db, store } = freshStore();
     // The staging tables gone (as in a file another program damaged), the move cannot run.
     db.exec("DROP TABLE staged_user_operations");
-    await expect(store.stagedAttribution.move({ mode: "daemon" })).rejects.toThrow(/staged_user_operations/);
+    await expect(store.stagedAttribution.move({ mode: "daemon" })).rejects.toThrow(
+      /staged_user_operations/,
+    );
     await store.writeMeta("after_failure", "yes");
     expect(await store.readMeta("after_failure")).toBe("yes");
     await store.close();

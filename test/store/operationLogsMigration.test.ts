@@ -5,7 +5,11 @@ import DatabaseConstructor from "better-sqlite3";
 import pg from "pg";
 import { afterAll, describe, expect, test } from "vitest";
 import { connectionConfig } from "../../src/store/postgres/connection.js";
-import { migratePostgres, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from "../../src/store/postgres/migrations/migrate.js";
+import {
+  migratePostgres,
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+} from "../../src/store/postgres/migrations/migrate.js";
 import { migrate, SCHEMA_VERSION } from "../../src/store/sqlite/migrations/migrations.js";
 import { postgresBackend, stopFileBackends } from "../helpers/backends.js";
 import { word } from "../helpers/fixtures.js";
@@ -33,7 +37,10 @@ async function fillV12(run: Run): Promise<void> {
       [hash, BUYER, to, operations],
     );
   const code = (hash: string, op: number, text: string) =>
-    run("INSERT INTO attribution_codes (tx_hash, op_index, position, code, role) VALUES (?, ?, 0, ?, 'code')", [hash, op, text]);
+    run(
+      "INSERT INTO attribution_codes (tx_hash, op_index, position, code, role) VALUES (?, ?, 0, ?, 'code')",
+      [hash, op, text],
+    );
   const transfer = async (hash: string, logIndex: number, value: string) => {
     await run(
       `INSERT INTO logs (chain_id, address, topic0, data, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, tx_log_position, status, source, first_seen_at)
@@ -50,7 +57,11 @@ async function fillV12(run: Run): Promise<void> {
   await code(word("a1"), -1, "plain");
   await transfer(word("a1"), 0, "10");
   await tx(word("b2"), ENTRY_POINT, 2);
-  for (const op of [0, 1]) await run("INSERT INTO user_operations (tx_hash, op_index, sender, attribution) VALUES (?, ?, ?, 'codes')", [word("b2"), op, BUYER]);
+  for (const op of [0, 1])
+    await run(
+      "INSERT INTO user_operations (tx_hash, op_index, sender, attribution) VALUES (?, ?, ?, 'codes')",
+      [word("b2"), op, BUYER],
+    );
   await code(word("b2"), -1, "bundler");
   await code(word("b2"), 0, "op_zero");
   await code(word("b2"), 1, "op_one");
@@ -60,12 +71,26 @@ async function fillV12(run: Run): Promise<void> {
 
 /** After schema 13: the plain payment as before; the bundle's payments credited to no code, listed as unmapped. */
 async function expectMigrated(run: Run): Promise<void> {
-  expect(await run("SELECT code, CAST(payments AS INTEGER) AS payments FROM builder_code_volume ORDER BY code")).toEqual([{ code: "plain", payments: 1 }]);
-  expect(await run("SELECT tx_hash, operation_logs, operation_logs_error FROM transactions ORDER BY tx_hash")).toEqual([
+  expect(
+    await run(
+      "SELECT code, CAST(payments AS INTEGER) AS payments FROM builder_code_volume ORDER BY code",
+    ),
+  ).toEqual([{ code: "plain", payments: 1 }]);
+  expect(
+    await run(
+      "SELECT tx_hash, operation_logs, operation_logs_error FROM transactions ORDER BY tx_hash",
+    ),
+  ).toEqual([
     { tx_hash: word("a1"), operation_logs: null, operation_logs_error: null },
-    { tx_hash: word("b2"), operation_logs: "unmapped", operation_logs_error: "stored before schema 13: the bundle's receipt was not read" },
+    {
+      tx_hash: word("b2"),
+      operation_logs: "unmapped",
+      operation_logs_error: "stored before schema 13: the bundle's receipt was not read",
+    },
   ]);
-  expect(await run("SELECT value, reason FROM unmapped_bundle_transfers ORDER BY log_index")).toEqual([
+  expect(
+    await run("SELECT value, reason FROM unmapped_bundle_transfers ORDER BY log_index"),
+  ).toEqual([
     { value: "20", reason: "stored before schema 13: the bundle's receipt was not read" },
     { value: "30", reason: "stored before schema 13: the bundle's receipt was not read" },
   ]);
@@ -80,7 +105,9 @@ describe("migration to schema 13", () => {
     expect(migrate(db, 12)).toEqual({ from: 0, to: 12 });
     const run: Run = async (sql, params = []) => {
       const statement = db.prepare(sql);
-      return statement.reader ? (statement.all(...params) as Array<Record<string, unknown>>) : (statement.run(...params), []);
+      return statement.reader
+        ? (statement.all(...params) as Array<Record<string, unknown>>)
+        : (statement.run(...params), []);
     };
     await fillV12(run);
     // Before: every code of the bundle credited every payment of it.
@@ -97,29 +124,46 @@ describe("migration to schema 13", () => {
   });
 
   test("Postgres: the same", async () => {
-    const { url, schema } = (await postgresBackend.freshDatabase()) as { url: string; schema: string };
+    const { url, schema } = (await postgresBackend.freshDatabase()) as {
+      url: string;
+      schema: string;
+    };
     const client = new pg.Client(connectionConfig(url, schema));
     await client.connect();
     try {
       // Schema 12 as a release of it left it.
       await client.query(`CREATE SCHEMA ${pg.escapeIdentifier(schema)}`);
-      await client.query("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+      await client.query(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+      );
       for (const step of POSTGRES_MIGRATIONS.filter((m) => m.version <= 12)) {
         await client.query(step.sql);
         await client.query("INSERT INTO schema_migrations (version) VALUES ($1)", [step.version]);
       }
       const run: Run = async (sql, params = []) => {
         let n = 0;
-        return (await client.query(sql.replace(/\?/g, () => `$${++n}`), [...params])).rows as Array<Record<string, unknown>>;
+        return (
+          await client.query(
+            sql.replace(/\?/g, () => `$${++n}`),
+            [...params],
+          )
+        ).rows as Array<Record<string, unknown>>;
       };
       await fillV12(run);
-      expect(await run("SELECT code, CAST(payments AS INTEGER) AS payments FROM builder_code_volume ORDER BY code")).toEqual([
+      expect(
+        await run(
+          "SELECT code, CAST(payments AS INTEGER) AS payments FROM builder_code_volume ORDER BY code",
+        ),
+      ).toEqual([
         { code: "bundler", payments: 2 },
         { code: "op_one", payments: 2 },
         { code: "op_zero", payments: 2 },
         { code: "plain", payments: 1 },
       ]);
-      expect(await migratePostgres(client, schema)).toEqual({ from: 12, to: POSTGRES_SCHEMA_VERSION });
+      expect(await migratePostgres(client, schema)).toEqual({
+        from: 12,
+        to: POSTGRES_SCHEMA_VERSION,
+      });
       await expectMigrated(run);
     } finally {
       await client.end();

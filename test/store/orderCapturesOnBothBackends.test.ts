@@ -6,10 +6,19 @@ import { type LogStatus } from "../../src/rows/logRow.js";
 import { toLogRows } from "../../src/decode/toLogRows.js";
 import { AUTHORIZATION_USED_TOPIC, TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createMetrics } from "../../src/ops/metrics.js";
-import { OrderStateError, type CaptureTransaction, type NewOrder } from "../../src/store/orderStates.js";
+import {
+  OrderStateError,
+  type CaptureTransaction,
+  type NewOrder,
+} from "../../src/store/orderStates.js";
 import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
-import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
+import {
+  BACKENDS,
+  stopFileBackends,
+  type TableReader,
+  type TestBackend,
+} from "../helpers/backends.js";
 import { testConfig } from "../helpers/context.js";
 import { captureHolder } from "../../src/store/nonceBook.js";
 
@@ -27,7 +36,10 @@ afterEach(async () => {
 afterAll(() => stopFileBackends());
 
 async function freshStore(backend: TestBackend): Promise<{ store: Store; raw: TableReader }> {
-  const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+  const config = testConfig({
+    rpc: { http: ["http://127.0.0.1:9"] },
+    database: await backend.freshDatabase(),
+  });
   const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
   open.push(store);
   const raw = await backend.reader(config.database as Config["database"], { writable: true });
@@ -36,31 +48,74 @@ async function freshStore(backend: TestBackend): Promise<{ store: Store; raw: Ta
 }
 
 function order(nonce: Hex, source: NewOrder["source"] = "merchant"): NewOrder {
-  return { chainId: 8453, token: TOKEN, authorizer: ALICE, payee: SHOP, value: 1_000_000n, validAfter: 0, validBefore: NOW / 1000 + 3600, nonce, kind: "transfer", signature: `0x${"11".repeat(65)}`, source };
+  return {
+    chainId: 8453,
+    token: TOKEN,
+    authorizer: ALICE,
+    payee: SHOP,
+    value: 1_000_000n,
+    validAfter: 0,
+    validBefore: NOW / 1000 + 3600,
+    nonce,
+    kind: "transfer",
+    signature: `0x${"11".repeat(65)}`,
+    source,
+  };
 }
 
 function signed(tag: string, relayerNonce = 7): CaptureTransaction {
-  return { relayer: RELAYER, relayerNonce, txHash: word(tag), rawTx: `0x02${tag.padStart(8, "0")}`, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000n };
+  return {
+    relayer: RELAYER,
+    relayerNonce,
+    txHash: word(tag),
+    rawTx: `0x02${tag.padStart(8, "0")}`,
+    maxFeePerGas: 2_000_000_000n,
+    maxPriorityFeePerGas: 1_000_000n,
+  };
 }
 
 /** A capture's logs (AuthorizationUsed + Transfer in one transaction) as the store takes them. */
 function captureLogs(nonce: Hex, txHash: Hex, block: number, status: LogStatus) {
-  const base = { address: TOKEN, blockNumber: block, blockHash: status === "preconfirmed" ? ZERO_HASH : word(`b${block}`), blockTimestamp: 1_700_000_000, transactionHash: txHash, transactionIndex: 0, removed: false };
+  const base = {
+    address: TOKEN,
+    blockNumber: block,
+    blockHash: status === "preconfirmed" ? ZERO_HASH : word(`b${block}`),
+    blockTimestamp: 1_700_000_000,
+    transactionHash: txHash,
+    transactionIndex: 0,
+    removed: false,
+  };
   const logs: RpcLog[] = [
     { ...base, topics: [AUTHORIZATION_USED_TOPIC, word(ALICE), nonce], data: "0x", logIndex: 0 },
-    { ...base, topics: [TRANSFER_TOPIC, word(ALICE), word(SHOP)], data: word("f4240"), logIndex: 1 },
+    {
+      ...base,
+      topics: [TRANSFER_TOPIC, word(ALICE), word(SHOP)],
+      data: word("f4240"),
+      logIndex: 1,
+    },
   ];
-  return toLogRows(logs, { chainId: 8453, statusOf: () => status, source: status === "preconfirmed" ? "pending" : "head", timestampOf: () => 0 }).rows;
+  return toLogRows(logs, {
+    chainId: 8453,
+    statusOf: () => status,
+    source: status === "preconfirmed" ? "pending" : "head",
+    timestampOf: () => 0,
+  }).rows;
 }
 
 /** Reserves the transaction's nonce for the order in the book, as the relay does, then starts the capture. */
 async function start(store: Store, orderId: number, tx: CaptureTransaction, now: number) {
-  await store.nonces.reserve({ relayer: tx.relayer, floor: tx.relayerNonce, holder: captureHolder(orderId), owner: "test" }, now);
+  await store.nonces.reserve(
+    { relayer: tx.relayer, floor: tx.relayerNonce, holder: captureHolder(orderId), owner: "test" },
+    now,
+  );
   return store.captures.start(orderId, tx, now, "test");
 }
 
 const trail = async (store: Store, id: number) =>
-  (await store.listTransitions(id)).map((t) => `${t.fromState ?? "-"}>${t.toState}${t.eventStatus ? `(${t.eventStatus})` : ""}:${t.cause}`);
+  (await store.listTransitions(id)).map(
+    (t) =>
+      `${t.fromState ?? "-"}>${t.toState}${t.eventStatus ? `(${t.eventStatus})` : ""}:${t.cause}`,
+  );
 
 describe.each(BACKENDS)("capture intents through the store on $name", (backend) => {
   test("start() moves authorized → capturing with the signed bytes in one step; a second start returns the first intent", async () => {
@@ -70,13 +125,25 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     const first = await start(store, added.id, signed("aa"), NOW + 1);
     expect(first.created).toBe(true);
     expect(first.order).toMatchObject({ state: "capturing", eventStatus: null });
-    expect(first.capture).toMatchObject({ orderId: added.id, relayer: RELAYER, relayerNonce: 7, txHash: word("aa"), rawTx: "0x02000000aa", status: "sent", broadcasts: 0, maxFeePerGas: 2_000_000_000n });
+    expect(first.capture).toMatchObject({
+      orderId: added.id,
+      relayer: RELAYER,
+      relayerNonce: 7,
+      txHash: word("aa"),
+      rawTx: "0x02000000aa",
+      status: "sent",
+      broadcasts: 0,
+      maxFeePerGas: 2_000_000_000n,
+    });
 
     const second = await start(store, added.id, signed("bb", 8), NOW + 2);
     expect(second.created).toBe(false);
     expect(second.capture.txHash).toBe(word("aa"));
     expect((await store.captures.get(added.id))?.rawTx).toBe("0x02000000aa");
-    expect(await trail(store, added.id)).toEqual(["->authorized:added", "authorized>capturing:capture_sent"]);
+    expect(await trail(store, added.id)).toEqual([
+      "->authorized:added",
+      "authorized>capturing:capture_sent",
+    ]);
     expect((await store.listTransitions(added.id)).at(-1)?.txHash).toBe(word("aa"));
     await expect(store.voidOrder(added.id, NOW)).rejects.toThrow(OrderStateError);
     expect((await store.captures.pending()).map((p) => p.order.id)).toEqual([added.id]);
@@ -88,18 +155,38 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     const started = await start(store, added.id, signed("ga"), NOW + 1);
     expect(started.capture).toMatchObject({ gasUsed: null, effectiveGasPrice: null });
     // Beyond 2^64: the columns hold any uint256 the node says.
-    await store.captures.recordGas(added.id, word("ga"), { gasUsed: 61_234n, effectiveGasPrice: 2n ** 70n }, NOW + 2);
-    expect(await store.captures.get(added.id)).toMatchObject({ gasUsed: 61_234n, effectiveGasPrice: 2n ** 70n });
-    expect(await raw.all("SELECT gas_tx_hash FROM order_captures")).toEqual([{ gas_tx_hash: word("ga") }]);
-    await store.captures.recordGas(added.id, word("ga"), { gasUsed: 61_234n, effectiveGasPrice: null }, NOW + 3);
-    expect(await store.captures.get(added.id)).toMatchObject({ gasUsed: 61_234n, effectiveGasPrice: null });
+    await store.captures.recordGas(
+      added.id,
+      word("ga"),
+      { gasUsed: 61_234n, effectiveGasPrice: 2n ** 70n },
+      NOW + 2,
+    );
+    expect(await store.captures.get(added.id)).toMatchObject({
+      gasUsed: 61_234n,
+      effectiveGasPrice: 2n ** 70n,
+    });
+    expect(await raw.all("SELECT gas_tx_hash FROM order_captures")).toEqual([
+      { gas_tx_hash: word("ga") },
+    ]);
+    await store.captures.recordGas(
+      added.id,
+      word("ga"),
+      { gasUsed: 61_234n, effectiveGasPrice: null },
+      NOW + 3,
+    );
+    expect(await store.captures.get(added.id)).toMatchObject({
+      gasUsed: 61_234n,
+      effectiveGasPrice: null,
+    });
   });
 
   test("start() refuses a voided, expired or captured order and stores nothing", async () => {
     const { store, raw } = await freshStore(backend);
     const voided = await store.addOrder(order(word("d1")), NOW);
     await store.voidOrder(voided.id, NOW);
-    await expect(start(store, voided.id, signed("d1"), NOW)).rejects.toThrow(/is voided_offchain: it cannot become capturing/);
+    await expect(start(store, voided.id, signed("d1"), NOW)).rejects.toThrow(
+      /is voided_offchain: it cannot become capturing/,
+    );
     const expired = await store.addOrder(order(word("d2")), NOW);
     await store.expireOrders(NOW + 10_000_000_000);
     await expect(start(store, expired.id, signed("d2"), NOW)).rejects.toThrow(/is expired/);
@@ -111,19 +198,40 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     const added = await store.addOrder(order(word("e1")), NOW);
     await start(store, added.id, signed("e1"), NOW);
     await store.insertPreconfirmed(captureLogs(word("e1"), word("e1"), 10, "preconfirmed"), NOW);
-    expect(await store.getOrder(added.id)).toMatchObject({ state: "captured", eventStatus: "preconfirmed", eventTxHash: word("e1") });
+    expect(await store.getOrder(added.id)).toMatchObject({
+      state: "captured",
+      eventStatus: "preconfirmed",
+      eventTxHash: word("e1"),
+    });
     expect(await store.captures.pending()).toEqual([]);
 
     // Block 10 comes without the transaction: the pre-confirmation is dropped.
-    await store.applyChainChange({ kind: "head_block", orphaned: [], blocks: [{ number: 10, rows: [] }], synced: [] }, NOW);
+    await store.applyChainChange(
+      { kind: "head_block", orphaned: [], blocks: [{ number: 10, rows: [] }], synced: [] },
+      NOW,
+    );
     expect(await store.getOrder(added.id)).toMatchObject({ state: "capturing", eventStatus: null });
     expect((await store.captures.pending()).map((p) => p.capture.txHash)).toEqual([word("e1")]);
 
-    await store.applyChainChange({ kind: "head_block", orphaned: [], blocks: [{ number: 11, rows: captureLogs(word("e1"), word("e1"), 11, "confirmed") }], synced: [] }, NOW);
-    expect(await store.getOrder(added.id)).toMatchObject({ state: "captured", eventStatus: "confirmed" });
+    await store.applyChainChange(
+      {
+        kind: "head_block",
+        orphaned: [],
+        blocks: [{ number: 11, rows: captureLogs(word("e1"), word("e1"), 11, "confirmed") }],
+        synced: [],
+      },
+      NOW,
+    );
+    expect(await store.getOrder(added.id)).toMatchObject({
+      state: "captured",
+      eventStatus: "confirmed",
+    });
     expect((await store.captures.get(added.id))?.status).toBe("sent");
     await store.finalizeThrough(11, NOW);
-    expect(await store.getOrder(added.id)).toMatchObject({ state: "captured", eventStatus: "finalized" });
+    expect(await store.getOrder(added.id)).toMatchObject({
+      state: "captured",
+      eventStatus: "finalized",
+    });
     expect((await store.captures.get(added.id))?.status).toBe("landed");
     expect(await trail(store, added.id)).toEqual([
       "->authorized:added",
@@ -140,9 +248,22 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     const added = await store.addOrder(order(word("f1")), NOW);
     await start(store, added.id, signed("f1"), NOW);
     await store.captures.recordBroadcast(added.id, word("f1"), NOW + 5);
-    expect(await store.captures.get(added.id)).toMatchObject({ broadcasts: 1, lastBroadcastAt: NOW + 5 });
-    const replaced = await store.captures.replace(added.id, { ...signed("f2"), maxFeePerGas: 3_000_000_000n }, NOW + 6);
-    expect(replaced).toMatchObject({ txHash: word("f2"), replacedTxHashes: [word("f1")], broadcasts: 0, lastBroadcastAt: null, maxFeePerGas: 3_000_000_000n });
+    expect(await store.captures.get(added.id)).toMatchObject({
+      broadcasts: 1,
+      lastBroadcastAt: NOW + 5,
+    });
+    const replaced = await store.captures.replace(
+      added.id,
+      { ...signed("f2"), maxFeePerGas: 3_000_000_000n },
+      NOW + 6,
+    );
+    expect(replaced).toMatchObject({
+      txHash: word("f2"),
+      replacedTxHashes: [word("f1")],
+      broadcasts: 0,
+      lastBroadcastAt: null,
+      maxFeePerGas: 3_000_000_000n,
+    });
     expect(await store.captures.abandon(added.id, NOW + 7)).toMatchObject({ state: "authorized" });
     expect((await store.captures.get(added.id))?.status).toBe("abandoned");
     // Abandoned: a new capture may start over.
@@ -162,11 +283,15 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
   test("findOrder() and payment ids: the first binding holds", async () => {
     const { store } = await freshStore(backend);
     const added = await store.addOrder(order(word("0A")), NOW);
-    expect((await store.captures.findOrder(8453, TOKEN.toUpperCase() as Address, ALICE, word("0a")))?.id).toBe(added.id);
+    expect(
+      (await store.captures.findOrder(8453, TOKEN.toUpperCase() as Address, ALICE, word("0a")))?.id,
+    ).toBe(added.id);
     expect(await store.captures.findOrder(1, TOKEN, ALICE, word("0a"))).toBeUndefined();
     const binding = { paymentId: "pay_0123456789abcdef", fingerprint: "0xaa", orderId: added.id };
     expect(await store.captures.bindPaymentId(binding, NOW)).toEqual(binding);
-    expect(await store.captures.bindPaymentId({ ...binding, fingerprint: "0xbb" }, NOW)).toEqual(binding);
+    expect(await store.captures.bindPaymentId({ ...binding, fingerprint: "0xbb" }, NOW)).toEqual(
+      binding,
+    );
     expect(await store.captures.getPaymentId("pay_0123456789abcdef")).toEqual(binding);
     expect(await store.captures.getPaymentId("pay_other_id_0000000")).toBeUndefined();
   });

@@ -14,9 +14,16 @@ test("the schema name reaches Postgres quoted with the driver's escape: a hostil
   try {
     await migratePostgres(client, schema);
     expect((await client.query("SELECT current_schema() AS s")).rows).toEqual([{ s: schema }]);
-    const schemas = (await client.query("SELECT nspname FROM pg_namespace WHERE nspname IN ('public', $1) ORDER BY nspname", [schema])).rows.map((r) => r.nspname);
+    const schemas = (
+      await client.query(
+        "SELECT nspname FROM pg_namespace WHERE nspname IN ('public', $1) ORDER BY nspname",
+        [schema],
+      )
+    ).rows.map((r) => r.nspname);
     expect(schemas).toEqual([schema, "public"].sort());
-    expect((await client.query("SELECT COUNT(*)::int AS n FROM schema_migrations")).rows[0].n).toBeGreaterThan(0);
+    expect(
+      (await client.query("SELECT COUNT(*)::int AS n FROM schema_migrations")).rows[0].n,
+    ).toBeGreaterThan(0);
   } finally {
     await client.end();
   }

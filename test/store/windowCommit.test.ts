@@ -9,9 +9,19 @@ import { createMetrics } from "../../src/ops/metrics.js";
 import { openDatabase } from "../../src/store/sqlite/openDatabase.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqliteStore.js";
 import { WINDOW_WRITER_NICE_IN_DAEMON } from "../../src/ops/threadSettings.js";
-import { COMMIT_EVERY_ROWS_WHILE_LIVE, createWindowCommit } from "../../src/store/sqlite/windowCommit.js";
+import {
+  COMMIT_EVERY_ROWS_WHILE_LIVE,
+  createWindowCommit,
+} from "../../src/store/sqlite/windowCommit.js";
 import { attributeTransaction } from "../../src/decode/attributeTransaction.js";
-import { createLiveWriteGate, createWindowGate, createWriteGateMemory, LIVE_WRITE_MAX_WAIT_MS, WINDOW_YIELD_EVERY_ROWS, type WindowGate } from "../../src/store/sqlite/writeGate.js";
+import {
+  createLiveWriteGate,
+  createWindowGate,
+  createWriteGateMemory,
+  LIVE_WRITE_MAX_WAIT_MS,
+  WINDOW_YIELD_EVERY_ROWS,
+  type WindowGate,
+} from "../../src/store/sqlite/writeGate.js";
 import { freshDbPath, threadNices, waitFor, word } from "../helpers/fixtures.js";
 import type { WindowWrite } from "../../src/store/types.js";
 import { packAttribution } from "../../src/decode/packAttribution.js";
@@ -32,8 +42,19 @@ function windowOf(count: number): WindowWrite {
     logIndex: i % 10,
     removed: false,
   }));
-  const { rows } = toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 });
-  return { from: 1, to: Math.ceil(count / 10), tokens: [TOKEN], rows: packRows(rows), attribution: { batches: [] } };
+  const { rows } = toLogRows(logs, {
+    chainId: 8453,
+    statusOf: () => "finalized",
+    source: "backfill",
+    timestampOf: () => 0,
+  });
+  return {
+    from: 1,
+    to: Math.ceil(count / 10),
+    tokens: [TOKEN],
+    rows: packRows(rows),
+    attribution: { batches: [] },
+  };
 }
 
 /** What another connection sees: committed logs and synced ranges. */
@@ -43,7 +64,9 @@ function seenFrom(path: string) {
     return {
       logs: reader.prepare("SELECT COUNT(*) FROM logs").pluck().get() as number,
       transfers: reader.prepare("SELECT COUNT(*) FROM transfers").pluck().get() as number,
-      ranges: reader.prepare("SELECT from_block AS \"from\", to_block AS \"to\" FROM synced_ranges").all(),
+      ranges: reader
+        .prepare('SELECT from_block AS "from", to_block AS "to" FROM synced_ranges')
+        .all(),
     };
   } finally {
     reader.close();
@@ -85,13 +108,25 @@ describe("a backfill window's commit", () => {
     const db = openDatabase(path, 8453);
     const window = windowOf(1_000);
     let whileAside: ReturnType<typeof seenFrom> | undefined;
-    const commit = createWindowCommit(db, 8453, gateWaitingOnce(2 * WINDOW_YIELD_EVERY_ROWS, () => (whileAside = seenFrom(path))));
+    const commit = createWindowCommit(
+      db,
+      8453,
+      gateWaitingOnce(2 * WINDOW_YIELD_EVERY_ROWS, () => (whileAside = seenFrom(path))),
+    );
 
     const counts = commit(window, 1);
 
-    expect(whileAside).toEqual({ logs: 2 * WINDOW_YIELD_EVERY_ROWS, transfers: 2 * WINDOW_YIELD_EVERY_ROWS, ranges: [] });
+    expect(whileAside).toEqual({
+      logs: 2 * WINDOW_YIELD_EVERY_ROWS,
+      transfers: 2 * WINDOW_YIELD_EVERY_ROWS,
+      ranges: [],
+    });
     expect(counts).toMatchObject({ inserted: 1_000, duplicates: 0 });
-    expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
+    expect(seenFrom(path)).toEqual({
+      logs: 1_000,
+      transfers: 1_000,
+      ranges: [{ from: 1, to: 100 }],
+    });
     db.close();
   });
 
@@ -99,22 +134,39 @@ describe("a backfill window's commit", () => {
     const path = freshDbPath("flashindex-window-");
     const db = openDatabase(path, 8453);
     const transactions = Array.from({ length: 1_000 }, (_, i) => {
-      const tx = { hash: word(`7${i.toString(16)}`), from: word("a11ce").slice(0, 42) as Hex, to: TOKEN as Hex, input: "0xa9059cbb" as Hex };
+      const tx = {
+        hash: word(`7${i.toString(16)}`),
+        from: word("a11ce").slice(0, 42) as Hex,
+        to: TOKEN as Hex,
+        input: "0xa9059cbb" as Hex,
+      };
       return { chainId: 8453, tx, attribution: attributeTransaction(tx) };
     });
-    const window = { ...windowOf(1_000), attribution: packAttribution(transactions, 1), stageAttribution: true };
+    const window = {
+      ...windowOf(1_000),
+      attribution: packAttribution(transactions, 1),
+      stageAttribution: true,
+    };
     let staged: unknown;
-    const commit = createWindowCommit(db, 8453, gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
-      const reader = new DatabaseConstructor(path, { readonly: true });
-      staged = reader.prepare("SELECT COUNT(*) FROM staged_transactions").pluck().get();
-      reader.close();
-    }));
+    const commit = createWindowCommit(
+      db,
+      8453,
+      gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
+        const reader = new DatabaseConstructor(path, { readonly: true });
+        staged = reader.prepare("SELECT COUNT(*) FROM staged_transactions").pluck().get();
+        reader.close();
+      }),
+    );
 
     commit(window, 1);
 
     expect(staged).toBe(WINDOW_YIELD_EVERY_ROWS);
     expect(db.prepare("SELECT COUNT(*) FROM staged_transactions").pluck().get()).toBe(1_000);
-    expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
+    expect(seenFrom(path)).toEqual({
+      logs: 1_000,
+      transfers: 1_000,
+      ranges: [{ from: 1, to: 100 }],
+    });
     db.close();
   });
 
@@ -122,17 +174,32 @@ describe("a backfill window's commit", () => {
     const path = freshDbPath("flashindex-window-");
     const db = openDatabase(path, 8453);
     const window = windowOf(1_000);
-    const crashing = createWindowCommit(db, 8453, gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
-      throw new Error("killed");
-    }));
+    const crashing = createWindowCommit(
+      db,
+      8453,
+      gateWaitingOnce(WINDOW_YIELD_EVERY_ROWS, () => {
+        throw new Error("killed");
+      }),
+    );
     expect(() => crashing(window, 1)).toThrow("killed");
     expect(db.inTransaction).toBe(false);
-    expect(seenFrom(path)).toEqual({ logs: WINDOW_YIELD_EVERY_ROWS, transfers: WINDOW_YIELD_EVERY_ROWS, ranges: [] });
+    expect(seenFrom(path)).toEqual({
+      logs: WINDOW_YIELD_EVERY_ROWS,
+      transfers: WINDOW_YIELD_EVERY_ROWS,
+      ranges: [],
+    });
 
     const counts = createWindowCommit(db, 8453)(window, 2);
 
-    expect(counts).toMatchObject({ inserted: 1_000 - WINDOW_YIELD_EVERY_ROWS, duplicates: WINDOW_YIELD_EVERY_ROWS });
-    expect(seenFrom(path)).toEqual({ logs: 1_000, transfers: 1_000, ranges: [{ from: 1, to: 100 }] });
+    expect(counts).toMatchObject({
+      inserted: 1_000 - WINDOW_YIELD_EVERY_ROWS,
+      duplicates: WINDOW_YIELD_EVERY_ROWS,
+    });
+    expect(seenFrom(path)).toEqual({
+      logs: 1_000,
+      transfers: 1_000,
+      ranges: [{ from: 1, to: 100 }],
+    });
     db.close();
   });
 
@@ -167,7 +234,11 @@ describe("a backfill window's commit", () => {
   test("on the writer thread, a live write of the main connection goes in before the whole window is committed", async () => {
     const path = freshDbPath("flashindex-window-");
     const db = openDatabase(path, 8453);
-    const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
+    const store = createSqliteStore({
+      db,
+      chainId: 8453,
+      metrics: createMetrics({ defaultMetrics: false }),
+    });
     const writer = store.openWindowWriter({ bulk: true });
     const rows = 40_000;
     const committed = writer.commit(windowOf(rows), 1);
@@ -181,27 +252,40 @@ describe("a backfill window's commit", () => {
     await writer.close();
     expect(atLiveWrite.logs).toBeLessThan(rows);
     expect(atLiveWrite.ranges).toEqual([]);
-    expect(seenFrom(path)).toEqual({ logs: rows, transfers: rows, ranges: [{ from: 1, to: rows / 10 }] });
+    expect(seenFrom(path)).toEqual({
+      logs: rows,
+      transfers: rows,
+      ranges: [{ from: 1, to: rows / 10 }],
+    });
     expect(await store.readMeta("live_write")).toBe("done");
     await store.close();
   });
 });
 
 describe("the window writer's thread beside live writes", () => {
-  test.runIf(process.platform === "linux")("runs at a lower CPU priority beside live writes (the daemon), at the process's own otherwise; the rest of the process does not", async () => {
-    for (const mode of ["batch", "daemon"] as const) {
-      const db = openDatabase(freshDbPath("flashindex-window-"), 8453);
-      const store = createSqliteStore({ db, chainId: 8453, metrics: createMetrics({ defaultMetrics: false }) });
-      const writer = store.openWindowWriter({ bulk: true, mode });
-      try {
-        await writer.commit(windowOf(10), 1);
-        expect(threadNices().filter((nice) => nice !== 0)).toEqual(mode === "daemon" ? [WINDOW_WRITER_NICE_IN_DAEMON] : []);
-      } finally {
-        await writer.close();
-        await store.close();
+  test.runIf(process.platform === "linux")(
+    "runs at a lower CPU priority beside live writes (the daemon), at the process's own otherwise; the rest of the process does not",
+    async () => {
+      for (const mode of ["batch", "daemon"] as const) {
+        const db = openDatabase(freshDbPath("flashindex-window-"), 8453);
+        const store = createSqliteStore({
+          db,
+          chainId: 8453,
+          metrics: createMetrics({ defaultMetrics: false }),
+        });
+        const writer = store.openWindowWriter({ bulk: true, mode });
+        try {
+          await writer.commit(windowOf(10), 1);
+          expect(threadNices().filter((nice) => nice !== 0)).toEqual(
+            mode === "daemon" ? [WINDOW_WRITER_NICE_IN_DAEMON] : [],
+          );
+        } finally {
+          await writer.close();
+          await store.close();
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe("the live-write gate", () => {

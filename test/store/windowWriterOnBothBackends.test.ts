@@ -39,22 +39,38 @@ function windowRows(from: number, to: number, perBlock: number) {
         logIndex: i,
         removed: false,
       });
-  return toLogRows(logs, { chainId: 8453, statusOf: () => "finalized", source: "backfill", timestampOf: () => 0 }).rows;
+  return toLogRows(logs, {
+    chainId: 8453,
+    statusOf: () => "finalized",
+    source: "backfill",
+    timestampOf: () => 0,
+  }).rows;
 }
 
 function window(from: number, to: number, perBlock: number): WindowWrite {
-  return { from, to, tokens: [TOKEN], rows: packRows(windowRows(from, to, perBlock)), attribution: { batches: [] } };
+  return {
+    from,
+    to,
+    tokens: [TOKEN],
+    rows: packRows(windowRows(from, to, perBlock)),
+    attribution: { batches: [] },
+  };
 }
 
 describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
   test("windows committed side by side store every log once and merge their ranges into one", async () => {
-    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const config = testConfig({
+      rpc: { http: ["http://127.0.0.1:9"] },
+      database: await backend.freshDatabase(),
+    });
     const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
     open.push(store);
     const emptySize = await store.sizeBytes();
     const writer = store.openWindowWriter({ bulk: backend.name === "sqlite" });
     // Out of order and at once, as finished windows arrive; the middle one last.
-    const counts = await Promise.all([window(1, 40, 25), window(81, 120, 25), window(41, 80, 25)].map((w) => writer.commit(w, 1)));
+    const counts = await Promise.all(
+      [window(1, 40, 25), window(81, 120, 25), window(41, 80, 25)].map((w) => writer.commit(w, 1)),
+    );
     await writer.close();
 
     expect(counts.map((c) => c.inserted)).toEqual([1_000, 1_000, 1_000]);
@@ -67,24 +83,41 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
     const [stored] = await raw.all<{ logs: number; transfers: number }>(
       "SELECT (SELECT COUNT(*) FROM logs) AS logs, (SELECT COUNT(*) FROM transfers) AS transfers",
     );
-    expect({ logs: Number(stored!.logs), transfers: Number(stored!.transfers) }).toEqual({ logs: 3_000, transfers: 3_000 });
+    expect({ logs: Number(stored!.logs), transfers: Number(stored!.transfers) }).toEqual({
+      logs: 3_000,
+      transfers: 3_000,
+    });
 
     // The same window again: nothing doubled.
     const again = store.openWindowWriter({ bulk: false });
-    expect(await again.commit(window(41, 80, 25), 2)).toMatchObject({ inserted: 0, duplicates: 1_000 });
+    expect(await again.commit(window(41, 80, 25), 2)).toMatchObject({
+      inserted: 0,
+      duplicates: 1_000,
+    });
     await again.close();
   });
 
   test("a window holding logs already stored, or one log twice, stores the others once with their transfers", async () => {
     // On Postgres the bulk COPY cannot skip a stored log: it steps back and stores the window with the statement that can.
-    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const config = testConfig({
+      rpc: { http: ["http://127.0.0.1:9"] },
+      database: await backend.freshDatabase(),
+    });
     const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
     open.push(store);
     const writer = store.openWindowWriter({ bulk: false });
-    expect(await writer.commit(window(21, 40, 5), 1)).toMatchObject({ inserted: 100, duplicates: 0 });
-    expect(await writer.commit(window(1, 40, 5), 1)).toMatchObject({ inserted: 100, duplicates: 100 });
+    expect(await writer.commit(window(21, 40, 5), 1)).toMatchObject({
+      inserted: 100,
+      duplicates: 0,
+    });
+    expect(await writer.commit(window(1, 40, 5), 1)).toMatchObject({
+      inserted: 100,
+      duplicates: 100,
+    });
     const twice = windowRows(41, 50, 5);
-    expect(await writer.commit({ ...window(41, 50, 5), rows: packRows([...twice, twice[7]!]) }, 1)).toMatchObject({ inserted: 50, duplicates: 1 });
+    expect(
+      await writer.commit({ ...window(41, 50, 5), rows: packRows([...twice, twice[7]!]) }, 1),
+    ).toMatchObject({ inserted: 50, duplicates: 1 });
     await writer.close();
     expect(await store.syncedRanges(TOKEN)).toEqual([{ from: 1, to: 50 }]);
     const raw = await backend.reader(config.database as Config["database"]);
@@ -93,14 +126,25 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
       `SELECT (SELECT COUNT(*) FROM logs) AS logs, (SELECT COUNT(*) FROM transfers) AS transfers,
               (SELECT COUNT(*) FROM transfers t LEFT JOIN logs l ON l.id = t.log_id WHERE l.id IS NULL OR l.tx_hash <> t.tx_hash) AS orphans`,
     );
-    expect({ logs: Number(stored!.logs), transfers: Number(stored!.transfers), orphans: Number(stored!.orphans) }).toEqual({ logs: 250, transfers: 250, orphans: 0 });
+    expect({
+      logs: Number(stored!.logs),
+      transfers: Number(stored!.transfers),
+      orphans: Number(stored!.orphans),
+    }).toEqual({ logs: 250, transfers: 250, orphans: 0 });
   });
 
   test("a window's owed blocks are recorded with its range, staged or not, on the writer thread too, and paid in one transaction", async () => {
-    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
+    const config = testConfig({
+      rpc: { http: ["http://127.0.0.1:9"] },
+      database: await backend.freshDatabase(),
+    });
     const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
     open.push(store);
-    const owedOf = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i): [number, Hex] => [from + i, word(`b${(from + i).toString(16)}`)]);
+    const owedOf = (from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_, i): [number, Hex] => [
+        from + i,
+        word(`b${(from + i).toString(16)}`),
+      ]);
     const writer = store.openWindowWriter({ bulk: true });
     await writer.commit({ ...window(1, 10, 3), owed: owedOf(1, 10), stageAttribution: true }, 5);
     await writer.commit({ ...window(11, 20, 3), owed: owedOf(11, 20) }, 6);
@@ -109,40 +153,78 @@ describe.each(BACKENDS)("backfill windows on %s", (backend: TestBackend) => {
     await writer.close();
     expect(await store.owedAttribution.count()).toBe(20);
     const first = await store.owedAttribution.next(3);
-    expect(first).toEqual([1, 2, 3].map((n) => ({ number: n, hash: word(`b${n.toString(16)}`), txHashes: [0, 1, 2].map((i) => word(`7${(n * 100 + i).toString(16)}`)) })));
+    expect(first).toEqual(
+      [1, 2, 3].map((n) => ({
+        number: n,
+        hash: word(`b${n.toString(16)}`),
+        txHashes: [0, 1, 2].map((i) => word(`7${(n * 100 + i).toString(16)}`)),
+      })),
+    );
     const raw = await backend.reader(config.database as Config["database"]);
     open.push(raw);
-    const [listed] = await raw.all<{ n: number }>("SELECT COUNT(*) AS n FROM owed_attribution_transfers");
+    const [listed] = await raw.all<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM owed_attribution_transfers",
+    );
     expect(Number(listed!.n)).toBe(60);
 
     // Block 2 reorged out: its logs flagged, it owes no transaction any more.
-    await store.applyChainChange({ kind: "reorg", orphaned: [{ number: 2, hash: first[1]!.hash }], blocks: [], synced: [] }, 8);
-    expect((await store.owedAttribution.next(3))[1]).toEqual({ number: 2, hash: first[1]!.hash, txHashes: [] });
+    await store.applyChainChange(
+      { kind: "reorg", orphaned: [{ number: 2, hash: first[1]!.hash }], blocks: [], synced: [] },
+      8,
+    );
+    expect((await store.owedAttribution.next(3))[1]).toEqual({
+      number: 2,
+      hash: first[1]!.hash,
+      txHashes: [],
+    });
     await store.owedAttribution.pay(first, { batches: [] });
     expect(await store.owedAttribution.count()).toBe(17);
     expect((await store.owedAttribution.next(1))[0]!.number).toBe(4);
   });
 
-  test.runIf(backend.name === "postgres")("a connection cut in the middle of a window's COPY stores nothing of it and is an outage (exit 75)", async () => {
-    const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database: await backend.freshDatabase() });
-    const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
-    open.push(store);
-    const raw = await backend.reader(config.database as Config["database"]);
-    open.push(raw);
-    const writer = store.openWindowWriter({ bulk: true });
-    const big = window(1, 4_000, 50);
-    const committing = writer.commit(big, 1).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    // Cut the store's connection once its COPY is under way.
-    await waitFor(async () => (await raw.all("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY logs%' AND pid <> pg_backend_pid()")).length > 0 || undefined, 20_000, "the COPY");
-    await raw.all("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY logs%' AND pid <> pg_backend_pid()");
-    const error = await committing;
-    expect(error).toBeInstanceOf(RetryableError);
-    expect((error as RetryableError).exitCode).toBe(75);
-    await writer.close();
-    const [stored] = await raw.all<{ logs: number; ranges: number }>("SELECT (SELECT COUNT(*) FROM logs) AS logs, (SELECT COUNT(*) FROM synced_ranges) AS ranges");
-    expect({ logs: Number(stored!.logs), ranges: Number(stored!.ranges) }).toEqual({ logs: 0, ranges: 0 });
-  }, 60_000);
+  test.runIf(backend.name === "postgres")(
+    "a connection cut in the middle of a window's COPY stores nothing of it and is an outage (exit 75)",
+    async () => {
+      const config = testConfig({
+        rpc: { http: ["http://127.0.0.1:9"] },
+        database: await backend.freshDatabase(),
+      });
+      const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }) });
+      open.push(store);
+      const raw = await backend.reader(config.database as Config["database"]);
+      open.push(raw);
+      const writer = store.openWindowWriter({ bulk: true });
+      const big = window(1, 4_000, 50);
+      const committing = writer.commit(big, 1).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      // Cut the store's connection once its COPY is under way.
+      await waitFor(
+        async () =>
+          (
+            await raw.all(
+              "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY logs%' AND pid <> pg_backend_pid()",
+            )
+          ).length > 0 || undefined,
+        20_000,
+        "the COPY",
+      );
+      await raw.all(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY logs%' AND pid <> pg_backend_pid()",
+      );
+      const error = await committing;
+      expect(error).toBeInstanceOf(RetryableError);
+      expect((error as RetryableError).exitCode).toBe(75);
+      await writer.close();
+      const [stored] = await raw.all<{ logs: number; ranges: number }>(
+        "SELECT (SELECT COUNT(*) FROM logs) AS logs, (SELECT COUNT(*) FROM synced_ranges) AS ranges",
+      );
+      expect({ logs: Number(stored!.logs), ranges: Number(stored!.ranges) }).toEqual({
+        logs: 0,
+        ranges: 0,
+      });
+    },
+    60_000,
+  );
 });

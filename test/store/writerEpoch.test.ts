@@ -15,12 +15,24 @@ afterEach(async () => {
 });
 afterAll(() => stopFileBackends());
 
-async function writer(database: Record<string, unknown>): Promise<{ lock: WriterLock; store: Store }> {
+async function writer(
+  database: Record<string, unknown>,
+): Promise<{ lock: WriterLock; store: Store }> {
   const config = testConfig({ rpc: { http: ["http://127.0.0.1:9"] }, database });
   // The first writer's lock may take a moment to go with its connection: try until it is ours.
-  const lock = await waitFor(() => acquireStoreWriterLock(config, "start").catch(() => undefined), 10_000, "the writer lock");
-  const store = await openStore(config, { metrics: createMetrics({ defaultMetrics: false }), lock });
-  open.push(() => store.close(), () => lock.release());
+  const lock = await waitFor(
+    () => acquireStoreWriterLock(config, "start").catch(() => undefined),
+    10_000,
+    "the writer lock",
+  );
+  const store = await openStore(config, {
+    metrics: createMetrics({ defaultMetrics: false }),
+    lock,
+  });
+  open.push(
+    () => store.close(),
+    () => lock.release(),
+  );
   return { lock, store };
 }
 
@@ -34,15 +46,22 @@ test("a Postgres writer whose lock went unnoticed to another writer stops at its
   const second = await writer(database);
 
   const refused = first.store.finalizeThrough(0, 2);
-  await expect(refused).rejects.toMatchObject({ name: "WriterEpochLostError", exitCode: EXIT_TEMPORARY });
+  await expect(refused).rejects.toMatchObject({
+    name: "WriterEpochLostError",
+    exitCode: EXIT_TEMPORARY,
+  });
   await expect(refused).rejects.toThrow(/Another writer took over .* \(writer epoch 2, ours 1\)/);
-  await expect(first.store.webhooks.syncSubscriptions([], 0, 3)).rejects.toMatchObject({ name: "WriterEpochLostError" });
+  await expect(first.store.webhooks.syncSubscriptions([], 0, 3)).rejects.toMatchObject({
+    name: "WriterEpochLostError",
+  });
   expect(await second.store.finalizeThrough(0, 4)).toBe(0);
 
   const client = new pg.Client({ connectionString: database.url as string });
   await client.connect();
   try {
-    const { rows } = await client.query(`SELECT value FROM "${database.schema as string}".meta WHERE key = 'writer_epoch'`);
+    const { rows } = await client.query(
+      `SELECT value FROM "${database.schema as string}".meta WHERE key = 'writer_epoch'`,
+    );
     expect(rows).toEqual([{ value: "2" }]);
   } finally {
     await client.end();

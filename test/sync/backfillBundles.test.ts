@@ -18,7 +18,9 @@ let head: number;
 beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0 });
   sent = await sendMixedBundle(devnet, 7, 3);
-  head = Number(await createPublicClient({ transport: http(devnet.anvilUrl) }).getBlockNumber({ cacheTime: 0 }));
+  head = Number(
+    await createPublicClient({ transport: http(devnet.anvilUrl) }).getBlockNumber({ cacheTime: 0 }),
+  );
 }, 60_000);
 afterAll(async () => {
   await devnet?.stop();
@@ -29,8 +31,14 @@ afterAll(async () => {
  * A backfill of the devnet's whole chain into a fresh database of `backend`, with attribution; returns a reader of it.
  * `trailing`: through a rate-limiting provider that has already refused the client, so attribution trails the logs.
  */
-async function backfilled(backend: TestBackend, options: { stageAttribution?: boolean; trailing?: boolean } = {}) {
-  const proxy = options.trailing === true ? await startProviderProxy(devnet.anvilUrl, { latencyMs: 0, requestsPerSecond: 4 }) : undefined;
+async function backfilled(
+  backend: TestBackend,
+  options: { stageAttribution?: boolean; trailing?: boolean } = {},
+) {
+  const proxy =
+    options.trailing === true
+      ? await startProviderProxy(devnet.anvilUrl, { latencyMs: 0, requestsPerSecond: 4 })
+      : undefined;
   const config = testConfig({
     attribution: { enabled: true },
     rpc: { http: [proxy?.url ?? devnet.anvilUrl] },
@@ -42,13 +50,24 @@ async function backfilled(backend: TestBackend, options: { stageAttribution?: bo
   const store = await openStore(config, { metrics: deps.metrics });
   try {
     const client = createRpcClient(deps);
-    if (proxy !== undefined) await Promise.all(Array.from({ length: 8 }, () => client.request("eth_blockNumber", [])));
+    if (proxy !== undefined)
+      await Promise.all(Array.from({ length: 8 }, () => client.request("eth_blockNumber", [])));
     const syncDeps = createSyncDeps({ ...deps, client }, store);
-    const staging = options.stageAttribution === true ? { bulkMinLogs: 0, writerThread: true, stageAttribution: true } : {};
-    await backfill(syncDeps, { to: head, finalized: head }, { decodeThreadAfterLogs: 0, ...staging });
+    const staging =
+      options.stageAttribution === true
+        ? { bulkMinLogs: 0, writerThread: true, stageAttribution: true }
+        : {};
+    await backfill(
+      syncDeps,
+      { to: head, finalized: head },
+      { decodeThreadAfterLogs: 0, ...staging },
+    );
     if (proxy !== undefined) {
       expect(await store.owedAttribution.count()).toBeGreaterThan(0);
-      const trailing = createTrailingAttribution({ ...syncDeps, attributor: syncDeps.attributor! }, { mode: "batch" });
+      const trailing = createTrailingAttribution(
+        { ...syncDeps, attributor: syncDeps.attributor! },
+        { mode: "batch" },
+      );
       await trailing.payAll();
       await trailing.close();
       expect(await store.owedAttribution.count()).toBe(0);
@@ -65,7 +84,12 @@ describe.each(BACKENDS)("a backfilled bundle on $name", (backend) => {
     const db = await backfilled(backend);
     try {
       await expectMixedBundleCredited(db, sent);
-      expect(Number((await db.all<{ n: unknown }>("SELECT COUNT(*) AS n FROM unmapped_bundle_transfers"))[0]!.n)).toBe(0);
+      expect(
+        Number(
+          (await db.all<{ n: unknown }>("SELECT COUNT(*) AS n FROM unmapped_bundle_transfers"))[0]!
+            .n,
+        ),
+      ).toBe(0);
     } finally {
       await db.close();
     }
@@ -75,7 +99,12 @@ describe.each(BACKENDS)("a backfilled bundle on $name", (backend) => {
     const db = await backfilled(backend, { trailing: true });
     try {
       await expectMixedBundleCredited(db, sent);
-      expect(Number((await db.all<{ n: unknown }>("SELECT COUNT(*) AS n FROM unmapped_bundle_transfers"))[0]!.n)).toBe(0);
+      expect(
+        Number(
+          (await db.all<{ n: unknown }>("SELECT COUNT(*) AS n FROM unmapped_bundle_transfers"))[0]!
+            .n,
+        ),
+      ).toBe(0);
     } finally {
       await db.close();
     }

@@ -12,7 +12,8 @@ import { createPayer, startDevnetWithPayments } from "../helpers/devnetPayments.
 
 let devnet: Devnet;
 let head: number;
-const rpc = <T>(method: string, params: unknown[] = []) => createPayer(devnet).rpc<T>(method, params);
+const rpc = <T>(method: string, params: unknown[] = []) =>
+  createPayer(devnet).rpc<T>(method, params);
 
 beforeAll(async () => {
   ({ devnet, head } = await startDevnetWithPayments(12, 3));
@@ -24,7 +25,10 @@ describe("backfill() behind Base's public endpoint (proxyd's error statuses)", (
     await rpc("devnet_setFaults", [{ maxBlockRange: 3, proxyErrors: true, errorRate: 0.2 }]);
     try {
       const config = testConfig({
-        rpc: { http: [devnet.httpUrl], retry: { maxAttempts: 12, initialDelayMs: 1, maxDelayMs: 5 } },
+        rpc: {
+          http: [devnet.httpUrl],
+          retry: { maxAttempts: 12, initialDelayMs: 1, maxDelayMs: 5 },
+        },
         tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
         backfill: { windowBlocks: 10, concurrency: 2 },
         finality: { depth: 0 },
@@ -35,12 +39,29 @@ describe("backfill() behind Base's public endpoint (proxyd's error statuses)", (
       const db = openDatabase(config.database.path, config.chainId);
       await backfill(withSqliteStore({ ...deps, client }, db), { to: head, finalized: head });
       await rpc("devnet_setFaults", [{}]);
-      const direct = await rpc<unknown[]>("eth_getLogs", [{ fromBlock: "0x0", toBlock: `0x${head.toString(16)}`, address: devnet.token, topics: [[...PAYMENT_TOPICS]] }]);
+      const direct = await rpc<unknown[]>("eth_getLogs", [
+        {
+          fromBlock: "0x0",
+          toBlock: `0x${head.toString(16)}`,
+          address: devnet.token,
+          topics: [[...PAYMENT_TOPICS]],
+        },
+      ]);
       expect(db.prepare("SELECT COUNT(*) FROM logs").pluck().get()).toBe(direct.length);
       expect(direct.length).toBeGreaterThanOrEqual(36);
-      expect(db.prepare("SELECT MIN(from_block) AS from_block, MAX(to_block) AS to_block FROM synced_ranges").get()).toEqual({ from_block: devnet.tokenDeployBlock, to_block: head });
-      expect((await deps.metrics.backfillWindowBlocks.get()).values[0]?.value).toBeLessThanOrEqual(3);
-      const outcomes = (await deps.metrics.rpcRequests.get()).values.filter((v) => v.labels.method === "eth_getLogs").map((v) => v.labels.outcome);
+      expect(
+        db
+          .prepare(
+            "SELECT MIN(from_block) AS from_block, MAX(to_block) AS to_block FROM synced_ranges",
+          )
+          .get(),
+      ).toEqual({ from_block: devnet.tokenDeployBlock, to_block: head });
+      expect((await deps.metrics.backfillWindowBlocks.get()).values[0]?.value).toBeLessThanOrEqual(
+        3,
+      );
+      const outcomes = (await deps.metrics.rpcRequests.get()).values
+        .filter((v) => v.labels.method === "eth_getLogs")
+        .map((v) => v.labels.outcome);
       expect(outcomes).toContain("range_error");
       expect(outcomes).not.toContain("fatal");
       db.close();

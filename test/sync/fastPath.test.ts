@@ -8,7 +8,12 @@ import { getBlockRows } from "../../src/sync/head/getBlockRows.js";
 import { toLogRows } from "../../src/decode/toLogRows.js";
 import { TRANSFER_TOPIC } from "../../src/rows/paymentEvents.js";
 import { createSyncDeps } from "../../src/sync/syncDeps.js";
-import { BACKENDS, stopFileBackends, type TableReader, type TestBackend } from "../helpers/backends.js";
+import {
+  BACKENDS,
+  stopFileBackends,
+  type TableReader,
+  type TestBackend,
+} from "../helpers/backends.js";
 import { testConfig, testDeps } from "../helpers/context.js";
 import { startPaymentChain, type PaymentChain } from "../helpers/paymentChain.js";
 
@@ -39,7 +44,14 @@ async function setUp(backend: TestBackend, options: { attribution?: boolean } = 
   const client = createRpcClient(deps);
   const store = await openStore(config, { metrics: deps.metrics });
   const reader = await backend.reader(config.database as Config["database"]);
-  return { ...deps, config, client, store, reader, close: async () => (await store.close(), await reader.close()) };
+  return {
+    ...deps,
+    config,
+    client,
+    store,
+    reader,
+    close: async () => (await store.close(), await reader.close()),
+  };
 }
 
 /** What a user reads: every column but our own clock, row ids and which path wrote the row. */
@@ -47,30 +59,58 @@ async function contents(db: TableReader, backend: TestBackend) {
   const logs = await db.all(
     "SELECT chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, tx_log_position, status FROM logs ORDER BY block_number, log_index",
   );
-  const transfers = await db.all("SELECT chain_id, token, from_address, to_address, value, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status FROM transfers ORDER BY block_number, log_index");
-  const authorizations = await db.all("SELECT chain_id, token, authorizer, nonce, kind, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status FROM authorization_events ORDER BY block_number, log_index");
+  const transfers = await db.all(
+    "SELECT chain_id, token, from_address, to_address, value, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status FROM transfers ORDER BY block_number, log_index",
+  );
+  const authorizations = await db.all(
+    "SELECT chain_id, token, authorizer, nonce, kind, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status FROM authorization_events ORDER BY block_number, log_index",
+  );
   const states = await db.all("SELECT * FROM authorization_states ORDER BY nonce");
   const indexes =
     backend.name === "sqlite"
       ? await db.all("SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name")
-      : await db.all("SELECT indexname, replace(indexdef, current_schema() || '.', '') AS indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname");
+      : await db.all(
+          "SELECT indexname, replace(indexdef, current_schema() || '.', '') AS indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname",
+        );
   const foreignKeys =
-    backend.name === "sqlite" ? [] : await db.all("SELECT conname, convalidated FROM pg_constraint WHERE contype = 'f' AND connamespace = current_schema()::regnamespace ORDER BY conname");
+    backend.name === "sqlite"
+      ? []
+      : await db.all(
+          "SELECT conname, convalidated FROM pg_constraint WHERE contype = 'f' AND connamespace = current_schema()::regnamespace ORDER BY conname",
+        );
   return { logs, transfers, authorizations, states, indexes, foreignKeys };
 }
 
 describe.each(BACKENDS)("the backfill's fast path on $name", (backend) => {
   test("stores exactly what the block-by-block path stores, row for row (bulk writes, deferred reader indexes)", async () => {
     const fast = await setUp(backend);
-    await backfill(createSyncDeps(fast, fast.store), { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0 });
-    expect(fast.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(true);
+    await backfill(
+      createSyncDeps(fast, fast.store),
+      { to: head, finalized: head },
+      { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0 },
+    );
+    expect(
+      fast.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill"),
+    ).toBe(true);
 
     const slow = await setUp(backend);
     const token = chain.token.toLowerCase() as `0x${string}`;
     for (let n = chain.deployBlock; n <= head; n++) {
       const header = (await getBlockHeader(slow.client, n))!;
-      const rows = await getBlockRows({ ...slow, chainId: slow.config.chainId, tokens: [token] }, header, "finalized");
-      await slow.store.applyChainChange({ kind: "head_block", orphaned: [], blocks: [{ number: n, rows }], synced: [{ token, range: { from: n, to: n } }] }, Date.now());
+      const rows = await getBlockRows(
+        { ...slow, chainId: slow.config.chainId, tokens: [token] },
+        header,
+        "finalized",
+      );
+      await slow.store.applyChainChange(
+        {
+          kind: "head_block",
+          orphaned: [],
+          blocks: [{ number: n, rows }],
+          synced: [{ token, range: { from: n, to: n } }],
+        },
+        Date.now(),
+      );
     }
 
     const expected = await contents(slow.reader, backend);
@@ -91,18 +131,47 @@ describe.each(BACKENDS)("the backfill's fast path on $name", (backend) => {
       userOperations: await db.all("SELECT * FROM user_operations ORDER BY tx_hash, op_index"),
     });
     const bulk = await setUp(backend, { attribution: true });
-    await backfill(createSyncDeps(bulk, bulk.store), { to: head, finalized: head }, { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0, stageAttribution: true });
+    await backfill(
+      createSyncDeps(bulk, bulk.store),
+      { to: head, finalized: head },
+      { bulkMinLogs: 1, writerThread: true, decodeThreadAfterLogs: 0, stageAttribution: true },
+    );
     // A store holding a log (a pre-confirmation far ahead) and a bulk threshold never reached: windows one by one.
     const oneByOne = await setUp(backend, { attribution: true });
     const ahead = head + 1_000;
     const { rows } = toLogRows(
-      [{ address: chain.token, topics: [TRANSFER_TOPIC, ZERO_WORD, ZERO_WORD], data: ZERO_WORD, blockNumber: ahead, blockHash: ZERO_WORD, blockTimestamp: 0, transactionHash: `0x${"ab".repeat(32)}`, transactionIndex: 0, logIndex: 0, removed: false }],
-      { chainId: oneByOne.config.chainId, statusOf: () => "preconfirmed", source: "pending", timestampOf: () => 0 },
+      [
+        {
+          address: chain.token,
+          topics: [TRANSFER_TOPIC, ZERO_WORD, ZERO_WORD],
+          data: ZERO_WORD,
+          blockNumber: ahead,
+          blockHash: ZERO_WORD,
+          blockTimestamp: 0,
+          transactionHash: `0x${"ab".repeat(32)}`,
+          transactionIndex: 0,
+          logIndex: 0,
+          removed: false,
+        },
+      ],
+      {
+        chainId: oneByOne.config.chainId,
+        statusOf: () => "preconfirmed",
+        source: "pending",
+        timestampOf: () => 0,
+      },
     );
     await oneByOne.store.insertPreconfirmed(rows, Date.now());
-    await backfill(createSyncDeps(oneByOne, oneByOne.store), { to: head, finalized: head }, { bulkMinLogs: Number.MAX_SAFE_INTEGER, writerThread: true, decodeThreadAfterLogs: 0 });
+    await backfill(
+      createSyncDeps(oneByOne, oneByOne.store),
+      { to: head, finalized: head },
+      { bulkMinLogs: Number.MAX_SAFE_INTEGER, writerThread: true, decodeThreadAfterLogs: 0 },
+    );
     // Postgres counts stored rows by estimate (none before its statistics run): it may load in bulk, and never stages anyway.
-    if (backend.name === "sqlite") expect(oneByOne.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill")).toBe(false);
+    if (backend.name === "sqlite")
+      expect(
+        oneByOne.lines.some((l) => l.msg === "Deferred reader indexes to the end of the backfill"),
+      ).toBe(false);
 
     const expected = await attribution(oneByOne.reader);
     const transactions = await bulk.reader.all("SELECT DISTINCT tx_hash FROM logs");

@@ -17,21 +17,40 @@ afterEach(async () => {
 const setUp = (options: FollowerOptions = {}) => startFollower(options, open);
 
 type Payer = ReturnType<typeof createPayer>;
-const rowsOf = (db: Database, tx: string) => db.prepare("SELECT * FROM logs WHERE tx_hash = ? ORDER BY log_index").all(tx.toLowerCase()) as Row[];
+const rowsOf = (db: Database, tx: string) =>
+  db
+    .prepare("SELECT * FROM logs WHERE tx_hash = ? ORDER BY log_index")
+    .all(tx.toLowerCase()) as Row[];
 const head = async (payer: Payer) => Number(await payer.rpc<string>("eth_blockNumber"));
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function canonicalLogs(devnet: Devnet, payer: Payer): Promise<string[]> {
-  const logs = await payer.rpc<Array<{ blockHash: string; logIndex: string }>>("eth_getLogs", [{ fromBlock: "0x0", toBlock: "latest", address: devnet.token, topics: [[...PAYMENT_TOPICS]] }]);
+  const logs = await payer.rpc<Array<{ blockHash: string; logIndex: string }>>("eth_getLogs", [
+    { fromBlock: "0x0", toBlock: "latest", address: devnet.token, topics: [[...PAYMENT_TOPICS]] },
+  ]);
   return logs.map((l) => `${l.blockHash}:${Number(l.logIndex)}`).sort();
 }
 function liveLogs(db: Database): string[] {
-  return (db.prepare("SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')").all() as Row[]).map((r) => `${r.block_hash}:${r.log_index}`).sort();
+  return (
+    db
+      .prepare("SELECT block_hash, log_index FROM logs WHERE status IN ('confirmed', 'finalized')")
+      .all() as Row[]
+  )
+    .map((r) => `${r.block_hash}:${r.log_index}`)
+    .sort();
 }
 /** Every stored row is live and the live rows are exactly the chain's logs. */
 async function caughtUp(db: Database, devnet: Devnet, payer: Payer): Promise<void> {
-  await waitFor(async () => liveLogs(db).join() === (await canonicalLogs(devnet, payer)).join(), 10_000, "live rows equal the chain's logs");
-  expect(db.prepare("SELECT COUNT(*) AS n FROM logs WHERE status NOT IN ('confirmed', 'finalized')").get()).toEqual({ n: 0 });
+  await waitFor(
+    async () => liveLogs(db).join() === (await canonicalLogs(devnet, payer)).join(),
+    10_000,
+    "live rows equal the chain's logs",
+  );
+  expect(
+    db
+      .prepare("SELECT COUNT(*) AS n FROM logs WHERE status NOT IN ('confirmed', 'finalized')")
+      .get(),
+  ).toEqual({ n: 0 });
 }
 async function droppedCount(deps: Awaited<ReturnType<typeof setUp>>["deps"]): Promise<number> {
   return (await deps.metrics.droppedPreconfirmed.get()).values.reduce((n, v) => n + v.value, 0);
@@ -47,8 +66,14 @@ describe("following a Base Flashblocks node", () => {
     await payer.rpc("devnet_mine"); // block before+1 sealed; the canonical chain stays behind
     const second = await payer.pay(SHOP, 1);
     await payer.rpc("devnet_flashblock");
-    await waitFor(() => rowsOf(db, first).length === 2 && rowsOf(db, second).length === 1, 5_000, "pre-confirmed rows of two pending blocks");
-    expect([...rowsOf(db, first), ...rowsOf(db, second)].map((r) => [r.status, r.block_number])).toEqual([
+    await waitFor(
+      () => rowsOf(db, first).length === 2 && rowsOf(db, second).length === 1,
+      5_000,
+      "pre-confirmed rows of two pending blocks",
+    );
+    expect(
+      [...rowsOf(db, first), ...rowsOf(db, second)].map((r) => [r.status, r.block_number]),
+    ).toEqual([
       ["preconfirmed", before + 1],
       ["preconfirmed", before + 1],
       ["preconfirmed", before + 2],
@@ -56,7 +81,11 @@ describe("following a Base Flashblocks node", () => {
 
     await payer.rpc("devnet_mine"); // block before+1 becomes canonical; the pending view still shows its logs
     const receipt = await payer.publicClient.getTransactionReceipt({ hash: first });
-    await waitFor(() => rowsOf(db, first).every((r) => r.status === "confirmed"), 5_000, "promotion");
+    await waitFor(
+      () => rowsOf(db, first).every((r) => r.status === "confirmed"),
+      5_000,
+      "promotion",
+    );
     await pause(300); // several polls of a pending view that still holds block before+1
     expect(rowsOf(db, first).map((r) => [r.status, r.block_hash, r.removed_at])).toEqual([
       ["confirmed", receipt.blockHash, null],
@@ -67,7 +96,9 @@ describe("following a Base Flashblocks node", () => {
     await payer.rpc("devnet_setPendingLag", [0]);
     await payer.rpc("devnet_mine");
     await caughtUp(db, devnet, payer);
-    expect(rowsOf(db, second).map((r) => [r.status, r.block_number, r.preconfirmed_at !== null])).toEqual([["confirmed", before + 2, true]]);
+    expect(
+      rowsOf(db, second).map((r) => [r.status, r.block_number, r.preconfirmed_at !== null]),
+    ).toEqual([["confirmed", before + 2, true]]);
     expect(await droppedCount(deps)).toBe(0);
   });
 
@@ -86,8 +117,12 @@ describe("following a Base Flashblocks node", () => {
 
     await payer.rpc("devnet_mine");
     await caughtUp(db, devnet, payer);
-    expect(rowsOf(db, seen).every((r) => r.preconfirmed_at !== null && r.block_hash !== ZERO)).toBe(true);
-    expect(rowsOf(db, unseen).map((r) => [r.status, r.preconfirmed_at])).toEqual([["confirmed", null]]);
+    expect(rowsOf(db, seen).every((r) => r.preconfirmed_at !== null && r.block_hash !== ZERO)).toBe(
+      true,
+    );
+    expect(rowsOf(db, unseen).map((r) => [r.status, r.preconfirmed_at])).toEqual([
+      ["confirmed", null],
+    ]);
     expect(await droppedCount(deps)).toBe(0);
   });
 
@@ -103,8 +138,17 @@ describe("following a Base Flashblocks node", () => {
     await payer.rpc("devnet_deferPreconfirmed", [late]);
 
     await payer.rpc("devnet_mine"); // block before+1 without `late`; the rebuilt pending block before+2 holds it
-    await waitFor(() => rowsOf(db, kept)[0]?.status === "confirmed", 5_000, "the kept payment confirmed");
-    await waitFor(() => rowsOf(db, late).every((r) => r.status === "preconfirmed" && r.block_number === before + 2), 5_000, "re-announced for the next block");
+    await waitFor(
+      () => rowsOf(db, kept)[0]?.status === "confirmed",
+      5_000,
+      "the kept payment confirmed",
+    );
+    await waitFor(
+      () =>
+        rowsOf(db, late).every((r) => r.status === "preconfirmed" && r.block_number === before + 2),
+      5_000,
+      "re-announced for the next block",
+    );
     expect(rowsOf(db, late)).toHaveLength(2);
 
     await payer.rpc("devnet_mine");
@@ -120,8 +164,14 @@ describe("following a Base Flashblocks node", () => {
     // The lead time runs from the first announcement.
     expect(rows.map((r) => r.preconfirmed_at)).toEqual(announcedAt);
     expect(await droppedCount(deps)).toBe(0);
-    const moved = (await deps.metrics.movedPreconfirmed.get()).values.map((v) => [v.labels.from, v.value]);
-    expect(moved).toEqual([["preconfirmed", 2], ["dropped", 0]]);
+    const moved = (await deps.metrics.movedPreconfirmed.get()).values.map((v) => [
+      v.labels.from,
+      v.value,
+    ]);
+    expect(moved).toEqual([
+      ["preconfirmed", 2],
+      ["dropped", 0],
+    ]);
   });
 
   test("with newFlashblocks served to another client on the same node, flashindex's pendingLogs path stays exact: pre-confirmed, then promoted, nothing dropped", async () => {
@@ -134,9 +184,15 @@ describe("following a Base Flashblocks node", () => {
     await payer.rpc("devnet_flashblock");
     await payer.rpc("devnet_flashblock");
     await waitFor(() => rowsOf(db, tx).length === 3, 5_000, "pre-confirmed rows");
-    expect(rowsOf(db, tx).map((r) => [r.status, r.block_hash, r.block_number])).toEqual(Array(3).fill(["preconfirmed", ZERO, before + 1]));
+    expect(rowsOf(db, tx).map((r) => [r.status, r.block_hash, r.block_number])).toEqual(
+      Array(3).fill(["preconfirmed", ZERO, before + 1]),
+    );
     await flashblocks.waitFor((results) => results.length >= 2);
-    const blocks = flashblocks.results as Array<{ hash: string; number: string; transactions: Array<{ hash: string }> }>;
+    const blocks = flashblocks.results as Array<{
+      hash: string;
+      number: string;
+      transactions: Array<{ hash: string }>;
+    }>;
     expect(blocks.every((b) => b.hash === ZERO && Number(b.number) === before + 1)).toBe(true);
     expect(blocks.at(-1)!.transactions.map((t) => t.hash)).toContain(tx);
 

@@ -27,25 +27,35 @@ afterAll(async () => {
 /** A slow backfill (one block per window, a few requests per second) so a test can interrupt it. */
 async function slowConfig(backend: TestBackend, name: string) {
   const database = (await backend.freshDatabase()) as Config["database"];
-  const path = writeConfig(dir, {
-    chainId: 8453,
-    rpc: { http: [chain.anvil.httpUrl], requestsPerSecond: 8 },
-    tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
-    backfill: { windowBlocks: 1, concurrency: 2 },
-    finality: { depth: 0 },
-    database,
-    metrics: { enabled: false },
-    logLevel: "warn",
-  }, `${backend.name}-${name}.json`);
+  const path = writeConfig(
+    dir,
+    {
+      chainId: 8453,
+      rpc: { http: [chain.anvil.httpUrl], requestsPerSecond: 8 },
+      tokens: [{ address: chain.token, startBlock: chain.deployBlock }],
+      backfill: { windowBlocks: 1, concurrency: 2 },
+      finality: { depth: 0 },
+      database,
+      metrics: { enabled: false },
+      logLevel: "warn",
+    },
+    `${backend.name}-${name}.json`,
+  );
   return { path, database };
 }
 
-async function waitForSyncedBlocks(backend: TestBackend, database: Config["database"], atLeast: number): Promise<void> {
+async function waitForSyncedBlocks(
+  backend: TestBackend,
+  database: Config["database"],
+  atLeast: number,
+): Promise<void> {
   for (let i = 0; i < 400; i++) {
     try {
       const db = await backend.reader(database);
       try {
-        const [row] = await db.all<{ n: number | string }>("SELECT COALESCE(SUM(to_block - from_block + 1), 0) AS n FROM synced_ranges");
+        const [row] = await db.all<{ n: number | string }>(
+          "SELECT COALESCE(SUM(to_block - from_block + 1), 0) AS n FROM synced_ranges",
+        );
         if (Number(row!.n) >= atLeast) return;
       } finally {
         await db.close();
@@ -61,8 +71,12 @@ async function waitForSyncedBlocks(backend: TestBackend, database: Config["datab
 type Snapshot = { logs: string[]; ranges: Array<{ from_block: number; to_block: number }> };
 async function snapshot(backend: TestBackend, database: Config["database"]): Promise<Snapshot> {
   const db = await backend.reader(database);
-  const logs = (await db.all("SELECT block_hash, log_index, tx_hash FROM logs ORDER BY block_number, log_index")).map((r) => `${String(r.block_hash)}|${String(r.log_index)}|${String(r.tx_hash)}`);
-  const ranges = await db.all<Snapshot["ranges"][number]>("SELECT from_block, to_block FROM synced_ranges ORDER BY from_block");
+  const logs = (
+    await db.all("SELECT block_hash, log_index, tx_hash FROM logs ORDER BY block_number, log_index")
+  ).map((r) => `${String(r.block_hash)}|${String(r.log_index)}|${String(r.tx_hash)}`);
+  const ranges = await db.all<Snapshot["ranges"][number]>(
+    "SELECT from_block, to_block FROM synced_ranges ORDER BY from_block",
+  );
   await db.close();
   return { logs, ranges };
 }
@@ -70,8 +84,20 @@ async function snapshot(backend: TestBackend, database: Config["database"]): Pro
 async function directLogs(from: number, to: number): Promise<string[]> {
   const logs = (await chain.publicClient.request({
     method: "eth_getLogs",
-    params: [{ fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}`, address: chain.token, topics: [[...PAYMENT_TOPICS]] }],
-  } as never)) as Array<{ blockHash: string; logIndex: string; transactionHash: string; blockNumber: string }>;
+    params: [
+      {
+        fromBlock: `0x${from.toString(16)}`,
+        toBlock: `0x${to.toString(16)}`,
+        address: chain.token,
+        topics: [[...PAYMENT_TOPICS]],
+      },
+    ],
+  } as never)) as Array<{
+    blockHash: string;
+    logIndex: string;
+    transactionHash: string;
+    blockNumber: string;
+  }>;
   return logs.map((l) => `${l.blockHash}|${Number(l.logIndex)}|${l.transactionHash}`);
 }
 

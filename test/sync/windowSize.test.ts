@@ -34,7 +34,9 @@ describe("createWindowSize()", () => {
 
   test("follows the caller's target as it changes: larger windows while the provider limits the rate", () => {
     let rateLimited = false;
-    const size = createWindowSize(1_000, () => (rateLimited ? RATE_LIMITED_TARGET_LOGS_PER_WINDOW : TARGET_LOGS_PER_WINDOW));
+    const size = createWindowSize(1_000, () =>
+      rateLimited ? RATE_LIMITED_TARGET_LOGS_PER_WINDOW : TARGET_LOGS_PER_WINDOW,
+    );
     const logsPerBlock = 500;
     for (let i = 0; i < 10; i++) size.recordSuccess(size.current(), size.current() * logsPerBlock);
     expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / logsPerBlock);
@@ -55,13 +57,17 @@ describe("createWindowSize()", () => {
 
   test("jumps to the size the density allows once a window showed it, instead of doubling", () => {
     let rateLimited = false;
-    const size = createWindowSize(1_000, () => (rateLimited ? RATE_LIMITED_TARGET_LOGS_PER_WINDOW : TARGET_LOGS_PER_WINDOW));
+    const size = createWindowSize(1_000, () =>
+      rateLimited ? RATE_LIMITED_TARGET_LOGS_PER_WINDOW : TARGET_LOGS_PER_WINDOW,
+    );
     size.recordSuccess(size.current(), size.current() * 500);
     expect(size.current()).toBe(TARGET_LOGS_PER_WINDOW / 500);
     rateLimited = true;
     size.recordSuccess(size.current(), size.current() * 500);
     // 4 blocks to 19 at once (20 less the margin), then to 20 from a window within the margin.
-    expect(size.current()).toBe(Math.floor((RATE_LIMITED_TARGET_LOGS_PER_WINDOW / 500) * (1 - DENSITY_MARGIN)));
+    expect(size.current()).toBe(
+      Math.floor((RATE_LIMITED_TARGET_LOGS_PER_WINDOW / 500) * (1 - DENSITY_MARGIN)),
+    );
     size.recordSuccess(size.current(), size.current() * 500);
     expect(size.current()).toBe(RATE_LIMITED_TARGET_LOGS_PER_WINDOW / 500);
   });

@@ -31,10 +31,23 @@ async function senderOn(backend: TestBackend, idlePollMs: number) {
   const webhooks = new Proxy(store.webhooks, {
     get: (target, key) => {
       const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? (...args: unknown[]) => (reads++, (value as (...a: unknown[]) => unknown).apply(target, args)) : value;
+      return typeof value === "function"
+        ? (...args: unknown[]) => (
+            reads++,
+            (value as (...a: unknown[]) => unknown).apply(target, args)
+          )
+        : value;
     },
   });
-  const sender = await createWebhookSender({ ...deps, store: { webhooks, onCommit: store.onCommit } as Pick<Store, "webhooks" | "onCommit">, idlePollMs }, ["s3cret"], 0);
+  const sender = await createWebhookSender(
+    {
+      ...deps,
+      store: { webhooks, onCommit: store.onCommit } as Pick<Store, "webhooks" | "onCommit">,
+      idlePollMs,
+    },
+    ["s3cret"],
+    0,
+  );
   const running = sender.run();
   open.push(async () => {
     await deps.shutdown.kill();
@@ -44,7 +57,21 @@ async function senderOn(backend: TestBackend, idlePollMs: number) {
   });
   // A void is an order state change: one order.state_changed event.
   const voidOrder = async (n: number) => {
-    const added = await store.addOrder({ chainId: 8453, token: TOKEN, authorizer: SHOP, payee: SHOP, value: 5n, validAfter: 0, validBefore: 4_000_000_000, nonce: keccak256(stringToHex(`wake ${n}`)), kind: "transfer", signature: `0x${"11".repeat(65)}` }, Date.now());
+    const added = await store.addOrder(
+      {
+        chainId: 8453,
+        token: TOKEN,
+        authorizer: SHOP,
+        payee: SHOP,
+        value: 5n,
+        validAfter: 0,
+        validBefore: 4_000_000_000,
+        nonce: keccak256(stringToHex(`wake ${n}`)),
+        kind: "transfer",
+        signature: `0x${"11".repeat(65)}`,
+      },
+      Date.now(),
+    );
     await store.voidOrder(added.id, Date.now());
   };
   return { receiver, voidOrder, reads: () => reads };
@@ -57,7 +84,11 @@ describe.each(BACKENDS)("the webhook sender on $name", (backend) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     for (let n = 0; n < 3; n++) await voidOrder(n);
     await waitFor(() => receiver.receipts.length === 3 || undefined, 10_000, "three order events");
-    expect(receiver.receipts.map((r) => r.type)).toEqual(["order.state_changed", "order.state_changed", "order.state_changed"]);
+    expect(receiver.receipts.map((r) => r.type)).toEqual([
+      "order.state_changed",
+      "order.state_changed",
+      "order.state_changed",
+    ]);
   });
 
   test("reads the outbox a few times a second when idle, not a hundred", async () => {

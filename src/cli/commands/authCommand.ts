@@ -8,7 +8,9 @@ import { createContext, verifyChain } from "../context.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { printJson } from "../output.js";
 
-const OPTIONS = { json: { type: "boolean", description: "print one JSON object instead of text" } } as const;
+const OPTIONS = {
+  json: { type: "boolean", description: "print one JSON object instead of text" },
+} as const;
 
 type IndexedState = {
   state: "captured" | "canceled";
@@ -28,7 +30,10 @@ export type AuthorizationComparison = "agree" | "disagree" | "pending" | "not_in
  * used nonce. A pre-confirmed event may not be in the latest block yet, and a used nonce without an
  * event means the indexer is behind (or the event lies before the start block): neither is a disagreement.
  */
-export function compareAuthorization(indexed: IndexedState | undefined, used: boolean): AuthorizationComparison {
+export function compareAuthorization(
+  indexed: IndexedState | undefined,
+  used: boolean,
+): AuthorizationComparison {
   if (indexed === undefined) return used ? "not_indexed" : "agree";
   if (indexed.status === "preconfirmed") return used ? "agree" : "pending";
   return used ? "agree" : "disagree";
@@ -45,13 +50,19 @@ which cannot tell a capture from a cancel. Once the event is confirmed or finali
 agree: a disagreement is printed as such and exits 1. Logs go to stderr.`,
   options: OPTIONS,
   positionals: true,
-  epilog: "Exit 0 when they agree (or cannot disagree yet), 1 on a disagreement, 2 for a bad argument,\n75 when the RPC is unreachable (or the config's devnet is not running).",
+  epilog:
+    "Exit 0 when they agree (or cannot disagree yet), 1 on a disagreement, 2 for a bad argument,\n75 when the RPC is unreachable (or the config's devnet is not running).",
   run: runAuthCommand,
 });
 
-async function runAuthCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
+async function runAuthCommand(
+  { values, positionals }: ParsedCommand<typeof OPTIONS>,
+  shutdown: Shutdown,
+): Promise<void> {
   if (positionals.length !== 3)
-    throw new UsageError(`auth: expected <token> <authorizer> <nonce>, got ${positionals.length} arguments (see flashindex auth --help)`);
+    throw new UsageError(
+      `auth: expected <token> <authorizer> <nonce>, got ${positionals.length} arguments (see flashindex auth --help)`,
+    );
   const token = parseAddressFlag("<token>", positionals[0]);
   const authorizer = parseAddressFlag("<authorizer>", positionals[1]);
   const nonce = parseBytes32Flag("<nonce>", positionals[2]);
@@ -64,29 +75,54 @@ async function runAuthCommand({ values, positionals }: ParsedCommand<typeof OPTI
   const indexed: IndexedState | undefined =
     found === undefined
       ? undefined
-      : { state: found.state, status: found.status, block_number: found.blockNumber, tx_hash: found.txHash, captured_from: found.capturedFrom, captured_to: found.capturedTo, captured_value: found.capturedValue };
+      : {
+          state: found.state,
+          status: found.status,
+          block_number: found.blockNumber,
+          tx_hash: found.txHash,
+          captured_from: found.capturedFrom,
+          captured_to: found.capturedTo,
+          captured_value: found.capturedValue,
+        };
   await verifyChain(context);
   const used = await readAuthorizationState(context.client, token, authorizer, nonce);
   const comparison = compareAuthorization(indexed, used);
 
   if (values.json) {
-    printJson({ token, authorizer, nonce, indexed: indexed ?? null, state: indexed?.state ?? "not_seen", contractUsed: used, comparison });
+    printJson({
+      token,
+      authorizer,
+      nonce,
+      indexed: indexed ?? null,
+      state: indexed?.state ?? "not_seen",
+      contractUsed: used,
+      comparison,
+    });
   } else {
-    if (indexed === undefined) console.log("not seen: no live AuthorizationUsed or AuthorizationCanceled indexed");
+    if (indexed === undefined)
+      console.log("not seen: no live AuthorizationUsed or AuthorizationCanceled indexed");
     else {
-      const capture = indexed.state === "captured" ? `  from ${indexed.captured_from ?? "?"} to ${indexed.captured_to ?? "?"} value ${indexed.captured_value ?? "?"}` : "";
-      console.log(`${indexed.state} (${indexed.status})  block ${indexed.block_number}  tx ${indexed.tx_hash}${capture}`);
+      const capture =
+        indexed.state === "captured"
+          ? `  from ${indexed.captured_from ?? "?"} to ${indexed.captured_to ?? "?"} value ${indexed.captured_value ?? "?"}`
+          : "";
+      console.log(
+        `${indexed.state} (${indexed.status})  block ${indexed.block_number}  tx ${indexed.tx_hash}${capture}`,
+      );
     }
     console.log(`contract authorizationState: ${used} (${used ? "used" : "unused"})`);
     console.log(
       {
         agree: "agree",
         pending: "pending: the event is pre-confirmed, the latest block does not hold it yet",
-        not_indexed: "not indexed yet: the contract says used but no event is indexed (indexer behind, or before the start block)",
+        not_indexed:
+          "not indexed yet: the contract says used but no event is indexed (indexer behind, or before the start block)",
         disagree: `DISAGREEMENT: the indexer says ${indexed?.state} (${indexed?.status}) but the contract says unused`,
       }[comparison],
     );
   }
   if (comparison === "disagree")
-    throw new FatalError(`auth: the indexer and the contract disagree on ${authorizer} nonce ${nonce}`);
+    throw new FatalError(
+      `auth: the indexer and the contract disagree on ${authorizer} nonce ${nonce}`,
+    );
 }

@@ -14,9 +14,20 @@ import { openIndex } from "../openIndex.js";
 import type { Common } from "../../common.js";
 
 const OPTIONS = {
-  from: { type: "string", value: "N", description: "first block (default: each token's startBlock)" },
-  to: { type: "string", value: "M", description: "last block (default: the last block the configured finality calls final)" },
-  json: { type: "boolean", description: "print the summary as one JSON object (logs go to stderr either way)" },
+  from: {
+    type: "string",
+    value: "N",
+    description: "first block (default: each token's startBlock)",
+  },
+  to: {
+    type: "string",
+    value: "M",
+    description: "last block (default: the last block the configured finality calls final)",
+  },
+  json: {
+    type: "boolean",
+    description: "print the summary as one JSON object (logs go to stderr either way)",
+  },
 } as const;
 
 export const BACKFILL_COMMAND = defineCommand({
@@ -29,11 +40,15 @@ while another start or backfill writes the same database, and for a database tha
 flashindex's or that was filled from another chain. Behind a provider that limits the rate, the logs
 are stored first and their builder-code attribution is read after them, before it exits.`,
   options: OPTIONS,
-  epilog: "Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).",
+  epilog:
+    "Exit codes: 0 done, 2 bad usage or config (also: database busy, foreign or from another chain), 1 fatal error, 75 temporary failure (retry later).",
   run: runBackfillCommand,
 });
 
-async function runBackfillCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
+async function runBackfillCommand(
+  { values }: ParsedCommand<typeof OPTIONS>,
+  shutdown: Shutdown,
+): Promise<void> {
   const from = parseBlockNumber("--from", values.from);
   const requestedTo = parseBlockNumber("--to", values.to);
   if (from !== undefined && requestedTo !== undefined && requestedTo < from)
@@ -49,7 +64,13 @@ async function runBackfillCommand({ values }: ParsedCommand<typeof OPTIONS>, shu
 }
 
 /** Everything `backfill` does while it holds the database's writer lock. */
-async function runBackfill(context: Common, lock: WriterLock, from: number | undefined, requestedTo: number | undefined, json: boolean): Promise<void> {
+async function runBackfill(
+  context: Common,
+  lock: WriterLock,
+  from: number | undefined,
+  requestedTo: number | undefined,
+  json: boolean,
+): Promise<void> {
   const { store, tips } = await openIndex(context, {
     lock,
     checkTips: (tips) => {
@@ -59,7 +80,11 @@ async function runBackfill(context: Common, lock: WriterLock, from: number | und
   });
   const to = requestedTo ?? tips.finalized;
   if (to > tips.finalized)
-    context.logger.warn({ msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged", finalized_block: tips.finalized, to_block: to });
+    context.logger.warn({
+      msg: "Backfilling above the finalized block: those rows are stored as confirmed and may be reorged",
+      finalized_block: tips.finalized,
+      to_block: to,
+    });
 
   try {
     // On a terminal a live bar replaces the periodic JSON progress line (logs stay JSON either way).
@@ -68,7 +93,11 @@ async function runBackfill(context: Common, lock: WriterLock, from: number | und
     let summary;
     try {
       // A batch the user waits for: a bulk load's attribution is staged and moved into place at its end.
-      summary = await backfill(deps, { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update }, { stageAttribution: true });
+      summary = await backfill(
+        deps,
+        { from, to, finalized: tips.finalized, head: tips.head, onProgress: display?.update },
+        { stageAttribution: true },
+      );
     } finally {
       display?.stop();
     }
@@ -76,19 +105,37 @@ async function runBackfill(context: Common, lock: WriterLock, from: number | und
     let trailed = { blocks: 0, durationMs: 0 };
     const owed = deps.attributor === undefined ? 0 : await store.owedAttribution.count();
     if (deps.attributor !== undefined && owed > 0) {
-      context.logger.info({ msg: "Backfilled logs; attribution trails", logs: summary.logs, duration_ms: summary.durationMs, owed_blocks: owed });
-      const trailing = createTrailingAttribution({ ...deps, attributor: deps.attributor }, { mode: "batch" });
+      context.logger.info({
+        msg: "Backfilled logs; attribution trails",
+        logs: summary.logs,
+        duration_ms: summary.durationMs,
+        owed_blocks: owed,
+      });
+      const trailing = createTrailingAttribution(
+        { ...deps, attributor: deps.attributor },
+        { mode: "batch" },
+      );
       try {
         trailed = await trailing.payAll();
       } finally {
         await trailing.close();
       }
     }
-    if (json) printJson({ toBlock: to, blocks: summary.blocks, logs: summary.logs, durationMs: summary.durationMs, trailedBlocks: trailed.blocks, trailingMs: trailed.durationMs });
+    if (json)
+      printJson({
+        toBlock: to,
+        blocks: summary.blocks,
+        logs: summary.logs,
+        durationMs: summary.durationMs,
+        trailedBlocks: trailed.blocks,
+        trailingMs: trailed.durationMs,
+      });
     else
       console.log(
         `Backfilled ${summary.blocks} blocks up to ${to}: ${summary.logs} new logs in ${summary.durationMs} ms` +
-          (trailed.blocks > 0 ? `; attributed ${trailed.blocks} owed blocks in ${trailed.durationMs} ms more` : ""),
+          (trailed.blocks > 0
+            ? `; attributed ${trailed.blocks} owed blocks in ${trailed.durationMs} ms more`
+            : ""),
       );
   } finally {
     await store.close();

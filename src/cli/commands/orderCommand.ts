@@ -1,7 +1,11 @@
 import { getAddress } from "viem";
 import { ORDER_STATES, OrderNotFoundError, type Order } from "../../store/orderStates.js";
 import { readTokenDomainOverRpc } from "../../authorization/tokenReads.js";
-import { BadSignatureError, verifyTransferAuthorization, WrongSignerError } from "../../authorization/verifyAuthorization.js";
+import {
+  BadSignatureError,
+  verifyTransferAuthorization,
+  WrongSignerError,
+} from "../../authorization/verifyAuthorization.js";
 import type { Config } from "../../config/types.js";
 import { FatalError, UsageError } from "../../errors/base.js";
 import type { Shutdown } from "../../ops/shutdown.js";
@@ -17,7 +21,13 @@ import {
   parseUnixSecondsFlag,
 } from "../authorizationFlags.js";
 import { defineCommand, type ParsedCommand } from "../commandLine.js";
-import { createContext, createStoreContext, verifyChain, type CommonFlags, type StoreContext } from "../context.js";
+import {
+  createContext,
+  createStoreContext,
+  verifyChain,
+  type CommonFlags,
+  type StoreContext,
+} from "../context.js";
 import { printJson } from "../output.js";
 import { RELAYER_KEY_ENV } from "../../authorization/keySources.js";
 import { runOrderCapture } from "./orderCapture.js";
@@ -25,19 +35,54 @@ import { simulateCapture } from "../../authorization/simulateCapture.js";
 import { CaptureRevertedError } from "../../errors/capture.js";
 
 const OPTIONS = {
-  token: { type: "string", value: "T", description: "add: the token contract (one of tokens[].address)" },
+  token: {
+    type: "string",
+    value: "T",
+    description: "add: the token contract (one of tokens[].address)",
+  },
   from: { type: "string", value: "A", description: "add: the authorizer (payer)" },
   to: { type: "string", value: "B", description: "add: the payee" },
-  value: { type: "string", value: "V", description: "add: the amount in the token's smallest unit" },
-  "valid-after": { type: "string", value: "N", description: "add: unix seconds after which it is valid" },
-  "valid-before": { type: "string", value: "N", description: "add: unix seconds before which it is valid" },
-  nonce: { type: "string", value: "0x..", description: "add: the authorization's nonce (32 bytes)" },
-  signature: { type: "string", value: "0x..", description: "add: the EIP-712 signature (65 bytes, or a wallet's)" },
+  value: {
+    type: "string",
+    value: "V",
+    description: "add: the amount in the token's smallest unit",
+  },
+  "valid-after": {
+    type: "string",
+    value: "N",
+    description: "add: unix seconds after which it is valid",
+  },
+  "valid-before": {
+    type: "string",
+    value: "N",
+    description: "add: unix seconds before which it is valid",
+  },
+  nonce: {
+    type: "string",
+    value: "0x..",
+    description: "add: the authorization's nonce (32 bytes)",
+  },
+  signature: {
+    type: "string",
+    value: "0x..",
+    description: "add: the EIP-712 signature (65 bytes, or a wallet's)",
+  },
   kind: { type: "string", value: "KIND", description: "add: transfer (default) or receive" },
   state: { type: "string", value: "S", description: "list: only orders in this state" },
-  confirmations: { type: "string", value: "N", description: "capture: wait for N canonical blocks (default 0: until pre-confirmed)" },
-  "relayer-key-file": { type: "string", value: "PATH", description: "capture: file holding the relayer's private key (hex)" },
-  json: { type: "boolean", description: "print JSON instead of text (add, void, capture, show, list)" },
+  confirmations: {
+    type: "string",
+    value: "N",
+    description: "capture: wait for N canonical blocks (default 0: until pre-confirmed)",
+  },
+  "relayer-key-file": {
+    type: "string",
+    value: "PATH",
+    description: "capture: file holding the relayer's private key (hex)",
+  },
+  json: {
+    type: "boolean",
+    description: "print JSON instead of text (add, void, capture, show, list)",
+  },
 } as const;
 
 export const ORDER_COMMAND = defineCommand({
@@ -85,10 +130,17 @@ relayer lacks gas money, 75 timed out waiting (the transaction is stored: run it
   run: runOrderCommand,
 });
 
-async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
+async function runOrderCommand(
+  { values, positionals }: ParsedCommand<typeof OPTIONS>,
+  shutdown: Shutdown,
+): Promise<void> {
   const [sub, ...rest] = positionals;
   const json = values.json === true;
-  const common: CommonFlags = { config: values.config, db: values.db, "log-level": values["log-level"] };
+  const common: CommonFlags = {
+    config: values.config,
+    db: values.db,
+    "log-level": values["log-level"],
+  };
   switch (sub) {
     case "add": {
       noPositionals("order add", rest);
@@ -103,9 +155,14 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
         nonce: parseBytes32Flag("--nonce", values.nonce),
       };
       const signature = parseSignatureFlag("--signature", values.signature);
-      const kind = values.kind === undefined ? "transfer" : parseChoiceFlag("--kind", values.kind, ["transfer", "receive"] as const);
+      const kind =
+        values.kind === undefined
+          ? "transfer"
+          : parseChoiceFlag("--kind", values.kind, ["transfer", "receive"] as const);
       if (message.validBefore <= message.validAfter)
-        throw new UsageError(`--valid-before: ${message.validBefore} must be after --valid-after ${message.validAfter}`);
+        throw new UsageError(
+          `--valid-before: ${message.validBefore} must be after --valid-after ${message.validAfter}`,
+        );
 
       const context = createContext(common, shutdown);
       checkConfiguredToken(context.config, token);
@@ -115,24 +172,58 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
         context.client,
         domain,
         kind,
-        { ...message, from: getAddress(message.from), to: getAddress(message.to), validAfter: BigInt(message.validAfter), validBefore: BigInt(message.validBefore) },
+        {
+          ...message,
+          from: getAddress(message.from),
+          to: getAddress(message.to),
+          validAfter: BigInt(message.validAfter),
+          validBefore: BigInt(message.validBefore),
+        },
         signature,
       ).catch((error: unknown) => {
         // `order add` documents exit 1 for every refusal (cancel has its own codes, 6 and 7, for the same errors).
-        if (error instanceof WrongSignerError || error instanceof BadSignatureError) throw new FatalError(`order add: ${error.shortMessage}; not stored`, { cause: error });
+        if (error instanceof WrongSignerError || error instanceof BadSignatureError)
+          throw new FatalError(`order add: ${error.shortMessage}; not stored`, { cause: error });
         throw error;
       });
       // The token's own call, from the payee: what a signature check cannot see (a wallet whose check
       // writes state, pause, blacklist, the validity window, the balance, a used nonce).
-      await simulateCapture(context.client, { token, kind, ...message, validAfter: BigInt(message.validAfter), validBefore: BigInt(message.validBefore), signature: verified.signature }, message.to).catch(
-        (error: unknown) => {
-          if (error instanceof CaptureRevertedError) throw new FatalError(`order add: ${error.shortMessage.replace(/; nothing was sent$/, "")}; not stored`, { cause: error });
-          throw error;
+      await simulateCapture(
+        context.client,
+        {
+          token,
+          kind,
+          ...message,
+          validAfter: BigInt(message.validAfter),
+          validBefore: BigInt(message.validBefore),
+          signature: verified.signature,
         },
-      );
+        message.to,
+      ).catch((error: unknown) => {
+        if (error instanceof CaptureRevertedError)
+          throw new FatalError(
+            `order add: ${error.shortMessage.replace(/; nothing was sent$/, "")}; not stored`,
+            { cause: error },
+          );
+        throw error;
+      });
       const store = await openOrders(context);
       // The signature stored is the one the token accepts (ECDSA with v 27/28), so a later capture can use it as is.
-      const order = await store.addOrder({ chainId: context.config.chainId, token, authorizer: message.from, payee: message.to, value: message.value, validAfter: message.validAfter, validBefore: message.validBefore, nonce: message.nonce, kind, signature: verified.signature }, Date.now());
+      const order = await store.addOrder(
+        {
+          chainId: context.config.chainId,
+          token,
+          authorizer: message.from,
+          payee: message.to,
+          value: message.value,
+          validAfter: message.validAfter,
+          validBefore: message.validBefore,
+          nonce: message.nonce,
+          kind,
+          signature: verified.signature,
+        },
+        Date.now(),
+      );
       return print(json, order, `order ${order.id} ${describe(order)}`);
     }
     case "void": {
@@ -143,7 +234,12 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
     }
     case "capture": {
       const id = parseIdFlag("<id>", single("order capture", rest));
-      return runOrderCapture(id, { confirmations: values.confirmations, relayerKeyFile: values["relayer-key-file"], json }, common, shutdown);
+      return runOrderCapture(
+        id,
+        { confirmations: values.confirmations, relayerKeyFile: values["relayer-key-file"], json },
+        common,
+        shutdown,
+      );
     }
     case "show": {
       const id = parseIdFlag("<id>", single("order show", rest));
@@ -153,26 +249,40 @@ async function runOrderCommand({ values, positionals }: ParsedCommand<typeof OPT
       const transitions = await store.listTransitions(id);
       if (json) return printJson({ ...order, transitions });
       console.log(`order ${order.id} ${describe(order)}`);
-      console.log(`  token ${order.token}  ${order.kind}WithAuthorization  from ${order.authorizer}  to ${order.payee}  value ${order.value}`);
-      console.log(`  valid after ${order.validAfter}  before ${order.validBefore} (unix s)  nonce ${order.nonce}`);
+      console.log(
+        `  token ${order.token}  ${order.kind}WithAuthorization  from ${order.authorizer}  to ${order.payee}  value ${order.value}`,
+      );
+      console.log(
+        `  valid after ${order.validAfter}  before ${order.validBefore} (unix s)  nonce ${order.nonce}`,
+      );
       if (order.eventTxHash !== null) console.log(`  event tx ${order.eventTxHash}`);
       for (const t of transitions)
-        console.log(`  ${new Date(t.at).toISOString()}  ${t.fromState ?? "-"} -> ${t.toState}${t.eventStatus ? ` (${t.eventStatus})` : ""}  ${t.cause}${t.txHash ? `  ${t.txHash}` : ""}`);
+        console.log(
+          `  ${new Date(t.at).toISOString()}  ${t.fromState ?? "-"} -> ${t.toState}${t.eventStatus ? ` (${t.eventStatus})` : ""}  ${t.cause}${t.txHash ? `  ${t.txHash}` : ""}`,
+        );
       return;
     }
     case "list": {
       noPositionals("order list", rest);
-      const state = values.state === undefined ? undefined : parseChoiceFlag("--state", values.state, ORDER_STATES);
+      const state =
+        values.state === undefined
+          ? undefined
+          : parseChoiceFlag("--state", values.state, ORDER_STATES);
       const store = await openOrders(createStoreContext(common, shutdown), "read");
       const orders = await store.listOrders({ state });
       if (json) return printJson(orders);
       if (orders.length === 0) return void console.log("no orders");
-      for (const o of orders) console.log(`${String(o.id).padStart(6)}  ${describe(o).padEnd(40)}  ${o.authorizer}  ${o.value}  before ${o.validBefore}`);
+      for (const o of orders)
+        console.log(
+          `${String(o.id).padStart(6)}  ${describe(o).padEnd(40)}  ${o.authorizer}  ${o.value}  before ${o.validBefore}`,
+        );
       return;
     }
     case undefined:
     default:
-      throw new UsageError(`order: expected a subcommand add, void, capture, show or list${sub === undefined ? "" : `, got ${JSON.stringify(sub)}`} (see flashindex order --help)`);
+      throw new UsageError(
+        `order: expected a subcommand add, void, capture, show or list${sub === undefined ? "" : `, got ${JSON.stringify(sub)}`} (see flashindex order --help)`,
+      );
   }
 }
 
@@ -192,8 +302,14 @@ function print(json: boolean, order: Order, text: string): void {
  * config's devnet is up); show and list only read: they never create or change a database; add and
  * void write beside a running daemon.
  */
-async function openOrders({ config, metrics, shutdown }: Pick<StoreContext, "config" | "metrics" | "shutdown">, mode: "read" | "write" = "write"): Promise<Store> {
-  const store = mode === "read" ? await openReadOnlyStore(config, metrics) : await openStore(config, { metrics });
+async function openOrders(
+  { config, metrics, shutdown }: Pick<StoreContext, "config" | "metrics" | "shutdown">,
+  mode: "read" | "write" = "write",
+): Promise<Store> {
+  const store =
+    mode === "read"
+      ? await openReadOnlyStore(config, metrics)
+      : await openStore(config, { metrics });
   shutdown.add(() => store.close());
   return store;
 }
@@ -201,14 +317,18 @@ async function openOrders({ config, metrics, shutdown }: Pick<StoreContext, "con
 /** An order for a token the daemon does not index would never be captured, canceled or expired by it. */
 function checkConfiguredToken(config: Config, token: string): void {
   if (!config.tokens.some((t) => t.key === token))
-    throw new UsageError(`--token: ${token} is not one of the configured tokens (tokens[].address)`);
+    throw new UsageError(
+      `--token: ${token} is not one of the configured tokens (tokens[].address)`,
+    );
 }
 
 function single(command: string, rest: string[]): string | undefined {
-  if (rest.length > 1) throw new UsageError(`${command}: expected one order id, got ${rest.length} arguments`);
+  if (rest.length > 1)
+    throw new UsageError(`${command}: expected one order id, got ${rest.length} arguments`);
   return rest[0];
 }
 
 function noPositionals(command: string, rest: string[]): void {
-  if (rest.length > 0) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(rest[0])}`);
+  if (rest.length > 0)
+    throw new UsageError(`${command}: unexpected argument ${JSON.stringify(rest[0])}`);
 }

@@ -4,7 +4,11 @@ import { defineCommand, type ParsedCommand } from "../commandLine.js";
 import { loadCommandSettings } from "../resolveConfig.js";
 
 const OPTIONS = {
-  standby: { type: "boolean", description: "when another process writes the database, wait and take over once it stops (instead of exiting 2)" },
+  standby: {
+    type: "boolean",
+    description:
+      "when another process writes the database, wait and take over once it stops (instead of exiting 2)",
+  },
 } as const;
 
 export const START_COMMAND = defineCommand({
@@ -32,6 +36,9 @@ Postgres also: another writer took over).`,
 });
 
 /** Parses the flags and runs the daemon (src/daemon.ts, the composition root) until shutdown. */
-async function runStartCommand({ values }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
+async function runStartCommand(
+  { values }: ParsedCommand<typeof OPTIONS>,
+  shutdown: Shutdown,
+): Promise<void> {
   await runDaemon(loadCommandSettings(values), { standby: values.standby === true }, shutdown);
 }

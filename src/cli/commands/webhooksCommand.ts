@@ -32,20 +32,32 @@ retry  puts parked deliveries back in the queue with a fresh set of attempts: on
   run: runWebhooksCommand,
 });
 
-async function runWebhooksCommand({ values, positionals }: ParsedCommand<typeof OPTIONS>, shutdown: Shutdown): Promise<void> {
+async function runWebhooksCommand(
+  { values, positionals }: ParsedCommand<typeof OPTIONS>,
+  shutdown: Shutdown,
+): Promise<void> {
   const [action, target, ...extra] = positionals;
-  if (action !== "list" && action !== "retry") throw new UsageError(`webhooks: expected list or retry, got ${JSON.stringify(action ?? "")} (see flashindex webhooks --help)`);
-  if (extra.length > 0) throw new UsageError(`webhooks: unexpected argument ${JSON.stringify(extra[0])}`);
+  if (action !== "list" && action !== "retry")
+    throw new UsageError(
+      `webhooks: expected list or retry, got ${JSON.stringify(action ?? "")} (see flashindex webhooks --help)`,
+    );
+  if (extra.length > 0)
+    throw new UsageError(`webhooks: unexpected argument ${JSON.stringify(extra[0])}`);
   const { config, metrics } = createStoreContext(values, shutdown);
   if (action === "list") {
-    if (target !== undefined || values.all) throw new UsageError("webhooks list: takes no event id or --all");
+    if (target !== undefined || values.all)
+      throw new UsageError("webhooks list: takes no event id or --all");
     const store = await openReadOnlyStore(config, metrics);
     try {
-      const rows = (await store.webhooks.list(["pending", "parked"], WEBHOOKS_LIST_LIMIT)).map((row) => describe(config.chainId, row));
+      const rows = (await store.webhooks.list(["pending", "parked"], WEBHOOKS_LIST_LIMIT)).map(
+        (row) => describe(config.chainId, row),
+      );
       if (values.json) return printJson({ deliveries: rows });
       if (rows.length === 0) return void console.log("no pending or parked webhook deliveries");
       for (const r of rows)
-        console.log(`${r.state.padEnd(7)} ${r.eventId.padEnd(18)} ${r.type.padEnd(22)} attempts ${String(r.attempts).padStart(3)}  ${r.url}${r.lastError === null ? "" : `  last error: ${r.lastError}`}`);
+        console.log(
+          `${r.state.padEnd(7)} ${r.eventId.padEnd(18)} ${r.type.padEnd(22)} attempts ${String(r.attempts).padStart(3)}  ${r.url}${r.lastError === null ? "" : `  last error: ${r.lastError}`}`,
+        );
       return;
     } finally {
       await store.close();
@@ -55,7 +67,10 @@ async function runWebhooksCommand({ values, positionals }: ParsedCommand<typeof 
   const store = await openStore(config, { metrics: metrics });
   try {
     const requeued = await store.webhooks.requeue(which, Date.now());
-    if (requeued === 0 && which !== "all") throw new FatalError(`webhooks retry: no parked delivery of ${eventId(config.chainId, which)} (see flashindex webhooks list)`);
+    if (requeued === 0 && which !== "all")
+      throw new FatalError(
+        `webhooks retry: no parked delivery of ${eventId(config.chainId, which)} (see flashindex webhooks list)`,
+      );
     if (values.json) return printJson({ requeued });
     console.log(`re-queued ${requeued} parked deliver${requeued === 1 ? "y" : "ies"}`);
   } finally {
@@ -79,13 +94,19 @@ function describe(chainId: number, row: DeliveryListing) {
 
 /** `evt_<chain>_<n>`, `n`, or --all. */
 function parseTarget(target: string | undefined, all: boolean, chainId: number): number | "all" {
-  if (all && target !== undefined) throw new UsageError("webhooks retry: give an event id or --all, not both");
+  if (all && target !== undefined)
+    throw new UsageError("webhooks retry: give an event id or --all, not both");
   if (all) return "all";
-  if (target === undefined) throw new UsageError("webhooks retry: expected an event id (evt_<chain>_<n>) or --all");
+  if (target === undefined)
+    throw new UsageError("webhooks retry: expected an event id (evt_<chain>_<n>) or --all");
   const match = /^(?:evt_(\d+)_)?([1-9]\d*)$/.exec(target);
   if (match === null || !Number.isSafeInteger(Number(match[2])))
-    throw new UsageError(`webhooks retry: expected an event id like evt_${chainId}_42, got ${JSON.stringify(target)}`);
+    throw new UsageError(
+      `webhooks retry: expected an event id like evt_${chainId}_42, got ${JSON.stringify(target)}`,
+    );
   if (match[1] !== undefined && Number(match[1]) !== chainId)
-    throw new UsageError(`webhooks retry: ${target} is an event of chain ${match[1]}, this database holds chain ${chainId}`);
+    throw new UsageError(
+      `webhooks retry: ${target} is an event of chain ${match[1]}, this database holds chain ${chainId}`,
+    );
   return Number(match[2]);
 }

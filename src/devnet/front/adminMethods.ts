@@ -20,8 +20,12 @@ export function createAdminMethods(front: FrontParts): MethodTable {
     const head = Number(await upstream.call<string>("eth_blockNumber"));
     const pairs: Array<[string, number]> = [];
     for (let offset = 0; offset < depth; offset++) {
-      const block = await upstream.call<{ transactions: string[] } | null>("eth_getBlockByNumber", [toQuantity(head - depth + 1 + offset), false]);
-      for (const hash of block?.transactions ?? []) pairs.push([await upstream.call<string>("eth_getRawTransactionByHash", [hash]), offset]);
+      const block = await upstream.call<{ transactions: string[] } | null>("eth_getBlockByNumber", [
+        toQuantity(head - depth + 1 + offset),
+        false,
+      ]);
+      for (const hash of block?.transactions ?? [])
+        pairs.push([await upstream.call<string>("eth_getRawTransactionByHash", [hash]), offset]);
     }
     return pairs;
   }
@@ -29,7 +33,11 @@ export function createAdminMethods(front: FrontParts): MethodTable {
   return answeringResults({
     devnet_flashblock: async () => {
       const flashblock = await sequencer.flashblock();
-      return { blockNumber: flashblock.blockNumber, index: flashblock.index, newLogs: flashblock.newLogs.length };
+      return {
+        blockNumber: flashblock.blockNumber,
+        index: flashblock.index,
+        newLogs: flashblock.newLogs.length,
+      };
     },
     devnet_mine: async () => {
       await sequencer.mine();
@@ -38,13 +46,16 @@ export function createAdminMethods(front: FrontParts): MethodTable {
     },
     devnet_reorg: async (params) => {
       const [depth, transactions] = params as [unknown, unknown];
-      if (typeof depth !== "number" || !Number.isInteger(depth) || depth < 1) throw new RpcError(-32602, "depth must be a positive integer");
+      if (typeof depth !== "number" || !Number.isInteger(depth) || depth < 1)
+        throw new RpcError(-32602, "depth must be a positive integer");
       // By default the new branch re-includes the orphaned transactions (new block hashes, same
       // payments), as a real reorg mostly does; anvil alone would drop them and strand their
       // nonces. Between sequencer steps: a block being mined sets pool transactions aside for a
       // moment.
       const replacements = await sequencer.between(async () => {
-        const chosen = Array.isArray(transactions) ? transactions : await orphanedTransactions(depth);
+        const chosen = Array.isArray(transactions)
+          ? transactions
+          : await orphanedTransactions(depth);
         // Note: anvil_reorg takes positional params only.
         await upstream.call("anvil_reorg", [depth, chosen]);
         return chosen;
@@ -64,7 +75,8 @@ export function createAdminMethods(front: FrontParts): MethodTable {
     },
     devnet_setPendingLag: async (params) => {
       const [blocks] = params;
-      if (typeof blocks !== "number" || !Number.isInteger(blocks) || blocks < 0) throw new RpcError(-32602, "blocks must be a non-negative integer");
+      if (typeof blocks !== "number" || !Number.isInteger(blocks) || blocks < 0)
+        throw new RpcError(-32602, "blocks must be a non-negative integer");
       await sequencer.setLag(blocks);
       return blocks;
     },
@@ -86,11 +98,13 @@ export function createAdminMethods(front: FrontParts): MethodTable {
       return state.faults;
     },
     devnet_stallFlashblockSubscribers: async (params) => {
-      if (typeof params[0] !== "boolean") throw new RpcError(-32602, "expected true (stall) or false (resume)");
+      if (typeof params[0] !== "boolean")
+        throw new RpcError(-32602, "expected true (stall) or false (resume)");
       return { lagged: subscriptions.setStalled(params[0]) };
     },
     devnet_setSubscriptionKinds: async (params) => {
-      if (!Array.isArray(params[0]) || !params[0].every((k) => typeof k === "string")) throw new RpcError(-32602, "expected an array of subscription kinds");
+      if (!Array.isArray(params[0]) || !params[0].every((k) => typeof k === "string"))
+        throw new RpcError(-32602, "expected an array of subscription kinds");
       try {
         return subscriptions.setOffered(params[0] as string[]);
       } catch (error) {
@@ -99,19 +113,22 @@ export function createAdminMethods(front: FrontParts): MethodTable {
     },
     devnet_setPendingView: async (params) => {
       const [mode] = params;
-      if (mode !== "live" && mode !== "frozen" && mode !== "null") throw new RpcError(-32602, 'mode must be "live", "frozen" or "null"');
+      if (mode !== "live" && mode !== "frozen" && mode !== "null")
+        throw new RpcError(-32602, 'mode must be "live", "frozen" or "null"');
       return sequencer.setView(mode);
     },
     devnet_setHeadsDelay: async (params) => {
       const [ms] = params;
-      if (typeof ms !== "number" || !Number.isInteger(ms) || ms < 0 || ms > 60_000) throw new RpcError(-32602, "ms must be an integer from 0 to 60000");
+      if (typeof ms !== "number" || !Number.isInteger(ms) || ms < 0 || ms > 60_000)
+        throw new RpcError(-32602, "ms must be an integer from 0 to 60000");
       state.headsDelayMs = ms;
       return ms;
     },
     devnet_pendingReads: async () => ({ ...state.pendingReads }),
     devnet_setPendingLogsMode: async (params) => {
       const mode = params[0] as Partial<PendingLogsMode> | undefined;
-      if (mode?.shape !== "single" && mode?.shape !== "array") throw new RpcError(-32602, 'shape must be "single" or "array"');
+      if (mode?.shape !== "single" && mode?.shape !== "array")
+        throw new RpcError(-32602, 'shape must be "single" or "array"');
       subscriptions.setMode({ shape: mode.shape, repeat: mode.repeat === true });
       return subscriptions.mode();
     },

@@ -1,7 +1,10 @@
 import type { RpcLogObject } from "./rpcLogObject.js";
 import { UpstreamError, type Upstream } from "./upstream.js";
 
-type RawBlock = { number: string; hash: string; parentHash: string; timestamp: string } & Record<string, unknown>;
+type RawBlock = { number: string; hash: string; parentHash: string; timestamp: string } & Record<
+  string,
+  unknown
+>;
 type TrackedBlock = { number: number; hash: string; header: RawBlock; logs: RpcLogObject[] };
 
 /** Blocks remembered for re-sending reorged-out logs. */
@@ -50,16 +53,20 @@ export function createCanonicalWatcher(upstream: Upstream, events: CanonicalEven
       branch.unshift(await load(`0x${(first.number - 1).toString(16)}`));
     }
     const start = branch[0]!.number;
-    const orphaned = [...tracked.values()].filter((b) => b.number >= start).sort((a, b) => b.number - a.number);
+    const orphaned = [...tracked.values()]
+      .filter((b) => b.number >= start)
+      .sort((a, b) => b.number - a.number);
     for (const block of orphaned) {
       tracked.delete(block.number);
-      if (block.logs.length > 0) events.onRemoved(block.logs.map((log) => ({ ...log, removed: true })));
+      if (block.logs.length > 0)
+        events.onRemoved(block.logs.map((log) => ({ ...log, removed: true })));
     }
     for (const block of branch) {
       tracked.set(block.number, block);
       events.onBlock(block.header, block.logs);
     }
-    for (const number of tracked.keys()) if (number < latest.number - TRACKED_BLOCKS) tracked.delete(number);
+    for (const number of tracked.keys())
+      if (number < latest.number - TRACKED_BLOCKS) tracked.delete(number);
   }
 
   return {
@@ -78,7 +85,12 @@ export function createCanonicalWatcher(upstream: Upstream, events: CanonicalEven
               await syncOnce();
             } catch (error) {
               // A reorg between reading a header and its logs: anvil no longer knows the block. Look again.
-              if (!(error instanceof UpstreamError) || !/unknown block/i.test(error.message) || ++raced > 3) throw error;
+              if (
+                !(error instanceof UpstreamError) ||
+                !/unknown block/i.test(error.message) ||
+                ++raced > 3
+              )
+                throw error;
               again = true;
             }
           } while (again);

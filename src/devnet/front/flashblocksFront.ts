@@ -50,8 +50,11 @@ export async function startFlashblocksFront(options: FrontOptions) {
   const upstream = createUpstream(options.anvilUrl);
   const subscriptions = createSubscriptions();
   if (options.pendingLogs !== undefined) subscriptions.setMode(options.pendingLogs);
-  const sequencer = createSequencer(upstream, (flashblock) => subscriptions.onFlashblock(flashblock));
-  const later = (work: () => void) => (state.headsDelayMs > 0 ? void setTimeout(work, state.headsDelayMs) : work());
+  const sequencer = createSequencer(upstream, (flashblock) =>
+    subscriptions.onFlashblock(flashblock),
+  );
+  const later = (work: () => void) =>
+    state.headsDelayMs > 0 ? void setTimeout(work, state.headsDelayMs) : work();
   const watcher = createCanonicalWatcher(upstream, {
     onBlock: (header, logs) => later(() => subscriptions.onBlock(header, logs)),
     onRemoved: (logs) => later(() => subscriptions.onRemoved(logs)),

@@ -24,7 +24,12 @@ export type FrontState = {
 
 /** A front's state as it starts: no faults, no delay, nothing counted. */
 export function createFrontState(): FrontState {
-  return { faults: NO_FAULTS, headsDelayMs: 0, pendingReads: { answered: 0, refused: 0 }, sockets: new Set() };
+  return {
+    faults: NO_FAULTS,
+    headsDelayMs: 0,
+    pendingReads: { answered: 0, refused: 0 },
+    sockets: new Set(),
+  };
 }
 
 /** The parts of a front its method handlers work with. */

@@ -2,7 +2,12 @@ import type { WebSocket } from "ws";
 
 /** A JSON-RPC request as it arrives: every field is unchecked. */
 export type Request = { jsonrpc?: string; id?: unknown; method?: unknown; params?: unknown };
-export type Answer = { jsonrpc: "2.0"; id: unknown; result?: unknown; error?: { code: number; message: string; data?: unknown } };
+export type Answer = {
+  jsonrpc: "2.0";
+  id: unknown;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+};
 /**
  * An answer and its HTTP status; only a lone (non-batch) HTTP request travels with a status other
  * than 200.
@@ -39,8 +44,13 @@ export function errorAnswer(request: Request, code: number, message: string): An
 }
 
 /** A table of handlers that take the params and return the result, as a MethodTable. */
-export function answeringResults(handlers: Record<string, (params: unknown[]) => Promise<unknown>>): MethodTable {
+export function answeringResults(
+  handlers: Record<string, (params: unknown[]) => Promise<unknown>>,
+): MethodTable {
   return Object.fromEntries(
-    Object.entries(handlers).map(([method, handler]): [string, MethodHandler] => [method, async ({ request, params }) => ok(request, await handler(params))]),
+    Object.entries(handlers).map(([method, handler]): [string, MethodHandler] => [
+      method,
+      async ({ request, params }) => ok(request, await handler(params)),
+    ]),
   );
 }

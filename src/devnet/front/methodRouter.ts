@@ -1,6 +1,13 @@
 import type { WebSocket } from "ws";
 import type { CanonicalWatcher } from "./canonicalWatcher.js";
-import { errorAnswer, RpcError, type Answer, type Answered, type MethodTable, type Request } from "./jsonRpc.js";
+import {
+  errorAnswer,
+  RpcError,
+  type Answer,
+  type Answered,
+  type MethodTable,
+  type Request,
+} from "./jsonRpc.js";
 import { UpstreamError, type Upstream } from "./upstream.js";
 
 export type MethodRouterDeps = {
@@ -16,7 +23,11 @@ export type MethodRouterDeps = {
  * after it.
  */
 const changesHead = (method: string): boolean =>
-  method === "evm_mine" || method === "anvil_mine" || method.startsWith("anvil_reorg") || method === "anvil_rollback" || method === "evm_revert";
+  method === "evm_mine" ||
+  method === "anvil_mine" ||
+  method.startsWith("anvil_reorg") ||
+  method === "anvil_rollback" ||
+  method === "evm_revert";
 
 /**
  * Turns a request body (one JSON-RPC request or a batch) into the answer text: each request goes to
@@ -24,7 +35,10 @@ const changesHead = (method: string): boolean =>
  * answered as is; anything else is reported and answered -32603.
  */
 export function createMethodRouter({ methods, upstream, watcher, reportError }: MethodRouterDeps) {
-  async function route(request: Request, socket: WebSocket | undefined): Promise<Answer | Answered> {
+  async function route(
+    request: Request,
+    socket: WebSocket | undefined,
+  ): Promise<Answer | Answered> {
     const params = Array.isArray(request.params) ? request.params : [];
     try {
       if (typeof request.method !== "string") throw new RpcError(-32600, "invalid request");
@@ -35,7 +49,8 @@ export function createMethodRouter({ methods, upstream, watcher, reportError }: 
       if (changesHead(method)) void watcher.sync().catch(reportError);
       return answer;
     } catch (error) {
-      if (error instanceof RpcError || error instanceof UpstreamError) return errorAnswer(request, error.code, error.message);
+      if (error instanceof RpcError || error instanceof UpstreamError)
+        return errorAnswer(request, error.code, error.message);
       reportError(error);
       return errorAnswer(request, -32603, (error as Error).message);
     }
@@ -51,12 +66,18 @@ export function createMethodRouter({ methods, upstream, watcher, reportError }: 
      * The answer to `body` and its HTTP status (200 unless a lone HTTP request met a fault answered
      * with another).
      */
-    answerBody: async (body: string, socket: WebSocket | undefined): Promise<{ text: string; httpStatus: number }> => {
+    answerBody: async (
+      body: string,
+      socket: WebSocket | undefined,
+    ): Promise<{ text: string; httpStatus: number }> => {
       let parsed: unknown;
       try {
         parsed = JSON.parse(body);
       } catch {
-        return { text: JSON.stringify(errorAnswer({ id: null }, -32700, "parse error")), httpStatus: 200 };
+        return {
+          text: JSON.stringify(errorAnswer({ id: null }, -32700, "parse error")),
+          httpStatus: 200,
+        };
       }
       if (Array.isArray(parsed)) {
         const answers = await Promise.all(parsed.map((r) => handle(r as Request, socket)));

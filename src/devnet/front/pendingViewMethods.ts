@@ -1,7 +1,12 @@
 import { blockRangeError, resultLimitError, type FaultAnswer } from "./faults.js";
 import type { FrontParts } from "./frontParts.js";
 import { ok, type Answer, type Answered, type MethodTable, type Request } from "./jsonRpc.js";
-import { matchesFilter, toQuantity, type LogFilterObject, type RpcLogObject } from "./rpcLogObject.js";
+import {
+  matchesFilter,
+  toQuantity,
+  type LogFilterObject,
+  type RpcLogObject,
+} from "./rpcLogObject.js";
 
 type GetLogsFilter = LogFilterObject & { fromBlock?: string; toBlock?: string; blockHash?: string };
 
@@ -27,17 +32,34 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
         if (filter.fromBlock === "pending") return ok(request, pending);
         const canonical = await forward({ ...request, params: [{ ...filter, toBlock: "latest" }] });
         if (canonical.error !== undefined) return canonical;
-        const seen = new Set((canonical.result as RpcLogObject[]).map((l) => `${l.blockNumber}:${l.logIndex}`));
-        return ok(request, [...(canonical.result as RpcLogObject[]), ...pending.filter((l) => !seen.has(`${l.blockNumber}:${l.logIndex}`))]);
+        const seen = new Set(
+          (canonical.result as RpcLogObject[]).map((l) => `${l.blockNumber}:${l.logIndex}`),
+        );
+        return ok(request, [
+          ...(canonical.result as RpcLogObject[]),
+          ...pending.filter((l) => !seen.has(`${l.blockNumber}:${l.logIndex}`)),
+        ]);
       }
-      if (withFaults && filter.blockHash === undefined && state.faults.maxBlockRange !== undefined) {
+      if (
+        withFaults &&
+        filter.blockHash === undefined &&
+        state.faults.maxBlockRange !== undefined
+      ) {
         const at = await head();
-        const error = blockRangeError(state.faults, blockTag(filter.fromBlock, at), blockTag(filter.toBlock, at));
+        const error = blockRangeError(
+          state.faults,
+          blockTag(filter.fromBlock, at),
+          blockTag(filter.toBlock, at),
+        );
         if (error !== undefined) return faultAnswer(request, error);
       }
       const answer = await forward(request);
       if (withFaults && Array.isArray(answer.result) && filter.blockHash === undefined) {
-        const error = resultLimitError(state.faults, blockTag(filter.fromBlock, await head()), answer.result as RpcLogObject[]);
+        const error = resultLimitError(
+          state.faults,
+          blockTag(filter.fromBlock, await head()),
+          answer.result as RpcLogObject[],
+        );
         if (error !== undefined) return faultAnswer(request, error);
       }
       return answer;
@@ -59,7 +81,9 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
       // in the middle of a block being mined the block's transactions were counted twice (in latest
       // and as still pre-confirmed), and a relayer trusting that count left a nonce gap.
       const count = await sequencer.between(async () => {
-        const latest = Number(await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]));
+        const latest = Number(
+          await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]),
+        );
         return latest + sequencer.preconfirmedCount(String(params[0]));
       });
       return ok(request, toQuantity(count));
@@ -69,7 +93,8 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
       // Note: on Base, a pre-confirmed transaction has a receipt (zero blockHash) before its block
       // exists.
       const answer = await forward(request);
-      if (answer.error !== undefined || answer.result !== null || typeof params[0] !== "string") return answer;
+      if (answer.error !== undefined || answer.result !== null || typeof params[0] !== "string")
+        return answer;
       return ok(request, sequencer.preconfirmedReceipt(params[0]) ?? null);
     },
   };
@@ -77,12 +102,26 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
 
 /** A fault as the JSON-RPC error it is answered with, with its HTTP status. */
 function faultAnswer(request: Request, fault: FaultAnswer): Answered {
-  return { answer: { jsonrpc: "2.0", id: request.id ?? null, error: { code: fault.code, message: fault.message } }, httpStatus: fault.httpStatus };
+  return {
+    answer: {
+      jsonrpc: "2.0",
+      id: request.id ?? null,
+      error: { code: fault.code, message: fault.message },
+    },
+    httpStatus: fault.httpStatus,
+  };
 }
 
 /** A block tag or number as a height, given the head. */
 function blockTag(tag: string | undefined, head: number): number {
-  if (tag === undefined || tag === "latest" || tag === "pending" || tag === "safe" || tag === "finalized") return head;
+  if (
+    tag === undefined ||
+    tag === "latest" ||
+    tag === "pending" ||
+    tag === "safe" ||
+    tag === "finalized"
+  )
+    return head;
   if (tag === "earliest") return 0;
   return Number(tag);
 }

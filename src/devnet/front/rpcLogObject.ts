@@ -12,7 +12,10 @@ export type RpcLogObject = {
   removed: boolean;
 };
 
-export type LogFilterObject = { address?: string | string[] | null; topics?: Array<string | string[] | null> | null };
+export type LogFilterObject = {
+  address?: string | string[] | null;
+  topics?: Array<string | string[] | null> | null;
+};
 
 export const ZERO_HASH = `0x${"0".repeat(64)}`;
 

@@ -11,7 +11,10 @@ export type RpcServerOptions = {
   /**
    * The answer text to a request body, and its HTTP status (WebSocket messages ignore the status).
    */
-  answerBody: (body: string, socket: WebSocket | undefined) => Promise<{ text: string; httpStatus: number }>;
+  answerBody: (
+    body: string,
+    socket: WebSocket | undefined,
+  ) => Promise<{ text: string; httpStatus: number }>;
   /** Runs before an HTTP body is answered: a refusal is sent instead of the answer. */
   beforeHttp: (body: string) => Promise<HttpRefusal | undefined>;
   /** Open WebSocket connections, kept up to date here. */
@@ -27,7 +30,8 @@ export async function startRpcServer(options: RpcServerOptions) {
   const { sockets } = options;
   const answerHttp = async (body: string, res: ServerResponse) => {
     const refusal = await options.beforeHttp(body);
-    if (refusal !== undefined) return void res.writeHead(refusal.status, refusal.headers).end(refusal.body);
+    if (refusal !== undefined)
+      return void res.writeHead(refusal.status, refusal.headers).end(refusal.body);
     const { text, httpStatus } = await options.answerBody(body, undefined);
     res.writeHead(httpStatus, { "content-type": "application/json" }).end(text);
   };
@@ -39,10 +43,14 @@ export async function startRpcServer(options: RpcServerOptions) {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
     // A listener's rejection would be unhandled (and end the process): report it, answer 500.
-    req.on("end", () => void answerHttp(body, res).catch((error: unknown) => {
-      options.reportError(error);
-      if (!res.headersSent) res.writeHead(500).end();
-    }));
+    req.on(
+      "end",
+      () =>
+        void answerHttp(body, res).catch((error: unknown) => {
+          options.reportError(error);
+          if (!res.headersSent) res.writeHead(500).end();
+        }),
+    );
   });
   const wss = new WebSocketServer({ server });
   // The WebSocket server re-emits the HTTP server's errors; listen() below reports them
@@ -50,7 +58,10 @@ export async function startRpcServer(options: RpcServerOptions) {
   wss.on("error", () => undefined);
   wss.on("connection", (socket: WebSocket) => {
     sockets.add(socket);
-    socket.on("message", (data: Buffer) => void answerSocket(data.toString(), socket).catch(options.reportError));
+    socket.on(
+      "message",
+      (data: Buffer) => void answerSocket(data.toString(), socket).catch(options.reportError),
+    );
     socket.on("close", () => {
       sockets.delete(socket);
       options.onSocketClosed(socket);

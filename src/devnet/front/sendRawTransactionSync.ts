@@ -32,14 +32,26 @@ export type SendSyncDeps = {
  * whichever comes first, within the caller's timeout (params[1], ms) capped at
  * SEND_SYNC_MAX_TIMEOUT_MS; past it, error SEND_SYNC_TIMEOUT_CODE with the hash as data.
  */
-export function createSendRawTransactionSync(deps: SendSyncDeps): (params: readonly unknown[]) => Promise<Answer> {
+export function createSendRawTransactionSync(
+  deps: SendSyncDeps,
+): (params: readonly unknown[]) => Promise<Answer> {
   return async (params) => {
     const rawTx = params[0];
-    if (typeof rawTx !== "string" || !/^0x[0-9a-fA-F]+$/.test(rawTx)) return { error: { code: -32602, message: "expected raw transaction bytes" } };
+    if (typeof rawTx !== "string" || !/^0x[0-9a-fA-F]+$/.test(rawTx))
+      return { error: { code: -32602, message: "expected raw transaction bytes" } };
     const asked = params[1];
-    if (asked !== undefined && asked !== null && (typeof asked !== "number" || !Number.isInteger(asked) || asked <= 0))
-      return { error: { code: -32602, message: "timeout must be a positive number of milliseconds" } };
-    const timeoutMs = Math.min((asked as number | undefined | null) ?? SEND_SYNC_MAX_TIMEOUT_MS, SEND_SYNC_MAX_TIMEOUT_MS);
+    if (
+      asked !== undefined &&
+      asked !== null &&
+      (typeof asked !== "number" || !Number.isInteger(asked) || asked <= 0)
+    )
+      return {
+        error: { code: -32602, message: "timeout must be a positive number of milliseconds" },
+      };
+    const timeoutMs = Math.min(
+      (asked as number | undefined | null) ?? SEND_SYNC_MAX_TIMEOUT_MS,
+      SEND_SYNC_MAX_TIMEOUT_MS,
+    );
     const sent = await deps.send(rawTx as Hex);
     if (sent.error !== undefined) return sent;
     const hash = keccak256(rawTx as Hex);
@@ -50,7 +62,13 @@ export function createSendRawTransactionSync(deps: SendSyncDeps): (params: reado
       const canonical = await deps.canonicalReceipt(hash);
       if (canonical !== null && canonical !== undefined) return { result: canonical };
       if (Date.now() >= deadline)
-        return { error: { code: SEND_SYNC_TIMEOUT_CODE, message: `The transaction was added to the mempool but wasn't processed in ${timeoutMs}ms.`, data: hash } };
+        return {
+          error: {
+            code: SEND_SYNC_TIMEOUT_CODE,
+            message: `The transaction was added to the mempool but wasn't processed in ${timeoutMs}ms.`,
+            data: hash,
+          },
+        };
       await new Promise((resolve) => setTimeout(resolve, SEND_SYNC_POLL_MS));
     }
   };

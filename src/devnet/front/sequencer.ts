@@ -1,17 +1,47 @@
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
-type PoolTransaction = { hash: string; from: string; to: string | null; input: string; value: string; gas: string; type?: string; gasPrice?: string; maxFeePerGas?: string } & Record<string, unknown>;
-type SimulatedCall = { status: string; gasUsed?: string; logs: Array<{ address: string; topics: string[]; data: string }> };
+type PoolTransaction = {
+  hash: string;
+  from: string;
+  to: string | null;
+  input: string;
+  value: string;
+  gas: string;
+  type?: string;
+  gasPrice?: string;
+  maxFeePerGas?: string;
+} & Record<string, unknown>;
+type SimulatedCall = {
+  status: string;
+  gasUsed?: string;
+  logs: Array<{ address: string; topics: string[]; data: string }>;
+};
 /** anvil's `txpool_content`: pool transactions by sender, then by nonce (decimal). */
-type TxPoolContent = Partial<Record<"pending" | "queued", Record<string, Record<string, { hash: string; from: string; nonce: string }>>>>;
+type TxPoolContent = Partial<
+  Record<
+    "pending" | "queued",
+    Record<string, Record<string, { hash: string; from: string; nonce: string }>>
+  >
+>;
 type Head = { number: string; hash: string; timestamp: string };
 
 /** A receipt as JSON-RPC carries it, for a pre-confirmed transaction. */
-export type RpcReceiptObject = Record<string, unknown> & { transactionHash: string; blockHash: string; blockNumber: string; status: string };
+export type RpcReceiptObject = Record<string, unknown> & {
+  transactionHash: string;
+  blockHash: string;
+  blockNumber: string;
+  status: string;
+};
 
 /** The whole pending block as `newFlashblocks` sends it: header hash zero, full transactions. */
-export type PendingBlockObject = { number: string; hash: string; parentHash: string; timestamp: string; transactions: Array<Record<string, unknown>> };
+export type PendingBlockObject = {
+  number: string;
+  hash: string;
+  parentHash: string;
+  timestamp: string;
+  transactions: Array<Record<string, unknown>>;
+};
 
 const EMPTY_LOGS_BLOOM = `0x${"0".repeat(512)}`;
 
@@ -30,7 +60,11 @@ export type Flashblock = {
 };
 
 /** A pre-confirmed transaction with its logs and gas used (base/base rpc/types.rs TransactionWithLogs, PR #1803). */
-export type FlashblockTransaction = Record<string, unknown> & { hash: string; logs: RpcLogObject[]; gasUsed: string };
+export type FlashblockTransaction = Record<string, unknown> & {
+  hash: string;
+  logs: RpcLogObject[];
+  gasUsed: string;
+};
 
 /**
  * The node's own pending view, apart from the sequencer: live; frozen at what it held when it stopped
@@ -64,7 +98,10 @@ type PendingBlock = {
  * lags the pending blocks, a pending view cleared after a flashblock gap, and a pre-confirmed
  * transaction that lands a block later than announced.
  */
-export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: Flashblock) => void) {
+export function createSequencer(
+  upstream: Upstream,
+  onFlashblock: (flashblock: Flashblock) => void,
+) {
   /** Oldest first; the last is open unless sealed. Mined ones stay until the chain catches up with the newest. */
   let blocks: PendingBlock[] = [];
   /** Blocks the canonical chain stays behind the newest sealed pending block. */
@@ -80,7 +117,9 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
   const deferred = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
   /** What the node serves as its pending view; the sequencer goes on making blocks whatever it is. */
-  let view: { mode: "live" } | { mode: "frozen"; blocks: PendingBlock[] } | { mode: "null" } = { mode: "live" };
+  let view: { mode: "live" } | { mode: "frozen"; blocks: PendingBlock[] } | { mode: "null" } = {
+    mode: "live",
+  };
 
   /** Serialises ticks, mining and drops: each sees the state the previous one left. */
   function exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -108,7 +147,10 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     const parent = unmined().at(-1);
     const block: PendingBlock = {
       number: parent === undefined ? headNumber + 1 : parent.number + 1,
-      timestamp: Math.max((parent?.timestamp ?? Number(head.timestamp)) + 1, Math.floor(Date.now() / 1_000)),
+      timestamp: Math.max(
+        (parent?.timestamp ?? Number(head.timestamp)) + 1,
+        Math.floor(Date.now() / 1_000),
+      ),
       parentHash: parent === undefined ? head.hash : ZERO_HASH,
       index: 0,
       txs: [],
@@ -124,14 +166,24 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
   }
 
   /** Executes the open block's fresh transactions on top of the sealed, not yet mined, pending blocks. */
-  async function simulate(open: PendingBlock, all: PoolTransaction[]): Promise<Map<number, SimulatedCall | undefined>> {
+  async function simulate(
+    open: PendingBlock,
+    all: PoolTransaction[],
+  ): Promise<Map<number, SimulatedCall | undefined>> {
     const before = unmined().filter((b) => b !== open);
     // Note: anvil's eth_simulateV1 refuses contract creations ("missing keys: to"), so a creation is
     // pre-confirmed without logs; its logs appear with its block. Our contracts log nothing on creation.
-    const callsOf = (txs: PoolTransaction[]) => txs.map((t, i) => ({ t, i })).filter(({ t }) => t.to !== null);
+    const callsOf = (txs: PoolTransaction[]) =>
+      txs.map((t, i) => ({ t, i })).filter(({ t }) => t.to !== null);
     const blockCalls = (b: PendingBlock, txs: PoolTransaction[]) => ({
       blockOverrides: { number: toQuantity(b.number), time: toQuantity(b.timestamp) },
-      calls: callsOf(txs).map(({ t }) => ({ from: t.from, to: t.to, input: t.input, value: t.value, gas: t.gas })),
+      calls: callsOf(txs).map(({ t }) => ({
+        from: t.from,
+        to: t.to,
+        input: t.input,
+        value: t.value,
+        gas: t.gas,
+      })),
     });
     const simulated = await upstream.call<Array<{ calls: SimulatedCall[] }>>("eth_simulateV1", [
       { blockStateCalls: [...before.map((b) => blockCalls(b, b.txs)), blockCalls(open, all)] },
@@ -143,7 +195,10 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
 
   async function flashblock(): Promise<Flashblock> {
     const open = await openBlock();
-    const pool = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", ["pending", true]);
+    const pool = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", [
+      "pending",
+      true,
+    ]);
     const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
     const fresh = pool.transactions.filter((t) => !known.has(t.hash) && !dropped.has(t.hash));
     const newLogs: RpcLogObject[] = [];
@@ -151,7 +206,10 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     if (fresh.length > 0) {
       const all = [...open.txs, ...fresh];
       const resultByTx = await simulate(open, all);
-      let cumulativeGas = [...open.receipts.values()].reduce((sum, r) => sum + BigInt(r.gasUsed as string), 0n);
+      let cumulativeGas = [...open.receipts.values()].reduce(
+        (sum, r) => sum + BigInt(r.gasUsed as string),
+        0n,
+      );
       for (let i = open.txs.length; i < all.length; i++) {
         const tx = all[i]!;
         const result = resultByTx.get(i);
@@ -205,7 +263,14 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
       open.txs = all;
       open.logs = [...open.logs, ...newLogs];
     }
-    const result = { blockNumber: open.number, index: open.index, newLogs, allLogs: open.logs, block: blockObject(open), newTransactions };
+    const result = {
+      blockNumber: open.number,
+      index: open.index,
+      newLogs,
+      allLogs: open.logs,
+      block: blockObject(open),
+      newTransactions,
+    };
     open.index++;
     // After a gap the node has nothing to tell until the next block: no notification either; nor
     // from a node whose view is frozen or gone.
@@ -232,7 +297,9 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
   }
 
   async function mineWithPoolSetAside(block: PendingBlock): Promise<void> {
-    const include = new Set(block.txs.filter((t) => !deferred.has(t.hash)).map((t) => t.hash.toLowerCase()));
+    const include = new Set(
+      block.txs.filter((t) => !deferred.has(t.hash)).map((t) => t.hash.toLowerCase()),
+    );
     const pool = await upstream.call<TxPoolContent>("txpool_content", []);
     const byNonce = [pool.pending, pool.queued]
       .flatMap((bySender) => Object.values(bySender ?? {}).flatMap((txs) => Object.values(txs)))
@@ -249,12 +316,19 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     }
     // Every raw transaction is read before any is dropped: a read after its predecessor's drop finds
     // it gone, and the gap would stall that sender for good.
-    const aside = await Promise.all(asideHashes.map((hash) => upstream.call<string | null>("eth_getRawTransactionByHash", [hash])));
+    const aside = await Promise.all(
+      asideHashes.map((hash) =>
+        upstream.call<string | null>("eth_getRawTransactionByHash", [hash]),
+      ),
+    );
     for (const hash of asideHashes) await upstream.call("anvil_dropTransaction", [hash]);
-    await upstream.call("evm_setNextBlockTimestamp", [toQuantity(block.timestamp)]).catch(() => undefined);
+    await upstream
+      .call("evm_setNextBlockTimestamp", [toQuantity(block.timestamp)])
+      .catch(() => undefined);
     await upstream.call("evm_mine", []);
     // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would; the others go back.
-    for (const raw of aside) if (raw !== null) await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
+    for (const raw of aside)
+      if (raw !== null) await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
     for (const t of block.txs) deferred.delete(t.hash);
     block.mined = true;
   }
@@ -265,7 +339,8 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     const open = blocks.at(-1)!;
     open.sealed = true;
     const rebuilt = open.txs.some((t) => deferred.has(t.hash));
-    for (const block of unmined()) if (block.number <= closing - lagBlocks) await mineExactly(block);
+    for (const block of unmined())
+      if (block.number <= closing - lagBlocks) await mineExactly(block);
     // Note: the pre-confirmed state spans several blocks: it is kept until the canonical chain has caught
     // up with the newest pending block (base/base flashblocks `pending_blocks.rs`).
     if (blocks.every((b) => b.mined)) blocks = [];
@@ -281,7 +356,12 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
       hash: ZERO_HASH,
       parentHash: block.parentHash,
       timestamp: toQuantity(block.timestamp),
-      transactions: block.txs.map((t, i) => ({ ...t, blockHash: ZERO_HASH, blockNumber: toQuantity(block.number), transactionIndex: toQuantity(i) })),
+      transactions: block.txs.map((t, i) => ({
+        ...t,
+        blockHash: ZERO_HASH,
+        blockNumber: toQuantity(block.number),
+        transactionIndex: toQuantity(i),
+      })),
     };
   }
 
@@ -320,7 +400,9 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     /** Leaves a pre-confirmed transaction out of its block: it lands in the next one, pre-confirmed again there. */
     defer: (hash: string) =>
       exclusive(async () => {
-        const tx = unmined().flatMap((b) => b.txs).find((t) => sameHash(t.hash, hash));
+        const tx = unmined()
+          .flatMap((b) => b.txs)
+          .find((t) => sameHash(t.hash, hash));
         if (tx !== undefined) deferred.add(tx.hash);
         return tx !== undefined;
       }),
@@ -339,7 +421,10 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     /** Pre-confirmed logs of every pending block, oldest first (mined ones too until the chain catches up). */
     pendingLogs: () => visible().flatMap((b) => b.logs),
     /** Pre-confirmed transactions sent by `address` in blocks not yet mined (for the "pending" nonce). */
-    preconfirmedCount: (address: string) => (blind || view.mode !== "live" ? [] : unmined()).flatMap((b) => b.txs).filter((t) => sameHash(t.from, address)).length,
+    preconfirmedCount: (address: string) =>
+      (blind || view.mode !== "live" ? [] : unmined())
+        .flatMap((b) => b.txs)
+        .filter((t) => sameHash(t.from, address)).length,
     /** The newest block of the pending view as eth_getBlockByNumber("pending") answers it; undefined when the view holds none. */
     pendingBlock: (): PendingBlockObject | undefined => {
       const newest = visible().at(-1);
@@ -349,7 +434,10 @@ export function createSequencer(upstream: Upstream, onFlashblock: (flashblock: F
     setView: (mode: PendingViewMode) =>
       exclusive(async () => {
         // A frozen view keeps copies: the sequencer goes on changing its own blocks.
-        view = mode === "frozen" ? { mode, blocks: blocks.map((b) => ({ ...b, receipts: new Map(b.receipts) })) } : { mode };
+        view =
+          mode === "frozen"
+            ? { mode, blocks: blocks.map((b) => ({ ...b, receipts: new Map(b.receipts) })) }
+            : { mode };
         return mode;
       }),
     pendingBlockNumber: () => blocks.at(-1)?.number ?? -1,

@@ -6,7 +6,9 @@ import { ok, RpcError, type MethodTable } from "./jsonRpc.js";
  * re-sends after reorgs) and the Flashblocks kinds pendingLogs, newFlashblocks and
  * newFlashblockTransactions (subscriptions.ts).
  */
-export function createSubscriptionMethods({ subscriptions }: Pick<FrontParts, "subscriptions">): MethodTable {
+export function createSubscriptionMethods({
+  subscriptions,
+}: Pick<FrontParts, "subscriptions">): MethodTable {
   return {
     eth_subscribe: async ({ request, params, socket }) => {
       if (socket === undefined) throw new RpcError(-32601, "eth_subscribe needs a WebSocket");

@@ -13,8 +13,18 @@ export type PendingLogsMode = {
 };
 
 type Kind = "newHeads" | "logs" | "pendingLogs" | "newFlashblocks" | "newFlashblockTransactions";
-const KINDS: readonly Kind[] = ["newHeads", "logs", "pendingLogs", "newFlashblocks", "newFlashblockTransactions"];
-const FLASHBLOCK_KINDS: ReadonlySet<Kind> = new Set(["pendingLogs", "newFlashblocks", "newFlashblockTransactions"]);
+const KINDS: readonly Kind[] = [
+  "newHeads",
+  "logs",
+  "pendingLogs",
+  "newFlashblocks",
+  "newFlashblockTransactions",
+];
+const FLASHBLOCK_KINDS: ReadonlySet<Kind> = new Set([
+  "pendingLogs",
+  "newFlashblocks",
+  "newFlashblockTransactions",
+]);
 
 /**
  * Flashblocks a subscriber may fall behind before it loses the oldest. Note: a Base node fans
@@ -46,7 +56,13 @@ export function createSubscriptions() {
 
   function send(id: string, sub: Subscription, result: unknown): void {
     if (sub.socket.readyState !== 1) return;
-    sub.socket.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription: id, result } }));
+    sub.socket.send(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: "eth_subscription",
+        params: { subscription: id, result },
+      }),
+    );
   }
 
   /** What one subscriber receives for one flashblock, as the node's streams build it (base/base rpc/pubsub.rs). */
@@ -56,15 +72,23 @@ export function createSubscriptions() {
     if (sub.kind === "newFlashblocks") return send(id, sub, flashblock.block);
     if (sub.kind === "pendingLogs") {
       if (mode.shape === "array") {
-        if (flashblock.allLogs.length > 0) send(id, sub, flashblock.allLogs.filter((log) => matchesFilter(log, sub.filter)));
+        if (flashblock.allLogs.length > 0)
+          send(
+            id,
+            sub,
+            flashblock.allLogs.filter((log) => matchesFilter(log, sub.filter)),
+          );
       } else {
-        for (const log of flashblock.newLogs) if (matchesFilter(log, sub.filter)) send(id, sub, log);
+        for (const log of flashblock.newLogs)
+          if (matchesFilter(log, sub.filter)) send(id, sub, log);
       }
       return;
     }
     // Note: with a filter, a transaction is sent when one of its logs matches, with ALL its logs (base/base PR #1803).
     const items = flashblock.newTransactions
-      .filter((t) => sub.filter === undefined || t.logs.some((log) => matchesFilter(log, sub.filter)))
+      .filter(
+        (t) => sub.filter === undefined || t.logs.some((log) => matchesFilter(log, sub.filter)),
+      )
       .map((t) => (sub.full ? t : t.hash));
     if (items.length === 0) return;
     if (mode.shape === "array") send(id, sub, items);
@@ -73,7 +97,8 @@ export function createSubscriptions() {
 
   function drain(id: string, sub: Subscription): void {
     const times = mode.repeat ? 2 : 1;
-    for (const flashblock of sub.backlog.splice(0)) for (let t = 0; t < times; t++) deliver(id, sub, flashblock);
+    for (const flashblock of sub.backlog.splice(0))
+      for (let t = 0; t < times; t++) deliver(id, sub, flashblock);
   }
 
   return {
@@ -96,7 +121,12 @@ export function createSubscriptions() {
     },
     subscribe(socket: WebSocket, params: unknown[]): string {
       const [kind, option] = params as [unknown, unknown];
-      if (typeof kind !== "string" || !(KINDS as readonly string[]).includes(kind) || !offered.has(kind as Kind)) throw new Error(`unsupported subscription ${String(kind)}`);
+      if (
+        typeof kind !== "string" ||
+        !(KINDS as readonly string[]).includes(kind) ||
+        !offered.has(kind as Kind)
+      )
+        throw new Error(`unsupported subscription ${String(kind)}`);
       // newFlashblockTransactions takes `true`/`false` (full or hashes) or a log filter (full, filtered).
       const filterGiven = typeof option === "object" && option !== null;
       const filter = filterGiven ? (option as LogFilterObject) : undefined;
@@ -116,12 +146,14 @@ export function createSubscriptions() {
     onBlock(header: unknown, logs: RpcLogObject[]): void {
       for (const [id, sub] of subscriptions) {
         if (sub.kind === "newHeads") send(id, sub, header);
-        if (sub.kind === "logs") for (const log of logs) if (matchesFilter(log, sub.filter)) send(id, sub, log);
+        if (sub.kind === "logs")
+          for (const log of logs) if (matchesFilter(log, sub.filter)) send(id, sub, log);
       }
     },
     onRemoved(logs: RpcLogObject[]): void {
       for (const [id, sub] of subscriptions) {
-        if (sub.kind === "logs") for (const log of logs) if (matchesFilter(log, sub.filter)) send(id, sub, log);
+        if (sub.kind === "logs")
+          for (const log of logs) if (matchesFilter(log, sub.filter)) send(id, sub, log);
       }
     },
     onFlashblock(flashblock: Flashblock): void {

@@ -9,7 +9,11 @@ import type { IndexedAuthorization } from "../store.js";
  * (and its index) serves the lookup.
  */
 export function createPostgresAuthorizationStates(client: pg.ClientBase, chainId: number) {
-  return async (token: Address, authorizer: Address, nonce: Hex): Promise<IndexedAuthorization | undefined> => {
+  return async (
+    token: Address,
+    authorizer: Address,
+    nonce: Hex,
+  ): Promise<IndexedAuthorization | undefined> => {
     const { rows } = await client.query(
       `SELECT ${AUTHORIZATION_STATE_COLUMNS} FROM authorization_states WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4`,
       [chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase()],

@@ -27,7 +27,9 @@ const INT8_OID = 20;
  */
 const TYPES = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+    oid === INT8_OID
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
 };
 
 /** Connection settings of one deployment: the URL and the schema every name resolves in. */
@@ -50,7 +52,11 @@ function startupOptionValue(value: string): string {
 }
 
 export function createPool(url: string, schema: string): pg.Pool {
-  const pool = new pg.Pool({ ...connectionConfig(url, schema), max: POSTGRES_POOL_SIZE, idleTimeoutMillis: POSTGRES_IDLE_TIMEOUT_MS });
+  const pool = new pg.Pool({
+    ...connectionConfig(url, schema),
+    max: POSTGRES_POOL_SIZE,
+    idleTimeoutMillis: POSTGRES_IDLE_TIMEOUT_MS,
+  });
   // Note: an idle pooled connection cut by the server emits 'error' on the pool; the next query opens another.
   pool.on("error", () => undefined);
   // A connection cut while checked out rejects its query (that is how the cut is reported); the
@@ -67,7 +73,10 @@ export function createPool(url: string, schema: string): pg.Pool {
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
-  options: { outboxLock?: boolean; guard?: ((client: pg.PoolClient) => Promise<void>) | undefined } = {},
+  options: {
+    outboxLock?: boolean;
+    guard?: ((client: pg.PoolClient) => Promise<void>) | undefined;
+  } = {},
 ): Promise<T> {
   const client = await pool.connect();
   try {

@@ -6,9 +6,29 @@
  * bulk load cannot break them; adding a key back validates every stored row at once. SQLite checks
  * its keys with a plain index lookup and keeps them.
  */
-export const DEFERRED_FOREIGN_KEYS: ReadonlyArray<{ name: string; table: string; definition: string }> = [
-  { name: "transfers_log_id_fkey", table: "transfers", definition: "FOREIGN KEY (log_id) REFERENCES logs (id)" },
-  { name: "authorization_events_log_id_fkey", table: "authorization_events", definition: "FOREIGN KEY (log_id) REFERENCES logs (id)" },
-  { name: "user_operations_tx_hash_fkey", table: "user_operations", definition: "FOREIGN KEY (tx_hash) REFERENCES transactions (tx_hash)" },
-  { name: "attribution_codes_tx_hash_fkey", table: "attribution_codes", definition: "FOREIGN KEY (tx_hash) REFERENCES transactions (tx_hash)" },
+export const DEFERRED_FOREIGN_KEYS: ReadonlyArray<{
+  name: string;
+  table: string;
+  definition: string;
+}> = [
+  {
+    name: "transfers_log_id_fkey",
+    table: "transfers",
+    definition: "FOREIGN KEY (log_id) REFERENCES logs (id)",
+  },
+  {
+    name: "authorization_events_log_id_fkey",
+    table: "authorization_events",
+    definition: "FOREIGN KEY (log_id) REFERENCES logs (id)",
+  },
+  {
+    name: "user_operations_tx_hash_fkey",
+    table: "user_operations",
+    definition: "FOREIGN KEY (tx_hash) REFERENCES transactions (tx_hash)",
+  },
+  {
+    name: "attribution_codes_tx_hash_fkey",
+    table: "attribution_codes",
+    definition: "FOREIGN KEY (tx_hash) REFERENCES transactions (tx_hash)",
+  },
 ];

@@ -1,6 +1,14 @@
 import type pg from "pg";
 import type { Address, Hex } from "viem";
-import { captureOrderId, NONCE_BOOK_HISTORY, pickNonce, type NonceBook, type NonceEntry, type NonceRef, type NonceState } from "../nonceBook.js";
+import {
+  captureOrderId,
+  NONCE_BOOK_HISTORY,
+  pickNonce,
+  type NonceBook,
+  type NonceEntry,
+  type NonceRef,
+  type NonceState,
+} from "../nonceBook.js";
 
 type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
 
@@ -25,24 +33,39 @@ const toEntry = (row: Record<string, unknown>): NonceEntry => ({
  * (chain, relayer, schema) for its transaction before it reads the book: processes on one database
  * are serialised per relayer, and an empty book (no row to lock FOR UPDATE) is covered too.
  */
-export function createPostgresNonceBook(chainId: number, write: InTransaction, read: InTransaction): NonceBook {
+export function createPostgresNonceBook(
+  chainId: number,
+  write: InTransaction,
+  read: InTransaction,
+): NonceBook {
   return {
     reserve: ({ relayer, floor, holder, owner }, now) =>
       write(async (client) => {
         const key = [chainId, lower(relayer)];
-        await client.query("SELECT pg_advisory_xact_lock(hashtext($1 || current_schema()))", [`${NONCE_LOCK}${chainId}:${lower(relayer)}:`]);
+        await client.query("SELECT pg_advisory_xact_lock(hashtext($1 || current_schema()))", [
+          `${NONCE_LOCK}${chainId}:${lower(relayer)}:`,
+        ]);
         // A capture's live intent keeps its nonce: a racing second capture of the order gets that one, not a new one.
         const orderId = captureOrderId(holder);
         if (orderId !== undefined) {
-          const live = await client.query("SELECT relayer_nonce FROM order_captures WHERE order_id = $1 AND relayer = $2 AND status = 'sent'", [orderId, lower(relayer)]);
+          const live = await client.query(
+            "SELECT relayer_nonce FROM order_captures WHERE order_id = $1 AND relayer = $2 AND status = 'sent'",
+            [orderId, lower(relayer)],
+          );
           if (live.rows[0] !== undefined) return Number(live.rows[0].relayer_nonce);
         }
         await client.query(
           "UPDATE relayer_nonces SET state = 'landed', updated_at = $3 WHERE chain_id = $1 AND relayer = $2 AND nonce < $4 AND state IN ('reserved', 'signed', 'broadcast')",
           [...key, now, floor],
         );
-        await client.query("DELETE FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce < $3", [...key, floor - NONCE_BOOK_HISTORY]);
-        const { rows } = await client.query(`SELECT ${COLUMNS} FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce >= $3 ORDER BY nonce`, [...key, floor]);
+        await client.query(
+          "DELETE FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce < $3",
+          [...key, floor - NONCE_BOOK_HISTORY],
+        );
+        const { rows } = await client.query(
+          `SELECT ${COLUMNS} FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce >= $3 ORDER BY nonce`,
+          [...key, floor],
+        );
         const nonce = pickNonce(rows.map(toEntry), floor, now, holder);
         await client.query(
           `INSERT INTO relayer_nonces (chain_id, relayer, nonce, holder, owner, state, tx_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'reserved', NULL, $6, $6)
@@ -53,13 +76,15 @@ export function createPostgresNonceBook(chainId: number, write: InTransaction, r
         );
         return nonce;
       }),
-    mark: (ref, now) => write((client) => markNonce(client, chainId, ref, ref.state, ref.txHash, now)),
+    mark: (ref, now) =>
+      write((client) => markNonce(client, chainId, ref, ref.state, ref.txHash, now)),
     release: (ref, now) => write((client) => releaseNonce(client, chainId, ref, now)),
     entries: (relayer, fromNonce) =>
       read(async (client) => {
-        const { rows } = await client.query(`SELECT ${COLUMNS} FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce >= $3 ORDER BY nonce`, [
-          chainId, lower(relayer), fromNonce,
-        ]);
+        const { rows } = await client.query(
+          `SELECT ${COLUMNS} FROM relayer_nonces WHERE chain_id = $1 AND relayer = $2 AND nonce >= $3 ORDER BY nonce`,
+          [chainId, lower(relayer), fromNonce],
+        );
         return rows.map(toEntry);
       }),
   };
@@ -77,13 +102,26 @@ export async function markNonce(
   const { rowCount } = await client.query(
     `UPDATE relayer_nonces SET state = $1, tx_hash = COALESCE($2, tx_hash), updated_at = $3
      WHERE chain_id = $4 AND relayer = $5 AND nonce = $6 AND holder = $7 AND state <> 'released'`,
-    [state, txHash === undefined ? null : lower(txHash), now, chainId, lower(ref.relayer), ref.nonce, ref.holder],
+    [
+      state,
+      txHash === undefined ? null : lower(txHash),
+      now,
+      chainId,
+      lower(ref.relayer),
+      ref.nonce,
+      ref.holder,
+    ],
   );
   return rowCount === 1;
 }
 
 /** Inside a write transaction: releases the holder's nonce unless something was broadcast with it. */
-export async function releaseNonce(client: pg.ClientBase, chainId: number, ref: NonceRef, now: number): Promise<boolean> {
+export async function releaseNonce(
+  client: pg.ClientBase,
+  chainId: number,
+  ref: NonceRef,
+  now: number,
+): Promise<boolean> {
   const { rowCount } = await client.query(
     `UPDATE relayer_nonces SET state = 'released', updated_at = $1
      WHERE chain_id = $2 AND relayer = $3 AND nonce = $4 AND holder = $5 AND state IN ('reserved', 'signed')`,

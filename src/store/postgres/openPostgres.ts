@@ -19,7 +19,12 @@ export type PostgresTarget = { url: string; schema: string; chainId: number };
  */
 export async function openPostgresStore(
   target: PostgresTarget,
-  options: { metrics: Pick<Metrics, "dbWriteDuration">; identity?: ChainIdentity | undefined; writer?: WriterHolder | undefined; checkWriter?: () => void },
+  options: {
+    metrics: Pick<Metrics, "dbWriteDuration">;
+    identity?: ChainIdentity | undefined;
+    writer?: WriterHolder | undefined;
+    checkWriter?: () => void;
+  },
 ): Promise<Store> {
   const location = describeLocation(target.url, target.schema);
   const pool = createPool(target.url, target.schema);
@@ -32,9 +37,13 @@ export async function openPostgresStore(
       await checkPins(client, location, target.chainId, options.identity);
       const insert = "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING";
       await client.query(insert, ["chain_id", String(target.chainId)]);
-      if (options.identity !== undefined) await client.query(insert, ["genesis_hash", options.identity.genesisHash]);
+      if (options.identity !== undefined)
+        await client.query(insert, ["genesis_hash", options.identity.genesisHash]);
       if (options.writer !== undefined) {
-        await client.query("INSERT INTO meta (key, value) VALUES ('writer', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [JSON.stringify(options.writer)]);
+        await client.query(
+          "INSERT INTO meta (key, value) VALUES ('writer', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+          [JSON.stringify(options.writer)],
+        );
         // Taken while the writer lock is held: from now on an older writer's transactions stop.
         writerEpoch = await takeWriterEpoch(client);
       }
@@ -45,11 +54,21 @@ export async function openPostgresStore(
     await pool.end().catch(() => undefined);
     throw asPostgresError(error, location);
   }
-  return createPostgresStore({ pool, chainId: target.chainId, location, metrics: options.metrics, checkWriter: options.checkWriter, writerEpoch });
+  return createPostgresStore({
+    pool,
+    chainId: target.chainId,
+    location,
+    metrics: options.metrics,
+    checkWriter: options.checkWriter,
+    writerEpoch,
+  });
 }
 
 /** Opens an existing flashindex schema for reading only: never creates or migrates anything. */
-export async function openPostgresStoreReadOnly(target: PostgresTarget, metrics: Pick<Metrics, "dbWriteDuration">): Promise<Store> {
+export async function openPostgresStoreReadOnly(
+  target: PostgresTarget,
+  metrics: Pick<Metrics, "dbWriteDuration">,
+): Promise<Store> {
   const location = describeLocation(target.url, target.schema);
   const pool = createPool(target.url, target.schema);
   try {
@@ -67,16 +86,32 @@ export async function openPostgresStoreReadOnly(target: PostgresTarget, metrics:
   return createPostgresStore({ pool, chainId: target.chainId, location, metrics });
 }
 
-async function checkPins(client: pg.ClientBase, location: string, chainId: number, identity: ChainIdentity | undefined): Promise<void> {
+async function checkPins(
+  client: pg.ClientBase,
+  location: string,
+  chainId: number,
+  identity: ChainIdentity | undefined,
+): Promise<void> {
   const present = await client.query("SELECT to_regclass('meta') IS NOT NULL AS present");
   if (present.rows[0].present !== true) return;
-  const { rows } = await client.query("SELECT key, value FROM meta WHERE key IN ('chain_id', 'genesis_hash')");
-  const stored = new Map((rows as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
+  const { rows } = await client.query(
+    "SELECT key, value FROM meta WHERE key IN ('chain_id', 'genesis_hash')",
+  );
+  const stored = new Map(
+    (rows as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]),
+  );
   const storedChainId = stored.get("chain_id");
   if (storedChainId !== undefined && storedChainId !== String(chainId))
-    throw new ConfigError("chainId", `config says ${chainId} but database ${location} holds chain ${storedChainId}; use another database.schema`);
+    throw new ConfigError(
+      "chainId",
+      `config says ${chainId} but database ${location} holds chain ${storedChainId}; use another database.schema`,
+    );
   const storedGenesis = stored.get("genesis_hash");
-  if (identity !== undefined && storedGenesis !== undefined && storedGenesis !== identity.genesisHash)
+  if (
+    identity !== undefined &&
+    storedGenesis !== undefined &&
+    storedGenesis !== identity.genesisHash
+  )
     throw new ConfigError(
       "database.schema",
       `database ${location} belongs to chain ${chainId} with genesis ${storedGenesis}, but the RPC serves genesis ${identity.genesisHash}; use another database.schema`,

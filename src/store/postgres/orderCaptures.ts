@@ -18,9 +18,19 @@ const CAPTURE_COLUMNS = `order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_
  * (SELECT … FOR UPDATE) before reading its state and intent, as orders.ts does: two processes
  * capturing one order are serialised and the second finds the first one's intent.
  */
-export function createPostgresCaptures(chainId: number, write: InTransaction, read: InTransaction): CaptureStore {
-  const get = async (client: pg.ClientBase, orderId: number): Promise<CaptureIntent | undefined> => {
-    const { rows } = await client.query(`SELECT ${CAPTURE_COLUMNS} FROM order_captures WHERE order_id = $1`, [orderId]);
+export function createPostgresCaptures(
+  chainId: number,
+  write: InTransaction,
+  read: InTransaction,
+): CaptureStore {
+  const get = async (
+    client: pg.ClientBase,
+    orderId: number,
+  ): Promise<CaptureIntent | undefined> => {
+    const { rows } = await client.query(
+      `SELECT ${CAPTURE_COLUMNS} FROM order_captures WHERE order_id = $1`,
+      [orderId],
+    );
     return rows[0] === undefined ? undefined : toCaptureIntent(rows[0]);
   };
   const mustGetCapture = async (client: pg.ClientBase, orderId: number): Promise<CaptureIntent> => {
@@ -33,12 +43,27 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
     if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
     return order;
   };
-  const transition = (client: pg.ClientBase, orderId: number, from: string, to: string, cause: string, now: number, txHash: string | null) =>
-    client.query("INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES ($1, $2, $3, NULL, $4, $5, $6)", [
-      orderId, from, to, cause, txHash, now,
-    ]);
-  const binding = async (client: pg.ClientBase, paymentId: string): Promise<PaymentIdBinding | undefined> => {
-    const { rows } = await client.query(`SELECT payment_id AS "paymentId", fingerprint, order_id AS "orderId" FROM x402_payment_ids WHERE payment_id = $1`, [paymentId]);
+  const transition = (
+    client: pg.ClientBase,
+    orderId: number,
+    from: string,
+    to: string,
+    cause: string,
+    now: number,
+    txHash: string | null,
+  ) =>
+    client.query(
+      "INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES ($1, $2, $3, NULL, $4, $5, $6)",
+      [orderId, from, to, cause, txHash, now],
+    );
+  const binding = async (
+    client: pg.ClientBase,
+    paymentId: string,
+  ): Promise<PaymentIdBinding | undefined> => {
+    const { rows } = await client.query(
+      `SELECT payment_id AS "paymentId", fingerprint, order_id AS "orderId" FROM x402_payment_ids WHERE payment_id = $1`,
+      [paymentId],
+    );
     return rows[0] === undefined ? undefined : { ...rows[0], orderId: Number(rows[0].orderId) };
   };
 
@@ -47,11 +72,23 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
       write(async (client) => {
         const order = await mustGetOrder(client, orderId, true);
         const existing = await get(client, orderId);
-        if (existing !== undefined && existing.status !== "abandoned") return { order, capture: existing, created: false };
+        if (existing !== undefined && existing.status !== "abandoned")
+          return { order, capture: existing, created: false };
         assertTransition(order.state, "capturing", "relay", orderId);
         // The nonce must still be this capture's in the book: a reservation taken back meanwhile is not sent with.
-        if (!(await markNonce(client, chainId, { relayer: tx.relayer, nonce: tx.relayerNonce, holder: captureHolder(orderId) }, "signed", tx.txHash, now)))
-          throw new NonceLapsedError(`relayer nonce ${tx.relayerNonce} is no longer reserved for order ${orderId}; nothing was stored or sent`);
+        if (
+          !(await markNonce(
+            client,
+            chainId,
+            { relayer: tx.relayer, nonce: tx.relayerNonce, holder: captureHolder(orderId) },
+            "signed",
+            tx.txHash,
+            now,
+          ))
+        )
+          throw new NonceLapsedError(
+            `relayer nonce ${tx.relayerNonce} is no longer reserved for order ${orderId}; nothing was stored or sent`,
+          );
         await client.query(
           `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, status, broadcasts,
              last_broadcast_at, replaced_tx_hashes, created_at, updated_at, owner, send_started_at)
@@ -60,11 +97,36 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
              raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
              status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
              owner = excluded.owner, send_started_at = NULL`,
-          [orderId, tx.relayer.toLowerCase(), tx.relayerNonce, tx.txHash.toLowerCase(), tx.rawTx.toLowerCase(), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), now, owner ?? null],
+          [
+            orderId,
+            tx.relayer.toLowerCase(),
+            tx.relayerNonce,
+            tx.txHash.toLowerCase(),
+            tx.rawTx.toLowerCase(),
+            tx.maxFeePerGas.toString(),
+            tx.maxPriorityFeePerGas.toString(),
+            now,
+            owner ?? null,
+          ],
         );
-        await client.query("UPDATE orders SET state = 'capturing', updated_at = $1 WHERE id = $2", [now, orderId]);
-        await transition(client, orderId, order.state, "capturing", "capture_sent", now, tx.txHash.toLowerCase());
-        return { order: await mustGetOrder(client, orderId, false), capture: await mustGetCapture(client, orderId), created: true };
+        await client.query("UPDATE orders SET state = 'capturing', updated_at = $1 WHERE id = $2", [
+          now,
+          orderId,
+        ]);
+        await transition(
+          client,
+          orderId,
+          order.state,
+          "capturing",
+          "capture_sent",
+          now,
+          tx.txHash.toLowerCase(),
+        );
+        return {
+          order: await mustGetOrder(client, orderId, false),
+          capture: await mustGetCapture(client, orderId),
+          created: true,
+        };
       }),
     get: (orderId) => read((client) => get(client, orderId)),
     pending: () =>
@@ -75,7 +137,10 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
         const result = [];
         for (const row of rows as Array<{ order_id: string | number }>) {
           const orderId = Number(row.order_id);
-          result.push({ order: await mustGetOrder(client, orderId, false), capture: await mustGetCapture(client, orderId) });
+          result.push({
+            order: await mustGetOrder(client, orderId, false),
+            capture: await mustGetCapture(client, orderId),
+          });
         }
         return result;
       }),
@@ -91,13 +156,16 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
       }),
     recordGas: (orderId, txHash, gas, now) =>
       write(async (client) => {
-        await client.query("UPDATE order_captures SET gas_used = $1, effective_gas_price = $2, gas_tx_hash = $3, updated_at = $4 WHERE order_id = $5", [
-          gas.gasUsed.toString(),
-          gas.effectiveGasPrice?.toString() ?? null,
-          txHash.toLowerCase(),
-          now,
-          orderId,
-        ]);
+        await client.query(
+          "UPDATE order_captures SET gas_used = $1, effective_gas_price = $2, gas_tx_hash = $3, updated_at = $4 WHERE order_id = $5",
+          [
+            gas.gasUsed.toString(),
+            gas.effectiveGasPrice?.toString() ?? null,
+            txHash.toLowerCase(),
+            now,
+            orderId,
+          ],
+        );
       }),
     recordBroadcast: (orderId, txHash, now) =>
       write(async (client) => {
@@ -107,7 +175,18 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
         );
         const capture = await get(client, orderId);
         if (rowCount === 1 && capture !== undefined)
-          await markNonce(client, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, "broadcast", txHash, now);
+          await markNonce(
+            client,
+            chainId,
+            {
+              relayer: capture.relayer,
+              nonce: capture.relayerNonce,
+              holder: captureHolder(orderId),
+            },
+            "broadcast",
+            txHash,
+            now,
+          );
       }),
     replace: (orderId, tx, now) =>
       write(async (client) => {
@@ -117,13 +196,28 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
           `UPDATE order_captures SET relayer = $1, relayer_nonce = $2, tx_hash = $3, raw_tx = $4, max_fee_per_gas = $5, max_priority_fee_per_gas = $6,
              replaced_tx_hashes = $7, broadcasts = 0, last_broadcast_at = NULL, updated_at = $8 WHERE order_id = $9`,
           [
-            tx.relayer.toLowerCase(), tx.relayerNonce, tx.txHash.toLowerCase(), tx.rawTx.toLowerCase(), tx.maxFeePerGas.toString(),
-            tx.maxPriorityFeePerGas.toString(), JSON.stringify([...current.replacedTxHashes, current.txHash]), now, orderId,
+            tx.relayer.toLowerCase(),
+            tx.relayerNonce,
+            tx.txHash.toLowerCase(),
+            tx.rawTx.toLowerCase(),
+            tx.maxFeePerGas.toString(),
+            tx.maxPriorityFeePerGas.toString(),
+            JSON.stringify([...current.replacedTxHashes, current.txHash]),
+            now,
+            orderId,
           ],
         );
-        await client.query("UPDATE relayer_nonces SET tx_hash = $1, updated_at = $2 WHERE chain_id = $3 AND relayer = $4 AND nonce = $5 AND holder = $6", [
-          tx.txHash.toLowerCase(), now, chainId, tx.relayer.toLowerCase(), tx.relayerNonce, captureHolder(orderId),
-        ]);
+        await client.query(
+          "UPDATE relayer_nonces SET tx_hash = $1, updated_at = $2 WHERE chain_id = $3 AND relayer = $4 AND nonce = $5 AND holder = $6",
+          [
+            tx.txHash.toLowerCase(),
+            now,
+            chainId,
+            tx.relayer.toLowerCase(),
+            tx.relayerNonce,
+            captureHolder(orderId),
+          ],
+        );
         return mustGetCapture(client, orderId);
       }),
     abandon: (orderId, now, why = {}) =>
@@ -131,26 +225,53 @@ export function createPostgresCaptures(chainId: number, write: InTransaction, re
         const order = await mustGetOrder(client, orderId, true);
         const capture = await get(client, orderId);
         if (why.nonceUnused === true && capture !== undefined && capture.status === "sent")
-          await releaseNonce(client, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, now);
-        await client.query("UPDATE order_captures SET status = 'abandoned', updated_at = $1 WHERE order_id = $2 AND status = 'sent'", [now, orderId]);
+          await releaseNonce(
+            client,
+            chainId,
+            {
+              relayer: capture.relayer,
+              nonce: capture.relayerNonce,
+              holder: captureHolder(orderId),
+            },
+            now,
+          );
+        await client.query(
+          "UPDATE order_captures SET status = 'abandoned', updated_at = $1 WHERE order_id = $2 AND status = 'sent'",
+          [now, orderId],
+        );
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
-        await client.query("UPDATE orders SET state = 'authorized', updated_at = $1 WHERE id = $2", [now, orderId]);
-        await transition(client, orderId, order.state, "authorized", why.cause ?? "capture_abandoned", now, why.txHash?.toLowerCase() ?? null);
+        await client.query(
+          "UPDATE orders SET state = 'authorized', updated_at = $1 WHERE id = $2",
+          [now, orderId],
+        );
+        await transition(
+          client,
+          orderId,
+          order.state,
+          "authorized",
+          why.cause ?? "capture_abandoned",
+          now,
+          why.txHash?.toLowerCase() ?? null,
+        );
         return mustGetOrder(client, orderId, false);
       }),
     findOrder: (chainId, token, authorizer, nonce) =>
       read(async (client) => {
-        const { rows } = await client.query("SELECT id FROM orders WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4", [
-          chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase(),
-        ]);
-        return rows[0] === undefined ? undefined : createPostgresOrders(client).get(Number(rows[0].id));
+        const { rows } = await client.query(
+          "SELECT id FROM orders WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4",
+          [chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase()],
+        );
+        return rows[0] === undefined
+          ? undefined
+          : createPostgresOrders(client).get(Number(rows[0].id));
       }),
     bindPaymentId: (next, now) =>
       write(async (client) => {
-        await client.query("INSERT INTO x402_payment_ids (payment_id, fingerprint, order_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payment_id) DO NOTHING", [
-          next.paymentId, next.fingerprint, next.orderId, now,
-        ]);
+        await client.query(
+          "INSERT INTO x402_payment_ids (payment_id, fingerprint, order_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payment_id) DO NOTHING",
+          [next.paymentId, next.fingerprint, next.orderId, now],
+        );
         return (await binding(client, next.paymentId))!;
       }),
     getPaymentId: (paymentId) => read((client) => binding(client, paymentId)),

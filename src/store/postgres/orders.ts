@@ -1,6 +1,14 @@
 import type pg from "pg";
 import { LIVE_STATUS_LIST_SQL } from "../liveStatus.js";
-import { assertTransition, OrderExistsError, OrderNotFoundError, type NewOrder, type Order, type OrderState, type OrderTransition } from "../orderStates.js";
+import {
+  assertTransition,
+  OrderExistsError,
+  OrderNotFoundError,
+  type NewOrder,
+  type Order,
+  type OrderState,
+  type OrderTransition,
+} from "../orderStates.js";
 
 /** Postgres: unique_violation. */
 const UNIQUE_VIOLATION = "23505";
@@ -21,7 +29,10 @@ const lower = <T extends string>(value: T): T => value.toLowerCase() as T;
  */
 export function createPostgresOrders(client: pg.ClientBase) {
   async function get(id: number, lock = false): Promise<Order | undefined> {
-    const { rows } = await client.query(`${SELECT_ORDER} WHERE id = $1${lock ? " FOR UPDATE" : ""}`, [id]);
+    const { rows } = await client.query(
+      `${SELECT_ORDER} WHERE id = $1${lock ? " FOR UPDATE" : ""}`,
+      [id],
+    );
     return rows[0];
   }
   async function mustGet(id: number, lock = false): Promise<Order> {
@@ -30,35 +41,57 @@ export function createPostgresOrders(client: pg.ClientBase) {
     return order;
   }
   const record = (orderId: number, from: OrderState, to: OrderState, cause: string, now: number) =>
-    client.query("INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES ($1, $2, $3, NULL, $4, NULL, $5)", [
-      orderId, from, to, cause, now,
-    ]);
+    client.query(
+      "INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES ($1, $2, $3, NULL, $4, NULL, $5)",
+      [orderId, from, to, cause, now],
+    );
 
   return {
     get,
     async add(order: NewOrder, now: number): Promise<Order> {
       const key = [order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)];
-      const existing = await client.query("SELECT id FROM orders WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4", key);
+      const existing = await client.query(
+        "SELECT id FROM orders WHERE chain_id = $1 AND token = $2 AND authorizer = $3 AND nonce = $4",
+        key,
+      );
       if (existing.rows.length > 0)
-        throw new OrderExistsError(`order ${existing.rows[0].id} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
+        throw new OrderExistsError(
+          `order ${existing.rows[0].id} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`,
+        );
       try {
         const { rows } = await client.query(
           `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at, source)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'authorized', $11, $11, $12) RETURNING id`,
-          [...key.slice(0, 3), lower(order.payee), order.value.toString(), order.validAfter, order.validBefore, key[3], order.kind, lower(order.signature), now, order.source ?? "merchant"],
+          [
+            ...key.slice(0, 3),
+            lower(order.payee),
+            order.value.toString(),
+            order.validAfter,
+            order.validBefore,
+            key[3],
+            order.kind,
+            lower(order.signature),
+            now,
+            order.source ?? "merchant",
+          ],
         );
         return await mustGet(rows[0].id);
       } catch (error) {
         // Another connection added the same authorization meanwhile.
         if ((error as { code?: string }).code === UNIQUE_VIOLATION)
-          throw new OrderExistsError(`an order already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
+          throw new OrderExistsError(
+            `an order already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`,
+          );
         throw error;
       }
     },
     async void(id: number, now: number): Promise<Order> {
       const order = await mustGet(id, true);
       assertTransition(order.state, "voided_offchain", "merchant", id);
-      await client.query("UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = $1 WHERE id = $2", [now, id]);
+      await client.query(
+        "UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = $1 WHERE id = $2",
+        [now, id],
+      );
       await record(id, order.state, "voided_offchain", "voided", now);
       return mustGet(id);
     },
@@ -74,22 +107,32 @@ export function createPostgresOrders(client: pg.ClientBase) {
       );
       for (const { id, state } of rows as Array<{ id: number; state: OrderState }>) {
         assertTransition(state, "expired", "expiry", id);
-        await client.query("UPDATE orders SET state = 'expired', updated_at = $1 WHERE id = $2", [now, id]);
+        await client.query("UPDATE orders SET state = 'expired', updated_at = $1 WHERE id = $2", [
+          now,
+          id,
+        ]);
         await record(id, state, "expired", "expired", now);
       }
       return rows.map((r: { id: number }) => r.id);
     },
     async list(filter: { state?: OrderState | undefined } = {}): Promise<Order[]> {
-      const { rows } = filter.state === undefined
-        ? await client.query(`${SELECT_ORDER} ORDER BY id`)
-        : await client.query(`${SELECT_ORDER} WHERE state = $1 ORDER BY id`, [filter.state]);
+      const { rows } =
+        filter.state === undefined
+          ? await client.query(`${SELECT_ORDER} ORDER BY id`)
+          : await client.query(`${SELECT_ORDER} WHERE state = $1 ORDER BY id`, [filter.state]);
       return rows;
     },
     async transitions(orderId: number): Promise<OrderTransition[]> {
-      return (await client.query(`${SELECT_TRANSITION} WHERE order_id = $1 ORDER BY id`, [orderId])).rows;
+      return (await client.query(`${SELECT_TRANSITION} WHERE order_id = $1 ORDER BY id`, [orderId]))
+        .rows;
     },
     async voidedThenCapturedSince(afterId: number): Promise<OrderTransition[]> {
-      return (await client.query(`${SELECT_TRANSITION} WHERE cause = 'captured_after_void' AND id > $1 ORDER BY id`, [afterId])).rows;
+      return (
+        await client.query(
+          `${SELECT_TRANSITION} WHERE cause = 'captured_after_void' AND id > $1 ORDER BY id`,
+          [afterId],
+        )
+      ).rows;
     },
   };
 }

@@ -23,7 +23,8 @@ export function createPostgresOwedBlocks(client: pg.ClientBase) {
       );
     },
     async count(): Promise<number> {
-      return (await client.query("SELECT COUNT(*)::int AS n FROM attribution_owed")).rows[0].n as number;
+      return (await client.query("SELECT COUNT(*)::int AS n FROM attribution_owed")).rows[0]
+        .n as number;
     },
     /** The `limit` lowest owed blocks with the transactions of their live logs, in one query. */
     async next(limit: number): Promise<OwedBlock[]> {

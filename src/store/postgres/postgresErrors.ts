@@ -18,8 +18,14 @@ export function asPostgresError(error: unknown, location: string): unknown {
   if (error instanceof BaseError) return error;
   const code = (error as { code?: string }).code;
   const message = redactText(error instanceof Error ? error.message : String(error));
-  if (code !== undefined && code in USER_MISTAKES) return new ConfigError("database.url", `${location}: ${USER_MISTAKES[code]} (${message})`, { cause: error });
-  if (isOutage(code, message)) return new RetryableError(`Could not reach the database ${location}: ${message}`, { cause: error });
+  if (code !== undefined && code in USER_MISTAKES)
+    return new ConfigError("database.url", `${location}: ${USER_MISTAKES[code]} (${message})`, {
+      cause: error,
+    });
+  if (isOutage(code, message))
+    return new RetryableError(`Could not reach the database ${location}: ${message}`, {
+      cause: error,
+    });
   return error;
 }
 
@@ -29,7 +35,24 @@ export function asPostgresError(error: unknown, location: string): unknown {
  * under it and a connect timeout with no code, only these messages.
  */
 function isOutage(code: string | undefined, message: string): boolean {
-  if (code !== undefined && (code.startsWith("08") || ["57P01", "57P02", "57P03", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "EPIPE"].includes(code)))
+  if (
+    code !== undefined &&
+    (code.startsWith("08") ||
+      [
+        "57P01",
+        "57P02",
+        "57P03",
+        "ECONNREFUSED",
+        "ECONNRESET",
+        "ETIMEDOUT",
+        "ENOTFOUND",
+        "EAI_AGAIN",
+        "EPIPE",
+      ].includes(code))
+  )
     return true;
-  return code === undefined && /Connection terminated|timeout expired|timeout exceeded when trying to connect/i.test(message);
+  return (
+    code === undefined &&
+    /Connection terminated|timeout expired|timeout exceeded when trying to connect/i.test(message)
+  );
 }

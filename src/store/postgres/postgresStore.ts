@@ -57,13 +57,19 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     <T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> =>
       queue.beside(work, { outboxLock });
   const besideWithOutbox = beside(true);
-  const webhooks = createPostgresWebhookOutbox({ pool, read, location: deps.location, guard: queue.guard });
+  const webhooks = createPostgresWebhookOutbox({
+    pool,
+    read,
+    location: deps.location,
+    guard: queue.guard,
+  });
 
   return {
     backend: "postgres",
     location: deps.location,
     syncedRanges: (token) => read((c) => createPostgresSyncedRanges(c, chainId).list(token)),
-    checkpoint: (token, startBlock) => read((c) => createPostgresSyncedRanges(c, chainId).checkpoint(token, startBlock)),
+    checkpoint: (token, startBlock) =>
+      read((c) => createPostgresSyncedRanges(c, chainId).checkpoint(token, startBlock)),
     // The planner's estimate: COUNT(*) would scan the table.
     sizeBytes: () =>
       read(async (c) => {
@@ -73,7 +79,16 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         );
         return rows[0].size as number;
       }),
-    storedLogCount: () => read(async (c) => Math.max(0, Number((await c.query("SELECT reltuples FROM pg_class WHERE oid = 'logs'::regclass")).rows[0].reltuples))),
+    storedLogCount: () =>
+      read(async (c) =>
+        Math.max(
+          0,
+          Number(
+            (await c.query("SELECT reltuples FROM pg_class WHERE oid = 'logs'::regclass")).rows[0]
+              .reltuples,
+          ),
+        ),
+      ),
     openWindowWriter: () => createPostgresWindowWriter(queue, chainId),
     // A window's attribution is stored with it (insertPackedAttribution), never staged: staging it
     // as SQLite does was tried and did not pay here (100,000 and 400,000 synthetic logs with
@@ -83,12 +98,20 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
 
     applyChainChange: (change, now) =>
       write(change.kind, async (client) => {
-        if (change.endsAt !== undefined) await createPostgresChainEnd(client, chainId).cutSyncedAt(change.endsAt);
+        if (change.endsAt !== undefined)
+          await createPostgresChainEnd(client, chainId).cutSyncedAt(change.endsAt);
         return createPostgresLifecycle(client, chainId).applyChainChange(change, now);
       }),
-    insertPreconfirmed: (rows, now) => write("preconfirmed", (c) => createPostgresLifecycle(c, chainId).insertPreconfirmed(rows, now)),
-    preconfirmedThrough: (blockNumber) => read((c) => createPostgresLifecycle(c, chainId).preconfirmedThrough(blockNumber)),
-    finalizeThrough: (blockNumber, now) => write("finalize", (c) => createPostgresLifecycle(c, chainId).finalizeThrough(blockNumber, now)),
+    insertPreconfirmed: (rows, now) =>
+      write("preconfirmed", (c) =>
+        createPostgresLifecycle(c, chainId).insertPreconfirmed(rows, now),
+      ),
+    preconfirmedThrough: (blockNumber) =>
+      read((c) => createPostgresLifecycle(c, chainId).preconfirmedThrough(blockNumber)),
+    finalizeThrough: (blockNumber, now) =>
+      write("finalize", (c) =>
+        createPostgresLifecycle(c, chainId).finalizeThrough(blockNumber, now),
+      ),
     // As on SQLite (sqliteStore.ts): flagged rows end the synced ranges below their block.
     removeLog: (log, now) =>
       write("removed_flag", async (c) => {
@@ -97,15 +120,20 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
         return changed;
       }),
     unsettledBlocks: () => read((c) => createPostgresLifecycle(c, chainId).unsettledBlocks()),
-    liveBlocksAbove: (blockNumber) => read((c) => createPostgresChainEnd(c, chainId).liveBlocksAbove(blockNumber)),
+    liveBlocksAbove: (blockNumber) =>
+      read((c) => createPostgresChainEnd(c, chainId).liveBlocksAbove(blockNumber)),
 
     unattributed: (txHashes) =>
       read(async (c) => {
-        const { rows } = await c.query("SELECT tx_hash FROM transactions WHERE tx_hash = ANY($1::text[])", [txHashes]);
+        const { rows } = await c.query(
+          "SELECT tx_hash FROM transactions WHERE tx_hash = ANY($1::text[])",
+          [txHashes],
+        );
         const stored = new Set(rows.map((r: { tx_hash: Hex }) => r.tx_hash));
         return txHashes.filter((hash) => !stored.has(hash));
       }),
-    insertAttribution: (transactions, now) => write("attribution", (c) => insertAttributionRows(c, transactions, now)),
+    insertAttribution: (transactions, now) =>
+      write("attribution", (c) => insertAttributionRows(c, transactions, now)),
     owedAttribution: {
       count: () => read((c) => createPostgresOwedBlocks(c).count()),
       next: (limit) => read((c) => createPostgresOwedBlocks(c).next(limit)),
@@ -116,7 +144,8 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
           return stored;
         }),
     },
-    saveRegistration: (wallet, code, now) => write("attribution", (c) => createPostgresRegistrations(c).save(wallet, code, now)),
+    saveRegistration: (wallet, code, now) =>
+      write("attribution", (c) => createPostgresRegistrations(c).save(wallet, code, now)),
     registration: (wallet) => read((c) => createPostgresRegistrations(c).get(wallet)),
 
     // Orders are written beside the daemon by other processes: not through this process's write
@@ -127,22 +156,41 @@ export function createPostgresStore(deps: PostgresStoreDeps): Store {
     getOrder: (id) => read((c) => createPostgresOrders(c).get(id)),
     listOrders: (filter) => read((c) => createPostgresOrders(c).list(filter)),
     listTransitions: (orderId) => read((c) => createPostgresOrders(c).transitions(orderId)),
-    voidedThenCapturedSince: (afterId) => read((c) => createPostgresOrders(c).voidedThenCapturedSince(afterId)),
+    voidedThenCapturedSince: (afterId) =>
+      read((c) => createPostgresOrders(c).voidedThenCapturedSince(afterId)),
     captures: createPostgresCaptures(chainId, besideWithOutbox, read),
     cancels: createPostgresCancels(chainId, besideWithOutbox),
     nonces: createPostgresNonceBook(chainId, beside(false), read),
     settlements: createPostgresSettlements(besideWithOutbox, read),
-    readMeta: (key) => read(async (c) => (await c.query("SELECT value FROM meta WHERE key = $1", [key])).rows[0]?.value),
+    readMeta: (key) =>
+      read(
+        async (c) => (await c.query("SELECT value FROM meta WHERE key = $1", [key])).rows[0]?.value,
+      ),
     writeMeta: (key, value) =>
-      write("orders", async (c) => void (await c.query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value]))),
+      write(
+        "orders",
+        async (c) =>
+          void (await c.query(
+            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+          )),
+      ),
 
-    authorizationState: (token, authorizer, nonce) => read((c) => createPostgresAuthorizationStates(c, chainId)(token, authorizer, nonce)),
+    authorizationState: (token, authorizer, nonce) =>
+      read((c) => createPostgresAuthorizationStates(c, chainId)(token, authorizer, nonce)),
     countRowsByStatus: (token) => read((c) => countPostgresRowsByStatus(c, chainId, token)),
     statusSnapshot: async (tokens, now) => {
       // One pooled connection at a time: never hold one while waiting for another (a pool of 4
       // could deadlock).
-      const [backlog, attempts] = [await webhooks.backlog(), await webhooks.lastAttempts(RECENT_WEBHOOK_ATTEMPTS)];
-      return { ...(await read((c) => readPostgresStatusSnapshot(c, chainId, tokens, now))), webhooks: backlog, webhookAttempts: attempts };
+      const [backlog, attempts] = [
+        await webhooks.backlog(),
+        await webhooks.lastAttempts(RECENT_WEBHOOK_ATTEMPTS),
+      ];
+      return {
+        ...(await read((c) => readPostgresStatusSnapshot(c, chainId, tokens, now))),
+        webhooks: backlog,
+        webhookAttempts: attempts,
+      };
     },
     webhooks,
 

@@ -33,7 +33,11 @@ export function createPostgresReaderIndexes(queue: WriteQueue): ReaderIndexes {
     drop: () =>
       write("index_build", async (c) => {
         await c.query(READER_INDEXES.map((i) => `DROP INDEX IF EXISTS ${i.name}`).join("; "));
-        await c.query(DEFERRED_FOREIGN_KEYS.map((k) => `ALTER TABLE ${k.table} DROP CONSTRAINT IF EXISTS ${k.name}`).join("; "));
+        await c.query(
+          DEFERRED_FOREIGN_KEYS.map(
+            (k) => `ALTER TABLE ${k.table} DROP CONSTRAINT IF EXISTS ${k.name}`,
+          ).join("; "),
+        );
       }),
     /**
      * Beside live writes (the daemon), indexes are built CONCURRENTLY and keys validated under a
@@ -46,21 +50,33 @@ export function createPostgresReaderIndexes(queue: WriteQueue): ReaderIndexes {
       const built: string[] = [];
       const absent = new Set(await missing());
       const concurrently = options.mode === "daemon";
-      const build = (sql: string) => (concurrently ? queue.besideWrites(sql) : write("index_build", (c) => c.query(sql)));
+      const build = (sql: string) =>
+        concurrently ? queue.besideWrites(sql) : write("index_build", (c) => c.query(sql));
       for (const index of READER_INDEXES) {
         if (!absent.has(index.name)) continue;
         if (options.signal?.aborted === true) return built;
         // An index a killed concurrent build left invalid is dropped first.
         await build(`DROP INDEX ${concurrently ? "CONCURRENTLY " : ""}IF EXISTS ${index.name}`);
-        await build(index.sql.replace("CREATE INDEX IF NOT EXISTS", concurrently ? "CREATE INDEX CONCURRENTLY" : "CREATE INDEX"));
+        await build(
+          index.sql.replace(
+            "CREATE INDEX IF NOT EXISTS",
+            concurrently ? "CREATE INDEX CONCURRENTLY" : "CREATE INDEX",
+          ),
+        );
         built.push(index.name);
       }
       for (const key of DEFERRED_FOREIGN_KEYS) {
         if (!absent.has(key.name)) continue;
         if (options.signal?.aborted === true) return built;
         await write("index_build", async (c) => {
-          const present = await c.query("SELECT 1 FROM pg_constraint WHERE conname = $1 AND connamespace = current_schema()::regnamespace", [key.name]);
-          if (present.rows.length === 0) await c.query(`ALTER TABLE ${key.table} ADD CONSTRAINT ${key.name} ${key.definition} NOT VALID`);
+          const present = await c.query(
+            "SELECT 1 FROM pg_constraint WHERE conname = $1 AND connamespace = current_schema()::regnamespace",
+            [key.name],
+          );
+          if (present.rows.length === 0)
+            await c.query(
+              `ALTER TABLE ${key.table} ADD CONSTRAINT ${key.name} ${key.definition} NOT VALID`,
+            );
         });
         // Checked against every stored row (one join, not a lookup per row): a row without its
         // log fails the build loudly and leaves the key unvalidated, never silently unchecked.

@@ -16,7 +16,8 @@ export function createPostgresRegistrations(client: pg.ClientBase) {
      */
     async save(wallet: Address, code: string, now: number): Promise<SaveRegistrationResult> {
       const key = wallet.toLowerCase();
-      const before = (await client.query(`${REGISTRATION_SELECT} FOR UPDATE`, [key])).rows[0] as RegistrationRow | undefined;
+      const before = (await client.query(`${REGISTRATION_SELECT} FOR UPDATE`, [key])).rows[0] as
+        RegistrationRow | undefined;
       await client.query(
         `INSERT INTO agent_registrations (wallet_address, builder_code, registered_at, last_confirmed_at) VALUES ($1, $2, $3, $3)
          ON CONFLICT (wallet_address) DO UPDATE SET
@@ -31,7 +32,8 @@ export function createPostgresRegistrations(client: pg.ClientBase) {
     },
     /** The registration of `wallet` (any case), if any. */
     async get(wallet: Address): Promise<RegistrationRow | undefined> {
-      return (await client.query(REGISTRATION_SELECT, [wallet.toLowerCase()])).rows[0] as RegistrationRow | undefined;
+      return (await client.query(REGISTRATION_SELECT, [wallet.toLowerCase()])).rows[0] as
+        RegistrationRow | undefined;
     },
   };
 }

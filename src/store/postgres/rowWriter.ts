@@ -1,6 +1,13 @@
 import type pg from "pg";
 import type { Hex } from "viem";
-import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
+import {
+  NUMBER_AT,
+  NUMBER_FIELDS,
+  STRING_AT,
+  STRING_FIELDS,
+  unpackStrings,
+  type PackedRows,
+} from "../../rows/packedRows.js";
 import type { EventCount, InsertCounts } from "../types.js";
 import type { AttributedTransaction } from "../../decode/attributeTransaction.js";
 import type { OperationLogRows, PackedAttribution } from "../../rows/packedAttribution.js";
@@ -13,7 +20,13 @@ type Column = readonly [name: string, type: string];
  * One multi-row INSERT of column arrays (`SELECT * FROM unnest($1::bigint[], …)`): one round trip
  * and one plan whatever the number of rows.
  */
-async function insertColumns(client: pg.ClientBase, table: string, columns: readonly Column[], rows: readonly unknown[][], tail = "") {
+async function insertColumns(
+  client: pg.ClientBase,
+  table: string,
+  columns: readonly Column[],
+  rows: readonly unknown[][],
+  tail = "",
+) {
   const arrays = columns.map((_, i) => arrayLiteral(rows, i));
   const sql = `INSERT INTO ${table} (${columns.map(([name]) => name).join(", ")})
     SELECT * FROM unnest(${columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")}) ${tail}`;
@@ -34,7 +47,10 @@ export function arrayLiteral(rows: readonly unknown[][], i: number): string {
     if (value === null || value === undefined) parts[r] = "NULL";
     else {
       const text = elementText(value);
-      parts[r] = BARE_ELEMENT.test(text) && text.toUpperCase() !== "NULL" ? text : `"${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+      parts[r] =
+        BARE_ELEMENT.test(text) && text.toUpperCase() !== "NULL"
+          ? text
+          : `"${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
     }
   }
   return `{${parts.join(",")}}`;
@@ -43,21 +59,44 @@ export function arrayLiteral(rows: readonly unknown[][], i: number): string {
 /** An element's text. Every column here is a scalar: an object would go in as "[object Object]". */
 function elementText(value: unknown): string {
   if (typeof value === "string") return value;
-  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") return String(value);
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean")
+    return String(value);
   throw new TypeError(`A Postgres array element must be a scalar, got ${typeof value}`);
 }
 
 const LOG_COLUMNS: readonly Column[] = [
-  ["chain_id", "bigint"], ["address", "text"], ["topic0", "text"], ["topic1", "text"], ["topic2", "text"], ["topic3", "text"],
-  ["data", "text"], ["block_number", "bigint"], ["block_hash", "text"], ["block_timestamp", "bigint"], ["tx_hash", "text"],
-  ["tx_index", "integer"], ["log_index", "integer"], ["tx_log_position", "integer"], ["status", "text"], ["source", "text"],
-  ["first_seen_at", "bigint"], ["preconfirmed_at", "bigint"], ["confirmed_at", "bigint"], ["finalized_at", "bigint"],
+  ["chain_id", "bigint"],
+  ["address", "text"],
+  ["topic0", "text"],
+  ["topic1", "text"],
+  ["topic2", "text"],
+  ["topic3", "text"],
+  ["data", "text"],
+  ["block_number", "bigint"],
+  ["block_hash", "text"],
+  ["block_timestamp", "bigint"],
+  ["tx_hash", "text"],
+  ["tx_index", "integer"],
+  ["log_index", "integer"],
+  ["tx_log_position", "integer"],
+  ["status", "text"],
+  ["source", "text"],
+  ["first_seen_at", "bigint"],
+  ["preconfirmed_at", "bigint"],
+  ["confirmed_at", "bigint"],
+  ["finalized_at", "bigint"],
 ];
 /** Per input row after its log's columns: the event name and its decoded fields (from/to/value, or authorizer/nonce). */
-const EVENT_COLUMNS: readonly Column[] = [["event", "text"], ["a1", "text"], ["a2", "text"], ["amount", "numeric"]];
+const EVENT_COLUMNS: readonly Column[] = [
+  ["event", "text"],
+  ["a1", "text"],
+  ["a2", "text"],
+  ["amount", "numeric"],
+];
 const INPUT_COLUMNS = [...LOG_COLUMNS, ...EVENT_COLUMNS];
 const KEY = "block_number, log_index, tx_hash, block_hash";
-const CARRIED = "i.block_number, i.block_hash, i.block_timestamp, i.tx_hash, i.tx_index, i.log_index, i.status";
+const CARRIED =
+  "i.block_number, i.block_hash, i.block_timestamp, i.tx_hash, i.tx_index, i.log_index, i.status";
 
 /**
  * One statement stores a batch: the input as column arrays (`unnest`), the logs inserted with ON
@@ -98,15 +137,35 @@ function logRowParams(rows: PackedRows, now: number): string[] {
   const t = unpackStrings(rows);
   const n = rows.numbers;
   const columns = INPUT_COLUMNS.map(() => new Array<string>(rows.count));
-  const bare = (value: string | number | null) => (value === null || value === "" ? "NULL" : String(value));
+  const bare = (value: string | number | null) =>
+    value === null || value === "" ? "NULL" : String(value);
   for (let r = 0, i = 0, k = 0; r < rows.count; r++, i += STRING_FIELDS, k += NUMBER_FIELDS) {
     const s = t[i + STRING_AT.status]!;
     const values = [
-      n[k + NUMBER_AT.chainId]!, t[i + STRING_AT.address]!, t[i + STRING_AT.topic0]!, t[i + STRING_AT.topic1]!, t[i + STRING_AT.topic2]!,
-      t[i + STRING_AT.topic3]!, t[i + STRING_AT.data]!, n[k + NUMBER_AT.blockNumber]!, t[i + STRING_AT.blockHash]!, n[k + NUMBER_AT.blockTimestamp]!,
-      t[i + STRING_AT.txHash]!, n[k + NUMBER_AT.txIndex]!, n[k + NUMBER_AT.logIndex]!, n[k + NUMBER_AT.txLogPosition]!,
-      s, t[i + STRING_AT.source]!, now, s === "preconfirmed" ? now : null, s === "confirmed" || s === "finalized" ? now : null, s === "finalized" ? now : null,
-      t[i + STRING_AT.event]!, t[i + STRING_AT.first]!, t[i + STRING_AT.second]!, t[i + STRING_AT.value]!,
+      n[k + NUMBER_AT.chainId]!,
+      t[i + STRING_AT.address]!,
+      t[i + STRING_AT.topic0]!,
+      t[i + STRING_AT.topic1]!,
+      t[i + STRING_AT.topic2]!,
+      t[i + STRING_AT.topic3]!,
+      t[i + STRING_AT.data]!,
+      n[k + NUMBER_AT.blockNumber]!,
+      t[i + STRING_AT.blockHash]!,
+      n[k + NUMBER_AT.blockTimestamp]!,
+      t[i + STRING_AT.txHash]!,
+      n[k + NUMBER_AT.txIndex]!,
+      n[k + NUMBER_AT.logIndex]!,
+      n[k + NUMBER_AT.txLogPosition]!,
+      s,
+      t[i + STRING_AT.source]!,
+      now,
+      s === "preconfirmed" ? now : null,
+      s === "confirmed" || s === "finalized" ? now : null,
+      s === "finalized" ? now : null,
+      t[i + STRING_AT.event]!,
+      t[i + STRING_AT.first]!,
+      t[i + STRING_AT.second]!,
+      t[i + STRING_AT.value]!,
     ];
     for (let c = 0; c < values.length; c++) columns[c]![r] = bare(values[c]!);
   }
@@ -117,7 +176,11 @@ function logRowParams(rows: PackedRows, now: number): string[] {
  * Inserts packed rows into `logs` and their decoded table, skipping logs already stored (the unique
  * key), in one statement. Call inside a transaction.
  */
-export async function insertLogRows(client: pg.ClientBase, rows: PackedRows, now: number): Promise<InsertCounts> {
+export async function insertLogRows(
+  client: pg.ClientBase,
+  rows: PackedRows,
+  now: number,
+): Promise<InsertCounts> {
   if (rows.count === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
   const { rows: byEvent } = await client.query(INSERT_LOGS_SQL, logRowParams(rows, now));
   const counts = byEvent as EventCount[];
@@ -126,27 +189,61 @@ export async function insertLogRows(client: pg.ClientBase, rows: PackedRows, now
 }
 
 const TRANSACTION_COLUMNS: readonly Column[] = [
-  ["tx_hash", "text"], ["chain_id", "bigint"], ["from_address", "text"], ["to_address", "text"], ["selector", "text"], ["input_bytes", "integer"],
-  ["attribution", "text"], ["schema_id", "integer"], ["registry_address", "text"], ["registry_chain_id", "text"], ["malformed_reason", "text"],
-  ["registry_error", "text"], ["user_operations", "integer"], ["fetched_at", "bigint"],
+  ["tx_hash", "text"],
+  ["chain_id", "bigint"],
+  ["from_address", "text"],
+  ["to_address", "text"],
+  ["selector", "text"],
+  ["input_bytes", "integer"],
+  ["attribution", "text"],
+  ["schema_id", "integer"],
+  ["registry_address", "text"],
+  ["registry_chain_id", "text"],
+  ["malformed_reason", "text"],
+  ["registry_error", "text"],
+  ["user_operations", "integer"],
+  ["fetched_at", "bigint"],
 ];
 const USER_OPERATION_COLUMNS: readonly Column[] = [
-  ["tx_hash", "text"], ["op_index", "integer"], ["sender", "text"], ["aggregator", "text"], ["attribution", "text"], ["schema_id", "integer"],
-  ["malformed_reason", "text"], ["registry_error", "text"],
+  ["tx_hash", "text"],
+  ["op_index", "integer"],
+  ["sender", "text"],
+  ["aggregator", "text"],
+  ["attribution", "text"],
+  ["schema_id", "integer"],
+  ["malformed_reason", "text"],
+  ["registry_error", "text"],
 ];
 const CODE_COLUMNS: readonly Column[] = [
-  ["tx_hash", "text"], ["op_index", "integer"], ["position", "integer"], ["code", "text"], ["role", "text"], ["registry", "text"],
-  ["registry_chain_id", "text"], ["registry_address", "text"],
+  ["tx_hash", "text"],
+  ["op_index", "integer"],
+  ["position", "integer"],
+  ["code", "text"],
+  ["role", "text"],
+  ["registry", "text"],
+  ["registry_chain_id", "text"],
+  ["registry_address", "text"],
 ];
 
 /** Writes attribution rows as the SQLite attribution writer does; a transaction already stored is skipped. Call inside a transaction. */
-export const insertAttributionRows = (client: pg.ClientBase, transactions: readonly AttributedTransaction[], now: number): Promise<number> =>
-  insertPackedAttribution(client, packAttribution(transactions, now));
+export const insertAttributionRows = (
+  client: pg.ClientBase,
+  transactions: readonly AttributedTransaction[],
+  now: number,
+): Promise<number> => insertPackedAttribution(client, packAttribution(transactions, now));
 
-const OPERATION_LOG_COLUMNS: readonly Column[] = [["tx_hash", "text"], ["token", "text"], ["tx_log_position", "integer"], ["op_index", "integer"]];
+const OPERATION_LOG_COLUMNS: readonly Column[] = [
+  ["tx_hash", "text"],
+  ["token", "text"],
+  ["tx_log_position", "integer"],
+  ["op_index", "integer"],
+];
 
 /** A bundle's mapping state and its logs' operations (operationLogRows.ts), for bundles not mapped yet. */
-async function insertOperationLogs(client: pg.ClientBase, { bundles, logs }: OperationLogRows): Promise<void> {
+async function insertOperationLogs(
+  client: pg.ClientBase,
+  { bundles, logs }: OperationLogRows,
+): Promise<void> {
   if (bundles.length === 0) return;
   const set = await client.query(
     `UPDATE transactions t SET operation_logs = b.state, operation_logs_error = b.error
@@ -156,14 +253,30 @@ async function insertOperationLogs(client: pg.ClientBase, { bundles, logs }: Ope
   );
   const mapped = new Set((set.rows as Array<{ tx_hash: Hex }>).map((r) => r.tx_hash));
   const rows = logs.filter((row) => mapped.has(row[0]));
-  if (rows.length > 0) await insertColumns(client, "user_operation_logs", OPERATION_LOG_COLUMNS, rows, "ON CONFLICT DO NOTHING");
+  if (rows.length > 0)
+    await insertColumns(
+      client,
+      "user_operation_logs",
+      OPERATION_LOG_COLUMNS,
+      rows,
+      "ON CONFLICT DO NOTHING",
+    );
 }
 
 /** The same for packed attribution (a backfill window's, packed on the decode thread). */
-export async function insertPackedAttribution(client: pg.ClientBase, packed: PackedAttribution): Promise<number> {
+export async function insertPackedAttribution(
+  client: pg.ClientBase,
+  packed: PackedAttribution,
+): Promise<number> {
   const transactions = unpackAttribution(packed);
   if (transactions.length === 0) return 0;
-  const inserted = await insertColumns(client, "transactions", TRANSACTION_COLUMNS, transactions.map((t) => t.transaction), "ON CONFLICT (tx_hash) DO NOTHING RETURNING tx_hash");
+  const inserted = await insertColumns(
+    client,
+    "transactions",
+    TRANSACTION_COLUMNS,
+    transactions.map((t) => t.transaction),
+    "ON CONFLICT (tx_hash) DO NOTHING RETURNING tx_hash",
+  );
   const fresh = new Set((inserted.rows as Array<{ tx_hash: Hex }>).map((r) => r.tx_hash));
   const operations: unknown[][] = [];
   const codes: unknown[][] = [];
@@ -172,8 +285,16 @@ export async function insertPackedAttribution(client: pg.ClientBase, packed: Pac
     operations.push(...t.userOperations);
     codes.push(...t.codes);
   }
-  if (operations.length > 0) await insertColumns(client, "user_operations", USER_OPERATION_COLUMNS, operations, "ON CONFLICT DO NOTHING");
-  if (codes.length > 0) await insertColumns(client, "attribution_codes", CODE_COLUMNS, codes, "ON CONFLICT DO NOTHING");
+  if (operations.length > 0)
+    await insertColumns(
+      client,
+      "user_operations",
+      USER_OPERATION_COLUMNS,
+      operations,
+      "ON CONFLICT DO NOTHING",
+    );
+  if (codes.length > 0)
+    await insertColumns(client, "attribution_codes", CODE_COLUMNS, codes, "ON CONFLICT DO NOTHING");
   if (packed.operationLogs !== undefined) await insertOperationLogs(client, packed.operationLogs);
   return inserted.rowCount ?? 0;
 }

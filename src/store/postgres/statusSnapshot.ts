@@ -2,7 +2,13 @@ import type pg from "pg";
 import type { Hex } from "viem";
 import { createPostgresSyncedRanges } from "./syncedRanges.js";
 import type { StatusSnapshot, StatusTokens } from "../types.js";
-import { LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, tokenProgress } from "../statusSnapshotLimits.js";
+import {
+  LEAD_TIME_MAX_BLOCKS,
+  LEAD_TIME_WINDOW_MS,
+  RECENT_PAYMENTS,
+  RECENT_REMOVALS,
+  tokenProgress,
+} from "../statusSnapshotLimits.js";
 
 /**
  * What the status page shows from a Postgres schema: the reads of sqlite/statusSnapshot.ts, each
@@ -16,8 +22,12 @@ export async function readPostgresStatusSnapshot(
 ): Promise<Omit<StatusSnapshot, "webhooks" | "webhookAttempts">> {
   const ranges = createPostgresSyncedRanges(c, chainId);
   const progress = [];
-  for (const t of tokens) progress.push(tokenProgress(t, await ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock)));
-  const newestBlock = ((await c.query("SELECT MAX(block_number) AS n FROM logs")).rows[0].n as number | null) ?? null;
+  for (const t of tokens)
+    progress.push(
+      tokenProgress(t, await ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock)),
+    );
+  const newestBlock =
+    ((await c.query("SELECT MAX(block_number) AS n FROM logs")).rows[0].n as number | null) ?? null;
   const leadTimesMs =
     newestBlock === null
       ? []
@@ -43,8 +53,23 @@ export async function readPostgresStatusSnapshot(
       [RECENT_REMOVALS],
     )
   ).rows as StatusSnapshot["removals"];
-  const orders = (await c.query("SELECT state, COUNT(*)::int AS n FROM orders GROUP BY state ORDER BY state")).rows as StatusSnapshot["orders"];
-  const voidedThenCaptured = Number((await c.query("SELECT COUNT(*)::int AS n FROM orders WHERE voided_then_captured")).rows[0].n);
-  const attributionOwedBlocks = Number((await c.query("SELECT COUNT(*)::int AS n FROM attribution_owed")).rows[0].n);
-  return { tokens: progress, newestBlock, leadTimesMs, payments, removals, orders, voidedThenCaptured, attributionOwedBlocks };
+  const orders = (
+    await c.query("SELECT state, COUNT(*)::int AS n FROM orders GROUP BY state ORDER BY state")
+  ).rows as StatusSnapshot["orders"];
+  const voidedThenCaptured = Number(
+    (await c.query("SELECT COUNT(*)::int AS n FROM orders WHERE voided_then_captured")).rows[0].n,
+  );
+  const attributionOwedBlocks = Number(
+    (await c.query("SELECT COUNT(*)::int AS n FROM attribution_owed")).rows[0].n,
+  );
+  return {
+    tokens: progress,
+    newestBlock,
+    leadTimesMs,
+    payments,
+    removals,
+    orders,
+    voidedThenCaptured,
+    attributionOwedBlocks,
+  };
 }

@@ -1,5 +1,11 @@
 import type pg from "pg";
-import type { AttemptRecord, DeliveryListing, DueDelivery, WebhookEventRow, WebhookOutbox } from "../types.js";
+import type {
+  AttemptRecord,
+  DeliveryListing,
+  DueDelivery,
+  WebhookEventRow,
+  WebhookOutbox,
+} from "../types.js";
 import { inTransaction } from "./connection.js";
 import { asPostgresError } from "./postgresErrors.js";
 
@@ -18,7 +24,8 @@ export function createPostgresWebhookOutbox(deps: {
   guard?: ((client: pg.PoolClient) => Promise<void>) | undefined;
 }): WebhookOutbox {
   const { pool, read } = deps;
-  const rows = <T>(sql: string, params: unknown[] = []) => read(async (c) => (await c.query(sql, params)).rows as T[]);
+  const rows = <T>(sql: string, params: unknown[] = []) =>
+    read(async (c) => (await c.query(sql, params)).rows as T[]);
   const transaction = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
     try {
       return await inTransaction(pool, work, { guard: deps.guard });
@@ -26,7 +33,8 @@ export function createPostgresWebhookOutbox(deps: {
       throw asPostgresError(error, deps.location);
     }
   };
-  const maxEventId = async (c: pg.ClientBase) => Number((await c.query("SELECT COALESCE(MAX(id), 0) AS id FROM webhook_events")).rows[0].id);
+  const maxEventId = async (c: pg.ClientBase) =>
+    Number((await c.query("SELECT COALESCE(MAX(id), 0) AS id FROM webhook_events")).rows[0].id);
 
   return {
     syncSubscriptions: (urls, headBlock, now) =>
@@ -35,7 +43,9 @@ export function createPostgresWebhookOutbox(deps: {
         const ids = new Map<string, { id: number; fromBlock: number }>();
         const after = await maxEventId(c);
         for (const url of urls) {
-          const { rows: [row] } = await c.query(
+          const {
+            rows: [row],
+          } = await c.query(
             `INSERT INTO webhook_subscriptions (url, active, from_block, cursor_event_id, created_at) VALUES ($1, true, $2, $3, $4)
              ON CONFLICT (url) DO UPDATE SET active = true RETURNING id, from_block AS "fromBlock"`,
             [url, headBlock, after, now],
@@ -46,9 +56,20 @@ export function createPostgresWebhookOutbox(deps: {
       }),
 
     maxEventId: () => read(maxEventId),
-    eventsAfter: (afterId, limit) => rows<WebhookEventRow>(`SELECT ${EVENT_COLUMNS} FROM webhook_events e WHERE e.id > $1 ORDER BY e.id LIMIT $2`, [afterId, limit]),
+    eventsAfter: (afterId, limit) =>
+      rows<WebhookEventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM webhook_events e WHERE e.id > $1 ORDER BY e.id LIMIT $2`,
+        [afterId, limit],
+      ),
     cursorOf: async (subscriptionId) =>
-      Number((await rows<{ cursor: number }>("SELECT cursor_event_id AS cursor FROM webhook_subscriptions WHERE id = $1", [subscriptionId]))[0]?.cursor),
+      Number(
+        (
+          await rows<{ cursor: number }>(
+            "SELECT cursor_event_id AS cursor FROM webhook_subscriptions WHERE id = $1",
+            [subscriptionId],
+          )
+        )[0]?.cursor,
+      ),
 
     fanOut: (subscriptionId, matchingIds, throughId, now) =>
       transaction(async (c) => {
@@ -58,7 +79,10 @@ export function createPostgresWebhookOutbox(deps: {
              SELECT $1, id, 'pending', 0, $3 FROM unnest($2::bigint[]) AS id ON CONFLICT DO NOTHING`,
             [subscriptionId, matchingIds, now],
           );
-        await c.query("UPDATE webhook_subscriptions SET cursor_event_id = $1 WHERE id = $2 AND cursor_event_id < $1", [throughId, subscriptionId]);
+        await c.query(
+          "UPDATE webhook_subscriptions SET cursor_event_id = $1 WHERE id = $2 AND cursor_event_id < $1",
+          [throughId, subscriptionId],
+        );
       }),
 
     oldestOpen: async (subscriptionId) =>
@@ -81,11 +105,23 @@ export function createPostgresWebhookOutbox(deps: {
           `UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = $3, last_error = $4,
              delivered_at = CASE WHEN $1 = 'delivered' THEN $5 ELSE delivered_at END
            WHERE subscription_id = $6 AND event_id = $7 AND state = 'pending'`,
-          [outcome.state, a.attempt, outcome.nextAttemptAt, a.error, a.at, a.subscriptionId, a.eventId],
+          [
+            outcome.state,
+            a.attempt,
+            outcome.nextAttemptAt,
+            a.error,
+            a.at,
+            a.subscriptionId,
+            a.eventId,
+          ],
         );
       }),
 
-    builderCodes: (txHash) => rows("SELECT code, role, registry FROM attribution_codes WHERE tx_hash = $1 ORDER BY op_index, position", [txHash]),
+    builderCodes: (txHash) =>
+      rows(
+        "SELECT code, role, registry FROM attribution_codes WHERE tx_hash = $1 ORDER BY op_index, position",
+        [txHash],
+      ),
 
     list: (states, limit) =>
       rows<DeliveryListing>(
@@ -99,7 +135,10 @@ export function createPostgresWebhookOutbox(deps: {
     requeue: (eventId, now) =>
       transaction(async (c) => {
         const sql = `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $1, last_error = NULL WHERE state = 'parked'`;
-        const result = eventId === "all" ? await c.query(sql, [now]) : await c.query(`${sql} AND event_id = $2`, [now, eventId]);
+        const result =
+          eventId === "all"
+            ? await c.query(sql, [now])
+            : await c.query(`${sql} AND event_id = $2`, [now, eventId]);
         return result.rowCount ?? 0;
       }),
 

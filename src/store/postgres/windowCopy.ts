@@ -3,7 +3,14 @@ import { pipeline } from "node:stream/promises";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import type { LogStatus } from "../../rows/logRow.js";
-import { NUMBER_AT, NUMBER_FIELDS, STRING_AT, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
+import {
+  NUMBER_AT,
+  NUMBER_FIELDS,
+  STRING_AT,
+  STRING_FIELDS,
+  unpackStrings,
+  type PackedRows,
+} from "../../rows/packedRows.js";
 import type { EventName } from "../../rows/paymentEvents.js";
 import type { InsertCounts } from "../types.js";
 import { createEventTally } from "../insertCounts.js";
@@ -11,7 +18,8 @@ import { createEventTally } from "../insertCounts.js";
 const LOG_COLUMNS =
   "id, chain_id, address, topic0, topic1, topic2, topic3, data, block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, " +
   "tx_log_position, status, source, first_seen_at, preconfirmed_at, confirmed_at, finalized_at";
-const DECODED_TAIL = "block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status";
+const DECODED_TAIL =
+  "block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status";
 const TRANSFER_COLUMNS = `log_id, chain_id, token, from_address, to_address, value, ${DECODED_TAIL}`;
 const AUTHORIZATION_COLUMNS = `log_id, chain_id, token, authorizer, nonce, kind, ${DECODED_TAIL}`;
 const UNIQUE_VIOLATION = "23505";
@@ -23,7 +31,11 @@ const UNIQUE_VIOLATION = "23505";
  * twice), the COPY is rolled back to its savepoint and undefined is returned, and the caller
  * stores the window with the statement that skips duplicates. Call inside a transaction.
  */
-export async function copyWindow(client: pg.ClientBase, rows: PackedRows, now: number): Promise<InsertCounts | undefined> {
+export async function copyWindow(
+  client: pg.ClientBase,
+  rows: PackedRows,
+  now: number,
+): Promise<InsertCounts | undefined> {
   if (rows.count === 0) return { inserted: 0, duplicates: 0, byEvent: [] };
   const t = unpackStrings(rows);
   const n = rows.numbers;
@@ -44,15 +56,22 @@ export async function copyWindow(client: pg.ClientBase, rows: PackedRows, now: n
     });
     if (transfers.length > 0)
       await copyInto(client, `COPY transfers (${TRANSFER_COLUMNS}) FROM STDIN`, (out) => {
-        for (const r of transfers) encodeDecoded(out, ids[r]!, t, r * STRING_FIELDS, n, r * NUMBER_FIELDS);
+        for (const r of transfers)
+          encodeDecoded(out, ids[r]!, t, r * STRING_FIELDS, n, r * NUMBER_FIELDS);
       });
     if (authorizations.length > 0)
-      await copyInto(client, `COPY authorization_events (${AUTHORIZATION_COLUMNS}) FROM STDIN`, (out) => {
-        for (const r of authorizations) encodeDecoded(out, ids[r]!, t, r * STRING_FIELDS, n, r * NUMBER_FIELDS);
-      });
+      await copyInto(
+        client,
+        `COPY authorization_events (${AUTHORIZATION_COLUMNS}) FROM STDIN`,
+        (out) => {
+          for (const r of authorizations)
+            encodeDecoded(out, ids[r]!, t, r * STRING_FIELDS, n, r * NUMBER_FIELDS);
+        },
+      );
     await client.query("RELEASE SAVEPOINT window_copy");
     const tally = createEventTally();
-    for (const r of all) tally.add(eventOf(r), t[r * STRING_FIELDS + STRING_AT.status] as LogStatus);
+    for (const r of all)
+      tally.add(eventOf(r), t[r * STRING_FIELDS + STRING_AT.status] as LogStatus);
     return { inserted: rows.count, duplicates: 0, byEvent: tally.counts() };
   } catch (error) {
     if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
@@ -66,25 +85,79 @@ export async function copyWindow(client: pg.ClientBase, rows: PackedRows, now: n
  * Every value is a validated hex string, a number, a decimal string or one of our own words: none
  * holds a tab, newline or backslash, so none is escaped. A packed "" is NULL.
  */
-function encodeLog(out: CopyText, id: string, t: readonly string[], i: number, n: Float64Array, k: number, now: number): void {
+function encodeLog(
+  out: CopyText,
+  id: string,
+  t: readonly string[],
+  i: number,
+  n: Float64Array,
+  k: number,
+  now: number,
+): void {
   const s = t[i + STRING_AT.status]!;
-  out.field(id).field(String(n[k + NUMBER_AT.chainId])).field(t[i + STRING_AT.address]!);
-  out.nullable(t[i + STRING_AT.topic0]).nullable(t[i + STRING_AT.topic1]).nullable(t[i + STRING_AT.topic2]).nullable(t[i + STRING_AT.topic3]);
-  out.field(t[i + STRING_AT.data]!).field(String(n[k + NUMBER_AT.blockNumber])).field(t[i + STRING_AT.blockHash]!);
-  out.field(String(n[k + NUMBER_AT.blockTimestamp])).field(t[i + STRING_AT.txHash]!).field(String(n[k + NUMBER_AT.txIndex]));
-  out.field(String(n[k + NUMBER_AT.logIndex])).field(String(n[k + NUMBER_AT.txLogPosition])).field(s).field(t[i + STRING_AT.source]!);
+  out
+    .field(id)
+    .field(String(n[k + NUMBER_AT.chainId]))
+    .field(t[i + STRING_AT.address]!);
+  out
+    .nullable(t[i + STRING_AT.topic0])
+    .nullable(t[i + STRING_AT.topic1])
+    .nullable(t[i + STRING_AT.topic2])
+    .nullable(t[i + STRING_AT.topic3]);
+  out
+    .field(t[i + STRING_AT.data]!)
+    .field(String(n[k + NUMBER_AT.blockNumber]))
+    .field(t[i + STRING_AT.blockHash]!);
+  out
+    .field(String(n[k + NUMBER_AT.blockTimestamp]))
+    .field(t[i + STRING_AT.txHash]!)
+    .field(String(n[k + NUMBER_AT.txIndex]));
+  out
+    .field(String(n[k + NUMBER_AT.logIndex]))
+    .field(String(n[k + NUMBER_AT.txLogPosition]))
+    .field(s)
+    .field(t[i + STRING_AT.source]!);
   const at = String(now);
-  out.field(at).nullable(s === "preconfirmed" ? at : undefined).nullable(s === "confirmed" || s === "finalized" ? at : undefined);
+  out
+    .field(at)
+    .nullable(s === "preconfirmed" ? at : undefined)
+    .nullable(s === "confirmed" || s === "finalized" ? at : undefined);
   out.nullable(s === "finalized" ? at : undefined).endLine();
 }
 
 /** A transfer or authorization event row of the log `id`. */
-function encodeDecoded(out: CopyText, id: string, t: readonly string[], i: number, n: Float64Array, k: number): void {
+function encodeDecoded(
+  out: CopyText,
+  id: string,
+  t: readonly string[],
+  i: number,
+  n: Float64Array,
+  k: number,
+): void {
   const event = t[i + STRING_AT.event] as EventName;
-  out.field(id).field(String(n[k + NUMBER_AT.chainId])).field(t[i + STRING_AT.address]!).field(t[i + STRING_AT.first]!).field(t[i + STRING_AT.second]!);
-  out.field(event === "transfer" ? t[i + STRING_AT.value]! : event === "authorization_used" ? "used" : "canceled");
-  out.field(String(n[k + NUMBER_AT.blockNumber])).field(t[i + STRING_AT.blockHash]!).field(String(n[k + NUMBER_AT.blockTimestamp]));
-  out.field(t[i + STRING_AT.txHash]!).field(String(n[k + NUMBER_AT.txIndex])).field(String(n[k + NUMBER_AT.logIndex])).field(t[i + STRING_AT.status]!).endLine();
+  out
+    .field(id)
+    .field(String(n[k + NUMBER_AT.chainId]))
+    .field(t[i + STRING_AT.address]!)
+    .field(t[i + STRING_AT.first]!)
+    .field(t[i + STRING_AT.second]!);
+  out.field(
+    event === "transfer"
+      ? t[i + STRING_AT.value]!
+      : event === "authorization_used"
+        ? "used"
+        : "canceled",
+  );
+  out
+    .field(String(n[k + NUMBER_AT.blockNumber]))
+    .field(t[i + STRING_AT.blockHash]!)
+    .field(String(n[k + NUMBER_AT.blockTimestamp]));
+  out
+    .field(t[i + STRING_AT.txHash]!)
+    .field(String(n[k + NUMBER_AT.txIndex]))
+    .field(String(n[k + NUMBER_AT.logIndex]))
+    .field(t[i + STRING_AT.status]!)
+    .endLine();
 }
 
 /**
@@ -131,7 +204,11 @@ class CopyText {
   }
 }
 
-async function copyInto(client: pg.ClientBase, sql: string, write: (out: CopyText) => void): Promise<void> {
+async function copyInto(
+  client: pg.ClientBase,
+  sql: string,
+  write: (out: CopyText) => void,
+): Promise<void> {
   const out = new CopyText();
   write(out);
   await pipeline(Readable.from(out.finish()), client.query(copyFrom(sql)));

@@ -17,12 +17,15 @@ export function createPostgresWindowWriter(queue: WriteQueue, chainId: number): 
     commit(window, now) {
       const committed = queue.writeWindow(window.to, async (client) => {
         // Bulk COPY; a window holding an already stored log goes in by the statement that skips it.
-        const counts = (await copyWindow(client, window.rows, now)) ?? (await insertLogRows(client, window.rows, now));
+        const counts =
+          (await copyWindow(client, window.rows, now)) ??
+          (await insertLogRows(client, window.rows, now));
         await insertPackedAttribution(client, window.attribution);
         const synced = createPostgresSyncedRanges(client, chainId);
         // What the window owes is recorded with its range: a window fetched again after a crash
         // owes it again.
-        if (window.owed !== undefined) await createPostgresOwedBlocks(client).record(window.owed, now);
+        if (window.owed !== undefined)
+          await createPostgresOwedBlocks(client).record(window.owed, now);
         for (const token of window.tokens) await synced.add(token, window);
         return counts;
       });

@@ -37,13 +37,20 @@ export function createWriteQueue(deps: WriteQueueDeps) {
   let lastExclusive: Promise<unknown> = Promise.resolve();
   const committed = createCommitSignal();
   const epoch = deps.writerEpoch;
-  const guard = epoch === undefined ? undefined : (client: pg.PoolClient) => checkWriterEpoch(client, epoch, location);
+  const guard =
+    epoch === undefined
+      ? undefined
+      : (client: pg.PoolClient) => checkWriterEpoch(client, epoch, location);
 
   /**
    * Runs `work` in one transaction, timed under `kind`; a connection lost mid-run is an outage
    * (exit 75), named without credentials.
    */
-  function transaction<T>(kind: WriteKind, work: (client: pg.PoolClient) => Promise<T>, outboxLock: boolean): Promise<T> {
+  function transaction<T>(
+    kind: WriteKind,
+    work: (client: pg.PoolClient) => Promise<T>,
+    outboxLock: boolean,
+  ): Promise<T> {
     deps.checkWriter?.();
     return timed(metrics, kind, () => inTransaction(pool, work, { outboxLock, guard })).then(
       (result) => (committed.notify(), result),
@@ -91,7 +98,8 @@ export function createWriteQueue(deps: WriteQueueDeps) {
           async (client) => {
             const { rows } = await client.query("SELECT webhook_events_from_block() AS from_block");
             const fromBlock = rows[0].from_block as number | null;
-            if (fromBlock !== null && lastBlock >= fromBlock) await client.query(`SELECT ${OUTBOX_LOCK_SQL}`);
+            if (fromBlock !== null && lastBlock >= fromBlock)
+              await client.query(`SELECT ${OUTBOX_LOCK_SQL}`);
             return work(client);
           },
           false,
@@ -106,8 +114,13 @@ export function createWriteQueue(deps: WriteQueueDeps) {
      * nonces and settlements are written beside the daemon by other processes too, and Postgres
      * orders them by row locks (and the outbox lock when `outboxLock`).
      */
-    beside<T>(work: (client: pg.ClientBase) => Promise<T>, options: { outboxLock: boolean }): Promise<T> {
-      return timed(metrics, "orders", () => inTransaction(pool, work, options)).then((result) => (committed.notify(), result));
+    beside<T>(
+      work: (client: pg.ClientBase) => Promise<T>,
+      options: { outboxLock: boolean },
+    ): Promise<T> {
+      return timed(metrics, "orders", () => inTransaction(pool, work, options)).then(
+        (result) => (committed.notify(), result),
+      );
     },
 
     /** Runs `sql` timed under "index_build" on a pooled connection, beside the queue's writes. */

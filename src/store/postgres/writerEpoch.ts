@@ -20,9 +20,17 @@ export async function takeWriterEpoch(client: pg.ClientBase): Promise<string> {
 }
 
 /** Inside a write transaction, before it writes: throws WriterEpochLostError when another writer took over. */
-export async function checkWriterEpoch(client: pg.ClientBase, epoch: string, location: string): Promise<void> {
-  const { rows } = await client.query("SELECT value FROM meta WHERE key = 'writer_epoch' FOR SHARE");
+export async function checkWriterEpoch(
+  client: pg.ClientBase,
+  epoch: string,
+  location: string,
+): Promise<void> {
+  const { rows } = await client.query(
+    "SELECT value FROM meta WHERE key = 'writer_epoch' FOR SHARE",
+  );
   const current = rows[0]?.value as string | undefined;
   if (current === epoch) return;
-  throw new WriterEpochLostError(`Another writer took over ${location} (writer epoch ${current ?? "gone"}, ours ${epoch}): stopping without writing`);
+  throw new WriterEpochLostError(
+    `Another writer took over ${location} (writer epoch ${current ?? "gone"}, ours ${epoch}): stopping without writing`,
+  );
 }

@@ -20,8 +20,18 @@ export type PostgresWriterLock = WriterLock & {
  * for as long as the process lives. Postgres releases it when that connection ends, kill -9 included.
  * A second writer gets WriterBusyError (exit 2) naming the first, as with a SQLite file.
  */
-export async function acquirePostgresWriterLock(url: string, schema: string, location: string, command: string): Promise<PostgresWriterLock> {
-  const holder: WriterHolder = { pid: process.pid, host: hostname(), command, startedAt: new Date().toISOString() };
+export async function acquirePostgresWriterLock(
+  url: string,
+  schema: string,
+  location: string,
+  command: string,
+): Promise<PostgresWriterLock> {
+  const holder: WriterHolder = {
+    pid: process.pid,
+    host: hostname(),
+    command,
+    startedAt: new Date().toISOString(),
+  };
   const client = new pg.Client(connectionConfig(url, schema));
   let lost = false;
   let released = false;
@@ -29,11 +39,15 @@ export async function acquirePostgresWriterLock(url: string, schema: string, loc
   client.on("end", () => void (lost = true));
   try {
     await client.connect();
-    const { rows } = await client.query("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [WRITER_LOCK + schema]);
+    const { rows } = await client.query("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [
+      WRITER_LOCK + schema,
+    ]);
     if (rows[0].locked !== true) {
       const other = await client
         .query("SELECT value FROM meta WHERE key = 'writer'")
-        .then((r) => (r.rows[0] === undefined ? undefined : (JSON.parse(r.rows[0].value) as WriterHolder)))
+        .then((r) =>
+          r.rows[0] === undefined ? undefined : (JSON.parse(r.rows[0].value) as WriterHolder),
+        )
         .catch(() => undefined);
       throw new WriterBusyError(location, other, "database.schema");
     }

@@ -12,5 +12,6 @@ export function createSqliteAuthorizationStates(db: Database, chainId: number) {
     `SELECT ${AUTHORIZATION_STATE_COLUMNS} FROM authorization_states WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?`,
   );
   return (token: Address, authorizer: Address, nonce: Hex): IndexedAuthorization | undefined =>
-    select.get(chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase()) as IndexedAuthorization | undefined;
+    select.get(chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase()) as
+      IndexedAuthorization | undefined;
 }

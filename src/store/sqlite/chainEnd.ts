@@ -12,7 +12,9 @@ export function createSqliteChainEnd(db: Database, chainId: number) {
     SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs
     WHERE block_number > ? AND status IN ('confirmed', 'finalized') ORDER BY block_number`);
   const dropAbove = db.prepare("DELETE FROM synced_ranges WHERE chain_id = ? AND from_block > ?");
-  const cutAt = db.prepare("UPDATE synced_ranges SET to_block = ? WHERE chain_id = ? AND to_block > ?");
+  const cutAt = db.prepare(
+    "UPDATE synced_ranges SET to_block = ? WHERE chain_id = ? AND to_block > ?",
+  );
   return {
     liveBlocksAbove: (blockNumber: number): BlockRef[] => liveAbove.all(blockNumber) as BlockRef[],
     /** Every token's synced ranges end at `blockNumber` at the latest. Call inside the change's transaction. */

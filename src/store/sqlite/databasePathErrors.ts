@@ -26,7 +26,10 @@ export function ensureDatabaseDirectory(databasePath: string): void {
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const reason = typeof code === "string" ? (FS_REASONS[code] ?? code) : String(error);
-    throw new ConfigError("database.path", `cannot create the directory ${directory} for ${databasePath} (${reason}); create it or ${FIX}`);
+    throw new ConfigError(
+      "database.path",
+      `cannot create the directory ${directory} for ${databasePath} (${reason}); create it or ${FIX}`,
+    );
   }
 }
 
@@ -39,13 +42,24 @@ export function asDatabasePathError(error: unknown, path: string): unknown {
   const code = (error as { code?: unknown }).code;
   if (typeof code !== "string") return error;
   const message = (error as Error).message;
-  if (code === "SQLITE_NOTADB") return new ConfigError("database.path", `${path} is not a SQLite database; refusing to touch it: ${FIX}`);
+  if (code === "SQLITE_NOTADB")
+    return new ConfigError(
+      "database.path",
+      `${path} is not a SQLite database; refusing to touch it: ${FIX}`,
+    );
   if (code === "SQLITE_CANTOPEN")
-    return new ConfigError("database.path", `${path} cannot be opened (${message}): check that ${dirname(path)} exists and is writable, or ${FIX}`);
+    return new ConfigError(
+      "database.path",
+      `${path} cannot be opened (${message}): check that ${dirname(path)} exists and is writable, or ${FIX}`,
+    );
   if (code.startsWith("SQLITE_READONLY") || code === "SQLITE_PERM" || code === "SQLITE_AUTH")
-    return new ConfigError("database.path", `${path} is not writable (${message}): flashindex needs to write the file and its directory ${dirname(path)} (for -wal/-shm), or ${FIX}`);
+    return new ConfigError(
+      "database.path",
+      `${path} is not writable (${message}): flashindex needs to write the file and its directory ${dirname(path)} (for -wal/-shm), or ${FIX}`,
+    );
   if (code.startsWith("SQLITE_IOERR") || code === "SQLITE_FULL" || code === "SQLITE_CORRUPT")
     return new ConfigError("database.path", `${path} cannot be used (${message}); ${FIX}`);
-  if (code in FS_REASONS) return new ConfigError("database.path", `${path}: ${FS_REASONS[code]}; ${FIX}`);
+  if (code in FS_REASONS)
+    return new ConfigError("database.path", `${path}: ${FS_REASONS[code]}; ${FIX}`);
   return error;
 }

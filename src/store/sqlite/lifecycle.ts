@@ -31,7 +31,9 @@ export function createSqliteLifecycle(db: Database) {
       tx_index = @txIndex, log_index = @logIndex, confirmed_at = @now, removed_at = NULL,
       finalized_at = CASE WHEN @status = 'finalized' THEN @now ELSE NULL END
     WHERE id = @id`);
-  const keepPreconfirmedAt = db.prepare("UPDATE logs SET preconfirmed_at = COALESCE(preconfirmed_at, ?) WHERE id = ?");
+  const keepPreconfirmedAt = db.prepare(
+    "UPDATE logs SET preconfirmed_at = COALESCE(preconfirmed_at, ?) WHERE id = ?",
+  );
   const deleteTransfer = db.prepare("DELETE FROM transfers WHERE log_id = ?");
   const deleteAuthorization = db.prepare("DELETE FROM authorization_events WHERE log_id = ?");
   const deleteLog = db.prepare("DELETE FROM logs WHERE id = ?");
@@ -41,13 +43,21 @@ export function createSqliteLifecycle(db: Database) {
   // logs_unsettled_by_tx_tail (schemas v8 and v9: the condition is repeated word for word so SQLite uses it).
   const CONTENT = `tx_hash = @txHash AND address = @address AND topic0 = @topic0 AND topic1 IS @topic1 AND topic2 IS @topic2
       AND topic3 IS @topic3 AND data = @data`;
-  const COLUMNS = "id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt";
+  const COLUMNS =
+    "id, status, block_number AS blockNumber, tx_log_position AS txLogPosition, log_index AS logIndex, preconfirmed_at AS preconfirmedAt";
   const findUnsettledSameContent = db.prepare(`
     SELECT ${COLUMNS} FROM logs
     WHERE substr(tx_hash, 51, 16) = substr(@txHash, 51, 16) AND ${CONTENT} AND ${UNSETTLED_STATUS_SQL}`);
-  const finalizedSameContent = createFinalizedLookup(db, `SELECT ${COLUMNS} FROM logs INDEXED BY logs_by_tx WHERE ${CONTENT} AND status = 'finalized'`);
-  const unsettledSameContent = (row: LogRow) => findUnsettledSameContent.all(twinContent(row)) as StoredTwin[];
-  const sameContent = (row: LogRow): StoredTwin[] => [...unsettledSameContent(row), ...(finalizedSameContent.all(twinContent(row)) as StoredTwin[])];
+  const finalizedSameContent = createFinalizedLookup(
+    db,
+    `SELECT ${COLUMNS} FROM logs INDEXED BY logs_by_tx WHERE ${CONTENT} AND status = 'finalized'`,
+  );
+  const unsettledSameContent = (row: LogRow) =>
+    findUnsettledSameContent.all(twinContent(row)) as StoredTwin[];
+  const sameContent = (row: LogRow): StoredTwin[] => [
+    ...unsettledSameContent(row),
+    ...(finalizedSameContent.all(twinContent(row)) as StoredTwin[]),
+  ];
   const moveAnnounced = db.prepare(`
     UPDATE logs SET status = 'preconfirmed', block_number = @blockNumber, block_timestamp = @blockTimestamp, tx_index = @txIndex,
       log_index = @logIndex, tx_log_position = @txLogPosition, removed_at = NULL
@@ -78,7 +88,11 @@ export function createSqliteLifecycle(db: Database) {
         txLogPosition: row.txLogPosition,
       });
     },
-    findConfirmed: ({ row }) => (findConfirmed.get(row.blockNumber, row.logIndex, row.transactionHash, row.blockHash) as { id: number } | undefined)?.id,
+    findConfirmed: ({ row }) =>
+      (
+        findConfirmed.get(row.blockNumber, row.logIndex, row.transactionHash, row.blockHash) as
+          { id: number } | undefined
+      )?.id,
     fold: ({ twin, into }) => {
       keepPreconfirmedAt.run(twin.preconfirmedAt, into);
       deleteTransfer.run(twin.id);
@@ -101,13 +115,17 @@ export function createSqliteLifecycle(db: Database) {
     unlanded: ({ blockNumber }) => unlanded.all(blockNumber) as UnlandedRow[],
     drop: ({ id, now }) => dropOne.run(now, id).changes,
     removeBlock: ({ block, now }) => removeBlock.run(now, block.number, block.hash).changes,
-    removeOtherBranches: ({ blockNumber, canonicalHash, now }) => removeOtherBranches.run(now, blockNumber, canonicalHash).changes,
+    removeOtherBranches: ({ blockNumber, canonicalHash, now }) =>
+      removeOtherBranches.run(now, blockNumber, canonicalHash).changes,
   };
   /** The statements, with synced ranges recorded where the plan asks (a chain change only). */
   const withSynced = (synced?: Pick<SyncedRanges, "add">): LifecycleStatements => ({
     ...statements,
     addSynced: ({ token, range }) => {
-      if (synced === undefined) throw new Error("lifecycle: a plan recorded a synced range without synced ranges to record it in");
+      if (synced === undefined)
+        throw new Error(
+          "lifecycle: a plan recorded a synced range without synced ranges to record it in",
+        );
       synced.add(token, range);
     },
   });
@@ -117,7 +135,8 @@ export function createSqliteLifecycle(db: Database) {
     /** The reader indexes were built (readerIndexes.ts): finalized rows can be looked up again. */
     readerIndexesBuilt: () => finalizedSameContent.indexBuilt(),
     /** Stores pre-confirmed rows (lifecycleRules.ts preconfirmedPlan). */
-    insertPreconfirmed: (rows: readonly LogRow[], now: number): PreconfirmedStored => runLifecyclePlan(preconfirmedPlan(rows, now), outsideChainChanges),
+    insertPreconfirmed: (rows: readonly LogRow[], now: number): PreconfirmedStored =>
+      runLifecyclePlan(preconfirmedPlan(rows, now), outsideChainChanges),
 
     /** Transactions with pre-confirmed rows at or below `blockNumber` (candidates for a drop once that block is applied). */
     preconfirmedThrough(blockNumber: number): Set<Hex> {
@@ -125,15 +144,27 @@ export function createSqliteLifecycle(db: Database) {
     },
 
     /** Applies one canonical block's logs (lifecycleRules.ts canonicalBlockPlan). */
-    applyCanonicalBlock: (blockNumber: number, rows: readonly LogRow[], now: number, stillPending?: ReadonlySet<Hex>): BlockApplied =>
-      runLifecyclePlan(canonicalBlockPlan(blockNumber, rows, now, stillPending), outsideChainChanges),
+    applyCanonicalBlock: (
+      blockNumber: number,
+      rows: readonly LogRow[],
+      now: number,
+      stillPending?: ReadonlySet<Hex>,
+    ): BlockApplied =>
+      runLifecyclePlan(
+        canonicalBlockPlan(blockNumber, rows, now, stillPending),
+        outsideChainChanges,
+      ),
 
     /** Applies a change of the canonical chain (lifecycleRules.ts chainChangePlan), its ranges recorded in `synced`. */
-    applyChainChange: (change: ChainChange, now: number, synced: Pick<SyncedRanges, "add">): ChainChangeApplied =>
-      runLifecyclePlan(chainChangePlan(change, now), withSynced(synced)),
+    applyChainChange: (
+      change: ChainChange,
+      now: number,
+      synced: Pick<SyncedRanges, "add">,
+    ): ChainChangeApplied => runLifecyclePlan(chainChangePlan(change, now), withSynced(synced)),
 
     /** Flags every log of an orphaned block as removed (kept, with when). */
-    removeBlock: (block: { number: number; hash: Hex }, now: number): number => statements.removeBlock({ block, now }),
+    removeBlock: (block: { number: number; hash: Hex }, now: number): number =>
+      statements.removeBlock({ block, now }),
 
     /** Honours one `removed: true` log from a `logs` subscription. */
     removeLog(log: { blockNumber: number; blockHash: Hex; logIndex: number }, now: number): number {

@@ -1,7 +1,13 @@
 import type { Database } from "better-sqlite3";
 import type { EventName } from "../../rows/paymentEvents.js";
 import type { LogRow, LogStatus } from "../../rows/logRow.js";
-import { NUMBER_FIELDS, packRows, STRING_FIELDS, unpackStrings, type PackedRows } from "../../rows/packedRows.js";
+import {
+  NUMBER_FIELDS,
+  packRows,
+  STRING_FIELDS,
+  unpackStrings,
+  type PackedRows,
+} from "../../rows/packedRows.js";
 import { createEventTally } from "../insertCounts.js";
 import type { InsertCounts } from "../types.js";
 
@@ -31,7 +37,12 @@ export function createLogWriter(db: Database) {
    * alike. `between.run` is called after every `between.every` rows (the window writer steps aside there).
    * `strings`: the rows' strings already unpacked (the window writer splits them before it takes the lock).
    */
-  function insertPacked(packed: PackedRows, now: number, between?: { every: number; run: () => void }, strings = unpackStrings(packed)): InsertCounts {
+  function insertPacked(
+    packed: PackedRows,
+    now: number,
+    between?: { every: number; run: () => void },
+    strings = unpackStrings(packed),
+  ): InsertCounts {
     const counts: InsertCounts = { inserted: 0, duplicates: 0, byEvent: [] };
     const tally = createEventTally();
     const t = strings;
@@ -42,8 +53,26 @@ export function createLogWriter(db: Database) {
       const status = t[i + 8] as LogStatus;
       const settled = status === "confirmed" || status === "finalized";
       const result = insertLog.run(
-        n[k + 5], t[i], t[i + 1], t[i + 2] || null, t[i + 3] || null, t[i + 4] || null, t[i + 5], n[k], t[i + 6], n[k + 1], t[i + 7], n[k + 2], n[k + 3], n[k + 4],
-        status, t[i + 9], now, status === "preconfirmed" ? now : null, settled ? now : null, status === "finalized" ? now : null,
+        n[k + 5],
+        t[i],
+        t[i + 1],
+        t[i + 2] || null,
+        t[i + 3] || null,
+        t[i + 4] || null,
+        t[i + 5],
+        n[k],
+        t[i + 6],
+        n[k + 1],
+        t[i + 7],
+        n[k + 2],
+        n[k + 3],
+        n[k + 4],
+        status,
+        t[i + 9],
+        now,
+        status === "preconfirmed" ? now : null,
+        settled ? now : null,
+        status === "finalized" ? now : null,
       );
       if (result.changes === 0) {
         counts.duplicates++;
@@ -52,8 +81,38 @@ export function createLogWriter(db: Database) {
       const id = result.lastInsertRowid;
       const event = t[i + 10] as EventName;
       // Carried: block_number, block_hash, block_timestamp, tx_hash, tx_index, log_index, status.
-      if (event === "transfer") insertTransfer.run(id, n[k + 5], t[i], t[i + 11], t[i + 12], t[i + 13], n[k], t[i + 6], n[k + 1], t[i + 7], n[k + 2], n[k + 3], status);
-      else insertAuthorization.run(id, n[k + 5], t[i], t[i + 11], t[i + 12], event === "authorization_used" ? "used" : "canceled", n[k], t[i + 6], n[k + 1], t[i + 7], n[k + 2], n[k + 3], status);
+      if (event === "transfer")
+        insertTransfer.run(
+          id,
+          n[k + 5],
+          t[i],
+          t[i + 11],
+          t[i + 12],
+          t[i + 13],
+          n[k],
+          t[i + 6],
+          n[k + 1],
+          t[i + 7],
+          n[k + 2],
+          n[k + 3],
+          status,
+        );
+      else
+        insertAuthorization.run(
+          id,
+          n[k + 5],
+          t[i],
+          t[i + 11],
+          t[i + 12],
+          event === "authorization_used" ? "used" : "canceled",
+          n[k],
+          t[i + 6],
+          n[k + 1],
+          t[i + 7],
+          n[k + 2],
+          n[k + 3],
+          status,
+        );
       counts.inserted++;
       tally.add(event, status);
     }
@@ -63,7 +122,8 @@ export function createLogWriter(db: Database) {
 
   return {
     insertPacked,
-    insertRows: (rows: readonly LogRow[], now: number): InsertCounts => insertPacked(packRows(rows), now),
+    insertRows: (rows: readonly LogRow[], now: number): InsertCounts =>
+      insertPacked(packRows(rows), now),
   };
 }
 

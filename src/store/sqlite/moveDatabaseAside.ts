@@ -5,7 +5,10 @@ const COMPANIONS = ["-wal", "-shm"] as const;
 
 /** A suffix that sorts by time and is safe in file names: `.20260101T120000Z.bak`. */
 export function backupSuffix(now: Date): string {
-  return `.${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}.bak`;
+  return `.${now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z")}.bak`;
 }
 
 /**
@@ -17,7 +20,8 @@ export function moveDatabaseAside(path: string, suffix: string): string {
   const target = `${path}${suffix}`;
   renameSync(path, target);
   for (const companion of COMPANIONS) {
-    if (existsSync(`${path}${companion}`)) renameSync(`${path}${companion}`, `${target}${companion}`);
+    if (existsSync(`${path}${companion}`))
+      renameSync(`${path}${companion}`, `${target}${companion}`);
   }
   return target;
 }

@@ -1,6 +1,14 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
-import { captureOrderId, NONCE_BOOK_HISTORY, pickNonce, type NonceBook, type NonceEntry, type NonceRef, type NonceState } from "../nonceBook.js";
+import {
+  captureOrderId,
+  NONCE_BOOK_HISTORY,
+  pickNonce,
+  type NonceBook,
+  type NonceEntry,
+  type NonceRef,
+  type NonceState,
+} from "../nonceBook.js";
 
 type NonceRow = {
   relayer: Address;
@@ -29,12 +37,21 @@ const toEntry = (row: NonceRow): NonceEntry => ({
  * `BEGIN IMMEDIATE` transaction: a reservation reads the book under the database's write lock, so
  * processes on one file are serialised.
  */
-export function createSqliteNonceBook(db: Database, chainId: number, write: <T>(work: () => T) => Promise<T>): NonceBook {
+export function createSqliteNonceBook(
+  db: Database,
+  chainId: number,
+  write: <T>(work: () => T) => Promise<T>,
+): NonceBook {
   /** A capture's live intent keeps its nonce: a racing second capture of the order gets that one, not a new one. */
   const liveCaptureNonce = (holder: string, relayer: Address): number | undefined => {
     const orderId = captureOrderId(holder);
     if (orderId === undefined) return undefined;
-    const nonce = db.prepare("SELECT relayer_nonce FROM order_captures WHERE order_id = ? AND relayer = ? AND status = 'sent'").pluck().get(orderId, lower(relayer));
+    const nonce = db
+      .prepare(
+        "SELECT relayer_nonce FROM order_captures WHERE order_id = ? AND relayer = ? AND status = 'sent'",
+      )
+      .pluck()
+      .get(orderId, lower(relayer));
     return nonce === undefined ? undefined : Number(nonce);
   };
   return {
@@ -44,11 +61,19 @@ export function createSqliteNonceBook(db: Database, chainId: number, write: <T>(
         const live = liveCaptureNonce(holder, relayer);
         if (live !== undefined) return live;
         // Below the floor the chain has consumed the nonce, whoever's the transaction was.
-        db.prepare("UPDATE relayer_nonces SET state = 'landed', updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce < ? AND state IN ('reserved', 'signed', 'broadcast')").run(
-          now, ...key, floor,
-        );
-        db.prepare("DELETE FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce < ?").run(...key, floor - NONCE_BOOK_HISTORY);
-        const above = (db.prepare("SELECT * FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce >= ? ORDER BY nonce").all(...key, floor) as NonceRow[]).map(toEntry);
+        db.prepare(
+          "UPDATE relayer_nonces SET state = 'landed', updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce < ? AND state IN ('reserved', 'signed', 'broadcast')",
+        ).run(now, ...key, floor);
+        db.prepare(
+          "DELETE FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce < ?",
+        ).run(...key, floor - NONCE_BOOK_HISTORY);
+        const above = (
+          db
+            .prepare(
+              "SELECT * FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce >= ? ORDER BY nonce",
+            )
+            .all(...key, floor) as NonceRow[]
+        ).map(toEntry);
         const nonce = pickNonce(above, floor, now, holder);
         db.prepare(
           `INSERT INTO relayer_nonces (chain_id, relayer, nonce, holder, owner, state, tx_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'reserved', NULL, ?, ?)
@@ -61,20 +86,39 @@ export function createSqliteNonceBook(db: Database, chainId: number, write: <T>(
     mark: (ref, now) => write(() => markNonce(db, chainId, ref, ref.state, ref.txHash, now)),
     release: (ref, now) => write(() => releaseNonce(db, chainId, ref, now)),
     entries: async (relayer, fromNonce) =>
-      (db.prepare("SELECT * FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce >= ? ORDER BY nonce").all(chainId, lower(relayer), fromNonce) as NonceRow[]).map(
-        toEntry,
-      ),
+      (
+        db
+          .prepare(
+            "SELECT * FROM relayer_nonces WHERE chain_id = ? AND relayer = ? AND nonce >= ? ORDER BY nonce",
+          )
+          .all(chainId, lower(relayer), fromNonce) as NonceRow[]
+      ).map(toEntry),
   };
 }
 
 /** Inside a write transaction: moves the holder's nonce to `state`; false when another holds it (or it was released). */
-export function markNonce(db: Database, chainId: number, ref: NonceRef, state: Exclude<NonceState, "reserved" | "released">, txHash: Hex | undefined, now: number): boolean {
+export function markNonce(
+  db: Database,
+  chainId: number,
+  ref: NonceRef,
+  state: Exclude<NonceState, "reserved" | "released">,
+  txHash: Hex | undefined,
+  now: number,
+): boolean {
   const changed = db
     .prepare(
       `UPDATE relayer_nonces SET state = ?, tx_hash = COALESCE(?, tx_hash), updated_at = ?
        WHERE chain_id = ? AND relayer = ? AND nonce = ? AND holder = ? AND state <> 'released'`,
     )
-    .run(state, txHash === undefined ? null : lower(txHash), now, chainId, lower(ref.relayer), ref.nonce, ref.holder).changes;
+    .run(
+      state,
+      txHash === undefined ? null : lower(txHash),
+      now,
+      chainId,
+      lower(ref.relayer),
+      ref.nonce,
+      ref.holder,
+    ).changes;
   return changed === 1;
 }
 

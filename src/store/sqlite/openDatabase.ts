@@ -62,7 +62,9 @@ export function openDatabase(path: string, chainId: number, identity?: ChainIden
     migrate(db);
     checkPins(db, path, chainId, identity);
     db.transaction(() => {
-      const insert = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING");
+      const insert = db.prepare(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+      );
       insert.run("chain_id", String(chainId));
       if (identity !== undefined) insert.run("genesis_hash", identity.genesisHash);
     }).immediate();
@@ -92,7 +94,10 @@ export function applyWriterPragmas(db: Database, cacheSizeKib = CACHE_SIZE_KIB):
  * no checks, except that it never checkpoints inside a commit: the checkpointer thread does
  * (checkpointer.ts).
  */
-export function openWriterConnection(path: string, cacheSizeKib = WINDOW_WRITER_CACHE_SIZE_KIB): Database {
+export function openWriterConnection(
+  path: string,
+  cacheSizeKib = WINDOW_WRITER_CACHE_SIZE_KIB,
+): Database {
   const db = new DatabaseConstructor(path, { fileMustExist: true });
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   applyWriterPragmas(db, cacheSizeKib);
@@ -142,7 +147,10 @@ export function resetWalWhenLarge(db: Database, limitBytes = WAL_SIZE_LIMIT_BYTE
  */
 export function openDatabaseReadOnly(path: string, chainId: number): Database {
   if (path !== ":memory:" && !existsSync(path))
-    throw new ConfigError("database.path", `${path} does not exist (point --db or database.path at the daemon's database)`);
+    throw new ConfigError(
+      "database.path",
+      `${path} does not exist (point --db or database.path at the daemon's database)`,
+    );
   let db: Database | undefined;
   try {
     db = new DatabaseConstructor(path, { readonly: true, fileMustExist: true });
@@ -150,7 +158,10 @@ export function openDatabaseReadOnly(path: string, chainId: number): Database {
     checkIsFlashindexFile(db, path);
     const version = db.pragma("user_version", { simple: true }) as number;
     if (version < SCHEMA_VERSION)
-      throw new ConfigError("database.path", `${path} has schema version ${version}, older than ${SCHEMA_VERSION}: run 'flashindex start' or 'backfill' on it once to upgrade it`);
+      throw new ConfigError(
+        "database.path",
+        `${path} has schema version ${version}, older than ${SCHEMA_VERSION}: run 'flashindex start' or 'backfill' on it once to upgrade it`,
+      );
     checkPins(db, path, chainId, undefined);
     return db;
   } catch (error) {
@@ -178,7 +189,8 @@ export function refuseForeignFile(path: string): void {
 
 /** The genesis hash a database is pinned to; undefined for a database that never recorded one. */
 export function storedGenesisHash(db: Database): Hex | undefined {
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'genesis_hash'").get() as { value: string } | undefined;
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'genesis_hash'").get() as
+    { value: string } | undefined;
   return row?.value as Hex | undefined;
 }
 
@@ -191,20 +203,39 @@ function checkIsFlashindexFile(db: Database, path: string): void {
   if (version > 0) return;
   const tables = db.prepare("SELECT COUNT(*) AS n FROM sqlite_master").get() as { n: number };
   if (tables.n > 0)
-    throw new ConfigError("database.path", `${path} is a SQLite database but not a flashindex one; refusing to touch it (use another database.path)`);
+    throw new ConfigError(
+      "database.path",
+      `${path} is a SQLite database but not a flashindex one; refusing to touch it (use another database.path)`,
+    );
 }
 
-function checkPins(db: Database, path: string, chainId: number, identity: ChainIdentity | undefined): void {
+function checkPins(
+  db: Database,
+  path: string,
+  chainId: number,
+  identity: ChainIdentity | undefined,
+): void {
   const version = db.pragma("user_version", { simple: true }) as number;
   if (version === 0) return;
   const stored = new Map(
-    (db.prepare("SELECT key, value FROM meta WHERE key IN ('chain_id', 'genesis_hash')").all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]),
+    (
+      db
+        .prepare("SELECT key, value FROM meta WHERE key IN ('chain_id', 'genesis_hash')")
+        .all() as Array<{ key: string; value: string }>
+    ).map((r) => [r.key, r.value]),
   );
   const storedChainId = stored.get("chain_id");
   if (storedChainId !== undefined && storedChainId !== String(chainId))
-    throw new ConfigError("chainId", `config says ${chainId} but database ${path} holds chain ${storedChainId}; use another database.path`);
+    throw new ConfigError(
+      "chainId",
+      `config says ${chainId} but database ${path} holds chain ${storedChainId}; use another database.path`,
+    );
   const storedGenesis = stored.get("genesis_hash");
-  if (identity !== undefined && storedGenesis !== undefined && storedGenesis !== identity.genesisHash)
+  if (
+    identity !== undefined &&
+    storedGenesis !== undefined &&
+    storedGenesis !== identity.genesisHash
+  )
     throw new ConfigError(
       "database.path",
       `database ${path} belongs to chain ${chainId} with genesis ${storedGenesis}, but the RPC serves genesis ${identity.genesisHash}; use another database.path`,

@@ -4,25 +4,41 @@ import { assertTransition, OrderStateError, type OrderState } from "../orderStat
 import { mustGet, recordTransition, toOrder, type OrderRow } from "./orders.js";
 
 /** The cancel's order transitions over one SQLite connection (cancelStore.ts), each in one `BEGIN IMMEDIATE` transaction. */
-export function createSqliteCancels(db: Database, chainId: number, write: <T>(work: () => T) => Promise<T>): CancelStore {
+export function createSqliteCancels(
+  db: Database,
+  chainId: number,
+  write: <T>(work: () => T) => Promise<T>,
+): CancelStore {
   /** The state the order was in when its cancel was accepted. */
   const cameFrom = (orderId: number): OrderState | undefined =>
-    db.prepare("SELECT from_state FROM order_transitions WHERE order_id = ? AND to_state = 'canceling' ORDER BY id DESC LIMIT 1").pluck().get(orderId) as
-      | OrderState
-      | undefined;
+    db
+      .prepare(
+        "SELECT from_state FROM order_transitions WHERE order_id = ? AND to_state = 'canceling' ORDER BY id DESC LIMIT 1",
+      )
+      .pluck()
+      .get(orderId) as OrderState | undefined;
   return {
     begin: (token, authorizer, nonce, now) =>
       write(() => {
         const row = db
-          .prepare("SELECT * FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?")
-          .get(chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase()) as OrderRow | undefined;
+          .prepare(
+            "SELECT * FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?",
+          )
+          .get(chainId, token.toLowerCase(), authorizer.toLowerCase(), nonce.toLowerCase()) as
+          OrderRow | undefined;
         if (row === undefined) return undefined;
         const order = toOrder(row);
-        if (order.state === "canceling") return { order, previous: cameFrom(order.id) ?? order.offchainState };
+        if (order.state === "canceling")
+          return { order, previous: cameFrom(order.id) ?? order.offchainState };
         if (!CANCELABLE_STATES.includes(order.state))
-          throw new OrderStateError(`order ${order.id} is ${order.state}: a cancel is accepted only for an order ${CANCELABLE_STATES.join(", ")}; nothing was sent`);
+          throw new OrderStateError(
+            `order ${order.id} is ${order.state}: a cancel is accepted only for an order ${CANCELABLE_STATES.join(", ")}; nothing was sent`,
+          );
         assertTransition(order.state, "canceling", "merchant", order.id);
-        db.prepare("UPDATE orders SET state = 'canceling', updated_at = ? WHERE id = ?").run(now, order.id);
+        db.prepare("UPDATE orders SET state = 'canceling', updated_at = ? WHERE id = ?").run(
+          now,
+          order.id,
+        );
         recordTransition(db, order.id, order.state, "canceling", "cancel_accepted", now);
         return { order: mustGet(db, order.id), previous: order.state };
       }),
@@ -32,7 +48,11 @@ export function createSqliteCancels(db: Database, chainId: number, write: <T>(wo
         if (order.state !== "canceling") return order;
         const back = cameFrom(orderId) ?? order.offchainState;
         assertTransition("canceling", back, "relay", orderId);
-        db.prepare("UPDATE orders SET state = ?, updated_at = ? WHERE id = ?").run(back, now, orderId);
+        db.prepare("UPDATE orders SET state = ?, updated_at = ? WHERE id = ?").run(
+          back,
+          now,
+          orderId,
+        );
         recordTransition(db, orderId, "canceling", back, cause, now);
         return mustGet(db, orderId);
       }),

@@ -1,7 +1,12 @@
 import type { Database } from "better-sqlite3";
 import { FatalError } from "../../errors/base.js";
 import { NonceLapsedError } from "../../errors/capture.js";
-import { toCaptureIntent, type CaptureRow, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";
+import {
+  toCaptureIntent,
+  type CaptureRow,
+  type CaptureStore,
+  type PaymentIdBinding,
+} from "../captureStore.js";
 import { assertTransition, type CaptureIntent } from "../orderStates.js";
 import { captureHolder } from "../nonceBook.js";
 import { markNonce, releaseNonce } from "./nonceBook.js";
@@ -11,9 +16,14 @@ import { mustGet, recordTransition, toOrder, type OrderRow } from "./orders.js";
  * The capture relay's tables over one SQLite connection. `write` runs its work in one `BEGIN
  * IMMEDIATE` transaction (the store's write path), so the order is read under the write lock.
  */
-export function createSqliteCaptures(db: Database, chainId: number, write: <T>(work: () => T) => Promise<T>): CaptureStore {
+export function createSqliteCaptures(
+  db: Database,
+  chainId: number,
+  write: <T>(work: () => T) => Promise<T>,
+): CaptureStore {
   const get = (orderId: number): CaptureIntent | undefined => {
-    const row = db.prepare("SELECT * FROM order_captures WHERE order_id = ?").get(orderId) as CaptureRow | undefined;
+    const row = db.prepare("SELECT * FROM order_captures WHERE order_id = ?").get(orderId) as
+      CaptureRow | undefined;
     return row === undefined ? undefined : toCaptureIntent(row);
   };
   const mustGetCapture = (orderId: number): CaptureIntent => {
@@ -27,11 +37,23 @@ export function createSqliteCaptures(db: Database, chainId: number, write: <T>(w
       write(() => {
         const order = mustGet(db, orderId);
         const existing = get(orderId);
-        if (existing !== undefined && existing.status !== "abandoned") return { order, capture: existing, created: false };
+        if (existing !== undefined && existing.status !== "abandoned")
+          return { order, capture: existing, created: false };
         assertTransition(order.state, "capturing", "relay", orderId);
         // The nonce must still be this capture's in the book: a reservation taken back meanwhile is not sent with.
-        if (!markNonce(db, chainId, { relayer: tx.relayer, nonce: tx.relayerNonce, holder: captureHolder(orderId) }, "signed", tx.txHash, now))
-          throw new NonceLapsedError(`relayer nonce ${tx.relayerNonce} is no longer reserved for order ${orderId}; nothing was stored or sent`);
+        if (
+          !markNonce(
+            db,
+            chainId,
+            { relayer: tx.relayer, nonce: tx.relayerNonce, holder: captureHolder(orderId) },
+            "signed",
+            tx.txHash,
+            now,
+          )
+        )
+          throw new NonceLapsedError(
+            `relayer nonce ${tx.relayerNonce} is no longer reserved for order ${orderId}; nothing was stored or sent`,
+          );
         db.prepare(
           `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, status, broadcasts,
              last_broadcast_at, replaced_tx_hashes, created_at, updated_at, owner, send_started_at)
@@ -40,17 +62,44 @@ export function createSqliteCaptures(db: Database, chainId: number, write: <T>(w
              raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
              status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
              owner = excluded.owner, send_started_at = NULL`,
-        ).run(orderId, lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), now, now, owner ?? null);
-        db.prepare("UPDATE orders SET state = 'capturing', updated_at = ? WHERE id = ?").run(now, orderId);
-        recordTransition(db, orderId, order.state, "capturing", "capture_sent", now, lower(tx.txHash));
+        ).run(
+          orderId,
+          lower(tx.relayer),
+          tx.relayerNonce,
+          lower(tx.txHash),
+          lower(tx.rawTx),
+          tx.maxFeePerGas.toString(),
+          tx.maxPriorityFeePerGas.toString(),
+          now,
+          now,
+          owner ?? null,
+        );
+        db.prepare("UPDATE orders SET state = 'capturing', updated_at = ? WHERE id = ?").run(
+          now,
+          orderId,
+        );
+        recordTransition(
+          db,
+          orderId,
+          order.state,
+          "capturing",
+          "capture_sent",
+          now,
+          lower(tx.txHash),
+        );
         return { order: mustGet(db, orderId), capture: mustGetCapture(orderId), created: true };
       }),
     get: async (orderId) => get(orderId),
     pending: async () => {
       const rows = db
-        .prepare("SELECT o.*, c.order_id AS capture_order_id FROM orders o JOIN order_captures c ON c.order_id = o.id WHERE c.status = 'sent' AND o.state = 'capturing' ORDER BY o.id")
+        .prepare(
+          "SELECT o.*, c.order_id AS capture_order_id FROM orders o JOIN order_captures c ON c.order_id = o.id WHERE c.status = 'sent' AND o.state = 'capturing' ORDER BY o.id",
+        )
         .all() as Array<OrderRow & { capture_order_id: number }>;
-      return rows.map((row) => ({ order: toOrder(row), capture: mustGetCapture(row.capture_order_id) }));
+      return rows.map((row) => ({
+        order: toOrder(row),
+        capture: mustGetCapture(row.capture_order_id),
+      }));
     },
     claimSend: (orderId, txHash, now) =>
       write(() => {
@@ -65,15 +114,30 @@ export function createSqliteCaptures(db: Database, chainId: number, write: <T>(w
     recordBroadcast: (orderId, txHash, now) =>
       write(() => {
         const changed = db
-          .prepare("UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, send_started_at = COALESCE(send_started_at, ?), updated_at = ? WHERE order_id = ? AND tx_hash = ?")
+          .prepare(
+            "UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, send_started_at = COALESCE(send_started_at, ?), updated_at = ? WHERE order_id = ? AND tx_hash = ?",
+          )
           .run(now, now, now, orderId, lower(txHash)).changes;
         const capture = get(orderId);
         if (changed === 1 && capture !== undefined)
-          markNonce(db, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, "broadcast", txHash, now);
+          markNonce(
+            db,
+            chainId,
+            {
+              relayer: capture.relayer,
+              nonce: capture.relayerNonce,
+              holder: captureHolder(orderId),
+            },
+            "broadcast",
+            txHash,
+            now,
+          );
       }),
     recordGas: (orderId, txHash, gas, now) =>
       write(() => {
-        db.prepare("UPDATE order_captures SET gas_used = ?, effective_gas_price = ?, gas_tx_hash = ?, updated_at = ? WHERE order_id = ?").run(
+        db.prepare(
+          "UPDATE order_captures SET gas_used = ?, effective_gas_price = ?, gas_tx_hash = ?, updated_at = ? WHERE order_id = ?",
+        ).run(
           gas.gasUsed.toString(),
           gas.effectiveGasPrice?.toString() ?? null,
           lower(txHash),
@@ -88,9 +152,26 @@ export function createSqliteCaptures(db: Database, chainId: number, write: <T>(w
         db.prepare(
           `UPDATE order_captures SET relayer = ?, relayer_nonce = ?, tx_hash = ?, raw_tx = ?, max_fee_per_gas = ?, max_priority_fee_per_gas = ?,
              replaced_tx_hashes = ?, broadcasts = 0, last_broadcast_at = NULL, updated_at = ? WHERE order_id = ?`,
-        ).run(lower(tx.relayer), tx.relayerNonce, lower(tx.txHash), lower(tx.rawTx), tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), replaced, now, orderId);
-        db.prepare("UPDATE relayer_nonces SET tx_hash = ?, updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce = ? AND holder = ?").run(
-          lower(tx.txHash), now, chainId, lower(tx.relayer), tx.relayerNonce, captureHolder(orderId),
+        ).run(
+          lower(tx.relayer),
+          tx.relayerNonce,
+          lower(tx.txHash),
+          lower(tx.rawTx),
+          tx.maxFeePerGas.toString(),
+          tx.maxPriorityFeePerGas.toString(),
+          replaced,
+          now,
+          orderId,
+        );
+        db.prepare(
+          "UPDATE relayer_nonces SET tx_hash = ?, updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce = ? AND holder = ?",
+        ).run(
+          lower(tx.txHash),
+          now,
+          chainId,
+          lower(tx.relayer),
+          tx.relayerNonce,
+          captureHolder(orderId),
         );
         return mustGetCapture(orderId);
       }),
@@ -99,38 +180,63 @@ export function createSqliteCaptures(db: Database, chainId: number, write: <T>(w
         const order = mustGet(db, orderId);
         const capture = get(orderId);
         if (why.nonceUnused === true && capture !== undefined && capture.status === "sent")
-          releaseNonce(db, chainId, { relayer: capture.relayer, nonce: capture.relayerNonce, holder: captureHolder(orderId) }, now);
-        db.prepare("UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'").run(now, orderId);
+          releaseNonce(
+            db,
+            chainId,
+            {
+              relayer: capture.relayer,
+              nonce: capture.relayerNonce,
+              holder: captureHolder(orderId),
+            },
+            now,
+          );
+        db.prepare(
+          "UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'",
+        ).run(now, orderId);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
-        db.prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?").run(now, orderId);
-        recordTransition(db, orderId, order.state, "authorized", why.cause ?? "capture_abandoned", now, why.txHash === undefined ? undefined : lower(why.txHash));
+        db.prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?").run(
+          now,
+          orderId,
+        );
+        recordTransition(
+          db,
+          orderId,
+          order.state,
+          "authorized",
+          why.cause ?? "capture_abandoned",
+          now,
+          why.txHash === undefined ? undefined : lower(why.txHash),
+        );
         return mustGet(db, orderId);
       }),
     findOrder: async (chainId, token, authorizer, nonce) => {
       const row = db
-        .prepare("SELECT * FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?")
+        .prepare(
+          "SELECT * FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?",
+        )
         .get(chainId, lower(token), lower(authorizer), lower(nonce)) as OrderRow | undefined;
       return row === undefined ? undefined : toOrder(row);
     },
     bindPaymentId: (binding, now) =>
       write(() => {
-        db.prepare("INSERT INTO x402_payment_ids (payment_id, fingerprint, order_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (payment_id) DO NOTHING").run(
-          binding.paymentId,
-          binding.fingerprint,
-          binding.orderId,
-          now,
-        );
+        db.prepare(
+          "INSERT INTO x402_payment_ids (payment_id, fingerprint, order_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (payment_id) DO NOTHING",
+        ).run(binding.paymentId, binding.fingerprint, binding.orderId, now);
         return getPaymentId(binding.paymentId)!;
       }),
     getPaymentId: async (paymentId) => getPaymentId(paymentId),
   };
 
   function getPaymentId(paymentId: string): PaymentIdBinding | undefined {
-    const row = db.prepare("SELECT payment_id, fingerprint, order_id FROM x402_payment_ids WHERE payment_id = ?").get(paymentId) as
-      | { payment_id: string; fingerprint: string; order_id: number }
-      | undefined;
-    return row === undefined ? undefined : { paymentId: row.payment_id, fingerprint: row.fingerprint, orderId: row.order_id };
+    const row = db
+      .prepare(
+        "SELECT payment_id, fingerprint, order_id FROM x402_payment_ids WHERE payment_id = ?",
+      )
+      .get(paymentId) as { payment_id: string; fingerprint: string; order_id: number } | undefined;
+    return row === undefined
+      ? undefined
+      : { paymentId: row.payment_id, fingerprint: row.fingerprint, orderId: row.order_id };
   }
 }
 

@@ -74,11 +74,16 @@ function addOrder(db: Database, order: NewOrder, now: number): Order {
   return db
     .transaction(() => {
       const existing = db
-        .prepare("SELECT id FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?")
+        .prepare(
+          "SELECT id FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?",
+        )
         .pluck()
-        .get(order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)) as number | undefined;
+        .get(order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)) as
+        number | undefined;
       if (existing !== undefined)
-        throw new OrderExistsError(`order ${existing} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`);
+        throw new OrderExistsError(
+          `order ${existing} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`,
+        );
       // `source` (schema 12) is written only when given: the column's default says merchant.
       const source = order.source === undefined ? [] : [order.source];
       const { lastInsertRowid } = db
@@ -115,7 +120,9 @@ function voidOrder(db: Database, id: number, now: number): Order {
     .transaction(() => {
       const order = mustGet(db, id);
       assertTransition(order.state, "voided_offchain", "merchant", id);
-      db.prepare("UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = ? WHERE id = ?").run(now, id);
+      db.prepare(
+        "UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = ? WHERE id = ?",
+      ).run(now, id);
       recordTransition(db, id, order.state, "voided_offchain", "voided", now);
       return mustGet(db, id);
     })
@@ -170,13 +177,21 @@ function listOrders(db: Database, filter: { state?: OrderState | undefined } = {
 
 /** The audit trail of one order, oldest first. */
 function listTransitions(db: Database, orderId: number): OrderTransition[] {
-  return (db.prepare("SELECT * FROM order_transitions WHERE order_id = ? ORDER BY id").all(orderId) as TransitionRow[]).map(toTransition);
+  return (
+    db
+      .prepare("SELECT * FROM order_transitions WHERE order_id = ? ORDER BY id")
+      .all(orderId) as TransitionRow[]
+  ).map(toTransition);
 }
 
 /** Captures of voided orders recorded after transition `afterId` (the daemon alerts on these). */
 function voidedThenCapturedSince(db: Database, afterId: number): OrderTransition[] {
   return (
-    db.prepare("SELECT * FROM order_transitions WHERE cause = 'captured_after_void' AND id > ? ORDER BY id").all(afterId) as TransitionRow[]
+    db
+      .prepare(
+        "SELECT * FROM order_transitions WHERE cause = 'captured_after_void' AND id > ? ORDER BY id",
+      )
+      .all(afterId) as TransitionRow[]
   ).map(toTransition);
 }
 
@@ -205,15 +220,18 @@ function toTransition(row: TransitionRow): OrderTransition {
 }
 
 /** One audit row for an off-chain transition (its webhook event comes from schema 7's trigger). */
-export function recordTransition(db: Database, orderId: number, from: OrderState, to: OrderState, cause: string, now: number, txHash: Hex | null = null): void {
-  db.prepare("INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES (?, ?, ?, NULL, ?, ?, ?)").run(
-    orderId,
-    from,
-    to,
-    cause,
-    txHash,
-    now,
-  );
+export function recordTransition(
+  db: Database,
+  orderId: number,
+  from: OrderState,
+  to: OrderState,
+  cause: string,
+  now: number,
+  txHash: Hex | null = null,
+): void {
+  db.prepare(
+    "INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES (?, ?, ?, NULL, ?, ?, ?)",
+  ).run(orderId, from, to, cause, txHash, now);
 }
 
 export function mustGet(db: Database, id: number): Order {
@@ -231,7 +249,8 @@ export function createSqliteOrders(db: Database) {
     get: (id: number): Order | undefined => getOrder(db, id),
     list: (filter: { state?: OrderState | undefined } = {}): Order[] => listOrders(db, filter),
     transitions: (orderId: number): OrderTransition[] => listTransitions(db, orderId),
-    voidedThenCapturedSince: (afterId: number): OrderTransition[] => voidedThenCapturedSince(db, afterId),
+    voidedThenCapturedSince: (afterId: number): OrderTransition[] =>
+      voidedThenCapturedSince(db, afterId),
   };
 }
 

@@ -9,10 +9,13 @@ import { READER_INDEXES } from "../readerIndexDefinitions.js";
 const SORT_HELPER_THREADS = 2;
 
 export function createSqliteReaderIndexes(db: Database) {
-  const present = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?").pluck();
+  const present = db
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?")
+    .pluck();
   return {
     /** Names of the reader indexes that do not exist right now. */
-    missing: (): string[] => READER_INDEXES.filter((i) => present.get(i.name) === undefined).map((i) => i.name),
+    missing: (): string[] =>
+      READER_INDEXES.filter((i) => present.get(i.name) === undefined).map((i) => i.name),
     /** Drops them all in one transaction (a bulk load is about to start). */
     drop(): void {
       db.transaction(() => {

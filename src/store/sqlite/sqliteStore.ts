@@ -87,16 +87,26 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const afterCommit = <T>(result: T): T => (committed.notify(), result);
   /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
   const write = <T>(kind: WriteKind, work: () => T): Promise<T> =>
-    maintenance.afterJobs(() => afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()))));
+    maintenance.afterJobs(() =>
+      afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()))),
+    );
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
   /** Where a bulk load's end runs (maintenance.ts): on the thread beside live writes, or once the store is large. */
-  const onThread = (mode: ProcessMode | undefined) => maintenanceOnThread(mode ?? "batch", maxLogId.get() as number);
+  const onThread = (mode: ProcessMode | undefined) =>
+    maintenanceOnThread(mode ?? "batch", maxLogId.get() as number);
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
   // Prepared on first use: a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
-    hold(() => db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(key, value));
+    hold(() =>
+      db
+        .prepare(
+          "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .run(key, value),
+    );
   // Each order operation opens its own transaction (orders.ts).
-  const timedOrders = <T>(work: () => T): Promise<T> => maintenance.afterJobs(() => afterCommit(timed(metrics, "orders", () => gate.hold(work))));
+  const timedOrders = <T>(work: () => T): Promise<T> =>
+    maintenance.afterJobs(() => afterCommit(timed(metrics, "orders", () => gate.hold(work))));
   // Prepared on first use, as writeMeta: a read-only store may open a file older than the staging tables.
   let staged: ReturnType<typeof createStagedAttribution> | undefined;
   const stagedAttribution = () => (staged ??= createStagedAttribution(db));
@@ -117,7 +127,11 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     sizeBytes: async () => fileSizes(db.name),
     openWindowWriter: ({ bulk, mode }) => {
       const writer = createWindowWriter(db, { chainId, onThread: bulk, mode, gate, checkpoints });
-      return { ...writer, commit: (window, now) => maintenance.afterJobs(() => writer.commit(window, now)).then(afterCommit) };
+      return {
+        ...writer,
+        commit: (window, now) =>
+          maintenance.afterJobs(() => writer.commit(window, now)).then(afterCommit),
+      };
     },
     readerIndexes: {
       missing: async () => indexes.missing(),
@@ -126,7 +140,9 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
         // One index per job, a turn of the event loop between them: live writes wait for one index, not for all of them.
         const built: string[] = [];
         while (options.signal?.aborted !== true) {
-          const name = await maintenance.run("buildNextReaderIndex", { onThread: onThread(options.mode) });
+          const name = await maintenance.run("buildNextReaderIndex", {
+            onThread: onThread(options.mode),
+          });
           if (typeof name !== "string") break;
           built.push(name);
           // An index is pages, not changed rows: the store's look at its writes would not see it.
@@ -141,7 +157,11 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     stagedAttribution: {
       pending: async () => stagedAttribution().pending(),
       move: async (options = {}) => {
-        const moved = afterCommit(await timed(metrics, "staged_attribution", () => maintenance.run("moveStagedAttribution", { onThread: onThread(options.mode) })));
+        const moved = afterCommit(
+          await timed(metrics, "staged_attribution", () =>
+            maintenance.run("moveStagedAttribution", { onThread: onThread(options.mode) }),
+          ),
+        );
         checkpoints.nudge();
         return moved as number;
       },
@@ -152,9 +172,11 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
         if (change.endsAt !== undefined) chainEnd.cutSyncedAt(change.endsAt);
         return lifecycle.applyChainChange(change, now, synced);
       }),
-    insertPreconfirmed: async (rows, now) => write("preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
+    insertPreconfirmed: async (rows, now) =>
+      write("preconfirmed", () => lifecycle.insertPreconfirmed(rows, now)),
     preconfirmedThrough: async (blockNumber) => lifecycle.preconfirmedThrough(blockNumber),
-    finalizeThrough: async (blockNumber, now) => write("finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
+    finalizeThrough: async (blockNumber, now) =>
+      write("finalize", () => lifecycle.finalizeThrough(blockNumber, now)),
     // The node says the block's rows were reorged out: the synced ranges end below it, so a kill
     // before the follower applies that reorg leaves the heights to be indexed again, not a gap.
     removeLog: async (log, now) =>
@@ -167,7 +189,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     liveBlocksAbove: async (blockNumber) => chainEnd.liveBlocksAbove(blockNumber),
 
     unattributed: async (txHashes) => attribution.unstored(txHashes),
-    insertAttribution: async (transactions, now) => write("attribution", () => attribution.insert(transactions, now)),
+    insertAttribution: async (transactions, now) =>
+      write("attribution", () => attribution.insert(transactions, now)),
     owedAttribution: {
       count: async () => owed().count(),
       next: async (limit) => owed().next(limit),
@@ -178,7 +201,8 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
           return stored;
         }),
     },
-    saveRegistration: async (wallet, code, now) => hold(() => registrations.save(wallet, code, now)),
+    saveRegistration: async (wallet, code, now) =>
+      hold(() => registrations.save(wallet, code, now)),
     registration: async (wallet) => registrations.get(wallet),
 
     addOrder: async (order, now) => timedOrders(() => orders.add(order, now)),
@@ -188,19 +212,32 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     listOrders: async (filter) => orders.list(filter),
     listTransitions: async (orderId) => orders.transitions(orderId),
     voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(afterId),
-    captures: createSqliteCaptures(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
-    cancels: createSqliteCancels(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
-    nonces: createSqliteNonceBook(db, chainId, (work) => timedOrders(() => db.transaction(work).immediate())),
-    settlements: createSqliteSettlements(db, (work) => timedOrders(() => db.transaction(work).immediate())),
+    captures: createSqliteCaptures(db, chainId, (work) =>
+      timedOrders(() => db.transaction(work).immediate()),
+    ),
+    cancels: createSqliteCancels(db, chainId, (work) =>
+      timedOrders(() => db.transaction(work).immediate()),
+    ),
+    nonces: createSqliteNonceBook(db, chainId, (work) =>
+      timedOrders(() => db.transaction(work).immediate()),
+    ),
+    settlements: createSqliteSettlements(db, (work) =>
+      timedOrders(() => db.transaction(work).immediate()),
+    ),
     readMeta: async (key) => readMeta.get(key) as string | undefined,
     writeMeta: async (key, value) => void writeMeta(key, value),
 
-    authorizationState: async (token, authorizer, nonce) => authorizationState(token, authorizer, nonce),
+    authorizationState: async (token, authorizer, nonce) =>
+      authorizationState(token, authorizer, nonce),
     countRowsByStatus: async (token) => countSqliteRowsByStatus(db, chainId, token),
     statusSnapshot: async (tokens, now) => {
       const outbox = webhooks();
       const snapshot = readSqliteStatusSnapshot(db, chainId, tokens, now);
-      return { ...snapshot, webhooks: await outbox.backlog(), webhookAttempts: await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS) };
+      return {
+        ...snapshot,
+        webhooks: await outbox.backlog(),
+        webhookAttempts: await outbox.lastAttempts(RECENT_WEBHOOK_ATTEMPTS),
+      };
     },
     // Note: on the store's own connection (the main thread's): each outbox call is a short
     // transaction, and the bulk backfill commits on a thread with a connection of its own.

@@ -21,19 +21,40 @@ export function createStagedAttribution(db: Database) {
   // Operations and codes first, while `transactions` still tells which transactions are new; their
   // parents follow in the same transaction (the foreign keys are checked at its commit).
   /** INSERT … SELECT from a table's staging twin (aliased `s`), in `order`. */
-  const move = (table: keyof typeof ATTRIBUTION_COLUMNS, where: string, order: string, onConflict: string) => {
+  const move = (
+    table: keyof typeof ATTRIBUTION_COLUMNS,
+    where: string,
+    order: string,
+    onConflict: string,
+  ) => {
     const columns = ATTRIBUTION_COLUMNS[table];
     return db.prepare(`
       INSERT INTO ${table} (${columns.join(", ")})
       SELECT ${columns.map((c) => `s.${c}`).join(", ")} FROM staged_${table} s
       WHERE ${where} ORDER BY ${order} ${onConflict}`);
   };
-  const moveUserOperations = move("user_operations", unstored, "s.tx_hash, s.op_index", "ON CONFLICT DO NOTHING");
-  const moveCodes = move("attribution_codes", unstored, "s.tx_hash, s.op_index, s.position", "ON CONFLICT DO NOTHING");
-  const moveTransactions = move("transactions", "true", "s.tx_hash, s.fetched_at", "ON CONFLICT (tx_hash) DO NOTHING");
+  const moveUserOperations = move(
+    "user_operations",
+    unstored,
+    "s.tx_hash, s.op_index",
+    "ON CONFLICT DO NOTHING",
+  );
+  const moveCodes = move(
+    "attribution_codes",
+    unstored,
+    "s.tx_hash, s.op_index, s.position",
+    "ON CONFLICT DO NOTHING",
+  );
+  const moveTransactions = move(
+    "transactions",
+    "true",
+    "s.tx_hash, s.fetched_at",
+    "ON CONFLICT (tx_hash) DO NOTHING",
+  );
   // A bundle staged twice (a window fetched again after a crash) is mapped as first staged (the
   // bare columns of a MIN() aggregate are taken from the row holding the minimum).
-  const firstStaged = "(SELECT tx_hash, operation_logs, operation_logs_error, MIN(rowid) AS id FROM staged_bundles GROUP BY tx_hash) b";
+  const firstStaged =
+    "(SELECT tx_hash, operation_logs, operation_logs_error, MIN(rowid) AS id FROM staged_bundles GROUP BY tx_hash) b";
   // Only the logs staged with that mapping. Before `moveTransactions` and `mapBundles`: a bundle
   // already stored keeps its mapping, and its staged logs are dropped.
   const moveOperationLogs = db.prepare(`
@@ -46,7 +67,13 @@ export function createStagedAttribution(db: Database) {
     UPDATE transactions AS t SET operation_logs = b.operation_logs, operation_logs_error = b.operation_logs_error
     FROM ${firstStaged}
     WHERE b.tx_hash = t.tx_hash AND t.operation_logs IS NULL AND t.user_operations > 0`);
-  const empty = ["staged_user_operations", "staged_attribution_codes", "staged_transactions", "staged_bundles", "staged_user_operation_logs"].map((table) => db.prepare(`DELETE FROM ${table}`));
+  const empty = [
+    "staged_user_operations",
+    "staged_attribution_codes",
+    "staged_transactions",
+    "staged_bundles",
+    "staged_user_operation_logs",
+  ].map((table) => db.prepare(`DELETE FROM ${table}`));
 
   return {
     /** Whether attribution is staged (a bulk backfill stored windows and has not moved it yet). */

@@ -1,6 +1,12 @@
 import type { Database } from "better-sqlite3";
 import type { Hex } from "viem";
-import { LEAD_TIME_MAX_BLOCKS, LEAD_TIME_WINDOW_MS, RECENT_PAYMENTS, RECENT_REMOVALS, tokenProgress } from "../statusSnapshotLimits.js";
+import {
+  LEAD_TIME_MAX_BLOCKS,
+  LEAD_TIME_WINDOW_MS,
+  RECENT_PAYMENTS,
+  RECENT_REMOVALS,
+  tokenProgress,
+} from "../statusSnapshotLimits.js";
 import { createSqliteSyncedRanges } from "./syncedRanges.js";
 import type { StatusSnapshot, StatusTokens } from "../types.js";
 
@@ -16,7 +22,8 @@ export function readSqliteStatusSnapshot(
   now: number,
 ): Omit<StatusSnapshot, "webhooks" | "webhookAttempts"> {
   const ranges = createSqliteSyncedRanges(db, chainId);
-  const newestBlock = db.prepare("SELECT MAX(block_number) FROM logs").pluck().get() as number | null;
+  const newestBlock = db.prepare("SELECT MAX(block_number) FROM logs").pluck().get() as
+    number | null;
   const leadTimesMs =
     newestBlock === null
       ? []
@@ -40,11 +47,23 @@ export function readSqliteStatusSnapshot(
        WHERE removed_at IS NOT NULL ORDER BY removed_at DESC LIMIT ?`,
     )
     .all(RECENT_REMOVALS) as StatusSnapshot["removals"];
-  const orders = db.prepare("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state").all() as StatusSnapshot["orders"];
-  const voidedThenCaptured = db.prepare("SELECT COUNT(*) FROM orders WHERE state = 'captured' AND offchain_state = 'voided_offchain'").pluck().get() as number;
-  const attributionOwedBlocks = db.prepare("SELECT COUNT(*) FROM attribution_owed").pluck().get() as number;
+  const orders = db
+    .prepare("SELECT state, COUNT(*) AS n FROM orders GROUP BY state ORDER BY state")
+    .all() as StatusSnapshot["orders"];
+  const voidedThenCaptured = db
+    .prepare(
+      "SELECT COUNT(*) FROM orders WHERE state = 'captured' AND offchain_state = 'voided_offchain'",
+    )
+    .pluck()
+    .get() as number;
+  const attributionOwedBlocks = db
+    .prepare("SELECT COUNT(*) FROM attribution_owed")
+    .pluck()
+    .get() as number;
   return {
-    tokens: tokens.map((t) => tokenProgress(t, ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock))),
+    tokens: tokens.map((t) =>
+      tokenProgress(t, ranges.checkpoint(t.address.toLowerCase() as Hex, t.startBlock)),
+    ),
     newestBlock,
     leadTimesMs,
     payments,

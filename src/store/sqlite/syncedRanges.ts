@@ -8,10 +8,14 @@ import { contiguousEnd, mergeRanges, type BlockRange } from "../../blockRanges.j
  */
 export function createSqliteSyncedRanges(db: Database, chainId: number) {
   const select = db.prepare(
-    "SELECT from_block AS \"from\", to_block AS \"to\" FROM synced_ranges WHERE chain_id = ? AND token = ? ORDER BY from_block",
+    'SELECT from_block AS "from", to_block AS "to" FROM synced_ranges WHERE chain_id = ? AND token = ? ORDER BY from_block',
   );
-  const remove = db.prepare("DELETE FROM synced_ranges WHERE chain_id = ? AND token = ? AND from_block <= ? AND to_block >= ?");
-  const insert = db.prepare("INSERT INTO synced_ranges (chain_id, token, from_block, to_block) VALUES (?, ?, ?, ?)");
+  const remove = db.prepare(
+    "DELETE FROM synced_ranges WHERE chain_id = ? AND token = ? AND from_block <= ? AND to_block >= ?",
+  );
+  const insert = db.prepare(
+    "INSERT INTO synced_ranges (chain_id, token, from_block, to_block) VALUES (?, ?, ?, ?)",
+  );
 
   function list(token: Hex): BlockRange[] {
     return select.all(chainId, token) as BlockRange[];

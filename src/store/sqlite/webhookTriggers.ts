@@ -69,9 +69,19 @@ END;`,
 
 /** Creates the row triggers when a subscription is active, drops them when none is (schema 11's rule). */
 export function matchWebhookTriggersToSubscriptions(db: Database): void {
-  const active = db.prepare("SELECT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE active = 1)").pluck().get() === 1;
+  const active =
+    db
+      .prepare("SELECT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE active = 1)")
+      .pluck()
+      .get() === 1;
   for (const trigger of WEBHOOK_ROW_TRIGGERS) {
-    if (active) db.exec(listTestsAsEqualities(trigger.sql).replace(/^CREATE TRIGGER /, "CREATE TRIGGER IF NOT EXISTS "));
+    if (active)
+      db.exec(
+        listTestsAsEqualities(trigger.sql).replace(
+          /^CREATE TRIGGER /,
+          "CREATE TRIGGER IF NOT EXISTS ",
+        ),
+      );
     else db.exec(`DROP TRIGGER IF EXISTS ${trigger.name}`);
   }
 }

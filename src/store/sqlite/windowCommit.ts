@@ -34,7 +34,11 @@ export const windowFields = (window: WindowWrite): WindowWrite => ({
  * committed every COMMIT_EVERY_ROWS_WHILE_LIVE rows, so a step aside never has a whole window's pages
  * to write. A bulk load with no live writes keeps one transaction per window.
  */
-export function createWindowCommit(db: Database, chainId: number, gate: WindowGate = UNSHARED_WINDOW_GATE): (window: WindowWrite, now: number) => InsertCounts {
+export function createWindowCommit(
+  db: Database,
+  chainId: number,
+  gate: WindowGate = UNSHARED_WINDOW_GATE,
+): (window: WindowWrite, now: number) => InsertCounts {
   const logs = createLogWriter(db);
   const attribution = createAttributionWriter(db);
   const synced = createSqliteSyncedRanges(db, chainId);
@@ -68,7 +72,10 @@ export function createWindowCommit(db: Database, chainId: number, gate: WindowGa
    */
   const stepAside = () => {
     uncommittedRows += WINDOW_YIELD_EVERY_ROWS;
-    if (gate.liveWriteWaiting() || (uncommittedRows >= COMMIT_EVERY_ROWS_WHILE_LIVE && live.recently())) {
+    if (
+      gate.liveWriteWaiting() ||
+      (uncommittedRows >= COMMIT_EVERY_ROWS_WHILE_LIVE && live.recently())
+    ) {
       close(commit);
       open();
     }

@@ -33,7 +33,8 @@ const WINDOW_WAIT_SLICE_MS = 100;
 
 export type WriteGateMemory = SharedArrayBuffer;
 
-export const createWriteGateMemory = (): WriteGateMemory => new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
+export const createWriteGateMemory = (): WriteGateMemory =>
+  new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
 
 /** The main thread's side: every write of its connection runs through `hold`. */
 export function createLiveWriteGate(memory: WriteGateMemory) {
@@ -41,7 +42,9 @@ export function createLiveWriteGate(memory: WriteGateMemory) {
   let depth = 0;
   /** How long a write that began waiting at `since` may still wait for the window's transaction to end (0: go ahead). */
   const waitLeft = (since: number): number =>
-    Atomics.load(cells, WINDOW_IN_TRANSACTION) === 1 ? Math.max(0, since + LIVE_WRITE_MAX_WAIT_MS - performance.now()) : 0;
+    Atomics.load(cells, WINDOW_IN_TRANSACTION) === 1
+      ? Math.max(0, since + LIVE_WRITE_MAX_WAIT_MS - performance.now())
+      : 0;
   const done = () => {
     Atomics.store(cells, LIVE_WRITE_WAITING, 0);
     Atomics.notify(cells, LIVE_WRITE_WAITING);
@@ -61,7 +64,8 @@ export function createLiveWriteGate(memory: WriteGateMemory) {
       Atomics.store(cells, LIVE_WRITE_WAITING, 1);
       try {
         const since = performance.now();
-        for (let left = waitLeft(since); left > 0; left = waitLeft(since)) Atomics.wait(cells, WINDOW_IN_TRANSACTION, 1, left);
+        for (let left = waitLeft(since); left > 0; left = waitLeft(since))
+          Atomics.wait(cells, WINDOW_IN_TRANSACTION, 1, left);
         return work();
       } finally {
         depth--;
@@ -125,4 +129,9 @@ export function createWindowGate(memory: WriteGateMemory): WindowGate {
 }
 
 /** A gate for a writer with no other side (a window committed on the main thread itself). */
-export const UNSHARED_WINDOW_GATE: WindowGate = { enter: () => undefined, leave: () => undefined, liveWriteWaiting: () => false, liveWrites: () => 0 };
+export const UNSHARED_WINDOW_GATE: WindowGate = {
+  enter: () => undefined,
+  leave: () => undefined,
+  liveWriteWaiting: () => false,
+  liveWrites: () => 0,
+};

@@ -21,7 +21,12 @@ export function writerLockPath(databasePath: string): string {
  * a lock that can never go stale. SQLite also refuses a second connection of the same process.
  */
 export function acquireWriterLock(databasePath: string, command: string): WriterLock {
-  const holder: WriterHolder = { pid: process.pid, host: hostname(), command, startedAt: new Date().toISOString() };
+  const holder: WriterHolder = {
+    pid: process.pid,
+    host: hostname(),
+    command,
+    startedAt: new Date().toISOString(),
+  };
   if (databasePath === ":memory:") return { holder, release: () => undefined };
   ensureDatabaseDirectory(databasePath);
   const path = writerLockPath(databasePath);
@@ -41,7 +46,10 @@ export function acquireWriterLock(databasePath: string, command: string): Writer
     lock.close();
     closeSync(fd);
   }
-  throw new ConfigError("database.path", `${path} keeps changing under this process: is another flashindex starting and stopping in a loop?`);
+  throw new ConfigError(
+    "database.path",
+    `${path} keeps changing under this process: is another flashindex starting and stopping in a loop?`,
+  );
 }
 
 function openLockFile(path: string): number {
@@ -70,7 +78,8 @@ function lockFile(databasePath: string, path: string): Database {
     return lock;
   } catch (error) {
     lock.close();
-    if ((error as { code?: string }).code === "SQLITE_BUSY") throw new WriterBusyError(databasePath, readHolder(databasePath));
+    if ((error as { code?: string }).code === "SQLITE_BUSY")
+      throw new WriterBusyError(databasePath, readHolder(databasePath));
     throw asDatabasePathError(error, path);
   }
 }
@@ -107,7 +116,9 @@ function releaseOnce(lock: Database, fd: number, path: string): () => void {
 
 /** Records the lock holder in `meta`, for the message a refused second writer prints. */
 export function recordWriter(db: Database, holder: WriterHolder): void {
-  db.prepare("INSERT INTO meta (key, value) VALUES ('writer', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(JSON.stringify(holder));
+  db.prepare(
+    "INSERT INTO meta (key, value) VALUES ('writer', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+  ).run(JSON.stringify(holder));
 }
 
 /** The holder recorded in the database, read without creating or changing anything; undefined when unknown. */
@@ -115,7 +126,8 @@ function readHolder(databasePath: string): WriterHolder | undefined {
   try {
     const db = new DatabaseConstructor(databasePath, { readonly: true, fileMustExist: true });
     try {
-      const row = db.prepare("SELECT value FROM meta WHERE key = 'writer'").get() as { value: string } | undefined;
+      const row = db.prepare("SELECT value FROM meta WHERE key = 'writer'").get() as
+        { value: string } | undefined;
       return row === undefined ? undefined : (JSON.parse(row.value) as WriterHolder);
     } finally {
       db.close();

@@ -1,15 +1,24 @@
 import type { Database } from "better-sqlite3";
 import { createSqliteOrders } from "./orders.js";
-import { toSettlement, type Settlement, type SettlementRow, type SettlementStore } from "../settlementStore.js";
+import {
+  toSettlement,
+  type Settlement,
+  type SettlementRow,
+  type SettlementStore,
+} from "../settlementStore.js";
 
 /**
  * The x402 facilitator's settle claims over one SQLite connection (schema 16). `write` runs its
  * work in one `BEGIN IMMEDIATE` transaction: two processes claiming one order are serialised on
  * the database's write lock, and the second reads the first one's claim.
  */
-export function createSqliteSettlements(db: Database, write: <T>(work: () => T) => Promise<T>): SettlementStore {
+export function createSqliteSettlements(
+  db: Database,
+  write: <T>(work: () => T) => Promise<T>,
+): SettlementStore {
   const get = (orderId: number): Settlement | undefined => {
-    const row = db.prepare("SELECT * FROM x402_settlements WHERE order_id = ?").get(orderId) as SettlementRow | undefined;
+    const row = db.prepare("SELECT * FROM x402_settlements WHERE order_id = ?").get(orderId) as
+      SettlementRow | undefined;
     return row === undefined ? undefined : toSettlement(row);
   };
 
@@ -18,7 +27,11 @@ export function createSqliteSettlements(db: Database, write: <T>(work: () => T) 
       write(() => {
         const taken =
           from.kind === "pending"
-            ? db.prepare("UPDATE x402_settlements SET state = 'settling', claim = ?, claimed_at = ? WHERE order_id = ? AND state = 'pending'").run(claim, now, orderId)
+            ? db
+                .prepare(
+                  "UPDATE x402_settlements SET state = 'settling', claim = ?, claimed_at = ? WHERE order_id = ? AND state = 'pending'",
+                )
+                .run(claim, now, orderId)
             : db
                 .prepare(
                   `INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)
@@ -31,17 +44,33 @@ export function createSqliteSettlements(db: Database, write: <T>(work: () => T) 
     addAndClaim: (order, claim, now) =>
       write(() => {
         const added = createSqliteOrders(db).add(order, now);
-        db.prepare("INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)").run(added.id, claim, now);
+        db.prepare(
+          "INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)",
+        ).run(added.id, claim, now);
         return added;
       }),
     answer: (orderId, claim, outcome, now) =>
       write(() => {
         const done = db
-          .prepare("UPDATE x402_settlements SET state = ?, tx_hash = ?, answer = ?, answered_at = ?, block_number = ? WHERE order_id = ? AND claim = ? AND state = 'settling'")
-          .run(outcome.state, outcome.txHash?.toLowerCase() ?? null, outcome.answer, now, outcome.blockNumber ?? null, orderId, claim);
+          .prepare(
+            "UPDATE x402_settlements SET state = ?, tx_hash = ?, answer = ?, answered_at = ?, block_number = ? WHERE order_id = ? AND claim = ? AND state = 'settling'",
+          )
+          .run(
+            outcome.state,
+            outcome.txHash?.toLowerCase() ?? null,
+            outcome.answer,
+            now,
+            outcome.blockNumber ?? null,
+            orderId,
+            claim,
+          );
         return done.changes === 1;
       }),
     get: async (orderId) => get(orderId),
-    contradicted: async () => db.prepare("SELECT COUNT(*) FROM x402_settlements WHERE contradicted_at IS NOT NULL").pluck().get() as number,
+    contradicted: async () =>
+      db
+        .prepare("SELECT COUNT(*) FROM x402_settlements WHERE contradicted_at IS NOT NULL")
+        .pluck()
+        .get() as number,
   };
 }

@@ -25,7 +25,9 @@ export function createBlockTracker() {
     push(block: BlockHeader): void {
       const tip = head();
       if (tip !== undefined && (block.number !== tip.number + 1 || block.parentHash !== tip.hash))
-        throw new Error(`block ${block.number} (${block.hash}) does not extend tracked head ${tip.number} (${tip.hash})`);
+        throw new Error(
+          `block ${block.number} (${block.hash}) does not extend tracked head ${tip.number} (${tip.hash})`,
+        );
       blocks.push(block);
     },
     /** The tracked blocks above `number`, oldest first (what a reorg to `number` would orphan). */

@@ -9,7 +9,11 @@ import type { BlockTracker } from "./blockTracker.js";
  * tracker holds, oldest block first. Throws FatalError when the fork lies deeper than the tracked
  * blocks, RpcResponseError when the chain moves during the walk.
  */
-export async function branchTo(tracker: BlockTracker, client: RpcClient, head: BlockHeader): Promise<BlockHeader[]> {
+export async function branchTo(
+  tracker: BlockTracker,
+  client: RpcClient,
+  head: BlockHeader,
+): Promise<BlockHeader[]> {
   const branch = [head];
   for (;;) {
     const first = branch[0]!;
@@ -19,7 +23,9 @@ export async function branchTo(tracker: BlockTracker, client: RpcClient, head: B
     if (oldest === undefined || first.number - 1 < oldest.number)
       throw new FatalError(
         `Reorg deeper than the ${tracker.size()} tracked blocks at block ${first.number}: refusing to diverge from the chain`,
-        { details: `the canonical parent ${first.parentHash} of block ${first.number} is not among the tracked unfinalized blocks; check the finality setting` },
+        {
+          details: `the canonical parent ${first.parentHash} of block ${first.number} is not among the tracked unfinalized blocks; check the finality setting`,
+        },
       );
     const parent = await getBlockHeader(client, first.number - 1);
     if (parent === undefined || parent.hash !== first.parentHash)

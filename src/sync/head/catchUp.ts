@@ -29,7 +29,10 @@ export type CatchUpParts = {
  * tracker, and settles rows stored before a restart. It races a live chain (a reorg while headers
  * load): a temporary failure is tried again a few times (CATCH_UP_ATTEMPTS) before it stops the daemon.
  */
-export function createCatchUp(deps: SyncDeps & { health: Health }, parts: CatchUpParts): () => Promise<void> {
+export function createCatchUp(
+  deps: SyncDeps & { health: Health },
+  parts: CatchUpParts,
+): () => Promise<void> {
   const { config, metrics, shutdown, client, health } = deps;
   const { logger, tracker } = parts;
 
@@ -39,9 +42,16 @@ export function createCatchUp(deps: SyncDeps & { health: Health }, parts: CatchU
     parts.setFinalized(finalized);
     // Pre-confirmations keep arriving meanwhile: the reader indexes are built without holding them back.
     await backfill(deps, { to: tips.head, finalized }, { mode: "daemon" });
-    const headers = await getHeaders(client, Math.max(0, Math.min(finalized + 1, tips.head)), tips.head);
+    const headers = await getHeaders(
+      client,
+      Math.max(0, Math.min(finalized + 1, tips.head)),
+      tips.head,
+    );
     for (let i = 1; i < headers.length; i++) {
-      if (headers[i]!.parentHash !== headers[i - 1]!.hash) throw new RpcResponseError(`the chain moved while loading headers at block ${headers[i]!.number}`);
+      if (headers[i]!.parentHash !== headers[i - 1]!.hash)
+        throw new RpcResponseError(
+          `the chain moved while loading headers at block ${headers[i]!.number}`,
+        );
     }
     await parts.settle(headers);
     tracker.reset(headers);
@@ -50,16 +60,29 @@ export function createCatchUp(deps: SyncDeps & { health: Health }, parts: CatchU
     metrics.lagBlocks.set(0);
     health.markHeadSeen();
     health.markBackfillCaughtUp(true);
-    logger.info({ msg: "Caught up with the head", head_block: tips.head, finalized_block: finalized, tracked_blocks: tracker.size() });
+    logger.info({
+      msg: "Caught up with the head",
+      head_block: tips.head,
+      finalized_block: finalized,
+      tracked_blocks: tracker.size(),
+    });
   }
 
   return () =>
     withRetry(catchUp, {
       retryCount: CATCH_UP_ATTEMPTS - 1,
       shouldRetry: ({ error }) => error instanceof RetryableError,
-      delay: exponentialBackoff({ initialDelayMs: CATCH_UP_RETRY_INITIAL_DELAY_MS, maxDelayMs: CATCH_UP_RETRY_MAX_DELAY_MS }),
+      delay: exponentialBackoff({
+        initialDelayMs: CATCH_UP_RETRY_INITIAL_DELAY_MS,
+        maxDelayMs: CATCH_UP_RETRY_MAX_DELAY_MS,
+      }),
       onRetry: ({ count, error }) =>
-        logger.warn({ msg: "Failed to catch up, retrying", attempt: count + 1, max_attempts: CATCH_UP_ATTEMPTS, error: (error as RetryableError).shortMessage }),
+        logger.warn({
+          msg: "Failed to catch up, retrying",
+          attempt: count + 1,
+          max_attempts: CATCH_UP_ATTEMPTS,
+          error: (error as RetryableError).shortMessage,
+        }),
       signal: shutdown.signal,
     });
 }

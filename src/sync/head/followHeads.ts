@@ -35,7 +35,11 @@ export async function followHeads(deps: SyncDeps, sources: HeadSources): Promise
     failure ??= { error };
   };
   if (config.rpc.ws !== undefined) {
-    const ws = { url: config.rpc.ws, initialDelayMs: config.realtime.reconnectInitialDelayMs, maxDelayMs: config.realtime.reconnectMaxDelayMs };
+    const ws = {
+      url: config.rpc.ws,
+      initialDelayMs: config.realtime.reconnectInitialDelayMs,
+      maxDelayMs: config.realtime.reconnectMaxDelayMs,
+    };
     createWsSubscription(deps, {
       ...ws,
       name: "newHeads",
@@ -52,7 +56,12 @@ export async function followHeads(deps: SyncDeps, sources: HeadSources): Promise
     });
     // A watched token takes one subscription per filter (topic positions AND, so "from or to" is two); the list is fixed at start-up.
     for (const filter of sources.logFilters())
-      createWsSubscription(deps, { ...ws, name: "logs", params: ["logs", { address: filter.addresses, topics: topicsOf(filter) }], onNotification: sources.onLogNotification });
+      createWsSubscription(deps, {
+        ...ws,
+        name: "logs",
+        params: ["logs", { address: filter.addresses, topics: topicsOf(filter) }],
+        onNotification: sources.onLogNotification,
+      });
   }
   while (failure === undefined) {
     await sleep(config.realtime.headPollIntervalMs, shutdown.signal);

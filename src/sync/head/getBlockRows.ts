@@ -8,7 +8,8 @@ import type { Logger } from "../../ops/logger.js";
 import type { Metrics } from "../../ops/metrics.js";
 import type { MemberSelection } from "../watchScope.js";
 
-const isTokenList = (tokens: readonly Hex[] | MemberSelection): tokens is readonly Hex[] => Array.isArray(tokens);
+const isTokenList = (tokens: readonly Hex[] | MemberSelection): tokens is readonly Hex[] =>
+  Array.isArray(tokens);
 
 /**
  * The decoded logs of one canonical block, fetched by its hash so they cannot belong to a sibling.
@@ -16,12 +17,20 @@ const isTokenList = (tokens: readonly Hex[] | MemberSelection): tokens is readon
  * lose a real log nor make its pre-confirmed twin look dropped.
  */
 export async function getBlockRows(
-  deps: { client: RpcClient; logger: Logger; metrics: Metrics; chainId: number; tokens: readonly Hex[] | MemberSelection },
+  deps: {
+    client: RpcClient;
+    logger: Logger;
+    metrics: Metrics;
+    chainId: number;
+    tokens: readonly Hex[] | MemberSelection;
+  },
   block: BlockHeader,
   status: LogStatus,
 ): Promise<LogRow[]> {
   // Token addresses read whole, or a selection (watched tokens: watchScope.ts).
-  const selection: MemberSelection = isTokenList(deps.tokens) ? { addresses: deps.tokens, topic0: PAYMENT_TOPICS } : deps.tokens;
+  const selection: MemberSelection = isTokenList(deps.tokens)
+    ? { addresses: deps.tokens, topic0: PAYMENT_TOPICS }
+    : deps.tokens;
   if (selection.addresses.length === 0 && (selection.watched?.length ?? 0) === 0) return [];
   return fetchLogRows(
     deps,

@@ -46,7 +46,13 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
   const headClient = client.withTimeout(config.realtime.requestTimeoutMs);
   // A block's confirmation never waits for its calldata: attribution follows the commit, and
   // its requests wait while the head's go first.
-  const attributeLater = createLateAttribution({ attributor: deps.attributor, client: headClient.background(), store, logger, shutdown });
+  const attributeLater = createLateAttribution({
+    attributor: deps.attributor,
+    client: headClient.background(),
+    store,
+    logger,
+    shutdown,
+  });
   const tokens = config.tokens;
   const blockDeps = { ...deps, client: headClient, chainId: config.chainId };
   // Blocks are applied strictly one head at a time, in arrival order.
@@ -55,7 +61,8 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
   let finalized = -1;
   const appliedListeners: Array<() => void> = [];
   // Pre-confirmations are followed (poll or subscription): a log first seen in its sealed block was missed.
-  const followsPreconfirmed = config.realtime.pendingPollIntervalMs > 0 || config.rpc.preconfWs !== undefined;
+  const followsPreconfirmed =
+    config.realtime.pendingPollIntervalMs > 0 || config.rpc.preconfWs !== undefined;
 
   const watchScope = createWatchScope({ tokens, store });
   // Synced-range members (a token, or a watched address of one) and what to fetch for them.
@@ -69,35 +76,70 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
     setFinalized: (block) => {
       finalized = block;
     },
-    settle: (headers) => settleAfterRestart({ ...blockDeps, store, tokens, watchScope, statusAt, windowBlocks: config.backfill.windowBlocks }, headers),
+    settle: (headers) =>
+      settleAfterRestart(
+        {
+          ...blockDeps,
+          store,
+          tokens,
+          watchScope,
+          statusAt,
+          windowBlocks: config.backfill.windowBlocks,
+        },
+        headers,
+      ),
   });
 
   async function applyHead(head: BlockHeader): Promise<void> {
     if (tracker.hashAt(head.number) === head.hash) return;
     const tip = tracker.head();
-    if (tip === undefined || head.number > tip.number + MAX_HEAD_GAP_BLOCKS) return catchUpWithRetries();
+    if (tip === undefined || head.number > tip.number + MAX_HEAD_GAP_BLOCKS)
+      return catchUpWithRetries();
     // A late notification for a block that is already final is old news.
     if (head.number < (tracker.oldest()?.number ?? 0)) return;
     // Fill a short gap of missed heads, then check the link.
-    const gap = head.number > tip.number + 1 ? await getHeaders(headClient, tip.number + 1, head.number - 1) : [];
+    const gap =
+      head.number > tip.number + 1
+        ? await getHeaders(headClient, tip.number + 1, head.number - 1)
+        : [];
     const candidate = [...gap, head];
     for (let i = 1; i < candidate.length; i++) {
-      if (candidate[i]!.parentHash !== candidate[i - 1]!.hash) throw new RpcResponseError(`the chain moved while fetching blocks ${tip.number + 1}..${head.number}`);
+      if (candidate[i]!.parentHash !== candidate[i - 1]!.hash)
+        throw new RpcResponseError(
+          `the chain moved while fetching blocks ${tip.number + 1}..${head.number}`,
+        );
     }
     const branch = [...(await branchTo(tracker, headClient, candidate[0]!)), ...candidate.slice(1)];
     const ancestor = branch[0]!.number - 1;
     // Behind by several blocks (a missed head, a hung request), their logs are fetched side by side:
     // a fault on one block's request no longer adds its wait to every block after it.
     const fetched = await Promise.all(
-      branch.map(async (block) => [block.hash, await getBlockRows({ ...blockDeps, tokens: await selectionAt(block.number) }, block, statusAt(block.number))] as const),
+      branch.map(
+        async (block) =>
+          [
+            block.hash,
+            await getBlockRows(
+              { ...blockDeps, tokens: await selectionAt(block.number) },
+              block,
+              statusAt(block.number),
+            ),
+          ] as const,
+      ),
     );
     const rows = new Map<string, LogRow[]>(fetched);
 
     // Pre-confirmations about to be dropped are first looked up in the pre-confirmed view: a rebuilt pending block may hold them.
     const landed = new Set([...rows.values()].flat().map((r) => r.transactionHash));
-    const unlanded = new Set([...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)));
+    const unlanded = new Set(
+      [...(await store.preconfirmedThrough(head.number))].filter((tx) => !landed.has(tx)),
+    );
     const stillPreconfirmed = await stillPreconfirmedAbove(
-      { ...blockDeps, client: headClient.refusingRateLimits(), logger, backoff: deps.preconfirmedBackoff },
+      {
+        ...blockDeps,
+        client: headClient.refusingRateLimits(),
+        logger,
+        backoff: deps.preconfirmedBackoff,
+      },
       await selectionAt(head.number),
       head.number,
       unlanded,
@@ -111,7 +153,12 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
         orphaned,
         blocks: branch.map((block) => ({ number: block.number, rows: rows.get(block.hash)! })),
         stillPending: stillPreconfirmed,
-        synced: branch.flatMap((block) => tokensAt(block.number).map((token) => ({ token, range: { from: block.number, to: block.number } }))),
+        synced: branch.flatMap((block) =>
+          tokensAt(block.number).map((token) => ({
+            token,
+            range: { from: block.number, to: block.number },
+          })),
+        ),
         // A shorter new branch: the orphaned heights above it leave the synced ranges, or a kill
         // before its next block would leave them claimed with only removed rows (a gap).
         endsAt: orphaned.some((block) => block.number > head.number) ? head.number : undefined,
@@ -123,20 +170,41 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
     tracker.rewindTo(ancestor);
     for (const block of branch) tracker.push(block);
     if (orphaned.length > 0) {
-      reportReorg({ metrics, logger }, { orphaned, ancestor, newHead: head.number, removed, flagged: removedFlags.takeFlagged(orphaned) });
+      reportReorg(
+        { metrics, logger },
+        {
+          orphaned,
+          ancestor,
+          newHead: head.number,
+          removed,
+          flagged: removedFlags.takeFlagged(orphaned),
+        },
+      );
     }
     // A reorg's new branch re-inserts logs already seen in the orphaned blocks: not a missed pre-confirmation.
-    if (followsPreconfirmed && orphaned.length === 0) metrics.preconfirmationsMissed.inc(applied.inserted);
+    if (followsPreconfirmed && orphaned.length === 0)
+      metrics.preconfirmationsMissed.inc(applied.inserted);
     for (const listener of appliedListeners) listener();
     attributeLater([...landed], "confirmed");
     metrics.droppedPreconfirmed.inc(applied.dropped);
-    if (applied.dropped > 0) logger.warn({ msg: "Marked pre-confirmed logs dropped", block_number: head.number, dropped: applied.dropped });
+    if (applied.dropped > 0)
+      logger.warn({
+        msg: "Marked pre-confirmed logs dropped",
+        block_number: head.number,
+        dropped: applied.dropped,
+      });
     metrics.chainHeadBlock.set(head.number);
     metrics.indexedBlock.set({ source: "head" }, head.number);
     metrics.lagBlocks.set(0);
     metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - head.timestamp));
     health.markHeadSeen();
-    logger.debug({ msg: "Indexed block", block_number: head.number, block_hash: head.hash, inserted: applied.inserted, promoted: applied.promoted });
+    logger.debug({
+      msg: "Indexed block",
+      block_number: head.number,
+      block_hash: head.hash,
+      inserted: applied.inserted,
+      promoted: applied.promoted,
+    });
     await advanceFinality();
   }
 
@@ -146,7 +214,8 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
     finalized = tips.finalized;
     const changed = await store.finalizeThrough(finalized, Date.now());
     tracker.forgetThrough(finalized);
-    if (changed > 0) logger.debug({ msg: "Finalized logs", finalized_block: finalized, logs: changed });
+    if (changed > 0)
+      logger.debug({ msg: "Finalized logs", finalized_block: finalized, logs: changed });
   }
 
   /** Queues a head for processing; failures that are temporary are logged and the next head retries. */
@@ -156,7 +225,11 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
         await applyHead(head);
       } catch (error) {
         if (!(error instanceof RetryableError)) throw error;
-        logger.warn({ msg: "Failed to apply head, retrying with the next one", block_number: head.number, error: error.shortMessage });
+        logger.warn({
+          msg: "Failed to apply head, retrying with the next one",
+          block_number: head.number,
+          error: error.shortMessage,
+        });
       }
     });
   }
@@ -169,7 +242,11 @@ export function createHeadFollower(deps: HeadFollowerDeps) {
       headClient,
       submitHead,
       queued: () => serial.size,
-      logFilters: () => selectionFilters({ pending: true, ...watchScope.configuredSelection(watchScope.members()) }),
+      logFilters: () =>
+        selectionFilters({
+          pending: true,
+          ...watchScope.configuredSelection(watchScope.members()),
+        }),
       onLogNotification: removedFlags.onNotification,
     });
   }

@@ -5,7 +5,10 @@ import type { BlockRef } from "../../store/store.js";
 import type { BlockApplied } from "../../store/types.js";
 
 /** What one head's blocks did in sum; each block's lead times and newly indexed events go to the metrics. */
-export function tallyAppliedBlocks(metrics: Metrics, blocks: readonly BlockApplied[]): { promoted: number; inserted: number; dropped: number } {
+export function tallyAppliedBlocks(
+  metrics: Metrics,
+  blocks: readonly BlockApplied[],
+): { promoted: number; inserted: number; dropped: number } {
   const applied = { promoted: 0, inserted: 0, dropped: 0 };
   for (const result of blocks) {
     applied.promoted += result.promoted;
@@ -23,7 +26,13 @@ export function tallyAppliedBlocks(metrics: Metrics, blocks: readonly BlockAppli
  */
 export function reportReorg(
   deps: { metrics: Metrics; logger: Logger },
-  reorg: { orphaned: readonly BlockRef[]; ancestor: number; newHead: number; removed: number; flagged: number },
+  reorg: {
+    orphaned: readonly BlockRef[];
+    ancestor: number;
+    newHead: number;
+    removed: number;
+    flagged: number;
+  },
 ): void {
   const { metrics, logger } = deps;
   const { orphaned, removed, flagged } = reorg;

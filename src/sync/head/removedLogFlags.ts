@@ -11,7 +11,11 @@ const FLAGGED_BLOCKS_REMEMBERED = 256;
  * remembers how many logs it flagged per block until the parent-hash walk finds their reorg:
  * "Detected reorg" counts them too, so its removed_logs says what the reorg removed.
  */
-export function createRemovedLogFlags(deps: { store: Pick<Store, "removeLog">; metrics: Metrics; logger: Logger }) {
+export function createRemovedLogFlags(deps: {
+  store: Pick<Store, "removeLog">;
+  metrics: Metrics;
+  logger: Logger;
+}) {
   const { store, metrics, logger } = deps;
   const flaggedByNode = new Map<string, number>();
   return {
@@ -33,13 +37,24 @@ export function createRemovedLogFlags(deps: { store: Pick<Store, "removeLog">; m
           (changed) => {
             metrics.removedLogs.inc({ via: "removed_flag" }, changed);
             if (changed === 0) return;
-            logger.warn({ msg: "Flagged log removed by the node", block_hash: blockHash, log_index: logIndex });
+            logger.warn({
+              msg: "Flagged log removed by the node",
+              block_hash: blockHash,
+              log_index: logIndex,
+            });
             // Counted into the "Detected reorg" line when the parent-hash walk reaches this block.
             const key = blockHash.toLowerCase();
             flaggedByNode.set(key, (flaggedByNode.get(key) ?? 0) + changed);
-            if (flaggedByNode.size > FLAGGED_BLOCKS_REMEMBERED) flaggedByNode.delete(flaggedByNode.keys().next().value!);
+            if (flaggedByNode.size > FLAGGED_BLOCKS_REMEMBERED)
+              flaggedByNode.delete(flaggedByNode.keys().next().value!);
           },
-          (error: unknown) => logger.error({ msg: "Failed to flag a log removed by the node", block_hash: blockHash, log_index: logIndex, error: (error as Error).message }),
+          (error: unknown) =>
+            logger.error({
+              msg: "Failed to flag a log removed by the node",
+              block_hash: blockHash,
+              log_index: logIndex,
+              error: (error as Error).message,
+            }),
         );
       }
     },

@@ -36,7 +36,10 @@ export type SettleDeps = {
  *  2. Rows stored as confirmed below the unfinalized range are compared with their block's
  *     canonical hash (they became final while we were away, or were reorged out first).
  */
-export async function settleAfterRestart(deps: SettleDeps, headers: readonly BlockHeader[]): Promise<void> {
+export async function settleAfterRestart(
+  deps: SettleDeps,
+  headers: readonly BlockHeader[],
+): Promise<void> {
   const tracked = new Map(headers.map((h) => [h.number, h]));
   const canonical = await readUnfinalized(deps, tracked);
   const stale = await staleBelow(deps, tracked);
@@ -44,34 +47,57 @@ export async function settleAfterRestart(deps: SettleDeps, headers: readonly Blo
     {
       kind: "restart_settle",
       orphaned: stale.blocks,
-      blocks: [...stale.replacements, ...canonical].map(([number, rows]) => ({ number, rows, canonicalHash: tracked.get(number)?.hash })),
+      blocks: [...stale.replacements, ...canonical].map(([number, rows]) => ({
+        number,
+        rows,
+        canonicalHash: tracked.get(number)?.hash,
+      })),
       synced: headers.flatMap((header) =>
-        deps.watchScope.membersAt(header.number).map((token) => ({ token, range: { from: header.number, to: header.number } })),
+        deps.watchScope
+          .membersAt(header.number)
+          .map((token) => ({ token, range: { from: header.number, to: header.number } })),
       ),
     },
     Date.now(),
   );
   deps.metrics.removedLogs.inc({ via: "restart_check" }, removed);
   if (removed > 0 || stale.blocks.length > 0)
-    deps.logger.warn({ msg: "Settled rows of blocks reorged out while away", removed_logs: removed, blocks: stale.blocks.map((b) => b.number) });
+    deps.logger.warn({
+      msg: "Settled rows of blocks reorged out while away",
+      removed_logs: removed,
+      blocks: stale.blocks.map((b) => b.number),
+    });
 }
 
 /** The canonical rows of every tracked block, by number, read by range and checked against the tracked hashes. */
-async function readUnfinalized(deps: SettleDeps, tracked: ReadonlyMap<number, BlockHeader>): Promise<Map<number, LogRow[]>> {
+async function readUnfinalized(
+  deps: SettleDeps,
+  tracked: ReadonlyMap<number, BlockHeader>,
+): Promise<Map<number, LogRow[]>> {
   const rows = new Map<number, LogRow[]>([...tracked.keys()].map((n) => [n, []]));
   const numbers = [...tracked.keys()];
   if (numbers.length === 0) return rows;
-  for (const piece of splitRange({ from: Math.min(...numbers), to: Math.max(...numbers) }, deps.windowBlocks)) {
+  for (const piece of splitRange(
+    { from: Math.min(...numbers), to: Math.max(...numbers) },
+    deps.windowBlocks,
+  )) {
     const members = deps.watchScope.membersAt(piece.to);
     if (members.length === 0) continue;
     const fetched = await fetchLogRows(
       deps,
       { ...piece, ...(await deps.watchScope.selection(members)) },
-      { statusOf: deps.statusAt, source: "head", timestampOf: (n) => tracked.get(n)?.timestamp, strict: true },
+      {
+        statusOf: deps.statusAt,
+        source: "head",
+        timestampOf: (n) => tracked.get(n)?.timestamp,
+        strict: true,
+      },
     );
     for (const row of fetched) {
       if (tracked.get(row.blockNumber)?.hash !== row.blockHash)
-        throw new RpcResponseError(`the chain moved while re-reading unfinalized blocks (block ${row.blockNumber})`);
+        throw new RpcResponseError(
+          `the chain moved while re-reading unfinalized blocks (block ${row.blockNumber})`,
+        );
       const start = deps.tokens.find((t) => t.key === row.address)?.startBlock ?? 0;
       if (row.blockNumber >= start) rows.get(row.blockNumber)!.push(row);
     }
@@ -86,14 +112,19 @@ async function staleBelow(deps: SettleDeps, tracked: ReadonlyMap<number, BlockHe
   const blocks: Array<{ number: number; hash: Hex }> = [];
   for (const block of await deps.store.unsettledBlocks()) {
     if (tracked.has(block.number)) continue;
-    if (!headers.has(block.number)) headers.set(block.number, await getBlockHeader(deps.client, block.number));
+    if (!headers.has(block.number))
+      headers.set(block.number, await getBlockHeader(deps.client, block.number));
     if (headers.get(block.number)?.hash !== block.hash) blocks.push(block);
   }
   const replacements = new Map<number, LogRow[]>();
   for (const number of new Set(blocks.map((b) => b.number))) {
     const header = headers.get(number);
     const tokens = await deps.watchScope.selection(deps.watchScope.membersAt(number));
-    if (header !== undefined) replacements.set(number, await getBlockRows({ ...deps, tokens }, header, deps.statusAt(number)));
+    if (header !== undefined)
+      replacements.set(
+        number,
+        await getBlockRows({ ...deps, tokens }, header, deps.statusAt(number)),
+      );
   }
   return { blocks, replacements };
 }

@@ -3,11 +3,22 @@ import type { SyncDeps } from "../syncDeps.js";
 import { missingRanges, planSegments } from "../../blockRanges.js";
 import { syncHistorical, type WindowResult } from "./syncHistorical.js";
 import { getBlockHeader } from "../../chain/blockHeaders.js";
-import { WRITER_THREAD_MIN_BLOCKS, WRITER_THREAD_MIN_LOGS, WRITER_THREAD_MIN_WINDOW_LOGS, type ProcessMode } from "../../ops/threadSettings.js";
+import {
+  WRITER_THREAD_MIN_BLOCKS,
+  WRITER_THREAD_MIN_LOGS,
+  WRITER_THREAD_MIN_WINDOW_LOGS,
+  type ProcessMode,
+} from "../../ops/threadSettings.js";
 import type { WindowWriter } from "../../store/store.js";
 import { countIndexed } from "../../store/insertCounts.js";
 import { NUMBER_AT, NUMBER_FIELDS } from "../../rows/packedRows.js";
-import { createWatchScope, memberRanges, membersOf, recordWatchLists, tokenCheckpoint } from "../watchScope.js";
+import {
+  createWatchScope,
+  memberRanges,
+  membersOf,
+  recordWatchLists,
+  tokenCheckpoint,
+} from "../watchScope.js";
 
 /** How often the backfill reports progress at info level. */
 export const PROGRESS_INTERVAL_MS = 5_000;
@@ -93,7 +104,11 @@ export async function backfill(
     tokens.flatMap((token) =>
       membersOf(token).map(async (member) => ({
         member,
-        ranges: missingRanges(await memberRanges(store, member), Math.max(token.startBlock, range.from ?? 0), range.to),
+        ranges: missingRanges(
+          await memberRanges(store, member),
+          Math.max(token.startBlock, range.from ?? 0),
+          range.to,
+        ),
       })),
     ),
   );
@@ -111,12 +126,22 @@ export async function backfill(
   }
   const storedBefore = await store.storedLogCount();
   let bulk = false;
-  logger.info({ msg: "Started backfill", from_block: segments[0]!.from, to_block: range.to, blocks: totalBlocks, tokens: tokens.length });
+  logger.info({
+    msg: "Started backfill",
+    from_block: segments[0]!.from,
+    to_block: range.to,
+    blocks: totalBlocks,
+    tokens: tokens.length,
+  });
   /** Drops the reader indexes (and Postgres's per-row-checked keys) until the end: see BULK_MIN_LOGS. */
   async function startBulkLoad(): Promise<void> {
     bulk = true;
     await store.readerIndexes.drop();
-    logger.info({ msg: "Deferred reader indexes to the end of the backfill", logs: summary.logs, stored_before: storedBefore });
+    logger.info({
+      msg: "Deferred reader indexes to the end of the backfill",
+      logs: summary.logs,
+      stored_before: storedBefore,
+    });
   }
   // Into an empty store a bulk load always pays: building an index once, sorted, never costs more
   // than maintaining it row by row, and there is nothing stored for readers to miss meanwhile.
@@ -131,7 +156,11 @@ export async function backfill(
     if (await store.stagedAttribution.pending()) {
       const started = performance.now();
       const transactions = await store.stagedAttribution.move({ mode });
-      logger.info({ msg: "Moved staged attribution into place", transactions, duration_ms: Math.round(performance.now() - started) });
+      logger.info({
+        msg: "Moved staged attribution into place",
+        transactions,
+        duration_ms: Math.round(performance.now() - started),
+      });
     }
     deps.shutdown.throwIfKilled();
     if ((await store.readerIndexes.missing()).length === 0) return;
@@ -139,7 +168,11 @@ export async function backfill(
     // A stop asked for meanwhile lets the index under way finish and leaves the rest to the next start.
     const built = await store.readerIndexes.build({ mode, signal: deps.shutdown.signal });
     metrics.dbWriteDuration.observe({ kind: "index_build" }, (performance.now() - started) / 1_000);
-    logger.info({ msg: "Built reader indexes", indexes: built, duration_ms: Math.round(performance.now() - started) });
+    logger.info({
+      msg: "Built reader indexes",
+      indexes: built,
+      duration_ms: Math.round(performance.now() - started),
+    });
     deps.shutdown.throwIfKilled();
   }
   let lagBlockAsked = -1;
@@ -155,11 +188,14 @@ export async function backfill(
     // tick. Against a rate-limited provider every call is a window's worth of logs: the newest row's
     // block time stands in (older by the blocks without logs at the end of its window).
     if (deps.client.rateLimited()) {
-      if (newestRowTime > 0) metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - newestRowTime));
+      if (newestRowTime > 0)
+        metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - newestRowTime));
     } else if (checkpoint >= 0 && checkpoint !== lagBlockAsked) {
       lagBlockAsked = checkpoint;
       getBlockHeader(deps.client, checkpoint).then(
-        (header) => header !== undefined && metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - header.timestamp)),
+        (header) =>
+          header !== undefined &&
+          metrics.lagSeconds.set(Math.max(0, Date.now() / 1_000 - header.timestamp)),
         () => undefined,
       );
     }
@@ -179,15 +215,26 @@ export async function backfill(
     // Committing a window here (a short backfill), or posting one to the writer thread, holds this thread: live messages received meanwhile go first.
     await yieldToEventLoop();
     // Read before the commit: the rows' buffers move to the writer thread.
-    if (window.rows.count > 0) newestRowTime = Math.max(newestRowTime, window.rows.numbers[(window.rows.count - 1) * NUMBER_FIELDS + NUMBER_AT.blockTimestamp]!);
+    if (window.rows.count > 0)
+      newestRowTime = Math.max(
+        newestRowTime,
+        window.rows.numbers[(window.rows.count - 1) * NUMBER_FIELDS + NUMBER_AT.blockTimestamp]!,
+      );
     const writeStarted = performance.now();
-    const counts = await writer.commit({ ...window, stageAttribution: bulk && options.stageAttribution === true }, Date.now());
-    metrics.dbWriteDuration.observe({ kind: "backfill_window" }, (performance.now() - writeStarted) / 1_000);
+    const counts = await writer.commit(
+      { ...window, stageAttribution: bulk && options.stageAttribution === true },
+      Date.now(),
+    );
+    metrics.dbWriteDuration.observe(
+      { kind: "backfill_window" },
+      (performance.now() - writeStarted) / 1_000,
+    );
     countIndexed(metrics, counts.byEvent);
     summary.windows++;
     summary.logs += counts.inserted;
     summary.blocks += window.to - window.from + 1;
-    if (!bulk && summary.logs >= Math.max(bulkMinLogs, storedBefore * BULK_SHARE_OF_STORED)) await startBulkLoad();
+    if (!bulk && summary.logs >= Math.max(bulkMinLogs, storedBefore * BULK_SHARE_OF_STORED))
+      await startBulkLoad();
     const seconds = Math.max((Date.now() - started) / 1_000, 1e-3);
     const rate = summary.blocks / seconds;
     const progress: BackfillProgress = {
@@ -226,7 +273,9 @@ export async function backfill(
   try {
     for await (const window of windows) {
       fetchedLogs += window.rows.count;
-      const dense = fetchedLogs >= (options.writerThreadMinLogs ?? WRITER_THREAD_MIN_LOGS) || window.rows.count >= (options.writerThreadMinWindowLogs ?? WRITER_THREAD_MIN_WINDOW_LOGS);
+      const dense =
+        fetchedLogs >= (options.writerThreadMinLogs ?? WRITER_THREAD_MIN_LOGS) ||
+        window.rows.count >= (options.writerThreadMinWindowLogs ?? WRITER_THREAD_MIN_WINDOW_LOGS);
       if (!onThread && options.writerThread === undefined && dense) {
         // Dense blocks: the rest goes to the writer thread, after the windows already sent (commits stay in order).
         await Promise.all(committing.splice(0));
@@ -245,6 +294,12 @@ export async function backfill(
   await updateCheckpoint();
   await finishBulkLoad();
   summary.durationMs = Date.now() - started;
-  logger.info({ msg: "Finished backfill", to_block: range.to, windows: summary.windows, logs: summary.logs, duration_ms: summary.durationMs });
+  logger.info({
+    msg: "Finished backfill",
+    to_block: range.to,
+    windows: summary.windows,
+    logs: summary.logs,
+    duration_ms: summary.durationMs,
+  });
   return summary;
 }

@@ -4,7 +4,12 @@ import type { Config } from "../../config/types.js";
 import type { Store } from "../../store/store.js";
 import { memberRanges, membersOf } from "../watchScope.js";
 
-export type ChainEndDeps = { config: Pick<Config, "tokens">; logger: Logger; metrics: Metrics; store: Store };
+export type ChainEndDeps = {
+  config: Pick<Config, "tokens">;
+  logger: Logger;
+  metrics: Metrics;
+  store: Store;
+};
 
 /**
  * Brings the store in line with a chain that ends at `head`, below blocks the store indexed (a
@@ -17,10 +22,17 @@ export async function rewindToChainEnd(deps: ChainEndDeps, head: number): Promis
   const { store, metrics } = deps;
   const orphaned = await store.liveBlocksAbove(head);
   const members = deps.config.tokens.flatMap(membersOf);
-  const syncedTo = await Promise.all(members.map(async (member) => Math.max(-1, ...(await memberRanges(store, member)).map((r) => r.to))));
+  const syncedTo = await Promise.all(
+    members.map(async (member) =>
+      Math.max(-1, ...(await memberRanges(store, member)).map((r) => r.to)),
+    ),
+  );
   const indexedTo = Math.max(-1, ...syncedTo, ...orphaned.map((b) => b.number));
   if (indexedTo <= head) return 0;
-  const { removed } = await store.applyChainChange({ kind: "reorg", orphaned, blocks: [], synced: [], endsAt: head }, Date.now());
+  const { removed } = await store.applyChainChange(
+    { kind: "reorg", orphaned, blocks: [], synced: [], endsAt: head },
+    Date.now(),
+  );
   metrics.reorgs.inc();
   metrics.reorgDepth.observe(indexedTo - head);
   metrics.removedLogs.inc({ via: "restart_check" }, removed);

@@ -10,7 +10,11 @@ import { FatalError } from "../../errors/base.js";
 import type { Logger } from "../../ops/logger.js";
 import type { Metrics } from "../../ops/metrics.js";
 import type { Shutdown } from "../../ops/shutdown.js";
-import { createWindowSize, RATE_LIMITED_TARGET_LOGS_PER_WINDOW, TARGET_LOGS_PER_WINDOW } from "./windowSize.js";
+import {
+  createWindowSize,
+  RATE_LIMITED_TARGET_LOGS_PER_WINDOW,
+  TARGET_LOGS_PER_WINDOW,
+} from "./windowSize.js";
 import { fetchWindowRows } from "../fetchLogRows.js";
 import type { PackedRows } from "../../rows/packedRows.js";
 import { createWindowDecoder } from "./windowDecoder.js";
@@ -26,7 +30,11 @@ export type Window = BlockRange & { tokens: readonly Hex[] };
  * A fetched window: its rows and the packed attribution of their transactions, or (a rate-limited
  * provider) the blocks whose attribution it leaves owed.
  */
-export type WindowResult = Window & { rows: PackedRows; attribution: PackedAttribution; owed?: Array<[number, Hex]> | undefined };
+export type WindowResult = Window & {
+  rows: PackedRows;
+  attribution: PackedAttribution;
+  owed?: Array<[number, Hex]> | undefined;
+};
 
 export type HistoricalDeps = {
   config: Pick<Config, "chainId" | "backfill">;
@@ -85,7 +93,13 @@ export async function* syncHistorical(
     const fetched = await fetchWindowRows(
       { client, logger, metrics, chainId: config.chainId },
       decoder,
-      { from: window.from, to: window.to, ...(plan.selection === undefined ? { addresses: window.tokens, topic0: PAYMENT_TOPICS } : await plan.selection(window.tokens)) },
+      {
+        from: window.from,
+        to: window.to,
+        ...(plan.selection === undefined
+          ? { addresses: window.tokens, topic0: PAYMENT_TOPICS }
+          : await plan.selection(window.tokens)),
+      },
       plan.finalized,
     );
     logger.debug({
@@ -96,17 +110,27 @@ export async function* syncHistorical(
       logs: fetched.rows.count,
       duration_ms: Math.round(performance.now() - started),
     });
-    if (plan.attributor === undefined) return { ...window, rows: fetched.rows, attribution: emptyAttribution() };
+    if (plan.attributor === undefined)
+      return { ...window, rows: fetched.rows, attribution: emptyAttribution() };
     // Against a rate-limited provider the calldata (a call per block: on Base hundreds of times the
     // logs' calls) trails the logs: the window owes its blocks, and attribution/trailingAttribution.ts
     // pays them once the logs are stored.
-    if (client.rateLimited()) return { ...window, rows: fetched.rows, attribution: emptyAttribution(), owed: fetched.blocks };
+    if (client.rateLimited())
+      return {
+        ...window,
+        rows: fetched.rows,
+        attribution: emptyAttribution(),
+        owed: fetched.blocks,
+      };
     // The window's calldata: at most one call per block (attributeWindow).
     const attribution = await plan.attributor.attributeWindow(deps.client, decoder, fetched);
     return { ...window, rows: fetched.rows, attribution };
   }
 
-  const decoder = createWindowDecoder({ threadAfterLogs: plan.decodeThreadAfterLogs, mode: plan.mode });
+  const decoder = createWindowDecoder({
+    threadAfterLogs: plan.decodeThreadAfterLogs,
+    mode: plan.mode,
+  });
   const queue = new PQueue({ concurrency });
   const finished: WindowResult[] = [];
   // Boxed, so that even a thrown `undefined` stops the run.
@@ -127,10 +151,12 @@ export async function* syncHistorical(
       }
       const pieces = splitAfterRangeError(BigInt(window.from), BigInt(window.to), error.hint);
       if (pieces === undefined) {
-        failure ??= { error: new FatalError(
-          `Block ${window.from} alone holds more logs than the provider returns in one answer`,
-          { details: error.shortMessage, cause: error },
-        ) };
+        failure ??= {
+          error: new FatalError(
+            `Block ${window.from} alone holds more logs than the provider returns in one answer`,
+            { details: error.shortMessage, cause: error },
+          ),
+        };
         return;
       }
       const first = pieces[0]!;
@@ -145,7 +171,9 @@ export async function* syncHistorical(
         window_blocks: windowSize.current(),
         error: error.shortMessage,
       });
-      retries.unshift(...pieces.map((p) => ({ from: Number(p.from), to: Number(p.to), tokens: window.tokens })));
+      retries.unshift(
+        ...pieces.map((p) => ({ from: Number(p.from), to: Number(p.to), tokens: window.tokens })),
+      );
     } finally {
       metrics.backfillWindowBlocks.set(windowSize.current());
       inFlight--;
@@ -155,7 +183,11 @@ export async function* syncHistorical(
 
   try {
     for (;;) {
-      while (failure === undefined && !shutdown.isKilled() && inFlight + finished.length < concurrency) {
+      while (
+        failure === undefined &&
+        !shutdown.isKilled() &&
+        inFlight + finished.length < concurrency
+      ) {
         const window = nextWindow();
         if (window === undefined) break;
         inFlight++;

@@ -14,7 +14,8 @@ import type { BundleCall } from "../../decode/userOperationLogs.js";
  * One call of a calldata batch: a transaction by hash, or a whole block (`eth_getBlockByNumber(n, true)`)
  * for the wanted transactions it holds. The block's hash must be the one its logs carried.
  */
-export type CalldataCall = { hash: Hex } | { block: number; blockHash: Hex; hashes: readonly Hex[] };
+export type CalldataCall =
+  { hash: Hex } | { block: number; blockHash: Hex; hashes: readonly Hex[] };
 
 /** The JSON-RPC call a CalldataCall is sent as. */
 export function calldataRequest(call: CalldataCall): { method: string; params: unknown[] } {
@@ -47,7 +48,12 @@ export type AttributionTally = { result: string; schema: string; count: number }
 
 export type AttributedAnswer =
   /** Every transaction the node knows, attributed and packed for the writer; a hash it does not know (a dropped pre-confirmation) is left out. */
-  | { kind: "attributed"; attribution: PackedAttribution; tallies: AttributionTally[]; bundles: BundleCall[] }
+  | {
+      kind: "attributed";
+      attribution: PackedAttribution;
+      tallies: AttributionTally[];
+      bundles: BundleCall[];
+    }
   /** The node answered the batch, or a call of it, with an error: the RPC client classifies it. */
   | { kind: "nodeError"; method: string; error: NodeError }
   /** Not a well-formed answer (bad JSON, a missing call, a malformed or other transaction): retried. */
@@ -65,11 +71,22 @@ const BY_BLOCK = "eth_getBlockByNumber";
 export function attributeTransactionsAnswer(answer: TransactionsAnswer): AttributedAnswer {
   const found = parseTransactionsAnswer(answer);
   if (!Array.isArray(found)) return found;
-  const transactions = found.map((tx): AttributedTransaction => ({ chainId: answer.chainId, tx, attribution: attributeTransaction(tx, answer.entryPoints) }));
+  const transactions = found.map((tx): AttributedTransaction => ({
+    chainId: answer.chainId,
+    tx,
+    attribution: attributeTransaction(tx, answer.entryPoints),
+  }));
   const bundles = transactions.flatMap(({ tx, attribution }): BundleCall[] =>
-    attribution.userOperations === undefined || tx.to === null ? [] : [{ hash: tx.hash, entryPoint: tx.to, operations: attribution.userOperations }],
+    attribution.userOperations === undefined || tx.to === null
+      ? []
+      : [{ hash: tx.hash, entryPoint: tx.to, operations: attribution.userOperations }],
   );
-  return { kind: "attributed", attribution: packAttribution(transactions, answer.now), tallies: tally(transactions), bundles };
+  return {
+    kind: "attributed",
+    attribution: packAttribution(transactions, answer.now),
+    tallies: tally(transactions),
+    bundles,
+  };
 }
 
 /**
@@ -78,7 +95,9 @@ export function attributeTransactionsAnswer(answer: TransactionsAnswer): Attribu
  * as JSON.parse and the checks (`attribution-on-decode-thread` in
  * scripts/bench/results/measurements.csv).
  */
-function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[] | Exclude<AttributedAnswer, { kind: "attributed" }> {
+function parseTransactionsAnswer(
+  answer: TransactionsAnswer,
+): TransactionInput[] | Exclude<AttributedAnswer, { kind: "attributed" }> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(answerText(answer.body));
@@ -87,7 +106,12 @@ function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[]
   }
   const found: TransactionInput[] = [];
   try {
-    const results = batchResults(parsed, answer.calls.map((call) => calldataRequest(call).method), answer.firstId, answer.endpoint);
+    const results = batchResults(
+      parsed,
+      answer.calls.map((call) => calldataRequest(call).method),
+      answer.firstId,
+      answer.endpoint,
+    );
     results.forEach((result, i) => {
       if (!result.ok) throw result.error;
       const call = answer.calls[i]!;
@@ -97,11 +121,13 @@ function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[]
       }
       if (result.result === null) return;
       const tx = parseTransaction(result.result, `${BY_HASH}(${call.hash})`);
-      if (tx.hash !== call.hash) throw new RpcResponseError(`${BY_HASH}(${call.hash}) answered transaction ${tx.hash}`);
+      if (tx.hash !== call.hash)
+        throw new RpcResponseError(`${BY_HASH}(${call.hash}) answered transaction ${tx.hash}`);
       found.push(tx);
     });
   } catch (error) {
-    if (error instanceof RpcRequestError) return { kind: "nodeError", method: error.method, error: error.nodeError as NodeError };
+    if (error instanceof RpcRequestError)
+      return { kind: "nodeError", method: error.method, error: error.nodeError as NodeError };
     if (error instanceof RpcResponseError) return { kind: "damaged", message: error.message };
     throw error;
   }
@@ -113,28 +139,39 @@ function parseTransactionsAnswer(answer: TransactionsAnswer): TransactionInput[]
  * one the logs came from (number and hash) and hold every wanted transaction, else the answer is
  * damaged and asked again. The block's other transactions are not checked: nothing of them is kept.
  */
-function blockTransactions(value: unknown, call: Extract<CalldataCall, { block: number }>): TransactionInput[] {
+function blockTransactions(
+  value: unknown,
+  call: Extract<CalldataCall, { block: number }>,
+): TransactionInput[] {
   const where = `${BY_BLOCK}(${call.block})`;
   if (value === null) throw new RpcResponseError(`${where} answered no block`);
-  if (typeof value !== "object" || !Array.isArray((value as { transactions?: unknown }).transactions)) {
+  if (
+    typeof value !== "object" ||
+    !Array.isArray((value as { transactions?: unknown }).transactions)
+  ) {
     throw new RpcResponseError(`${where} is not a block with its transactions`);
   }
   const block = value as { hash?: unknown; number?: unknown; transactions: unknown[] };
-  if (typeof block.number !== "string" || Number(block.number) !== call.block) throw new RpcResponseError(`${where} answered block ${String(block.number)}`);
+  if (typeof block.number !== "string" || Number(block.number) !== call.block)
+    throw new RpcResponseError(`${where} answered block ${String(block.number)}`);
   if (typeof block.hash !== "string" || block.hash.toLowerCase() !== call.blockHash) {
-    throw new RpcResponseError(`${where} answered block hash ${String(block.hash)}, its logs carried ${call.blockHash}`);
+    throw new RpcResponseError(
+      `${where} answered block hash ${String(block.hash)}, its logs carried ${call.blockHash}`,
+    );
   }
   const wanted = new Set(call.hashes);
   const found: TransactionInput[] = [];
   block.transactions.forEach((item, index) => {
-    const hash = typeof item === "object" && item !== null ? (item as { hash?: unknown }).hash : undefined;
+    const hash =
+      typeof item === "object" && item !== null ? (item as { hash?: unknown }).hash : undefined;
     if (typeof hash !== "string" || !wanted.has(hash.toLowerCase() as Hex)) return;
     const tx = parseTransaction(item, `${where}.transactions[${index}]`);
     wanted.delete(tx.hash);
     found.push(tx);
   });
   const missing = wanted.values().next();
-  if (!missing.done) throw new RpcResponseError(`${where} lacks transaction ${missing.value}, which its logs name`);
+  if (!missing.done)
+    throw new RpcResponseError(`${where} lacks transaction ${missing.value}, which its logs name`);
   return found;
 }
 

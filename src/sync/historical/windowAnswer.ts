@@ -3,7 +3,11 @@ import { checkAnswer } from "../../chain/getLogs.js";
 import { answerText } from "../../chain/httpTransport.js";
 import { nodeErrorOf, unwrap } from "../../chain/jsonRpcAnswer.js";
 import { RpcResponseError } from "../../errors/rpc.js";
-import { UNKNOWN_TIMESTAMP, type DecodedWindow, type WindowAnswer } from "../../decode/decodedWindow.js";
+import {
+  UNKNOWN_TIMESTAMP,
+  type DecodedWindow,
+  type WindowAnswer,
+} from "../../decode/decodedWindow.js";
 import { toLogRows } from "../../decode/toLogRows.js";
 import { packRowsToMove } from "../../rows/packedRows.js";
 import { scanWindowAnswer } from "../../decode/scanWindowAnswer.js";
@@ -28,7 +32,10 @@ export function decodeParsedWindowAnswer(answer: WindowAnswer): DecodedWindow {
   const error = nodeErrorOf(parsed);
   if (error !== undefined) return { kind: "nodeError", error };
   try {
-    const checked = checkAnswer(unwrap(parsed, "eth_getLogs", answer.id, answer.endpoint), answer.filter);
+    const checked = checkAnswer(
+      unwrap(parsed, "eth_getLogs", answer.id, answer.endpoint),
+      answer.filter,
+    );
     const decoded = toLogRows(checked.logs, {
       chainId: answer.chainId,
       statusOf: (blockNumber) => (blockNumber <= answer.finalized ? "finalized" : "confirmed"),
@@ -36,14 +43,27 @@ export function decodeParsedWindowAnswer(answer: WindowAnswer): DecodedWindow {
       timestampOf: () => UNKNOWN_TIMESTAMP,
     });
     const untimed = new Map<number, Hex>();
-    for (const row of decoded.rows) if (row.blockTimestamp === UNKNOWN_TIMESTAMP) untimed.set(row.blockNumber, row.blockHash);
+    for (const row of decoded.rows)
+      if (row.blockTimestamp === UNKNOWN_TIMESTAMP) untimed.set(row.blockNumber, row.blockHash);
     const rejected = [...checked.outOfFilter, ...decoded.rejected].map(({ log, reason }) => ({
-      log: { address: log.address, blockNumber: log.blockNumber, transactionHash: log.transactionHash, logIndex: log.logIndex },
+      log: {
+        address: log.address,
+        blockNumber: log.blockNumber,
+        transactionHash: log.transactionHash,
+        logIndex: log.logIndex,
+      },
       reason,
     }));
     const blocks = new Map<number, Hex>(decoded.rows.map((r) => [r.blockNumber, r.blockHash]));
     const txHashes = decoded.rows.map((r) => r.transactionHash);
-    return { kind: "rows", rows: packRowsToMove(decoded.rows), txHashes, blocks: [...blocks], untimed: [...untimed], rejected };
+    return {
+      kind: "rows",
+      rows: packRowsToMove(decoded.rows),
+      txHashes,
+      blocks: [...blocks],
+      untimed: [...untimed],
+      rejected,
+    };
   } catch (error) {
     if (error instanceof RpcResponseError) return { kind: "damaged", message: error.message };
     throw error;

@@ -14,9 +14,20 @@ import {
 import { createThreadCalls } from "../../ops/threadCalls.js";
 import { transportFailureError } from "../../chain/httpTransport.js";
 import type { OutgoingRequest } from "../../chain/rpcClient.js";
-import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
+import {
+  attributeTransactionsAnswer,
+  type AttributedAnswer,
+  type TransactionsAnswer,
+  type TransactionsContext,
+} from "./transactionsAnswer.js";
 import { decodeWindowAnswer } from "./windowAnswer.js";
-import type { DecodeReply, DecodeRequest, DecodeThreadData, LeftNotice, SendRequest } from "./windowDecoderThread.js";
+import type {
+  DecodeReply,
+  DecodeRequest,
+  DecodeThreadData,
+  LeftNotice,
+  SendRequest,
+} from "./windowDecoderThread.js";
 import type { DecodedWindow, WindowAnswer, WindowContext } from "../../decode/decodedWindow.js";
 
 export type WindowDecoder = {
@@ -33,8 +44,18 @@ export type WindowDecoder = {
 
 /** `onLeft`: told when the thread sent the request (performance.now() ms of this thread). */
 export type ThreadSender = {
-  decode: (request: OutgoingRequest, window: WindowContext, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<DecodedWindow>;
-  attribute: (request: OutgoingRequest, batch: TransactionsContext, signal: AbortSignal, onLeft?: (at: number) => void) => Promise<AttributedAnswer>;
+  decode: (
+    request: OutgoingRequest,
+    window: WindowContext,
+    signal: AbortSignal,
+    onLeft?: (at: number) => void,
+  ) => Promise<DecodedWindow>;
+  attribute: (
+    request: OutgoingRequest,
+    batch: TransactionsContext,
+    signal: AbortSignal,
+    onLeft?: (at: number) => void,
+  ) => Promise<AttributedAnswer>;
 };
 
 /**
@@ -46,14 +67,17 @@ export type ThreadSender = {
  * (DECODE_THREAD_MIN_ANSWER_BYTES); in the daemon (`mode`) the thread runs at a lower priority
  * (ops/threadSettings.ts).
  */
-export function createWindowDecoder(options: { threadAfterLogs?: number | undefined; mode?: ProcessMode | undefined } = {}): WindowDecoder {
+export function createWindowDecoder(
+  options: { threadAfterLogs?: number | undefined; mode?: ProcessMode | undefined } = {},
+): WindowDecoder {
   const threadAfterLogs = options.threadAfterLogs ?? DECODE_THREAD_MIN_LOGS;
   const startDecodeThread = () => startThreadOfDecoder(decodeThreadNice(options.mode ?? "batch"));
   let decodedLogs = 0;
   let thread: ReturnType<typeof startDecodeThread> | undefined;
   return {
     async decode(answer) {
-      if (thread === undefined && answerBytes(answer) >= DECODE_THREAD_MIN_ANSWER_BYTES) thread = startDecodeThread();
+      if (thread === undefined && answerBytes(answer) >= DECODE_THREAD_MIN_ANSWER_BYTES)
+        thread = startDecodeThread();
       if (thread !== undefined) return thread.decode(answer);
       // Decoding holds this thread: live messages received meanwhile go first.
       await yieldToEventLoop();
@@ -72,18 +96,27 @@ export function createWindowDecoder(options: { threadAfterLogs?: number | undefi
   };
 }
 
-const answerBytes = (answer: WindowAnswer): number => (typeof answer.body === "string" ? answer.body.length : answer.body.byteLength);
+const answerBytes = (answer: WindowAnswer): number =>
+  typeof answer.body === "string" ? answer.body.length : answer.body.byteLength;
 
 function startThreadOfDecoder(nice: number) {
-  const worker: Worker = startThread(import.meta.url, "windowDecoderThread", { nice } satisfies DecodeThreadData, {
-    maxOldGenerationSizeMb: DECODE_THREAD_HEAP_MB,
-    maxYoungGenerationSizeMb: DECODE_THREAD_YOUNG_MB,
-  });
+  const worker: Worker = startThread(
+    import.meta.url,
+    "windowDecoderThread",
+    { nice } satisfies DecodeThreadData,
+    {
+      maxOldGenerationSizeMb: DECODE_THREAD_HEAP_MB,
+      maxYoungGenerationSizeMb: DECODE_THREAD_YOUNG_MB,
+    },
+  );
   const calls = createThreadCalls<DecodeReply, DecodedWindow | AttributedAnswer>(worker, {
     thread: "decode thread",
     // A request the thread sent fails with the transport's error, rebuilt here.
     settle: (reply) => {
-      if (reply.heldBack === true) return new HeldBackError("not sent: the provider refused another request for its rate after this one was let go");
+      if (reply.heldBack === true)
+        return new HeldBackError(
+          "not sent: the provider refused another request for its rate after this one was let go",
+        );
       if (reply.failure !== undefined) return transportFailureError(reply.failure);
       return reply.decoded ?? new FatalError(`Could not decode a backfill window: ${reply.error}`);
     },
@@ -92,7 +125,11 @@ function startThreadOfDecoder(nice: number) {
   let closing: Promise<void> | undefined;
   /** Posts a request; the answer body's bytes (a buffer of their own: chain/httpTransport.ts) move instead of being copied. */
   const send = (request: DecodeRequest, body: WindowAnswer["body"]) => {
-    const movable = typeof body !== "string" && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
+    const movable =
+      typeof body !== "string" &&
+      body.byteOffset === 0 &&
+      body.byteLength === body.buffer.byteLength &&
+      body.buffer instanceof ArrayBuffer;
     worker.postMessage(request, movable ? [body.buffer as ArrayBuffer] : []);
   };
   /** Who is told when each request sent from the thread left, by id. */
@@ -103,7 +140,11 @@ function startThreadOfDecoder(nice: number) {
     leftBy.delete(message.left);
   });
   /** Posts a request that the thread sends itself; the shutdown (`signal`) aborts it there. */
-  const callFromThread = (signal: AbortSignal, request: (id: number) => SendRequest, onLeft: ((at: number) => void) | undefined) => {
+  const callFromThread = (
+    signal: AbortSignal,
+    request: (id: number) => SendRequest,
+    onLeft: ((at: number) => void) | undefined,
+  ) => {
     let stopListening = () => {};
     let sentId = 0;
     return calls
@@ -123,11 +164,17 @@ function startThreadOfDecoder(nice: number) {
       });
   };
   return {
-    decode: (answer: WindowAnswer) => calls.call((id) => send({ id, answer }, answer.body)) as Promise<DecodedWindow>,
-    attribute: (transactions: TransactionsAnswer) => calls.call((id) => send({ id, transactions }, transactions.body)) as Promise<AttributedAnswer>,
+    decode: (answer: WindowAnswer) =>
+      calls.call((id) => send({ id, answer }, answer.body)) as Promise<DecodedWindow>,
+    attribute: (transactions: TransactionsAnswer) =>
+      calls.call((id) =>
+        send({ id, transactions }, transactions.body),
+      ) as Promise<AttributedAnswer>,
     sender: {
-      decode: (fetch, window, signal, onLeft) => callFromThread(signal, (id) => ({ id, fetch, window }), onLeft) as Promise<DecodedWindow>,
-      attribute: (fetch, batch, signal, onLeft) => callFromThread(signal, (id) => ({ id, fetch, batch }), onLeft) as Promise<AttributedAnswer>,
+      decode: (fetch, window, signal, onLeft) =>
+        callFromThread(signal, (id) => ({ id, fetch, window }), onLeft) as Promise<DecodedWindow>,
+      attribute: (fetch, batch, signal, onLeft) =>
+        callFromThread(signal, (id) => ({ id, fetch, batch }), onLeft) as Promise<AttributedAnswer>,
     } satisfies ThreadSender,
     close(): Promise<void> {
       closing ??= (async () => {

@@ -1,10 +1,21 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { createHttpTransport, describeTransportFailure, type AnswerBody, type HttpTransport, type TransportFailure } from "../../chain/httpTransport.js";
+import {
+  createHttpTransport,
+  describeTransportFailure,
+  type AnswerBody,
+  type HttpTransport,
+  type TransportFailure,
+} from "../../chain/httpTransport.js";
 import type { OutgoingRequest } from "../../chain/rpcClient.js";
 import { serveThreadMessages } from "../../ops/threadEntry.js";
 import { niceThisThread } from "../../ops/threadNice.js";
 import { buffersToMove } from "../../rows/packedRows.js";
-import { attributeTransactionsAnswer, type AttributedAnswer, type TransactionsAnswer, type TransactionsContext } from "./transactionsAnswer.js";
+import {
+  attributeTransactionsAnswer,
+  type AttributedAnswer,
+  type TransactionsAnswer,
+  type TransactionsContext,
+} from "./transactionsAnswer.js";
 import { decodeWindowAnswer } from "./windowAnswer.js";
 import { attributionToMove } from "../../rows/packedAttribution.js";
 import type { DecodedWindow, WindowAnswer, WindowContext } from "../../decode/decodedWindow.js";
@@ -23,7 +34,13 @@ export type DecodeRequest =
 /** A request the thread sends itself before decoding its answer. */
 export type SendRequest = Extract<DecodeRequest, { fetch: OutgoingRequest }>;
 /** `heldBack`: the request was not sent, the provider having refused another since it was let go (HeldBackError). */
-export type DecodeReply = { id: number; decoded?: DecodedWindow | AttributedAnswer; failure?: TransportFailure; error?: string; heldBack?: true };
+export type DecodeReply = {
+  id: number;
+  decoded?: DecodedWindow | AttributedAnswer;
+  failure?: TransportFailure;
+  error?: string;
+  heldBack?: true;
+};
 /**
  * Posted as a request this thread sends leaves (before its reply): when, in ms since the Unix epoch
  * at performance's resolution (threads' performance.now() clocks start apart). It has no `id`, so
@@ -49,7 +66,11 @@ serveThreadMessages<DecodeRequest>((message) => {
     void sendThenDecode(message);
     return;
   }
-  reply(message.id, () => ("answer" in message ? decodeWindowAnswer(message.answer) : attributeTransactionsAnswer(message.transactions)));
+  reply(message.id, () =>
+    "answer" in message
+      ? decodeWindowAnswer(message.answer)
+      : attributeTransactionsAnswer(message.transactions),
+  );
 });
 
 async function sendThenDecode(message: SendRequest): Promise<void> {
@@ -64,7 +85,10 @@ async function sendThenDecode(message: SendRequest): Promise<void> {
   let body: AnswerBody;
   try {
     const transport = transportFor(fetch);
-    parentPort!.postMessage({ left: id, at: performance.timeOrigin + performance.now() } satisfies LeftNotice);
+    parentPort!.postMessage({
+      left: id,
+      at: performance.timeOrigin + performance.now(),
+    } satisfies LeftNotice);
     body = await transport(fetch.url, fetch.body, controller.signal, fetch.timeoutMs);
   } catch (error) {
     let answer: DecodeReply;
@@ -89,7 +113,8 @@ async function sendThenDecode(message: SendRequest): Promise<void> {
 function transportFor(request: OutgoingRequest): HttpTransport {
   const key = `${request.transport.timeoutMs}/${request.transport.maxResponseBytes}`;
   let transport = transports.get(key);
-  if (transport === undefined) transports.set(key, (transport = createHttpTransport(request.transport)));
+  if (transport === undefined)
+    transports.set(key, (transport = createHttpTransport(request.transport)));
   return transport;
 }
 
@@ -113,4 +138,5 @@ function reply(id: number, work: () => DecodedWindow | AttributedAnswer): void {
   parentPort!.postMessage({ id, decoded } satisfies DecodeReply, transfer);
 }
 
-const errorText = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));
+const errorText = (error: unknown): string =>
+  error instanceof Error ? (error.stack ?? error.message) : String(error);

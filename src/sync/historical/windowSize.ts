@@ -41,7 +41,10 @@ export const DENSITY_MARGIN = 0.05;
  * many, and to what a provider accepted after a range error, growing back only after a run of
  * successes. A result cap the provider stated bounds the target from then on.
  */
-export function createWindowSize(configured: number, targetLogs: () => number = () => TARGET_LOGS_PER_WINDOW) {
+export function createWindowSize(
+  configured: number,
+  targetLogs: () => number = () => TARGET_LOGS_PER_WINDOW,
+) {
   let current = Math.min(configured, INITIAL_WINDOW_BLOCKS);
   // Set by a provider range error: from then on the window grows only after each run of successes.
   let rangeLimited = false;
@@ -78,7 +81,12 @@ export function createWindowSize(configured: number, targetLogs: () => number = 
       // Blocks that would bring about the target at this window's density; an empty window allows any size.
       const fits = logs === 0 ? configured : Math.floor((blocks * target) / logs);
       // Within the margin of the target, the window's own density sizes the next one exactly.
-      const next = logs >= target * (1 - DENSITY_MARGIN) ? fits : logs >= target * DENSITY_KNOWN_SHARE ? Math.floor(fits * (1 - DENSITY_MARGIN)) : current * 2;
+      const next =
+        logs >= target * (1 - DENSITY_MARGIN)
+          ? fits
+          : logs >= target * DENSITY_KNOWN_SHARE
+            ? Math.floor(fits * (1 - DENSITY_MARGIN))
+            : current * 2;
       current = Math.max(current, Math.min(ceiling, fits, next));
       if (current >= ceiling) rangeLimited = false;
     },

@@ -9,7 +9,12 @@ import type { LogRow, LogSource } from "../../rows/logRow.js";
  * (flashblocks arrive 31-276 ms before their parent is canonical, base/base PR #979) or is another
  * block than the parent (the pending block sits on a branch the chain left, or our head is about to move).
  */
-export function parentVerdict(block: number, parent: Hex | undefined, head: number, canonicalHashAt: (n: number) => Hex | undefined): "store" | "hold" {
+export function parentVerdict(
+  block: number,
+  parent: Hex | undefined,
+  head: number,
+  canonicalHashAt: (n: number) => Hex | undefined,
+): "store" | "hold" {
   if (parent === undefined || parent === PRECONFIRMED_BLOCK_HASH) return "store";
   if (block - 1 > head) return "hold";
   const canonical = canonicalHashAt(block - 1);
@@ -21,7 +26,12 @@ export function parentVerdict(block: number, parent: Hex | undefined, head: numb
 /** Held batches at most: a few blocks' worth of flashblocks. */
 const HELD_BATCHES_MAX = 64;
 
-export type HeldBatch = { rows: LogRow[]; source: LogSource; receivedAt: readonly number[]; wrongParent: boolean };
+export type HeldBatch = {
+  rows: LogRow[];
+  source: LogSource;
+  receivedAt: readonly number[];
+  wrongParent: boolean;
+};
 
 /**
  * Pre-confirmed rows waiting for their parent block. Released when a head is applied (then judged
@@ -38,7 +48,9 @@ export function createHeldRows() {
       if (rows.length === 0) return;
       for (const row of rows) keys.add(keyOf(row));
       held.push({ ...batch, rows });
-      if (held.length > HELD_BATCHES_MAX) for (const gone of held.splice(0, held.length - HELD_BATCHES_MAX)) for (const row of gone.rows) keys.delete(keyOf(row));
+      if (held.length > HELD_BATCHES_MAX)
+        for (const gone of held.splice(0, held.length - HELD_BATCHES_MAX))
+          for (const row of gone.rows) keys.delete(keyOf(row));
     },
     /** Every held batch, emptied: the caller stores or holds each again. */
     take(): HeldBatch[] {

@@ -9,10 +9,17 @@ export const PRECONFIRMED_BACKOFF_MAX_MS = 10_000;
  * PRECONFIRMED_BACKOFF_MAX_MS. Note: Base's public pre-confirmation endpoint is rate-limited; polling it
  * every 200 ms through a 429 only prolongs the limit. The pendingLogs subscription is not affected.
  */
-export function preconfirmedReadDelayMs(failures: number, error: unknown, intervalMs: number): number {
+export function preconfirmedReadDelayMs(
+  failures: number,
+  error: unknown,
+  intervalMs: number,
+): number {
   const retryAfterMs = retryAfterOf(error);
   if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 60 * PRECONFIRMED_BACKOFF_MAX_MS);
-  return Math.min(PRECONFIRMED_BACKOFF_MAX_MS, Math.max(intervalMs, 100) * 2 ** Math.min(failures, 16));
+  return Math.min(
+    PRECONFIRMED_BACKOFF_MAX_MS,
+    Math.max(intervalMs, 100) * 2 ** Math.min(failures, 16),
+  );
 }
 
 /**

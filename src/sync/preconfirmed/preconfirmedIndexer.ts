@@ -32,7 +32,6 @@ export type PreconfirmedIndexerDeps = SyncDeps & {
   onStored?: ((rows: readonly LogRow[]) => void) | undefined;
 };
 
-
 /**
  * Indexes pre-confirmed logs from two sources into one set of rows: the pre-confirmed view polled about
  * every 200 ms, and a Flashblocks subscription (`pendingLogs`, or `newFlashblockTransactions` where the
@@ -53,48 +52,97 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
   const members = watchScope.members();
   const positions = createStreamPositions();
   // The poll and the watchdog read the same (possibly rate-limited) endpoint: one pause for both.
-  const backoff = deps.preconfirmedBackoff ?? createPreconfirmedBackoff(config.realtime.pendingPollIntervalMs);
+  const backoff =
+    deps.preconfirmedBackoff ?? createPreconfirmedBackoff(config.realtime.pendingPollIntervalMs);
   // Only a polled pre-confirmed view is watched: without the poll, rpc.http need not be a Flashblocks node at all.
   const watched = config.realtime.pendingPollIntervalMs > 0;
-  const watch = createPreconfirmedViewWatch({ client: preconfirmedReads, logger, metrics, health: deps.health, shutdown, head: deps.lastCanonicalBlock, backoff });
-  const reportStoreFailure = (logs: number) => (error: unknown) => logger.error({ msg: "Failed to store pre-confirmed logs", error: (error as Error).message, logs });
+  const watch = createPreconfirmedViewWatch({
+    client: preconfirmedReads,
+    logger,
+    metrics,
+    health: deps.health,
+    shutdown,
+    head: deps.lastCanonicalBlock,
+    backoff,
+  });
+  const reportStoreFailure = (logs: number) => (error: unknown) =>
+    logger.error({
+      msg: "Failed to store pre-confirmed logs",
+      error: (error as Error).message,
+      logs,
+    });
   const held = createHeldRows();
   deps.onCanonicalHead(() => {
-    for (const batch of held.take()) storeRows(batch.rows, batch.source, batch.receivedAt, batch.wrongParent).catch(reportStoreFailure(batch.rows.length));
+    for (const batch of held.take())
+      storeRows(batch.rows, batch.source, batch.receivedAt, batch.wrongParent).catch(
+        reportStoreFailure(batch.rows.length),
+      );
   });
 
   // Attribution of pre-confirmed logs runs after their commit, so it never adds to their latency.
-  const attributeLater = createLateAttribution({ attributor: deps.attributor, client, store, logger, shutdown });
+  const attributeLater = createLateAttribution({
+    attributor: deps.attributor,
+    client,
+    store,
+    logger,
+    shutdown,
+  });
 
   // Commits run one after another, in arrival order, whatever the backend's latency.
   let lastCommit: Promise<unknown> = Promise.resolve();
-  function storeRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[], wrongParent = false): Promise<number> {
+  function storeRows(
+    rows: LogRow[],
+    source: LogSource,
+    receivedAt: readonly number[],
+    wrongParent = false,
+  ): Promise<number> {
     const commit = lastCommit.then(() => commitRows(rows, source, receivedAt, wrongParent));
     lastCommit = commit.catch(() => undefined);
     return commit;
   }
 
   /** The rows whose pending block sits on the canonical parent; the others are held for later. */
-  async function anchored(rows: LogRow[], source: LogSource, receivedAt: readonly number[]): Promise<LogRow[]> {
+  async function anchored(
+    rows: LogRow[],
+    source: LogSource,
+    receivedAt: readonly number[],
+  ): Promise<LogRow[]> {
     if (!watched) return rows;
     const blocks = [...new Set(rows.map((r) => r.blockNumber))];
     // A slow pending read does not hold rows back for long: past the wait, an unknown parent is not judged.
-    if (blocks.some((b) => watch.parentOf(b) === undefined)) await Promise.race([watch.check().catch(() => undefined), delay(PARENT_LOOKUP_WAIT_MS)]);
+    if (blocks.some((b) => watch.parentOf(b) === undefined))
+      await Promise.race([watch.check().catch(() => undefined), delay(PARENT_LOOKUP_WAIT_MS)]);
     const head = deps.lastCanonicalBlock();
-    const waiting = new Set(blocks.filter((b) => parentVerdict(b, watch.parentOf(b), head, deps.canonicalHashAt) === "hold"));
+    const waiting = new Set(
+      blocks.filter(
+        (b) => parentVerdict(b, watch.parentOf(b), head, deps.canonicalHashAt) === "hold",
+      ),
+    );
     if (waiting.size === 0) return rows;
     const wait = rows.filter((r) => waiting.has(r.blockNumber));
     const wrongParent = [...waiting].some((b) => b - 1 <= head);
     held.hold({ rows: wait, source, receivedAt, wrongParent });
-    logger.debug({ msg: "Held pre-confirmed logs until their parent block", blocks: [...waiting], logs: wait.length, head_block: head, wrong_parent: wrongParent });
+    logger.debug({
+      msg: "Held pre-confirmed logs until their parent block",
+      blocks: [...waiting],
+      logs: wait.length,
+      head_block: head,
+      wrong_parent: wrongParent,
+    });
     return rows.filter((r) => !waiting.has(r.blockNumber));
   }
 
   /** Commits pre-confirmed rows in one transaction and records the ingest latency. */
-  async function commitRows(rows: LogRow[], source: LogSource, receivedAt: readonly number[], wrongParent = false): Promise<number> {
+  async function commitRows(
+    rows: LogRow[],
+    source: LogSource,
+    receivedAt: readonly number[],
+    wrongParent = false,
+  ): Promise<number> {
     const current = rows.filter((row) => row.blockNumber > deps.lastCanonicalBlock());
     // Rows held against a parent the chain did not take, whose block is canonical now: never stored.
-    if (wrongParent && current.length < rows.length) metrics.preconfirmationsRefused.inc({ reason: "wrong_parent" }, rows.length - current.length);
+    if (wrongParent && current.length < rows.length)
+      metrics.preconfirmationsRefused.inc({ reason: "wrong_parent" }, rows.length - current.length);
     if (current.length === 0) return 0;
     if (!watch.trusted()) {
       metrics.preconfirmationsRefused.inc({ reason: "untrusted_view" }, current.length);
@@ -108,16 +156,26 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
     if (counts.moved > 0) {
       metrics.movedPreconfirmed.inc({ from: "preconfirmed" }, counts.moved - counts.revived);
       metrics.movedPreconfirmed.inc({ from: "dropped" }, counts.revived);
-      logger.info({ msg: "Moved pre-confirmed logs to a later block", moved: counts.moved, revived: counts.revived, block_number: Math.max(...fresh.map((r) => r.blockNumber)) });
+      logger.info({
+        msg: "Moved pre-confirmed logs to a later block",
+        moved: counts.moved,
+        revived: counts.revived,
+        block_number: Math.max(...fresh.map((r) => r.blockNumber)),
+      });
     }
     const committedAt = performance.now();
-    for (const at of receivedAt) metrics.preconfirmationLatency.observe({ source }, (committedAt - at) / 1_000);
+    for (const at of receivedAt)
+      metrics.preconfirmationLatency.observe({ source }, (committedAt - at) / 1_000);
     if (inserted > 0) {
       metrics.preconfirmedLogs.inc({ source }, inserted);
       metrics.indexedBlock.set({ source: "pending" }, Math.max(...fresh.map((r) => r.blockNumber)));
     }
     deps.onStored?.(fresh);
-    if (inserted > 0) attributeLater(fresh.map((r) => r.transactionHash), "pre-confirmed");
+    if (inserted > 0)
+      attributeLater(
+        fresh.map((r) => r.transactionHash),
+        "pre-confirmed",
+      );
     return inserted;
   }
 
@@ -143,13 +201,21 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
     const receivedAt = performance.now();
     // Lenient: a bad pre-confirmed log is dropped and counted; its canonical block settles it later.
     const selection = { pending: true as const, ...(await watchScope.selection(members)) };
-    const rows = await fetchLogRows(rowsDeps, selection, { ...preconfirmed, source: "pending", timestampOf: nowSeconds, strict: false });
+    const rows = await fetchLogRows(rowsDeps, selection, {
+      ...preconfirmed,
+      source: "pending",
+      timestampOf: nowSeconds,
+      strict: false,
+    });
     return storeRows(rows, "pending", [receivedAt]);
   }
 
   async function pollForever(): Promise<void> {
     for (;;) {
-      await sleep(Math.max(config.realtime.pendingPollIntervalMs, backoff.waitMs()), shutdown.signal);
+      await sleep(
+        Math.max(config.realtime.pendingPollIntervalMs, backoff.waitMs()),
+        shutdown.signal,
+      );
       if (backoff.waitMs() > 0) continue;
       try {
         await pollOnce();
@@ -157,18 +223,28 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
       } catch (error) {
         if (error instanceof ShutdownError) throw error;
         if (!(error instanceof RetryableError)) {
-          logger.error({ msg: "Stopped polling the pending view", error: (error as Error).message });
+          logger.error({
+            msg: "Stopped polling the pending view",
+            error: (error as Error).message,
+          });
           return;
         }
         // A rate-limited or failing endpoint is asked less often; the subscription goes on meanwhile.
         const delay = backoff.failed(error);
-        logger.warn({ msg: "Failed to poll the pending view", error: error.shortMessage, retry_in_ms: delay });
+        logger.warn({
+          msg: "Failed to poll the pending view",
+          error: error.shortMessage,
+          retry_in_ms: delay,
+        });
       }
     }
   }
 
   // One subscription per filter: a watched token's filters cannot be one (topic positions AND; watchedLogs.ts).
-  const streams = selectionFilters({ pending: true, ...watchScope.configuredSelection(members) }).map((filter) => ({
+  const streams = selectionFilters({
+    pending: true,
+    ...watchScope.configuredSelection(members),
+  }).map((filter) => ({
     filter,
     choices: flashblocksSubscriptions({ address: filter.addresses, topics: topicsOf(filter) }),
     subscription: undefined as ReturnType<typeof createWsSubscription> | undefined,
@@ -183,8 +259,14 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
     const { filter, choices } = streams[which]!;
     const stream = choices[choice]?.stream ?? "pendingLogs";
     try {
-      const { logs, whole } = logsOfNotification(stream, result, (log) => matchesFilter(log, filter));
-      const rows = rowsOfNotification(rowsDeps, filter, logs, { ...preconfirmed, source: "pending_ws", timestampOf: nowSeconds });
+      const { logs, whole } = logsOfNotification(stream, result, (log) =>
+        matchesFilter(log, filter),
+      );
+      const rows = rowsOfNotification(rowsDeps, filter, logs, {
+        ...preconfirmed,
+        source: "pending_ws",
+        timestampOf: nowSeconds,
+      });
       // Note: a one-log notification does not show the transaction's other logs; number them as they stream in.
       if (!whole) for (const row of rows) row.txLogPosition = positions.place(row);
       if (rows.length === 0) return;
@@ -211,10 +293,16 @@ export function createPreconfirmedIndexer(deps: PreconfirmedIndexerDeps) {
         alternatives: entry.choices.slice(1).map((c) => c.params),
         initialDelayMs: config.realtime.reconnectInitialDelayMs,
         maxDelayMs: config.realtime.reconnectMaxDelayMs,
-        onNotification: (result, receivedAt, choice) => onNotification(result, receivedAt, choice, which),
+        onNotification: (result, receivedAt, choice) =>
+          onNotification(result, receivedAt, choice, which),
         onSubscribed: (reconnect) => {
           if (!reconnect || config.realtime.pendingPollIntervalMs === 0) return;
-          pollOnce().catch((error: unknown) => logger.warn({ msg: "Failed to refill the pending view after reconnect", error: (error as Error).message }));
+          pollOnce().catch((error: unknown) =>
+            logger.warn({
+              msg: "Failed to refill the pending view after reconnect",
+              error: (error as Error).message,
+            }),
+          );
         },
       });
     });

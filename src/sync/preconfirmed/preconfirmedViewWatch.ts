@@ -57,7 +57,8 @@ export function createPreconfirmedViewWatch(deps: PreconfirmedViewWatchDeps) {
     headAtStart ??= head;
     if (header !== undefined) {
       parents.set(header.number, header.parentHash);
-      for (const number of parents.keys()) if (parents.size > PARENTS_REMEMBERED && number < header.number) parents.delete(number);
+      for (const number of parents.keys())
+        if (parents.size > PARENTS_REMEMBERED && number < header.number) parents.delete(number);
       lastSeen = Math.max(lastSeen ?? header.number, header.number);
     }
     const reference = header?.number ?? lastSeen ?? headAtStart + 1;
@@ -66,17 +67,33 @@ export function createPreconfirmedViewWatch(deps: PreconfirmedViewWatchDeps) {
     // A null view is only wrong while the chain moves: between blocks, or on a chain that stands
     // still, a node has nothing pending to show.
     headWhenNull = header === undefined ? (headWhenNull ?? head) : undefined;
-    const bad = header === undefined ? head > headWhenNull! : lag > PRECONFIRMED_VIEW_MAX_LAG_BLOCKS;
+    const bad =
+      header === undefined ? head > headWhenNull! : lag > PRECONFIRMED_VIEW_MAX_LAG_BLOCKS;
     if (!bad) {
       badSince = undefined;
-      if (!trusted) logger.info({ msg: "Trusted the pending view again", pending_block: header?.number, head_block: head });
+      if (!trusted)
+        logger.info({
+          msg: "Trusted the pending view again",
+          pending_block: header?.number,
+          head_block: head,
+        });
       setTrusted(true, undefined);
       return;
     }
     badSince ??= now;
-    const problem = header === undefined ? "the node's pending view is null" : `the node's pending view is ${lag} blocks behind the head`;
+    const problem =
+      header === undefined
+        ? "the node's pending view is null"
+        : `the node's pending view is ${lag} blocks behind the head`;
     if (now - badSince < PRECONFIRMED_VIEW_DISTRUST_AFTER_MS) return;
-    if (trusted) logger.warn({ msg: "Stopped trusting the pending view", reason: problem, pending_block: header?.number ?? null, head_block: head, lag_blocks: lag });
+    if (trusted)
+      logger.warn({
+        msg: "Stopped trusting the pending view",
+        reason: problem,
+        pending_block: header?.number ?? null,
+        head_block: head,
+        lag_blocks: lag,
+      });
     setTrusted(false, `${problem} (for ${Math.round((now - badSince) / 1_000)} s)`);
   }
 
@@ -94,7 +111,11 @@ export function createPreconfirmedViewWatch(deps: PreconfirmedViewWatchDeps) {
     } catch (error) {
       if (!(error instanceof RetryableError)) throw error;
       const delay = deps.backoff.failed(error);
-      logger.warn({ msg: "Failed to read the pending block", error: error.shortMessage, retry_in_ms: delay });
+      logger.warn({
+        msg: "Failed to read the pending block",
+        error: error.shortMessage,
+        retry_in_ms: delay,
+      });
       return;
     }
     deps.backoff.succeeded();
@@ -121,7 +142,10 @@ export function createPreconfirmedViewWatch(deps: PreconfirmedViewWatchDeps) {
           await check();
         } catch (error) {
           if (error instanceof ShutdownError) throw error;
-          logger.error({ msg: "Stopped watching the pending view", error: (error as Error).message });
+          logger.error({
+            msg: "Stopped watching the pending view",
+            error: (error as Error).message,
+          });
           return;
         }
       }

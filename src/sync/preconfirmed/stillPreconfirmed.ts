@@ -22,7 +22,11 @@ export async function stillPreconfirmedAbove(
   // block goes first. After other failures it is asked as before (a drop marked without asking may be revived later).
   const waitMs = deps.backoff?.askedWaitMs() ?? 0;
   if (waitMs > 0) {
-    deps.logger.warn({ msg: "Skipped reading the pending view before marking drops", block_number: blockNumber, retry_in_ms: waitMs });
+    deps.logger.warn({
+      msg: "Skipped reading the pending view before marking drops",
+      block_number: blockNumber,
+      retry_in_ms: waitMs,
+    });
     return new Set();
   }
   // Note: a rebuilt pending block re-announces a left-out transaction with no notification (base/base `crates/execution/flashblocks` `processor.rs`);
@@ -31,13 +35,26 @@ export async function stillPreconfirmedAbove(
     const rows = await fetchLogRows(
       deps,
       { pending: true, ...selection },
-      { statusOf: () => "preconfirmed", source: "pending", timestampOf: () => Math.floor(Date.now() / 1_000), strict: false },
+      {
+        statusOf: () => "preconfirmed",
+        source: "pending",
+        timestampOf: () => Math.floor(Date.now() / 1_000),
+        strict: false,
+      },
     );
-    return new Set(rows.filter((r) => r.blockNumber > blockNumber && candidates.has(r.transactionHash)).map((r) => r.transactionHash));
+    return new Set(
+      rows
+        .filter((r) => r.blockNumber > blockNumber && candidates.has(r.transactionHash))
+        .map((r) => r.transactionHash),
+    );
   } catch (error) {
     if (!(error instanceof RetryableError)) throw error;
     deps.backoff?.failed(error);
-    deps.logger.warn({ msg: "Failed to read the pending view before marking drops", block_number: blockNumber, error: error.shortMessage });
+    deps.logger.warn({
+      msg: "Failed to read the pending view before marking drops",
+      block_number: blockNumber,
+      error: error.shortMessage,
+    });
     return new Set();
   }
 }

@@ -37,7 +37,10 @@ const MIGRATION_LOCK = "flashindex:migrate:";
  * Creates the schema when absent and applies the missing steps in one transaction, recording each in
  * `schema_migrations`; safe to run on every start, and by two processes at once.
  */
-export async function migratePostgres(client: pg.ClientBase, schema: string): Promise<{ from: number; to: number }> {
+export async function migratePostgres(
+  client: pg.ClientBase,
+  schema: string,
+): Promise<{ from: number; to: number }> {
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [MIGRATION_LOCK + schema]);
@@ -47,11 +50,15 @@ export async function migratePostgres(client: pg.ClientBase, schema: string): Pr
       applied_at  timestamptz NOT NULL DEFAULT now())`);
     const from = await schemaVersion(client);
     if (from > POSTGRES_SCHEMA_VERSION)
-      throw new FatalError(`Database schema version ${from} is newer than this flashindex understands (${POSTGRES_SCHEMA_VERSION}): upgrade flashindex`);
+      throw new FatalError(
+        `Database schema version ${from} is newer than this flashindex understands (${POSTGRES_SCHEMA_VERSION}): upgrade flashindex`,
+      );
     for (const migration of POSTGRES_MIGRATIONS) {
       if (migration.version <= from) continue;
       await client.query(migration.sql);
-      await client.query("INSERT INTO schema_migrations (version) VALUES ($1)", [migration.version]);
+      await client.query("INSERT INTO schema_migrations (version) VALUES ($1)", [
+        migration.version,
+      ]);
     }
     await client.query("COMMIT");
     return { from, to: POSTGRES_SCHEMA_VERSION };
@@ -63,16 +70,27 @@ export async function migratePostgres(client: pg.ClientBase, schema: string): Pr
 
 /** The last applied step; 0 for a schema without flashindex's tables. */
 export async function schemaVersion(client: pg.ClientBase): Promise<number> {
-  const exists = await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present");
+  const exists = await client.query(
+    "SELECT to_regclass('schema_migrations') IS NOT NULL AS present",
+  );
   if (exists.rows[0].present !== true) return 0;
-  const { rows } = await client.query("SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations");
+  const { rows } = await client.query(
+    "SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations",
+  );
   return Number(rows[0].version);
 }
 
 /** For readers: the schema must exist at the current version (a reader never creates or migrates). */
 export async function checkReadable(client: pg.ClientBase, location: string): Promise<void> {
   const version = await schemaVersion(client);
-  if (version === 0) throw new ConfigError("database.url", `${location} holds no flashindex tables: run 'flashindex start' or 'backfill' on it first`);
+  if (version === 0)
+    throw new ConfigError(
+      "database.url",
+      `${location} holds no flashindex tables: run 'flashindex start' or 'backfill' on it first`,
+    );
   if (version < POSTGRES_SCHEMA_VERSION)
-    throw new ConfigError("database.url", `${location} has schema version ${version}, older than ${POSTGRES_SCHEMA_VERSION}: run 'flashindex start' or 'backfill' on it once to upgrade it`);
+    throw new ConfigError(
+      "database.url",
+      `${location} has schema version ${version}, older than ${POSTGRES_SCHEMA_VERSION}: run 'flashindex start' or 'backfill' on it once to upgrade it`,
+    );
 }

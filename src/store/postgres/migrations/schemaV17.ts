@@ -3,7 +3,11 @@ import { OUTBOX_LOCK_SQL } from "../connection.js";
 const NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
 /** The event's payload, as SQLite's (value as text: numeric would lose digits in JSON readers). */
-const payload = (outcome: string, blockNumber: string, reason: string) => `json_build_object('settlement', json_build_object('order_id', o.id,
+const payload = (
+  outcome: string,
+  blockNumber: string,
+  reason: string,
+) => `json_build_object('settlement', json_build_object('order_id', o.id,
       'token', o.token, 'authorizer', o.authorizer, 'payee', o.payee, 'value', o.value::text, 'nonce', o.nonce, 'tx_hash', s.tx_hash,
       'outcome', ${outcome}, 'block_number', ${blockNumber}, 'reason', ${reason}, 'answered_at', s.answered_at))::text`;
 

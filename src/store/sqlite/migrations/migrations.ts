@@ -65,7 +65,10 @@ export function migrate(db: Database, target = SCHEMA_VERSION): { from: number; 
         if (typeof migration.apply === "string") db.exec(migration.apply);
         else migration.apply(db);
         const broken = db.pragma("foreign_key_check") as unknown[];
-        if (broken.length > 0) throw new FatalError(`Schema step ${migration.version} left ${broken.length} broken foreign key(s); nothing was changed`);
+        if (broken.length > 0)
+          throw new FatalError(
+            `Schema step ${migration.version} left ${broken.length} broken foreign key(s); nothing was changed`,
+          );
         db.pragma(`user_version = ${migration.version}`);
       }).immediate();
     }

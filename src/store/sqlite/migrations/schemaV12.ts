@@ -20,7 +20,12 @@ import { orderChainTargetsView } from "../../orderChainTargetsView.js";
  * in schemaV9.ts): the stored rows already satisfy the wider one.
  */
 export function migrateToV12(db: Database): void {
-  rewriteTableSql(db, "orders", "state = 'expired'))", "state = 'expired' OR state = 'capturing'))");
+  rewriteTableSql(
+    db,
+    "orders",
+    "state = 'expired'))",
+    "state = 'expired' OR state = 'capturing'))",
+  );
   db.exec(SCHEMA_V12);
 }
 
@@ -84,15 +89,30 @@ END;
 `;
 
 /** Replaces `from` (which must occur exactly once) by `to` in a table's stored definition. */
-export function rewriteTableSql(db: Database, table: string, from: string, to: string, step = 12): void {
-  const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(table) as string | undefined;
-  if (sql === undefined || sql.split(from).length !== 2) throw new FatalError(`Schema step ${step}: the definition of table ${table} is not the one expected; nothing was changed`);
+export function rewriteTableSql(
+  db: Database,
+  table: string,
+  from: string,
+  to: string,
+  step = 12,
+): void {
+  const sql = db
+    .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?")
+    .pluck()
+    .get(table) as string | undefined;
+  if (sql === undefined || sql.split(from).length !== 2)
+    throw new FatalError(
+      `Schema step ${step}: the definition of table ${table} is not the one expected; nothing was changed`,
+    );
   const version = db.pragma("schema_version", { simple: true }) as number;
   // better-sqlite3 runs in SQLite's defensive mode, which refuses writes to sqlite_master.
   db.unsafeMode(true);
   try {
     db.pragma("writable_schema = ON");
-    db.prepare("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?").run(sql.replace(from, to), table);
+    db.prepare("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?").run(
+      sql.replace(from, to),
+      table,
+    );
     db.pragma(`schema_version = ${version + 1}`);
   } finally {
     db.pragma("writable_schema = OFF");

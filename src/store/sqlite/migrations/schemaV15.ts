@@ -16,7 +16,13 @@ import { rewriteTableSql } from "./schemaV12.js";
  *   transaction that accepts the cancel, before anything is sent; capture and settle refuse it.
  */
 export function migrateToV15(db: Database): void {
-  rewriteTableSql(db, "orders", "state = 'expired' OR state = 'capturing'))", "state = 'expired' OR state = 'capturing' OR state = 'canceling'))", 15);
+  rewriteTableSql(
+    db,
+    "orders",
+    "state = 'expired' OR state = 'capturing'))",
+    "state = 'expired' OR state = 'capturing' OR state = 'canceling'))",
+    15,
+  );
   db.exec(SCHEMA_V15);
 }
 

@@ -16,7 +16,13 @@ import { rewriteTableSql } from "./schemaV12.js";
  *   widens by SQLite's documented procedure, as schemaV12.ts does for `orders.state`).
  */
 export function migrateToV16(db: Database): void {
-  rewriteTableSql(db, "webhook_events", "type = 'order.state_changed'))", "type = 'order.state_changed' OR type = 'settlement.contradicted'))", 16);
+  rewriteTableSql(
+    db,
+    "webhook_events",
+    "type = 'order.state_changed'))",
+    "type = 'order.state_changed' OR type = 'settlement.contradicted'))",
+    16,
+  );
   db.exec(SCHEMA_V16);
 }
 

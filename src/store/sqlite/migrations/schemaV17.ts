@@ -33,7 +33,11 @@ export function migrateToV17(db: Database): void {
 const NOW_MS = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
 
 /** The event's payload: the order, the transaction, the outcome, its block and why it failed. */
-const payload = (outcome: string, blockNumber: string, reason: string) => `json_object('settlement', json_object('order_id', o.id, 'token', o.token,
+const payload = (
+  outcome: string,
+  blockNumber: string,
+  reason: string,
+) => `json_object('settlement', json_object('order_id', o.id, 'token', o.token,
       'authorizer', o.authorizer, 'payee', o.payee, 'value', o.value, 'nonce', o.nonce, 'tx_hash', s.tx_hash, 'outcome', ${outcome},
       'block_number', ${blockNumber}, 'reason', ${reason}, 'answered_at', s.answered_at))`;
 

@@ -14,18 +14,32 @@ import type { Database } from "better-sqlite3";
  */
 export function migrateToV5(db: Database): void {
   const dependents = db
-    .prepare("SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL ORDER BY rowid")
+    .prepare(
+      "SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL ORDER BY rowid",
+    )
     .all() as Array<{ type: "view" | "trigger"; name: string; sql: string }>;
-  for (const { type, name } of [...dependents].reverse()) db.exec(`DROP ${type.toUpperCase()} IF EXISTS "${name}"`);
+  for (const { type, name } of [...dependents].reverse())
+    db.exec(`DROP ${type.toUpperCase()} IF EXISTS "${name}"`);
   const indexes = db
-    .prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'logs' AND sql IS NOT NULL ORDER BY rowid")
+    .prepare(
+      "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'logs' AND sql IS NOT NULL ORDER BY rowid",
+    )
     .pluck()
     .all() as string[];
-  const table = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'logs'").pluck().get() as string;
+  const table = db
+    .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'logs'")
+    .pluck()
+    .get() as string;
   const rebuilt = table
     .replace(/^CREATE TABLE "?logs"?/, "CREATE TABLE logs_v5")
-    .replace("UNIQUE (block_hash, log_index, block_number, tx_hash)", "UNIQUE (block_number, log_index, tx_hash, block_hash)");
-  if (rebuilt === table || !rebuilt.includes("UNIQUE (block_number, log_index, tx_hash, block_hash)"))
+    .replace(
+      "UNIQUE (block_hash, log_index, block_number, tx_hash)",
+      "UNIQUE (block_number, log_index, tx_hash, block_hash)",
+    );
+  if (
+    rebuilt === table ||
+    !rebuilt.includes("UNIQUE (block_number, log_index, tx_hash, block_hash)")
+  )
     throw new Error("schema v5: the logs table does not have the expected shape");
   db.exec(rebuilt);
   db.exec("INSERT INTO logs_v5 SELECT * FROM logs");

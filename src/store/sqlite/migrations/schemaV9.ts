@@ -23,9 +23,13 @@ import { listTestsAsEqualities, UNSETTLED_STATUS_SQL } from "../listTestsAsEqual
 
 export function migrateToV9(db: Database): void {
   const definitions = db
-    .prepare("SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'trigger') AND sql IS NOT NULL")
+    .prepare(
+      "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'trigger') AND sql IS NOT NULL",
+    )
     .all() as Array<{ type: string; name: string; sql: string }>;
-  const rewritten = definitions.map((d) => ({ ...d, next: listTestsAsEqualities(d.sql) })).filter((d) => d.next !== d.sql);
+  const rewritten = definitions
+    .map((d) => ({ ...d, next: listTestsAsEqualities(d.sql) }))
+    .filter((d) => d.next !== d.sql);
   if (rewritten.length > 0) {
     const version = db.pragma("schema_version", { simple: true }) as number;
     // better-sqlite3 runs in SQLite's defensive mode, which refuses writes to sqlite_master.
@@ -40,7 +44,8 @@ export function migrateToV9(db: Database): void {
       db.unsafeMode(false);
     }
     // Parsed again now: a definition SQLite could not read would fail here, inside the step's transaction.
-    for (const { type, name } of rewritten) if (type === "table") db.prepare(`SELECT * FROM "${name}" LIMIT 0`).all();
+    for (const { type, name } of rewritten)
+      if (type === "table") db.prepare(`SELECT * FROM "${name}" LIMIT 0`).all();
   }
   db.exec(`
     DROP INDEX IF EXISTS logs_unsettled_by_tx_tail;

@@ -14,8 +14,16 @@ export type Checkpointer = {
  * takes no write lock, and its page copies and fsyncs (a sixth of the writer thread's time when it
  * checkpointed itself) then overlap the inserts. `onFailure` runs if the thread dies before close.
  */
-export function createCheckpointer(path: string, onFailure: () => void = () => undefined): Checkpointer {
-  const worker = startThread(import.meta.url, "checkpointThread", { path }, { maxOldGenerationSizeMb: CHECKPOINT_THREAD_HEAP_MB });
+export function createCheckpointer(
+  path: string,
+  onFailure: () => void = () => undefined,
+): Checkpointer {
+  const worker = startThread(
+    import.meta.url,
+    "checkpointThread",
+    { path },
+    { maxOldGenerationSizeMb: CHECKPOINT_THREAD_HEAP_MB },
+  );
   let running = false;
   let again = false;
   let idle: (() => void) | undefined;

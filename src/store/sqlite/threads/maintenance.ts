@@ -49,7 +49,8 @@ export function createMaintenance(db: Database, gate: LiveWriteGate) {
     /** Runs `job` after any running one, holding every other write back until it ends; on the thread `onThread` (ops/threadSettings.ts maintenanceOnThread). */
     run: (job: MaintenanceJob, options: { onThread: boolean }): Promise<number | string | null> =>
       afterJobs(async () => {
-        if (!options.onThread || db.memory) return gate.hold(() => (inline ??= maintenanceJobs(db))(job));
+        if (!options.onThread || db.memory)
+          return gate.hold(() => (inline ??= maintenanceJobs(db))(job));
         const work = gate.holdWhile(() => (thread ??= startMaintenanceThread(db.name)).run(job));
         running = work;
         try {
@@ -64,14 +65,23 @@ export function createMaintenance(db: Database, gate: LiveWriteGate) {
 }
 
 function startMaintenanceThread(path: string) {
-  const worker = startThread(import.meta.url, "maintenanceThread", { path }, { maxOldGenerationSizeMb: MAINTENANCE_THREAD_HEAP_MB });
+  const worker = startThread(
+    import.meta.url,
+    "maintenanceThread",
+    { path },
+    { maxOldGenerationSizeMb: MAINTENANCE_THREAD_HEAP_MB },
+  );
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   const calls = createThreadCalls<MaintenanceReply, number | string | null>(worker, {
     thread: "maintenance thread",
-    settle: (reply) => (reply.error !== undefined ? new FatalError(`Could not finish the bulk load: ${reply.error}`) : (reply.result ?? null)),
+    settle: (reply) =>
+      reply.error !== undefined
+        ? new FatalError(`Could not finish the bulk load: ${reply.error}`)
+        : (reply.result ?? null),
   });
   return {
-    run: (job: MaintenanceJob) => calls.call((id) => worker.postMessage({ id, job } satisfies MaintenanceRequest)),
+    run: (job: MaintenanceJob) =>
+      calls.call((id) => worker.postMessage({ id, job } satisfies MaintenanceRequest)),
     async close(): Promise<void> {
       if (!calls.failed()) worker.postMessage("close");
       await exited;

@@ -13,9 +13,15 @@ let run: ReturnType<typeof maintenanceJobs> | undefined;
 serveThreadMessages<MaintenanceRequest>(
   (message) => {
     try {
-      parentPort!.postMessage({ id: message.id, result: (run ??= maintenanceJobs(db))(message.job) } satisfies MaintenanceReply);
+      parentPort!.postMessage({
+        id: message.id,
+        result: (run ??= maintenanceJobs(db))(message.job),
+      } satisfies MaintenanceReply);
     } catch (error) {
-      parentPort!.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies MaintenanceReply);
+      parentPort!.postMessage({
+        id: message.id,
+        error: error instanceof Error ? error.message : String(error),
+      } satisfies MaintenanceReply);
     }
   },
   () => db.close(),

@@ -3,7 +3,12 @@ import { FatalError } from "../../../errors/base.js";
 import type { InsertCounts } from "../../types.js";
 import { startThread } from "../../../ops/startThread.js";
 import { createThreadCalls } from "../../../ops/threadCalls.js";
-import { windowWriterNice, WRITER_THREAD_HEAP_MB, WRITER_THREAD_YOUNG_MB, type ProcessMode } from "../../../ops/threadSettings.js";
+import {
+  windowWriterNice,
+  WRITER_THREAD_HEAP_MB,
+  WRITER_THREAD_YOUNG_MB,
+  type ProcessMode,
+} from "../../../ops/threadSettings.js";
 import type { Database } from "../openDatabase.js";
 import type { WindowWriter } from "../../store.js";
 import { createWindowCommit, windowFields } from "../windowCommit.js";
@@ -23,19 +28,36 @@ import { attributionToMove } from "../../../rows/packedAttribution.js";
  */
 export function createWindowWriter(
   db: Database,
-  options: { chainId: number; onThread: boolean; mode?: ProcessMode | undefined; gate: LiveWriteGate; checkpoints: Pick<WalCheckpoints, "nudge"> },
+  options: {
+    chainId: number;
+    onThread: boolean;
+    mode?: ProcessMode | undefined;
+    gate: LiveWriteGate;
+    checkpoints: Pick<WalCheckpoints, "nudge">;
+  },
 ): WindowWriter {
   if (!options.onThread || db.memory) {
     const commit = createWindowCommit(db, options.chainId);
     return { commit: async (window, now) => commit(window, now), close: async () => undefined };
   }
-  const data: WindowWriterData = { path: db.name, chainId: options.chainId, gate: options.gate.memory, nice: windowWriterNice(options.mode ?? "batch") };
-  const worker = startThread(import.meta.url, "windowWriterThread", data, { maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB, maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB });
+  const data: WindowWriterData = {
+    path: db.name,
+    chainId: options.chainId,
+    gate: options.gate.memory,
+    nice: windowWriterNice(options.mode ?? "batch"),
+  };
+  const worker = startThread(import.meta.url, "windowWriterThread", data, {
+    maxOldGenerationSizeMb: WRITER_THREAD_HEAP_MB,
+    maxYoungGenerationSizeMb: WRITER_THREAD_YOUNG_MB,
+  });
   const calls = createThreadCalls<WindowReply, InsertCounts>(worker, {
     thread: "window writer thread",
     // Each reply means a committed window (or a failed one): the checkpointer may copy the WAL back.
     onReply: () => options.checkpoints.nudge(),
-    settle: (reply) => (reply.error !== undefined ? new FatalError(`Could not store a backfill window: ${reply.error}`) : (reply.counts as InsertCounts)),
+    settle: (reply) =>
+      reply.error !== undefined
+        ? new FatalError(`Could not store a backfill window: ${reply.error}`)
+        : (reply.counts as InsertCounts),
   });
   const exited = new Promise<void>((resolve) =>
     worker.once("exit", () => {
@@ -52,7 +74,11 @@ export function createWindowWriter(
       const committed = calls.call((id) => {
         // The rows' and the attribution's buffers move to the thread instead of being copied.
         const attribution = attributionToMove(window.attribution);
-        const request = { id, window: { ...windowFields(window), attribution: attribution.packed }, now } satisfies WindowRequest;
+        const request = {
+          id,
+          window: { ...windowFields(window), attribution: attribution.packed },
+          now,
+        } satisfies WindowRequest;
         worker.postMessage(request, [...buffersToMove(window.rows), ...attribution.transfer]);
       });
       outstanding.add(committed);

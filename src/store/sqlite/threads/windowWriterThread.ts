@@ -9,7 +9,12 @@ import type { WindowWrite } from "../../types.js";
 /** The window writer's thread: its own connection to the database, committing windows one at a time, in arrival order. */
 export type WindowRequest = { id: number; window: WindowWrite; now: number };
 export type WindowReply = { id: number; counts?: unknown; error?: string };
-export type WindowWriterData = { path: string; chainId: number; gate: WriteGateMemory; nice: number };
+export type WindowWriterData = {
+  path: string;
+  chainId: number;
+  gate: WriteGateMemory;
+  nice: number;
+};
 
 const { path, chainId, gate, nice } = workerData as WindowWriterData;
 niceThisThread(nice);
@@ -19,9 +24,15 @@ const commit = createWindowCommit(db, chainId, createWindowGate(gate));
 serveThreadMessages<WindowRequest>(
   (message) => {
     try {
-      parentPort!.postMessage({ id: message.id, counts: commit(message.window, message.now) } satisfies WindowReply);
+      parentPort!.postMessage({
+        id: message.id,
+        counts: commit(message.window, message.now),
+      } satisfies WindowReply);
     } catch (error) {
-      parentPort!.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies WindowReply);
+      parentPort!.postMessage({
+        id: message.id,
+        error: error instanceof Error ? error.message : String(error),
+      } satisfies WindowReply);
       return;
     }
     try {
