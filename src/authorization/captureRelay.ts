@@ -1,4 +1,4 @@
-import { getAddress, isAddressEqual, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, type Address, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { TransactionReceiptSummary } from "../chain/transactionReceipt.js";
 import { UsageError } from "../errors/base.js";

@@ -97,7 +97,7 @@ export function relayerKeyHint(config: RelayerKeyConfig): string {
  */
 export function readRelayerPool(
   config: RelayerPoolConfig,
-  flagFile?: string | undefined,
+  flagFile?: string,
   env: NodeJS.ProcessEnv = process.env,
 ): PrivateKeyAccount[] {
   if (flagFile !== undefined || config.relayers.length === 0) {
