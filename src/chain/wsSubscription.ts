@@ -105,14 +105,25 @@ export function createWsSubscription(
         method?: unknown;
         params?: { subscription?: unknown; result?: unknown };
       };
+      let parsed: unknown;
       try {
         // ws hands each message over as one Buffer: binaryType is left at its default, "nodebuffer".
-        message = JSON.parse((data as Buffer).toString()) as typeof message;
+        parsed = JSON.parse((data as Buffer).toString());
       } catch {
         deps.metrics.wsMessagesRejected.inc({ subscription: options.name });
         logger.warn({ msg: "Rejected WebSocket message that is not JSON", endpoint: label });
         return;
       }
+      // JSON, but not a JSON-RPC message (null, a number, an array): reading its fields would throw.
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        deps.metrics.wsMessagesRejected.inc({ subscription: options.name });
+        logger.warn({
+          msg: "Rejected WebSocket message that is not a JSON object",
+          endpoint: label,
+        });
+        return;
+      }
+      message = parsed as typeof message;
       if (message.id === 1 && subscriptionId === undefined) {
         clearTimeout(subscribeTimer);
         if (typeof message.result !== "string") {

@@ -95,3 +95,52 @@ describe("a WebSocket subscription's liveness", () => {
     expect(subscribed).toEqual([false]);
   });
 });
+
+describe("a WebSocket subscription's hostile messages", () => {
+  test("JSON that is not an object (null, a number, an array, a string) is counted and skipped", async () => {
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const client of server.clients) client.terminate();
+          server.close(() => resolve());
+        }),
+    );
+    server.on("connection", (socket) => {
+      socket.on("message", () => {
+        for (const junk of ["null", "5", "[]", '"x"']) socket.send(junk);
+        socket.send(JSON.stringify({ jsonrpc: "2.0", id: 1, result: "0xs" }));
+        socket.send("null");
+        socket.send(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            method: "eth_subscription",
+            params: { subscription: "0xs", result: { n: 1 } },
+          }),
+        );
+      });
+    });
+    const shutdown = createShutdown();
+    cleanups.push(() => shutdown.kill());
+    const metrics = createMetrics({ defaultMetrics: false });
+    const notifications: unknown[] = [];
+    createWsSubscription(
+      { logger: pino({ level: "silent" }), metrics, shutdown },
+      {
+        url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        name: "newHeads",
+        params: ["newHeads"],
+        initialDelayMs: 10,
+        maxDelayMs: 50,
+        onNotification: (result) => notifications.push(result),
+      },
+    );
+    await waitFor(() => notifications.length >= 1, 10_000, "the notification after the junk");
+    expect(notifications).toEqual([{ n: 1 }]);
+    const rejected = await metrics.registry.getSingleMetricAsString(
+      "flashindex_ws_messages_rejected_total",
+    );
+    expect(rejected).toContain('flashindex_ws_messages_rejected_total{subscription="newHeads"} 5');
+  });
+});
