@@ -10,6 +10,11 @@ import {
   type HtmlCell,
 } from "./facilitatorSection.js";
 import {
+  readCaptureGasStatus,
+  renderCaptureGasSection,
+  type CaptureGasStatus,
+} from "./captureGasSection.js";
+import {
   readRelayerPoolStatus,
   renderRelayerPoolSection,
   type RelayerRow,
@@ -32,6 +37,8 @@ export type StatusMetrics = {
   facilitator?: FacilitatorStatus | undefined;
   /** The relayer pool, present with the facilitator. */
   relayers?: RelayerRow[] | undefined;
+  /** Gas per payment, from the store's captures. */
+  captureGas?: CaptureGasStatus | undefined;
 };
 
 /** Escapes text for HTML element content and quoted attribute values. */
@@ -166,6 +173,7 @@ ${table(
 ${table(["When", "Event", "Type", "Attempt", "HTTP", "Result", "Took"], attempts, "No delivery attempts yet.")}</section>
 ${m.facilitator === undefined ? "" : renderFacilitatorSection(m.facilitator, { escapeHtml, table })}
 ${m.relayers === undefined ? "" : renderRelayerPoolSection(m.relayers, { table })}
+${m.captureGas === undefined ? "" : renderCaptureGasSection(m.captureGas, { escapeHtml, table })}
 </body>
 </html>
 `;
@@ -198,7 +206,7 @@ export function createStatusPage(deps: {
     facilitator?: { enabled: boolean };
   };
   metrics: Metrics;
-  store: Pick<Store, "statusSnapshot" | "syncedRanges">;
+  store: Pick<Store, "statusSnapshot" | "syncedRanges" | "captures">;
 }): () => Promise<string> {
   const { metrics } = deps;
   return async () => {
@@ -231,6 +239,9 @@ export function createStatusPage(deps: {
           deps.config.facilitator?.enabled === true
             ? await readRelayerPoolStatus(metrics)
             : undefined,
+        // Shown with the facilitator off too: `order capture` (cli/commands/orderCapture.ts) pays
+        // merchant orders through the same capture relay, which records their gas.
+        captureGas: await readCaptureGasStatus(deps.store.captures),
       },
     });
   };

@@ -15,6 +15,14 @@ export type AbandonCause = {
 /** A capture's cost from its receipt; `effectiveGasPrice` null when the node's receipt omits it. */
 export type CaptureGas = { gasUsed: bigint; effectiveGasPrice: bigint | null };
 
+/** One paid capture's cost and its order's payee (lower-case), as the status page sums it. */
+export type CaptureGasRow = {
+  orderId: number;
+  payee: Address;
+  gasUsed: bigint;
+  effectiveGasPrice: bigint | null;
+};
+
 /** A payment-identifier (x402 extension) bound to the payload it first came with, and the order it settled. */
 export type PaymentIdBinding = { paymentId: string; fingerprint: string; orderId: number };
 
@@ -52,6 +60,8 @@ export type CaptureStore = {
    * effective gas price (wei per gas) of `txHash`, the intent's transaction or one it replaced.
    */
   recordGas: (orderId: number, txHash: Hex, gas: CaptureGas, now: number) => Promise<void>;
+  /** The `limit` latest captures (by order id) with recorded gas, newest first. */
+  recentGas: (limit: number) => Promise<CaptureGasRow[]>;
   /** A new signed transaction for the intent (a fee bump on the same nonce, or a new nonce); the old hash is kept in `replacedTxHashes`. */
   replace: (
     orderId: number,

@@ -3,7 +3,12 @@ import { FatalError } from "../../errors/base.js";
 import { NonceLapsedError } from "../../errors/capture.js";
 import { captureHolder } from "../nonceBook.js";
 import { markNonce, releaseNonce } from "./nonceBook.js";
-import { toCaptureIntent, type CaptureStore, type PaymentIdBinding } from "../captureStore.js";
+import {
+  toCaptureIntent,
+  type CaptureGasRow,
+  type CaptureStore,
+  type PaymentIdBinding,
+} from "../captureStore.js";
 import { assertTransition, OrderNotFoundError, type CaptureIntent } from "../orderStates.js";
 import { createPostgresOrders } from "./orders.js";
 
@@ -129,6 +134,18 @@ export function createPostgresCaptures(
         };
       }),
     get: (orderId) => read((client) => get(client, orderId)),
+    recentGas: (limit) =>
+      read(async (client) => {
+        // numeric(78, 0) read as text: node-postgres would not turn it into a bigint.
+        const { rows } = await client.query(
+          `SELECT c.order_id, o.payee, c.gas_used::text AS gas_used,
+             c.effective_gas_price::text AS effective_gas_price
+           FROM order_captures c JOIN orders o ON o.id = c.order_id
+           WHERE c.gas_used IS NOT NULL ORDER BY c.order_id DESC LIMIT $1`,
+          [limit],
+        );
+        return (rows as GasRow[]).map(toCaptureGasRow);
+      }),
     pending: () =>
       read(async (client) => {
         const { rows } = await client.query(
@@ -275,5 +292,21 @@ export function createPostgresCaptures(
         return (await binding(client, next.paymentId))!;
       }),
     getPaymentId: (paymentId) => read((client) => binding(client, paymentId)),
+  };
+}
+
+type GasRow = {
+  order_id: number | string;
+  payee: string;
+  gas_used: string;
+  effective_gas_price: string | null;
+};
+
+function toCaptureGasRow(row: GasRow): CaptureGasRow {
+  return {
+    orderId: Number(row.order_id),
+    payee: row.payee.toLowerCase() as CaptureGasRow["payee"],
+    gasUsed: BigInt(row.gas_used),
+    effectiveGasPrice: row.effective_gas_price === null ? null : BigInt(row.effective_gas_price),
   };
 }

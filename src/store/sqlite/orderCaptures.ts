@@ -3,6 +3,7 @@ import { FatalError } from "../../errors/base.js";
 import { NonceLapsedError } from "../../errors/capture.js";
 import {
   toCaptureIntent,
+  type CaptureGasRow,
   type CaptureRow,
   type CaptureStore,
   type PaymentIdBinding,
@@ -90,6 +91,18 @@ export function createSqliteCaptures(
         return { order: mustGet(db, orderId), capture: mustGetCapture(orderId), created: true };
       }),
     get: async (orderId) => get(orderId),
+    recentGas: async (limit) => {
+      // Gas columns are decimal TEXT: read as text and summed as bigint by the caller, never cast
+      // to SQLite's 64-bit INTEGER, which a uint256 price could overflow.
+      const rows = db
+        .prepare(
+          `SELECT c.order_id, o.payee, c.gas_used, c.effective_gas_price FROM order_captures c
+             JOIN orders o ON o.id = c.order_id
+           WHERE c.gas_used IS NOT NULL ORDER BY c.order_id DESC LIMIT ?`,
+        )
+        .all(limit) as GasRow[];
+      return rows.map(toCaptureGasRow);
+    },
     pending: async () => {
       const rows = db
         .prepare(
@@ -241,3 +254,19 @@ export function createSqliteCaptures(
 }
 
 const lower = <T extends string>(value: T): T => value.toLowerCase() as T;
+
+type GasRow = {
+  order_id: number;
+  payee: string;
+  gas_used: string;
+  effective_gas_price: string | null;
+};
+
+function toCaptureGasRow(row: GasRow): CaptureGasRow {
+  return {
+    orderId: Number(row.order_id),
+    payee: row.payee.toLowerCase() as CaptureGasRow["payee"],
+    gasUsed: BigInt(row.gas_used),
+    effectiveGasPrice: row.effective_gas_price === null ? null : BigInt(row.effective_gas_price),
+  };
+}
