@@ -61,6 +61,13 @@ export type SettleLatencyOptions = {
 
 const now = () => performance.now();
 
+/** A fetch that got no answer, named by its cause's code (`connection ECONNRESET`). */
+function connectionFailure(error: unknown): string {
+  const cause =
+    error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  return `connection ${typeof cause?.code === "string" ? cause.code : "failed"}`;
+}
+
 /** Settles `payments` payments through `facilitatorUrl` and times each POST /settle → answer. */
 export async function measureSettleLatency(options: SettleLatencyOptions): Promise<SettleLatency> {
   const bodies: string[] = [];
@@ -86,11 +93,17 @@ export async function measureSettleLatency(options: SettleLatencyOptions): Promi
         if (due > now()) await new Promise((resolve) => setTimeout(resolve, due - now()));
       }
       const sentAt = now();
+      // A facilitator past its connection limit closes the socket: a failure, not the bench's end.
       const response = await fetch(`${options.facilitatorUrl}/settle`, {
         method: "POST",
         headers: { "content-type": "application/json", ...options.headers },
         body,
-      });
+      }).catch((error: unknown) => connectionFailure(error));
+      if (typeof response === "string") {
+        latencies.push(now() - sentAt);
+        failures[response] = (failures[response] ?? 0) + 1;
+        continue;
+      }
       const answer = (await response.json().catch(() => undefined)) as
         { success?: unknown; transaction?: unknown; errorReason?: unknown } | undefined;
       latencies.push(now() - sentAt);

@@ -24,7 +24,7 @@ export async function settleLines(
 }
 
 /** What a settle row measured, in the table's words. */
-function settleMeasurement(row: SettleBenchRow): string {
+export function settleMeasurement(row: SettleBenchRow): string {
   const who =
     row.facilitator === "flashindex"
       ? `flashindex facilitator, settleWaitsFor "${row.settleWaitsFor}"`
@@ -38,7 +38,7 @@ function settleMeasurement(row: SettleBenchRow): string {
     row.chain === undefined
       ? ""
       : `; chain: AuthorizationUsed ${row.chain.authorizationsUsed} of ${row.settled} settled, ${row.chain.usedTwice} twice, relayer transactions ${row.chain.relayerTransactions}, sent twice ${sentTwice(row)}`;
-  return `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}, ${row.payments} payments ${load}${row.relayers > 1 ? seconds : ""} through ${through}, ${row.settledPerSecond.toFixed(1)} settled/s${failed > 0 ? `, ${failed} failed` : ""}${chain}`;
+  return `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}, ${row.payments} payments ${load}${row.relayers > 1 ? seconds : ""} through ${through}, ${row.settledPerSecond.toFixed(1)} settled/s${failed > 0 ? `, ${failed} failed (${failureReasons(row)})` : ""}${chain}`;
 }
 
 /**
@@ -49,4 +49,12 @@ function settleMeasurement(row: SettleBenchRow): string {
 function sentTwice(row: SettleBenchRow): number {
   const chain = row.chain!;
   return chain.usedTwice + Math.max(0, chain.relayerTransactions - chain.authorizationsUsed);
+}
+
+/** The failures of a row by reason, most first: `connection ECONNRESET 12, http 503 2`. */
+function failureReasons(row: SettleBenchRow): string {
+  return Object.entries(row.failures)
+    .sort(([, a], [, b]) => b - a)
+    .map(([reason, count]) => `${reason} ${count}`)
+    .join(", ");
 }
