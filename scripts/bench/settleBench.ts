@@ -63,7 +63,8 @@ export type SettleBenchRow = SettleLatency & {
   /** Relayer keys the facilitator settled from (1 unless the row is the pool's). */
   relayers: number;
   /** The pool row's chain check: AuthorizationUsed logs of its payments, and their relayers' transactions. */
-  chain?: { authorizationsUsed: number; usedTwice: number; relayerTransactions: number };
+  chain?:
+    { authorizationsUsed: number; usedTwice: number; relayerTransactions: number } | undefined;
 };
 
 /** `flashindex start` with the facilitator on, its URL once it listens, and how to stop it. */
