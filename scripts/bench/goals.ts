@@ -74,7 +74,32 @@ const ponderProviderRow = (m: string) =>
 const settleRow = (m: string) =>
   m.startsWith("x402 settle") &&
   m.includes("flashindex facilitator") &&
-  m.includes('"preconfirmed"');
+  m.includes('"preconfirmed"') &&
+  m.includes("through one relayer");
+/** Issue 43's pool row: 100 payments a second offered open loop for 60 s through 4 relayers. */
+const settlePoolRow = (m: string) =>
+  m.startsWith("x402 settle") &&
+  m.includes("flashindex facilitator") &&
+  m.includes('"preconfirmed"') &&
+  m.includes("100/s offered open loop for 60 s through 4 relayers");
+
+/**
+ * What the pool row's measurement says of the chain: settled a second, payments sent twice, and
+ * whether every settled payment's AuthorizationUsed is on chain (settleRows.ts writes these).
+ */
+export function parsePoolChain(
+  m: string,
+): { settledPerSecond: number; sentTwice: number; allUsed: boolean } | undefined {
+  const rate = /, ([\d.]+) settled\/s/.exec(m);
+  const used = /AuthorizationUsed (\d+) of (\d+) settled/.exec(m);
+  const twice = /sent twice (\d+)/.exec(m);
+  if (rate === null || used === null || twice === null) return undefined;
+  return {
+    settledPerSecond: Number(rate[1]),
+    sentTwice: Number(twice[1]),
+    allUsed: used[1] === used[2],
+  };
+}
 const settleReferenceRow = (m: string) =>
   m.startsWith("x402 settle") && m.includes("reference facilitator");
 
@@ -258,6 +283,25 @@ export const GOALS: readonly Goal[] = [
       return {
         figure: `${ratio.toFixed(1)}×: p50 ${ours.p50Ms} against ${reference.p50Ms} ms (${when(ours)})`,
         met: ratio >= 5,
+      };
+    },
+  },
+  {
+    goal: "relayer pool: 100 payments/s offered for 60 s through 4 relayers, at least 98 settled/s, none sent twice, p50 at most 150 ms and p99 at most 600 ms pre-confirmed, devnet",
+    judge(rows) {
+      const row = newest(rows, settlePoolRow);
+      const chain = row === undefined ? undefined : parsePoolChain(row.measurement);
+      if (row?.p50Ms === undefined || row.p99Ms === undefined || chain === undefined)
+        return NOT_MEASURED;
+      const used = chain.allUsed ? "every AuthorizationUsed once" : "AuthorizationUsed missing";
+      return {
+        figure: `${chain.settledPerSecond} settled/s, sent twice ${chain.sentTwice}, ${used}, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms (${when(row)})`,
+        met:
+          chain.settledPerSecond >= 98 &&
+          chain.sentTwice === 0 &&
+          chain.allUsed &&
+          row.p50Ms <= 150 &&
+          row.p99Ms <= 600,
       };
     },
   },

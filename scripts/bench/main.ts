@@ -27,7 +27,8 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * then pre-confirmation latency, webhook latency and reorg rollback, each in a process of its own
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator); then x402 settle latency (settleRows.ts). Prints one table; with BENCH_RECORD=1 also
- * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone; BENCH_ROWS=anvil the
+ * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone, BENCH_ROWS=settle-pool
+ * issue 43's relayer pool row alone; BENCH_ROWS=anvil the
  * anvil rows (a); BENCH_ROWS=provider the proxy rows that judge the rate limiter (issue 41).
  */
 const HERE = import.meta.dirname;
@@ -73,6 +74,10 @@ type Row = { name: string; figures: ProcessFigures };
 
 if (process.env.BENCH_ROWS === "settle") {
   report(await settleLines(runNode));
+  process.exit(0);
+}
+if (process.env.BENCH_ROWS === "settle-pool") {
+  report(await settleLines(runNode, "pool"));
   process.exit(0);
 }
 if (process.env.BENCH_ROWS === "provider") {
@@ -205,7 +210,7 @@ const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as {
   backgroundLogs: number;
   rollbackMs: number;
 };
-const settle = await settleLines(runNode);
+const settle = [...(await settleLines(runNode)), ...(await settleLines(runNode, "pool"))];
 
 const lines: BenchLine[] = [
   ...rows.map(({ name, figures }) => backfillLine(name, figures)),

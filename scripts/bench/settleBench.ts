@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, http } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { createPublicClient, createTestClient, http, parseAbiItem, toHex, type Hex } from "viem";
+import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { readTokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { measureSettleLatency, type SettleLatency } from "./settleLatency.js";
@@ -19,6 +19,12 @@ import { startReferenceFacilitator, type ExactOffer } from "./x402Reference.js";
  * BENCH_SETTLE_PAYMENTS (default 100) payments for flashindex, BENCH_SETTLE_REFERENCE_PAYMENTS
  * (default 20) for the reference. Prints one JSON array, one object per facilitator run.
  *
+ * With the argument `pool` it runs issue 43's row alone instead: "preconfirmed" through
+ * BENCH_SETTLE_POOL_RELAYERS (default 4) relayers, BENCH_SETTLE_POOL_PER_SECOND (default 100)
+ * offered open loop for BENCH_SETTLE_POOL_SECONDS (default 60), then reads the chain: every
+ * settled payment's AuthorizationUsed once, and the relayers' transaction count (a second send of
+ * one authorization is a reverted transaction the token never logs).
+ *
  * Run: `npx tsx scripts/bench/settleBench.ts` (or the built dist/scripts/bench/settleBench.js).
  */
 const PAYMENTS = Number(process.env.BENCH_SETTLE_PAYMENTS ?? 100);
@@ -27,6 +33,15 @@ const REFERENCE_PAYMENTS = Number(process.env.BENCH_SETTLE_REFERENCE_PAYMENTS ??
 /** The devnet's buyers (test USDC) and a relayer key per facilitator run, none shared. */
 const BUYER_KEY_INDEXES = [1, 2, 3, 4, 5];
 const RELAYER_KEY_INDEX = { preconfirmed: 7, confirmed: 8, reference: 9 } as const;
+/** anvil's mnemonic from this index on: the pool's relayers, funded by anvil_setBalance. */
+const POOL_FIRST_MNEMONIC_INDEX = 11;
+const DEVNET_MNEMONIC = "test test test test test test test test test test test junk";
+const POOL_RELAYERS = Number(process.env.BENCH_SETTLE_POOL_RELAYERS ?? 4);
+const POOL_PER_SECOND = Number(process.env.BENCH_SETTLE_POOL_PER_SECOND ?? 100);
+const POOL_SECONDS = Number(process.env.BENCH_SETTLE_POOL_SECONDS ?? 60);
+const AUTHORIZATION_USED = parseAbiItem(
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+);
 const SHOP = "0x000000000000000000000000000000000000c0de";
 /** One cent of a 6-decimals token. */
 const AMOUNT = 10_000n;
@@ -45,6 +60,11 @@ export type SettleBenchRow = SettleLatency & {
   facilitator: "flashindex" | "reference";
   settleWaitsFor: "preconfirmed" | "confirmed";
   perSecond: number | undefined;
+  /** Relayer keys the facilitator settled from (1 unless the row is the pool's). */
+  relayers: number;
+  /** The pool row's chain check: AuthorizationUsed logs of its payments, and their relayers' transactions. */
+  chain?:
+    { authorizationsUsed: number; usedTwice: number; relayerTransactions: number } | undefined;
 };
 
 /** `flashindex start` with the facilitator on, its URL once it listens, and how to stop it. */
@@ -52,8 +72,16 @@ async function startDaemon(
   devnet: Devnet,
   dir: string,
   settleWaitsFor: "preconfirmed" | "confirmed",
+  poolKeys: readonly Hex[] = [],
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const config = join(dir, `${settleWaitsFor}.json`);
+  const poolEnv = Object.fromEntries(
+    poolKeys.map((key, i) => [`BENCH_POOL_RELAYER_KEY_${i}`, key]),
+  );
+  const relayers =
+    poolKeys.length > 0
+      ? { relayers: poolKeys.map((_, i) => ({ keyEnv: `BENCH_POOL_RELAYER_KEY_${i}` })) }
+      : {};
   writeFileSync(
     config,
     JSON.stringify({
@@ -66,7 +94,7 @@ async function startDaemon(
       database: { path: join(dir, `${settleWaitsFor}.db`) },
       metrics: { enabled: false },
       logLevel: "info",
-      facilitator: { enabled: true, port: 0, settleWaitsFor },
+      facilitator: { enabled: true, port: 0, settleWaitsFor, ...relayers },
     }),
   );
   const daemon: ChildProcess = spawn(
@@ -76,6 +104,7 @@ async function startDaemon(
       env: {
         ...process.env,
         FLASHINDEX_RELAYER_KEY: devnet.privateKeys[RELAYER_KEY_INDEX[settleWaitsFor]]!,
+        ...poolEnv,
       },
       stdio: ["ignore", "pipe", "inherit"],
     },
@@ -102,23 +131,10 @@ async function startDaemon(
   }
 }
 
-const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200 });
-const dir = mkdtempSync(join(tmpdir(), "flashindex-settle-bench-"));
-const rows: SettleBenchRow[] = [];
-try {
-  const domain = await readTokenDomain(
-    createPublicClient({ transport: http(devnet.httpUrl) }),
-    devnet.token,
-  );
-  const offer: ExactOffer = {
-    chainId: devnet.chainId,
-    token: devnet.token,
-    name: domain.name,
-    version: domain.version,
-    payTo: SHOP,
-    amount: AMOUNT,
-  };
-  const payers = BUYER_KEY_INDEXES.map((index) => privateKeyToAccount(devnet.privateKeys[index]!));
+type Payer = ReturnType<typeof privateKeyToAccount>;
+
+/** Issue 30's rows: one relayer, "preconfirmed" then "confirmed", then the reference facilitator. */
+async function singleRelayerRows(offer: ExactOffer, payers: readonly Payer[]): Promise<void> {
   for (const settleWaitsFor of ["preconfirmed", "confirmed"] as const) {
     const daemon = await startDaemon(devnet, dir, settleWaitsFor);
     try {
@@ -130,7 +146,13 @@ try {
         concurrency: PAYMENTS,
         perSecond: PER_SECOND,
       });
-      rows.push({ facilitator: "flashindex", settleWaitsFor, perSecond: PER_SECOND, ...figures });
+      rows.push({
+        facilitator: "flashindex",
+        settleWaitsFor,
+        perSecond: PER_SECOND,
+        relayers: 1,
+        ...figures,
+      });
     } finally {
       await daemon.stop();
     }
@@ -153,11 +175,89 @@ try {
       facilitator: "reference",
       settleWaitsFor: "preconfirmed",
       perSecond: undefined,
+      relayers: 1,
       ...figures,
     });
   } finally {
     await reference.close();
   }
+}
+
+/** Issue 43's row: the pool of relayers, open loop, then the chain's word on what was sent. */
+async function poolRow(offer: ExactOffer, payers: readonly Payer[]): Promise<SettleBenchRow> {
+  const accounts = Array.from({ length: POOL_RELAYERS }, (_, i) =>
+    mnemonicToAccount(DEVNET_MNEMONIC, { addressIndex: POOL_FIRST_MNEMONIC_INDEX + i }),
+  );
+  const client = createPublicClient({ transport: http(devnet.anvilUrl) });
+  const anvil = createTestClient({ mode: "anvil", transport: http(devnet.anvilUrl) });
+  for (const account of accounts)
+    await anvil.setBalance({ address: account.address, value: 10n ** 22n });
+  const keys = accounts.map((account) => toHex(account.getHdKey().privateKey!));
+  const from = await client.getBlockNumber();
+  const payments = POOL_PER_SECOND * POOL_SECONDS;
+  const daemon = await startDaemon(devnet, dir, "preconfirmed", keys);
+  let figures: SettleLatency;
+  try {
+    figures = await measureSettleLatency({
+      facilitatorUrl: daemon.url,
+      offer,
+      payers,
+      payments,
+      concurrency: payments,
+      perSecond: POOL_PER_SECOND,
+    });
+    // Two canonical blocks: every transaction sent before the last answer is mined by then.
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+  } finally {
+    await daemon.stop();
+  }
+  const logs = await client.getLogs({
+    address: devnet.token,
+    event: AUTHORIZATION_USED,
+    fromBlock: from,
+    toBlock: "latest",
+  });
+  const seen = new Map<string, number>();
+  for (const log of logs) {
+    const key = `${log.args.authorizer}:${log.args.nonce}`.toLowerCase();
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+  }
+  let relayerTransactions = 0;
+  for (const account of accounts)
+    relayerTransactions += await client.getTransactionCount({ address: account.address });
+  return {
+    facilitator: "flashindex",
+    settleWaitsFor: "preconfirmed",
+    perSecond: POOL_PER_SECOND,
+    relayers: POOL_RELAYERS,
+    ...figures,
+    chain: {
+      authorizationsUsed: seen.size,
+      usedTwice: [...seen.values()].filter((count) => count > 1).length,
+      relayerTransactions,
+    },
+  };
+}
+
+const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200 });
+const dir = mkdtempSync(join(tmpdir(), "flashindex-settle-bench-"));
+const rows: SettleBenchRow[] = [];
+try {
+  const domain = await readTokenDomain(
+    createPublicClient({ transport: http(devnet.httpUrl) }),
+    devnet.token,
+  );
+  const offer: ExactOffer = {
+    chainId: devnet.chainId,
+    token: devnet.token,
+    name: domain.name,
+    version: domain.version,
+    payTo: SHOP,
+    amount: AMOUNT,
+  };
+  const payers = BUYER_KEY_INDEXES.map((index) => privateKeyToAccount(devnet.privateKeys[index]!));
+  if (process.argv[2] === "pool") rows.push(await poolRow(offer, payers));
+  else await singleRelayerRows(offer, payers);
 } finally {
   await devnet.stop();
   rmSync(dir, { recursive: true, force: true });

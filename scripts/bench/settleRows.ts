@@ -5,12 +5,15 @@ import type { SettleBenchRow } from "./settleBench.js";
  * The settle rows of `npm run bench` (issue 30's goal: p50 ≤ 400 ms and p99 ≤ 1 s pre-confirmed,
  * at least 5× faster than the reference at p50, 20 settles a second through one relayer): runs
  * settleBench.js in a process of its own through `runNode` and turns its figures into table lines.
- * `logs` holds the payments answered `success: true`.
+ * `logs` holds the payments answered `success: true`. `which` "pool" runs issue 43's row alone
+ * (100/s offered for 60 s through 4 relayers, checked against the chain).
  */
 export async function settleLines(
   runNode: (script: string, args: string[]) => Promise<string>,
+  which: "single" | "pool" = "single",
 ): Promise<BenchLine[]> {
-  const rows = JSON.parse(await runNode("settleBench.js", [])) as SettleBenchRow[];
+  const args = which === "pool" ? ["pool"] : [];
+  const rows = JSON.parse(await runNode("settleBench.js", args)) as SettleBenchRow[];
   return rows.map((row): BenchLine => ({
     measurement: settleMeasurement(row),
     logs: row.settled,
@@ -21,7 +24,7 @@ export async function settleLines(
 }
 
 /** What a settle row measured, in the table's words. */
-function settleMeasurement(row: SettleBenchRow): string {
+export function settleMeasurement(row: SettleBenchRow): string {
   const who =
     row.facilitator === "flashindex"
       ? `flashindex facilitator, settleWaitsFor "${row.settleWaitsFor}"`
@@ -29,5 +32,29 @@ function settleMeasurement(row: SettleBenchRow): string {
   const load =
     row.perSecond === undefined ? `one at a time` : `${row.perSecond}/s offered open loop`;
   const failed = row.payments - row.settled;
-  return `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}, ${row.payments} payments ${load} through one relayer, ${row.settledPerSecond.toFixed(1)} settled/s${failed > 0 ? `, ${failed} failed` : ""}`;
+  const through = row.relayers > 1 ? `${row.relayers} relayers` : "one relayer";
+  const seconds = row.perSecond === undefined ? "" : ` for ${row.payments / row.perSecond} s`;
+  const chain =
+    row.chain === undefined
+      ? ""
+      : `; chain: AuthorizationUsed ${row.chain.authorizationsUsed} of ${row.settled} settled, ${row.chain.usedTwice} twice, relayer transactions ${row.chain.relayerTransactions}, sent twice ${sentTwice(row)}`;
+  return `x402 settle: POST /settle → answer (devnet, 2 s blocks, 200 ms flashblocks), ${who}, ${row.payments} payments ${load}${row.relayers > 1 ? seconds : ""} through ${through}, ${row.settledPerSecond.toFixed(1)} settled/s${failed > 0 ? `, ${failed} failed (${failureReasons(row)})` : ""}${chain}`;
+}
+
+/**
+ * Payments sent more than once, as the chain tells: a second send of one authorization reverts
+ * (the token logs no second AuthorizationUsed) but still spends a relayer nonce, so it shows as
+ * relayer transactions beyond the authorizations used.
+ */
+function sentTwice(row: SettleBenchRow): number {
+  const chain = row.chain!;
+  return chain.usedTwice + Math.max(0, chain.relayerTransactions - chain.authorizationsUsed);
+}
+
+/** The failures of a row by reason, most first: `connection ECONNRESET 12, http 503 2`. */
+function failureReasons(row: SettleBenchRow): string {
+  return Object.entries(row.failures)
+    .sort(([, a], [, b]) => b - a)
+    .map(([reason, count]) => `${reason} ${count}`)
+    .join(", ");
 }

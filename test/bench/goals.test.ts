@@ -3,6 +3,8 @@ import { GOALS, goalsTable } from "../../scripts/bench/goals.js";
 import { parseLogsStored, providerSummary } from "../../scripts/bench/providerBackfill.js";
 import { latestRows, replaceSection } from "../../scripts/bench/report.js";
 import type { RecordedRow } from "../../scripts/bench/results.js";
+import type { SettleBenchRow } from "../../scripts/bench/settleBench.js";
+import { settleMeasurement } from "../../scripts/bench/settleRows.js";
 
 const DEFAULTS = "defaults (50 requests/s, windowBlocks 2000, concurrency 4, log level info)";
 const PROXY =
@@ -158,6 +160,67 @@ describe("the bench's goals", () => {
     expect(
       judged.get("settle at least 5× faster than the reference facilitator at p50, same run")?.met,
     ).toBe(true);
+  });
+
+  test("the relayer pool goal reads the pool row settleRows writes, the chain's check included", () => {
+    const POOL_GOAL =
+      "relayer pool: 100 payments/s offered for 60 s through 4 relayers, at least 98 settled/s, none sent twice, p50 at most 150 ms and p99 at most 600 ms pre-confirmed, devnet";
+    const SINGLE_GOAL =
+      "settle p50 at most 400 ms and p99 at most 1 s, settleWaitsFor preconfirmed, devnet";
+    const figures = (
+      runUtc: string,
+      overrides: Partial<SettleBenchRow>,
+      chain: SettleBenchRow["chain"],
+    ) => {
+      const bench: SettleBenchRow = {
+        facilitator: "flashindex",
+        settleWaitsFor: "preconfirmed",
+        perSecond: 100,
+        relayers: 4,
+        payments: 6_000,
+        concurrency: 6_000,
+        settled: 6_000,
+        transactions: 6_000,
+        failures: {},
+        p50Ms: 120,
+        p99Ms: 480,
+        maxMs: 700,
+        settledPerSecond: 99.2,
+        chain,
+        ...overrides,
+      };
+      return row(runUtc, settleMeasurement(bench), {
+        logs: bench.settled,
+        p50Ms: bench.p50Ms,
+        p99Ms: bench.p99Ms,
+      });
+    };
+    const clean = { authorizationsUsed: 6_000, usedTwice: 0, relayerTransactions: 6_000 };
+    const met = verdicts([figures("2026-11-28T01:00:00.000Z", {}, clean)]);
+    expect(met.get(POOL_GOAL)).toEqual({
+      figure:
+        "99.2 settled/s, sent twice 0, every AuthorizationUsed once, p50 120 ms, p99 480 ms (2026-11-28 01:00)",
+      met: true,
+    });
+    // The pool row is not the single relayer's: that goal stays unmeasured.
+    expect(met.get(SINGLE_GOAL)?.met).toBeUndefined();
+    // A payment sent twice: its second send reverted, a relayer nonce more than authorizations used.
+    const twice = { ...clean, relayerTransactions: 6_001 };
+    expect(verdicts([figures("2026-11-28T01:00:00.000Z", {}, twice)]).get(POOL_GOAL)?.met).toBe(
+      false,
+    );
+    // A settle answered `success` whose authorization the chain never used.
+    const unused = { ...clean, authorizationsUsed: 5_999 };
+    expect(verdicts([figures("2026-11-28T01:00:00.000Z", {}, unused)]).get(POOL_GOAL)?.met).toBe(
+      false,
+    );
+    const slow = figures("2026-11-28T02:00:00.000Z", { p99Ms: 900 }, clean);
+    const behind = figures("2026-11-28T03:00:00.000Z", { settledPerSecond: 61.3 }, clean);
+    expect(verdicts([slow]).get(POOL_GOAL)?.met).toBe(false);
+    expect(verdicts([slow, behind]).get(POOL_GOAL)?.figure).toMatch(/^61\.3 settled\/s/);
+    // Another load (here 20/s) is not the goal's row.
+    const other = figures("2026-11-28T01:00:00.000Z", { perSecond: 20, payments: 1_200 }, clean);
+    expect(verdicts([other]).get(POOL_GOAL)?.met).toBeUndefined();
   });
 
   test("peak RSS is judged over both shapes at a size", () => {

@@ -1,6 +1,7 @@
 import { createPublicClient, http, parseUnits, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { freePort } from "../../scripts/bench/freePort.js";
 import { measureSettleLatency } from "../../scripts/bench/settleLatency.js";
 import {
   startReferenceFacilitator,
@@ -69,5 +70,24 @@ describe("measureSettleLatency()", () => {
       args: [SHOP],
     });
     expect(balance).toBe(4n * offer.amount);
+  }, 60_000);
+
+  test("counts a settle that gets no answer at all as a failure by its cause, not the run's end", async () => {
+    // A free port: nothing listens, so every connection is refused, as a facilitator past its
+    // connection limit resets them.
+    const figures = await measureSettleLatency({
+      facilitatorUrl: `http://127.0.0.1:${await freePort()}`,
+      offer,
+      payers: [funded!],
+      payments: 2,
+      concurrency: 2,
+    });
+    expect(figures).toMatchObject({
+      settled: 0,
+      transactions: 0,
+      failures: { "connection ECONNREFUSED": 2 },
+    });
+    // Percentiles are the settled payments': none here.
+    expect(figures.p50Ms).toBeNaN();
   }, 60_000);
 });
