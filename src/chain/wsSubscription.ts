@@ -98,13 +98,6 @@ export function createWsSubscription(
     ws.on("message", (data: WebSocket.RawData) => {
       const receivedAt = performance.now();
       liveness.heard();
-      let message: {
-        id?: unknown;
-        result?: unknown;
-        error?: { message?: unknown };
-        method?: unknown;
-        params?: { subscription?: unknown; result?: unknown };
-      };
       let parsed: unknown;
       try {
         // ws hands each message over as one Buffer: binaryType is left at its default, "nodebuffer".
@@ -123,7 +116,13 @@ export function createWsSubscription(
         });
         return;
       }
-      message = parsed as typeof message;
+      const message = parsed as {
+        id?: unknown;
+        result?: unknown;
+        error?: { message?: unknown };
+        method?: unknown;
+        params?: { subscription?: unknown; result?: unknown };
+      };
       if (message.id === 1 && subscriptionId === undefined) {
         clearTimeout(subscribeTimer);
         if (typeof message.result !== "string") {
