@@ -1,5 +1,4 @@
 import type { Address } from "viem";
-import { formatEther } from "viem";
 import type { CaptureGasRow, CaptureStore } from "../store/captureStore.js";
 import type { HtmlCell } from "./facilitatorSection.js";
 
@@ -80,7 +79,19 @@ function averages(totals: Totals): GasAverages {
   };
 }
 
-const eth = (wei: bigint | null) => (wei === null ? "–" : `${formatEther(wei)} ETH`);
+const eth = (wei: bigint | null) => (wei === null ? "–" : `${formatWeiAsEth(wei)} ETH`);
+
+const WEI_PER_ETH = 10n ** 18n;
+
+/**
+ * Wei as ETH, exact, as viem's formatEther writes it; written here because the daemon's start
+ * loads no viem (test/cli/startupImports.test.ts), and the status page is built at start.
+ */
+export function formatWeiAsEth(wei: bigint): string {
+  const abs = wei < 0n ? -wei : wei;
+  const fraction = (abs % WEI_PER_ETH).toString().padStart(18, "0").replace(/0+$/, "");
+  return `${wei < 0n ? "-" : ""}${abs / WEI_PER_ETH}${fraction === "" ? "" : `.${fraction}`}`;
+}
 
 /** The page's gas per payment section; `escapeHtml` and `table` are the page's own. */
 export function renderCaptureGasSection(

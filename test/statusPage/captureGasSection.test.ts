@@ -2,11 +2,13 @@ import type { Address } from "viem";
 import { describe, expect, test } from "vitest";
 import {
   CAPTURE_GAS_TOP_PAYEES,
+  formatWeiAsEth,
   renderCaptureGasSection,
   summarizeCaptureGas,
 } from "../../src/statusPage/captureGasSection.js";
 import { escapeHtml } from "../../src/statusPage/statusPage.js";
 import type { CaptureGasRow } from "../../src/store/captureStore.js";
+import { formatEther } from "viem";
 
 const payee = (i: number) => `0x${i.toString(16).padStart(40, "0")}` as Address;
 const row = (orderId: number, to: Address, gasUsed: bigint, price: bigint | null) =>
@@ -60,5 +62,20 @@ describe("the status page's gas per payment section", () => {
     expect(html).not.toContain("<script>");
     expect(html).toContain("&#60;script&#62;&#34;x&#34;&#38;&#39;y&#39;&#60;/script&#62;");
     expect(html).toContain("0.000021 ETH");
+  });
+});
+
+describe("formatWeiAsEth()", () => {
+  test("writes wei as ETH exactly as viem's formatEther does", () => {
+    for (const wei of [
+      0n,
+      1n,
+      10n ** 18n,
+      10n ** 18n + 1n,
+      123_456_789_000_000_000n,
+      2n ** 90n,
+      -(10n ** 15n),
+    ])
+      expect(formatWeiAsEth(wei)).toBe(formatEther(wei));
   });
 });
