@@ -1,34 +1,8 @@
 import { afterAll, describe, expect, test } from "vitest";
-import { createMetrics } from "../../src/ops/metrics.js";
-import { createStatusPage } from "../../src/statusPage/statusPage.js";
-import { openStore } from "../../src/store/openStore.js";
-import type { Store } from "../../src/store/store.js";
-import { sqliteBackend } from "../helpers/backends.js";
-import { testConfig } from "../helpers/context.js";
+import { createStatusPageHarness } from "../helpers/statusPage.js";
 
-const stores: Store[] = [];
-afterAll(async () => {
-  for (const store of stores) await store.close();
-});
-
-async function page(
-  facilitatorEnabled: boolean,
-  feed: (metrics: ReturnType<typeof createMetrics>) => void,
-): Promise<string> {
-  const config = testConfig({
-    rpc: { http: ["http://127.0.0.1:9"] },
-    database: await sqliteBackend.freshDatabase(),
-  });
-  const metrics = createMetrics({ defaultMetrics: false });
-  const store = await openStore(config, { metrics });
-  stores.push(store);
-  feed(metrics);
-  return createStatusPage({
-    config: { ...config, facilitator: { ...config.facilitator, enabled: facilitatorEnabled } },
-    metrics,
-    store,
-  })();
-}
+const { page, closeStatusPageStores } = createStatusPageHarness();
+afterAll(closeStatusPageStores);
 
 describe("the status page's relayer pool section", () => {
   test("shows each relayer's balance, pending captures and whether it is stuck", async () => {
