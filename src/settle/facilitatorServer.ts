@@ -18,8 +18,13 @@ import { namedNetwork, networkChainId, type SettleResponse, type VerifyResponse 
 
 /** Time a client has to send its headers. */
 const HEADERS_TIMEOUT_MS = 10_000;
-/** Connections served at once; more wait in the kernel's backlog. */
-const MAX_CONNECTIONS = 512;
+/**
+ * Connections open at once. Node closes any connection past it as soon as it is accepted (net.Server
+ * maxConnections): the bound keeps a flood from exhausting file descriptors and memory, and sits
+ * far above what the settles in flight of a busy facilitator hold (100 a second answered in 150 ms
+ * keep about 15 open; a buyer's keep-alive socket idles out after Node's 5 s).
+ */
+const MAX_CONNECTIONS = 4_096;
 
 export type FacilitatorServerOptions = {
   host: string;
