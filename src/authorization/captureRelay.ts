@@ -30,7 +30,12 @@ import { createRelayerGaps } from "./relayerGaps.js";
 import { createRelayerNonces } from "./relayerNonces.js";
 import { createRelayerPool, type RelayerPool, type RelayerStanding } from "./relayerPool.js";
 import { createReceiptPoller } from "./receiptPoller.js";
-import { simulateCapture, type CaptureCall } from "./simulateCapture.js";
+import {
+  captureCallData,
+  captureOverload,
+  type CaptureCall,
+  type CaptureOverload,
+} from "./simulateCapture.js";
 import { readAuthorizationState } from "./tokenReads.js";
 
 export type { CaptureSeen } from "./captureWait.js";
@@ -99,7 +104,10 @@ export type CaptureRelay = {
    * already has an intent gets no new transaction: its stored one is sent again if the node lost it,
    * and returned with `alreadySent`. `suffix`: ERC-8021 bytes appended to the calldata.
    */
-  capture: (orderId: number, options?: { suffix?: Hex | undefined }) => Promise<CaptureSent>;
+  capture: (
+    orderId: number,
+    options?: { suffix?: Hex | undefined; overload?: CaptureOverload | undefined },
+  ) => Promise<CaptureSent>;
   /**
    * Waits until the order's capture is pre-confirmed (confirmations 0) or in that many canonical
    * blocks, with a receipt that shows the payment (status success, the authorization's
@@ -312,7 +320,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
       // Counted before the first await: concurrent settles see each other's load when they pick.
       pool.begin(orderId, account.address, Date.now());
       try {
-        const sent = await signAndSend(order, account, options.suffix);
+        const sent = await signAndSend(order, account, options);
         if (sent.alreadySent) pool.end(orderId);
         else pool.sent(orderId, Date.now());
         return sent;
@@ -365,15 +373,21 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     standings: (now) => pool.standings(now),
   };
 
-  /** capture()'s new transaction: simulated from `account`, gas estimated, signed, stored, sent. */
+  /**
+   * capture()'s new transaction: gas estimated from `account` (the estimate runs the call: a revert
+   * there is the simulation's), signed, stored, sent. The estimate, the fees and the relayer's
+   * pending count are read at once: one round trip before signing, not three.
+   */
   async function signAndSend(
     order: Order,
     account: LocalAccount,
-    suffix: Hex | undefined,
+    options: { suffix?: Hex | undefined; overload?: CaptureOverload | undefined },
   ): Promise<CaptureSent> {
     const orderId = order.id;
-    const { data } = await simulateCapture(client, callOf(order), account.address, { suffix });
-    const estimate = await rpc("estimating the capture's gas", () =>
+    const call = callOf(order);
+    const overload = options.overload ?? (await captureOverload(client, call));
+    const data = captureCallData(call, overload, options.suffix);
+    const estimating = rpc("estimating the capture's gas", () =>
       // `pending`, as verify and the simulation read: a payer funded by a pre-confirmed transfer
       // must not pass verify and fail here (geth and reth estimate at `latest` without a tag).
       client.request(
@@ -391,13 +405,19 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         { cause: error },
       );
     });
+    const [estimate, fees, floor] = await Promise.all([
+      estimating,
+      transactions.fees(),
+      relayerNonces.pendingCount(account.address),
+    ]);
     const tx = await transactions.sign(
       account,
       order,
       data,
       estimate + (estimate * GAS_LIMIT_HEADROOM_PERCENT) / 100n,
       undefined,
-      await transactions.fees(),
+      fees,
+      floor,
     );
     deps.crashPoint?.("signed");
     enter(orderId);

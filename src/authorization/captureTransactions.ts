@@ -10,6 +10,11 @@ import type { RelayerNonces } from "./relayerNonces.js";
 
 /** maxFeePerGas = base fee × this + priority fee: room for the base fee to rise for a few blocks. */
 const BASE_FEE_MULTIPLIER = 2n;
+/**
+ * Fees read this recently are used again: a stream of settles reads them once a second, not twice
+ * per payment. The base fee moves once a block (2 s on Base) and BASE_FEE_MULTIPLIER leaves room.
+ */
+const FEES_FRESH_MS = 1_000;
 
 /** An EIP-1559 fee pair, in wei per gas. */
 export type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
@@ -20,7 +25,8 @@ export type CaptureTransactions = {
   fees: () => Promise<Fees>;
   /**
    * Signs `data` to the order's token from `account` with `nonce`, or with one reserved now in
-   * the nonce book for this order (given back to the book if signing fails).
+   * the nonce book for this order (given back to the book if signing fails) at or above `floor`,
+   * the node's pending count when the caller read it already.
    */
   sign: (
     account: LocalAccount,
@@ -29,6 +35,7 @@ export type CaptureTransactions = {
     gas: bigint,
     nonce: number | undefined,
     fee: Fees,
+    floor?: number,
   ) => Promise<CaptureTransaction>;
   /** Hands raw bytes to the node and says what it made of them; a relayer short of gas throws CaptureFundsError. */
   send: (rawTx: Hex) => Promise<SendOutcome>;
@@ -41,23 +48,37 @@ export function createCaptureTransactions(deps: {
   relayerNonces: RelayerNonces;
 }): CaptureTransactions {
   const { client, relayerNonces } = deps;
+  /** The last read of the fees (one read shared by the settles that ask while it runs); a failed one is dropped. */
+  let lastFees: { at: number; fees: Promise<Fees> } | undefined;
+
+  async function readFees(): Promise<Fees> {
+    const [latest, priority] = await rpc("reading fees", () =>
+      Promise.all([
+        client.request("eth_getBlockByNumber", ["latest", false], parseBaseFee),
+        client.request("eth_maxPriorityFeePerGas", [], parseQuantity),
+      ]),
+    );
+    return {
+      maxFeePerGas: latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priority,
+      maxPriorityFeePerGas: priority,
+    };
+  }
+
   return {
-    async fees() {
-      const [latest, priority] = await rpc("reading fees", () =>
-        Promise.all([
-          client.request("eth_getBlockByNumber", ["latest", false], parseBaseFee),
-          client.request("eth_maxPriorityFeePerGas", [], parseQuantity),
-        ]),
-      );
-      return {
-        maxFeePerGas: latest.baseFeePerGas * BASE_FEE_MULTIPLIER + priority,
-        maxPriorityFeePerGas: priority,
-      };
+    fees() {
+      const now = Date.now();
+      if (lastFees !== undefined && now - lastFees.at < FEES_FRESH_MS) return lastFees.fees;
+      const read = { at: now, fees: readFees() };
+      lastFees = read;
+      read.fees.catch(() => {
+        if (lastFees === read) lastFees = undefined;
+      });
+      return read.fees;
     },
 
-    async sign(account, order, data, gas, nonce, fee) {
+    async sign(account, order, data, gas, nonce, fee, floor) {
       const relayerNonce =
-        nonce ?? (await relayerNonces.reserve(account.address, captureHolder(order.id)));
+        nonce ?? (await relayerNonces.reserve(account.address, captureHolder(order.id), floor));
       try {
         const rawTx = await account.signTransaction({
           type: "eip1559",

@@ -12,8 +12,11 @@ import { RetryableError } from "../errors/base.js";
 export type RelayerNonces = {
   /** This process's name in the book and on the intents it stores. */
   owner: string;
-  /** Reserves the nonce to send with: the lowest the book holds free at or above the node's pending count. */
-  reserve: (relayer: Address, holder: string) => Promise<number>;
+  /**
+   * Reserves the nonce to send with: the lowest the book holds free at or above the node's pending
+   * count (`floor` when the caller read it already, else read now).
+   */
+  reserve: (relayer: Address, holder: string, floor?: number) => Promise<number>;
   /** Records the signed bytes (`signed`) or that a node took them (`broadcast`). */
   mark: (
     relayer: Address,
@@ -43,8 +46,11 @@ export function createRelayerNonces(deps: {
   return {
     owner,
     pendingCount,
-    reserve: async (relayer, holder) =>
-      book.reserve({ relayer, floor: await pendingCount(relayer), holder, owner }, Date.now()),
+    reserve: async (relayer, holder, floor) =>
+      book.reserve(
+        { relayer, floor: floor ?? (await pendingCount(relayer)), holder, owner },
+        Date.now(),
+      ),
     mark: (relayer, nonce, holder, state, txHash) =>
       book.mark({ relayer, nonce, holder, state, txHash }, Date.now()),
     release: async (relayer, nonce, holder) =>
