@@ -55,7 +55,12 @@ export async function captureOverload(
   const code = await rpc("reading the authorizer's code", () =>
     client.request("eth_getCode", [call.from, "pending"], parseData),
   );
-  return code === "0x" && call.signature.length === 132 ? "vrs" : "bytes";
+  return overloadForCode(code, call.signature);
+}
+
+/** The overload for an authorizer with `code` ("0x": none): ECDSA parts only for a 65-byte signature of an account without code. */
+export function overloadForCode(code: Hex, signature: Hex): CaptureOverload {
+  return code === "0x" && signature.length === 132 ? "vrs" : "bytes";
 }
 
 /**

@@ -118,18 +118,20 @@ export function signatureBytes(input: SignatureInput): Hex {
 }
 
 /**
- * Checks `signature` over `digest` exactly as FiatToken v2.2 does: the authorizer's code (eth_getCode at
- * latest) picks the path; with code, ERC-1271 `isValidSignature` must answer a first 32-byte word of
- * 0x1626ba7e and 28 zero bytes (a revert or any other answer is a WrongSignerError) and v,r,s parts reach
- * the wallet packed unchanged; without code, ECDSA under the token's rules must recover the authorizer.
+ * Checks `signature` over `digest` exactly as FiatToken v2.2 does: the authorizer's code (`code` when
+ * the caller read it already, else eth_getCode at latest) picks the path; with code, ERC-1271
+ * `isValidSignature` must answer a first 32-byte word of 0x1626ba7e and 28 zero bytes (a revert or
+ * any other answer is a WrongSignerError) and v,r,s parts reach the wallet packed unchanged; without
+ * code, ECDSA under the token's rules must recover the authorizer.
  */
 export async function verifyAuthorizerSignature(
   client: RpcClient,
   authorizer: Address,
   digest: Hex,
   signature: SignatureInput,
+  options: { code?: Hex | undefined } = {},
 ): Promise<VerifiedSignature> {
-  const code = await client.request("eth_getCode", [authorizer, "latest"], parseCode);
+  const code = options.code ?? (await readAuthorizerCode(client, authorizer, "latest"));
   if (code !== "0x") {
     const bytes = signatureBytes(signature);
     const answer = await isValidSignature(client, authorizer, digest, bytes);
@@ -194,13 +196,24 @@ export async function verifyTransferAuthorization(
   kind: AuthorizationKind,
   message: TransferAuthorization,
   signature: SignatureInput,
+  options: { code?: Hex | undefined } = {},
 ): Promise<VerifiedSignature> {
   return verifyAuthorizerSignature(
     client,
     message.from,
     transferAuthorizationDigest(domain, kind, message),
     signature,
+    options,
   );
+}
+
+/** The authorizer's code at `blockTag` (lower case; "0x" for none): it picks the token's signature check. */
+export async function readAuthorizerCode(
+  client: RpcClient,
+  authorizer: Address,
+  blockTag: "latest" | "pending",
+): Promise<Hex> {
+  return client.request("eth_getCode", [authorizer, blockTag], parseCode);
 }
 
 /**

@@ -12,10 +12,15 @@ import {
 import type { CaptureRelay } from "../authorization/captureRelay.js";
 import { parseData, rpc } from "../authorization/cancelRelay.js";
 import type { TokenDomain } from "../authorization/eip3009.js";
-import { simulateCapture } from "../authorization/simulateCapture.js";
+import {
+  overloadForCode,
+  simulateCapture,
+  type CaptureOverload,
+} from "../authorization/simulateCapture.js";
 import { readAuthorizationState } from "../authorization/tokenReads.js";
 import {
   BadSignatureError,
+  readAuthorizerCode,
   verifyTransferAuthorization,
   WrongSignerError,
 } from "../authorization/verifyAuthorization.js";
@@ -93,6 +98,9 @@ const SETTLE_CLAIM_LEASE_MARGIN_MS = 30_000;
 /** How often a payment-identifier repeat reads whether the first request answered. */
 const REPEAT_POLL_INTERVAL_MS = 50;
 
+/** What judging a payment found: why it is refused, or the token call overload its capture takes. */
+type Judgement = { refusal: Refusal } | { refusal: undefined; overload: CaptureOverload };
+
 /** An answer and the HTTP status it goes out with. */
 export type Answer<T> = { status: number; body: T };
 
@@ -137,13 +145,13 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   async function judge(
     request: ExactPaymentRequest,
     followUp?: { asOfSeconds: bigint },
-  ): Promise<Refusal | undefined> {
+  ): Promise<Judgement> {
     const fields = checkExactFields(
       request,
       policy,
       followUp?.asOfSeconds ?? BigInt(Math.floor(Date.now() / 1000)),
     );
-    if (fields !== undefined) return fields;
+    if (fields !== undefined) return { refusal: fields };
     const { authorization, requirements } = request;
     const token = deps.tokens.find(
       (t) => t.address.toLowerCase() === requirements.asset.toLowerCase(),
@@ -154,6 +162,12 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       chainId: deps.chainId,
       verifyingContract: token.address,
     };
+    // One read of the authorizer's code at the pending view serves the signature check and the
+    // simulation's overload: the token runs on that state, a wallet deployed or an EOA delegated
+    // (EIP-7702) by a pre-confirmed transaction included.
+    const code = await rpc("reading the authorizer's code", () =>
+      readAuthorizerCode(client, authorization.from, "pending"),
+    );
     try {
       await verifyTransferAuthorization(
         client,
@@ -161,17 +175,39 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
         "transfer",
         authorization,
         request.signature,
+        { code },
       );
     } catch (error) {
       if (error instanceof BadSignatureError || error instanceof WrongSignerError)
-        return refuse(R.invalidSignature, error.shortMessage);
+        return { refusal: refuse(R.invalidSignature, error.shortMessage) };
       throw error;
     }
-    if (followUp !== undefined) return undefined;
+    const overload = overloadForCode(code, request.signature);
+    if (followUp !== undefined) return { refusal: undefined, overload };
+    const call = { token: token.address, kind: "transfer" as const, ...authorization };
+    try {
+      // The token checks the nonce and the balance itself: a transfer that runs needs no read of
+      // either, one that reverts is told apart below, in the order verify has always reported.
+      await simulateCapture(client, { ...call, signature: request.signature }, deps.relayer, {
+        overload,
+      });
+      return { refusal: undefined, overload };
+    } catch (error) {
+      if (!(error instanceof CaptureRevertedError)) throw error;
+      const refusal =
+        (await refusalOfState(request)) ??
+        refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
+      return { refusal };
+    }
+  }
+
+  /** Why a transfer the token refused was refused, when its nonce or the payer's balance says so. */
+  async function refusalOfState(request: ExactPaymentRequest): Promise<Refusal | undefined> {
+    const { authorization, requirements } = request;
     if (
       await readAuthorizationState(
         client,
-        token.address,
+        requirements.asset,
         authorization.from,
         authorization.nonce,
         "pending",
@@ -181,23 +217,12 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
         R.nonceAlreadyUsed,
         `the nonce ${authorization.nonce} of ${authorization.from} is already used or canceled`,
       );
-    const balance = await balanceOf(token.address, authorization.from);
+    const balance = await balanceOf(requirements.asset, authorization.from);
     if (balance < authorization.value)
       return refuse(
         R.insufficientBalance,
         `${authorization.from} holds ${balance}, the payment is ${authorization.value}`,
       );
-    try {
-      await simulateCapture(
-        client,
-        { token: token.address, kind: "transfer", ...authorization, signature: request.signature },
-        deps.relayer,
-      );
-    } catch (error) {
-      if (error instanceof CaptureRevertedError)
-        return refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
-      throw error;
-    }
     return undefined;
   }
 
@@ -304,8 +329,8 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       settlement?.state === "pending"
         ? { asOfSeconds: BigInt(Math.floor(settlement.claimedAt / 1000)) }
         : undefined;
-    const refusal = await judge(request, followUp);
-    if (refusal !== undefined) return refused(refusal, payer);
+    const judged = await judge(request, followUp);
+    if (judged.refusal !== undefined) return refused(judged.refusal, payer);
 
     const claim = randomUUID();
     let claimed = false;
@@ -365,7 +390,12 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       }
     }
 
-    const { answer, state, txHash, blockNumber } = await settleClaimed(order, request, signal);
+    const { answer, state, txHash, blockNumber } = await settleClaimed(
+      order,
+      request,
+      judged.overload,
+      signal,
+    );
     const kept = await store.settlements.answer(
       order.id,
       claim,
@@ -394,6 +424,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   async function settleClaimed(
     order: Order,
     request: ExactPaymentRequest,
+    overload: CaptureOverload,
     signal: AbortSignal | undefined,
   ): Promise<Settled> {
     const payer = request.authorization.from;
@@ -403,7 +434,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
         readPayloadBuilderCodes(request.extensions),
         deps.builderCode,
       );
-      const sent = await relay.capture(order.id, { suffix });
+      const sent = await relay.capture(order.id, { suffix, overload });
       const confirmations = deps.settleWaitsFor === "confirmed" ? 1 : 0;
       const seen = await relay.waitFor(order.id, {
         confirmations,
@@ -502,7 +533,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       else {
         const payer = parsed.request.authorization.from;
         try {
-          const refusal = await judge(parsed.request);
+          const { refusal } = await judge(parsed.request);
           answer =
             refusal === undefined
               ? { status: 200, body: verifyAccepted(payer) }
