@@ -232,10 +232,10 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
 
     authorizationState: async (token, authorizer, nonce) =>
       authorizationState(token, authorizer, nonce),
-    countRowsByStatus: async (token) => countSqliteRowsByStatus(db, chainId, token),
+    countRowsByStatus: async (token) => countSqliteRowsByStatus(statements, chainId, token),
     statusSnapshot: async (tokens, now) => {
       const outbox = webhooks();
-      const snapshot = readSqliteStatusSnapshot(db, chainId, tokens, now);
+      const snapshot = readSqliteStatusSnapshot(statements, synced, tokens, now);
       return {
         ...snapshot,
         webhooks: await outbox.backlog(),
