@@ -96,7 +96,7 @@ export function createSqliteNonceBook(
   };
 }
 
-/** The book's moves that run inside a caller's write transaction (the nonce book's, the capture store's). */
+/** The book's moves inside a caller's write transaction (the nonce book's, the capture store's). */
 export function createSqliteNonceMarks(db: Database, chainId: number) {
   const statements = createStatementCache(db);
   return {

@@ -77,7 +77,7 @@ const SELECT_ORDER = "SELECT * FROM orders";
 export function createSqliteOrders(db: Database) {
   const statements = createStatementCache(db);
 
-  /** Stores a verified authorization as an authorized order (or as what already indexed events say). */
+  /** Stores a verified authorization as an authorized order (or as indexed events say). */
   const add = db.transaction((order: NewOrder, now: number): Order => {
     const existing = statements
       .pluck(
@@ -170,7 +170,7 @@ export function createSqliteOrders(db: Database) {
     return order;
   }
 
-  /** One audit row for an off-chain transition (its webhook event comes from schema 7's trigger). */
+  /** One audit row for an off-chain transition (its webhook event: schema 7's trigger). */
   function recordTransition(
     orderId: number,
     from: OrderState,
@@ -206,7 +206,7 @@ export function createSqliteOrders(db: Database) {
     /** The audit trail of one order, oldest first. */
     transitions: (orderId: number): OrderTransition[] =>
       transitions("SELECT * FROM order_transitions WHERE order_id = ? ORDER BY id", orderId),
-    /** Captures of voided orders recorded after transition `afterId` (the daemon alerts on these). */
+    /** Captures of voided orders recorded after transition `afterId` (the daemon alerts). */
     voidedThenCapturedSince: (afterId: number): OrderTransition[] =>
       transitions(
         "SELECT * FROM order_transitions WHERE cause = 'captured_after_void' AND id > ? ORDER BY id",

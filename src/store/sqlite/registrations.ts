@@ -12,7 +12,7 @@ type DbRow = {
 
 const SELECT_REGISTRATION = "SELECT * FROM agent_registrations WHERE wallet_address = ?";
 
-/** Builder-code registrations over a SQLite connection (as Postgres's postgres/registrations.ts). */
+/** Builder-code registrations over a SQLite connection (as postgres/registrations.ts). */
 export function createSqliteRegistrations(db: Database) {
   const statements = createStatementCache(db);
   const row = (key: string) =>

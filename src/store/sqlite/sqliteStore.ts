@@ -88,7 +88,7 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   /** Tells the webhook sender (Store.onCommit) after each write transaction. */
   const committed = createCommitSignal();
   const afterCommit = <T>(result: T): T => (committed.notify(), result);
-  // One transaction function for every write: better-sqlite3 builds four wrappers per `transaction()`.
+  // One transaction function for every write: better-sqlite3 builds four per `transaction()`.
   const inTransaction = db.transaction((work: () => unknown) => work());
   /** `work` in one `BEGIN IMMEDIATE` transaction (a savepoint inside one already open). */
   const immediate = <T>(work: () => T): T => inTransaction.immediate(work) as T;
