@@ -10,21 +10,26 @@ import {
 } from "../captureStore.js";
 import { assertTransition, type CaptureIntent } from "../orderStates.js";
 import { captureHolder } from "../nonceBook.js";
-import { markNonce, releaseNonce } from "./nonceBook.js";
-import { mustGet, recordTransition, toOrder, type OrderRow } from "./orders.js";
+import type { SqliteNonceMarks } from "./nonceBook.js";
+import { toOrder, type OrderRow, type SqliteOrders } from "./orders.js";
+import { createStatementCache } from "./statementCache.js";
 
 /**
  * The capture relay's tables over one SQLite connection. `write` runs its work in one `BEGIN
  * IMMEDIATE` transaction (the store's write path), so the order is read under the write lock.
+ * `orders` and `marks`: the connection's, whose moves run inside that transaction.
  */
 export function createSqliteCaptures(
   db: Database,
   chainId: number,
+  { orders, marks }: { orders: SqliteOrders; marks: SqliteNonceMarks },
   write: <T>(work: () => T) => Promise<T>,
 ): CaptureStore {
+  const statements = createStatementCache(db);
   const get = (orderId: number): CaptureIntent | undefined => {
-    const row = db.prepare("SELECT * FROM order_captures WHERE order_id = ?").get(orderId) as
-      CaptureRow | undefined;
+    const row = statements
+      .prepare("SELECT * FROM order_captures WHERE order_id = ?")
+      .get(orderId) as CaptureRow | undefined;
     return row === undefined ? undefined : toCaptureIntent(row);
   };
   const mustGetCapture = (orderId: number): CaptureIntent => {
@@ -36,16 +41,14 @@ export function createSqliteCaptures(
   return {
     start: (orderId, tx, now, owner) =>
       write(() => {
-        const order = mustGet(db, orderId);
+        const order = orders.mustGet(orderId);
         const existing = get(orderId);
         if (existing !== undefined && existing.status !== "abandoned")
           return { order, capture: existing, created: false };
         assertTransition(order.state, "capturing", "relay", orderId);
         // The nonce must still be this capture's in the book: a reservation taken back meanwhile is not sent with.
         if (
-          !markNonce(
-            db,
-            chainId,
+          !marks.mark(
             { relayer: tx.relayer, nonce: tx.relayerNonce, holder: captureHolder(orderId) },
             "signed",
             tx.txHash,
@@ -55,32 +58,32 @@ export function createSqliteCaptures(
           throw new NonceLapsedError(
             `relayer nonce ${tx.relayerNonce} is no longer reserved for order ${orderId}; nothing was stored or sent`,
           );
-        db.prepare(
-          `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, status, broadcasts,
+        statements
+          .prepare(
+            `INSERT INTO order_captures (order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, status, broadcasts,
              last_broadcast_at, replaced_tx_hashes, created_at, updated_at, owner, send_started_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, 'sent', 0, NULL, '[]', ?, ?, ?, NULL)
            ON CONFLICT (order_id) DO UPDATE SET relayer = excluded.relayer, relayer_nonce = excluded.relayer_nonce, tx_hash = excluded.tx_hash,
              raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
              status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
              owner = excluded.owner, send_started_at = NULL`,
-        ).run(
-          orderId,
-          lower(tx.relayer),
-          tx.relayerNonce,
-          lower(tx.txHash),
-          lower(tx.rawTx),
-          tx.maxFeePerGas.toString(),
-          tx.maxPriorityFeePerGas.toString(),
-          now,
-          now,
-          owner ?? null,
-        );
-        db.prepare("UPDATE orders SET state = 'capturing', updated_at = ? WHERE id = ?").run(
-          now,
-          orderId,
-        );
-        recordTransition(
-          db,
+          )
+          .run(
+            orderId,
+            lower(tx.relayer),
+            tx.relayerNonce,
+            lower(tx.txHash),
+            lower(tx.rawTx),
+            tx.maxFeePerGas.toString(),
+            tx.maxPriorityFeePerGas.toString(),
+            now,
+            now,
+            owner ?? null,
+          );
+        statements
+          .prepare("UPDATE orders SET state = 'capturing', updated_at = ? WHERE id = ?")
+          .run(now, orderId);
+        orders.recordTransition(
           orderId,
           order.state,
           "capturing",
@@ -88,13 +91,13 @@ export function createSqliteCaptures(
           now,
           lower(tx.txHash),
         );
-        return { order: mustGet(db, orderId), capture: mustGetCapture(orderId), created: true };
+        return { order: orders.mustGet(orderId), capture: mustGetCapture(orderId), created: true };
       }),
     get: async (orderId) => get(orderId),
     recentGas: async (limit) => {
       // Gas columns are decimal TEXT: read as text and summed as bigint by the caller, never cast
       // to SQLite's 64-bit INTEGER, which a uint256 price could overflow.
-      const rows = db
+      const rows = statements
         .prepare(
           `SELECT c.order_id, o.payee, c.gas_used, c.effective_gas_price FROM order_captures c
              JOIN orders o ON o.id = c.order_id
@@ -104,7 +107,7 @@ export function createSqliteCaptures(
       return rows.map(toCaptureGasRow);
     },
     pending: async () => {
-      const rows = db
+      const rows = statements
         .prepare(
           "SELECT o.*, c.order_id AS capture_order_id FROM orders o JOIN order_captures c ON c.order_id = o.id WHERE c.status = 'sent' AND o.state = 'capturing' ORDER BY o.id",
         )
@@ -116,7 +119,7 @@ export function createSqliteCaptures(
     },
     claimSend: (orderId, txHash, now) =>
       write(() => {
-        const claimed = db
+        const claimed = statements
           .prepare(
             `UPDATE order_captures SET send_started_at = COALESCE(send_started_at, ?), updated_at = ?
              WHERE order_id = ? AND tx_hash = ? AND status = 'sent' AND EXISTS (SELECT 1 FROM orders o WHERE o.id = order_id AND o.state = 'capturing')`,
@@ -126,16 +129,14 @@ export function createSqliteCaptures(
       }),
     recordBroadcast: (orderId, txHash, now) =>
       write(() => {
-        const changed = db
+        const changed = statements
           .prepare(
             "UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, send_started_at = COALESCE(send_started_at, ?), updated_at = ? WHERE order_id = ? AND tx_hash = ?",
           )
           .run(now, now, now, orderId, lower(txHash)).changes;
         const capture = get(orderId);
         if (changed === 1 && capture !== undefined)
-          markNonce(
-            db,
-            chainId,
+          marks.mark(
             {
               relayer: capture.relayer,
               nonce: capture.relayerNonce,
@@ -148,54 +149,58 @@ export function createSqliteCaptures(
       }),
     recordGas: (orderId, txHash, gas, now) =>
       write(() => {
-        db.prepare(
-          "UPDATE order_captures SET gas_used = ?, effective_gas_price = ?, gas_tx_hash = ?, updated_at = ? WHERE order_id = ?",
-        ).run(
-          gas.gasUsed.toString(),
-          gas.effectiveGasPrice?.toString() ?? null,
-          lower(txHash),
-          now,
-          orderId,
-        );
+        statements
+          .prepare(
+            "UPDATE order_captures SET gas_used = ?, effective_gas_price = ?, gas_tx_hash = ?, updated_at = ? WHERE order_id = ?",
+          )
+          .run(
+            gas.gasUsed.toString(),
+            gas.effectiveGasPrice?.toString() ?? null,
+            lower(txHash),
+            now,
+            orderId,
+          );
       }),
     replace: (orderId, tx, now) =>
       write(() => {
         const current = mustGetCapture(orderId);
         const replaced = JSON.stringify([...current.replacedTxHashes, current.txHash]);
-        db.prepare(
-          `UPDATE order_captures SET relayer = ?, relayer_nonce = ?, tx_hash = ?, raw_tx = ?, max_fee_per_gas = ?, max_priority_fee_per_gas = ?,
+        statements
+          .prepare(
+            `UPDATE order_captures SET relayer = ?, relayer_nonce = ?, tx_hash = ?, raw_tx = ?, max_fee_per_gas = ?, max_priority_fee_per_gas = ?,
              replaced_tx_hashes = ?, broadcasts = 0, last_broadcast_at = NULL, updated_at = ? WHERE order_id = ?`,
-        ).run(
-          lower(tx.relayer),
-          tx.relayerNonce,
-          lower(tx.txHash),
-          lower(tx.rawTx),
-          tx.maxFeePerGas.toString(),
-          tx.maxPriorityFeePerGas.toString(),
-          replaced,
-          now,
-          orderId,
-        );
-        db.prepare(
-          "UPDATE relayer_nonces SET tx_hash = ?, updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce = ? AND holder = ?",
-        ).run(
-          lower(tx.txHash),
-          now,
-          chainId,
-          lower(tx.relayer),
-          tx.relayerNonce,
-          captureHolder(orderId),
-        );
+          )
+          .run(
+            lower(tx.relayer),
+            tx.relayerNonce,
+            lower(tx.txHash),
+            lower(tx.rawTx),
+            tx.maxFeePerGas.toString(),
+            tx.maxPriorityFeePerGas.toString(),
+            replaced,
+            now,
+            orderId,
+          );
+        statements
+          .prepare(
+            "UPDATE relayer_nonces SET tx_hash = ?, updated_at = ? WHERE chain_id = ? AND relayer = ? AND nonce = ? AND holder = ?",
+          )
+          .run(
+            lower(tx.txHash),
+            now,
+            chainId,
+            lower(tx.relayer),
+            tx.relayerNonce,
+            captureHolder(orderId),
+          );
         return mustGetCapture(orderId);
       }),
     abandon: (orderId, now, why = {}) =>
       write(() => {
-        const order = mustGet(db, orderId);
+        const order = orders.mustGet(orderId);
         const capture = get(orderId);
         if (why.nonceUnused === true && capture !== undefined && capture.status === "sent")
-          releaseNonce(
-            db,
-            chainId,
+          marks.release(
             {
               relayer: capture.relayer,
               nonce: capture.relayerNonce,
@@ -203,17 +208,17 @@ export function createSqliteCaptures(
             },
             now,
           );
-        db.prepare(
-          "UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'",
-        ).run(now, orderId);
+        statements
+          .prepare(
+            "UPDATE order_captures SET status = 'abandoned', updated_at = ? WHERE order_id = ? AND status = 'sent'",
+          )
+          .run(now, orderId);
         if (order.state !== "capturing") return order;
         assertTransition(order.state, "authorized", "relay", orderId);
-        db.prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?").run(
-          now,
-          orderId,
-        );
-        recordTransition(
-          db,
+        statements
+          .prepare("UPDATE orders SET state = 'authorized', updated_at = ? WHERE id = ?")
+          .run(now, orderId);
+        orders.recordTransition(
           orderId,
           order.state,
           "authorized",
@@ -221,10 +226,10 @@ export function createSqliteCaptures(
           now,
           why.txHash === undefined ? undefined : lower(why.txHash),
         );
-        return mustGet(db, orderId);
+        return orders.mustGet(orderId);
       }),
     findOrder: async (chainId, token, authorizer, nonce) => {
-      const row = db
+      const row = statements
         .prepare(
           "SELECT * FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?",
         )
@@ -233,16 +238,18 @@ export function createSqliteCaptures(
     },
     bindPaymentId: (binding, now) =>
       write(() => {
-        db.prepare(
-          "INSERT INTO x402_payment_ids (payment_id, fingerprint, order_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (payment_id) DO NOTHING",
-        ).run(binding.paymentId, binding.fingerprint, binding.orderId, now);
+        statements
+          .prepare(
+            "INSERT INTO x402_payment_ids (payment_id, fingerprint, order_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (payment_id) DO NOTHING",
+          )
+          .run(binding.paymentId, binding.fingerprint, binding.orderId, now);
         return getPaymentId(binding.paymentId)!;
       }),
     getPaymentId: async (paymentId) => getPaymentId(paymentId),
   };
 
   function getPaymentId(paymentId: string): PaymentIdBinding | undefined {
-    const row = db
+    const row = statements
       .prepare(
         "SELECT payment_id, fingerprint, order_id FROM x402_payment_ids WHERE payment_id = ?",
       )

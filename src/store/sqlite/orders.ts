@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import type { Address, Hex } from "viem";
 import { LIVE_STATUS_LIST_SQL } from "../liveStatus.js";
+import { createStatementCache } from "./statementCache.js";
 import {
   assertTransition,
   OrderExistsError,
@@ -69,131 +70,155 @@ export function toOrder(row: OrderRow): Order {
 
 const SELECT_ORDER = "SELECT * FROM orders";
 
-/** Stores a verified authorization as an authorized order (or as what already indexed events say). */
-function addOrder(db: Database, order: NewOrder, now: number): Order {
-  return db
-    .transaction(() => {
-      const existing = db
-        .prepare(
-          "SELECT id FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?",
-        )
-        .pluck()
-        .get(order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)) as
-        number | undefined;
-      if (existing !== undefined)
-        throw new OrderExistsError(
-          `order ${existing} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`,
-        );
-      // `source` (schema 12) is written only when given: the column's default says merchant.
-      const source = order.source === undefined ? [] : [order.source];
-      const { lastInsertRowid } = db
-        .prepare(
-          `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at${source.length > 0 ? ", source" : ""})
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'authorized', ?, ?${source.length > 0 ? ", ?" : ""})`,
-        )
-        .run(
-          order.chainId,
-          lower(order.token),
-          lower(order.authorizer),
-          lower(order.payee),
-          order.value.toString(),
-          order.validAfter,
-          order.validBefore,
-          lower(order.nonce),
-          order.kind,
-          lower(order.signature),
-          now,
-          now,
-          ...source,
-        );
-      return mustGet(db, Number(lastInsertRowid));
-    })
-    .immediate();
-}
-
 /**
- * Marks an authorized order voided off chain: the merchant will never submit it. Refused (OrderStateError)
- * from any other state, in particular once a capture is indexed, even pre-confirmed.
+ * Merchant orders over a SQLite connection, each operation its own transaction (as Postgres's
+ * postgres/orders.ts); `mustGet` and `recordTransition` run inside a caller's transaction.
  */
-function voidOrder(db: Database, id: number, now: number): Order {
-  return db
-    .transaction(() => {
-      const order = mustGet(db, id);
-      assertTransition(order.state, "voided_offchain", "merchant", id);
-      db.prepare(
-        "UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = ? WHERE id = ?",
-      ).run(now, id);
-      recordTransition(db, id, order.state, "voided_offchain", "voided", now);
-      return mustGet(db, id);
-    })
-    .immediate();
-}
+export function createSqliteOrders(db: Database) {
+  const statements = createStatementCache(db);
 
-/**
- * Expires authorized, capturing and voided orders whose validBefore (unix s) is at or before `now` (unix ms)
- * and that have no live event. Returns the ids expired.
- */
-function expireOrders(db: Database, now: number): number[] {
-  const nowSeconds = Math.floor(now / 1000);
-  return db
-    .transaction(() => {
-      const ids = db
-        .prepare(
-          `SELECT o.id FROM orders o
-           WHERE o.state IN ('authorized', 'capturing', 'canceling', 'voided_offchain') AND o.valid_before <= ?
-             AND NOT EXISTS (SELECT 1 FROM authorization_events e
-               WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
-                 AND e.status IN ${LIVE_STATUS_LIST_SQL})
-           ORDER BY o.id`,
-        )
-        .pluck()
-        .all(nowSeconds) as number[];
-      const expire = db.prepare("UPDATE orders SET state = 'expired', updated_at = ? WHERE id = ?");
-      for (const id of ids) {
-        const from = mustGet(db, id).state;
-        assertTransition(from, "expired", "expiry", id);
-        expire.run(now, id);
-        recordTransition(db, id, from, "expired", "expired", now);
-      }
-      return ids;
-    })
-    .immediate();
-}
-
-function getOrder(db: Database, id: number): Order | undefined {
-  const row = db.prepare(`${SELECT_ORDER} WHERE id = ?`).get(id) as OrderRow | undefined;
-  return row === undefined ? undefined : toOrder(row);
-}
-
-/** Orders by id, optionally in one state. */
-function listOrders(db: Database, filter: { state?: OrderState | undefined } = {}): Order[] {
-  const rows = (
-    filter.state === undefined
-      ? db.prepare(`${SELECT_ORDER} ORDER BY id`).all()
-      : db.prepare(`${SELECT_ORDER} WHERE state = ? ORDER BY id`).all(filter.state)
-  ) as OrderRow[];
-  return rows.map(toOrder);
-}
-
-/** The audit trail of one order, oldest first. */
-function listTransitions(db: Database, orderId: number): OrderTransition[] {
-  return (
-    db
-      .prepare("SELECT * FROM order_transitions WHERE order_id = ? ORDER BY id")
-      .all(orderId) as TransitionRow[]
-  ).map(toTransition);
-}
-
-/** Captures of voided orders recorded after transition `afterId` (the daemon alerts on these). */
-function voidedThenCapturedSince(db: Database, afterId: number): OrderTransition[] {
-  return (
-    db
-      .prepare(
-        "SELECT * FROM order_transitions WHERE cause = 'captured_after_void' AND id > ? ORDER BY id",
+  /** Stores a verified authorization as an authorized order (or as indexed events say). */
+  const add = db.transaction((order: NewOrder, now: number): Order => {
+    const existing = statements
+      .pluck(
+        "SELECT id FROM orders WHERE chain_id = ? AND token = ? AND authorizer = ? AND nonce = ?",
       )
-      .all(afterId) as TransitionRow[]
-  ).map(toTransition);
+      .get(order.chainId, lower(order.token), lower(order.authorizer), lower(order.nonce)) as
+      number | undefined;
+    if (existing !== undefined)
+      throw new OrderExistsError(
+        `order ${existing} already holds the authorization of ${lower(order.authorizer)} with nonce ${lower(order.nonce)}`,
+      );
+    // `source` (schema 12) is written only when given: the column's default says merchant. Two
+    // SQL texts, so two kept statements.
+    const source = order.source === undefined ? [] : [order.source];
+    const { lastInsertRowid } = statements
+      .prepare(
+        `INSERT INTO orders (chain_id, token, authorizer, payee, value, valid_after, valid_before, nonce, kind, signature, state, created_at, updated_at${source.length > 0 ? ", source" : ""})
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'authorized', ?, ?${source.length > 0 ? ", ?" : ""})`,
+      )
+      .run(
+        order.chainId,
+        lower(order.token),
+        lower(order.authorizer),
+        lower(order.payee),
+        order.value.toString(),
+        order.validAfter,
+        order.validBefore,
+        lower(order.nonce),
+        order.kind,
+        lower(order.signature),
+        now,
+        now,
+        ...source,
+      );
+    return mustGet(Number(lastInsertRowid));
+  });
+
+  /**
+   * Marks an authorized order voided off chain: the merchant will never submit it. Refused
+   * (OrderStateError) from any other state, in particular once a capture is indexed, even
+   * pre-confirmed.
+   */
+  const voidOrder = db.transaction((id: number, now: number): Order => {
+    const order = mustGet(id);
+    assertTransition(order.state, "voided_offchain", "merchant", id);
+    statements
+      .prepare(
+        "UPDATE orders SET state = 'voided_offchain', offchain_state = 'voided_offchain', updated_at = ? WHERE id = ?",
+      )
+      .run(now, id);
+    recordTransition(id, order.state, "voided_offchain", "voided", now);
+    return mustGet(id);
+  });
+
+  /**
+   * Expires authorized, capturing and voided orders whose validBefore (unix s) is at or before
+   * `now` (unix ms) and that have no live event. Returns the ids expired.
+   */
+  const expire = db.transaction((now: number): number[] => {
+    const ids = statements
+      .pluck(
+        `SELECT o.id FROM orders o
+         WHERE o.state IN ('authorized', 'capturing', 'canceling', 'voided_offchain') AND o.valid_before <= ?
+           AND NOT EXISTS (SELECT 1 FROM authorization_events e
+             WHERE e.token = o.token AND e.authorizer = o.authorizer AND e.nonce = o.nonce AND e.chain_id = o.chain_id
+               AND e.status IN ${LIVE_STATUS_LIST_SQL})
+         ORDER BY o.id`,
+      )
+      .all(Math.floor(now / 1000)) as number[];
+    const expired = statements.prepare(
+      "UPDATE orders SET state = 'expired', updated_at = ? WHERE id = ?",
+    );
+    for (const id of ids) {
+      const from = mustGet(id).state;
+      assertTransition(from, "expired", "expiry", id);
+      expired.run(now, id);
+      recordTransition(id, from, "expired", "expired", now);
+    }
+    return ids;
+  });
+
+  function get(id: number): Order | undefined {
+    const row = statements.prepare(`${SELECT_ORDER} WHERE id = ?`).get(id) as OrderRow | undefined;
+    return row === undefined ? undefined : toOrder(row);
+  }
+
+  function mustGet(id: number): Order {
+    const order = get(id);
+    if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
+    return order;
+  }
+
+  /** One audit row for an off-chain transition (its webhook event: schema 7's trigger). */
+  function recordTransition(
+    orderId: number,
+    from: OrderState,
+    to: OrderState,
+    cause: string,
+    now: number,
+    txHash: Hex | null = null,
+  ): void {
+    statements
+      .prepare(
+        "INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES (?, ?, ?, NULL, ?, ?, ?)",
+      )
+      .run(orderId, from, to, cause, txHash, now);
+  }
+
+  const transitions = (sql: string, arg: number): OrderTransition[] =>
+    (statements.prepare(sql).all(arg) as TransitionRow[]).map(toTransition);
+
+  return {
+    add: (order: NewOrder, now: number): Order => add.immediate(order, now),
+    void: (id: number, now: number): Order => voidOrder.immediate(id, now),
+    expire: (now: number): number[] => expire.immediate(now),
+    get,
+    /** Orders by id, optionally in one state. */
+    list: (filter: { state?: OrderState | undefined } = {}): Order[] =>
+      (
+        (filter.state === undefined
+          ? statements.prepare(`${SELECT_ORDER} ORDER BY id`).all()
+          : statements
+              .prepare(`${SELECT_ORDER} WHERE state = ? ORDER BY id`)
+              .all(filter.state)) as OrderRow[]
+      ).map(toOrder),
+    /** The audit trail of one order, oldest first. */
+    transitions: (orderId: number): OrderTransition[] =>
+      transitions("SELECT * FROM order_transitions WHERE order_id = ? ORDER BY id", orderId),
+    /** Captures of voided orders recorded after transition `afterId` (the daemon alerts). */
+    voidedThenCapturedSince: (afterId: number): OrderTransition[] =>
+      transitions(
+        "SELECT * FROM order_transitions WHERE cause = 'captured_after_void' AND id > ? ORDER BY id",
+        afterId,
+      ),
+    /** Inside a caller's transaction: the order, or OrderNotFoundError. */
+    mustGet,
+    recordTransition,
+  };
 }
+
+export type SqliteOrders = ReturnType<typeof createSqliteOrders>;
 
 type TransitionRow = {
   id: number;
@@ -216,41 +241,6 @@ function toTransition(row: TransitionRow): OrderTransition {
     cause: row.cause,
     txHash: row.tx_hash,
     at: row.at,
-  };
-}
-
-/** One audit row for an off-chain transition (its webhook event comes from schema 7's trigger). */
-export function recordTransition(
-  db: Database,
-  orderId: number,
-  from: OrderState,
-  to: OrderState,
-  cause: string,
-  now: number,
-  txHash: Hex | null = null,
-): void {
-  db.prepare(
-    "INSERT INTO order_transitions (order_id, from_state, to_state, event_status, cause, tx_hash, at) VALUES (?, ?, ?, NULL, ?, ?, ?)",
-  ).run(orderId, from, to, cause, txHash, now);
-}
-
-export function mustGet(db: Database, id: number): Order {
-  const order = getOrder(db, id);
-  if (order === undefined) throw new OrderNotFoundError(`no order ${id}`);
-  return order;
-}
-
-/** Merchant orders over a SQLite connection, each operation its own transaction (as Postgres's postgres/orders.ts). */
-export function createSqliteOrders(db: Database) {
-  return {
-    add: (order: NewOrder, now: number): Order => addOrder(db, order, now),
-    void: (id: number, now: number): Order => voidOrder(db, id, now),
-    expire: (now: number): number[] => expireOrders(db, now),
-    get: (id: number): Order | undefined => getOrder(db, id),
-    list: (filter: { state?: OrderState | undefined } = {}): Order[] => listOrders(db, filter),
-    transitions: (orderId: number): OrderTransition[] => listTransitions(db, orderId),
-    voidedThenCapturedSince: (afterId: number): OrderTransition[] =>
-      voidedThenCapturedSince(db, afterId),
   };
 }
 

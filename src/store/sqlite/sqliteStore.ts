@@ -13,8 +13,9 @@ import { createSqliteOrders } from "./orders.js";
 import { createSqliteSettlements } from "./x402Settlements.js";
 import { createSqliteCaptures } from "./orderCaptures.js";
 import { createSqliteCancels } from "./orderCancels.js";
-import { createSqliteNonceBook } from "./nonceBook.js";
+import { createSqliteNonceBook, createSqliteNonceMarks } from "./nonceBook.js";
 import { createSqliteReaderIndexes } from "./readerIndexes.js";
+import { createStatementCache } from "./statementCache.js";
 import { createSqliteOwedBlocks } from "./owedAttribution.js";
 import { createStagedAttribution } from "./stagedAttribution.js";
 import { createSqliteRegistrations } from "./registrations.js";
@@ -74,7 +75,9 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   const attribution = createAttributionWriter(db);
   const authorizationState = createSqliteAuthorizationStates(db, chainId);
   const indexes = createSqliteReaderIndexes(db);
+  const statements = createStatementCache(db);
   const orders = createSqliteOrders(db);
+  const nonceMarks = createSqliteNonceMarks(db, chainId);
   const registrations = createSqliteRegistrations(db);
   const gate = createLiveWriteGate(createWriteGateMemory());
   const checkpoints = createWalCheckpoints(db);
@@ -85,20 +88,24 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
   /** Tells the webhook sender (Store.onCommit) after each write transaction. */
   const committed = createCommitSignal();
   const afterCommit = <T>(result: T): T => (committed.notify(), result);
+  // One transaction function for every write: better-sqlite3 builds four per `transaction()`.
+  const inTransaction = db.transaction((work: () => unknown) => work());
+  /** `work` in one `BEGIN IMMEDIATE` transaction (a savepoint inside one already open). */
+  const immediate = <T>(work: () => T): T => inTransaction.immediate(work) as T;
   /** One `BEGIN IMMEDIATE` transaction through the gate, timed under `kind`. */
   const write = <T>(kind: WriteKind, work: () => T): Promise<T> =>
     maintenance.afterJobs(() =>
-      afterCommit(timed(metrics, kind, () => gate.hold(() => db.transaction(work).immediate()))),
+      afterCommit(timed(metrics, kind, () => gate.hold(() => immediate(work)))),
     );
   const maxLogId = db.prepare("SELECT COALESCE(MAX(id), 0) FROM logs").pluck();
   /** Where a bulk load's end runs (maintenance.ts): on the thread beside live writes, or once the store is large. */
   const onThread = (mode: ProcessMode | undefined) =>
     maintenanceOnThread(mode ?? "batch", maxLogId.get() as number);
   const readMeta = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
-  // Prepared on first use: a read-only store never writes.
+  // Prepared on first use (statementCache.ts): a read-only store never writes.
   const writeMeta = (key: string, value: string) =>
     hold(() =>
-      db
+      statements
         .prepare(
           "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         )
@@ -212,27 +219,23 @@ export function createSqliteStore(deps: SqliteStoreDeps): Store {
     listOrders: async (filter) => orders.list(filter),
     listTransitions: async (orderId) => orders.transitions(orderId),
     voidedThenCapturedSince: async (afterId) => orders.voidedThenCapturedSince(afterId),
-    captures: createSqliteCaptures(db, chainId, (work) =>
-      timedOrders(() => db.transaction(work).immediate()),
+    captures: createSqliteCaptures(db, chainId, { orders, marks: nonceMarks }, (work) =>
+      timedOrders(() => immediate(work)),
     ),
-    cancels: createSqliteCancels(db, chainId, (work) =>
-      timedOrders(() => db.transaction(work).immediate()),
+    cancels: createSqliteCancels(db, chainId, orders, (work) => timedOrders(() => immediate(work))),
+    nonces: createSqliteNonceBook(db, chainId, nonceMarks, (work) =>
+      timedOrders(() => immediate(work)),
     ),
-    nonces: createSqliteNonceBook(db, chainId, (work) =>
-      timedOrders(() => db.transaction(work).immediate()),
-    ),
-    settlements: createSqliteSettlements(db, (work) =>
-      timedOrders(() => db.transaction(work).immediate()),
-    ),
+    settlements: createSqliteSettlements(db, orders, (work) => timedOrders(() => immediate(work))),
     readMeta: async (key) => readMeta.get(key) as string | undefined,
     writeMeta: async (key, value) => void writeMeta(key, value),
 
     authorizationState: async (token, authorizer, nonce) =>
       authorizationState(token, authorizer, nonce),
-    countRowsByStatus: async (token) => countSqliteRowsByStatus(db, chainId, token),
+    countRowsByStatus: async (token) => countSqliteRowsByStatus(statements, chainId, token),
     statusSnapshot: async (tokens, now) => {
       const outbox = webhooks();
-      const snapshot = readSqliteStatusSnapshot(db, chainId, tokens, now);
+      const snapshot = readSqliteStatusSnapshot(statements, synced, tokens, now);
       return {
         ...snapshot,
         webhooks: await outbox.backlog(),

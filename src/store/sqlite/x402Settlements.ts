@@ -1,5 +1,6 @@
 import type { Database } from "better-sqlite3";
-import { createSqliteOrders } from "./orders.js";
+import type { SqliteOrders } from "./orders.js";
+import { createStatementCache } from "./statementCache.js";
 import {
   toSettlement,
   type Settlement,
@@ -10,15 +11,19 @@ import {
 /**
  * The x402 facilitator's settle claims over one SQLite connection (schema 16). `write` runs its
  * work in one `BEGIN IMMEDIATE` transaction: two processes claiming one order are serialised on
- * the database's write lock, and the second reads the first one's claim.
+ * the database's write lock, and the second reads the first one's claim. `orders`: the
+ * connection's.
  */
 export function createSqliteSettlements(
   db: Database,
+  orders: SqliteOrders,
   write: <T>(work: () => T) => Promise<T>,
 ): SettlementStore {
+  const statements = createStatementCache(db);
   const get = (orderId: number): Settlement | undefined => {
-    const row = db.prepare("SELECT * FROM x402_settlements WHERE order_id = ?").get(orderId) as
-      SettlementRow | undefined;
+    const row = statements
+      .prepare("SELECT * FROM x402_settlements WHERE order_id = ?")
+      .get(orderId) as SettlementRow | undefined;
     return row === undefined ? undefined : toSettlement(row);
   };
 
@@ -27,12 +32,12 @@ export function createSqliteSettlements(
       write(() => {
         const taken =
           from.kind === "pending"
-            ? db
+            ? statements
                 .prepare(
                   "UPDATE x402_settlements SET state = 'settling', claim = ?, claimed_at = ? WHERE order_id = ? AND state = 'pending'",
                 )
                 .run(claim, now, orderId)
-            : db
+            : statements
                 .prepare(
                   `INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)
                    ON CONFLICT (order_id) DO UPDATE SET state = 'settling', claim = excluded.claim, claimed_at = excluded.claimed_at
@@ -43,15 +48,17 @@ export function createSqliteSettlements(
       }),
     addAndClaim: (order, claim, now) =>
       write(() => {
-        const added = createSqliteOrders(db).add(order, now);
-        db.prepare(
-          "INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)",
-        ).run(added.id, claim, now);
+        const added = orders.add(order, now);
+        statements
+          .prepare(
+            "INSERT INTO x402_settlements (order_id, state, claim, claimed_at) VALUES (?, 'settling', ?, ?)",
+          )
+          .run(added.id, claim, now);
         return added;
       }),
     answer: (orderId, claim, outcome, now) =>
       write(() => {
-        const done = db
+        const done = statements
           .prepare(
             "UPDATE x402_settlements SET state = ?, tx_hash = ?, answer = ?, answered_at = ?, block_number = ? WHERE order_id = ? AND claim = ? AND state = 'settling'",
           )
@@ -68,9 +75,8 @@ export function createSqliteSettlements(
       }),
     get: async (orderId) => get(orderId),
     contradicted: async () =>
-      db
-        .prepare("SELECT COUNT(*) FROM x402_settlements WHERE contradicted_at IS NOT NULL")
-        .pluck()
+      statements
+        .pluck("SELECT COUNT(*) FROM x402_settlements WHERE contradicted_at IS NOT NULL")
         .get() as number,
   };
 }
