@@ -115,6 +115,11 @@ export function createSequencer(
   let miningExactly: Promise<void> | undefined;
   /** Pre-confirmed transactions the next mined block leaves out (they land in a later block). */
   const deferred = new Set<string>();
+  /**
+   * Senders (lower-case) whose transactions stay in the pool, in no flashblock and no block, while
+   * held: what a stuck relayer looks like on Base (see `hold` below).
+   */
+  let held = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
   /** What the node serves as its pending view; the sequencer goes on making blocks whatever it is. */
   let view: { mode: "live" } | { mode: "frozen"; blocks: PendingBlock[] } | { mode: "null" } = {
@@ -200,7 +205,9 @@ export function createSequencer(
       true,
     ]);
     const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
-    const fresh = pool.transactions.filter((t) => !known.has(t.hash) && !dropped.has(t.hash));
+    const fresh = pool.transactions.filter(
+      (t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from.toLowerCase()),
+    );
     const newLogs: RpcLogObject[] = [];
     const newTransactions: FlashblockTransaction[] = [];
     if (fresh.length > 0) {
@@ -405,6 +412,21 @@ export function createSequencer(
           .find((t) => sameHash(t.hash, hash));
         if (tx !== undefined) deferred.add(tx.hash);
         return tx !== undefined;
+      }),
+    /**
+     * Holds back the transactions of `senders` (any case; replaces the held set, empty releases
+     * all): the node takes them and answers their sends, no flashblock pre-confirms them and no
+     * block includes them (mining sets them aside with the pool's other leftovers and puts them
+     * back). Released, they are pre-confirmed at the next flashblock and land as usual. This is a
+     * relayer stuck on Base: a transaction accepted into the mempool that the builder leaves out,
+     * because it is under-priced (its max fee below the base fee, or its tip below what the
+     * builder takes when blocks are full) or behind a nonce gap. It has no receipt, pre-confirmed
+     * or canonical, and the "pending" nonce, which never counts the mempool, does not count it.
+     */
+    hold: (senders: readonly string[]) =>
+      exclusive(async () => {
+        held = new Set(senders.map((s) => s.toLowerCase()));
+        return [...held];
       }),
     /** The canonical chain stays `blocks` behind the newest sealed pending block from the next mine on. */
     setLag: (blocksBehind: number) => exclusive(async () => void (lagBlocks = blocksBehind)),
