@@ -100,12 +100,10 @@ describe("devnet_holdSenders", () => {
     expect(sealed?.status).toBe("0x1");
     for (const hash of heldHashes) expect(await receipt(hash)).toBeNull();
     expect(await latestNonce(heldIndex)).toBe(heldFirst);
-    // Still in the node's pool: the hold set them aside and put them back.
-    for (const hash of heldHashes)
-      expect((await call("eth_getTransactionByHash", [hash])).result).toMatchObject({
-        hash,
-        blockHash: null,
-      });
+    // Sent again, the same bytes get the same answer.
+    expect(await call("eth_sendRawTransaction", [heldRaw[0]])).toMatchObject({
+      result: heldHashes[0],
+    });
 
     // Released: the next flashblock pre-confirms them in nonce order, the next block seals them.
     expect((await call("devnet_holdSenders", [[]])).result).toEqual([]);
@@ -119,6 +117,13 @@ describe("devnet_holdSenders", () => {
       expect(landed?.status).toBe("0x1");
     }
     expect(await latestNonce(heldIndex)).toBe(heldFirst + 3);
+
+    // Held again, a transaction on a nonce already mined is refused as a node refuses it.
+    await call("devnet_holdSenders", [[held]]);
+    const answer = await call("eth_sendRawTransaction", [heldRaw[0]]);
+    expect(answer.result).toBeUndefined();
+    expect(answer.error?.message).toMatch(/nonce/i);
+    await call("devnet_holdSenders", [[]]);
   }, 60_000);
 
   test("refuses what is not a list of addresses, and holds nothing then", async () => {

@@ -1,3 +1,4 @@
+import type { HeldSenders } from "./heldSenders.js";
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
@@ -101,6 +102,8 @@ type PendingBlock = {
 export function createSequencer(
   upstream: Upstream,
   onFlashblock: (flashblock: Flashblock) => void,
+  /** Senders held back (heldSenders.ts): their transactions already in anvil's pool wait too. */
+  held: HeldSenders,
 ) {
   /** Oldest first; the last is open unless sealed. Mined ones stay until the chain catches up with the newest. */
   let blocks: PendingBlock[] = [];
@@ -115,11 +118,6 @@ export function createSequencer(
   let miningExactly: Promise<void> | undefined;
   /** Pre-confirmed transactions the next mined block leaves out (they land in a later block). */
   const deferred = new Set<string>();
-  /**
-   * Senders (lower-case) whose transactions stay in the pool, in no flashblock and no block, while
-   * held: what a stuck relayer looks like on Base (see `hold` below).
-   */
-  let held = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
   /** What the node serves as its pending view; the sequencer goes on making blocks whatever it is. */
   let view: { mode: "live" } | { mode: "frozen"; blocks: PendingBlock[] } | { mode: "null" } = {
@@ -206,7 +204,7 @@ export function createSequencer(
     ]);
     const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
     const fresh = pool.transactions.filter(
-      (t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from.toLowerCase()),
+      (t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from),
     );
     const newLogs: RpcLogObject[] = [];
     const newTransactions: FlashblockTransaction[] = [];
@@ -414,19 +412,16 @@ export function createSequencer(
         return tx !== undefined;
       }),
     /**
-     * Holds back the transactions of `senders` (any case; replaces the held set, empty releases
-     * all): the node takes them and answers their sends, no flashblock pre-confirms them and no
-     * block includes them (mining sets them aside with the pool's other leftovers and puts them
-     * back). Released, they are pre-confirmed at the next flashblock and land as usual. This is a
-     * relayer stuck on Base: a transaction accepted into the mempool that the builder leaves out,
-     * because it is under-priced (its max fee below the base fee, or its tip below what the
-     * builder takes when blocks are full) or behind a nonce gap. It has no receipt, pre-confirmed
-     * or canonical, and the "pending" nonce, which never counts the mempool, does not count it.
+     * Holds back the transactions of `senders` (heldSenders.ts; the list replaces the held set,
+     * empty releases all). Those already in anvil's pool are in no flashblock and set aside at
+     * each block; the released ones kept apart go to anvil now, in nonce order, between steps.
      */
     hold: (senders: readonly string[]) =>
       exclusive(async () => {
-        held = new Set(senders.map((s) => s.toLowerCase()));
-        return [...held];
+        for (const raw of held.set(senders))
+          // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would.
+          await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
+        return held.senders();
       }),
     /** The canonical chain stays `blocks` behind the newest sealed pending block from the next mine on. */
     setLag: (blocksBehind: number) => exclusive(async () => void (lagBlocks = blocksBehind)),
