@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -153,6 +153,10 @@ async function startDaemon(
   );
   let out = "";
   daemon.stdout!.on("data", (chunk: Buffer) => (out = (out + chunk.toString()).slice(-100_000)));
+  // The daemon's whole log, for a row whose figures want explaining.
+  const logTo = process.env.BENCH_SETTLE_DAEMON_LOG;
+  if (logTo !== undefined)
+    daemon.stdout!.on("data", (chunk: Buffer) => appendFileSync(logTo, chunk));
   const stop = async () => {
     if (daemon.exitCode !== null) return;
     const exited = new Promise((resolve) => daemon.once("exit", resolve));
