@@ -5,6 +5,7 @@ import {
   STRAYS,
 } from "./providerBackfill.js";
 import type { RecordedRow } from "./results.js";
+import { HELD_BACK } from "./settleRows.js";
 
 /** A goal judged on recorded rows: the figure behind the verdict (with its run), and the verdict. */
 export type Verdict = { figure: string; met: boolean | undefined };
@@ -81,7 +82,14 @@ const settlePoolRow = (m: string) =>
   m.startsWith("x402 settle") &&
   m.includes("flashindex facilitator") &&
   m.includes('"preconfirmed"') &&
-  m.includes("100/s offered open loop for 60 s through 4 relayers");
+  m.includes("100/s offered open loop for 60 s through 4 relayers") &&
+  !m.includes(HELD_BACK);
+/** The same with one relayer's transactions held back by the stand-in for the run. */
+const settlePoolHeldRow = (m: string) =>
+  m.startsWith("x402 settle") &&
+  m.includes("flashindex facilitator") &&
+  m.includes('"preconfirmed"') &&
+  m.includes(`100/s offered open loop for 60 s through 4 relayers, ${HELD_BACK}`);
 
 /**
  * What the pool row's measurement says of the chain: settled a second, payments sent twice, and
@@ -302,6 +310,19 @@ export const GOALS: readonly Goal[] = [
           chain.allUsed &&
           row.p50Ms <= 150 &&
           row.p99Ms <= 600,
+      };
+    },
+  },
+  {
+    goal: "relayer pool with one relayer's transactions held back by the stand-in: 100 payments/s offered for 60 s through 4 relayers, the others keep p99 at most 1 s pre-confirmed, none sent twice, devnet",
+    judge(rows) {
+      const row = newest(rows, settlePoolHeldRow);
+      const chain = row === undefined ? undefined : parsePoolChain(row.measurement);
+      if (row?.p99Ms === undefined || chain === undefined) return NOT_MEASURED;
+      const used = chain.allUsed ? "every AuthorizationUsed once" : "AuthorizationUsed missing";
+      return {
+        figure: `others' p99 ${row.p99Ms} ms, ${chain.settledPerSecond} settled/s, sent twice ${chain.sentTwice}, ${used} (${when(row)})`,
+        met: row.p99Ms <= 1_000 && chain.sentTwice === 0 && chain.allUsed,
       };
     },
   },

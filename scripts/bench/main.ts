@@ -28,7 +28,8 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * started as the bin starts Node (its shebang's environment and flags: the daemon's heap and
  * allocator); then x402 settle latency (settleRows.ts). Prints one table; with BENCH_RECORD=1 also
  * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone, BENCH_ROWS=settle-pool
- * issue 43's relayer pool row alone; BENCH_ROWS=anvil the
+ * issue 43's relayer pool row alone, BENCH_ROWS=settle-pool-held the same with one relayer held
+ * back by the stand-in; BENCH_ROWS=anvil the
  * anvil rows (a); BENCH_ROWS=provider the proxy rows that judge the rate limiter (issue 41).
  */
 const HERE = import.meta.dirname;
@@ -78,6 +79,10 @@ if (process.env.BENCH_ROWS === "settle") {
 }
 if (process.env.BENCH_ROWS === "settle-pool") {
   report(await settleLines(runNode, "pool"));
+  process.exit(0);
+}
+if (process.env.BENCH_ROWS === "settle-pool-held") {
+  report(await settleLines(runNode, "pool-held"));
   process.exit(0);
 }
 if (process.env.BENCH_ROWS === "provider") {
@@ -210,7 +215,11 @@ const reorg = JSON.parse(await runNode("reorgRollback.js", [])) as {
   backgroundLogs: number;
   rollbackMs: number;
 };
-const settle = [...(await settleLines(runNode)), ...(await settleLines(runNode, "pool"))];
+const settle = [
+  ...(await settleLines(runNode)),
+  ...(await settleLines(runNode, "pool")),
+  ...(await settleLines(runNode, "pool-held")),
+];
 
 const lines: BenchLine[] = [
   ...rows.map(({ name, figures }) => backfillLine(name, figures)),

@@ -1,12 +1,20 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createTestClient, http, parseAbiItem, toHex, type Hex } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  http,
+  parseAbiItem,
+  toHex,
+  type Address,
+  type Hex,
+} from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { readTokenDomain } from "../../src/authorization/eip3009.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { measureSettleLatency, type SettleLatency } from "./settleLatency.js";
+import { measureSettleLatency, percentile, type SettleLatency } from "./settleLatency.js";
 import { startReferenceFacilitator, type ExactOffer } from "./x402Reference.js";
 
 /**
@@ -23,7 +31,11 @@ import { startReferenceFacilitator, type ExactOffer } from "./x402Reference.js";
  * BENCH_SETTLE_POOL_RELAYERS (default 4) relayers, BENCH_SETTLE_POOL_PER_SECOND (default 100)
  * offered open loop for BENCH_SETTLE_POOL_SECONDS (default 60), then reads the chain: every
  * settled payment's AuthorizationUsed once, and the relayers' transaction count (a second send of
- * one authorization is a reverted transaction the token never logs).
+ * one authorization is a reverted transaction the token never logs). With BENCH_SETTLE_POOL_HOLD=1
+ * (or the argument `held` after `pool`) the stand-in holds back the first relayer's transactions
+ * for the whole run (devnet_holdSenders: in the node's pool, in no flashblock, as a stuck relayer's
+ * on Base); its percentiles are then of the settles the other relayers carried, and after the run
+ * the hold is lifted and the chain read once the held transactions have landed.
  *
  * Run: `npx tsx scripts/bench/settleBench.ts` (or the built dist/scripts/bench/settleBench.js).
  */
@@ -39,6 +51,11 @@ const DEVNET_MNEMONIC = "test test test test test test test test test test test 
 const POOL_RELAYERS = Number(process.env.BENCH_SETTLE_POOL_RELAYERS ?? 4);
 const POOL_PER_SECOND = Number(process.env.BENCH_SETTLE_POOL_PER_SECOND ?? 100);
 const POOL_SECONDS = Number(process.env.BENCH_SETTLE_POOL_SECONDS ?? 60);
+const POOL_HOLD = process.env.BENCH_SETTLE_POOL_HOLD === "1" || process.argv[3] === "held";
+/** How long the held row waits, once the hold is lifted, for every relayer's transactions to land. */
+const POOL_RELEASE_TIMEOUT_MS = 60_000;
+/** Settled transactions whose sender is read at once (the held row tells the carriers apart). */
+const SENDER_READS_AT_ONCE = 50;
 const AUTHORIZATION_USED = parseAbiItem(
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
 );
@@ -64,8 +81,33 @@ export type SettleBenchRow = SettleLatency & {
   relayers: number;
   /** The pool row's chain check: AuthorizationUsed logs of its payments, and their relayers' transactions. */
   chain?:
-    { authorizationsUsed: number; usedTwice: number; relayerTransactions: number } | undefined;
+    | {
+        authorizationsUsed: number;
+        usedTwice: number;
+        relayerTransactions: number;
+        /** The held row: settled payments whose transaction logged an AuthorizationUsed. */
+        settledUsed?: number | undefined;
+      }
+    | undefined;
+  /**
+   * The held row: one relayer held back by the stand-in for the run, and the settled payments it
+   * carried (answered once the hold was lifted, or as it began). p50Ms, p99Ms and maxMs are then of
+   * the other relayers' settles alone.
+   */
+  held?: { carried: number } | undefined;
 };
+
+/** One of the devnet stand-in's admin methods (adminMethods.ts). */
+async function devnetAdmin(method: string, params: unknown[]): Promise<unknown> {
+  const response = await fetch(devnet.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const answer = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (answer.error !== undefined) throw new Error(`${method}: ${answer.error.message}`);
+  return answer.result;
+}
 
 /** `flashindex start` with the facilitator on, its URL once it listens, and how to stop it. */
 async function startDaemon(
@@ -111,6 +153,10 @@ async function startDaemon(
   );
   let out = "";
   daemon.stdout!.on("data", (chunk: Buffer) => (out = (out + chunk.toString()).slice(-100_000)));
+  // The daemon's whole log, for a row whose figures want explaining.
+  const logTo = process.env.BENCH_SETTLE_DAEMON_LOG;
+  if (logTo !== undefined)
+    daemon.stdout!.on("data", (chunk: Buffer) => appendFileSync(logTo, chunk));
   const stop = async () => {
     if (daemon.exitCode !== null) return;
     const exited = new Promise((resolve) => daemon.once("exit", resolve));
@@ -195,9 +241,14 @@ async function poolRow(offer: ExactOffer, payers: readonly Payer[]): Promise<Set
   const keys = accounts.map((account) => toHex(account.getHdKey().privateKey!));
   const from = await client.getBlockNumber();
   const payments = POOL_PER_SECOND * POOL_SECONDS;
+  // The first relayer of the configuration: an idle pool's ties go to it, so it is sent settles
+  // from the first payment on.
+  const held = POOL_HOLD ? accounts[0]!.address : undefined;
+  const settledTransactions: Array<{ transaction: string; ms: number }> = [];
   const daemon = await startDaemon(devnet, dir, "preconfirmed", keys);
   let figures: SettleLatency;
   try {
+    if (held !== undefined) await devnetAdmin("devnet_holdSenders", [[held]]);
     figures = await measureSettleLatency({
       facilitatorUrl: daemon.url,
       offer,
@@ -205,7 +256,12 @@ async function poolRow(offer: ExactOffer, payers: readonly Payer[]): Promise<Set
       payments,
       concurrency: payments,
       perSecond: POOL_PER_SECOND,
+      onSettled: (transaction, ms) => settledTransactions.push({ transaction, ms }),
     });
+    if (held !== undefined) {
+      await devnetAdmin("devnet_holdSenders", [[]]);
+      await relayersLanded(client, accounts);
+    }
     // Two canonical blocks: every transaction sent before the last answer is mined by then.
     await new Promise((resolve) => setTimeout(resolve, 4_500));
   } finally {
@@ -225,18 +281,66 @@ async function poolRow(offer: ExactOffer, payers: readonly Payer[]): Promise<Set
   let relayerTransactions = 0;
   for (const account of accounts)
     relayerTransactions += await client.getTransactionCount({ address: account.address });
-  return {
+  const chain = {
+    authorizationsUsed: seen.size,
+    usedTwice: [...seen.values()].filter((count) => count > 1).length,
+    relayerTransactions,
+  };
+  const row: SettleBenchRow = {
     facilitator: "flashindex",
     settleWaitsFor: "preconfirmed",
     perSecond: POOL_PER_SECOND,
     relayers: POOL_RELAYERS,
     ...figures,
-    chain: {
-      authorizationsUsed: seen.size,
-      usedTwice: [...seen.values()].filter((count) => count > 1).length,
-      relayerTransactions,
-    },
+    chain,
   };
+  if (held === undefined) return row;
+  // The held row's percentiles are of the settles the other relayers carried.
+  const carriedByHeld = new Set<string>();
+  for (let i = 0; i < settledTransactions.length; i += SENDER_READS_AT_ONCE)
+    await Promise.all(
+      settledTransactions.slice(i, i + SENDER_READS_AT_ONCE).map(async ({ transaction }) => {
+        const tx = await client.getTransaction({ hash: transaction as Hex });
+        if (tx.from.toLowerCase() === held.toLowerCase()) carriedByHeld.add(transaction);
+      }),
+    );
+  const others = settledTransactions
+    .filter(({ transaction }) => !carriedByHeld.has(transaction))
+    .map(({ ms }) => ms)
+    .sort((a, b) => a - b);
+  const logged = new Set(logs.map((log) => log.transactionHash.toLowerCase()));
+  return {
+    ...row,
+    p50Ms: percentile(others, 50),
+    p99Ms: percentile(others, 99),
+    maxMs: others.at(-1) ?? Number.NaN,
+    chain: {
+      ...chain,
+      settledUsed: settledTransactions.filter(({ transaction }) => logged.has(transaction)).length,
+    },
+    held: { carried: carriedByHeld.size },
+  };
+}
+
+/**
+ * Waits until anvil's pool holds no transaction of the relayers (its pending count, which counts
+ * the pool, equals the mined one), or POOL_RELEASE_TIMEOUT_MS.
+ */
+async function relayersLanded(
+  client: ReturnType<typeof createPublicClient>,
+  accounts: readonly { address: Address }[],
+): Promise<void> {
+  const deadline = Date.now() + POOL_RELEASE_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const counts = await Promise.all(
+      accounts.map(async ({ address }) => [
+        await client.getTransactionCount({ address, blockTag: "latest" }),
+        await client.getTransactionCount({ address, blockTag: "pending" }),
+      ]),
+    );
+    if (counts.every(([latest, pending]) => latest === pending)) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 const devnet = await startDevnet({ blockTimeMs: 2_000, flashblockIntervalMs: 200 });

@@ -58,6 +58,8 @@ export type SettleLatencyOptions = {
   perSecond?: number | undefined;
   /** Extra request headers (e.g. `authorization: Bearer …` for a facilitator that wants one). */
   headers?: Record<string, string>;
+  /** Told of each settled payment: its transaction and its POST /settle → answer in ms. */
+  onSettled?: ((transaction: string, ms: number) => void) | undefined;
 };
 
 const now = () => performance.now();
@@ -67,6 +69,11 @@ function connectionFailure(error: unknown): string {
   const cause =
     error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
   return `connection ${typeof cause?.code === "string" ? cause.code : "failed"}`;
+}
+
+/** The `p`th percentile (0..100) of `sorted` (ascending), nearest rank below; NaN when empty. */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 /** Settles `payments` payments through `facilitatorUrl` and times each POST /settle → answer. */
@@ -109,9 +116,11 @@ export async function measureSettleLatency(options: SettleLatencyOptions): Promi
       // Percentiles of settled payments only: a refusal or a reset socket answers fast and would
       // flatter them (the first pool run's p50 was 47 ms with 57% of its payments reset).
       if (answer?.success === true && typeof answer.transaction === "string") {
-        latencies.push(now() - sentAt);
+        const ms = now() - sentAt;
+        latencies.push(ms);
         settled++;
         transactions.add(answer.transaction.toLowerCase());
+        options.onSettled?.(answer.transaction.toLowerCase(), ms);
       } else {
         const reason =
           typeof answer?.errorReason === "string" ? answer.errorReason : `http ${response.status}`;
@@ -123,9 +132,7 @@ export async function measureSettleLatency(options: SettleLatencyOptions): Promi
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
   const wallSeconds = (now() - started) / 1_000;
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ??
-    Number.NaN;
+  const pct = (p: number) => percentile(latencies, p);
   return {
     payments: options.payments,
     concurrency: options.concurrency,

@@ -23,6 +23,7 @@ import { parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { replaceCapture } from "./captureFeeBump.js";
 import { createCaptureIntentSend } from "./captureIntentSend.js";
 import { createCaptureNonces } from "./captureNonces.js";
+import { judgeCaptureReceipt } from "./captureReceipt.js";
 import { createCaptureTransactions } from "./captureTransactions.js";
 import { createCaptureWait, type CaptureSeen } from "./captureWait.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
@@ -59,6 +60,12 @@ export const CAPTURE_REPLACE_AFTER_MS = 10_000;
  * it is abandoned: its process stores and claims the send within milliseconds when alive.
  */
 export const UNSENT_SETTLE_GRACE_MS = 5_000;
+/**
+ * How far back (ms since a capture last changed: its last broadcast, or its event's finality,
+ * ~15 min after on Base) the driver looks for captured orders without gas: a restart within the
+ * hour records them; older ones, and every capture before schema 17, are left without.
+ */
+const CAPTURED_GAS_LOOKBACK_MS = 60 * 60_000;
 
 export type CaptureRelayDeps = {
   client: RpcClient;
@@ -175,6 +182,8 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   });
   /** Orders whose paid receipt's gas this process recorded. */
   const gasRecorded = new Set<number>();
+  /** Captured orders without gas whose receipts the driver read once (capturedWithoutGas). */
+  const gasLooked = new Set<number>();
   /** Orders a drive step is working on in this process: one step at a time per order. */
   const busy = new Set<number>();
   /**
@@ -217,6 +226,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     if (now / 1000 >= order.validBefore) return "none"; // the expiry pass ends it
     const seen = await landed(capture);
     if (seen !== undefined) {
+      await recordGasIfPaid(order, seen);
       if (seen.receipt.status === "reverted" && !seen.receipt.preconfirmed) {
         const used = await readAuthorizationState(
           client,
@@ -355,6 +365,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         if (done === "resent") resent++;
         if (done === "replaced") replaced++;
       }
+      await recordCapturedGas();
       const live = new Set(pending.map((p) => p.order.id));
       pool.prune((orderId) => live.has(orderId));
       for (const account of pool.accounts)
@@ -466,6 +477,51 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         { payee: deps.payeeLabel?.(order.payee) ?? "other" },
         Number(gas.gasUsed * gas.effectiveGasPrice),
       );
+  }
+
+  /**
+   * Gas accounting for a receipt the driver found (no wait of this process saw it: a restart, or a
+   * wait that ran out): recorded when it shows the payment, judged as a wait judges it.
+   */
+  async function recordGasIfPaid(
+    order: Order,
+    seen: { txHash: Hex; receipt: TransactionReceiptSummary },
+  ): Promise<void> {
+    const verdict = judgeCaptureReceipt(seen.receipt, {
+      token: order.token,
+      authorizer: order.authorizer,
+      payee: order.payee,
+      value: BigInt(order.value),
+      nonce: order.nonce,
+    });
+    if (verdict.kind === "paid") await recordGas(order, seen.txHash, seen.receipt);
+  }
+
+  /**
+   * The driver's pass over orders the chain moved to captured before their gas was recorded: the
+   * indexer usually gets there first after a restart, so driveOne never sees them. Each order's
+   * receipts are read once per process: an order captured by another's transaction (the
+   * authorization used by someone else) has none of ours, and would come back at every pass.
+   */
+  async function recordCapturedGas(): Promise<void> {
+    const since = Date.now() - CAPTURED_GAS_LOOKBACK_MS;
+    const captured = await store.captures.capturedWithoutGas(since).catch((error: unknown) => {
+      logger.warn({
+        msg: "Failed to read captures without gas",
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return [];
+    });
+    for (const { order, capture } of captured) {
+      if (gasLooked.has(order.id)) continue;
+      const seen = await landed(capture).catch((error: unknown) => {
+        logDriveError(order.id, error);
+        return null;
+      });
+      if (seen === null) continue; // read again at the next pass
+      gasLooked.add(order.id);
+      if (seen !== undefined) await recordGasIfPaid(order, seen);
+    }
   }
 
   function logDriveError(orderId: number, error: unknown): void {

@@ -49,6 +49,12 @@ export type CaptureStore = {
   /** The intents the daemon drives: status `sent` and the order still capturing. */
   pending: () => Promise<Array<{ order: Order; capture: CaptureIntent }>>;
   /**
+   * Intents whose order the chain moved to captured while no process recorded their gas (a
+   * restart lost the wait that would have), changed at or after `since` (unix ms): status `sent`
+   * or `landed`, gas NULL (schema 18 indexes them by `updated_at`).
+   */
+  capturedWithoutGas: (since: number) => Promise<Array<{ order: Order; capture: CaptureIntent }>>;
+  /**
    * Records, before the current bytes are first handed to a node, that this process is sending them:
    * true unless the intent was abandoned (or replaced) meanwhile, when nothing must be sent.
    */

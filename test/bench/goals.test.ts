@@ -223,6 +223,57 @@ describe("the bench's goals", () => {
     expect(verdicts([other]).get(POOL_GOAL)?.met).toBeUndefined();
   });
 
+  test("the held-back pool goal reads the held row alone: the others' p99, none sent twice, every settled payment used", () => {
+    const HELD_GOAL =
+      "relayer pool with one relayer's transactions held back by the stand-in: 100 payments/s offered for 60 s through 4 relayers, the others keep p99 at most 1 s pre-confirmed, none sent twice, devnet";
+    const POOL_GOAL =
+      "relayer pool: 100 payments/s offered for 60 s through 4 relayers, at least 98 settled/s, none sent twice, p50 at most 150 ms and p99 at most 600 ms pre-confirmed, devnet";
+    const held = (overrides: Partial<SettleBenchRow>, chain: Partial<SettleBenchRow["chain"]>) => {
+      const bench: SettleBenchRow = {
+        facilitator: "flashindex",
+        settleWaitsFor: "preconfirmed",
+        perSecond: 100,
+        relayers: 4,
+        payments: 6_000,
+        concurrency: 6_000,
+        settled: 5_994,
+        transactions: 5_994,
+        failures: { settlement_pending: 6 },
+        p50Ms: 140,
+        p99Ms: 820,
+        maxMs: 1_300,
+        settledPerSecond: 97.4,
+        chain: {
+          authorizationsUsed: 6_000,
+          usedTwice: 0,
+          relayerTransactions: 6_000,
+          settledUsed: 5_994,
+          ...chain,
+        },
+        held: { carried: 0 },
+        ...overrides,
+      };
+      return row("2026-11-28T04:00:00.000Z", settleMeasurement(bench), {
+        logs: bench.settled,
+        p50Ms: bench.p50Ms,
+        p99Ms: bench.p99Ms,
+      });
+    };
+    const judged = verdicts([held({}, {})]);
+    expect(judged.get(HELD_GOAL)).toEqual({
+      figure:
+        "others' p99 820 ms, 97.4 settled/s, sent twice 0, every AuthorizationUsed once (2026-11-28 04:00)",
+      met: true,
+    });
+    // The held row is not the pool row: that goal stays unmeasured.
+    expect(judged.get(POOL_GOAL)?.met).toBeUndefined();
+    expect(verdicts([held({ p99Ms: 1_200 }, {})]).get(HELD_GOAL)?.met).toBe(false);
+    // The held relayer's transaction and another relayer's both carried one payment.
+    expect(verdicts([held({}, { relayerTransactions: 6_001 })]).get(HELD_GOAL)?.met).toBe(false);
+    // A payment answered settled whose transaction logged no AuthorizationUsed.
+    expect(verdicts([held({}, { settledUsed: 5_993 })]).get(HELD_GOAL)?.met).toBe(false);
+  });
+
   test("peak RSS is judged over both shapes at a size", () => {
     const judged = verdicts([
       anvil("2026-11-26T10:00:00.000Z", "200,000", "dense", "on", 40_000, 230),

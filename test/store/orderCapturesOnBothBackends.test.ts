@@ -180,6 +180,46 @@ describe.each(BACKENDS)("capture intents through the store on $name", (backend) 
     });
   });
 
+  test("capturedWithoutGas() lists the captured orders whose gas no process recorded, changed since a time, until it is recorded", async () => {
+    const { store } = await freshStore(backend);
+    const captured = await store.addOrder(order(word("h1")), NOW);
+    await start(store, captured.id, signed("h1", 7), NOW);
+    await store.captures.recordBroadcast(captured.id, word("h1"), NOW + 1);
+    const capturing = await store.addOrder(order(word("h2")), NOW);
+    await start(store, capturing.id, signed("h2", 8), NOW);
+    await store.captures.recordBroadcast(capturing.id, word("h2"), NOW + 1);
+    expect(await store.captures.capturedWithoutGas(NOW)).toEqual([]);
+
+    await store.applyChainChange(
+      {
+        kind: "head_block",
+        orphaned: [],
+        blocks: [{ number: 12, rows: captureLogs(word("h1"), word("h1"), 12, "confirmed") }],
+        synced: [],
+      },
+      NOW,
+    );
+    const found = await store.captures.capturedWithoutGas(NOW);
+    expect(found.map((f) => [f.order.id, f.order.state, f.capture.txHash])).toEqual([
+      [captured.id, "captured", word("h1")],
+    ]);
+    // Still listed once its event is final (the intent landed): a restart may come after that.
+    await store.finalizeThrough(12, NOW);
+    expect((await store.captures.get(captured.id))?.status).toBe("landed");
+    expect((await store.captures.capturedWithoutGas(NOW)).map((f) => f.order.id)).toEqual([
+      captured.id,
+    ]);
+    // Not changed since: left out.
+    expect(await store.captures.capturedWithoutGas(Date.now() + 60_000)).toEqual([]);
+    await store.captures.recordGas(
+      captured.id,
+      word("h1"),
+      { gasUsed: 60_001n, effectiveGasPrice: 3n },
+      NOW + 2,
+    );
+    expect(await store.captures.capturedWithoutGas(NOW)).toEqual([]);
+  });
+
   test("start() refuses a voided, expired or captured order and stores nothing", async () => {
     const { store, raw } = await freshStore(backend);
     const voided = await store.addOrder(order(word("d1")), NOW);

@@ -4,10 +4,15 @@ import { answeringResults, RpcError, type MethodTable } from "./jsonRpc.js";
 import { toQuantity } from "./rpcLogObject.js";
 import type { PendingLogsMode } from "./subscriptions.js";
 
+/** A sender address as devnet_holdSenders takes it: 0x and 40 hex digits, any case. */
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** More held senders than a test or the bench could mean is a mistake, refused. */
+const MAX_HELD_SENDERS = 100;
+
 /**
  * The `devnet_*` methods: what a test or the demo drives the front with (flashblocks and blocks on
- * demand, reorgs, pre-confirmations dropped or deferred, a lagging or stale pending view, faults).
- * No real node has them.
+ * demand, reorgs, pre-confirmations dropped or deferred, senders held back, a lagging or stale
+ * pending view, faults). No real node has them.
  */
 export function createAdminMethods(front: FrontParts): MethodTable {
   const { upstream, sequencer, watcher, subscriptions, state } = front;
@@ -72,6 +77,19 @@ export function createAdminMethods(front: FrontParts): MethodTable {
       const [hash] = params;
       if (typeof hash !== "string") throw new RpcError(-32602, "expected a transaction hash");
       return sequencer.defer(hash);
+    },
+    devnet_holdSenders: async (params) => {
+      const [senders] = params;
+      if (
+        !Array.isArray(senders) ||
+        senders.length > MAX_HELD_SENDERS ||
+        !senders.every((s) => typeof s === "string" && ADDRESS.test(s))
+      )
+        throw new RpcError(
+          -32602,
+          `expected an array of at most ${MAX_HELD_SENDERS} addresses (0x and 40 hex digits)`,
+        );
+      return sequencer.hold(senders as string[]);
     },
     devnet_setPendingLag: async (params) => {
       const [blocks] = params;

@@ -1,6 +1,7 @@
 import { createAdminMethods } from "./adminMethods.js";
 import { createCanonicalWatcher } from "./canonicalWatcher.js";
 import { createFrontState, type FrontParts } from "./frontParts.js";
+import { createHeldSenders } from "./heldSenders.js";
 import { createHttpFaults } from "./httpFaults.js";
 import type { MethodTable } from "./jsonRpc.js";
 import { createMethodRouter } from "./methodRouter.js";
@@ -50,8 +51,13 @@ export async function startFlashblocksFront(options: FrontOptions) {
   const upstream = createUpstream(options.anvilUrl);
   const subscriptions = createSubscriptions();
   if (options.pendingLogs !== undefined) subscriptions.setMode(options.pendingLogs);
-  const sequencer = createSequencer(upstream, (flashblock) =>
-    subscriptions.onFlashblock(flashblock),
+  const held = createHeldSenders(async (address) =>
+    Number(await upstream.call<string>("eth_getTransactionCount", [address, "latest"])),
+  );
+  const sequencer = createSequencer(
+    upstream,
+    (flashblock) => subscriptions.onFlashblock(flashblock),
+    held,
   );
   const later = (work: () => void) =>
     state.headsDelayMs > 0 ? void setTimeout(work, state.headsDelayMs) : work();
@@ -59,7 +65,7 @@ export async function startFlashblocksFront(options: FrontOptions) {
     onBlock: (header, logs) => later(() => subscriptions.onBlock(header, logs)),
     onRemoved: (logs) => later(() => subscriptions.onRemoved(logs)),
   });
-  const front: FrontParts = { upstream, sequencer, watcher, subscriptions, state };
+  const front: FrontParts = { upstream, sequencer, watcher, subscriptions, state, held };
 
   const methods: MethodTable = {
     ...createAdminMethods(front),

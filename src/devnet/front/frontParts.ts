@@ -1,6 +1,7 @@
 import type { WebSocket } from "ws";
 import type { CanonicalWatcher } from "./canonicalWatcher.js";
 import { NO_FAULTS, type Faults } from "./faults.js";
+import type { HeldSenders } from "./heldSenders.js";
 import type { Sequencer } from "./sequencer.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { Upstream } from "./upstream.js";
@@ -39,4 +40,6 @@ export type FrontParts = {
   watcher: CanonicalWatcher;
   subscriptions: Subscriptions;
   state: FrontState;
+  /** Senders held back by devnet_holdSenders: their sends are answered and kept apart. */
+  held: HeldSenders;
 };

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import type { FrontParts } from "./frontParts.js";
-import type { Answer, MethodTable } from "./jsonRpc.js";
+import { ok, type Answer, type MethodTable } from "./jsonRpc.js";
 import { createSendRawTransactionSync } from "./sendRawTransactionSync.js";
 
 /**
@@ -10,20 +10,30 @@ export function createSendMethods({
   upstream,
   sequencer,
   state,
-}: Pick<FrontParts, "upstream" | "sequencer" | "state">): MethodTable {
+  held,
+}: Pick<FrontParts, "upstream" | "sequencer" | "state" | "held">): MethodTable {
   // Not while a block is mined exactly (the pool's other transactions set aside, dropped and sent
   // again): a transaction entering the pool then could be dropped with them.
   const admitted = async (request: Parameters<typeof upstream.forward>[0]) =>
     (await sequencer.admit(() => upstream.forward(request))) as Answer;
+  // A held sender's transaction is answered with its hash and kept apart (heldSenders.ts).
+  const heldHash = (raw: unknown) =>
+    typeof raw === "string" && /^0x[0-9a-fA-F]+$/.test(raw) ? held.keep(raw as Hex) : undefined;
   const sendSync = createSendRawTransactionSync({
-    send: (rawTx: Hex) =>
-      admitted({ jsonrpc: "2.0", id: 0, method: "eth_sendRawTransaction", params: [rawTx] }),
+    send: async (rawTx: Hex) => {
+      const hash = await heldHash(rawTx);
+      if (hash !== undefined) return { result: hash };
+      return admitted({ jsonrpc: "2.0", id: 0, method: "eth_sendRawTransaction", params: [rawTx] });
+    },
     canonicalReceipt: (hash) => upstream.call("eth_getTransactionReceipt", [hash]),
     preconfirmedReceipt: (hash) => sequencer.preconfirmedReceipt(hash),
     missesFlashblock: () => state.faults.sendSyncMissesFlashblock,
   });
   return {
-    eth_sendRawTransaction: ({ request }) => admitted(request),
+    eth_sendRawTransaction: async ({ request, params }) => {
+      const hash = await heldHash(params[0]);
+      return hash !== undefined ? ok(request, hash) : admitted(request);
+    },
     eth_sendRawTransactionSync: async ({ request, params }) => ({
       jsonrpc: "2.0",
       id: request.id ?? null,

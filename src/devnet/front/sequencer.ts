@@ -1,3 +1,4 @@
+import type { HeldSenders } from "./heldSenders.js";
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
@@ -101,6 +102,8 @@ type PendingBlock = {
 export function createSequencer(
   upstream: Upstream,
   onFlashblock: (flashblock: Flashblock) => void,
+  /** Senders held back (heldSenders.ts): their transactions already in anvil's pool wait too. */
+  held: HeldSenders,
 ) {
   /** Oldest first; the last is open unless sealed. Mined ones stay until the chain catches up with the newest. */
   let blocks: PendingBlock[] = [];
@@ -200,7 +203,9 @@ export function createSequencer(
       true,
     ]);
     const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
-    const fresh = pool.transactions.filter((t) => !known.has(t.hash) && !dropped.has(t.hash));
+    const fresh = pool.transactions.filter(
+      (t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from),
+    );
     const newLogs: RpcLogObject[] = [];
     const newTransactions: FlashblockTransaction[] = [];
     if (fresh.length > 0) {
@@ -405,6 +410,18 @@ export function createSequencer(
           .find((t) => sameHash(t.hash, hash));
         if (tx !== undefined) deferred.add(tx.hash);
         return tx !== undefined;
+      }),
+    /**
+     * Holds back the transactions of `senders` (heldSenders.ts; the list replaces the held set,
+     * empty releases all). Those already in anvil's pool are in no flashblock and set aside at
+     * each block; the released ones kept apart go to anvil now, in nonce order, between steps.
+     */
+    hold: (senders: readonly string[]) =>
+      exclusive(async () => {
+        for (const raw of held.set(senders))
+          // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would.
+          await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
+        return held.senders();
       }),
     /** The canonical chain stays `blocks` behind the newest sealed pending block from the next mine on. */
     setLag: (blocksBehind: number) => exclusive(async () => void (lagBlocks = blocksBehind)),

@@ -161,6 +161,24 @@ export function createPostgresCaptures(
         }
         return result;
       }),
+    capturedWithoutGas: (since) =>
+      read(async (client) => {
+        const { rows } = await client.query(
+          `SELECT c.order_id FROM order_captures c JOIN orders o ON o.id = c.order_id
+           WHERE c.gas_used IS NULL AND c.updated_at >= $1 AND c.status IN ('sent', 'landed') AND o.state = 'captured'
+           ORDER BY c.updated_at`,
+          [since],
+        );
+        const result = [];
+        for (const row of rows as Array<{ order_id: string | number }>) {
+          const orderId = Number(row.order_id);
+          result.push({
+            order: await mustGetOrder(client, orderId, false),
+            capture: await mustGetCapture(client, orderId),
+          });
+        }
+        return result;
+      }),
     claimSend: (orderId, txHash, now) =>
       write(async (client) => {
         await createPostgresOrders(client).get(orderId, true);

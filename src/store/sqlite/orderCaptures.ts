@@ -106,6 +106,21 @@ export function createSqliteCaptures(
         .all(limit) as GasRow[];
       return rows.map(toCaptureGasRow);
     },
+    capturedWithoutGas: async (since) => {
+      // `+o.state`: no index on the order's state, whose captured rows are every capture ever
+      // made; the capture's recent change (order_captures_without_gas, schema 18) leads instead.
+      const rows = db
+        .prepare(
+          `SELECT o.*, c.order_id AS capture_order_id FROM order_captures c JOIN orders o ON o.id = c.order_id
+           WHERE c.gas_used IS NULL AND c.updated_at >= ? AND c.status IN ('sent', 'landed') AND +o.state = 'captured'
+           ORDER BY c.updated_at`,
+        )
+        .all(since) as Array<OrderRow & { capture_order_id: number }>;
+      return rows.map((row) => ({
+        order: toOrder(row),
+        capture: mustGetCapture(row.capture_order_id),
+      }));
+    },
     pending: async () => {
       const rows = statements
         .prepare(

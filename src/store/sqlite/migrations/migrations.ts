@@ -17,6 +17,7 @@ import { SCHEMA_V14 } from "./schemaV14.js";
 import { migrateToV15 } from "./schemaV15.js";
 import { migrateToV16 } from "./schemaV16.js";
 import { migrateToV17 } from "./schemaV17.js";
+import { SCHEMA_V18 } from "./schemaV18.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -40,6 +41,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 15, apply: migrateToV15 },
   { version: 16, apply: migrateToV16 },
   { version: 17, apply: migrateToV17 },
+  { version: 18, apply: SCHEMA_V18 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
