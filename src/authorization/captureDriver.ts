@@ -3,6 +3,7 @@ import type { Common } from "../common.js";
 import { crashPointFromEnv } from "../ops/crashPoint.js";
 import type { Store } from "../store/store.js";
 import { createCaptureRelay, type CaptureRelay } from "./captureRelay.js";
+import { SEND_SYNC_MAX_TIMEOUT_MS } from "./captureSyncSend.js";
 import { readRelayerPool } from "./keySources.js";
 import { createRelayerPool } from "./relayerPool.js";
 
@@ -34,6 +35,10 @@ export function startCaptureDriver(
     logger: deps.logger,
     metrics: deps.metrics,
     crashPoint: crashPointFromEnv(process.env),
+    // A settle's first send waits for its receipt no longer than the settle waits for it.
+    sendSync: {
+      timeoutMs: Math.min(SEND_SYNC_MAX_TIMEOUT_MS, deps.config.facilitator.settleTimeoutMs),
+    },
   });
   let running = false;
   const timer = setInterval(() => {
