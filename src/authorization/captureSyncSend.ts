@@ -25,7 +25,7 @@ import type { SendOutcome } from "./relayerGaps.js";
  * relay's receipt poller: whichever shows a receipt first answers.
  */
 
-/** Base's node caps the sync send's wait at this (base/base crates/client/flashblocks/src/rpc/eth.rs). */
+/** Base's cap on the sync send's wait (base/base crates/client/flashblocks/src/rpc/eth.rs). */
 export const SEND_SYNC_MAX_TIMEOUT_MS = 6_000;
 /**
  * How long a sync send runs alone before the receipt poller joins it: one Base flashblock (200 ms)
@@ -44,8 +44,11 @@ const UNSUPPORTED_CODES = [-32601, -32004];
  * exist/is not available", proxyd -32001 "rpc method is not whitelisted", others "unsupported
  * method", "method not supported"); a refusal of the transaction itself never names a method.
  */
-const UNSUPPORTED_TEXT =
-  /\bmethod\b.*\b(?:not found|does not exist|is not available|not supported|unsupported|not whitelisted|not allowed)\b|\b(?:unsupported|unknown|invalid) method\b/i;
+const UNSUPPORTED_TEXT = new RegExp(
+  String.raw`\bmethod\b.*\b(?:not found|does not exist|is not available|not supported|` +
+    String.raw`unsupported|not whitelisted|not allowed)\b|\b(?:unsupported|unknown) method\b`,
+  "i",
+);
 
 export const PLAIN_SEND = "eth_sendRawTransaction";
 export const SYNC_SEND = "eth_sendRawTransactionSync";
@@ -55,7 +58,7 @@ export type SendMethod = typeof PLAIN_SEND | typeof SYNC_SEND;
 /** A receipt of a sent transaction, from the sync send's answer or the hedging poller. */
 export type SentReceipt = { txHash: Hex; receipt: TransactionReceiptSummary };
 
-/** What a send came to: the node's answer as for a plain send, the method, a receipt if one came. */
+/** A send's end: the node's answer as for a plain send, the method, a receipt if one came. */
 export type SyncSent = { outcome: SendOutcome; method: SendMethod; seen?: SentReceipt | undefined };
 
 export type SyncSendOptions = {
@@ -75,7 +78,7 @@ type SyncAnswer =
   | { kind: "pooled" }
   | { kind: "unsupported"; reason: string };
 
-/** The capture relay's first sends (captureIntentSend.ts): sync where served, hedged by the poller. */
+/** The capture relay's first sends (captureIntentSend.ts): sync where served, poller-hedged. */
 export function createCaptureSyncSend(
   deps: {
     client: RpcClient;
@@ -104,7 +107,7 @@ export function createCaptureSyncSend(
     logger.info({ msg: "Probed sync send", method: SYNC_SEND, served: answer, reason });
   }
 
-  /** One eth_sendRawTransactionSync; the node's refusals of the bytes are thrown as RpcRequestError. */
+  /** One eth_sendRawTransactionSync; the node's refusals of the bytes throw RpcRequestError. */
   function syncCall(rawTx: Hex, txHash: Hex): Promise<SyncAnswer> {
     // Note: EIP-7966 types the timeout QUANTITY but shows a JSON number; Base's node reads a u64
     // number of milliseconds, as the devnet's stand-in does.
@@ -123,7 +126,7 @@ export function createCaptureSyncSend(
     });
   }
 
-  /** Resolves with the first receipt the poller shows for `txHash` after `hedgeAfterMs`; never once stopped. */
+  /** The first receipt the poller shows for `txHash` after `hedgeAfterMs`; never once stopped. */
   async function hedge(txHash: Hex, stop: AbortSignal): Promise<SentReceipt> {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, hedgeAfterMs);
@@ -183,7 +186,7 @@ export function createCaptureSyncSend(
   };
 }
 
-/** What a node's error to a sync send says: pooled without a receipt, method not served, or a refusal (thrown). */
+/** A node's error to a sync send: pooled without a receipt, not served, or a refusal (thrown). */
 function readNodeError(error: NodeError): SyncAnswer {
   if (error.code === SEND_SYNC_TIMEOUT_CODE || error.code === SEND_SYNC_NOT_READY_CODE)
     return { kind: "pooled" };

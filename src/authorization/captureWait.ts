@@ -105,7 +105,7 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
     );
   }
 
-  /** The receipt the order's send brought, if it is of the order's current intent or one it replaced. */
+  /** The receipt the order's send brought, if of the current intent or one it replaced. */
   async function sentReceipt(orderId: number) {
     const sent = deps.sentReceipts?.take(orderId);
     if (sent === undefined) return undefined;

@@ -6,14 +6,14 @@ import type { SentReceipt } from "./captureSyncSend.js";
  */
 const MAX_SENT_RECEIPTS = 10_000;
 
-/** Receipts that came with a send (captureSyncSend.ts), kept per order until its wait takes them. */
+/** Receipts that came with a send (captureSyncSend.ts), kept per order until its wait takes it. */
 export type SentReceipts = {
   put: (orderId: number, seen: SentReceipt) => void;
   /** The order's receipt, forgotten as it is taken: a later wait reads the chain again. */
   take: (orderId: number) => SentReceipt | undefined;
 };
 
-/** The hand-over from the capture relay's send (captureIntentSend.ts) to its wait (captureWait.ts). */
+/** The hand-over from the capture relay's send (captureIntentSend.ts) to its wait. */
 export function createSentReceipts(): SentReceipts {
   const kept = new Map<number, SentReceipt>();
   return {
