@@ -33,6 +33,14 @@ export const SEND_SYNC_MAX_TIMEOUT_MS = 6_000;
  * (the poller costs one batched read per tick) or missed the one that included it (base/base#3826).
  */
 export const SEND_SYNC_HEDGE_AFTER_MS = 250;
+/**
+ * Most sync sends of a relay on the wire at once; past it a send goes plainly and its wait polls.
+ * Each holds one of the RPC client's requests in flight (rpcPacing.ts: 32, and 4 more for head
+ * requests) until the node answers, a flashblock later or at its timeout: uncapped, a burst of
+ * settles, or one relayer's transactions held back, would hold every slot and stall the reads of
+ * every other settle and of the indexer behind them.
+ */
+export const SEND_SYNC_MAX_IN_FLIGHT = 8;
 /** EIP-7966: taken into the pool, no receipt within the timeout (data: the hash). */
 const SEND_SYNC_TIMEOUT_CODE = 4;
 /** EIP-7966: taken into the pool, not processable yet (a nonce gap, funds): data the hash. */
@@ -66,6 +74,8 @@ export type SyncSendOptions = {
   timeoutMs: number;
   /** SEND_SYNC_HEDGE_AFTER_MS by default. */
   hedgeAfterMs?: number | undefined;
+  /** SEND_SYNC_MAX_IN_FLIGHT by default. */
+  maxInFlight?: number | undefined;
 };
 
 export type CaptureSyncSend = {
@@ -92,9 +102,12 @@ export function createCaptureSyncSend(
   const { client, poller, logger } = deps;
   const timeoutMs = Math.max(1, Math.min(SEND_SYNC_MAX_TIMEOUT_MS, Math.floor(options.timeoutMs)));
   const hedgeAfterMs = options.hedgeAfterMs ?? SEND_SYNC_HEDGE_AFTER_MS;
+  const maxInFlight = options.maxInFlight ?? SEND_SYNC_MAX_IN_FLIGHT;
   let served: boolean | undefined;
   /** A probe is on the wire: other sends go plainly meanwhile, so one probe runs at a time. */
   let probing = false;
+  /** Sync sends not yet answered, those a hedge already beat included. */
+  let inFlight = 0;
 
   const plain = async (rawTx: Hex): Promise<SyncSent> => ({
     outcome: await deps.plainSend(rawTx),
@@ -133,11 +146,8 @@ export function createCaptureSyncSend(
       stop.addEventListener("abort", () => clearTimeout(timer), { once: true });
     });
     while (!stop.aborted) {
-      const standing = await poller.next([txHash], stop).catch((error: unknown) => {
-        if (error instanceof RetryableError) return { kind: "none" as const };
-        if (stop.aborted) return { kind: "none" as const };
-        throw error;
-      });
+      // A failed read is no verdict: the sync send is still on its way, and the next tick reads again.
+      const standing = await poller.next([txHash], stop).catch(() => ({ kind: "none" as const }));
       if (standing.kind === "preconfirmed" || standing.kind === "canonical")
         return { txHash: standing.txHash, receipt: standing.receipt };
     }
@@ -146,12 +156,14 @@ export function createCaptureSyncSend(
 
   async function sendSync(rawTx: Hex, txHash: Hex): Promise<SyncSent> {
     const stop = new AbortController();
+    inFlight++;
     const answered = syncCall(rawTx, txHash).then(
       (answer) => ({ kind: "answer", answer }) as const,
       (error: unknown) => ({ kind: "error", error }) as const,
     );
     // The probe is decided by the node's answer, whoever wins the race below.
     void answered.then((done) => {
+      inFlight--;
       probing = false;
       if (done.kind === "answer" && done.answer.kind === "unsupported")
         decide(false, done.answer.reason);
@@ -179,7 +191,8 @@ export function createCaptureSyncSend(
 
   return {
     send(rawTx, txHash) {
-      if (served === false || (served === undefined && probing)) return plain(rawTx);
+      if (served === false || (served === undefined && probing) || inFlight >= maxInFlight)
+        return plain(rawTx);
       if (served === undefined) probing = true;
       return sendSync(rawTx, txHash);
     },

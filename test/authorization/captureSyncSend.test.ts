@@ -133,4 +133,48 @@ describe("a sync send answered without a receipt", () => {
     // The node answered the method: it serves it, and the next capture asks it again.
     expect(lines.filter((l) => l.msg === "Probed sync send")).toMatchObject([{ served: true }]);
   }, 60_000);
+
+  test("past the cap of sync sends on the wire a send goes plainly: held sync sends never hold all of the client's requests in flight", async () => {
+    const { client: rpc, calls } = countingClient();
+    const relayer = privateKeyToAccount(devnet.privateKeys[7]!);
+    const orders = [];
+    for (const label of ["cap warm", "cap first", "cap second"])
+      orders.push(
+        await addSignedTransferOrder(store, client, devnet, {
+          buyer: privateKeyToAccount(devnet.privateKeys[3]!),
+          payee: privateKeyToAccount(devnet.privateKeys[2]!).address,
+          value: 83n,
+          label,
+        }),
+      );
+    const metrics = createMetrics({ defaultMetrics: false });
+    const { logger } = createMemoryLogger("info");
+    const relay = createCaptureRelay({
+      client: rpc,
+      store,
+      chainId: devnet.chainId,
+      relayer,
+      logger,
+      metrics,
+      sendSync: { timeoutMs: 300, hedgeAfterMs: 600_000, maxInFlight: 1 },
+    });
+    // The probe first (answered code 4: no flashblock comes), then two at once.
+    await relay.capture(orders[0]!.id);
+    await Promise.all([relay.capture(orders[1]!.id), relay.capture(orders[2]!.id)]);
+
+    expect(calls(SYNC)).toBe(2);
+    expect(calls("eth_sendRawTransaction")).toBe(1);
+    const byMethod = (await metrics.captureBroadcasts.get()).values.map((v) => [
+      v.labels.method,
+      v.value,
+    ]);
+    expect(byMethod).toEqual(
+      expect.arrayContaining([
+        [SYNC, 2],
+        ["eth_sendRawTransaction", 1],
+      ]),
+    );
+    await admin("devnet_flashblock");
+    await admin("devnet_mine");
+  }, 60_000);
 });
