@@ -3,9 +3,12 @@ import type { Common } from "../common.js";
 import { crashPointFromEnv } from "../ops/crashPoint.js";
 import type { Store } from "../store/store.js";
 import { createCaptureRelay, type CaptureRelay } from "./captureRelay.js";
+import { SEND_SYNC_MAX_TIMEOUT_MS } from "./captureSyncSend.js";
 import { readRelayerPool } from "./keySources.js";
 import { createRelayerPool } from "./relayerPool.js";
 
+/** Room between the node's sync send timeout and the client's own per-request timeout, in ms. */
+const SEND_SYNC_ANSWER_MARGIN_MS = 1_000;
 /** How often the daemon looks at the live capture intents. */
 export const CAPTURE_DRIVE_INTERVAL_MS = 1_000;
 
@@ -34,6 +37,15 @@ export function startCaptureDriver(
     logger: deps.logger,
     metrics: deps.metrics,
     crashPoint: crashPointFromEnv(process.env),
+    // A settle's first send waits for its receipt no longer than the settle waits for it, and
+    // the node answers before the client gives the request up (rpc.timeoutMs).
+    sendSync: {
+      timeoutMs: Math.min(
+        SEND_SYNC_MAX_TIMEOUT_MS,
+        deps.config.facilitator.settleTimeoutMs,
+        deps.config.rpc.timeoutMs - SEND_SYNC_ANSWER_MARGIN_MS,
+      ),
+    },
   });
   let running = false;
   const timer = setInterval(() => {

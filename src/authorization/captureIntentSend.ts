@@ -14,6 +14,8 @@ import type { Store } from "../store/store.js";
 import { rpc } from "./cancelRelay.js";
 import { replaceCapture } from "./captureFeeBump.js";
 import type { CaptureTransactions } from "./captureTransactions.js";
+import { PLAIN_SEND, type CaptureSyncSend } from "./captureSyncSend.js";
+import type { SentReceipts } from "./sentReceipts.js";
 import { readAuthorizationState } from "./tokenReads.js";
 
 export type CaptureIntentSendDeps = {
@@ -22,6 +24,12 @@ export type CaptureIntentSendDeps = {
   transactions: CaptureTransactions;
   /** The signing key of a relayer address, when this process holds it. */
   accountFor: (relayer: Address) => LocalAccount | undefined;
+  /**
+   * A first send in one round trip where the node serves it (captureSyncSend.ts); the receipt it
+   * brings is kept in `sentReceipts` for the wait. Without it every send is plain.
+   */
+  syncSend?: CaptureSyncSend | undefined;
+  sentReceipts?: SentReceipts | undefined;
   crashPoint?: ((step: CrashStep) => void) | undefined;
   metrics?: Pick<Metrics, "captureBroadcasts"> | undefined;
   logger: Logger;
@@ -85,20 +93,32 @@ export function createCaptureIntentSend(deps: CaptureIntentSendDeps): CaptureInt
         `the capture of order ${order.id} was abandoned before it was sent; nothing was broadcast`,
       );
     for (let attempt = 0; ; attempt++) {
-      const outcome = await transactions.send(intent.rawTx);
+      // Only a capture's first send waits for its receipt: resends and replacements come from the
+      // driver's pass over every live intent, which must not stand still for a node's timeout.
+      const { outcome, method, seen } =
+        attempt === 0 && kind === "first" && deps.syncSend !== undefined
+          ? await deps.syncSend.send(intent.rawTx, intent.txHash)
+          : { outcome: await transactions.send(intent.rawTx), method: PLAIN_SEND, seen: undefined };
       if (outcome === "accepted" || outcome === "known") {
         deps.crashPoint?.("sent");
         // "known": a node has these bytes (a retry after a lost answer): a broadcast all the same,
         // so the driver fee-bumps it when stuck and gap filling sees the nonce taken.
         await store.captures.recordBroadcast(order.id, intent.txHash, Date.now());
-        deps.metrics?.captureBroadcasts.inc({ kind: attempt === 0 ? kind : "replacement" });
+        if (seen !== undefined) deps.sentReceipts?.put(order.id, seen);
+        deps.metrics?.captureBroadcasts.inc({
+          kind: attempt === 0 ? kind : "replacement",
+          method,
+        });
         logger.info({
           msg: "Sent capture",
           order_id: order.id,
           tx_hash: intent.txHash,
           relayer_nonce: intent.relayerNonce,
           kind,
+          method,
           node_answer: outcome,
+          receipt:
+            seen === undefined ? "none" : seen.receipt.preconfirmed ? "preconfirmed" : "sealed",
         });
         return intent;
       }

@@ -24,6 +24,7 @@ import { replaceCapture } from "./captureFeeBump.js";
 import { createCaptureIntentSend } from "./captureIntentSend.js";
 import { createCaptureNonces } from "./captureNonces.js";
 import { judgeCaptureReceipt } from "./captureReceipt.js";
+import { createCaptureSyncSend, type SyncSendOptions } from "./captureSyncSend.js";
 import { createCaptureTransactions } from "./captureTransactions.js";
 import { createCaptureWait, type CaptureSeen } from "./captureWait.js";
 import { RELAYER_KEY_ENV } from "./keySources.js";
@@ -31,6 +32,7 @@ import { createRelayerGaps } from "./relayerGaps.js";
 import { createRelayerNonces } from "./relayerNonces.js";
 import { createRelayerPool, type RelayerPool, type RelayerStanding } from "./relayerPool.js";
 import { createReceiptPoller } from "./receiptPoller.js";
+import { createSentReceipts } from "./sentReceipts.js";
 import {
   captureCallData,
   captureOverload,
@@ -100,6 +102,8 @@ export type CaptureRelayDeps = {
   replaceAfterMs?: number | undefined;
   /** How often waits read receipts (receiptPoller.ts RECEIPT_POLL_INTERVAL_MS by default). */
   pollingIntervalMs?: number | undefined;
+  /** First sends by eth_sendRawTransactionSync where the node serves it (captureSyncSend.ts); plain without. */
+  sendSync?: SyncSendOptions | undefined;
 };
 
 export type CaptureSent = { order: Order; txHash: Hex; alreadySent: boolean };
@@ -142,11 +146,17 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const poller = createReceiptPoller({ client, pollingIntervalMs: deps.pollingIntervalMs });
   const { accountFor } = pool;
   const transactions = createCaptureTransactions({ client, chainId: deps.chainId, relayerNonces });
+  const sentReceipts = createSentReceipts();
+  const syncSend =
+    deps.sendSync &&
+    createCaptureSyncSend({ client, poller, plainSend: transactions.send, logger }, deps.sendSync);
   const { sendIntent, landed } = createCaptureIntentSend({
     client,
     store,
     transactions,
     accountFor,
+    syncSend,
+    sentReceipts,
     crashPoint: deps.crashPoint,
     metrics: deps.metrics,
     logger,
@@ -171,6 +181,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
   const wait = createCaptureWait({
     store,
     poller,
+    sentReceipts,
     crashPoint: deps.crashPoint,
     logger,
     onPaid: (order, txHash, receipt) => recordGas(order, txHash, receipt),

@@ -12,6 +12,7 @@ import { OrderNotFoundError, type CaptureIntent, type Order } from "../store/ord
 import type { Store } from "../store/store.js";
 import { judgeCaptureReceipt } from "./captureReceipt.js";
 import type { ReceiptPoller, ReceiptStanding } from "./receiptPoller.js";
+import type { SentReceipts } from "./sentReceipts.js";
 
 /** How often a wait hands the intent to the driver (re-send, replacement). */
 const DRIVE_DURING_WAIT_MS = 1_000;
@@ -33,6 +34,8 @@ export type CaptureWaitOptions = {
 export type CaptureWaitDeps = {
   store: Store;
   poller: ReceiptPoller;
+  /** Receipts that came with the send (eth_sendRawTransactionSync, or the poller hedging it). */
+  sentReceipts?: SentReceipts | undefined;
   /** One drive step for the intent while nothing is seen (captureRelay.ts); its errors are the caller's to log. */
   drive: (order: Order, capture: CaptureIntent) => Promise<void>;
   /** Called once a receipt is judged to show the payment, before the wait answers (gas accounting). */
@@ -43,9 +46,9 @@ export type CaptureWaitDeps = {
 };
 
 /**
- * The capture relay's wait (captureRelay.ts waitFor): reads the intent's receipts on the shared
- * poller until one is pre-confirmed or deep enough and shows the payment, driving the intent
- * every DRIVE_DURING_WAIT_MS while none is seen.
+ * The capture relay's wait (captureRelay.ts waitFor): starts from the receipt its send brought, if
+ * any, then reads the intent's receipts on the shared poller until one is pre-confirmed or deep
+ * enough and shows the payment, driving the intent every DRIVE_DURING_WAIT_MS while none is seen.
  */
 export function createCaptureWait(deps: CaptureWaitDeps) {
   const { store, poller, logger } = deps;
@@ -102,6 +105,15 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
     );
   }
 
+  /** The receipt the order's send brought, if of the current intent or one it replaced. */
+  async function sentReceipt(orderId: number) {
+    const sent = deps.sentReceipts?.take(orderId);
+    if (sent === undefined) return undefined;
+    const capture = await store.captures.get(orderId);
+    const hashes = [capture?.txHash, ...(capture?.replacedTxHashes ?? [])];
+    return hashes.some((h) => h?.toLowerCase() === sent.txHash.toLowerCase()) ? sent : undefined;
+  }
+
   return async function waitFor(
     orderId: number,
     { confirmations, timeoutMs, signal }: CaptureWaitOptions,
@@ -111,6 +123,24 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
     let lastSeen = "no receipt";
     const order = await store.getOrder(orderId);
     if (order === undefined) throw new OrderNotFoundError(`no order ${orderId}`);
+    const sent = await sentReceipt(orderId);
+    if (sent !== undefined) {
+      // Judged as a polled receipt is: a revert or a success without the payment ends the wait.
+      await judgeSeen(order, sent.txHash, sent.receipt);
+      deps.crashPoint?.("preconfirmed");
+      const { preconfirmed, blockNumber } = sent.receipt;
+      lastSeen = preconfirmed
+        ? `pre-confirmed for block ${blockNumber}`
+        : `in block ${blockNumber}`;
+      // A sealed receipt from the node counts its own block; deeper waits read the chain.
+      if (confirmations === 0)
+        return {
+          txHash: sent.txHash,
+          status: preconfirmed ? "preconfirmed" : "confirmed",
+          blockNumber,
+          confirmations: preconfirmed ? 0 : 1,
+        };
+    }
     for (;;) {
       const capture = await store.captures.get(orderId);
       if (capture === undefined) throw new OrderNotFoundError(`order ${orderId} has no capture`);

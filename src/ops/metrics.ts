@@ -232,8 +232,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     captureBroadcasts: new Counter({
       name: "flashindex_capture_broadcasts_total",
-      help: "Capture transactions handed to the node by the capture relay: first (new intent), resend (the same bytes: after a crash, a drop or a reorg), replacement (same nonce, higher fee).",
-      labelNames: ["kind"] as const,
+      help: "Capture transactions handed to the node by the capture relay: first (new intent), resend (the same bytes: after a crash, a drop or a reorg), replacement (same nonce, higher fee); by the JSON-RPC method that carried them (eth_sendRawTransactionSync where the node serves it).",
+      labelNames: ["kind", "method"] as const,
       registers,
     }),
     settleRequests: new Counter({
