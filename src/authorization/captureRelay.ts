@@ -266,7 +266,8 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     if (await readAuthorizationState(client, order.token, order.authorizer, order.nonce, "pending"))
       return "none";
     const stuck =
-      capture.lastBroadcastAt !== null && now - capture.lastBroadcastAt >= replaceAfterMs;
+      // Counted from the current bytes' first send: every pass re-sends them and moves the last.
+      capture.firstBroadcastAt !== null && now - capture.firstBroadcastAt >= replaceAfterMs;
     const account = accountFor(capture.relayer);
     if (stuck && account !== undefined) {
       const replacement = await replaceCapture({ store, transactions }, account, order, capture);
@@ -275,7 +276,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
         order_id: order.id,
         replaced_tx_hash: capture.txHash,
         tx_hash: replacement.txHash,
-        waited_ms: now - capture.lastBroadcastAt!,
+        waited_ms: now - capture.firstBroadcastAt!,
       });
       await sendIntent(order, replacement, "replacement");
       return "replaced";

@@ -46,7 +46,7 @@ export function createRelayerGaps(deps: RelayerGapsDeps) {
     ): Promise<number> {
       const mine = live.filter((c) => isAddressEqual(c.relayer, account.address));
       const waiting = mine.filter(
-        (c) => c.lastBroadcastAt !== null && now - c.lastBroadcastAt >= deps.replaceAfterMs,
+        (c) => c.firstBroadcastAt !== null && now - c.firstBroadcastAt >= deps.replaceAfterMs,
       );
       if (waiting.length === 0) return 0;
       const lowest = Math.min(...waiting.map((c) => c.relayerNonce));

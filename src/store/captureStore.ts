@@ -106,6 +106,7 @@ export type CaptureRow = {
   status: CaptureStatus;
   broadcasts: number;
   last_broadcast_at: number | null;
+  first_broadcast_at: number | null;
   created_at: number;
   updated_at: number;
   owner: string | null;
@@ -129,6 +130,7 @@ export function toCaptureIntent(row: CaptureRow): CaptureIntent {
     status: row.status,
     broadcasts: Number(row.broadcasts),
     lastBroadcastAt: row.last_broadcast_at === null ? null : Number(row.last_broadcast_at),
+    firstBroadcastAt: row.first_broadcast_at === null ? null : Number(row.first_broadcast_at),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     owner: row.owner ?? null,

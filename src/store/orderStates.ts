@@ -317,8 +317,13 @@ export type CaptureIntent = CaptureTransaction & {
   replacedTxHashes: Hex[];
   /** How many times the current bytes were handed to the node. */
   broadcasts: number;
-  /** Unix ms; null before the first send. */
+  /** Unix ms of the latest send of the current bytes (re-sends included); null before the first. */
   lastBroadcastAt: number | null;
+  /**
+   * Unix ms of the first send of the current bytes (schema 19; a replacement starts it again):
+   * how long the transaction has waited is counted from here. Null before the first send.
+   */
+  firstBroadcastAt: number | null;
   createdAt: number;
   updatedAt: number;
   /** The process that stored it (schema 15; null before). */

@@ -139,6 +139,54 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(count).toBe(sent.relayerNonce + 1);
   }, 90_000);
 
+  test("a capture the driver re-sends every pass is still replaced once its first send is older than the bound", async () => {
+    const rpcClient = createRpcClient(
+      testDeps(
+        testConfig({
+          chainId: devnet.chainId,
+          rpc: { http: [devnet.httpUrl] },
+          logLevel: "silent",
+        }),
+      ),
+    );
+    const relayer = privateKeyToAccount(devnet.privateKeys[6]!);
+    const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
+    const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+    const order = await addSignedTransferOrder(store, client, devnet, {
+      buyer,
+      payee,
+      value: 79n,
+      label: "resent",
+    });
+    // Stuck as in the first test: one nonce above a nonce reserved and never sent.
+    const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
+    const hold = { relayer: relayer.address, nonce: gap, holder: "test:refused" };
+    await store.nonces.reserve({ ...hold, floor: gap, owner: "test" }, Date.now());
+    const relay = createCaptureRelay({
+      client: rpcClient,
+      store,
+      chainId: devnet.chainId,
+      relayer,
+      logger: createMemoryLogger("silent").logger,
+      replaceAfterMs: 1_000,
+    });
+    const first = await relay.capture(order.id);
+    await store.nonces.release(hold, Date.now());
+    // Passes in real time, as the daemon's driver runs them: each one re-sends the bytes, which
+    // must not restart the bound.
+    let replaced = 0;
+    const deadline = Date.now() + 5_000;
+    while (replaced === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      replaced += (await relay.drive(Date.now())).replaced;
+    }
+    const after = (await store.captures.get(order.id))!;
+    expect(replaced).toBe(1);
+    expect(after.replacedTxHashes).toEqual([first.txHash]);
+    expect(after.broadcasts).toBeGreaterThan(0);
+    expect(after.firstBroadcastAt).not.toBeNull();
+  }, 60_000);
+
   test('a re-send the node answers "already known" counts as a broadcast, so the stuck capture is fee-bumped later', async () => {
     const rpcClient = createRpcClient(
       testDeps(

@@ -15,7 +15,7 @@ import { createPostgresOrders } from "./orders.js";
 type InTransaction = <T>(work: (client: pg.ClientBase) => Promise<T>) => Promise<T>;
 
 const CAPTURE_COLUMNS = `order_id, relayer, relayer_nonce, tx_hash, raw_tx, max_fee_per_gas::text AS max_fee_per_gas,
-  max_priority_fee_per_gas::text AS max_priority_fee_per_gas, replaced_tx_hashes, status, broadcasts, last_broadcast_at, created_at, updated_at,
+  max_priority_fee_per_gas::text AS max_priority_fee_per_gas, replaced_tx_hashes, status, broadcasts, last_broadcast_at, first_broadcast_at, created_at, updated_at,
   owner, send_started_at, gas_used::text AS gas_used, effective_gas_price::text AS effective_gas_price`;
 
 /**
@@ -100,7 +100,7 @@ export function createPostgresCaptures(
            VALUES ($1, $2, $3, $4, $5, $6, $7, 'sent', 0, NULL, '[]', $8, $8, $9, NULL)
            ON CONFLICT (order_id) DO UPDATE SET relayer = excluded.relayer, relayer_nonce = excluded.relayer_nonce, tx_hash = excluded.tx_hash,
              raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
-             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
+             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, first_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
              owner = excluded.owner, send_started_at = NULL`,
           [
             orderId,
@@ -205,7 +205,7 @@ export function createPostgresCaptures(
     recordBroadcast: (orderId, txHash, now) =>
       write(async (client) => {
         const { rowCount } = await client.query(
-          "UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = $1, send_started_at = COALESCE(send_started_at, $1), updated_at = $1 WHERE order_id = $2 AND tx_hash = $3",
+          "UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = $1, first_broadcast_at = COALESCE(first_broadcast_at, $1), send_started_at = COALESCE(send_started_at, $1), updated_at = $1 WHERE order_id = $2 AND tx_hash = $3",
           [now, orderId, txHash.toLowerCase()],
         );
         const capture = await get(client, orderId);
@@ -229,7 +229,7 @@ export function createPostgresCaptures(
         const current = await mustGetCapture(client, orderId);
         await client.query(
           `UPDATE order_captures SET relayer = $1, relayer_nonce = $2, tx_hash = $3, raw_tx = $4, max_fee_per_gas = $5, max_priority_fee_per_gas = $6,
-             replaced_tx_hashes = $7, broadcasts = 0, last_broadcast_at = NULL, updated_at = $8 WHERE order_id = $9`,
+             replaced_tx_hashes = $7, broadcasts = 0, last_broadcast_at = NULL, first_broadcast_at = NULL, updated_at = $8 WHERE order_id = $9`,
           [
             tx.relayer.toLowerCase(),
             tx.relayerNonce,

@@ -65,7 +65,7 @@ export function createSqliteCaptures(
            VALUES (?, ?, ?, ?, ?, ?, ?, 'sent', 0, NULL, '[]', ?, ?, ?, NULL)
            ON CONFLICT (order_id) DO UPDATE SET relayer = excluded.relayer, relayer_nonce = excluded.relayer_nonce, tx_hash = excluded.tx_hash,
              raw_tx = excluded.raw_tx, max_fee_per_gas = excluded.max_fee_per_gas, max_priority_fee_per_gas = excluded.max_priority_fee_per_gas,
-             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
+             status = 'sent', broadcasts = 0, last_broadcast_at = NULL, first_broadcast_at = NULL, replaced_tx_hashes = '[]', created_at = excluded.created_at, updated_at = excluded.updated_at,
              owner = excluded.owner, send_started_at = NULL`,
           )
           .run(
@@ -146,9 +146,9 @@ export function createSqliteCaptures(
       write(() => {
         const changed = statements
           .prepare(
-            "UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, send_started_at = COALESCE(send_started_at, ?), updated_at = ? WHERE order_id = ? AND tx_hash = ?",
+            "UPDATE order_captures SET broadcasts = broadcasts + 1, last_broadcast_at = ?, first_broadcast_at = COALESCE(first_broadcast_at, ?), send_started_at = COALESCE(send_started_at, ?), updated_at = ? WHERE order_id = ? AND tx_hash = ?",
           )
-          .run(now, now, now, orderId, lower(txHash)).changes;
+          .run(now, now, now, now, orderId, lower(txHash)).changes;
         const capture = get(orderId);
         if (changed === 1 && capture !== undefined)
           marks.mark(
@@ -183,7 +183,7 @@ export function createSqliteCaptures(
         statements
           .prepare(
             `UPDATE order_captures SET relayer = ?, relayer_nonce = ?, tx_hash = ?, raw_tx = ?, max_fee_per_gas = ?, max_priority_fee_per_gas = ?,
-             replaced_tx_hashes = ?, broadcasts = 0, last_broadcast_at = NULL, updated_at = ? WHERE order_id = ?`,
+             replaced_tx_hashes = ?, broadcasts = 0, last_broadcast_at = NULL, first_broadcast_at = NULL, updated_at = ? WHERE order_id = ?`,
           )
           .run(
             lower(tx.relayer),

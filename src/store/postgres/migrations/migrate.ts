@@ -11,6 +11,7 @@ import { POSTGRES_SCHEMA_V15 } from "./schemaV15.js";
 import { POSTGRES_SCHEMA_V16 } from "./schemaV16.js";
 import { POSTGRES_SCHEMA_V17 } from "./schemaV17.js";
 import { POSTGRES_SCHEMA_V18 } from "./schemaV18.js";
+import { POSTGRES_SCHEMA_V19 } from "./schemaV19.js";
 
 /**
  * Ordered schema steps, numbered like the SQLite store's versions they match (the first brings a new
@@ -28,6 +29,7 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }
   { version: 16, sql: POSTGRES_SCHEMA_V16 },
   { version: 17, sql: POSTGRES_SCHEMA_V17 },
   { version: 18, sql: POSTGRES_SCHEMA_V18 },
+  { version: 19, sql: POSTGRES_SCHEMA_V19 },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

@@ -18,6 +18,7 @@ import { migrateToV15 } from "./schemaV15.js";
 import { migrateToV16 } from "./schemaV16.js";
 import { migrateToV17 } from "./schemaV17.js";
 import { SCHEMA_V18 } from "./schemaV18.js";
+import { SCHEMA_V19 } from "./schemaV19.js";
 
 /** One schema step: SQL, or a function for a step SQL alone cannot express (a table rebuild). */
 type Migration = { version: number; apply: string | ((db: Database) => void) };
@@ -42,6 +43,7 @@ const MIGRATIONS: readonly Migration[] = [
   { version: 16, apply: migrateToV16 },
   { version: 17, apply: migrateToV17 },
   { version: 18, apply: SCHEMA_V18 },
+  { version: 19, apply: SCHEMA_V19 },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
