@@ -2,13 +2,7 @@ import { getAddress, type Address, type Hex, type LocalAccount } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
 import type { TransactionReceiptSummary } from "../chain/transactionReceipt.js";
 import { UsageError } from "../errors/base.js";
-import {
-  CaptureFundsError,
-  CaptureRevertedError,
-  CaptureTimeoutError,
-  ReceivePayeeError,
-} from "../errors/capture.js";
-import { RpcRequestError } from "../errors/rpc.js";
+import { CaptureFundsError, CaptureTimeoutError, ReceivePayeeError } from "../errors/capture.js";
 import type { Logger } from "../ops/logger.js";
 import type { CrashStep } from "../ops/crashPoint.js";
 import type { Metrics } from "../ops/metrics.js";
@@ -19,7 +13,6 @@ import {
   type Order,
 } from "../store/orderStates.js";
 import type { Store } from "../store/store.js";
-import { parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { replaceCapture } from "./captureFeeBump.js";
 import { createCaptureIntentSend } from "./captureIntentSend.js";
 import { createCaptureNonces } from "./captureNonces.js";
@@ -36,6 +29,7 @@ import { createSentReceipts } from "./sentReceipts.js";
 import {
   captureCallData,
   captureOverload,
+  estimateCapture,
   type CaptureCall,
   type CaptureOverload,
 } from "./simulateCapture.js";
@@ -108,6 +102,17 @@ export type CaptureRelayDeps = {
 
 export type CaptureSent = { order: Order; txHash: Hex; alreadySent: boolean };
 
+/**
+ * How a capture's transaction is made: `suffix`, ERC-8021 bytes appended to the calldata; the
+ * token call `overload` and the `gas` estimate when the caller (the facilitator's verify) read
+ * them moments ago, so they are not read again.
+ */
+export type CaptureOptions = {
+  suffix?: Hex | undefined;
+  overload?: CaptureOverload | undefined;
+  gas?: bigint | undefined;
+};
+
 export type CaptureRelay = {
   /**
    * Captures a stored order: simulates the token call from the relayer, signs the transaction, moves
@@ -115,10 +120,7 @@ export type CaptureRelay = {
    * already has an intent gets no new transaction: its stored one is sent again if the node lost it,
    * and returned with `alreadySent`. `suffix`: ERC-8021 bytes appended to the calldata.
    */
-  capture: (
-    orderId: number,
-    options?: { suffix?: Hex | undefined; overload?: CaptureOverload | undefined },
-  ) => Promise<CaptureSent>;
+  capture: (orderId: number, options?: CaptureOptions) => Promise<CaptureSent>;
   /**
    * Waits until the order's capture is pre-confirmed (confirmations 0) or in that many canonical
    * blocks, with a receipt that shows the payment (status success, the authorization's
@@ -398,37 +400,23 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
 
   /**
    * capture()'s new transaction: gas estimated from `account` (the estimate runs the call: a revert
-   * there is the simulation's), signed, stored, sent. The estimate, the fees and the relayer's
-   * pending count are read at once: one round trip before signing, not three.
+   * there is the simulation's) unless the caller measured it already, signed, stored, sent. The
+   * estimate, the fees and the relayer's pending count are read at once: one round trip before
+   * signing, not three.
    */
   async function signAndSend(
     order: Order,
     account: LocalAccount,
-    options: { suffix?: Hex | undefined; overload?: CaptureOverload | undefined },
+    options: CaptureOptions,
   ): Promise<CaptureSent> {
     const orderId = order.id;
     const call = callOf(order);
     const overload = options.overload ?? (await captureOverload(client, call));
-    const data = captureCallData(call, overload, options.suffix);
-    const estimating = rpc("estimating the capture's gas", () =>
-      // `pending`, as verify and the simulation read: a payer funded by a pre-confirmed transfer
-      // must not pass verify and fail here (geth and reth estimate at `latest` without a tag).
-      client.request(
-        "eth_estimateGas",
-        [{ from: account.address, to: order.token, data }, "pending"],
-        parseQuantity,
-      ),
-    ).catch((error: unknown) => {
-      if (!(error instanceof RpcRequestError)) throw error;
-      const reason = revertReason(error);
-      throw new CaptureRevertedError(
-        `the gas estimate of the capture of order ${orderId} reverted: ${reason}; nothing was sent`,
-        reason,
-        undefined,
-        { cause: error },
-      );
-    });
-    const [estimate, fees, floor] = await Promise.all([
+    const estimating =
+      options.gas !== undefined
+        ? { data: captureCallData(call, overload, options.suffix), gas: options.gas }
+        : estimateCapture(client, call, account.address, { suffix: options.suffix, overload });
+    const [{ data, gas: estimate }, fees, floor] = await Promise.all([
       estimating,
       transactions.fees(),
       relayerNonces.pendingCount(account.address),

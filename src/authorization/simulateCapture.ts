@@ -1,8 +1,8 @@
 import { concat, encodeFunctionData, type Address, type Hex } from "viem";
 import type { RpcClient } from "../chain/rpcClient.js";
-import { RpcRequestError } from "../errors/rpc.js";
+import { isExecutionReverted, RpcRequestError } from "../errors/rpc.js";
 import { CaptureRevertedError } from "../errors/capture.js";
-import { parseData, revertReason, rpc } from "./cancelRelay.js";
+import { parseData, parseQuantity, revertReason, rpc } from "./cancelRelay.js";
 import { EIP3009_ABI } from "./eip3009Abi.js";
 import { toTokenEcdsaSignature, type AuthorizationKind } from "./verifyAuthorization.js";
 
@@ -81,7 +81,8 @@ export async function simulateCapture(
   await rpc(`simulating ${what}`, () =>
     client.request("eth_call", [{ from: caller, to: call.token, data }, "pending"], parseData),
   ).catch((error: unknown) => {
-    if (!(error instanceof RpcRequestError)) throw error;
+    // Only a revert is the token's refusal; any other answer is a failure of the node.
+    if (!(error instanceof RpcRequestError) || !isExecutionReverted(error)) throw error;
     const reason = revertReason(error);
     throw new CaptureRevertedError(
       `the token refuses ${what} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`,
@@ -91,4 +92,39 @@ export async function simulateCapture(
     );
   });
   return { data, overload };
+}
+
+/**
+ * eth_estimateGas of the capture from `caller` at `pending`: the node runs the call to measure it,
+ * so this is simulateCapture's check with the gas in the same round trip. A revert throws
+ * CaptureRevertedError with the token's reason. `pending`, as verify reads: a payer funded by a
+ * pre-confirmed transfer must not pass verify and fail here (geth and reth estimate at `latest`
+ * without a tag).
+ */
+export async function estimateCapture(
+  client: RpcClient,
+  call: CaptureCall,
+  caller: Address,
+  options: { suffix?: Hex | undefined; overload: CaptureOverload },
+): Promise<{ data: Hex; gas: bigint }> {
+  const data = captureCallData(call, options.overload, options.suffix);
+  const what = call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
+  const gas = await rpc(`estimating the gas of ${what}`, () =>
+    client.request(
+      "eth_estimateGas",
+      [{ from: caller, to: call.token, data }, "pending"],
+      parseQuantity,
+    ),
+  ).catch((error: unknown) => {
+    // Only a revert is the token's refusal; any other answer is a failure of the node.
+    if (!(error instanceof RpcRequestError) || !isExecutionReverted(error)) throw error;
+    const reason = revertReason(error);
+    throw new CaptureRevertedError(
+      `the token refuses ${what} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`,
+      reason,
+      undefined,
+      { cause: error },
+    );
+  });
+  return { data, gas };
 }

@@ -264,3 +264,23 @@ function describeCode(code: Hex): string {
     ? `an EOA delegated to 0x${code.slice(8)} under EIP-7702`
     : "a smart-contract wallet";
 }
+
+/**
+ * Whether `signature` is an ECDSA signature the token's ECRecover accepts (65 bytes, v 27/28 or
+ * 0/1, low s) that recovers to the authorizer of `message`: the check that needs no read.
+ */
+export async function recoversToAuthorizer(
+  domain: TokenDomain,
+  kind: AuthorizationKind,
+  message: TransferAuthorization,
+  signature: SignatureInput,
+): Promise<boolean> {
+  try {
+    const { signature: ecdsa } = toTokenEcdsaSignature(signature);
+    const hash = transferAuthorizationDigest(domain, kind, message);
+    return isAddressEqual(await recoverAddress({ hash, signature: ecdsa }), message.from);
+  } catch {
+    // Not of the token's ECDSA form, or recovering nothing: the caller checks it the long way.
+    return false;
+  }
+}

@@ -107,6 +107,17 @@ const INVALID_PARAMS = -32602;
 const INVALID_REQUEST = -32600;
 const METHOD_NOT_SUPPORTED = -32004;
 
+/**
+ * Whether a node's error to eth_call or eth_estimateGas is the call's revert (code 3 with the
+ * revert data, or geth's -32000 "execution reverted" without data), not a failure of the node.
+ */
+export function isExecutionReverted(error: RpcRequestError): boolean {
+  return (
+    error.code === EXECUTION_REVERTED_CODE ||
+    /^execution reverted/i.test(error.shortMessage.replace(/^\S+ failed: /, ""))
+  );
+}
+
 /** What nodes answer eth_sendRawTransaction when they refuse or already hold the transaction. */
 const SEND_VERDICT =
   /already known|known transaction|already imported|nonce too low|nonce has already been used|underpriced|insufficient funds/i;

@@ -13,14 +13,15 @@ import type { CaptureRelay } from "../authorization/captureRelay.js";
 import { parseData, rpc } from "../authorization/cancelRelay.js";
 import type { TokenDomain } from "../authorization/eip3009.js";
 import {
+  estimateCapture,
   overloadForCode,
-  simulateCapture,
   type CaptureOverload,
 } from "../authorization/simulateCapture.js";
 import { readAuthorizationState } from "../authorization/tokenReads.js";
 import {
   BadSignatureError,
   readAuthorizerCode,
+  recoversToAuthorizer,
   verifyTransferAuthorization,
   WrongSignerError,
 } from "../authorization/verifyAuthorization.js";
@@ -99,7 +100,9 @@ const SETTLE_CLAIM_LEASE_MARGIN_MS = 30_000;
 const REPEAT_POLL_INTERVAL_MS = 50;
 
 /** What judging a payment found: why it is refused, or the token call overload its capture takes. */
-type Judgement = { refusal: Refusal } | { refusal: undefined; overload: CaptureOverload };
+type Judgement =
+  | { refusal: Refusal }
+  | { refusal: undefined; overload: CaptureOverload; gas?: bigint | undefined };
 
 /** An answer and the HTTP status it goes out with. */
 export type Answer<T> = { status: number; body: T };
@@ -162,43 +165,70 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
       chainId: deps.chainId,
       verifyingContract: token.address,
     };
-    // One read of the authorizer's code at the pending view serves the signature check and the
-    // simulation's overload: the token runs on that state, a wallet deployed or an EOA delegated
-    // (EIP-7702) by a pre-confirmed transaction included.
-    const code = await rpc("reading the authorizer's code", () =>
-      readAuthorizerCode(client, authorization.from, "pending"),
-    );
-    try {
-      await verifyTransferAuthorization(
-        client,
-        domain,
-        "transfer",
-        authorization,
-        request.signature,
-        { code },
-      );
-    } catch (error) {
-      if (error instanceof BadSignatureError || error instanceof WrongSignerError)
-        return { refusal: refuse(R.invalidSignature, error.shortMessage) };
-      throw error;
+    const call = {
+      token: token.address,
+      kind: "transfer" as const,
+      ...authorization,
+      signature: request.signature,
+    };
+    // An ECDSA signature that recovers to the payer needs no read: the token takes its v, r, s on
+    // every FiatToken version (v2.2 hands them to the payer's wallet when it has code, as it would
+    // the same bytes). Any other is checked as the token checks it, from the payer's code.
+    let overload: CaptureOverload = "vrs";
+    if (!(await recoversToAuthorizer(domain, "transfer", authorization, request.signature))) {
+      const checked = await checkedSignature(domain, authorization, request.signature);
+      if ("refusal" in checked) return checked;
+      overload = checked.overload;
     }
-    const overload = overloadForCode(code, request.signature);
     if (followUp !== undefined) return { refusal: undefined, overload };
-    const call = { token: token.address, kind: "transfer" as const, ...authorization };
     try {
-      // The token checks the nonce and the balance itself: a transfer that runs needs no read of
-      // either, one that reverts is told apart below, in the order verify has always reported.
-      await simulateCapture(client, { ...call, signature: request.signature }, deps.relayer, {
+      // The node runs the transfer to estimate it: the token's own checks of the signature, the
+      // nonce and the balance, on the pending view, and the gas the capture needs, in one call.
+      const { gas } = await estimateCapture(client, call, deps.relayer, {
         overload,
+        suffix: suffixOf(request),
       });
-      return { refusal: undefined, overload };
+      return { refusal: undefined, overload, gas };
     } catch (error) {
       if (!(error instanceof CaptureRevertedError)) throw error;
+      // Told apart in the order verify has always reported: signature, nonce, balance, the rest.
+      const checked = await checkedSignature(domain, authorization, request.signature);
+      if ("refusal" in checked) return checked;
       const refusal =
         (await refusalOfState(request)) ??
         refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
       return { refusal };
     }
+  }
+
+  /**
+   * The signature checked as FiatToken v2.2 does, from the payer's code at the pending view (the
+   * state the token runs on, a wallet deployed or an EOA delegated by EIP-7702 in a pre-confirmed
+   * transaction included): the token call overload it takes, or the refusal.
+   */
+  async function checkedSignature(
+    domain: TokenDomain,
+    authorization: ExactAuthorization,
+    signature: Hex,
+  ): Promise<{ refusal: Refusal } | { overload: CaptureOverload }> {
+    const code = await rpc("reading the authorizer's code", () =>
+      readAuthorizerCode(client, authorization.from, "pending"),
+    );
+    try {
+      await verifyTransferAuthorization(client, domain, "transfer", authorization, signature, {
+        code,
+      });
+    } catch (error) {
+      if (error instanceof BadSignatureError || error instanceof WrongSignerError)
+        return { refusal: refuse(R.invalidSignature, error.shortMessage) };
+      throw error;
+    }
+    return { overload: overloadForCode(code, signature) };
+  }
+
+  /** The ERC-8021 suffix a settle of `request` appends: the payload's codes and the facilitator's own. */
+  function suffixOf(request: ExactPaymentRequest): Hex | undefined {
+    return builderCodeSuffix(readPayloadBuilderCodes(request.extensions), deps.builderCode);
   }
 
   /** Why a transfer the token refused was refused, when its nonce or the payer's balance says so. */
@@ -393,7 +423,7 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
     const { answer, state, txHash, blockNumber } = await settleClaimed(
       order,
       request,
-      judged.overload,
+      { overload: judged.overload, gas: judged.gas },
       signal,
     );
     const kept = await store.settlements.answer(
@@ -424,17 +454,13 @@ export function createFacilitator(deps: FacilitatorDeps): Facilitator {
   async function settleClaimed(
     order: Order,
     request: ExactPaymentRequest,
-    overload: CaptureOverload,
+    measured: { overload: CaptureOverload; gas?: bigint | undefined },
     signal: AbortSignal | undefined,
   ): Promise<Settled> {
     const payer = request.authorization.from;
     const answered = (body: SettleResponse) => ({ status: ANSWER_STATUS.ok, body });
     try {
-      const suffix = builderCodeSuffix(
-        readPayloadBuilderCodes(request.extensions),
-        deps.builderCode,
-      );
-      const sent = await relay.capture(order.id, { suffix, overload });
+      const sent = await relay.capture(order.id, { suffix: suffixOf(request), ...measured });
       const confirmations = deps.settleWaitsFor === "confirmed" ? 1 : 0;
       const seen = await relay.waitFor(order.id, {
         confirmations,

@@ -347,19 +347,23 @@ describe("what a buyer reads in an answer", () => {
     [
       "a node error quoting its endpoint, the relayer's balance and an id",
       (r) =>
-        r.method === "eth_call" ? { error: { code: -32603, message: NODE_TEXT } } : undefined,
+        r.method === "eth_estimateGas"
+          ? { error: { code: -32603, message: NODE_TEXT } }
+          : undefined,
     ],
     [
       "503s naming the provider (the retries end naming the endpoint's host)",
       (r) =>
-        r.method === "eth_call"
+        r.method === "eth_estimateGas"
           ? { http: 503, body: `upstream ${SECRET_HOST} unavailable` }
           : undefined,
     ],
     [
-      "eth_getCode failing with the node's text",
+      "eth_estimateGas failing with the node's text",
       (r) =>
-        r.method === "eth_getCode" ? { error: { code: -32000, message: NODE_TEXT } } : undefined,
+        r.method === "eth_estimateGas"
+          ? { error: { code: -32000, message: NODE_TEXT } }
+          : undefined,
     ],
   ])(
     "verify and settle with %s: unexpected_*_error with a fixed line; the log keeps the detail under the request id",

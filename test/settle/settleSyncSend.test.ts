@@ -193,16 +193,21 @@ afterAll(async () => {
 });
 
 describe("eth_sendRawTransactionSync where the endpoint serves it", () => {
-  test("a settle through a front that serves it answers from the receipt its send brought: no receipt is polled", async () => {
+  test("a settle through a front that serves it answers from the receipt its send brought: no receipt is polled, one estimate judges it", async () => {
     const relay = settler(4, NO_HEDGE);
     const payer = await fundedPayer("served", 500_000n);
     const body = await referencePaymentBody(payer, offerOf(200_000n));
     const receiptsBefore = proxy.calls(RECEIPT);
+    const judging = ["eth_call", "eth_getCode", "eth_estimateGas"] as const;
+    const judgedBefore = judging.map((method) => proxy.calls(method));
 
     const answer = await withMovingChain(() => relay.settle(body));
 
     expect(answer, JSON.stringify(answer)).toMatchObject({ success: true, payer: payer.address });
     expect(proxy.calls(RECEIPT) - receiptsBefore).toBe(0);
+    // An EOA's payment is judged by the node in one call, whose gas the capture signs with: its
+    // signature is recovered locally, the nonce and the balance are the token's own checks.
+    expect(judging.map((method, i) => proxy.calls(method) - judgedBefore[i]!)).toEqual([0, 0, 1]);
     expect(await relay.broadcasts(SYNC)).toBe(1);
     expect(await relay.broadcasts(PLAIN)).toBe(0);
     expect(relay.probes()).toMatchObject([{ served: true }]);
