@@ -5,8 +5,14 @@ import { keccak256, type Hex } from "viem";
  * (base/base crates/client/flashblocks/src/rpc/eth.rs).
  */
 export const SEND_SYNC_MAX_TIMEOUT_MS = 6_000;
-/** How often the stand-in looks for the transaction's receipt while a sync send waits. */
+/** How often the stand-in looks for the transaction's pre-confirmed receipt (in memory) while a sync send waits. */
 const SEND_SYNC_POLL_MS = 10;
+/**
+ * How often it asks anvil for the canonical receipt: a node learns of its blocks without asking
+ * itself, and asking anvil every 10 ms for each waiting send made the stand-in anvil's busiest
+ * caller (about four receipt reads per settle at 50 settles a second).
+ */
+const SEND_SYNC_CANONICAL_POLL_MS = 100;
 /** EIP-7966: the error of a transaction taken into the pool but not processed within the timeout. */
 export const SEND_SYNC_TIMEOUT_CODE = 4;
 
@@ -56,12 +62,17 @@ export function createSendRawTransactionSync(
     if (sent.error !== undefined) return sent;
     const hash = keccak256(rawTx as Hex);
     const deadline = Date.now() + timeoutMs;
+    let canonicalAskedAt = Number.NEGATIVE_INFINITY;
     for (;;) {
       const preconfirmed = deps.missesFlashblock() ? undefined : deps.preconfirmedReceipt(hash);
       if (preconfirmed !== undefined) return { result: preconfirmed };
-      const canonical = await deps.canonicalReceipt(hash);
-      if (canonical !== null && canonical !== undefined) return { result: canonical };
-      if (Date.now() >= deadline)
+      const atDeadline = Date.now() >= deadline;
+      if (atDeadline || Date.now() - canonicalAskedAt >= SEND_SYNC_CANONICAL_POLL_MS) {
+        canonicalAskedAt = Date.now();
+        const canonical = await deps.canonicalReceipt(hash);
+        if (canonical !== null && canonical !== undefined) return { result: canonical };
+      }
+      if (atDeadline)
         return {
           error: {
             code: SEND_SYNC_TIMEOUT_CODE,
