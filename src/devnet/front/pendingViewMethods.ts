@@ -80,7 +80,7 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
       // transactions; no mempool. Read between sequencer steps, as a node answers from one state:
       // in the middle of a block being mined the block's transactions were counted twice (in latest
       // and as still pre-confirmed), and a relayer trusting that count left a nonce gap.
-      const count = await sequencer.between(async () => {
+      const count = await sequencer.readBetween(async () => {
         const latest = Number(
           await upstream.call<string>("eth_getTransactionCount", [params[0], "latest"]),
         );

@@ -124,11 +124,29 @@ export function createSequencer(
     mode: "live",
   };
 
-  /** Serialises ticks, mining and drops: each sees the state the previous one left. */
+  /** Reads running between steps (readBetween): the next step waits for them. */
+  const readers = new Set<Promise<unknown>>();
+
+  /**
+   * Serialises ticks, mining and drops: each sees the state the previous one left, and starts once
+   * the reads that began before it have ended.
+   */
   function exclusive<T>(work: () => Promise<T>): Promise<T> {
-    const next = busy.then(work, work);
+    const next = busy.then(() => Promise.allSettled([...readers])).then(work, work);
     busy = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * Runs a read once the steps queued before it have ended, beside other reads: a node serves its
+   * readers from one state at once, not one after another. A step queued after it waits for it.
+   */
+  function shared<T>(work: () => Promise<T>): Promise<T> {
+    const run = busy.then(work, work);
+    const ended = run.catch(() => undefined);
+    readers.add(ended);
+    void ended.then(() => readers.delete(ended));
+    return run;
   }
 
   const unmined = () => blocks.filter((b) => !b.mined);
@@ -394,6 +412,8 @@ export function createSequencer(
     },
     /** Runs `work` between ticks, so it never sees a block mined but the pending block not yet rebuilt. */
     between: <T>(work: () => Promise<T>) => exclusive(work),
+    /** Runs a read between ticks (never mid-step), beside other such reads. */
+    readBetween: <T>(work: () => Promise<T>) => shared(work),
     /** Removes a pre-confirmed transaction from the pool so it never lands; its logs are not retracted. */
     drop: (hash: string) =>
       exclusive(async () => {
