@@ -55,8 +55,11 @@ export async function runCliBackfill(
   range: { from?: number; to: number },
   /** Counts the stored logs when the database is not the config's SQLite file (Postgres). */
   countLogs?: () => Promise<number>,
-  /** `markMsg`: a log line's msg whose time to note (the config's logLevel must let it through). */
-  options: { markMsg?: string } = {},
+  /**
+   * `markMsg`: a log line's msg whose time to note (the config's logLevel must let it through);
+   * `stderrPath`: where to keep the process's log once it exits.
+   */
+  options: { markMsg?: string; stderrPath?: string } = {},
 ): Promise<ProcessFigures> {
   const configPath = join(dir, "bench.config.json");
   writeFileSync(configPath, JSON.stringify(config));
@@ -94,6 +97,7 @@ export async function runCliBackfill(
   const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
   const durationMs = performance.now() - started;
   clearInterval(sampler);
+  if (options.stderrPath !== undefined) writeFileSync(options.stderrPath, stderr);
   if (code !== 0) throw new Error(`flashindex backfill exited ${code}: ${stderr.slice(-2_000)}`);
   let logs: number;
   if (countLogs !== undefined) logs = await countLogs();

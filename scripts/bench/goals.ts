@@ -2,6 +2,7 @@ import {
   NO_RATE_LIMIT,
   parseLogsStored,
   parseProviderSummary,
+  PROVIDER_LONG_CHAIN_LOGS,
   STRAYS,
 } from "./providerBackfill.js";
 import type { RecordedRow } from "./results.js";
@@ -47,16 +48,43 @@ function newestTogether(
   return undefined;
 }
 
+/**
+ * The newest run holding a row `first` accepts and a row `second` accepts on the same saved chain,
+ * and those two rows: a row is compared with its reference on the chain it ran on.
+ */
+function newestOnSameChain(
+  rows: readonly RecordedRow[],
+  first: (measurement: string) => boolean,
+  second: (measurement: string) => boolean,
+): [RecordedRow, RecordedRow] | undefined {
+  const runs = [...new Set(rows.filter((row) => first(row.measurement)).map((row) => row.runUtc))]
+    .sort()
+    .reverse();
+  for (const run of runs) {
+    const inRun = rows.filter((row) => row.runUtc === run);
+    const one = newest(inRun, first);
+    const chain = one === undefined ? undefined : chainOf(one.measurement);
+    const other = newest(inRun, (m) => second(m) && chainOf(m) === chain);
+    if (one !== undefined && other !== undefined) return [one, other];
+  }
+  return undefined;
+}
+
 /** flashindex's end-to-end row against anvil: a saved chain's size and shape, the defaults, attribution on or off. */
 const anvilRow = (logs: number, shape: string, attribution: boolean) => (m: string) =>
   m.startsWith("backfill (whole process): anvil end to end, ") &&
   m.includes(`${n(logs)} Transfer logs (saved ${shape} chain`) &&
   m.includes("; defaults (") &&
   m.endsWith(`attribution ${attribution ? "on" : "off"}`);
-/** flashindex through the provider-shaped proxy, the defaults with attribution on or off. */
-const providerRow = (attribution: boolean) => (m: string) =>
+/** The saved chain a row ran on ("1,000,000 dense"), or undefined where its text names none. */
+export function chainOf(m: string): string | undefined {
+  return /anvil ([\d,]+) Transfer logs \(saved (\S+) chain/.exec(m)?.slice(1).join(" ");
+}
+/** flashindex through the provider-shaped proxy, the defaults with attribution on or off; on a chain of `logs` where given. */
+const providerRow = (attribution: boolean, logs?: number) => (m: string) =>
   m.startsWith("backfill (whole process) through a provider-shaped proxy") &&
   !m.includes(NO_RATE_LIMIT) &&
+  (logs === undefined || m.includes(`anvil ${n(logs)} Transfer logs (`)) &&
   new RegExp(`defaults(?: \\([^)]*\\))?, attribution ${attribution ? "on" : "off"}(?![a-z])`).test(
     m,
   );
@@ -196,14 +224,20 @@ export const GOALS: readonly Goal[] = [
   },
   {
     // A limiter cannot make the process faster than it is: where the machine cannot reach the
-    // provider's ceiling (the row without a rate limit, from the same run, is slower), the share is
-    // of what the process reaches with nothing limiting it.
-    goal: "provider-shaped proxy, attribution off: at least 90% of the provider's ceiling (or of the same process without a limit, where lower)",
+    // provider's ceiling (the row without a rate limit, from the same run on the same chain, is
+    // slower), the share is of what the process reaches with nothing limiting it. Judged on the
+    // long chain: its start-up and the index build at the end are fixed costs a user's
+    // hours-long backfill does not feel (the 1,000,000-log row is the cold start's view).
+    goal: `provider-shaped proxy, attribution off, ${n(PROVIDER_LONG_CHAIN_LOGS)} logs: at least 90% of the provider's ceiling (or of the same process without a limit, where lower)`,
     judge(rows) {
-      const row = newest(rows, providerRow(false));
+      const row = newest(rows, providerRow(false, PROVIDER_LONG_CHAIN_LOGS));
       const summary = row === undefined ? undefined : parseProviderSummary(row.measurement);
       if (row === undefined || summary === undefined) return NOT_MEASURED;
-      const clean = newestTogether(rows, [providerRow(false), unlimitedRow(false)])?.[1];
+      const clean = newestOnSameChain(
+        rows,
+        providerRow(false, PROVIDER_LONG_CHAIN_LOGS),
+        unlimitedRow(false),
+      )?.[1];
       const unlimited = clean?.runUtc === row.runUtc ? clean.logsPerSecond : undefined;
       if (unlimited === undefined || unlimited >= summary.ceilingLogsPerSecond)
         return {
@@ -220,9 +254,9 @@ export const GOALS: readonly Goal[] = [
   {
     goal: "provider-shaped proxy without a rate limit, attribution off: 3% of requests refused at random keep at least 80% of the speed without them",
     judge(rows) {
-      const pair = newestTogether(rows, [unlimitedRow(true), unlimitedRow(false)]);
+      const pair = newestOnSameChain(rows, unlimitedRow(true), unlimitedRow(false));
       if (pair === undefined) return NOT_MEASURED;
-      const [strays, clean] = pair as [RecordedRow, RecordedRow];
+      const [strays, clean] = pair;
       const share = strays.logsPerSecond! / clean.logsPerSecond!;
       return {
         figure: `${pct(share)}: ${n(strays.logsPerSecond!)} against ${n(clean.logsPerSecond!)} logs/s (${when(strays)})`,
@@ -231,25 +265,30 @@ export const GOALS: readonly Goal[] = [
     },
   },
   {
-    goal: "provider-shaped proxy: at most 2% of requests refused",
+    // Attribution off on the long chain, as the share of the ceiling above.
+    goal: `provider-shaped proxy: at most 2% of requests refused (attribution off: ${n(PROVIDER_LONG_CHAIN_LOGS)} logs)`,
     judge(rows) {
-      const found = [true, false]
-        .map((on) => newest(rows, providerRow(on)))
-        .filter((row) => row !== undefined);
-      const shares = found
-        .map((row) => ({ row, summary: parseProviderSummary(row.measurement) }))
-        .filter((s) => s.summary !== undefined);
+      const found = [
+        { label: "attribution on", row: newest(rows, providerRow(true)) },
+        {
+          label: `attribution off, ${n(PROVIDER_LONG_CHAIN_LOGS)} logs`,
+          row: newest(rows, providerRow(false, PROVIDER_LONG_CHAIN_LOGS)),
+        },
+      ];
+      const shares = found.flatMap(({ label, row }) => {
+        const summary = row === undefined ? undefined : parseProviderSummary(row.measurement);
+        return row === undefined || summary === undefined ? [] : [{ label, row, summary }];
+      });
       if (shares.length === 0) return NOT_MEASURED;
       const figure = shares
         .map(
-          ({ row, summary }) =>
-            `attribution ${row.measurement.includes("attribution on") ? "on" : "off"}: ${summary!.refused} of ${summary!.requests} (${when(row)})`,
+          ({ label, row, summary }) =>
+            `${label}: ${summary.refused} of ${summary.requests} (${when(row)})`,
         )
         .join("; ");
-      return {
-        figure,
-        met: shares.every(({ summary }) => summary!.refused <= 0.02 * summary!.requests),
-      };
+      // One row over 2% fails the goal; it is met only when both rows are measured.
+      const within = shares.every(({ summary }) => summary.refused <= 0.02 * summary.requests);
+      return { figure, met: !within ? false : shares.length === found.length ? true : undefined };
     },
   },
   {

@@ -6,7 +6,12 @@ import { anvilEndToEnd } from "./anvilBackfill.js";
 import { startBenchPostgres } from "./benchPostgres.js";
 import { cliLaunch, runCliBackfill, type ProcessFigures } from "./cliBackfill.js";
 import { ponderLine, ponderRow } from "./ponderRows.js";
-import { parseLogsStored, providerBackfill, providerLine } from "./providerBackfill.js";
+import {
+  parseLogsStored,
+  PROVIDER_LONG_CHAIN_LOGS,
+  providerBackfill,
+  providerLine,
+} from "./providerBackfill.js";
 import { CHAIN_SHAPES, type ChainShape } from "./savedAnvilChain.js";
 import { appendRuns, markdownTable, type BenchLine } from "./results.js";
 import { currentCommit, machineText, RUNS_CSV } from "./runInfo.js";
@@ -30,7 +35,9 @@ import { watchBackfill, watchSummary } from "./watchBackfill.js";
  * appends it to results/runs.csv. BENCH_ROWS=settle runs the settle rows alone, BENCH_ROWS=settle-pool
  * issue 43's relayer pool row alone, BENCH_ROWS=settle-pool-held the same with one relayer held
  * back by the stand-in; BENCH_ROWS=anvil the
- * anvil rows (a); BENCH_ROWS=provider the proxy rows that judge the rate limiter (issue 41).
+ * anvil rows (a); BENCH_ROWS=provider the proxy rows that judge the rate limiter on 1,000,000 logs
+ * (issue 41; the real limit's row is its cold start), BENCH_ROWS=provider-long the pair its
+ * real-limit goal is judged on, on PROVIDER_LONG_LOGS.
  */
 const HERE = import.meta.dirname;
 /** When the run started (UTC): the run's name in results/runs.csv. */
@@ -59,6 +66,12 @@ const PROVIDER_OFF_LOGS = Number(process.env.BENCH_PROVIDER_OFF_LOGS ?? 1_000_00
 const PROVIDER_STRAY_LOGS = Number(process.env.BENCH_PROVIDER_STRAY_LOGS ?? 1_000_000);
 /** Issue 41: a provider's stray refusals, 3% of requests at random, against the same proxy without them. */
 const STRAY_SHARE = 0.03;
+/**
+ * Issue 41's real-limit goal is judged on a run as long as a user's (PROVIDER_LONG_LOGS): the
+ * limiter's start-up refusals, the process's start and the index build at the end are fixed costs
+ * that weigh 6% on the 1,000,000-log row's 115 requests.
+ */
+const PROVIDER_LONG_LOGS = Number(process.env.BENCH_PROVIDER_LONG_LOGS ?? PROVIDER_LONG_CHAIN_LOGS);
 
 /** The rows of a provider that refuses a few requests at random and has no rate limit: without strays, then with. */
 const strayRows = async () => [
@@ -69,6 +82,14 @@ const strayRows = async () => [
     requestsPerSecond: Number.POSITIVE_INFINITY,
     strayRefusals: STRAY_SHARE,
   }),
+];
+
+/** The long chain through the proxy: without a rate limit (the process's own speed, the goal's reference), then with it. */
+const longRows = async () => [
+  await providerBackfill(PROVIDER_LONG_LOGS, false, {
+    requestsPerSecond: Number.POSITIVE_INFINITY,
+  }),
+  await providerBackfill(PROVIDER_LONG_LOGS, false),
 ];
 
 type Row = { name: string; figures: ProcessFigures };
@@ -90,6 +111,10 @@ if (process.env.BENCH_ROWS === "provider") {
   report(
     [await providerBackfill(PROVIDER_OFF_LOGS, false), ...(await strayRows())].map(providerLine),
   );
+  process.exit(0);
+}
+if (process.env.BENCH_ROWS === "provider-long") {
+  report((await longRows()).map(providerLine));
   process.exit(0);
 }
 
@@ -168,6 +193,7 @@ const providerRows = [
   await providerBackfill(PROVIDER_LOGS, true),
   await providerBackfill(PROVIDER_OFF_LOGS, false),
   ...(await strayRows()),
+  ...(await longRows()),
 ];
 // A merchant's watch list against the whole token, on the largest saved chain (docs/watch.md).
 const watchRow = await watchBackfill(ANVIL_LOGS.at(-1)!);
