@@ -349,6 +349,28 @@ describe('eth_getTransactionCount "pending"', () => {
     await h.mine();
     expect([await count("latest"), await count("pending")]).toEqual([start + 3, start + 3]);
   });
+
+  test("reads run beside each other and beside steps queued among them; every one answers one state", async () => {
+    const alice = h.sender(1);
+    await h.mine();
+    const start = Number(await h.call<Hex>("eth_getTransactionCount", [alice.address, "latest"]));
+    await alice.transfer(R1, 4n);
+    // Reads, a flashblock and a block interleaved: each read sees the state before or after a
+    // step, never a step's middle, and no read waits on a step that waits on it.
+    const reads = () =>
+      Array.from({ length: 10 }, () =>
+        h.call<Hex>("eth_getTransactionCount", [alice.address, "pending"]).then(Number),
+      );
+    const first = reads();
+    const flashblock = h.flashblock();
+    const second = reads();
+    const mined = h.mine();
+    const third = reads();
+    const counts = await Promise.all([...first, ...second, ...third]);
+    await Promise.all([flashblock, mined]);
+    expect(counts.every((n) => n === start || n === start + 1)).toBe(true);
+    expect(counts.slice(-10).every((n) => n === start + 1)).toBe(true);
+  });
 });
 
 describe("the pendingLogs subscription", () => {

@@ -132,7 +132,9 @@ export function createSequencer(
    * the reads that began before it have ended.
    */
   function exclusive<T>(work: () => Promise<T>): Promise<T> {
-    const next = busy.then(() => Promise.allSettled([...readers])).then(work, work);
+    // The reads begun so far, taken now: a read begun later waits for this step, not the reverse.
+    const begun = [...readers];
+    const next = busy.then(() => Promise.allSettled(begun)).then(work, work);
     busy = next.catch(() => undefined);
     return next;
   }
