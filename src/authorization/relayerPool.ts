@@ -27,9 +27,9 @@ export type RelayerPool = {
   accountFor: (address: Address) => LocalAccount | undefined;
   /**
    * The relayer for a new capture: the one with the least pending work among those not stuck
-   * (ties: configuration order). When every relayer is stuck, the least loaded one all the same:
-   * a pool of one keeps sending as a single key always did, and the driver unsticks it.
-   * Undefined for an empty pool.
+   * (ties: configuration order). When every relayer is stuck, the one whose oldest waiting capture
+   * was sent last (still moving) all the same: a pool of one keeps sending as a single key always
+   * did, and the driver unsticks it. Undefined for an empty pool.
    */
   pick: (now: number) => LocalAccount | undefined;
   /** `orderId`'s capture now belongs to `relayer`'s pending work (signed, not yet seen pre-confirmed). */
@@ -105,9 +105,20 @@ export function createRelayerPool(
         ...standing(account, now),
       }));
       const open = ranked.filter((r) => !r.stuck);
-      const from = open.length > 0 ? open : ranked;
-      from.sort((a, b) => a.pending - b.pending || a.index - b.index);
-      return from[0]?.account;
+      if (open.length > 0) {
+        open.sort((a, b) => a.pending - b.pending || a.index - b.index);
+        return open[0]?.account;
+      }
+      // All stuck (a node slow for everyone, or a pool of one): the relayer whose oldest waiting
+      // capture is the newest is the one still moving. Under load the fewest pending would be the
+      // one that stopped: its queue no longer grows because nothing of it lands.
+      ranked.sort(
+        (a, b) =>
+          (b.oldestSentAt ?? 0) - (a.oldestSentAt ?? 0) ||
+          a.pending - b.pending ||
+          a.index - b.index,
+      );
+      return ranked[0]?.account;
     },
     begin: (orderId, relayer) => void work.set(orderId, { relayer, sentAt: null }),
     sent(orderId, now) {
