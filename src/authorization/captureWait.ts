@@ -16,6 +16,14 @@ import type { SentReceipts } from "./sentReceipts.js";
 
 /** How often a wait hands the intent to the driver (re-send, replacement). */
 const DRIVE_DURING_WAIT_MS = 1_000;
+/**
+ * A wait that has seen no receipt this long asks less often: Base pre-confirms within a flashblock
+ * (200 ms), so a transaction unseen for 2 s is delayed or stuck, and a stuck relayer's waits
+ * polling every 50 ms (the poller's tick) turned into thousands of receipt reads a second.
+ */
+const SLOW_POLL_AFTER_MS = 2_000;
+/** The longest pause between two polls of a slow wait. */
+const SLOW_POLL_MAX_MS = 1_000;
 
 /** What a wait saw: the transaction (the current one or one it replaced), and how far it got. */
 export type CaptureSeen = {
@@ -185,6 +193,9 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
         if (current?.state === "capturing" && capture.status === "sent")
           await deps.drive(current, capture);
       }
+      const waited = Date.now() - (deadline - timeoutMs);
+      if (seen.kind === "none" && waited >= SLOW_POLL_AFTER_MS)
+        await pause(Math.min(SLOW_POLL_MAX_MS, waited / 4, deadline - Date.now()), signal);
       if (Date.now() >= deadline)
         throw new CaptureTimeoutError(
           `sent ${capture.txHash} for order ${orderId} but did not see it ${confirmations === 0 ? "pre-confirmed" : `in ${confirmations} canonical block(s)`} within ${timeoutMs} ms (last seen: ${lastSeen}); it is stored and may still land: run the capture again, it sends nothing new`,
@@ -192,4 +203,15 @@ export function createCaptureWait(deps: CaptureWaitDeps) {
         );
     }
   };
+}
+
+/** Resolves after `ms` (at once for none), or rejects with the signal's reason when it aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => (clearTimeout(timer), reject(signal!.reason));
+    const timer = setTimeout(() => (signal?.removeEventListener("abort", onAbort), resolve()), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }

@@ -2,6 +2,7 @@ import { parseTransaction, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createCaptureRelay } from "../../src/authorization/captureRelay.js";
+import { CaptureTimeoutError } from "../../src/errors/capture.js";
 import { createRpcClient, type RpcClient } from "../../src/chain/rpcClient.js";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import type { Devnet } from "../../src/devnet/startDevnet.js";
@@ -9,6 +10,7 @@ import type { Store } from "../../src/store/store.js";
 import { startCaptureDevnet } from "../helpers/captureDevnet.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { addSignedTransferOrder } from "../helpers/signedOrder.js";
+import { startSyncSendProxy } from "../helpers/syncSendProxy.js";
 
 let devnet: Devnet;
 let client: PublicClient;
@@ -185,6 +187,45 @@ describe("a capture not pre-confirmed within the bound", () => {
     expect(after.replacedTxHashes).toEqual([first.txHash]);
     expect(after.broadcasts).toBeGreaterThan(0);
     expect(after.firstBroadcastAt).not.toBeNull();
+  }, 60_000);
+
+  test("a wait that sees no receipt for 2 s asks for it less often than every poller tick", async () => {
+    const proxy = await startSyncSendProxy(devnet.httpUrl);
+    try {
+      const rpcClient = createRpcClient(
+        testDeps(
+          testConfig({ chainId: devnet.chainId, rpc: { http: [proxy.url] }, logLevel: "silent" }),
+        ),
+      );
+      const relayer = privateKeyToAccount(devnet.privateKeys[8]!);
+      const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
+      const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
+      const order = await addSignedTransferOrder(store, client, devnet, {
+        buyer,
+        payee,
+        value: 80n,
+        label: "slow-poll",
+      });
+      const relay = createCaptureRelay({
+        client: rpcClient,
+        store,
+        chainId: devnet.chainId,
+        relayer,
+        logger: createMemoryLogger("silent").logger,
+        replaceAfterMs: 600_000,
+      });
+      // No flashblocks on this devnet: the capture is never pre-confirmed.
+      await relay.capture(order.id);
+      const before = proxy.calls("eth_getTransactionReceipt");
+      await expect(
+        relay.waitFor(order.id, { confirmations: 0, timeoutMs: 5_000 }),
+      ).rejects.toBeInstanceOf(CaptureTimeoutError);
+      // At the poller's 50 ms tick, 5 s are about 100 reads (and the drive's one a second);
+      // after 2 s unseen the wait asks at most every second: about 40 + 5.
+      expect(proxy.calls("eth_getTransactionReceipt") - before).toBeLessThan(70);
+    } finally {
+      await proxy.close();
+    }
   }, 60_000);
 
   test('a re-send the node answers "already known" counts as a broadcast, so the stuck capture is fee-bumped later', async () => {
