@@ -115,8 +115,9 @@ export type Facilitator = {
 
 /**
  * The x402 facilitator over the capture relay. Verify judges a payment as the token will: the
- * fields, the EIP-712 signature by FiatToken v2.2's rules, the nonce, the balance and an eth_call of
- * the transfer itself, all at the pending view. Settle judges the same way every time, records the
+ * fields, the EIP-712 signature by FiatToken v2.2's rules, then an eth_estimateGas of the transfer
+ * itself at the pending view (the token's checks of nonce and balance, and the settle's gas); the
+ * nonce and balance are read only to name a revert. Settle judges the same way every time, records the
  * payment as an order (source x402), claims it in the database and captures it; it answers success
  * only for a receipt that shows the payment, and at most once per payment (settlementStore.ts):
  * duplicates are refused as a used nonce, the follow-up of a `settlement_pending` answer gets the
