@@ -77,20 +77,9 @@ export async function simulateCapture(
 ): Promise<{ data: Hex; overload: CaptureOverload }> {
   const overload = options.overload ?? (await captureOverload(client, call));
   const data = captureCallData(call, overload, options.suffix);
-  const what = call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
-  await rpc(`simulating ${what}`, () =>
+  await rpc(`simulating ${functionOf(call)}`, () =>
     client.request("eth_call", [{ from: caller, to: call.token, data }, "pending"], parseData),
-  ).catch((error: unknown) => {
-    // Only a revert is the token's refusal; any other answer is a failure of the node.
-    if (!(error instanceof RpcRequestError) || !isExecutionReverted(error)) throw error;
-    const reason = revertReason(error);
-    throw new CaptureRevertedError(
-      `the token refuses ${what} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`,
-      reason,
-      undefined,
-      { cause: error },
-    );
-  });
+  ).catch(refusalOf(call));
   return { data, overload };
 }
 
@@ -108,23 +97,33 @@ export async function estimateCapture(
   options: { suffix?: Hex | undefined; overload: CaptureOverload },
 ): Promise<{ data: Hex; gas: bigint }> {
   const data = captureCallData(call, options.overload, options.suffix);
-  const what = call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
-  const gas = await rpc(`estimating the gas of ${what}`, () =>
+  const gas = await rpc(`estimating the gas of ${functionOf(call)}`, () =>
     client.request(
       "eth_estimateGas",
       [{ from: caller, to: call.token, data }, "pending"],
       parseQuantity,
     ),
-  ).catch((error: unknown) => {
-    // Only a revert is the token's refusal; any other answer is a failure of the node.
+  ).catch(refusalOf(call));
+  return { data, gas };
+}
+
+function functionOf(call: Pick<CaptureCall, "kind">): string {
+  return call.kind === "transfer" ? "transferWithAuthorization" : "receiveWithAuthorization";
+}
+
+/**
+ * What a call's or estimate's failure means: a revert is the token refusing the capture
+ * (CaptureRevertedError with its reason); any other answer is a failure of the node, rethrown.
+ */
+function refusalOf(call: CaptureCall): (error: unknown) => never {
+  return (error) => {
     if (!(error instanceof RpcRequestError) || !isExecutionReverted(error)) throw error;
     const reason = revertReason(error);
     throw new CaptureRevertedError(
-      `the token refuses ${what} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`,
+      `the token refuses ${functionOf(call)} of ${call.nonce} from ${call.from}: ${reason}; nothing was sent`,
       reason,
       undefined,
       { cause: error },
     );
-  });
-  return { data, gas };
+  };
 }
