@@ -34,17 +34,16 @@ beforeAll(async () => {
 
 afterAll(() => stop?.());
 
+/** flashindex's RPC client on `url` (the devnet's front, or a proxy in front of it). */
+function clientOf(url: string): RpcClient {
+  return createRpcClient(
+    testDeps(testConfig({ chainId: devnet.chainId, rpc: { http: [url] }, logLevel: "silent" })),
+  );
+}
+
 describe("a capture not pre-confirmed within the bound", () => {
   test("is replaced on the same nonce with higher fees once the bound passes; the replacement lands, the authorization is used once, the replaced hash is recorded", async () => {
-    const rpcClient = createRpcClient(
-      testDeps(
-        testConfig({
-          chainId: devnet.chainId,
-          rpc: { http: [devnet.httpUrl] },
-          logLevel: "silent",
-        }),
-      ),
-    );
+    const rpcClient = clientOf(devnet.httpUrl);
     const relayer = privateKeyToAccount(devnet.privateKeys[7]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[3]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
@@ -142,15 +141,7 @@ describe("a capture not pre-confirmed within the bound", () => {
   }, 90_000);
 
   test("a capture the driver re-sends every pass is still replaced once its first send is older than the bound", async () => {
-    const rpcClient = createRpcClient(
-      testDeps(
-        testConfig({
-          chainId: devnet.chainId,
-          rpc: { http: [devnet.httpUrl] },
-          logLevel: "silent",
-        }),
-      ),
-    );
+    const rpcClient = clientOf(devnet.httpUrl);
     const relayer = privateKeyToAccount(devnet.privateKeys[6]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
@@ -192,11 +183,7 @@ describe("a capture not pre-confirmed within the bound", () => {
   test("a wait that sees no receipt for 2 s asks for it less often than every poller tick", async () => {
     const proxy = await startSyncSendProxy(devnet.httpUrl);
     try {
-      const rpcClient = createRpcClient(
-        testDeps(
-          testConfig({ chainId: devnet.chainId, rpc: { http: [proxy.url] }, logLevel: "silent" }),
-        ),
-      );
+      const rpcClient = clientOf(proxy.url);
       const relayer = privateKeyToAccount(devnet.privateKeys[8]!);
       const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
       const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
@@ -229,15 +216,7 @@ describe("a capture not pre-confirmed within the bound", () => {
   }, 60_000);
 
   test('a re-send the node answers "already known" counts as a broadcast, so the stuck capture is fee-bumped later', async () => {
-    const rpcClient = createRpcClient(
-      testDeps(
-        testConfig({
-          chainId: devnet.chainId,
-          rpc: { http: [devnet.httpUrl] },
-          logLevel: "silent",
-        }),
-      ),
-    );
+    const rpcClient = clientOf(devnet.httpUrl);
     const relayer = privateKeyToAccount(devnet.privateKeys[9]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[4]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
@@ -283,15 +262,7 @@ describe("a capture not pre-confirmed within the bound", () => {
   }, 60_000);
 
   test("a capture whose nonce another pending transaction holds is outbid on that nonce, never signed again on a fresh one", async () => {
-    const rpcClient = createRpcClient(
-      testDeps(
-        testConfig({
-          chainId: devnet.chainId,
-          rpc: { http: [devnet.httpUrl] },
-          logLevel: "silent",
-        }),
-      ),
-    );
+    const rpcClient = clientOf(devnet.httpUrl);
     const relayer = privateKeyToAccount(devnet.privateKeys[5]!);
     const buyer = privateKeyToAccount(devnet.privateKeys[3]!);
     const payee = privateKeyToAccount(devnet.privateKeys[2]!).address;
