@@ -49,8 +49,14 @@ describe("createRelayerPool()", () => {
     const pool = createRelayerPool([a, b], { stuckAfterMs: 1_000 });
     // a stopped at 0 with two captures waiting; b, slowed by a busy node, has many but its
     // oldest waiting one was sent at 4,000.
-    for (const id of [1, 2]) (pool.begin(id, a.address, 0), pool.sent(id, 0));
-    for (const id of [3, 4, 5, 6]) (pool.begin(id, b.address, 4_000), pool.sent(id, 4_000));
+    for (const id of [1, 2]) {
+      pool.begin(id, a.address, 0);
+      pool.sent(id, 0);
+    }
+    for (const id of [3, 4, 5, 6]) {
+      pool.begin(id, b.address, 4_000);
+      pool.sent(id, 4_000);
+    }
     expect(pool.standings(6_000).map((s) => s.stuck)).toEqual([true, true]);
     expect(pool.pick(6_000)).toBe(b);
   });
