@@ -97,7 +97,7 @@ export function createCaptureIntentSend(deps: CaptureIntentSendDeps): CaptureInt
       // driver's pass over every live intent, which must not stand still for a node's timeout.
       const { outcome, method, seen } =
         attempt === 0 && kind === "first" && deps.syncSend !== undefined
-          ? await deps.syncSend.send(intent.rawTx, intent.txHash)
+          ? await deps.syncSend.send(intent.rawTx, intent.txHash, intent.relayer)
           : { outcome: await transactions.send(intent.rawTx), method: PLAIN_SEND, seen: undefined };
       if (outcome === "accepted" || outcome === "known") {
         deps.crashPoint?.("sent");

@@ -1,4 +1,4 @@
-import type { Hex } from "viem";
+import type { Address, Hex } from "viem";
 import { answerText } from "../chain/httpTransport.js";
 import { nodeErrorOf, unwrap, type NodeError } from "../chain/jsonRpcAnswer.js";
 import type { RpcClient } from "../chain/rpcClient.js";
@@ -79,8 +79,11 @@ export type SyncSendOptions = {
 };
 
 export type CaptureSyncSend = {
-  /** Sends `rawTx` (hash `txHash`) in one round trip when the endpoint serves it, else plainly. */
-  send: (rawTx: Hex, txHash: Hex) => Promise<SyncSent>;
+  /**
+   * Sends `rawTx` (hash `txHash`, from `relayer`) in one round trip when the endpoint serves it,
+   * else plainly.
+   */
+  send: (rawTx: Hex, txHash: Hex, relayer: Address) => Promise<SyncSent>;
 };
 
 type SyncAnswer =
@@ -108,6 +111,12 @@ export function createCaptureSyncSend(
   let probing = false;
   /** Sync sends not yet answered, those a hedge already beat included. */
   let inFlight = 0;
+  /**
+   * The same per relayer. One relayer takes at most half the sync sends on the wire: a held-back
+   * one's sends wait out the node's timeout, and would otherwise hold every slot the others use.
+   */
+  const inFlightOf = new Map<string, number>();
+  const relayerShare = Math.max(1, Math.ceil(maxInFlight / 2));
 
   const plain = async (rawTx: Hex): Promise<SyncSent> => ({
     outcome: await deps.plainSend(rawTx),
@@ -154,9 +163,10 @@ export function createCaptureSyncSend(
     return new Promise<never>(() => {});
   }
 
-  async function sendSync(rawTx: Hex, txHash: Hex): Promise<SyncSent> {
+  async function sendSync(rawTx: Hex, txHash: Hex, relayer: string): Promise<SyncSent> {
     const stop = new AbortController();
     inFlight++;
+    inFlightOf.set(relayer, (inFlightOf.get(relayer) ?? 0) + 1);
     const answered = syncCall(rawTx, txHash).then(
       (answer) => ({ kind: "answer", answer }) as const,
       (error: unknown) => ({ kind: "error", error }) as const,
@@ -164,6 +174,9 @@ export function createCaptureSyncSend(
     // The probe is decided by the node's answer, whoever wins the race below.
     void answered.then((done) => {
       inFlight--;
+      const left = (inFlightOf.get(relayer) ?? 1) - 1;
+      if (left === 0) inFlightOf.delete(relayer);
+      else inFlightOf.set(relayer, left);
       probing = false;
       if (done.kind === "answer" && done.answer.kind === "unsupported")
         decide(false, done.answer.reason);
@@ -190,11 +203,17 @@ export function createCaptureSyncSend(
   }
 
   return {
-    send(rawTx, txHash) {
-      if (served === false || (served === undefined && probing) || inFlight >= maxInFlight)
+    send(rawTx, txHash, relayer) {
+      const key = relayer.toLowerCase();
+      if (
+        served === false ||
+        (served === undefined && probing) ||
+        inFlight >= maxInFlight ||
+        (inFlightOf.get(key) ?? 0) >= relayerShare
+      )
         return plain(rawTx);
       if (served === undefined) probing = true;
-      return sendSync(rawTx, txHash);
+      return sendSync(rawTx, txHash, key);
     },
   };
 }
