@@ -41,6 +41,14 @@ export const MAX_PROBE_AFTER_MS = 8 * PROBE_AFTER_MS;
 const HIGHER_LIMIT_SHARE = 1.1;
 /** Probing above the limit doubles the rate after this long (ms), along a cubic: slow at first, then fast. */
 export const PROBE_DOUBLING_MS = 5_000;
+/**
+ * Share of the rate the client must send for a probe above the limit to go on (calls in the last
+ * second against the rate), besides the pacing holding calls back: a client sending less than its
+ * rate allows learns nothing from raising it (RFC 7661, congestion window validation: no growth
+ * while application-limited). Under it the probe neither climbs nor counts its calls; the pacing
+ * still spaces them at the rate reached.
+ */
+export const USED_SHARE = 0.75;
 /** The rate never falls below this (requests per second): a rate limit slows the client, it never stops it. */
 export const MIN_REQUESTS_PER_SECOND = 0.2;
 /** The span of the provider's count the client measures at a refusal (ms). */
@@ -69,7 +77,8 @@ export type AdaptiveRateState = {
  *   (the provider's count still holds the calls before it), were the old rate's.
  * - Recovery follows time, not successes (AWS SDK adaptive retry, CUBIC): the rate holds just under
  *   the limit for PROBE_AFTER_MS (doubled by each probe that finds no more, up to
- *   MAX_PROBE_AFTER_MS), then probes above it along a cubic, so a ceiling learnt too low
+ *   MAX_PROBE_AFTER_MS), then probes above it along a cubic, while the client uses the rate
+ *   (USED_SHARE), so a ceiling learnt too low
  *   (a stray refusal, a provider that raised its limit) is outgrown. Refusals that are a share of
  *   the calls sent above the limit found (they follow the rate: none came at the limit) set it
  *   again from what the provider accepted. Nothing ratchets down: a cut never halves blindly.
@@ -87,23 +96,33 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
   let probe = { calls: 0, refused: 0 };
   /** How long the rate holds under the limit found before it probes (ms): doubles while probes find no more. */
   let holdMs = PROBE_AFTER_MS;
+  /** Time spent probing while the rate was used (ms): what the probe's climb follows. */
+  let probedMs = 0;
+  /** When the last call left (ms). */
+  let lastSentAt = Number.NEGATIVE_INFINITY;
 
   const target = () => Math.max(MIN_REQUESTS_PER_SECOND, ceiling * PACE_SHARE);
 
   /**
    * The pacing rate at `at` (ms): the configured ceiling, or the found limit's schedule: from the
    * rate right after the cut back up to just under the limit within RECOVERY_MS (concave, as CUBIC
-   * nears its last maximum), there until PROBE_AFTER_MS, then above it.
+   * nears its last maximum), there for the hold, then above it while the rate is used.
    */
   function rateAt(at: number): number {
     if (ceiling === Number.POSITIVE_INFINITY) return maxRate;
-    const since = at - cutAt;
-    const recovering = 1 - since / RECOVERY_MS;
+    const recovering = 1 - (at - cutAt) / RECOVERY_MS;
     if (recovering > 0 && startRate < target())
       return Math.min(maxRate, target() - (target() - startRate) * recovering ** 3);
-    const probing = (since - holdMs) / PROBE_DOUBLING_MS;
-    return Math.min(maxRate, probing <= 0 ? target() : target() * (1 + probing ** 3));
+    const probing = probedMs / PROBE_DOUBLING_MS;
+    return Math.min(maxRate, target() * (1 + probing ** 3));
   }
+
+  /**
+   * Whether the rate limited the call that left at `at`: the pacing held it back, and the calls of
+   * the last second (this one's included) are USED_SHARE of the rate or more.
+   */
+  const used = (at: number, held: boolean) =>
+    held && sends.sentIn(at - SHOWN_MS, at) >= USED_SHARE * rateAt(at);
 
   /** Whether a call sent at `at` went above the limit found (the rate is probing). */
   const probing = (at: number) =>
@@ -141,6 +160,7 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
       ? Math.max(MIN_REQUESTS_PER_SECOND, Math.min(target(), rate * DECREASE))
       : target();
     cutAt = now;
+    probedMs = 0;
     probe = { calls: 0, refused: 0 };
     outcomes.clear();
   }
@@ -148,11 +168,19 @@ export function createAdaptiveRate(options: { requestsPerSecond: number; now: ()
   return {
     rate: (): number => rateAt(clock()),
 
-    /** A request of `cost` calls left at `at`. */
-    sent(at: number, cost: number): void {
+    /**
+     * A request of `cost` calls left at `at`; `held`: the pacing held it back (the rate, not the
+     * client's own work, was the limit). Past the hold, the probe climbs by the time since the
+     * last call only while the rate is used, and counts only those calls.
+     */
+    sent(at: number, cost: number, held = false): void {
       sends.forgetBefore(at - 2 * REFUSAL_WINDOW_MS);
       sends.add(at, cost);
+      const since = Math.min(at - lastSentAt, SHOWN_MS, at - cutAt - holdMs);
+      lastSentAt = at;
+      if (ceiling === Number.POSITIVE_INFINITY || !used(at, held)) return;
       if (probing(at)) probe.calls += cost;
+      if (since > 0) probedMs += since;
     },
 
     /** It left at `leftAt` instead, later (sent from another thread): measured from then. */

@@ -27,6 +27,12 @@ export const HEAD_RESERVED_REQUESTS = 4;
 export const HEAD_TURNS_PER_BACKGROUND = 4;
 
 /**
+ * Longest a request handed to another thread holds the paced ones after it back while that thread
+ * has not said it left (ms): a notice that never comes must not stop the client.
+ */
+export const UNSENT_HOLD_MS = 1_000;
+
+/**
  * Two classes over one budget. `head`: the confirmed head (new blocks, their logs, reorg walks),
  * settle and relay calls; priority and the larger guaranteed share. `background`: backfill
  * windows, pending-view polls, attribution; they borrow what the head leaves, with a fifth of the
@@ -66,11 +72,14 @@ export type RateLimiter = {
    * Runs `task` once a request slot is free and `cost` more calls fit the rate (a JSON-RPC batch
    * costs one per call, as hosted providers bill it); `task` gets the time it was let go (ms).
    * Head requests go before background ones waiting, but for one in HEAD_TURNS_PER_BACKGROUND + 1.
+   * `leavesLater`: `task` hands the request to another thread, which says when it left (`left`);
+   * until then no paced request goes after it, or the two could leave together.
    */
   run: <T>(
     cost: number,
     task: (sentAt: number) => Promise<T>,
     priority?: RequestPriority,
+    leavesLater?: boolean,
   ) => Promise<T>;
   /**
    * A request sent at `sentAt` was refused for its rate (adaptiveRate.ts decides whether that cuts
@@ -78,7 +87,10 @@ export type RateLimiter = {
    * rate was cut.
    */
   refused: (sentAt: number, retryAfterMs: number | undefined, cost?: number) => boolean;
-  /** A request of `cost` calls let go at `sentAt` left at `leftAt` (ms, later: another thread sent it). */
+  /**
+   * A request of `cost` calls let go at `sentAt` left at `leftAt` (ms; later when another thread
+   * sent it): the pacing counts it from then.
+   */
   left: (sentAt: number, leftAt: number, cost: number) => void;
   /** A request of `cost` calls, let go at `sentAt`, was answered. */
   answered: (cost: number, sentAt: number) => void;
@@ -93,9 +105,11 @@ export function callsPerBatch(requestsPerSecond: number, most: number): number {
 /**
  * The client's request scheduling: two priority classes (RequestPriority) over one rate and one
  * set of request slots. Calls are spread evenly at the rate (requestPacer.ts) and the rate adapts
- * to the provider (adaptiveRate.ts). Without a ceiling the requests in flight start at one and grow
- * by one every round trip, so the first refusal finds few requests behind it. A `Retry-After`
- * pauses every request, not only the refused one (the provider asked the client to wait).
+ * to the provider (adaptiveRate.ts), from when each call left: a request another thread sends
+ * holds the paced ones after it until it has left (its thread may be busy). Without a ceiling the
+ * requests in flight start at one and grow by one every round trip, so the first refusal finds few
+ * requests behind it. A `Retry-After` pauses every request, not only the refused one (the provider
+ * asked the client to wait: RFC 6585 §4, "how long to wait before making a new request").
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const maxConcurrency = options.concurrency;
@@ -107,11 +121,20 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   let inFlight = 0;
   /** When the requests in flight last grew: answers to requests sent earlier do not grow them again. */
   let grewAt = Number.NEGATIVE_INFINITY;
-  type Waiting = { cost: number; go: (sentAt: number) => void; fail: (error: Error) => void };
+  type Waiting = {
+    cost: number;
+    leavesLater: boolean;
+    go: (sentAt: number) => void;
+    fail: (error: Error) => void;
+  };
   const waiting: Record<RequestPriority, Waiting[]> = { head: [], background: [] };
   let timer: NodeJS.Timeout | undefined;
   /** Head requests let go in a row while background ones waited. */
   let headTurns = 0;
+  /** Requests let go to another thread that has not said they left: when, and their calls. */
+  const unsent: Array<{ at: number; cost: number }> = [];
+  /** Whether the pacing held the next request back since the last left: the rate is the limit. */
+  let heldByPacing = false;
 
   options.signal.addEventListener(
     "abort",
@@ -138,15 +161,36 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       if (now < pausedUntil) return wakeIn(pausedUntil - now);
       const next = queue[0]!;
       const current = rate.rate();
+      // Paced, a call leaves only after the one handed to another thread did (its `left` pumps).
+      const unsentUntil = current === Number.POSITIVE_INFINITY ? 0 : unsentHold(now);
+      if (unsentUntil > now) return wakeIn(unsentUntil - now);
       const at = pacer.sendableAt(now, current);
-      if (at > now) return wakeIn(at - now);
+      if (at > now) {
+        heldByPacing = true;
+        return wakeIn(at - now);
+      }
       pacer.sent(now, next.cost, current);
-      rate.sent(now, next.cost);
+      rate.sent(now, next.cost, heldByPacing);
+      heldByPacing = false;
       inFlight++;
       queue.shift();
       headTurns = !head ? 0 : waiting.background.length > 0 ? headTurns + 1 : 0;
+      if (next.leavesLater) unsent.push({ at: now, cost: next.cost });
       next.go(now);
     }
+  }
+
+  /** Until when requests not yet sent by another thread hold the next back (0: none do). */
+  function unsentHold(now: number): number {
+    while (unsent.length > 0 && unsent[0]!.at + UNSENT_HOLD_MS <= now) unsent.shift();
+    return unsent.length === 0 ? 0 : unsent[0]!.at + UNSENT_HOLD_MS;
+  }
+
+  /** Forgets the request let go at `sentAt` as unsent; whether it was. */
+  function sentNow(sentAt: number, cost: number): boolean {
+    const i = unsent.findIndex((u) => u.at === sentAt && u.cost === cost);
+    if (i !== -1) unsent.splice(i, 1);
+    return i !== -1;
   }
 
   function wakeIn(ms: number): void {
@@ -156,16 +200,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const anyWaiting = () => waiting.head.length + waiting.background.length > 0;
 
   return {
-    async run(cost, task, priority = "head") {
+    async run(cost, task, priority = "head", leavesLater = false) {
       if (options.signal.aborted) throw new ShutdownError();
       const sentAt = await new Promise<number>((go, fail) => {
-        waiting[priority].push({ cost, go, fail });
+        waiting[priority].push({ cost, leavesLater, go, fail });
         pump();
       });
       try {
         return await task(sentAt);
       } finally {
         inFlight--;
+        // Never sent (held back, or failed before it left): it holds nothing back any more.
+        if (leavesLater) sentNow(sentAt, cost);
         pump();
       }
     },
@@ -181,7 +227,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
 
     left(sentAt, leftAt, cost) {
-      if (leftAt > sentAt) rate.moved(sentAt, leftAt, cost);
+      const held = sentNow(sentAt, cost);
+      if (leftAt > sentAt) {
+        rate.moved(sentAt, leftAt, cost);
+        pacer.left(leftAt, cost, rate.rate());
+      }
+      if (held || leftAt > sentAt) pump();
     },
 
     answered(cost, sentAt) {

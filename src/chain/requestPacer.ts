@@ -10,8 +10,9 @@ export const PACING_SLACK_MS = 20;
  * Even spacing of calls at a rate (the generic cell rate algorithm): every call books 1/rate s of
  * the budget after the last one booked, and leaves when its booking is due. A provider that counts
  * over 1 s, 5 s (Coinbase's node) or a rolling 10 s (Alchemy's compute units) sees the same steady
- * rate from it, never a burst the window happens to catch. `ahead` lets a call leave that much
- * (ms) before it is due, borrowing from the calls after it: the head class's priority.
+ * rate from it, never a burst the window happens to catch. A call that leaves later than it was
+ * let go (another thread sent it) books from when it left, so the calls after it keep their
+ * spacing from what the provider saw.
  */
 export function createRequestPacer() {
   /** When the budget booked so far is spent (ms, the limiter's clock). */
@@ -26,6 +27,11 @@ export function createRequestPacer() {
     sent(now: number, cost: number, rate: number): void {
       if (rate === Number.POSITIVE_INFINITY) return void (bookedUntil = now);
       bookedUntil = Math.max(bookedUntil, now) + (cost * 1_000) / rate;
+    },
+    /** A request of `cost` calls let go earlier left at `leftAt`: the next is spaced from then. */
+    left(leftAt: number, cost: number, rate: number): void {
+      if (rate === Number.POSITIVE_INFINITY) return;
+      bookedUntil = Math.max(bookedUntil, leftAt + (cost * 1_000) / rate);
     },
   };
 }

@@ -29,9 +29,9 @@ export type SharedRefusals = { refusals: Int32Array; refusalsSeen: number };
 export type RpcPacing = {
   /**
    * Passes the limiter (one token per call of the request) and notes when the request left, in
-   * `sending`.
+   * `sending`. `leavesLater`: another thread sends it and says when (`leftAt`).
    */
-  paced: <T>(sending: Sending, task: () => Promise<T>) => Promise<T>;
+  paced: <T>(sending: Sending, task: () => Promise<T>, leavesLater?: boolean) => Promise<T>;
   /**
    * Another thread sent the request at `at` (performance.now() ms of this thread), later than it
    * was let go.
@@ -77,7 +77,7 @@ export function createRpcPacing(deps: {
   const refusals = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 
   return {
-    paced: (sending, task) =>
+    paced: (sending, task, leavesLater = false) =>
       limiter.run(
         sending.cost,
         (sentAt) => {
@@ -85,14 +85,15 @@ export function createRpcPacing(deps: {
           return task();
         },
         sending.priority,
+        leavesLater,
       ),
 
     // The other thread may send it later than it was let go (busy decoding): the pacing counts it
-    // from when it left.
+    // from when it left, and the paced requests after it wait for that.
     leftAt: (sending, at) => {
-      if (sending.sentAt === undefined || at <= sending.sentAt) return;
+      if (sending.sentAt === undefined) return;
       limiter.left(sending.sentAt, at, sending.cost);
-      sending.sentAt = at;
+      if (at > sending.sentAt) sending.sentAt = at;
     },
 
     sharedRefusals: () => ({ refusals, refusalsSeen: Atomics.load(refusals, 0) }),

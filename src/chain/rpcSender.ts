@@ -152,8 +152,10 @@ export function createRpcSender(deps: {
           transport: settings,
         };
         const onLeft = (at: number) => pacing.leftAt(sending, at);
-        return pacing.paced(sending, () =>
-          elsewhere({ ...request, ...pacing.sharedRefusals() }, shutdown.signal, onLeft),
+        return pacing.paced(
+          sending,
+          () => elsewhere({ ...request, ...pacing.sharedRefusals() }, shutdown.signal, onLeft),
+          true,
         );
       }
       return send(endpoint, body, timeoutMs, sending).then(accept);

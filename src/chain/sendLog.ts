@@ -59,6 +59,9 @@ export function createSendLog() {
       if (i >= head && at[i] === time) refused.push({ at: time, cost });
     },
 
+    /** Calls that left in (from, to], refused or not. */
+    sentIn,
+
     /** Calls that left in (from, to] and were not refused. */
     acceptedIn(from: number, to: number): number {
       let calls = sentIn(from, to);

@@ -243,23 +243,32 @@ describe("createRateLimiter()", () => {
     expect(pacing.state().requestsPerSecond).toBeCloseTo(ceiling * PACE_SHARE, 9);
   });
 
-  test("recovery follows time, not answers: the rate holds just under the limit found, then probes above it", () => {
-    let now = 0;
+  test("recovery follows time, not answers: the rate holds just under the limit found, then probes above it while used", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const pacing = createRateLimiter({
       requestsPerSecond: Number.POSITIVE_INFINITY,
       concurrency: 32,
       signal: new AbortController().signal,
-      now: () => now,
     });
-    for (let i = 0; i < 3; i++) pacing.refused(0, undefined);
+    const start = performance.now();
+    for (let i = 0; i < 3; i++) pacing.refused(start, undefined);
     const found = pacing.state().requestsPerSecond;
-    now = PROBE_AFTER_MS - 1;
+    // A sender with a call always waiting (the rate is its limit), and no answer ever.
+    let running = true;
+    const sender = (async () => {
+      while (running) await pacing.run(1, async () => undefined, "background");
+    })();
+    await vi.advanceTimersByTimeAsync(PROBE_AFTER_MS - 1);
     expect(pacing.state().requestsPerSecond).toBe(found);
-    // No answer in between: time alone lifts it.
-    now = PROBE_AFTER_MS + 5_000;
-    expect(pacing.state().requestsPerSecond).toBeCloseTo(2 * found, 9);
-    now = PROBE_AFTER_MS + 10_000;
-    expect(pacing.state().requestsPerSecond).toBeGreaterThan(8 * found);
+    // Time alone lifts it: doubled 5 s into the probe (to the last call's time), then faster.
+    await vi.advanceTimersByTimeAsync(5_001);
+    expect(pacing.state().requestsPerSecond).toBeGreaterThan(1.7 * found);
+    expect(pacing.state().requestsPerSecond).toBeLessThanOrEqual(2 * found);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(pacing.state().requestsPerSecond).toBeGreaterThan(6 * found);
+    running = false;
+    await vi.advanceTimersByTimeAsync(1_000);
+    await sender;
   });
 
   test("the rate never falls below its floor, however many refusals", () => {
@@ -434,6 +443,81 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
     expect(counts.refused / (counts.answered + counts.refused)).toBeLessThan(0.02);
     expect(counts.answered / (minutes * 60)).toBeGreaterThanOrEqual(0.9);
     expect(MAX_PROBE_AFTER_MS).toBeGreaterThan(PROBE_AFTER_MS);
+  }, 60_000);
+
+  test("a request another thread sends late holds the next back: no six departures within a second at 5/s", async () => {
+    fake();
+    // Paced at the held pace under a limit of 5 a second; each answer keeps the sending thread
+    // busy decoding, so a request let go meanwhile leaves when the thread is free.
+    const pacing = createRateLimiter({
+      requestsPerSecond: 5 * PACE_SHARE,
+      concurrency: 32,
+      signal: new AbortController().signal,
+    });
+    const random = seeded(5);
+    const departures: number[] = [];
+    let threadFreeAt = 0;
+    const sleep = (wait: number) => new Promise((resolve) => setTimeout(resolve, wait));
+    let running = true;
+    const loop = async () => {
+      while (running)
+        await pacing.run(
+          1,
+          async (sentAt) => {
+            await sleep(Math.max(0, threadFreeAt - performance.now()));
+            const leftAt = performance.now();
+            departures.push(leftAt);
+            pacing.left(sentAt, leftAt, 1);
+            await sleep(80);
+            // Decoding a large answer: up to 300 ms of the thread's time.
+            threadFreeAt = Math.max(threadFreeAt, performance.now()) + random() * 300;
+            await sleep(Math.max(0, threadFreeAt - performance.now()));
+            pacing.answered(1, leftAt);
+          },
+          "background",
+          true,
+        );
+    };
+    const loops = Array.from({ length: 4 }, loop);
+    await vi.advanceTimersByTimeAsync(60_000);
+    running = false;
+    await vi.advanceTimersByTimeAsync(5_000);
+    await Promise.all(loops);
+    expect(departures.length).toBeGreaterThan(200);
+    const crowded = departures.filter((at, i) => i >= 5 && at - departures[i - 5]! < 1_000);
+    expect(crowded).toEqual([]);
+  }, 60_000);
+
+  test("a sender slower than its rate (application-limited) does not grow the rate past its use, nor send bursts", async () => {
+    fake();
+    const pacing = createRateLimiter({
+      requestsPerSecond: Number.POSITIVE_INFINITY,
+      concurrency: 32,
+      signal: new AbortController().signal,
+    });
+    await simulate(pacing, { limit: 5, stray: 0, latencyMs: 50 }, 8, 5_000, seeded(9));
+    const found = pacing.state().ceiling;
+    expect(found).toBe(5);
+    // Then the client's own work is the limit: four requests at once every 1.2 s (3.3 a second).
+    const departures: number[] = [];
+    for (let burst = 0; burst < 250; burst++) {
+      const sent = Array.from({ length: 4 }, () =>
+        pacing.run(
+          1,
+          async (sentAt) => {
+            departures.push(sentAt);
+            pacing.answered(1, sentAt);
+          },
+          "background",
+        ),
+      );
+      await vi.advanceTimersByTimeAsync(1_200);
+      await Promise.all(sent);
+    }
+    // Probing past the hold (PROBE_AFTER_MS) on time alone made it about 10^6 calls a second.
+    expect(pacing.state().requestsPerSecond).toBeLessThan(1.5 * found);
+    const bunched = departures.filter((at, i) => i >= 3 && at - departures[i - 3]! < 100);
+    expect(bunched).toEqual([]);
   }, 60_000);
 
   test("a ceiling learnt from refusals that stop is outgrown within seconds of the probe", async () => {
