@@ -86,7 +86,13 @@ export function createPaymentJudge(deps: PaymentJudgeDeps) {
     // every FiatToken version (v2.2 hands them to the payer's wallet when it has code, as it would
     // the same bytes). Any other is checked as the token checks it, from the payer's code.
     let overload: CaptureOverload = "vrs";
-    if (!(await recoversToAuthorizer(domain, "transfer", authorization, request.signature))) {
+    const recovered = await recoversToAuthorizer(
+      domain,
+      "transfer",
+      authorization,
+      request.signature,
+    );
+    if (!recovered) {
       const checked = await checkedSignature(domain, authorization, request.signature);
       if ("refusal" in checked) return checked;
       overload = checked.overload;
@@ -103,8 +109,12 @@ export function createPaymentJudge(deps: PaymentJudgeDeps) {
     } catch (error) {
       if (!(error instanceof CaptureRevertedError)) throw error;
       // Told apart in the order verify has always reported: signature, nonce, balance, the rest.
-      const checked = await checkedSignature(domain, authorization, request.signature);
-      if ("refusal" in checked) return checked;
+      // A signature checked the long way above passed already; a recovered one is checked now
+      // from the payer's code (a wallet or a delegated EOA judges it, not ECDSA).
+      if (recovered) {
+        const checked = await checkedSignature(domain, authorization, request.signature);
+        if ("refusal" in checked) return checked;
+      }
       const refusal =
         (await refusalOfState(request)) ??
         refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
