@@ -1,6 +1,7 @@
 import { blockRangeError, resultLimitError, type FaultAnswer } from "./faults.js";
 import type { FrontParts } from "./frontParts.js";
 import { ok, type Answer, type Answered, type MethodTable, type Request } from "./jsonRpc.js";
+import { mergeOverrides, overriddenSlot, type AccountOverride } from "./pendingState.js";
 import {
   matchesFilter,
   toQuantity,
@@ -12,15 +13,56 @@ type GetLogsFilter = LogFilterObject & { fromBlock?: string; toBlock?: string; b
 
 /**
  * The reads a Flashblocks node answers from its pre-confirmed state when asked for "pending":
- * eth_getLogs up to "pending", eth_getBlockByNumber "pending", the pending nonce, and the receipt
- * of a pre-confirmed transaction. Any other form of these reads goes to anvil as is.
+ * eth_getLogs up to "pending", eth_getBlockByNumber "pending", the pending nonce, the receipt of a
+ * pre-confirmed transaction, and calls and state reads at "pending". Any other form of these reads
+ * goes to anvil as is.
  */
 export function createPendingViewMethods(front: FrontParts): MethodTable {
   const { upstream, sequencer, state } = front;
   const forward = async (request: Request) => (await upstream.forward(request)) as Answer;
   const head = async () => Number(await upstream.call<string>("eth_blockNumber"));
 
+  /**
+   * A call (eth_call, eth_estimateGas) at "pending" runs on the head with the pending state as
+   * overrides, the caller's own on top: one execution, where anvil's "pending" re-executes its pool.
+   */
+  const callAtPending = async (request: Request, params: unknown[]) => {
+    if (params[1] !== "pending") return forward(request);
+    const pending = sequencer.pendingCallState();
+    const overrides = mergeOverrides(pending?.overrides ?? {}, params[2]);
+    const blockOverrides = params[3] ?? pending?.env;
+    const extra: unknown[] =
+      blockOverrides !== undefined
+        ? [overrides, blockOverrides]
+        : Object.keys(overrides).length > 0
+          ? [overrides]
+          : [];
+    return forward({ ...request, params: [params[0], "latest", ...extra] });
+  };
+
+  /** A state read at "pending": the pending state's value when it set one, else the head's. */
+  const readAtPending =
+    (blockParam: number, pick: (account: AccountOverride, params: unknown[]) => unknown) =>
+    async ({ request, params }: { request: Request; params: unknown[] }) => {
+      if (params[blockParam] !== "pending") return forward(request);
+      const address = typeof params[0] === "string" ? params[0].toLowerCase() : "";
+      const account = sequencer.pendingCallState()?.overrides[address];
+      const value = account === undefined ? undefined : pick(account, params);
+      if (value !== undefined) return ok(request, value);
+      const onHead = [...params];
+      onHead[blockParam] = "latest";
+      return forward({ ...request, params: onHead });
+    };
+
   return {
+    eth_call: ({ request, params }) => callAtPending(request, params),
+    eth_estimateGas: ({ request, params }) => callAtPending(request, params),
+    eth_getBalance: readAtPending(1, (account) => account.balance),
+    eth_getCode: readAtPending(1, (account) => account.code),
+    eth_getStorageAt: readAtPending(2, (account, params) =>
+      typeof params[1] === "string" ? overriddenSlot(account, params[1]) : undefined,
+    ),
+
     // Faults (block range and result limits) apply over HTTP only, as a provider's proxy does.
     eth_getLogs: async ({ request, params, socket }) => {
       const withFaults = socket === undefined;

@@ -1,4 +1,5 @@
 import type { HeldSenders } from "./heldSenders.js";
+import { createPendingState, type BlockEnv, type StateOverride } from "./pendingState.js";
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
@@ -119,10 +120,13 @@ export function createSequencer(
   /** Pre-confirmed transactions the next mined block leaves out (they land in a later block). */
   const deferred = new Set<string>();
   let busy: Promise<unknown> = Promise.resolve();
+  /** The state after every pre-confirmed transaction of the unmined blocks. */
+  const pendingState = createPendingState(upstream);
   /** What the node serves as its pending view; the sequencer goes on making blocks whatever it is. */
-  let view: { mode: "live" } | { mode: "frozen"; blocks: PendingBlock[] } | { mode: "null" } = {
-    mode: "live",
-  };
+  let view:
+    | { mode: "live" }
+    | { mode: "frozen"; blocks: PendingBlock[]; state: StateOverride }
+    | { mode: "null" } = { mode: "live" };
 
   /** Reads running between steps (readBetween): the next step waits for them. */
   const readers = new Set<Promise<unknown>>();
@@ -163,6 +167,7 @@ export function createSequencer(
     if (!consecutive) {
       // The head moved behind our back (a reorg, or someone mined through anvil): start afresh.
       blocks = [];
+      pendingState.clear();
       blind = false;
     }
     const last = blocks.at(-1);
@@ -188,32 +193,44 @@ export function createSequencer(
     return block;
   }
 
-  /** Executes the open block's fresh transactions on top of the sealed, not yet mined, pending blocks. */
+  const envOf = (block: PendingBlock): BlockEnv => ({
+    number: toQuantity(block.number),
+    time: toQuantity(block.timestamp),
+  });
+
+  /**
+   * Executes the open block's fresh transactions on top of the pending state (every pre-confirmed
+   * transaction before them): their logs and gas, by index in `fresh`.
+   */
   async function simulate(
     open: PendingBlock,
-    all: PoolTransaction[],
-  ): Promise<Map<number, SimulatedCall | undefined>> {
-    const before = unmined().filter((b) => b !== open);
+    fresh: PoolTransaction[],
+  ): Promise<Array<SimulatedCall | undefined>> {
     // Note: anvil's eth_simulateV1 refuses contract creations ("missing keys: to"), so a creation is
     // pre-confirmed without logs; its logs appear with its block. Our contracts log nothing on creation.
-    const callsOf = (txs: PoolTransaction[]) =>
-      txs.map((t, i) => ({ t, i })).filter(({ t }) => t.to !== null);
-    const blockCalls = (b: PendingBlock, txs: PoolTransaction[]) => ({
-      blockOverrides: { number: toQuantity(b.number), time: toQuantity(b.timestamp) },
-      calls: callsOf(txs).map(({ t }) => ({
-        from: t.from,
-        to: t.to,
-        input: t.input,
-        value: t.value,
-        gas: t.gas,
-      })),
-    });
+    const calls = fresh.map((t, i) => ({ t, i })).filter(({ t }) => t.to !== null);
     const simulated = await upstream.call<Array<{ calls: SimulatedCall[] }>>("eth_simulateV1", [
-      { blockStateCalls: [...before.map((b) => blockCalls(b, b.txs)), blockCalls(open, all)] },
+      {
+        blockStateCalls: [
+          {
+            blockOverrides: envOf(open),
+            stateOverrides: pendingState.current(),
+            calls: calls.map(({ t }) => ({
+              from: t.from,
+              to: t.to,
+              input: t.input,
+              value: t.value,
+              gas: t.gas,
+            })),
+          },
+        ],
+      },
       "latest",
     ]);
-    const last = simulated.at(-1);
-    return new Map(callsOf(all).map(({ i }, k) => [i, last?.calls[k]]));
+    const results = simulated.at(-1)?.calls ?? [];
+    const byIndex: Array<SimulatedCall | undefined> = fresh.map(() => undefined);
+    calls.forEach(({ i }, k) => (byIndex[i] = results[k]));
+    return byIndex;
   }
 
   async function flashblock(): Promise<Flashblock> {
@@ -230,14 +247,15 @@ export function createSequencer(
     const newTransactions: FlashblockTransaction[] = [];
     if (fresh.length > 0) {
       const all = [...open.txs, ...fresh];
-      const resultByTx = await simulate(open, all);
+      const resultByTx = await simulate(open, fresh);
+      await pendingState.applyAll(fresh, envOf(open));
       let cumulativeGas = [...open.receipts.values()].reduce(
         (sum, r) => sum + BigInt(r.gasUsed as string),
         0n,
       );
       for (let i = open.txs.length; i < all.length; i++) {
         const tx = all[i]!;
-        const result = resultByTx.get(i);
+        const result = resultByTx[i - open.txs.length];
         const firstLog = newLogs.length;
         for (const log of result?.logs ?? []) {
           newLogs.push({
@@ -364,11 +382,22 @@ export function createSequencer(
     const open = blocks.at(-1)!;
     open.sealed = true;
     const rebuilt = open.txs.some((t) => deferred.has(t.hash));
+    let minedNow = false;
     for (const block of unmined())
-      if (block.number <= closing - lagBlocks) await mineExactly(block);
+      if (block.number <= closing - lagBlocks) {
+        await mineExactly(block);
+        minedNow = true;
+      }
     // Note: the pre-confirmed state spans several blocks: it is kept until the canonical chain has caught
     // up with the newest pending block (base/base flashblocks `pending_blocks.rs`).
-    if (blocks.every((b) => b.mined)) blocks = [];
+    if (blocks.every((b) => b.mined)) {
+      blocks = [];
+      pendingState.clear();
+    } else if (minedNow) {
+      // What is left pending is executed again on the new head: a transaction left out of its
+      // block (deferred) is no longer part of the pending state until pre-confirmed again.
+      await pendingState.rebuild(unmined().map((b) => ({ txs: b.txs, env: envOf(b) })));
+    }
     dropped.clear();
     // Note: a canonical block that differs from what was pre-confirmed makes the node rebuild the pending
     // block silently; the left-out transaction is pre-confirmed again in the next one (base/base flashblocks `processor.rs`).
@@ -475,11 +504,26 @@ export function createSequencer(
         // A frozen view keeps copies: the sequencer goes on changing its own blocks.
         view =
           mode === "frozen"
-            ? { mode, blocks: blocks.map((b) => ({ ...b, receipts: new Map(b.receipts) })) }
+            ? {
+                mode,
+                blocks: blocks.map((b) => ({ ...b, receipts: new Map(b.receipts) })),
+                state: pendingState.current(),
+              }
             : { mode };
         return mode;
       }),
     pendingBlockNumber: () => blocks.at(-1)?.number ?? -1,
+    /**
+     * What a call at "pending" runs on: the pending state as overrides on the canonical head, in
+     * the newest pending block's environment; undefined when the view holds no block (the call
+     * runs on the head, as a node with no pre-confirmed state answers it).
+     */
+    pendingCallState: (): { overrides: StateOverride; env: BlockEnv } | undefined => {
+      const newest = visible().at(-1);
+      if (newest === undefined) return undefined;
+      const overrides = view.mode === "frozen" ? view.state : pendingState.current();
+      return { overrides, env: envOf(newest) };
+    },
   };
 }
 

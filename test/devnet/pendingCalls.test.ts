@@ -1,0 +1,193 @@
+import {
+  createWalletClient,
+  decodeFunctionResult,
+  encodeAbiParameters,
+  encodeFunctionData,
+  http,
+  keccak256,
+  numberToHex,
+  pad,
+  type Address,
+  type Hex,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
+import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
+import { RpcAnswerError } from "../helpers/wsRpcClient.js";
+
+/** Explicit gas: automine is off, so nothing may estimate against a block that is not there yet. */
+const GAS = 200_000n;
+const RECIPIENT = pad(numberToHex(0xca11ed), { size: 20 }) as Address;
+/** FlashTestToken keeps balances in a mapping at slot 2 (its `balanceOf` getter reads it). */
+const BALANCES_SLOT = 2n;
+
+let devnet: Devnet;
+const errors: unknown[] = [];
+
+beforeAll(async () => {
+  devnet = await startDevnet({
+    blockTimeMs: 0,
+    flashblockIntervalMs: 0,
+    port: 0,
+    onError: (error) => errors.push(error),
+  });
+});
+afterAll(async () => {
+  await devnet?.stop();
+  expect(errors).toEqual([]);
+});
+beforeEach(async () => {
+  await call("devnet_setPendingLag", [0]);
+  await call("devnet_mine");
+});
+
+async function call<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
+  const response = await fetch(devnet.httpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await response.json()) as { result?: T; error?: { code: number; message: string } };
+  if (body.error !== undefined) throw new RpcAnswerError(body.error.code, body.error.message);
+  return body.result as T;
+}
+
+const balanceSlot = (owner: Address): Hex =>
+  keccak256(
+    encodeAbiParameters([{ type: "address" }, { type: "uint256" }], [owner, BALANCES_SLOT]),
+  );
+
+async function tokenBalance(owner: Address, tag: string, overrides?: unknown): Promise<bigint> {
+  const data = encodeFunctionData({
+    abi: flashTestTokenAbi,
+    functionName: "balanceOf",
+    args: [owner],
+  });
+  const params: unknown[] = [{ to: devnet.token, data }, tag];
+  if (overrides !== undefined) params.push(overrides);
+  const result = await call<Hex>("eth_call", params);
+  return decodeFunctionResult({ abi: flashTestTokenAbi, functionName: "balanceOf", data: result });
+}
+
+/** Estimates a token transfer of `value` from `from`; the node's error when it would revert. */
+async function estimateTransfer(from: Address, value: bigint, tag: string) {
+  const data = encodeFunctionData({
+    abi: flashTestTokenAbi,
+    functionName: "transfer",
+    args: [RECIPIENT, value],
+  });
+  return call<Hex>("eth_estimateGas", [{ from, to: devnet.token, data }, tag]).then(
+    (gas) => ({ gas: BigInt(gas) }),
+    (error: RpcAnswerError) => ({ error: error.code }),
+  );
+}
+
+function sender(keyIndex: number) {
+  const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
+  const wallet = createWalletClient({ account, transport: http(devnet.httpUrl) });
+  return {
+    address: account.address,
+    transfer: async (value: bigint) =>
+      wallet.writeContract({
+        address: devnet.token,
+        abi: flashTestTokenAbi,
+        chain: null,
+        gas: GAS,
+        functionName: "transfer",
+        args: [RECIPIENT, value],
+        nonce: Number(await call<Hex>("eth_getTransactionCount", [account.address, "pending"])),
+      }),
+  };
+}
+
+describe('calls and state reads at "pending" run on the pre-confirmed state', () => {
+  test("a pre-confirmed transfer of a whole balance empties it at pending only, from its flashblock to its block", async () => {
+    const payer = sender(1);
+    const whole = await tokenBalance(payer.address, "latest");
+    expect(whole).toBeGreaterThan(0n);
+    const ether = BigInt(await call<Hex>("eth_getBalance", [payer.address, "latest"]));
+
+    await payer.transfer(whole);
+    // In the pool only: a Base node's pending state holds pre-confirmed transactions, no mempool.
+    expect(await tokenBalance(payer.address, "pending")).toBe(whole);
+    expect(await estimateTransfer(payer.address, 1n, "pending")).toHaveProperty("gas");
+
+    await call("devnet_flashblock");
+    expect(await tokenBalance(payer.address, "pending")).toBe(0n);
+    expect(await tokenBalance(RECIPIENT, "pending")).toBeGreaterThanOrEqual(whole);
+    expect(await tokenBalance(payer.address, "latest")).toBe(whole);
+    // The emptied balance is a zeroed slot: the tracer leaves zero words out of its `post`.
+    expect(
+      await call<Hex>("eth_getStorageAt", [devnet.token, balanceSlot(payer.address), "pending"]),
+    ).toBe(`0x${"0".repeat(64)}`);
+    expect(
+      BigInt(
+        await call<Hex>("eth_getStorageAt", [devnet.token, balanceSlot(payer.address), "latest"]),
+      ),
+    ).toBe(whole);
+    expect(await estimateTransfer(payer.address, 1n, "pending")).toEqual({ error: 3 });
+    expect(await estimateTransfer(payer.address, 1n, "latest")).toHaveProperty("gas");
+    // The sender paid for its gas at pending, not yet at latest; the code is the head's.
+    expect(BigInt(await call<Hex>("eth_getBalance", [payer.address, "pending"]))).toBeLessThan(
+      ether,
+    );
+    expect(BigInt(await call<Hex>("eth_getBalance", [payer.address, "latest"]))).toBe(ether);
+    expect(await call<Hex>("eth_getCode", [devnet.token, "pending"])).toBe(
+      await call<Hex>("eth_getCode", [devnet.token, "latest"]),
+    );
+    // A caller's own override goes on top of the pending state.
+    const slot = { [devnet.token]: { stateDiff: { [balanceSlot(payer.address)]: pad("0x05") } } };
+    expect(await tokenBalance(payer.address, "pending", slot)).toBe(5n);
+
+    await call("devnet_mine");
+    expect(await tokenBalance(payer.address, "latest")).toBe(0n);
+    expect(await tokenBalance(payer.address, "pending")).toBe(0n);
+    expect(await estimateTransfer(payer.address, 1n, "pending")).toEqual({ error: 3 });
+  });
+
+  test("with the canonical chain a block behind, pending holds both pending blocks, then the newer alone", async () => {
+    const [alice, bob] = [sender(2), sender(3)];
+    const [a, b] = [
+      await tokenBalance(alice.address, "latest"),
+      await tokenBalance(bob.address, "latest"),
+    ];
+    await call("devnet_setPendingLag", [1]);
+    await alice.transfer(7n);
+    await call("devnet_flashblock");
+    await call("devnet_mine"); // sealed, not canonical
+    await bob.transfer(11n);
+    await call("devnet_flashblock");
+    expect([
+      await tokenBalance(alice.address, "pending"),
+      await tokenBalance(bob.address, "pending"),
+    ]).toEqual([a - 7n, b - 11n]);
+
+    await call("devnet_mine"); // alice's block becomes canonical; bob's is still pending
+    expect(await tokenBalance(alice.address, "latest")).toBe(a - 7n);
+    expect(await tokenBalance(bob.address, "latest")).toBe(b);
+    expect([
+      await tokenBalance(alice.address, "pending"),
+      await tokenBalance(bob.address, "pending"),
+    ]).toEqual([a - 7n, b - 11n]);
+
+    await call("devnet_setPendingLag", [0]);
+    await call("devnet_mine");
+    expect(await tokenBalance(bob.address, "latest")).toBe(b - 11n);
+    expect(await tokenBalance(bob.address, "pending")).toBe(b - 11n);
+  });
+
+  test("a transfer left out of its block (deferred) is back in the pending state once pre-confirmed again", async () => {
+    const carol = sender(4);
+    const c = await tokenBalance(carol.address, "latest");
+    const hash = await carol.transfer(13n);
+    await call("devnet_flashblock");
+    expect(await call("devnet_deferPreconfirmed", [hash])).toBe(true);
+    await call("devnet_mine"); // mined without it; the rebuilt pending block pre-confirms it again
+    expect(await tokenBalance(carol.address, "latest")).toBe(c);
+    expect(await tokenBalance(carol.address, "pending")).toBe(c - 13n);
+    await call("devnet_mine");
+    expect(await tokenBalance(carol.address, "latest")).toBe(c - 13n);
+    expect(await tokenBalance(carol.address, "pending")).toBe(c - 13n);
+  });
+});
