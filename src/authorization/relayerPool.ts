@@ -68,41 +68,54 @@ export function createRelayerPool(
   options: { stuckAfterMs?: number | undefined } = {},
 ): RelayerPool {
   const stuckAfterMs = options.stuckAfterMs ?? RELAYER_STUCK_AFTER_MS;
-  /** Per order: which relayer, and when its first send went out (null: signed, not sent yet). */
-  const work = new Map<number, { relayer: Address; sentAt: number | null }>();
-  const seenAddresses = new Set<string>();
+  /** Per order: which relayer (lower case), and when its first send went out (null: signed, not sent yet). */
+  const work = new Map<number, { relayer: string; sentAt: number | null }>();
+  /** The keys by lower-case address: a pick runs per settle, so no checksum work on its path. */
+  const byAddress = new Map<string, LocalAccount>();
   for (const account of accounts) {
     const key = account.address.toLowerCase();
-    if (seenAddresses.has(key))
+    if (byAddress.has(key))
       throw new Error(`relayer ${getAddress(account.address)} is in the pool twice`);
-    seenAddresses.add(key);
+    byAddress.set(key, account);
   }
 
-  function standing(account: LocalAccount, now: number): RelayerStanding {
-    let pending = 0;
-    let oldestSentAt: number | null = null;
+  /** Every relayer's standing at `now`, in configuration order, from one pass over the work. */
+  function standingsAt(now: number): RelayerStanding[] {
+    const tally = new Map(
+      accounts.map((account) => [
+        account.address.toLowerCase(),
+        { pending: 0, oldestSentAt: null as number | null },
+      ]),
+    );
     for (const entry of work.values()) {
-      if (!isAddressEqual(entry.relayer, account.address)) continue;
-      pending++;
-      if (entry.sentAt !== null && (oldestSentAt === null || entry.sentAt < oldestSentAt))
-        oldestSentAt = entry.sentAt;
+      const counted = tally.get(entry.relayer);
+      if (counted === undefined) continue;
+      counted.pending++;
+      if (
+        entry.sentAt !== null &&
+        (counted.oldestSentAt === null || entry.sentAt < counted.oldestSentAt)
+      )
+        counted.oldestSentAt = entry.sentAt;
     }
-    return {
-      address: account.address,
-      pending,
-      oldestSentAt,
-      stuck: oldestSentAt !== null && now - oldestSentAt >= stuckAfterMs,
-    };
+    return accounts.map((account) => {
+      const { pending, oldestSentAt } = tally.get(account.address.toLowerCase())!;
+      return {
+        address: account.address,
+        pending,
+        oldestSentAt,
+        stuck: oldestSentAt !== null && now - oldestSentAt >= stuckAfterMs,
+      };
+    });
   }
 
   return {
     accounts,
-    accountFor: (address) => accounts.find((a) => isAddressEqual(a.address, address)),
+    accountFor: (address) => byAddress.get(address.toLowerCase()),
     pick(now) {
-      const ranked = accounts.map((account, index) => ({
-        account,
+      const ranked = standingsAt(now).map((standing, index) => ({
+        account: accounts[index]!,
         index,
-        ...standing(account, now),
+        ...standing,
       }));
       const open = ranked.filter((r) => !r.stuck);
       if (open.length > 0) {
@@ -120,7 +133,8 @@ export function createRelayerPool(
       );
       return ranked[0]?.account;
     },
-    begin: (orderId, relayer) => void work.set(orderId, { relayer, sentAt: null }),
+    begin: (orderId, relayer) =>
+      void work.set(orderId, { relayer: relayer.toLowerCase(), sentAt: null }),
     sent(orderId, now) {
       const entry = work.get(orderId);
       if (entry !== undefined && entry.sentAt === null) entry.sentAt = now;
@@ -130,6 +144,6 @@ export function createRelayerPool(
       for (const [orderId, entry] of [...work.entries()])
         if (entry.sentAt !== null && !isLive(orderId)) work.delete(orderId);
     },
-    standings: (now) => accounts.map((account) => standing(account, now)),
+    standings: standingsAt,
   };
 }
