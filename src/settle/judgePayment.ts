@@ -11,6 +11,7 @@ import {
   BadSignatureError,
   readAuthorizerCode,
   recoversToAuthorizer,
+  toTokenEcdsaSignature,
   verifyTransferAuthorization,
   WrongSignerError,
 } from "../authorization/verifyAuthorization.js";
@@ -21,6 +22,16 @@ import { checkExactFields, type ExactPolicy, type FacilitatorToken } from "./exa
 import { INVALID_REASONS as R, refuse, type Refusal } from "./invalidReasons.js";
 import { refusalOfFailedSimulation } from "./simulationRefusal.js";
 import type { ExactAuthorization, ExactPaymentRequest } from "./wire.js";
+
+/** Whether the token's v, r, s overload can carry `signature` (65 bytes, v 27 or 28, a low s). */
+function carriesAsVrs(signature: Hex): boolean {
+  try {
+    toTokenEcdsaSignature(signature);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const BALANCE_ABI = parseAbi(["function balanceOf(address account) view returns (uint256)"]);
 
@@ -43,12 +54,24 @@ export type PaymentJudgeDeps = {
 
 /**
  * How the facilitator judges a payment as the token will (verify, and settle before it claims):
- * the fields, the signature (locally when it is the payer's ECDSA one), then one eth_estimateGas of
- * the transfer at the pending view, which runs the token's own checks and measures the settle's gas;
- * the payer's code, the nonce and the balance are read only to name a revert.
+ * the fields, then one eth_estimateGas of the transfer at the pending view, which runs the token's
+ * own checks (the signature's among them) and measures the settle's gas; the signature is
+ * recovered here, and the payer's code, the nonce and the balance read, only to name a revert (or
+ * first, for a signature the v, r, s overload cannot carry).
  */
 export function createPaymentJudge(deps: PaymentJudgeDeps) {
   const { client, policy } = deps;
+
+  /** The EIP-712 domain of a configured token (checkExactFields has refused any other asset). */
+  function domainOf(asset: Address): TokenDomain {
+    const token = deps.tokens.find((t) => t.address.toLowerCase() === asset.toLowerCase())!;
+    return {
+      name: token.name,
+      version: token.version,
+      chainId: deps.chainId,
+      verifyingContract: token.address,
+    };
+  }
 
   /**
    * Every check of verify: the refusal, or the overload and gas the token would accept the transfer with now.
@@ -67,59 +90,74 @@ export function createPaymentJudge(deps: PaymentJudgeDeps) {
     );
     if (fields !== undefined) return { refusal: fields };
     const { authorization, requirements } = request;
-    const token = deps.tokens.find(
-      (t) => t.address.toLowerCase() === requirements.asset.toLowerCase(),
-    )!;
-    const domain: TokenDomain = {
-      name: token.name,
-      version: token.version,
-      chainId: deps.chainId,
-      verifyingContract: token.address,
-    };
+    const domain = domainOf(requirements.asset);
     const call = {
-      token: token.address,
+      token: domain.verifyingContract,
       kind: "transfer" as const,
       ...authorization,
       signature: request.signature,
     };
-    // An ECDSA signature that recovers to the payer needs no read: the token takes its v, r, s on
-    // every FiatToken version (v2.2 hands them to the payer's wallet when it has code, as it would
-    // the same bytes). Any other is checked as the token checks it, from the payer's code.
-    let overload: CaptureOverload = "vrs";
-    const recovered = await recoversToAuthorizer(
-      domain,
-      "transfer",
-      authorization,
-      request.signature,
-    );
-    if (!recovered) {
+    const recovers = () =>
+      recoversToAuthorizer(domain, "transfer", authorization, request.signature);
+    if (followUp !== undefined) {
+      // Its own transaction has changed the state since: the signature alone, checked here.
+      if (await recovers()) return { refusal: undefined, overload: "vrs" };
       const checked = await checkedSignature(domain, authorization, request.signature);
-      if ("refusal" in checked) return checked;
-      overload = checked.overload;
+      return "refusal" in checked ? checked : { refusal: undefined, overload: checked.overload };
     }
-    if (followUp !== undefined) return { refusal: undefined, overload };
-    try {
-      // The node runs the transfer to estimate it: the token's own checks of the signature, the
-      // nonce and the balance, on the pending view, and the gas the capture needs, in one call.
-      const { gas } = await estimateCapture(client, call, deps.relayer, {
-        overload,
-        suffix: suffixOf(request),
-      });
-      return { refusal: undefined, overload, gas };
-    } catch (error) {
-      if (!(error instanceof CaptureRevertedError)) throw error;
+    const estimate = (overload: CaptureOverload) =>
+      estimateCapture(client, call, deps.relayer, { overload, suffix: suffixOf(request) }).then(
+        ({ gas }) => ({ gas }),
+        (error: unknown) => {
+          if (error instanceof CaptureRevertedError) return { reverted: error };
+          throw error;
+        },
+      );
+    // A signature of ECDSA's form goes to the token as v, r, s at once: the node runs the
+    // transfer (the token's own checks of the signature, the nonce and the balance, on the pending
+    // view) and measures its gas, in one call. Every FiatToken version recovers v, r, s itself
+    // (v2.2 hands the same bytes to a payer with code), so its acceptance is the chain's answer;
+    // recovering it here, the costliest step of a settle on the daemon's CPU, is left to naming
+    // a refusal.
+    let revertedAsVrs: { reverted: CaptureRevertedError } | undefined;
+    if (carriesAsVrs(request.signature)) {
+      const tried = await estimate("vrs");
+      if ("gas" in tried) return { refusal: undefined, overload: "vrs", gas: tried.gas };
       // Told apart in the order verify has always reported: signature, nonce, balance, the rest.
-      // A signature checked the long way above passed already; a recovered one is checked now
-      // from the payer's code (a wallet or a delegated EOA judges it, not ECDSA).
-      if (recovered) {
-        const checked = await checkedSignature(domain, authorization, request.signature);
-        if ("refusal" in checked) return checked;
-      }
-      const refusal =
-        (await refusalOfState(request)) ??
-        refusalOfFailedSimulation({ revertReason: error.reason }, authorization.value);
-      return { refusal };
+      // A signature that recovers to the payer is checked from the payer's code (a wallet or a
+      // delegated EOA judges it, not ECDSA).
+      if (await recovers()) return refusalAfterRevert(request, tried.reverted, true);
+      revertedAsVrs = tried;
     }
+    // Any other signature is checked as the token checks it, from the payer's code, then run.
+    const checked = await checkedSignature(domain, authorization, request.signature);
+    if ("refusal" in checked) return checked;
+    const tried =
+      checked.overload === "vrs" && revertedAsVrs !== undefined
+        ? revertedAsVrs
+        : await estimate(checked.overload);
+    if ("gas" in tried) return { refusal: undefined, overload: checked.overload, gas: tried.gas };
+    return refusalAfterRevert(request, tried.reverted, false);
+  }
+
+  /**
+   * Why the token refused a transfer the estimate ran: the signature (checked from the payer's code
+   * when `checkSignature`), the nonce, the balance, then the token's reason.
+   */
+  async function refusalAfterRevert(
+    request: ExactPaymentRequest,
+    reverted: CaptureRevertedError,
+    checkSignature: boolean,
+  ): Promise<{ refusal: Refusal }> {
+    if (checkSignature) {
+      const domain = domainOf(request.requirements.asset);
+      const checked = await checkedSignature(domain, request.authorization, request.signature);
+      if ("refusal" in checked) return checked;
+    }
+    const refusal =
+      (await refusalOfState(request)) ??
+      refusalOfFailedSimulation({ revertReason: reverted.reason }, request.authorization.value);
+    return { refusal };
   }
 
   /**
