@@ -76,23 +76,20 @@ export function createPendingState(upstream: Upstream) {
     /** The overrides now; a new object after every change, so a reader keeps a consistent one. */
     current: (): StateOverride => overrides,
     /**
-     * Executes each transaction in order on top of the pending state; all or none are kept (the
-     * values are absolute: a transaction executed twice would pay twice).
+     * `base` after each block's transactions, executed in order; nothing is kept until `set` (the
+     * values are absolute: a transaction executed twice on the kept state would pay twice).
      */
-    applyAll: async (txs: readonly PendingTransaction[], env: BlockEnv): Promise<void> => {
-      let state = overrides;
-      for (const tx of txs) state = await withTransaction(state, tx, env);
-      overrides = state;
-    },
-    /** Starts again from the canonical head with these blocks' transactions, in order; all or none. */
-    rebuild: async (
+    executed: async (
       blocks: ReadonlyArray<{ txs: readonly PendingTransaction[]; env: BlockEnv }>,
-    ): Promise<void> => {
-      let state: StateOverride = {};
+      base: StateOverride,
+    ): Promise<StateOverride> => {
+      let state = base;
       for (const block of blocks)
         for (const tx of block.txs) state = await withTransaction(state, tx, block.env);
-      overrides = state;
+      return state;
     },
+    /** Keeps `state` as the pending state. */
+    set: (state: StateOverride) => void (overrides = state),
     /** Forgets every change: the canonical head holds them all, or the pending blocks are gone. */
     clear: () => void (overrides = {}),
   };

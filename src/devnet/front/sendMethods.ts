@@ -14,8 +14,11 @@ export function createSendMethods({
 }: Pick<FrontParts, "upstream" | "sequencer" | "state" | "held">): MethodTable {
   // Not while a block is mined exactly (the pool's other transactions set aside, dropped and sent
   // again): a transaction entering the pool then could be dropped with them.
-  const admitted = async (request: Parameters<typeof upstream.forward>[0]) =>
-    (await sequencer.admit(() => upstream.forward(request))) as Answer;
+  const admitted = async (request: Parameters<typeof upstream.forward>[0]) => {
+    const answer = (await sequencer.admit(() => upstream.forward(request))) as Answer;
+    if (typeof answer.result === "string") sequencer.arrived(answer.result);
+    return answer;
+  };
   // A held sender's transaction is answered with its hash and kept apart (heldSenders.ts).
   const heldHash = (raw: unknown) =>
     typeof raw === "string" && /^0x[0-9a-fA-F]+$/.test(raw) ? held.keep(raw as Hex) : undefined;

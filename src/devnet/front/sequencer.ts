@@ -1,5 +1,6 @@
 import type { HeldSenders } from "./heldSenders.js";
 import { createPendingState, type BlockEnv, type StateOverride } from "./pendingState.js";
+import { createPoolOrder, type ReadyBySender } from "./poolOrder.js";
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
@@ -26,7 +27,7 @@ type TxPoolContent = Partial<
     Record<string, Record<string, { hash: string; from: string; nonce: string }>>
   >
 >;
-type Head = { number: string; hash: string; timestamp: string };
+type Head = { number: string; hash: string; timestamp: string; gasLimit: string };
 
 /** A receipt as JSON-RPC carries it, for a pre-confirmed transaction. */
 export type RpcReceiptObject = Record<string, unknown> & {
@@ -44,6 +45,16 @@ export type PendingBlockObject = {
   timestamp: string;
   transactions: Array<Record<string, unknown>>;
 };
+
+/** What a transaction pays a gas unit in a block of `baseFee` (EIP-1559; a legacy one its gasPrice). */
+function effectiveGasPrice(tx: Record<string, unknown>, baseFee: bigint): string {
+  if (typeof tx.maxFeePerGas !== "string")
+    return typeof tx.gasPrice === "string" ? tx.gasPrice : "0x0";
+  const tip = BigInt(typeof tx.maxPriorityFeePerGas === "string" ? tx.maxPriorityFeePerGas : "0x0");
+  const cap = BigInt(tx.maxFeePerGas);
+  const paid = baseFee + tip < cap ? baseFee + tip : cap;
+  return toQuantity(paid);
+}
 
 const EMPTY_LOGS_BLOOM = `0x${"0".repeat(512)}`;
 
@@ -81,6 +92,10 @@ type PendingBlock = {
   timestamp: number;
   /** The canonical parent's hash when known at opening; zero when the parent was itself still pending. */
   parentHash: string;
+  /** The head's gas limit when it opened: the flashblocks take no more than fits. */
+  gasLimit: bigint;
+  /** Its base fee, as the node will charge it when it mines the block. */
+  baseFee: bigint;
   index: number;
   txs: PoolTransaction[];
   logs: RpcLogObject[];
@@ -122,6 +137,7 @@ export function createSequencer(
   let busy: Promise<unknown> = Promise.resolve();
   /** The state after every pre-confirmed transaction of the unmined blocks. */
   const pendingState = createPendingState(upstream);
+  const poolOrder = createPoolOrder();
   /** What the node serves as its pending view; the sequencer goes on making blocks whatever it is. */
   let view:
     | { mode: "live" }
@@ -173,6 +189,13 @@ export function createSequencer(
     const last = blocks.at(-1);
     if (last !== undefined && !last.sealed) return last;
     const parent = unmined().at(-1);
+    // The next block's base fee is the last entry of eth_feeHistory (EIP-1559 from the head; a
+    // pending parent's own would move it a little).
+    const fees = await upstream.call<{ baseFeePerGas: string[] }>("eth_feeHistory", [
+      "0x1",
+      "latest",
+      [],
+    ]);
     const block: PendingBlock = {
       number: parent === undefined ? headNumber + 1 : parent.number + 1,
       timestamp: Math.max(
@@ -180,6 +203,8 @@ export function createSequencer(
         Math.floor(Date.now() / 1_000),
       ),
       parentHash: parent === undefined ? head.hash : ZERO_HASH,
+      gasLimit: BigInt(head.gasLimit),
+      baseFee: BigInt(fees.baseFeePerGas.at(-1) ?? "0x0"),
       index: 0,
       txs: [],
       logs: [],
@@ -233,22 +258,42 @@ export function createSequencer(
     return byIndex;
   }
 
+  /** The pool's ready transactions no pending block holds yet, as many as fit the open block. */
+  async function freshTransactions(open: PendingBlock): Promise<PoolTransaction[]> {
+    const pool = await upstream.call<{ pending?: ReadyBySender }>("txpool_content", []);
+    const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
+    const fresh = poolOrder
+      .order(pool.pending ?? {})
+      .filter((t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from));
+    // Note: a block takes transactions while their gas limits fit its own; a sender's later nonces
+    // wait with the first that does not.
+    let room = open.gasLimit - open.txs.reduce((sum, t) => sum + BigInt(t.gas), 0n);
+    const fitting: PoolTransaction[] = [];
+    for (const tx of fresh) {
+      room -= BigInt(tx.gas);
+      if (room < 0n) break;
+      // In a block, gasPrice is the price paid (the pool lists a fee cap there).
+      fitting.push({
+        ...tx,
+        gasPrice: effectiveGasPrice(tx, open.baseFee),
+      } as unknown as PoolTransaction);
+    }
+    return fitting;
+  }
+
   async function flashblock(): Promise<Flashblock> {
     const open = await openBlock();
-    const pool = await upstream.call<{ transactions: PoolTransaction[] }>("eth_getBlockByNumber", [
-      "pending",
-      true,
-    ]);
-    const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
-    const fresh = pool.transactions.filter(
-      (t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from),
-    );
+    const fresh = await freshTransactions(open);
     const newLogs: RpcLogObject[] = [];
     const newTransactions: FlashblockTransaction[] = [];
     if (fresh.length > 0) {
       const all = [...open.txs, ...fresh];
-      const resultByTx = await simulate(open, fresh);
-      await pendingState.applyAll(fresh, envOf(open));
+      // The logs and the state are computed side by side; both kept, or neither.
+      const [resultByTx, state] = await Promise.all([
+        simulate(open, fresh),
+        pendingState.executed([{ txs: fresh, env: envOf(open) }], pendingState.current()),
+      ]);
+      pendingState.set(state);
       let cumulativeGas = [...open.receipts.values()].reduce(
         (sum, r) => sum + BigInt(r.gasUsed as string),
         0n,
@@ -373,6 +418,7 @@ export function createSequencer(
     for (const raw of aside)
       if (raw !== null) await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
     for (const t of block.txs) deferred.delete(t.hash);
+    poolOrder.forget(include);
     block.mined = true;
   }
 
@@ -396,7 +442,8 @@ export function createSequencer(
     } else if (minedNow) {
       // What is left pending is executed again on the new head: a transaction left out of its
       // block (deferred) is no longer part of the pending state until pre-confirmed again.
-      await pendingState.rebuild(unmined().map((b) => ({ txs: b.txs, env: envOf(b) })));
+      const blocksLeft = unmined().map((b) => ({ txs: b.txs, env: envOf(b) }));
+      pendingState.set(await pendingState.executed(blocksLeft, {}));
     }
     dropped.clear();
     // Note: a canonical block that differs from what was pre-confirmed makes the node rebuild the pending
@@ -441,6 +488,8 @@ export function createSequencer(
         admitting.delete(sending);
       }
     },
+    /** A transaction entered anvil's pool through the front: flashblocks take it in arrival order. */
+    arrived: (hash: string) => poolOrder.arrived(hash),
     /** Runs `work` between ticks, so it never sees a block mined but the pending block not yet rebuilt. */
     between: <T>(work: () => Promise<T>) => exclusive(work),
     /** Runs a read between ticks (never mid-step), beside other such reads. */
@@ -451,6 +500,7 @@ export function createSequencer(
         const wasPreconfirmed = unmined().some((b) => b.txs.some((t) => sameHash(t.hash, hash)));
         await upstream.call("anvil_dropTransaction", [hash]);
         dropped.add(hash);
+        poolOrder.forget([hash]);
         return wasPreconfirmed;
       }),
     /** Leaves a pre-confirmed transaction out of its block: it lands in the next one, pre-confirmed again there. */
