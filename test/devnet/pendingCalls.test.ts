@@ -83,21 +83,28 @@ async function estimateTransfer(from: Address, value: bigint, tag: string) {
   );
 }
 
-function sender(keyIndex: number) {
+/** A funded key sending token transfers through the front, or to anvil directly with `url`. */
+function sender(keyIndex: number, url = devnet.httpUrl) {
   const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
-  const wallet = createWalletClient({ account, transport: http(devnet.httpUrl) });
+  const wallet = createWalletClient({ account, transport: http(url) });
+  let nonce: number | undefined;
   return {
     address: account.address,
-    transfer: async (value: bigint) =>
-      wallet.writeContract({
+    transfer: async (value: bigint, fees: { maxFeePerGas?: bigint } = {}) => {
+      nonce ??= Number(await call<Hex>("eth_getTransactionCount", [account.address, "pending"]));
+      return wallet.writeContract({
         address: devnet.token,
         abi: flashTestTokenAbi,
         chain: null,
         gas: GAS,
         functionName: "transfer",
         args: [RECIPIENT, value],
-        nonce: Number(await call<Hex>("eth_getTransactionCount", [account.address, "pending"])),
-      }),
+        nonce: nonce++,
+        ...fees,
+      });
+    },
+    /** The next transfer reuses the last nonce: it replaces the last one. */
+    reuseNonce: () => void (nonce = nonce! - 1),
   };
 }
 
@@ -189,5 +196,37 @@ describe('calls and state reads at "pending" run on the pre-confirmed state', ()
     await call("devnet_mine");
     expect(await tokenBalance(carol.address, "latest")).toBe(c - 13n);
     expect(await tokenBalance(carol.address, "pending")).toBe(c - 13n);
+  });
+});
+
+describe("flashblocks take the pool in arrival order, whichever way a transaction came", () => {
+  const preconfirmed = async () =>
+    (
+      await call<{ transactions: Array<{ hash: Hex }> }>("eth_getBlockByNumber", ["pending", true])
+    ).transactions.map((t) => t.hash);
+
+  test("through the front, first in first out; a replacement sent again takes its place", async () => {
+    const [alice, bob] = [sender(1), sender(2)];
+    const first = await bob.transfer(1n);
+    const second = await alice.transfer(2n);
+    const third = await bob.transfer(3n);
+    bob.reuseNonce();
+    const replaced = await bob.transfer(4n, { maxFeePerGas: 50_000_000_000n });
+    await call("devnet_flashblock");
+    expect(await preconfirmed()).toEqual([first, second, replaced]);
+    expect(third).not.toBe(replaced);
+  });
+
+  test("one sent to anvil directly is pre-confirmed too, after those that came through the front", async () => {
+    const direct = sender(3, devnet.anvilUrl);
+    const viaFront = sender(4);
+    const around = await direct.transfer(5n);
+    const through = await viaFront.transfer(6n);
+    await call("devnet_flashblock");
+    expect(await preconfirmed()).toEqual([through, around]);
+    await call("devnet_mine");
+    expect(await tokenBalance(direct.address, "pending")).toBe(
+      await tokenBalance(direct.address, "latest"),
+    );
   });
 });

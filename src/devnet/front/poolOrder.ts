@@ -1,4 +1,4 @@
-/** A ready transaction as anvil's `txpool_content` lists it (a full RPC transaction object). */
+/** A ready transaction as anvil lists it (a full RPC transaction object). */
 export type PoolEntry = Record<string, unknown> & {
   hash: string;
   from: string;
@@ -9,47 +9,108 @@ export type PoolEntry = Record<string, unknown> & {
 /** anvil's `txpool_content` "pending" part: ready transactions by sender, then by nonce (decimal). */
 export type ReadyBySender = Record<string, Record<string, PoolEntry>>;
 
+/** anvil's `txpool_inspect` "pending" part: a line per ready transaction, by sender and nonce. */
+export type ReadyLines = Record<string, Record<string, string>>;
+
+type Arrival = { order: number; tx?: PoolEntry };
+
 /**
- * The order the sequencer takes pool transactions in: as they arrived through the front (anvil's
+ * The sequencer's view of anvil's pool. Order: as transactions arrived through the front (anvil's
  * `--order fifo`), each sender's in nonce order; one that came another way goes after those.
- * Reading the pool this way costs a list, where anvil's own pending block executes every pool
- * transaction on each read.
+ * Contents: what the front admitted, fetched once each (eth_getTransactionByHash) and matched to
+ * the pool's one-line listing (`txpool_inspect`, under a millisecond); anvil's full listing
+ * (`txpool_content`, about 50 ms for 200 transactions) only when the pool holds one the front has
+ * not seen, as its own pending block (eth_getBlockByNumber "pending") executes them all.
  */
-export function createPoolOrder() {
+export function createPoolOrder(fetch: (hash: string) => Promise<PoolEntry | null>) {
   let next = 0;
-  /** When each transaction sent through the front arrived, by lower-case hash. */
-  const arrivals = new Map<string, number>();
+  /** Transactions admitted through the front, by lower-case hash. */
+  const arrivals = new Map<string, Arrival>();
+  /** Their hashes by sender and nonce: the newest admitted for a slot replaces an older one. */
+  const bySlot = new Map<string, string>();
+  /** Fetches still under way: a read of the ready list waits for them. */
+  const loading = new Set<Promise<void>>();
+
+  const slotOf = (from: string, nonce: bigint) => `${from.toLowerCase()}:${nonce}`;
+
+  function orderOf(ready: PoolEntry[]): PoolEntry[] {
+    const bySender = new Map<string, PoolEntry[]>();
+    for (const tx of ready) {
+      const from = tx.from.toLowerCase();
+      bySender.set(from, [...(bySender.get(from) ?? []), tx]);
+    }
+    const keyed: Array<{ tx: PoolEntry; key: number; nonce: bigint }> = [];
+    for (const txs of bySender.values()) {
+      txs.sort((a, b) => Number(BigInt(a.nonce) - BigInt(b.nonce)));
+      // A transaction never goes before its sender's lower nonce: it takes the later arrival.
+      let key = -1;
+      for (const tx of txs) {
+        const order = arrivals.get(tx.hash.toLowerCase())?.order ?? Number.MAX_SAFE_INTEGER;
+        key = Math.max(key, order);
+        keyed.push({ tx, key, nonce: BigInt(tx.nonce) });
+      }
+    }
+    return keyed
+      .sort(
+        (a, b) => a.key - b.key || a.tx.from.localeCompare(b.tx.from) || Number(a.nonce - b.nonce),
+      )
+      .map(({ tx }) => tx);
+  }
+
+  /** The line `txpool_inspect` shows for `tx`: to, value, gas and the fee cap. */
+  const lineOf = (tx: PoolEntry) =>
+    `${String(tx.to).toLowerCase()}: ${BigInt(String(tx.value))} wei + ${BigInt(tx.gas)} gas × ${BigInt(String(tx.maxFeePerGas ?? tx.gasPrice))} wei`;
 
   return {
     /** A transaction entered anvil's pool through the front now (sent again: it arrived again). */
-    arrived: (hash: string) => void arrivals.set(hash.toLowerCase(), next++),
-    /** Transactions that left the pool for good (mined or dropped): their arrival is forgotten. */
-    forget: (hashes: Iterable<string>) => {
-      for (const hash of hashes) arrivals.delete(hash.toLowerCase());
+    arrived(hash: string): void {
+      const key = hash.toLowerCase();
+      const arrival: Arrival = { order: next++ };
+      arrivals.set(key, arrival);
+      const fetched = fetch(key)
+        .then((tx) => {
+          if (tx === null || arrivals.get(key) !== arrival) return;
+          arrival.tx = tx;
+          const slot = slotOf(tx.from, BigInt(tx.nonce));
+          // The one it replaced in the pool is gone from it.
+          const replaced = bySlot.get(slot);
+          if (replaced !== undefined && replaced !== key) arrivals.delete(replaced);
+          bySlot.set(slot, key);
+        })
+        // Not fetched: the pool's full listing is read while it waits there.
+        .catch(() => undefined)
+        .finally(() => loading.delete(fetched));
+      loading.add(fetched);
+    },
+    /** Transactions that left the pool for good (mined or dropped): forgotten. */
+    forget(hashes: Iterable<string>): void {
+      for (const hash of hashes) {
+        const key = hash.toLowerCase();
+        const tx = arrivals.get(key)?.tx;
+        if (tx !== undefined && bySlot.get(slotOf(tx.from, BigInt(tx.nonce))) === key)
+          bySlot.delete(slotOf(tx.from, BigInt(tx.nonce)));
+        arrivals.delete(key);
+      }
     },
     /**
-     * The ready transactions in the order they are taken: a transaction never goes before its
-     * sender's lower nonce (it takes the later of its arrival and its predecessor's).
+     * The ready transactions the listing names, in order, from what the front admitted; undefined
+     * when one is not the front's (or differs from it): then read them all with `order`.
      */
-    order: (ready: ReadyBySender): PoolEntry[] => {
-      const keyed: Array<{ tx: PoolEntry; key: number; nonce: bigint }> = [];
-      for (const bySender of Object.values(ready)) {
-        const txs = Object.values(bySender).sort((a, b) =>
-          Number(BigInt(a.nonce) - BigInt(b.nonce)),
-        );
-        let key = -1;
-        for (const tx of txs) {
-          key = Math.max(key, arrivals.get(tx.hash.toLowerCase()) ?? Number.MAX_SAFE_INTEGER);
-          keyed.push({ tx, key, nonce: BigInt(tx.nonce) });
+    async known(listed: ReadyLines): Promise<PoolEntry[] | undefined> {
+      await Promise.all([...loading]);
+      const ready: PoolEntry[] = [];
+      for (const [from, byNonce] of Object.entries(listed))
+        for (const [nonce, line] of Object.entries(byNonce)) {
+          const hash = bySlot.get(slotOf(from, BigInt(nonce)));
+          const tx = hash === undefined ? undefined : arrivals.get(hash)?.tx;
+          if (tx === undefined || lineOf(tx) !== line) return undefined;
+          ready.push(tx);
         }
-      }
-      return keyed
-        .sort(
-          (a, b) =>
-            a.key - b.key || a.tx.from.localeCompare(b.tx.from) || Number(a.nonce - b.nonce),
-        )
-        .map(({ tx }) => tx);
+      return orderOf(ready);
     },
+    /** The ready transactions of anvil's full listing, in order. */
+    order: (ready: ReadyBySender): PoolEntry[] =>
+      orderOf(Object.values(ready).flatMap((byNonce) => Object.values(byNonce))),
   };
 }
 

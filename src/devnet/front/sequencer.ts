@@ -1,6 +1,11 @@
 import type { HeldSenders } from "./heldSenders.js";
 import { createPendingState, type BlockEnv, type StateOverride } from "./pendingState.js";
-import { createPoolOrder, type ReadyBySender } from "./poolOrder.js";
+import {
+  createPoolOrder,
+  type PoolEntry,
+  type ReadyBySender,
+  type ReadyLines,
+} from "./poolOrder.js";
 import { toQuantity, ZERO_HASH, type RpcLogObject } from "./rpcLogObject.js";
 import type { Upstream } from "./upstream.js";
 
@@ -137,7 +142,9 @@ export function createSequencer(
   let busy: Promise<unknown> = Promise.resolve();
   /** The state after every pre-confirmed transaction of the unmined blocks. */
   const pendingState = createPendingState(upstream);
-  const poolOrder = createPoolOrder();
+  const poolOrder = createPoolOrder((hash) =>
+    upstream.call<PoolEntry | null>("eth_getTransactionByHash", [hash]),
+  );
   /** What the node serves as its pending view; the sequencer goes on making blocks whatever it is. */
   let view:
     | { mode: "live" }
@@ -260,11 +267,16 @@ export function createSequencer(
 
   /** The pool's ready transactions no pending block holds yet, as many as fit the open block. */
   async function freshTransactions(open: PendingBlock): Promise<PoolTransaction[]> {
-    const pool = await upstream.call<{ pending?: ReadyBySender }>("txpool_content", []);
+    const listed = await upstream.call<{ pending?: ReadyLines }>("txpool_inspect", []);
+    const ready =
+      (await poolOrder.known(listed.pending ?? {})) ??
+      poolOrder.order(
+        (await upstream.call<{ pending?: ReadyBySender }>("txpool_content", [])).pending ?? {},
+      );
     const known = new Set(unmined().flatMap((b) => b.txs.map((t) => t.hash)));
-    const fresh = poolOrder
-      .order(pool.pending ?? {})
-      .filter((t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from));
+    const fresh = ready.filter(
+      (t) => !known.has(t.hash) && !dropped.has(t.hash) && !held.has(t.from),
+    );
     // Note: a block takes transactions while their gas limits fit its own; a sender's later nonces
     // wait with the first that does not.
     let room = open.gasLimit - open.txs.reduce((sum, t) => sum + BigInt(t.gas), 0n);
@@ -521,7 +533,10 @@ export function createSequencer(
       exclusive(async () => {
         for (const raw of held.set(senders))
           // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would.
-          await upstream.call("eth_sendRawTransaction", [raw]).catch(() => undefined);
+          await upstream
+            .call<string>("eth_sendRawTransaction", [raw])
+            .then((hash) => poolOrder.arrived(hash))
+            .catch(() => undefined);
         return held.senders();
       }),
     /** The canonical chain stays `blocks` behind the newest sealed pending block from the next mine on. */
