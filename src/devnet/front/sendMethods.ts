@@ -30,6 +30,7 @@ export function createSendMethods({
     },
     canonicalReceipt: (hash) => upstream.call("eth_getTransactionReceipt", [hash]),
     preconfirmedReceipt: (hash) => sequencer.preconfirmedReceipt(hash),
+    nextFlashblock: () => sequencer.nextFlashblock(),
     missesFlashblock: () => state.faults.sendSyncMissesFlashblock,
   });
   return {

@@ -5,8 +5,6 @@ import { keccak256, type Hex } from "viem";
  * (base/base crates/client/flashblocks/src/rpc/eth.rs).
  */
 export const SEND_SYNC_MAX_TIMEOUT_MS = 6_000;
-/** How often the stand-in looks for the transaction's pre-confirmed receipt (in memory) while a sync send waits. */
-const SEND_SYNC_POLL_MS = 10;
 /**
  * How often it asks anvil for the canonical receipt: a node learns of its blocks without asking
  * itself, and asking anvil every 10 ms for each waiting send made the stand-in anvil's busiest
@@ -25,6 +23,8 @@ export type SendSyncDeps = {
   canonicalReceipt: (hash: Hex) => Promise<unknown>;
   /** The receipt of the flashblock that pre-confirmed it, or undefined. */
   preconfirmedReceipt: (hash: Hex) => unknown;
+  /** Resolves when the sequencer's next flashblock is out (a node hears of each as it comes). */
+  nextFlashblock: () => Promise<void>;
   /**
    * The race of base/base#3826 as a fault: the node misses the flashblock that included the
    * transaction and answers only with a canonical receipt, or waits out its timeout.
@@ -80,7 +80,14 @@ export function createSendRawTransactionSync(
             data: hash,
           },
         };
-      await new Promise((resolve) => setTimeout(resolve, SEND_SYNC_POLL_MS));
+      // Woken by the next flashblock, or in time to ask for the canonical receipt again.
+      const wait = Math.max(1, Math.min(SEND_SYNC_CANONICAL_POLL_MS, deadline - Date.now()));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        deps.nextFlashblock(),
+        new Promise((resolve) => (timer = setTimeout(resolve, wait))),
+      ]);
+      clearTimeout(timer);
     }
   };
 }

@@ -51,6 +51,13 @@ export type PendingBlockObject = {
   transactions: Array<Record<string, unknown>>;
 };
 
+/** A promise and the function that resolves it. */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
 /** What a transaction pays a gas unit in a block of `baseFee` (EIP-1559; a legacy one its gasPrice). */
 function effectiveGasPrice(tx: Record<string, unknown>, baseFee: bigint): string {
   if (typeof tx.maxFeePerGas !== "string")
@@ -150,6 +157,9 @@ export function createSequencer(
     | { mode: "live" }
     | { mode: "frozen"; blocks: PendingBlock[]; state: StateOverride }
     | { mode: "null" } = { mode: "live" };
+
+  /** Waiting for the next flashblock (nextFlashblock): woken when one is out. */
+  let flashblockOut = signal();
 
   /** Reads running between steps (readBetween): the next step waits for them. */
   const readers = new Set<Promise<unknown>>();
@@ -375,6 +385,8 @@ export function createSequencer(
     // After a gap the node has nothing to tell until the next block: no notification either; nor
     // from a node whose view is frozen or gone.
     if (!blind && view.mode === "live") onFlashblock(result);
+    flashblockOut.resolve();
+    flashblockOut = signal();
     return result;
   }
 
@@ -500,6 +512,8 @@ export function createSequencer(
         admitting.delete(sending);
       }
     },
+    /** Resolves when the next flashblock is out (its receipts readable). */
+    nextFlashblock: (): Promise<void> => flashblockOut.promise,
     /** A transaction entered anvil's pool through the front: flashblocks take it in arrival order. */
     arrived: (hash: string) => poolOrder.arrived(hash),
     /** Runs `work` between ticks, so it never sees a block mined but the pending block not yet rebuilt. */
