@@ -51,9 +51,7 @@ export async function startFlashblocksFront(options: FrontOptions) {
   const upstream = createUpstream(options.anvilUrl);
   const subscriptions = createSubscriptions();
   if (options.pendingLogs !== undefined) subscriptions.setMode(options.pendingLogs);
-  const held = createHeldSenders(async (address) =>
-    Number(await upstream.call<string>("eth_getTransactionCount", [address, "latest"])),
-  );
+  const held = createHeldSenders();
   const sequencer = createSequencer(
     upstream,
     (flashblock) => subscriptions.onFlashblock(flashblock),

@@ -1,4 +1,4 @@
-import { keccak256, parseTransaction, recoverTransactionAddress, type Hex } from "viem";
+import type { Hex } from "viem";
 
 /**
  * The senders the stand-in holds back (devnet_holdSenders), as a relayer is stuck on Base: its
@@ -16,7 +16,7 @@ import { keccak256, parseTransaction, recoverTransactionAddress, type Hex } from
  * node's mempool: a held transaction is not found by hash, and a replacement on the same nonce
  * takes the place of the one kept whatever its fees.
  */
-export function createHeldSenders(latestNonce: (address: string) => Promise<number>) {
+export function createHeldSenders() {
   let held = new Set<string>();
   /** Kept raw transactions by sender (lower-case), then nonce. */
   const kept = new Map<string, Map<number, Hex>>();
@@ -40,30 +40,19 @@ export function createHeldSenders(latestNonce: (address: string) => Promise<numb
       }
       return released;
     },
+    /** Whether any sender is held: only then does a send need its sender known. */
+    active: () => held.size > 0,
     /**
-     * Keeps `raw` when its sender is held and its nonce not yet mined: its hash, as a node answers
-     * a send. Undefined when it goes to anvil as usual (not held, not decodable, nonce too low:
-     * anvil answers those as a node does).
+     * Keeps `raw`, sent by `from` at `nonce`, when `from` is held: whether it was kept (anvil took
+     * it and named its sender; the caller takes it out of anvil's pool).
      */
-    async keep(raw: Hex): Promise<Hex | undefined> {
-      if (held.size === 0) return undefined;
-      let from: string;
-      let nonce: number;
-      try {
-        from = (
-          await recoverTransactionAddress({ serializedTransaction: raw as never })
-        ).toLowerCase();
-        nonce = parseTransaction(raw).nonce ?? 0;
-      } catch {
-        return undefined;
-      }
-      if (!held.has(from) || nonce < (await latestNonce(from))) return undefined;
-      // Released while the nonce was read: it goes to anvil, not into a map nobody empties.
-      if (!held.has(from)) return undefined;
-      const byNonce = kept.get(from) ?? new Map<number, Hex>();
-      kept.set(from, byNonce);
+    keep(raw: Hex, from: string, nonce: number): boolean {
+      const sender = from.toLowerCase();
+      if (!held.has(sender)) return false;
+      const byNonce = kept.get(sender) ?? new Map<number, Hex>();
+      kept.set(sender, byNonce);
       byNonce.set(nonce, raw);
-      return keccak256(raw);
+      return true;
     },
   };
 }
