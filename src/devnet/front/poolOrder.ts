@@ -61,6 +61,29 @@ export function createPoolOrder(fetch: (hash: string) => Promise<PoolEntry | nul
   const lineOf = (tx: PoolEntry) =>
     `${String(tx.to).toLowerCase()}: ${BigInt(String(tx.value))} wei + ${BigInt(tx.gas)} gas × ${BigInt(String(tx.maxFeePerGas ?? tx.gasPrice))} wei`;
 
+  /**
+   * Every transaction the listings name, from what the front admitted or `also` (transactions
+   * the caller holds); undefined when one is neither (or differs from it).
+   */
+  async function listedEntries(
+    listings: ReadyLines[],
+    also: readonly PoolEntry[],
+  ): Promise<PoolEntry[] | undefined> {
+    await Promise.all([...loading]);
+    const others = new Map(also.map((tx) => [slotOf(tx.from, BigInt(tx.nonce)), tx]));
+    const entries: PoolEntry[] = [];
+    for (const listing of listings)
+      for (const [from, byNonce] of Object.entries(listing))
+        for (const [nonce, line] of Object.entries(byNonce)) {
+          const slot = slotOf(from, BigInt(nonce));
+          const hash = bySlot.get(slot);
+          const tx = (hash === undefined ? undefined : arrivals.get(hash)?.tx) ?? others.get(slot);
+          if (tx === undefined || lineOf(tx) !== line) return undefined;
+          entries.push(tx);
+        }
+    return entries;
+  }
+
   return {
     /** A transaction entered anvil's pool through the front now (sent again: it arrived again). */
     arrived(hash: string): void {
@@ -97,17 +120,10 @@ export function createPoolOrder(fetch: (hash: string) => Promise<PoolEntry | nul
      * when one is not the front's (or differs from it): then read them all with `order`.
      */
     async known(listed: ReadyLines): Promise<PoolEntry[] | undefined> {
-      await Promise.all([...loading]);
-      const ready: PoolEntry[] = [];
-      for (const [from, byNonce] of Object.entries(listed))
-        for (const [nonce, line] of Object.entries(byNonce)) {
-          const hash = bySlot.get(slotOf(from, BigInt(nonce)));
-          const tx = hash === undefined ? undefined : arrivals.get(hash)?.tx;
-          if (tx === undefined || lineOf(tx) !== line) return undefined;
-          ready.push(tx);
-        }
-      return orderOf(ready);
+      const entries = await listedEntries([listed], []);
+      return entries === undefined ? undefined : orderOf(entries);
     },
+    listed: listedEntries,
     /** The ready transactions of anvil's full listing, in order. */
     order: (ready: ReadyBySender): PoolEntry[] =>
       orderOf(Object.values(ready).flatMap((byNonce) => Object.values(byNonce))),

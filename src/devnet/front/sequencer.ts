@@ -408,14 +408,36 @@ export function createSequencer(
     }
   }
 
+  /**
+   * Every transaction in anvil's pool (ready or waiting for a nonce): from the one-line listing and
+   * what the front knows of each (the block's own among them), or anvil's full listing when the
+   * pool holds one the front has not seen.
+   */
+  async function poolEntries(
+    block: PendingBlock,
+  ): Promise<Array<{ hash: string; from: string; nonce: string }>> {
+    const listed = await upstream.call<{ pending?: ReadyLines; queued?: ReadyLines }>(
+      "txpool_inspect",
+      [],
+    );
+    const known = await poolOrder.listed(
+      [listed.pending ?? {}, listed.queued ?? {}],
+      block.txs as unknown as PoolEntry[],
+    );
+    if (known !== undefined) return known;
+    const pool = await upstream.call<TxPoolContent>("txpool_content", []);
+    return [pool.pending, pool.queued].flatMap((bySender) =>
+      Object.values(bySender ?? {}).flatMap((txs) => Object.values(txs)),
+    );
+  }
+
   async function mineWithPoolSetAside(block: PendingBlock): Promise<void> {
     const include = new Set(
       block.txs.filter((t) => !deferred.has(t.hash)).map((t) => t.hash.toLowerCase()),
     );
-    const pool = await upstream.call<TxPoolContent>("txpool_content", []);
-    const byNonce = [pool.pending, pool.queued]
-      .flatMap((bySender) => Object.values(bySender ?? {}).flatMap((txs) => Object.values(txs)))
-      .sort((a, b) => a.from.localeCompare(b.from) || Number(BigInt(a.nonce) - BigInt(b.nonce)));
+    const byNonce = (await poolEntries(block)).sort(
+      (a, b) => a.from.localeCompare(b.from) || Number(BigInt(a.nonce) - BigInt(b.nonce)),
+    );
     // A sender's transactions after one set aside go aside too: they cannot be mined without it, and
     // anvil_dropTransaction drops them with it.
     const blocked = new Set<string>();
