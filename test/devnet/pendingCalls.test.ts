@@ -153,6 +153,20 @@ describe('calls and state reads at "pending" run on the pre-confirmed state', ()
     expect(await estimateTransfer(payer.address, 1n, "pending")).toEqual({ error: 3 });
   });
 
+  test("a call at pending made once the receipt is out sees the transaction's state", async () => {
+    const [payer, busy] = [sender(5), sender(4)];
+    const whole = await tokenBalance(payer.address, "latest");
+    // Transactions before it in the flashblock: its state takes longer than its receipt.
+    for (let i = 0; i < 40; i++) await busy.transfer(1n);
+    const hash = await payer.transfer(whole);
+    const flashblock = call("devnet_flashblock");
+    // The receipt goes out before the pending state is kept; a reader that saw it waits for it.
+    let receipt: unknown = null;
+    while (receipt === null) receipt = await call("eth_getTransactionReceipt", [hash]);
+    expect(await tokenBalance(payer.address, "pending")).toBe(0n);
+    await flashblock;
+  });
+
   test("with the canonical chain a block behind, pending holds both pending blocks, then the newer alone", async () => {
     const [alice, bob] = [sender(2), sender(3)];
     const [a, b] = [

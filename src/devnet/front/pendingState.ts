@@ -52,6 +52,8 @@ const ZERO_WORD = `0x${"0".repeat(64)}`;
  */
 export function createPendingState(upstream: Upstream) {
   let overrides: StateOverride = {};
+  /** A change under way (`becoming`): readers wait for it. */
+  let updating: Promise<void> | undefined;
 
   /** `state` after `tx`, executed on top of it. */
   async function withTransaction(
@@ -90,6 +92,22 @@ export function createPendingState(upstream: Upstream) {
     },
     /** Keeps `state` as the pending state. */
     set: (state: StateOverride) => void (overrides = state),
+    /**
+     * Keeps `next` when it comes; readers (`settled`) wait for it from now. Rejects as `next` does,
+     * the state then unchanged.
+     */
+    becoming(next: Promise<StateOverride>): Promise<void> {
+      const done = next.then((state) => void (overrides = state));
+      const tracked: Promise<void> = done
+        .catch(() => undefined)
+        .finally(() => {
+          if (updating === tracked) updating = undefined;
+        });
+      updating = tracked;
+      return done;
+    },
+    /** Resolves once no change is under way: what a reader sees then is whole. */
+    settled: (): Promise<void> => updating ?? Promise.resolve(),
     /** Forgets every change: the canonical head holds them all, or the pending blocks are gone. */
     clear: () => void (overrides = {}),
   };

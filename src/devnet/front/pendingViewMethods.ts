@@ -28,7 +28,7 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
    */
   const callAtPending = async (request: Request, params: unknown[]) => {
     if (params[1] !== "pending") return forward(request);
-    const pending = sequencer.pendingCallState();
+    const pending = await sequencer.pendingCallState();
     const overrides = mergeOverrides(pending?.overrides ?? {}, params[2]);
     const blockOverrides = params[3] ?? pending?.env;
     const extra: unknown[] =
@@ -46,7 +46,7 @@ export function createPendingViewMethods(front: FrontParts): MethodTable {
     async ({ request, params }: { request: Request; params: unknown[] }) => {
       if (params[blockParam] !== "pending") return forward(request);
       const address = typeof params[0] === "string" ? params[0].toLowerCase() : "";
-      const account = sequencer.pendingCallState()?.overrides[address];
+      const account = (await sequencer.pendingCallState())?.overrides[address];
       const value = account === undefined ? undefined : pick(account, params);
       if (value !== undefined) return ok(request, value);
       const onHead = [...params];

@@ -308,14 +308,21 @@ export function createSequencer(
     const fresh = await freshTransactions(open);
     const newLogs: RpcLogObject[] = [];
     const newTransactions: FlashblockTransaction[] = [];
+    let stateKept: Promise<void> = Promise.resolve();
     if (fresh.length > 0) {
       const all = [...open.txs, ...fresh];
-      // The logs and the state are computed side by side; both kept, or neither.
-      const [resultByTx, state] = await Promise.all([
-        simulate(open, fresh),
-        pendingState.executed([{ txs: fresh, env: envOf(open) }], pendingState.current()),
-      ]);
-      pendingState.set(state);
+      // The logs and the state are computed side by side. The flashblock goes out with its logs and
+      // receipts; a call at pending waits for its state (pendingCallState), so no reader sees a
+      // receipt and then a state without it.
+      const tracing = pendingState.executed(
+        [{ txs: fresh, env: envOf(open) }],
+        pendingState.current(),
+      );
+      const resultByTx = await simulate(open, fresh).catch(async (error: unknown) => {
+        await tracing.catch(() => undefined);
+        throw error;
+      });
+      stateKept = pendingState.becoming(tracing);
       let cumulativeGas = [...open.receipts.values()].reduce(
         (sum, r) => sum + BigInt(r.gasUsed as string),
         0n,
@@ -387,6 +394,11 @@ export function createSequencer(
     if (!blind && view.mode === "live") onFlashblock(result);
     flashblockOut.resolve();
     flashblockOut = signal();
+    await stateKept.catch(async () => {
+      // Executed again from the head for every pending block; readers wait for it.
+      const blocksLeft = unmined().map((b) => ({ txs: b.txs, env: envOf(b) }));
+      await pendingState.becoming(pendingState.executed(blocksLeft, {}));
+    });
     return result;
   }
 
@@ -619,7 +631,10 @@ export function createSequencer(
      * the newest pending block's environment; undefined when the view holds no block (the call
      * runs on the head, as a node with no pre-confirmed state answers it).
      */
-    pendingCallState: (): { overrides: StateOverride; env: BlockEnv } | undefined => {
+    pendingCallState: async (): Promise<
+      { overrides: StateOverride; env: BlockEnv } | undefined
+    > => {
+      await pendingState.settled();
       const newest = visible().at(-1);
       if (newest === undefined) return undefined;
       const overrides = view.mode === "frozen" ? view.state : pendingState.current();
