@@ -142,7 +142,7 @@ function callOf(tx: PendingTransaction): Record<string, unknown> {
  * zero: the tracer leaves zero words out of `post`. An account in `pre` alone only had slots
  * zeroed: accounts are not deleted since EIP-6780 outside their creating transaction.
  */
-export function withDiff(overrides: StateOverride, diff: PrestateDiff): StateOverride {
+function withDiff(overrides: StateOverride, diff: PrestateDiff): StateOverride {
   const next: StateOverride = { ...overrides };
   const addresses = new Set([...Object.keys(diff.pre ?? {}), ...Object.keys(diff.post ?? {})]);
   for (const raw of addresses) {
