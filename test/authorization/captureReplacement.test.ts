@@ -62,9 +62,8 @@ describe("a capture not pre-confirmed within the bound", () => {
       });
     const payeeBefore = await balanceOf(payee);
     const { logger, lines } = createMemoryLogger("debug");
-    // Note: the devnet answers eth_call "pending" from anvil's pending block, which (unlike a Base
-    // node's pre-confirmed state) holds every executable pool transaction. A capture one nonce above a
-    // nonce reserved and never sent is not executable: it waits in the pool, not pre-confirmed, as a stuck one would.
+    // A capture one nonce above a nonce reserved and never sent cannot execute: it waits in the
+    // pool behind the gap, never pre-confirmed, as a stuck one would.
     const gap = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
     const hold = { relayer: relayer.address, nonce: gap, holder: "test:refused" };
     expect(await store.nonces.reserve({ ...hold, floor: gap, owner: "test" }, Date.now())).toBe(

@@ -25,7 +25,6 @@ import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { waitFor } from "../helpers/fixtures.js";
-import { pendingCallsAtLatest, startRewritingRpcProxy } from "../helpers/rewritingRpcProxy.js";
 
 /*
  * `order capture` exits 0 only for a transfer the chain made (issue 40): two orders of 0.8 from a
@@ -39,8 +38,6 @@ let domain: TokenDomain;
 let dir: string;
 let configPath: string;
 let store: Store;
-/** The devnet answering eth_call and eth_estimateGas at pending as a Base node does (no mempool). */
-let proxy: { url: string; close: () => Promise<void> };
 
 const admin = (method: string) =>
   fetch(devnet.httpUrl, {
@@ -54,10 +51,9 @@ beforeAll(async () => {
   chain = createPublicClient({ transport: http(devnet.httpUrl) });
   domain = await readTokenDomain(chain, devnet.token);
   dir = mkdtempSync(join(tmpdir(), "flashindex-capture-reverted-"));
-  proxy = await startRewritingRpcProxy(devnet.httpUrl, pendingCallsAtLatest);
   configPath = writeConfig(dir, {
     chainId: devnet.chainId,
-    rpc: { http: [proxy.url], retry: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 50 } },
+    rpc: { http: [devnet.httpUrl], retry: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 50 } },
     tokens: [{ address: devnet.token, startBlock: devnet.tokenDeployBlock }],
     database: { path: join(dir, "index.db") },
     metrics: { enabled: false },
@@ -70,7 +66,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await store?.close();
-  await proxy?.close();
   await devnet?.stop();
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });

@@ -55,15 +55,3 @@ export function untaggedEstimateAtLatest(request: RpcRequest): RpcRequest {
     ? { ...request, params: [request.params[0], "latest"] }
     : request;
 }
-
-/**
- * Note: a Base node answers eth_call and eth_estimateGas at `pending` from its pre-confirmed state,
- * which holds no mempool transaction; anvil's pending block holds its pool. While no flashblock
- * comes, that state is the latest block's.
- */
-export function pendingCallsAtLatest(request: RpcRequest): RpcRequest {
-  return (request.method === "eth_call" || request.method === "eth_estimateGas") &&
-    request.params?.[1] === "pending"
-    ? { ...request, params: [request.params[0], "latest"] }
-    : request;
-}

@@ -294,9 +294,10 @@ describe("success means the chain made the transfer", () => {
     const answer = post("settle", body);
     const orderId = await broadcast(payer.address, nonce);
     // The buyer's cancel (sent by anyone: the signature is the authority) reaches the sequencer just
-    // before the capture. On Base the capture's pending view (pre-confirmations only) cannot see a
-    // cancel still in the mempool; anvil's can, so the capture is taken out of the pool and put back
-    // behind the cancel (the devnet orders its pool first in, first out).
+    // before the capture. The capture's pending view (pre-confirmations only, on Base as on the
+    // devnet) cannot see a cancel still in the mempool; the capture is taken out of the pool and
+    // put back behind the cancel, so the flashblock takes the cancel first (the devnet takes its
+    // pool first in, first out).
     const captureHash = (await store.captures.get(orderId))!.txHash;
     const raw = (await admin("eth_getRawTransactionByHash", [captureHash])) as { result: Hex };
     await admin("anvil_dropTransaction", [captureHash]);

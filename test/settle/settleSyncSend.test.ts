@@ -22,7 +22,7 @@ import { sqliteBackend } from "../helpers/backends.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
 import { waitFor } from "../helpers/fixtures.js";
-import { pendingCallsAtLatest, untaggedEstimateAtLatest } from "../helpers/rewritingRpcProxy.js";
+import { untaggedEstimateAtLatest } from "../helpers/rewritingRpcProxy.js";
 import { startSyncSendProxy } from "../helpers/syncSendProxy.js";
 import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
 
@@ -171,10 +171,9 @@ beforeAll(async () => {
   chain = createPublicClient({ transport: http(devnet.httpUrl) });
   domain = await readTokenDomain(chain, devnet.token);
   shop = privateKeyToAccount(devnet.privateKeys[2]!);
-  // As a Base node reads them: estimates and calls at `pending` see no mempool transaction.
-  proxy = await startSyncSendProxy(devnet.httpUrl, (request) =>
-    pendingCallsAtLatest(untaggedEstimateAtLatest(request)),
-  );
+  // As a Base node reads an estimate without a block tag: at latest. (Calls at `pending` the
+  // devnet answers from its pre-confirmed state, with no mempool transaction, as Base does.)
+  proxy = await startSyncSendProxy(devnet.httpUrl, untaggedEstimateAtLatest);
   const config = testConfig({
     chainId: devnet.chainId,
     rpc: { http: [proxy.url] },
