@@ -6,6 +6,7 @@ import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTes
 import { TRANSFER_TOPIC } from "../../src/authorization/eip3009.js";
 import type { RpcLogObject } from "../../src/devnet/front/rpcLogObject.js";
 import { startDevnet, type Devnet, type DevnetOptions } from "../../src/devnet/startDevnet.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpcClient.js";
 
 /** What a pre-confirmed log carries instead of a block hash (base/base flashblocks rpc/eth.rs). */
@@ -24,18 +25,6 @@ type LogFilter = {
   topics?: Array<string | string[] | null>;
 };
 
-/** A JSON-RPC call over plain HTTP, so tests see the raw objects the front serves. */
-async function rpc<T = unknown>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await response.json()) as { result?: T; error?: { code: number; message: string } };
-  if (body.error !== undefined) throw new RpcAnswerError(body.error.code, body.error.message);
-  return body.result as T;
-}
-
 const topicOf = (address: Address): Hex => pad(address.toLowerCase() as Hex);
 const word = (value: bigint): Hex => numberToHex(value, { size: 32 });
 
@@ -48,7 +37,7 @@ function createSender(devnet: Devnet, keyIndex: number) {
     ({ address: devnet.token, abi: flashTestTokenAbi, chain: null, gas: GAS }) as const;
   async function nextNonce(): Promise<number> {
     nonce ??= Number(
-      await rpc<Hex>(devnet.httpUrl, "eth_getTransactionCount", [account.address, "latest"]),
+      await httpRpc<Hex>(devnet.httpUrl, "eth_getTransactionCount", [account.address, "latest"]),
     );
     return nonce++;
   }
@@ -86,7 +75,7 @@ function useDevnet(options: DevnetOptions = {}) {
     },
     errors,
     call: <T = unknown>(method: string, params: unknown[] = []) =>
-      rpc<T>(h.devnet.httpUrl, method, params),
+      httpRpc<T>(h.devnet.httpUrl, method, params),
     blockNumber: async () => Number(await h.call<Hex>("eth_blockNumber")),
     block: (number: number | "latest") =>
       h.call<Block>("eth_getBlockByNumber", [

@@ -5,7 +5,8 @@ import { BROADCAST_CAPACITY_FLASHBLOCKS } from "../../src/devnet/front/subscript
 import type { RpcLogObject } from "../../src/devnet/front/rpcLogObject.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
 import { createPayer } from "../helpers/devnetPayments.js";
-import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpcClient.js";
+import { httpRpc } from "../helpers/httpRpc.js";
+import { connectWsRpc, type WsRpcClient } from "../helpers/wsRpcClient.js";
 
 /** The failure modes of real Base nodes the front plays (base/base#4916, #3274, #1439; base/node#963, #1129), as a client sees them. */
 
@@ -45,14 +46,8 @@ async function post(method: string, params: unknown[] = []): Promise<Response> {
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
 }
-async function call<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
-  const body = (await (await post(method, params)).json()) as {
-    result?: T;
-    error?: { code: number; message: string };
-  };
-  if (body.error !== undefined) throw new RpcAnswerError(body.error.code, body.error.message);
-  return body.result as T;
-}
+const call = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 async function connect(): Promise<WsRpcClient> {
   const client = await connectWsRpc(devnet.wsUrl);
   clients.push(client);

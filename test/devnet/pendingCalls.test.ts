@@ -14,7 +14,8 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { RpcAnswerError } from "../helpers/wsRpcClient.js";
+import { httpRpc } from "../helpers/httpRpc.js";
+import type { RpcAnswerError } from "../helpers/wsRpcClient.js";
 
 /** Explicit gas: automine is off, so nothing may estimate against a block that is not there yet. */
 const GAS = 200_000n;
@@ -42,16 +43,8 @@ beforeEach(async () => {
   await call("devnet_mine");
 });
 
-async function call<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
-  const response = await fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await response.json()) as { result?: T; error?: { code: number; message: string } };
-  if (body.error !== undefined) throw new RpcAnswerError(body.error.code, body.error.message);
-  return body.result as T;
-}
+const call = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 
 const balanceSlot = (owner: Address): Hex =>
   keccak256(
