@@ -437,7 +437,7 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
       minutes * 60_000,
       seeded(11),
     );
-    // With a probe every PROBE_AFTER_MS, each costing about two refusals, 73 of 1,177 were (6.2%).
+    // With a probe every PROBE_AFTER_MS, each then costing about two refusals, 73 of 1,177 were (6.2%).
     const everyHold = (minutes * 60_000) / PROBE_AFTER_MS;
     expect(counts.refused).toBeLessThan(everyHold / 2);
     expect(counts.refused / (counts.answered + counts.refused)).toBeLessThan(0.02);
@@ -539,6 +539,35 @@ describe("createRateLimiter() against a simulated provider (fake clock)", () => 
     );
     expect(pacing.state().requestsPerSecond).toBe(50);
   }, 60_000);
+});
+
+describe("createRateLimiter(): a raised limit with strays around (fake clock)", () => {
+  afterEach(() => void vi.useRealTimers());
+
+  test.each([3, 4])(
+    "a probe a stray ends finds the same limit, and the next outgrows it (seed %i)",
+    async (seed) => {
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+      const pacing = createRateLimiter({
+        requestsPerSecond: 50,
+        concurrency: 32,
+        signal: new AbortController().signal,
+      });
+      await simulate(pacing, { limit: 5, stray: 0, latencyMs: 50 }, 8, 10_000, seeded(seed));
+      expect(pacing.state().ceiling).toBe(5);
+      // The provider lifts its limit but still refuses 3% at random: one refusal ends a probe
+      // (MIN_PROBE_REFUSALS_TO_CUT), so a stray in its first calls holds the old limit a while longer.
+      await simulate(
+        pacing,
+        { limit: Number.POSITIVE_INFINITY, stray: 0.03, latencyMs: 50 },
+        16,
+        3 * PROBE_AFTER_MS + 10_000,
+        seeded(seed + 100),
+      );
+      expect(pacing.state().requestsPerSecond).toBe(50);
+    },
+    60_000,
+  );
 });
 
 describe("callsPerBatch()", () => {
