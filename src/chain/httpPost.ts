@@ -18,7 +18,11 @@ const AGENTS = {
 } as const;
 
 /** POSTs `body` as JSON; resolves with the response once its headers arrive. `signal` aborts it at any point. */
-export function postJson(url: string, body: string, signal: AbortSignal): Promise<IncomingMessage> {
+export function postJson(
+  url: string,
+  body: string,
+  signal?: AbortSignal,
+): Promise<IncomingMessage> {
   const target = new URL(url);
   const protocol = target.protocol === "https:" ? "https:" : "http:";
   const send = protocol === "https:" ? https.request : http.request;
