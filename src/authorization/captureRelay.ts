@@ -419,7 +419,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     const [{ data, gas: estimate }, fees, floor] = await Promise.all([
       estimating,
       transactions.fees(),
-      relayerNonces.pendingCount(account.address),
+      relayerNonces.recentPendingCount(account.address),
     ]);
     const tx = await transactions.sign(
       account,
