@@ -123,7 +123,7 @@ async function runWithLock(
   // Loaded here: the relay needs viem, which the daemon's start does not otherwise load
   // (startupImports.test.ts).
   const { startSettlement } = await import("./settle/startFacilitator.js");
-  await startSettlement({ ...deps, store });
+  const { relay } = await startSettlement({ ...deps, store });
   // The status page and the webhook outbox go through the store, on either backend.
   if (metricsConfig.statusPage) server?.setStatusPage(createStatusPage({ ...context, store }));
   const webhookSender = (
@@ -148,7 +148,8 @@ async function runWithLock(
     tokens: context.config.tokens.length,
   });
   try {
-    if (context.config.realtime.enabled) await followRealtime({ ...deps, health });
+    if (context.config.realtime.enabled)
+      await followRealtime({ ...deps, health }, () => relay.wake());
     else await followFinality(deps, health);
   } catch (error) {
     if (error instanceof ShutdownError) return;
@@ -185,8 +186,12 @@ function startOrderUpkeep(deps: SyncDeps): void {
   deps.shutdown.add(() => clearInterval(orderTimer));
 }
 
-/** Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown. */
-async function followRealtime(deps: HeadFollowerDeps): Promise<void> {
+/**
+ * Backfills to the head, then follows new blocks, reorgs and pre-confirmations until shutdown.
+ * `onNews`: after each pre-confirmed commit and each canonical head applied (the capture relay's
+ * waits read their receipts then).
+ */
+async function followRealtime(deps: HeadFollowerDeps, onNews: () => void): Promise<void> {
   // One pause for every read of the pending view: the poll, the watchdog and the head path's drop check.
   const preconfirmedBackoff = createPreconfirmedBackoff(deps.config.realtime.pendingPollIntervalMs);
   const follower = createHeadFollower({ ...deps, preconfirmedBackoff });
@@ -196,7 +201,9 @@ async function followRealtime(deps: HeadFollowerDeps): Promise<void> {
     lastCanonicalBlock: follower.lastAppliedBlock,
     canonicalHashAt: follower.hashAt,
     onCanonicalHead: follower.onApplied,
+    onStored: onNews,
   });
+  follower.onApplied(onNews);
   const { realtime, rpc } = deps.config;
   const running: Array<Promise<void>> = [follower.run()];
   if (realtime.pendingPollIntervalMs > 0)

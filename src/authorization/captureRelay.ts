@@ -135,6 +135,11 @@ export type CaptureRelay = {
   drive: (now: number) => Promise<{ resent: number; replaced: number }>;
   /** The relayer pool as this process sees it (relayerPool.ts), for the status page. */
   standings: (now: number) => RelayerStanding[];
+  /**
+   * The indexer stored a flashblock's rows or applied a canonical head: the waits read their
+   * receipts now rather than at the poller's next tick (receiptPoller.ts wake).
+   */
+  wake: () => void;
 };
 
 /** The capture relay: one per process, shared by `order capture`, the daemon's driver and the facilitator. */
@@ -396,6 +401,7 @@ export function createCaptureRelay(deps: CaptureRelayDeps): CaptureRelay {
     },
 
     standings: (now) => pool.standings(now),
+    wake: () => poller.wake(),
   };
 
   /**

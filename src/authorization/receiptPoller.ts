@@ -4,7 +4,6 @@ import type { RpcClient } from "../chain/rpcClient.js";
 import { inBatches } from "../chain/inBatches.js";
 import { RetryableError } from "../errors/base.js";
 import { RpcResponseError } from "../errors/rpc.js";
-import { sleep } from "../ops/shutdown.js";
 
 /** How often a poller reads the receipts its waiters wait for. */
 export const RECEIPT_POLL_INTERVAL_MS = 50;
@@ -38,6 +37,12 @@ export type ReceiptPoller = {
    * a RetryableError when the node could not be read; with the signal's reason when aborted.
    */
   next: (txHashes: readonly Hex[], signal?: AbortSignal) => Promise<ReceiptStanding>;
+  /**
+   * The node has news (a flashblock's rows were stored, a canonical head applied): the waiters
+   * read their receipts now, not at the end of the tick's interval. A wake during a read makes the
+   * next tick read at once.
+   */
+  wake: () => void;
 };
 
 type Waiter = {
@@ -58,9 +63,30 @@ export function createReceiptPoller(deps: {
   const pollMs = deps.pollingIntervalMs ?? RECEIPT_POLL_INTERVAL_MS;
   let waiting: Waiter[] = [];
   let ticking = false;
+  /** Ends the tick's wait early (set while it waits). */
+  let endWait: (() => void) | undefined;
+  /** A wake came while no tick waited: the next one reads at once. */
+  let woken = false;
+
+  /** Waits out the interval, or until a wake. */
+  function interval(): Promise<void> {
+    if (woken) {
+      woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, pollMs);
+      function done() {
+        clearTimeout(timer);
+        endWait = undefined;
+        resolve();
+      }
+      endWait = done;
+    });
+  }
 
   async function tick(): Promise<void> {
-    await sleep(pollMs);
+    await interval();
     const taken = waiting;
     waiting = [];
     try {
@@ -84,6 +110,7 @@ export function createReceiptPoller(deps: {
     void (async () => {
       while (waiting.length > 0) await tick();
       ticking = false;
+      woken = false;
     })();
   }
 
@@ -104,6 +131,10 @@ export function createReceiptPoller(deps: {
         waiting.push(waiter);
         run();
       });
+    },
+    wake() {
+      if (endWait !== undefined) endWait();
+      else if (ticking) woken = true;
     },
   };
 }

@@ -1,6 +1,7 @@
 import { numberToHex, parseEther, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { startCaptureDriver } from "../authorization/captureDriver.js";
+import type { CaptureRelay } from "../authorization/captureRelay.js";
 import { readRelayerPool } from "../authorization/keySources.js";
 import { readTokenDomainOverRpc } from "../authorization/tokenReads.js";
 import type { Common } from "../common.js";
@@ -35,13 +36,13 @@ const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
  */
 export async function startSettlement(
   deps: Common & { store: Store },
-): Promise<{ facilitatorUrl: string | undefined }> {
+): Promise<{ facilitatorUrl: string | undefined; relay: CaptureRelay }> {
   const settings = deps.config.facilitator;
   let relayers: LocalAccount[] = readRelayerPool(settings);
   if (relayers.length === 0 && settings.enabled && runsDevnet(deps.config))
     relayers = [await fundedDevnetRelayer(deps)];
   const relay = startCaptureDriver({ ...deps, relayers });
-  if (!settings.enabled) return { facilitatorUrl: undefined };
+  if (!settings.enabled) return { facilitatorUrl: undefined, relay };
   const relayer = relayers[0];
   if (relayer === undefined)
     throw new ConfigError(
@@ -101,7 +102,7 @@ export async function startSettlement(
     builder_code: builderCode ?? null,
     pay_to: settings.payTo.length === 0 ? "any" : settings.payTo,
   });
-  return { facilitatorUrl: server.url };
+  return { facilitatorUrl: server.url, relay };
 }
 
 /**

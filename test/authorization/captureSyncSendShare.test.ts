@@ -33,7 +33,7 @@ function heldNode() {
       return accept({ body, id: 1, endpoint: "stub" });
     },
   } as unknown as RpcClient;
-  const poller: ReceiptPoller = { next: () => new Promise(() => {}) };
+  const poller: ReceiptPoller = { next: () => new Promise(() => {}), wake: () => undefined };
   return { client, poller, sync };
 }
 

@@ -103,4 +103,34 @@ describe("createReceiptPoller()", () => {
     await expect(aborted).rejects.toThrow("gave up");
     expect(await other).toEqual({ kind: "none" });
   });
+
+  test("a wake reads the receipts at once, not at the end of the interval; one during a read makes the next tick read at once", async () => {
+    // A node whose receipt reads the test answers by hand: none has a receipt.
+    const reads: Array<() => void> = [];
+    const slow = {
+      batchCalls: () => 100,
+      batch: (batch: ReadonlyArray<{ method: string }>) =>
+        new Promise((resolve) =>
+          reads.push(() => resolve(batch.map(() => ({ ok: true, result: null })))),
+        ),
+    } as unknown as RpcClient;
+    const poller = createReceiptPoller({ client: slow, pollingIntervalMs: 60_000 });
+    const hash: Hex = `0x${"ef".repeat(32)}`;
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    const first = poller.next([hash]);
+    await tick();
+    expect(reads).toHaveLength(0);
+    poller.wake();
+    await tick();
+    expect(reads).toHaveLength(1);
+    // While that read is out, a second waiter and a wake: the next tick reads at once.
+    const second = poller.next([hash]);
+    poller.wake();
+    reads[0]!();
+    expect(await first).toEqual({ kind: "none" });
+    await tick();
+    expect(reads).toHaveLength(2);
+    reads[1]!();
+    expect(await second).toEqual({ kind: "none" });
+  });
 });
