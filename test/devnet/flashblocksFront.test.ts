@@ -1,12 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { createWalletClient, http, numberToHex, pad, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
 import { TRANSFER_TOPIC } from "../../src/authorization/eip3009.js";
 import type { RpcLogObject } from "../../src/devnet/front/rpcLogObject.js";
-import { startDevnet, type Devnet, type DevnetOptions } from "../../src/devnet/startDevnet.js";
+import type { Devnet, DevnetOptions } from "../../src/devnet/startDevnet.js";
 import { httpRpc } from "../helpers/httpRpc.js";
+import { useManualDevnet } from "../helpers/manualDevnet.js";
 import { connectWsRpc, RpcAnswerError, type WsRpcClient } from "../helpers/wsRpcClient.js";
 
 /** What a pre-confirmed log carries instead of a block hash (base/base flashblocks rpc/eth.rs). */
@@ -62,20 +63,15 @@ function createSender(devnet: Devnet, keyIndex: number) {
   };
 }
 
-/** A devnet in manual mode (no timers: time moves only by devnet_flashblock / devnet_mine), shared by one describe. */
+/** A devnet in manual mode (helpers/manualDevnet.ts) shared by one describe, with this file's reads and WebSocket clients. */
 function useDevnet(options: DevnetOptions = {}) {
-  const errors: unknown[] = [];
+  const base = useManualDevnet(options);
   const clients: WsRpcClient[] = [];
-  let devnet: Devnet | undefined;
-  let stopped = false;
   const h = {
     get devnet(): Devnet {
-      if (devnet === undefined) throw new Error("devnet not started");
-      return devnet;
+      return base.devnet;
     },
-    errors,
-    call: <T = unknown>(method: string, params: unknown[] = []) =>
-      httpRpc<T>(h.devnet.httpUrl, method, params),
+    call: base.call,
     blockNumber: async () => Number(await h.call<Hex>("eth_blockNumber")),
     block: (number: number | "latest") =>
       h.call<Block>("eth_getBlockByNumber", [
@@ -99,27 +95,10 @@ function useDevnet(options: DevnetOptions = {}) {
       clients.push(client);
       return client;
     },
-    stop: async () => {
-      stopped = true;
-      await devnet?.stop();
-    },
+    stop: base.stop,
   };
-  beforeAll(async () => {
-    devnet = await startDevnet({
-      blockTimeMs: 0,
-      flashblockIntervalMs: 0,
-      port: 0,
-      onError: (error) => errors.push(error),
-      ...options,
-    });
-  });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
-  });
-  afterAll(async () => {
-    if (!stopped) await devnet?.stop();
-    // A hiccup the front swallowed (a failed head sync, a bad simulation) would otherwise go unnoticed.
-    if (!stopped) expect(errors).toEqual([]);
   });
   return h;
 }

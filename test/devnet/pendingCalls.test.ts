@@ -11,10 +11,9 @@ import {
   type Hex,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect, test } from "vitest";
 import { flashTestTokenAbi } from "../../src/devnet/contracts/generated/flashTestToken.js";
-import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { httpRpc } from "../helpers/httpRpc.js";
+import { useManualDevnet } from "../helpers/manualDevnet.js";
 import type { RpcAnswerError } from "../helpers/wsRpcClient.js";
 
 /** Explicit gas: automine is off, so nothing may estimate against a block that is not there yet. */
@@ -23,28 +22,12 @@ const RECIPIENT = pad(numberToHex(0xca11ed), { size: 20 }) as Address;
 /** FlashTestToken keeps balances in a mapping at slot 2 (its `balanceOf` getter reads it). */
 const BALANCES_SLOT = 2n;
 
-let devnet: Devnet;
-const errors: unknown[] = [];
-
-beforeAll(async () => {
-  devnet = await startDevnet({
-    blockTimeMs: 0,
-    flashblockIntervalMs: 0,
-    port: 0,
-    onError: (error) => errors.push(error),
-  });
-});
-afterAll(async () => {
-  await devnet?.stop();
-  expect(errors).toEqual([]);
-});
+const manual = useManualDevnet();
+const { call } = manual;
 beforeEach(async () => {
   await call("devnet_setPendingLag", [0]);
   await call("devnet_mine");
 });
-
-const call = <T = unknown>(method: string, params: unknown[] = []) =>
-  httpRpc<T>(devnet.httpUrl, method, params);
 
 const balanceSlot = (owner: Address): Hex =>
   keccak256(
@@ -57,7 +40,7 @@ async function tokenBalance(owner: Address, tag: string, overrides?: unknown): P
     functionName: "balanceOf",
     args: [owner],
   });
-  const params: unknown[] = [{ to: devnet.token, data }, tag];
+  const params: unknown[] = [{ to: manual.devnet.token, data }, tag];
   if (overrides !== undefined) params.push(overrides);
   const result = await call<Hex>("eth_call", params);
   return decodeFunctionResult({ abi: flashTestTokenAbi, functionName: "balanceOf", data: result });
@@ -70,15 +53,15 @@ async function estimateTransfer(from: Address, value: bigint, tag: string) {
     functionName: "transfer",
     args: [RECIPIENT, value],
   });
-  return call<Hex>("eth_estimateGas", [{ from, to: devnet.token, data }, tag]).then(
+  return call<Hex>("eth_estimateGas", [{ from, to: manual.devnet.token, data }, tag]).then(
     (gas) => ({ gas: BigInt(gas) }),
     (error: RpcAnswerError) => ({ error: error.code }),
   );
 }
 
 /** A funded key sending token transfers through the front, or to anvil directly with `url`. */
-function sender(keyIndex: number, url = devnet.httpUrl) {
-  const account = privateKeyToAccount(devnet.privateKeys[keyIndex]!);
+function sender(keyIndex: number, url = manual.devnet.httpUrl) {
+  const account = privateKeyToAccount(manual.devnet.privateKeys[keyIndex]!);
   const wallet = createWalletClient({ account, transport: http(url) });
   let nonce: number | undefined;
   return {
@@ -86,7 +69,7 @@ function sender(keyIndex: number, url = devnet.httpUrl) {
     transfer: async (value: bigint, fees: { maxFeePerGas?: bigint } = {}) => {
       nonce ??= Number(await call<Hex>("eth_getTransactionCount", [account.address, "pending"]));
       return wallet.writeContract({
-        address: devnet.token,
+        address: manual.devnet.token,
         abi: flashTestTokenAbi,
         chain: null,
         gas: GAS,
@@ -119,11 +102,19 @@ describe('calls and state reads at "pending" run on the pre-confirmed state', ()
     expect(await tokenBalance(payer.address, "latest")).toBe(whole);
     // The emptied balance is a zeroed slot: the tracer leaves zero words out of its `post`.
     expect(
-      await call<Hex>("eth_getStorageAt", [devnet.token, balanceSlot(payer.address), "pending"]),
+      await call<Hex>("eth_getStorageAt", [
+        manual.devnet.token,
+        balanceSlot(payer.address),
+        "pending",
+      ]),
     ).toBe(`0x${"0".repeat(64)}`);
     expect(
       BigInt(
-        await call<Hex>("eth_getStorageAt", [devnet.token, balanceSlot(payer.address), "latest"]),
+        await call<Hex>("eth_getStorageAt", [
+          manual.devnet.token,
+          balanceSlot(payer.address),
+          "latest",
+        ]),
       ),
     ).toBe(whole);
     expect(await estimateTransfer(payer.address, 1n, "pending")).toEqual({ error: 3 });
@@ -133,11 +124,13 @@ describe('calls and state reads at "pending" run on the pre-confirmed state', ()
       ether,
     );
     expect(BigInt(await call<Hex>("eth_getBalance", [payer.address, "latest"]))).toBe(ether);
-    expect(await call<Hex>("eth_getCode", [devnet.token, "pending"])).toBe(
-      await call<Hex>("eth_getCode", [devnet.token, "latest"]),
+    expect(await call<Hex>("eth_getCode", [manual.devnet.token, "pending"])).toBe(
+      await call<Hex>("eth_getCode", [manual.devnet.token, "latest"]),
     );
     // A caller's own override goes on top of the pending state.
-    const slot = { [devnet.token]: { stateDiff: { [balanceSlot(payer.address)]: pad("0x05") } } };
+    const slot = {
+      [manual.devnet.token]: { stateDiff: { [balanceSlot(payer.address)]: pad("0x05") } },
+    };
     expect(await tokenBalance(payer.address, "pending", slot)).toBe(5n);
 
     await call("devnet_mine");
@@ -225,7 +218,7 @@ describe("flashblocks take the pool in arrival order, whichever way a transactio
   });
 
   test("one sent to anvil directly is pre-confirmed too, after those that came through the front", async () => {
-    const direct = sender(3, devnet.anvilUrl);
+    const direct = sender(3, manual.devnet.anvilUrl);
     const viaFront = sender(4);
     const around = await direct.transfer(5n);
     const through = await viaFront.transfer(6n);
