@@ -1,63 +1,70 @@
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startDevnet, type Devnet } from "../../src/devnet/startDevnet.js";
-import { httpRpc } from "../helpers/httpRpc.js";
+import { beforeEach, expect, test } from "vitest";
+import { useManualDevnet } from "../helpers/manualDevnet.js";
 
-let devnet: Devnet;
-const errors: unknown[] = [];
-
-beforeAll(async () => {
-  // Flashblocks and blocks only when the test asks.
-  devnet = await startDevnet({
-    blockTimeMs: 0,
-    flashblockIntervalMs: 0,
-    port: 0,
-    onError: (error) => errors.push(error),
-  });
-});
-afterAll(async () => {
-  await devnet?.stop();
-  expect(errors).toEqual([]);
-});
-
-const call = <T = unknown>(method: string, params: unknown[] = []) =>
-  httpRpc<T>(devnet.httpUrl, method, params);
+const manual = useManualDevnet();
+const { call } = manual;
 
 type Receipt = { transactionHash: Hex; transactionIndex: Hex; blockHash: Hex };
 
+beforeEach(async () => {
+  await call("devnet_setPendingLag", [0]);
+  await call("devnet_mine");
+});
+
+/** A self-transfer of nothing from `key`, signed at its next nonce. */
+async function selfTransfer(key: Hex): Promise<Hex> {
+  const account = privateKeyToAccount(key);
+  return account.signTransaction({
+    type: "eip1559",
+    chainId: manual.devnet.chainId,
+    to: account.address,
+    value: 0n,
+    gas: 21_000n,
+    nonce: Number(await call<Hex>("eth_getTransactionCount", [account.address, "pending"])),
+    maxFeePerGas: 10_000_000_000n,
+    maxPriorityFeePerGas: 1n,
+  });
+}
+
+const receipts = (hashes: readonly Hex[]) =>
+  Promise.all(hashes.map((hash) => call<Receipt>("eth_getTransactionReceipt", [hash])));
+const indexes = (of: readonly Receipt[]) => of.map((r) => Number(r.transactionIndex));
+
 test("transactions sent at once are pre-confirmed in the order their block holds them", async () => {
-  const senders = devnet.privateKeys.slice(0, 10).map((key) => privateKeyToAccount(key));
   for (let round = 0; round < 10; round++) {
-    const raws = await Promise.all(
-      senders.map(async (account) =>
-        account.signTransaction({
-          type: "eip1559",
-          chainId: devnet.chainId,
-          to: account.address,
-          value: 0n,
-          gas: 21_000n,
-          nonce: Number(await call<Hex>("eth_getTransactionCount", [account.address, "pending"])),
-          maxFeePerGas: 10_000_000_000n,
-          maxPriorityFeePerGas: 1n,
-        }),
-      ),
-    );
+    const raws = await Promise.all(manual.devnet.privateKeys.slice(0, 10).map(selfTransfer));
     const hashes = await Promise.all(raws.map((raw) => call<Hex>("eth_sendRawTransaction", [raw])));
     await call("devnet_flashblock");
-    const preconfirmed = await Promise.all(
-      hashes.map((hash) => call<Receipt>("eth_getTransactionReceipt", [hash])),
-    );
+    const preconfirmed = await receipts(hashes);
     await call("devnet_mine");
-    const mined = await Promise.all(
-      hashes.map((hash) => call<Receipt>("eth_getTransactionReceipt", [hash])),
-    );
+    const mined = await receipts(hashes);
     // Pre-confirmed receipts carry a zero block hash; the mined ones their block's.
     expect(preconfirmed.every((r) => BigInt(r.blockHash) === 0n)).toBe(true);
     expect(mined.every((r) => BigInt(r.blockHash) !== 0n)).toBe(true);
-    expect(
-      preconfirmed.map((r) => Number(r.transactionIndex)),
-      `round ${round}`,
-    ).toEqual(mined.map((r) => Number(r.transactionIndex)));
+    expect(indexes(preconfirmed), `round ${round}`).toEqual(indexes(mined));
   }
+}, 60_000);
+
+test("transactions set aside while an older pending block is mined keep their flashblock order", async () => {
+  // Sent one by one against the order of their senders' addresses, in the newer pending block.
+  const keys = [...manual.devnet.privateKeys.slice(0, 10)].sort((a, b) =>
+    privateKeyToAccount(b).address.localeCompare(privateKeyToAccount(a).address),
+  );
+  await call("devnet_setPendingLag", [1]);
+  const older = await call<Hex>("eth_sendRawTransaction", [await selfTransfer(keys[0]!)]);
+  await call("devnet_flashblock");
+  await call("devnet_mine"); // sealed, not canonical
+  const hashes: Hex[] = [];
+  for (const key of keys.slice(1))
+    hashes.push(await call<Hex>("eth_sendRawTransaction", [await selfTransfer(key)]));
+  await call("devnet_flashblock");
+  const preconfirmed = await receipts(hashes);
+  // The older block is mined: the newer block's transactions wait outside anvil's pool meanwhile.
+  await call("devnet_mine");
+  expect(BigInt((await receipts([older]))[0]!.blockHash)).not.toBe(0n);
+  await call("devnet_setPendingLag", [0]);
+  await call("devnet_mine");
+  expect(indexes(preconfirmed)).toEqual(indexes(await receipts(hashes)));
 }, 60_000);

@@ -33,13 +33,14 @@ export function createPoolOrder(fetch: (hash: string) => Promise<PoolEntry | nul
 
   const slotOf = (from: string, nonce: bigint) => `${from.toLowerCase()}:${nonce}`;
 
-  function orderOf(ready: PoolEntry[]): PoolEntry[] {
-    const bySender = new Map<string, PoolEntry[]>();
-    for (const tx of ready) {
+  /** `txs` in arrival order, each sender's in nonce order (one not admitted here after those that were). */
+  function orderOf<T extends { hash: string; from: string; nonce: string }>(txs: T[]): T[] {
+    const bySender = new Map<string, T[]>();
+    for (const tx of txs) {
       const from = tx.from.toLowerCase();
       bySender.set(from, [...(bySender.get(from) ?? []), tx]);
     }
-    const keyed: Array<{ tx: PoolEntry; key: number; nonce: bigint }> = [];
+    const keyed: Array<{ tx: T; key: number; nonce: bigint }> = [];
     for (const txs of bySender.values()) {
       txs.sort((a, b) => Number(BigInt(a.nonce) - BigInt(b.nonce)));
       // A transaction never goes before its sender's lower nonce: it takes the later arrival.
@@ -124,6 +125,7 @@ export function createPoolOrder(fetch: (hash: string) => Promise<PoolEntry | nul
       return entries === undefined ? undefined : orderOf(entries);
     },
     listed: listedEntries,
+    inArrivalOrder: orderOf,
     /** The ready transactions of anvil's full listing, in order. */
     order: (ready: ReadyBySender): PoolEntry[] =>
       orderOf(Object.values(ready).flatMap((byNonce) => Object.values(byNonce))),

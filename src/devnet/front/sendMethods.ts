@@ -19,17 +19,9 @@ export function createSendMethods({
     if (typeof answer.result === "string" && !kept) sequencer.arrived(answer.result);
     return answer;
   };
-  // One send at a time: anvil mines its pool in the order it took the transactions (`--order
-  // fifo`), and flashblocks take them in the order anvil answered. Two sends at once could be taken
-  // in one order and answered in the other; the block's receipts then differed from the
-  // flashblocks' (settlePool.test.ts saw a payer's refund on one payment pre-confirmed and on
-  // another mined).
-  let lastSend: Promise<unknown> = Promise.resolve();
-  const admitted = (request: Request, raw: unknown): Promise<Answer> => {
-    const turn = lastSend.then(() => admit(request, raw));
-    lastSend = turn.catch(() => undefined);
-    return turn;
-  };
+  // One send at a time, in the order anvil takes them (sequencer.inOrder).
+  const admitted = (request: Request, raw: unknown): Promise<Answer> =>
+    sequencer.inOrder(() => admit(request, raw));
   // While a sender is held, anvil takes each transaction and names its sender (it recovers it
   // natively; recovering here cost the front about 2 ms of CPU per send, a fifth of a core at 100
   // sends a second); a held sender's is then taken out of anvil's pool and kept apart

@@ -158,6 +158,21 @@ export function createSequencer(
     | { mode: "frozen"; blocks: PendingBlock[]; state: StateOverride }
     | { mode: "null" } = { mode: "live" };
 
+  /** The last send into anvil's pool (inOrder): the next waits for it. */
+  let lastSend: Promise<unknown> = Promise.resolve();
+  /**
+   * Runs `send` (a transaction into anvil's pool, and its `arrived`) once the sends before it are
+   * done. anvil mines its pool in the order it took the transactions (`--order fifo`), and the
+   * flashblocks give them in the order they arrived here: two sends at once could be taken in one
+   * order and answered in the other, and the block's receipts then differed from the flashblocks'
+   * (settlePool.test.ts saw a payer's refund on one payment pre-confirmed and on another mined).
+   */
+  function inOrder<T>(send: () => Promise<T>): Promise<T> {
+    const turn = lastSend.then(send);
+    lastSend = turn.catch(() => undefined);
+    return turn;
+  }
+
   /** Waiting for the next flashblock (nextFlashblock): woken when one is out. */
   let flashblockOut = signal();
 
@@ -453,13 +468,16 @@ export function createSequencer(
     // A sender's transactions after one set aside go aside too: they cannot be mined without it, and
     // anvil_dropTransaction drops them with it.
     const blocked = new Set<string>();
-    const asideHashes: string[] = [];
+    const setAside: typeof byNonce = [];
     for (const t of byNonce) {
       const from = t.from.toLowerCase();
       if (include.has(t.hash.toLowerCase()) && !blocked.has(from)) continue;
       blocked.add(from);
-      asideHashes.push(t.hash);
+      setAside.push(t);
     }
+    // Sent back in the order they arrived: anvil mines them in the order it takes them again, and
+    // the flashblocks give them in arrival order.
+    const asideHashes = poolOrder.inArrivalOrder(setAside).map((t) => t.hash);
     // Every raw transaction is read before any is dropped: a read after its predecessor's drop finds
     // it gone, and the gap would stall that sender for good.
     const aside = await Promise.all(
@@ -548,6 +566,7 @@ export function createSequencer(
     },
     /** Resolves when the next flashblock is out (its receipts readable). */
     nextFlashblock: (): Promise<void> => flashblockOut.promise,
+    inOrder,
     /** A transaction entered anvil's pool through the front: flashblocks take it in arrival order. */
     arrived: (hash: string) => poolOrder.arrived(hash),
     /** Runs `work` between ticks, so it never sees a block mined but the pending block not yet rebuilt. */
@@ -581,10 +600,11 @@ export function createSequencer(
       exclusive(async () => {
         for (const raw of held.set(senders))
           // One that no longer fits (its nonce taken meanwhile) is left out, as a node's pool would.
-          await upstream
-            .call<string>("eth_sendRawTransaction", [raw])
-            .then((hash) => poolOrder.arrived(hash))
-            .catch(() => undefined);
+          await inOrder(() =>
+            upstream
+              .call<string>("eth_sendRawTransaction", [raw])
+              .then((hash) => poolOrder.arrived(hash)),
+          ).catch(() => undefined);
         return held.senders();
       }),
     /** The canonical chain stays `blocks` behind the newest sealed pending block from the next mine on. */
