@@ -204,6 +204,12 @@ export function createSequencer(
   }
 
   const unmined = () => blocks.filter((b) => !b.mined);
+  /** The state after every unmined pending block's transactions, executed again from the canonical head. */
+  const executedFromHead = () =>
+    pendingState.executed(
+      unmined().map((b) => ({ txs: b.txs, env: envOf(b) })),
+      {},
+    );
   const sameHash = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
   /** The open pending block, opening one (and forgetting a state the head no longer fits) when needed. */
@@ -411,8 +417,7 @@ export function createSequencer(
     flashblockOut = signal();
     await stateKept.catch(async () => {
       // Executed again from the head for every pending block; readers wait for it.
-      const blocksLeft = unmined().map((b) => ({ txs: b.txs, env: envOf(b) }));
-      await pendingState.becoming(pendingState.executed(blocksLeft, {}));
+      await pendingState.becoming(executedFromHead());
     });
     return result;
   }
@@ -518,8 +523,7 @@ export function createSequencer(
     } else if (minedNow) {
       // What is left pending is executed again on the new head: a transaction left out of its
       // block (deferred) is no longer part of the pending state until pre-confirmed again.
-      const blocksLeft = unmined().map((b) => ({ txs: b.txs, env: envOf(b) }));
-      pendingState.set(await pendingState.executed(blocksLeft, {}));
+      pendingState.set(await executedFromHead());
     }
     dropped.clear();
     // Note: a canonical block that differs from what was pre-confirmed makes the node rebuild the pending
