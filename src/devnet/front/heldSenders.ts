@@ -9,11 +9,11 @@ import type { Hex } from "viem";
  * does not count it.
  *
  * While a sender is held, its new transactions are kept here rather than in anvil's pool: anvil
- * would mine them with every block, and setting them aside at each block took the sequencer 0.2 to 0.6 s per block with 60 of them held
- * (measured on the devnet), a delay no Base sequencer adds to the other senders. Released, they go
- * to anvil in nonce order and are pre-confirmed at the next flashblock. Where it differs from a
- * node's mempool: a held transaction is not found by hash, and a replacement on the same nonce
- * takes the place of the one kept whatever its fees.
+ * would mine them with every block, and setting them aside at each block took the sequencer 0.2
+ * to 0.6 s per block with 60 of them held (measured on the devnet), a delay no Base sequencer adds
+ * to the other senders. Released, they go to anvil in nonce order and are pre-confirmed at the
+ * next flashblock. Where it differs from a node's mempool: a held transaction is not found by
+ * hash, and a replacement on the same nonce takes the place of the one kept whatever its fees.
  */
 export function createHeldSenders() {
   let held = new Set<string>();
