@@ -11,18 +11,15 @@ import { startCaptureDevnet } from "../helpers/captureDevnet.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { addSignedTransferOrder } from "../helpers/signedOrder.js";
 import { startSyncSendProxy } from "../helpers/syncSendProxy.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 
 let devnet: Devnet;
 let client: PublicClient;
 let store: Store;
 let stop: (() => Promise<void>) | undefined;
 
-const admin = (method: string) =>
-  fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
-  }).then((r) => r.json());
+const admin = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 
 beforeAll(async () => {
   // No flashblocks and no blocks until the test makes one: a sent capture stays in the pool, not pre-confirmed.

@@ -11,6 +11,7 @@ import { startCaptureDevnet } from "../helpers/captureDevnet.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { waitFor } from "../helpers/fixtures.js";
 import { addSignedTransferOrder } from "../helpers/signedOrder.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 
 /*
  * The capture relay's first send by eth_sendRawTransactionSync (captureSyncSend.ts) when the node
@@ -25,12 +26,8 @@ let stop: (() => Promise<void>) | undefined;
 
 const SYNC = "eth_sendRawTransactionSync";
 
-const admin = (method: string) =>
-  fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
-  }).then((r) => r.json());
+const admin = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 
 /** An RPC client on the devnet that counts the calls it makes by method (a batch's calls each). */
 function countingClient() {

@@ -25,6 +25,7 @@ import { openStore } from "../../src/store/openStore.js";
 import type { Store } from "../../src/store/store.js";
 import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { waitFor } from "../helpers/fixtures.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 
 /*
  * `order capture` exits 0 only for a transfer the chain made (issue 40): two orders of 0.8 from a
@@ -39,12 +40,8 @@ let dir: string;
 let configPath: string;
 let store: Store;
 
-const admin = (method: string) =>
-  fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
-  }).then((r) => r.json());
+const admin = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 
 beforeAll(async () => {
   devnet = await startDevnet({ blockTimeMs: 0, flashblockIntervalMs: 0, port: 0 });

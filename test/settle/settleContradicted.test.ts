@@ -12,6 +12,7 @@ import { spawnCli, writeConfig } from "../helpers/cli.js";
 import { waitFor } from "../helpers/fixtures.js";
 import { startWebhookReceiver } from "../helpers/webhookReceiver.js";
 import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 
 /*
  * A pre-confirmed success that the sealed block contradicts (issue 40): the daemon answers /settle
@@ -31,12 +32,8 @@ let metricsUrl: string;
 let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
 let offer: ExactOffer;
 
-const admin = (method: string, params: unknown[] = []) =>
-  fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  }).then((r) => r.json());
+const admin = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 
 function readDb<T>(sql: string, ...params: unknown[]): T | undefined {
   const db = new DatabaseConstructor(dbPath, { readonly: true, fileMustExist: true });

@@ -43,6 +43,7 @@ import {
   type RunningServer,
 } from "../helpers/x402.js";
 import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 
 /*
  * One payment, at most one success, and success only for a transfer the chain made (issue 40): the
@@ -66,12 +67,8 @@ let pump: NodeJS.Timeout | undefined;
 /** The devnet as the facilitator reads it: an untagged eth_estimateGas runs at latest, as on geth and reth. */
 let proxy: { url: string; close: () => Promise<void> };
 
-const admin = (method: string, params: unknown[] = []) =>
-  fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  }).then((r) => r.json());
+const admin = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 const balanceOf = (account: Address) =>
   chain.readContract({
     address: devnet.token,
@@ -299,7 +296,7 @@ describe("success means the chain made the transfer", () => {
     // put back behind the cancel, so the flashblock takes the cancel first (the devnet takes its
     // pool first in, first out).
     const captureHash = (await store.captures.get(orderId))!.txHash;
-    const raw = (await admin("eth_getRawTransactionByHash", [captureHash])) as { result: Hex };
+    const raw = await admin<Hex>("eth_getRawTransactionByHash", [captureHash]);
     await admin("anvil_dropTransaction", [captureHash]);
     const cancel = await signCancelAuthorization(
       payer,
@@ -322,7 +319,7 @@ describe("success means the chain made the transfer", () => {
         blockTag: "pending",
       }),
     });
-    await admin("eth_sendRawTransaction", [raw.result]);
+    await admin("eth_sendRawTransaction", [raw]);
     await admin("devnet_flashblock");
     const settled = await answer;
     expect(settled.success, JSON.stringify(settled)).toBe(false);

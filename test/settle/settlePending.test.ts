@@ -13,6 +13,7 @@ import { sqliteBackend } from "../helpers/backends.js";
 import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js";
 import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
 import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 
 let devnet: Devnet;
 let store: Store;
@@ -20,12 +21,8 @@ let facilitator: Facilitator;
 let offer: ExactOffer;
 const metrics = createMetrics({ defaultMetrics: false });
 
-const admin = (method: string) =>
-  fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
-  }).then((r) => r.json());
+const admin = <T = unknown>(method: string, params: unknown[] = []) =>
+  httpRpc<T>(devnet.httpUrl, method, params);
 
 beforeAll(async () => {
   // No flashblock until the test makes one: a settlement is sent but cannot be pre-confirmed in time.

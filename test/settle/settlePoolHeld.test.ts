@@ -30,6 +30,7 @@ import { createMemoryLogger, testConfig, testDeps } from "../helpers/context.js"
 import { createDevnetFacilitator } from "../helpers/devnetFacilitator.js";
 import { waitFor } from "../helpers/fixtures.js";
 import { referencePaymentBody, type ExactOffer } from "../helpers/x402.js";
+import { httpRpc } from "../helpers/httpRpc.js";
 
 /*
  * A pool of three relayers behind one facilitator (issue 43), one of them held back by the
@@ -62,16 +63,7 @@ const offerOf = (amount: bigint): ExactOffer => ({
 });
 
 /** One of the stand-in's admin methods. */
-async function admin(method: string, params: unknown[]): Promise<unknown> {
-  const response = await fetch(devnet.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const answer = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (answer.error !== undefined) throw new Error(`${method}: ${answer.error.message}`);
-  return answer.result;
-}
+const admin = (method: string, params: unknown[]) => httpRpc(devnet.httpUrl, method, params);
 
 async function post(body: unknown): Promise<Record<string, unknown>> {
   const response = await fetch(`${server.url}/settle`, {
